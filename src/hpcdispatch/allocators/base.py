@@ -1,0 +1,108 @@
+"""Allocators choose the nodes for a job's units given a free-capacity matrix.
+
+An allocator is a pure function of its inputs: it never modifies ``free`` and it returns
+``None`` when the units do not fit. Dispatchers decide *which* jobs start; allocators decide
+*where*; any dispatcher works with any allocator.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from hpcdispatch.sim.allocation import Allocation, units_fit_per_node
+from hpcdispatch.system.model import System
+
+
+class Allocator(ABC):
+    name: ClassVar[str] = "allocator"
+
+    def setup(self, system: System) -> None:
+        self.system = system
+
+    @abstractmethod
+    def allocate(
+        self, units: int, unit_request: np.ndarray, free: np.ndarray, max_per_node: int = 0
+    ) -> Allocation | None:
+        """Nodes for ``units`` units of ``unit_request`` on ``free``, or ``None``."""
+
+
+def fill_in_order(order: np.ndarray, fits: np.ndarray, units: int) -> Allocation | None:
+    """Take nodes in ``order``, each with as many units as fit, until ``units`` are placed."""
+    per = fits[order]
+    cs = np.cumsum(per)
+    if len(cs) == 0 or cs[-1] < units:
+        return None
+    k = int(np.searchsorted(cs, units))
+    chosen = order[: k + 1]
+    counts = per[: k + 1].copy()
+    counts[-1] -= int(cs[k]) - units
+    keep = counts > 0
+    chosen, counts = chosen[keep], counts[keep]
+    order = np.argsort(chosen)
+    return Allocation.trusted(chosen[order], counts[order])
+
+
+class FirstFit(Allocator):
+    """Nodes in their linear order; each takes as many of the job's units as fit."""
+
+    name = "first-fit"
+
+    def allocate(self, units, unit_request, free, max_per_node=0):
+        fits = units_fit_per_node(free, unit_request, max_per_node)
+        cs = np.cumsum(fits)
+        if cs[-1] < units:
+            return None
+        k = int(np.searchsorted(cs, units))
+        nodes = np.flatnonzero(fits[: k + 1])
+        counts = fits[nodes]
+        counts[-1] -= int(cs[k]) - units
+        return Allocation.trusted(nodes, counts)
+
+
+class BestFit(Allocator):
+    """Each unit goes to the node whose remaining capacity after placement is smallest.
+
+    Remaining capacity is measured as ``sum_r free[n, r] / maxcap[r]`` (each resource type
+    normalised by the largest per-node capacity of that type, so MiB of memory do not drown
+    cores). Placing a unit only lowers its node's remaining capacity, so unit-by-unit best fit
+    fills the fullest fitting node first: nodes are taken in ascending order of that score
+    (ties: lower node index), each with as many units as fit.
+    """
+
+    name = "best-fit"
+
+    def setup(self, system: System) -> None:
+        super().setup(system)
+        maxcap = system.max_node_capacity.astype(np.float64)
+        self._weights = np.where(maxcap > 0, 1.0 / np.where(maxcap > 0, maxcap, 1.0), 0.0)
+
+    def allocate(self, units, unit_request, free, max_per_node=0):
+        fits = units_fit_per_node(free, unit_request, max_per_node)
+        candidates = np.flatnonzero(fits)
+        if int(fits[candidates].sum()) < units:
+            return None
+        score = free[candidates] @ self._weights
+        order = candidates[np.argsort(score, kind="stable")]
+        return fill_in_order(order, fits, units)
+
+
+ALLOCATORS: dict[str, type[Allocator]] = {"first-fit": FirstFit, "best-fit": BestFit}
+
+
+def make_allocator(name: str | Allocator, system: System) -> Allocator:
+    from hpcdispatch.errors import ConfigError
+
+    if isinstance(name, Allocator):
+        allocator = name
+    else:
+        key = str(name).lower().replace("_", "-")
+        aliases = {"ff": "first-fit", "bf": "best-fit", "firstfit": "first-fit", "bestfit": "best-fit"}
+        key = aliases.get(key, key)
+        if key not in ALLOCATORS:
+            raise ConfigError(f"unknown allocator '{name}'; available: {', '.join(sorted(ALLOCATORS))}")
+        allocator = ALLOCATORS[key]()
+    allocator.setup(system)
+    return allocator

@@ -1,0 +1,1 @@
+"""The ``hpcdispatch`` command line."""

@@ -1,0 +1,315 @@
+"""``hpcdispatch``: simulate, compare and validate HPC job dispatchers.
+
+Errors a user can cause are printed as one line (``error: ...``) with exit code 2; an invalid
+schedule gives exit code 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from hpcdispatch import __version__
+from hpcdispatch.errors import HpcDispatchError
+from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
+from hpcdispatch.workload.swf import SwfOptions
+
+console = Console()
+err_console = Console(stderr=True)
+
+DEFAULT_WORKLOAD = "synthetic:lublin,jobs=2000,seed=1,load=0.9"
+DEFAULT_DISPATCHERS = "fifo,sjf,easy,conservative"
+
+
+# ---------------------------------------------------------------------------------------
+# shared options
+# ---------------------------------------------------------------------------------------
+
+
+def workload_options(default_workload: str | None) -> Any:
+    def deco(fn: Any) -> Any:
+        opts = [
+            click.option("--workload", "-w", default=default_workload, required=default_workload is None,
+                         show_default=True, help="SWF trace path (.swf/.swf.gz) or synthetic:lublin,jobs=N,seed=S,load=L"),
+            click.option("--system", "-s", default="auto", show_default=True,
+                         help="preset name, TOML file, 'from-trace' (SWF header) or 'auto'"),
+            click.option("--processors", type=click.Choice(["requested", "allocated"]), default="requested",
+                         show_default=True, help="SWF field used for the processor count (falls back to the other)"),
+            click.option("--units", "unit_mode", type=click.Choice(UNIT_MODES), default="divisor", show_default=True,
+                         help="processors -> identical units: divisor, processor (1 core each) or node"),
+            click.option("--cores-per-unit", type=int, default=None, help="largest cores per unit (default: smallest node)"),
+            click.option("--missing-walltime", default="queue-max", show_default=True,
+                         help="when an SWF record has no requested time: queue-max, trace-max, runtime, skip or seconds"),
+            click.option("--memory", type=click.Choice(["ignore", "requested", "used"]), default="ignore",
+                         show_default=True, help="map SWF memory fields onto a 'mem' resource"),
+            click.option("--max-jobs", type=int, default=None, help="only the first N jobs by submit time"),
+        ]
+        for opt in reversed(opts):
+            fn = opt(fn)
+        return fn
+
+    return deco
+
+
+def sim_options(fn: Any) -> Any:
+    opts = [
+        click.option("--allocator", "-a", default=None, help="first-fit or best-fit (default: the dispatcher's own)"),
+        click.option("--predictor", "-p", default="walltime", show_default=True, help="duration predictor"),
+        click.option("--no-walltime-kill", is_flag=True, help="let jobs run past their wall-time (AccaSim behaviour)"),
+        click.option("--charge-dispatch-time", is_flag=True,
+                     help="start decided jobs later by the dispatcher's measured wall-clock time"),
+        click.option("--dispatch-interval", type=float, default=None, help="also call the dispatcher every N seconds"),
+        click.option("--quiet", "-q", is_flag=True, help="no progress bar"),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
+    from hpcdispatch.workload.loader import load_workload, resolve_system
+
+    swf = SwfOptions(
+        processors=kw["processors"],
+        units=UnitMapping(mode=kw["unit_mode"], cores_per_unit_max=kw["cores_per_unit"]),
+        missing_walltime=kw["missing_walltime"],
+        memory=kw["memory"],
+        max_jobs=kw["max_jobs"],
+    )
+    system = resolve_system(kw["system"], kw["workload"])
+    with console.status(f"reading {kw['workload']} ..."):
+        workload = load_workload(kw["workload"], system, swf)
+    if not kw.get("quiet"):
+        console.print(f"[bold]system[/] {system.name}: {system.summary()}")
+        console.print(f"[bold]workload[/] {workload.source.spec}: {len(workload)} jobs")
+    report = workload.report
+    if report.n_skipped or report.patched or report.notes:
+        err_console.print(f"[yellow]{report.describe()}[/]")
+    if len(workload) == 0:
+        raise HpcDispatchError(f"workload {kw['workload']} has no job that can run on system {system.name}")
+    return system, workload
+
+
+def make_options(kw: dict[str, Any]) -> SimulationOptions:
+    return SimulationOptions(
+        walltime_kill=not kw["no_walltime_kill"],
+        charge_dispatch_time=kw["charge_dispatch_time"],
+        dispatch_interval=kw["dispatch_interval"],
+    )
+
+
+@contextmanager
+def progress_bar(label: str, total: int, quiet: bool) -> Iterator[Any]:
+    if quiet:
+        yield None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("jobs done  sim t={task.fields[t]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(label, total=total, t="0")
+
+        def update(done: int, n: int, t: float) -> None:
+            progress.update(task, completed=done, t=f"{t:,.0f}")
+
+        yield update
+
+
+def print_validation(report: Any) -> None:
+    if report.ok:
+        console.print(f"[green]schedule valid[/] ({report.describe()})")
+    else:
+        console.print(f"[red]{report.describe()}[/]")
+
+
+# ---------------------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="hpcdispatch")
+def cli() -> None:
+    """Design, simulate and compare on-line HPC job dispatchers."""
+
+
+@cli.command()
+def systems() -> None:
+    """List the bundled system presets."""
+    from hpcdispatch.system.io import load_system, preset_names
+
+    table = Table(title="system presets")
+    for col in ("name", "nodes", "totals", "node types", "description"):
+        table.add_column(col, overflow="fold")
+    for name in preset_names():
+        s = load_system(name)
+        totals = ", ".join(f"{int(v):,} {r}" for r, v in zip(s.resources, s.total_capacity))
+        table.add_row(name, f"{s.n_nodes:,}", totals, s.summary(), s.description)
+    console.print(table)
+
+
+@cli.command()
+def dispatchers() -> None:
+    """List the available dispatchers and their parameters."""
+    from hpcdispatch.dispatchers import DISPATCHERS
+
+    table = Table(title="dispatchers")
+    for col in ("name", "parameters (defaults)", "description"):
+        table.add_column(col, overflow="fold")
+    for name, cls in sorted(DISPATCHERS.items()):
+        params = ", ".join(f"{k}={v}" for k, v in cls().get_params().items())
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        table.add_row(name, params, doc)
+    console.print(table)
+
+
+@cli.command()
+@workload_options(default_workload=None)
+@click.option("--dispatcher", "-d", default="easy", show_default=True, help="dispatcher spec, e.g. easy or easy:allocator=best-fit")
+@sim_options
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), required=True, help="output directory")
+def simulate(**kw: Any) -> None:
+    """Simulate one dispatcher on one workload and write the schedule."""
+    from hpcdispatch.runner import run_simulation
+
+    system, workload = load_inputs(kw)
+    with progress_bar(kw["dispatcher"], len(workload), kw["quiet"]) as update:
+        outcome = run_simulation(system, workload, kw["dispatcher"], kw["predictor"], make_options(kw),
+                                 out_dir=kw["out"], progress=update, allocator=kw["allocator"])
+    s = outcome.summary
+    table = Table(title=f"{s['dispatcher_params']} on {system.name}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key in ("jobs", "started", "killed", "wait_mean", "wait_p95", "slowdown_mean", "bounded_slowdown_mean",
+                "makespan", "decisions", "decision_time_mean_s", "decision_time_max_s", "sim_wall_s"):
+        v = s.get(key)
+        table.add_row(key, f"{v:,.4g}" if isinstance(v, float) else str(v))
+    for key, v in s.items():
+        if key.startswith("utilization_"):
+            table.add_row(key, f"{v:.3f}")
+    console.print(table)
+    print_validation(outcome.validation)
+    console.print(f"outputs written to [bold]{kw['out']}[/]")
+    if not outcome.validation.ok:
+        raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@workload_options(default_workload=DEFAULT_WORKLOAD)
+@click.option("--dispatchers", "-d", "dispatcher_list", default=DEFAULT_DISPATCHERS, show_default=True,
+              help="comma-separated dispatcher specs")
+@sim_options
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=Path("hpcdispatch-out"),
+              show_default=True, help="output directory (one sub-directory per dispatcher)")
+def compare(**kw: Any) -> None:
+    """Compare several dispatchers on one workload: table, plots and report."""
+    import numpy as np
+
+    from hpcdispatch.dispatchers import split_dispatcher_list
+    from hpcdispatch.report.compare import comparison_frame, display_rows, write_comparison_report
+    from hpcdispatch.runner import label_for, run_simulation
+
+    system, workload = load_inputs(kw)
+    specs = split_dispatcher_list(kw["dispatcher_list"])
+    out: Path = kw["out"]
+    summaries, waits, notes = [], {}, []
+    invalid = False
+    for spec in specs:
+        label = label_for(spec)
+        with progress_bar(label, len(workload), kw["quiet"]) as update:
+            outcome = run_simulation(system, workload, spec, kw["predictor"], make_options(kw),
+                                     out_dir=out / label, progress=update, allocator=kw["allocator"])
+        summaries.append(outcome.summary)
+        started = ~np.isnan(outcome.result.start)
+        waits[label] = outcome.result.start[started] - workload.submit[started]
+        if not outcome.validation.ok:
+            invalid = True
+            notes.append(f"{label}: {outcome.validation.describe()}")
+        if not kw["quiet"]:
+            console.print(f"  {label}: done in {outcome.wall_seconds:.1f} s")
+    frame = comparison_frame(summaries)
+    report = write_comparison_report(out, frame, waits, notes)
+    header, rows = display_rows(frame, compact=True)
+    table = Table(title=f"{len(workload)} jobs of {workload.source.spec} on {system.name}")
+    for h in header:
+        table.add_column(h, justify="left" if h == "dispatcher" else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    console.print(f"report: [bold]{report}[/]  (per-dispatcher outputs under {out}/)")
+    if invalid:
+        raise click.exceptions.Exit(1)
+
+
+@cli.command()
+@click.argument("out_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--no-reload", is_flag=True, help="do not re-read the workload from its source; use the stored table")
+def validate(out_dir: Path, no_reload: bool) -> None:
+    """Check a schedule: capacities, starts after submission, durations, allocations."""
+    from hpcdispatch.validation.validator import validate_run_dir
+
+    report = validate_run_dir(out_dir, reload_workload=not no_reload)
+    for note in report.notes:
+        console.print(f"note: {note}")
+    print_validation(report)
+    if not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+@cli.command("workload")
+@workload_options(default_workload=None)
+def workload_info(**kw: Any) -> None:
+    """Read a workload and describe it (jobs, skipped records, offered load)."""
+    kw["quiet"] = False
+    system, workload = load_inputs(kw)
+    load = workload.offered_load(system.total_capacity)
+    table = Table(title=workload.source.spec)
+    table.add_column("property")
+    table.add_column("value", justify="right")
+    table.add_row("jobs", f"{len(workload):,}")
+    table.add_row("span [days]", f"{(workload.submit[-1] - workload.submit[0]) / 86400:,.1f}")
+    for r, name in enumerate(system.resources):
+        table.add_row(f"offered load ({name})", f"{load[r]:.3f}")
+    table.add_row("mean run time [s]", f"{workload.run_time.mean():,.0f}")
+    table.add_row("mean wall-time / run time", f"{(workload.wall_time / workload.run_time).mean():,.1f}")
+    table.add_row("jobs over their wall-time", f"{int((workload.run_time > workload.wall_time).sum()):,}")
+    console.print(table)
+    console.print(workload.report.describe())
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="hpcdispatch", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except HpcDispatchError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The dispatcher contract.
+
+A dispatcher is a small class: ``__init__`` only stores its keyword parameters under the same
+names (so sweeps can clone it and set parameters generically); :meth:`Dispatcher.setup` builds
+its working state once per simulation; :meth:`Dispatcher._dispatch` is the policy. The public
+:meth:`Dispatcher.dispatch` wraps it (normalises the return value). The simulator knows
+nothing of any policy: it calls these methods and verifies every start.
+
+Hooks with safe defaults leave room for richer policies:
+
+- :meth:`admit`: accept or reject a job when it is submitted (deadline-oriented admission);
+- :meth:`on_resize`: grant or refuse a running job's request for more units;
+- ``Decision.wakeup``: ask to be called again at a given time (periodic policies).
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hpcdispatch.allocators.base import Allocator, make_allocator
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.sim.decision import ACCEPT, Admission, Decision, RunningJob, Start
+from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import GrowthRequest, Job
+
+
+@dataclass(frozen=True)
+class Tags:
+    """Capabilities the framework and the conformance tests read."""
+
+    needs_walltime: bool = True  # plans with (predicted) durations
+    uses_solver: bool = False
+    deterministic: bool = True  # same input -> same decisions
+    supports_admission: bool = False
+    supports_resize: bool = False
+    contiguous: bool = False
+    backfilling: bool = False
+
+
+class Dispatcher(ABC):
+    name: ClassVar[str] = "dispatcher"
+    tags: ClassVar[Tags] = Tags()
+
+    def __init__(self, allocator: str = "first-fit"):
+        self.allocator = allocator
+
+    # ---- parameters (scikit-learn style) -------------------------------------------------
+    @classmethod
+    def param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self) -> dict[str, Any]:
+        return {p: getattr(self, p) for p in self.param_names()}
+
+    def set_params(self, **params: Any) -> Dispatcher:
+        valid = set(self.param_names())
+        for key, value in params.items():
+            if key not in valid:
+                raise ConfigError(f"dispatcher '{self.name}' has no parameter '{key}' (parameters: {sorted(valid)})")
+            setattr(self, key, value)
+        return self
+
+    def clone(self) -> Dispatcher:
+        return type(self)(**self.get_params())
+
+    def describe(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.get_params().items())
+        return f"{self.name}({params})"
+
+    # ---- lifecycle -----------------------------------------------------------------------
+    def setup(self, system: System) -> None:
+        """Called once before a simulation: build the allocator and any working state."""
+        self.system = system
+        self._allocator: Allocator = make_allocator(self.allocator, system)
+        self._setup(system)
+
+    def _setup(self, system: System) -> None:
+        """Override to build policy state."""
+
+    def dispatch(self, view: DispatchView) -> Decision:
+        out = self._dispatch(view)
+        if isinstance(out, Decision):
+            return out
+        return Decision(starts=list(out))
+
+    @abstractmethod
+    def _dispatch(self, view: DispatchView) -> Decision | list[Start]:
+        """Decide which queued jobs start now and where."""
+
+    def admit(self, job: Job, view: DispatchView) -> Admission:
+        return ACCEPT
+
+    def on_resize(self, running: RunningJob, request: GrowthRequest, view: DispatchView) -> Allocation | None:
+        """Grant ``request.units`` more units to a running job (an allocation) or refuse (None)."""
+        return None
+
+    # ---- helpers for policies ------------------------------------------------------------
+    def place(self, job: Job, free: np.ndarray, view: DispatchView) -> Allocation | None:
+        """Where the allocator would put ``job`` on ``free`` (not modified)."""
+        return self._allocator.allocate(job.units, view.requests[job.index], free, job.max_units_per_node)
+
+
+class Scratch:
+    """A dispatcher's working copy of the free capacity during one decision.
+
+    ``try_start`` checks the pooled totals first (cheap), then asks the allocator, and on
+    success subtracts the allocation so later jobs of the same decision see it taken. The
+    free matrix is copied only when the first job is taken.
+    """
+
+    __slots__ = ("free", "total", "_view", "_allocator", "starts", "_owned")
+
+    def __init__(self, view: DispatchView, allocator: Allocator):
+        self.free = view.free
+        self._owned = False
+        self.total = list(view.free_total)
+        self._view = view
+        self._allocator = allocator
+        self.starts: list[Start] = []
+
+    def pooled_ok(self, job: Job) -> bool:
+        units = job.units
+        for tot, amount in zip(self.total, job.unit_request):
+            if amount and tot < amount * units:
+                return False
+        return True
+
+    def allocate(self, job: Job) -> Allocation | None:
+        if not self.pooled_ok(job):
+            return None
+        return self._allocator.allocate(job.units, self._view.requests[job.index], self.free, job.max_units_per_node)
+
+    def take(self, job: Job, allocation: Allocation) -> None:
+        if not self._owned:
+            self.free = np.array(self.free, order="F")
+            self._owned = True
+        amounts = allocation.amounts(self._view.requests[job.index])
+        self.free[allocation.nodes] -= amounts
+        units = job.units
+        self.total = [t - units * a for t, a in zip(self.total, job.unit_request)]
+        self.starts.append(Start(job, allocation))
+
+    def try_start(self, job: Job) -> Allocation | None:
+        allocation = self.allocate(job)
+        if allocation is not None:
+            self.take(job, allocation)
+        return allocation
+
+    def nothing_free(self) -> bool:
+        return not any(self.total)
+
+
+# --------------------------------------------------------------------------------------
+# registry and the function-based convenience
+# --------------------------------------------------------------------------------------
+
+DISPATCHERS: dict[str, type[Dispatcher]] = {}
+
+
+def register(cls: type[Dispatcher]) -> type[Dispatcher]:
+    """Class decorator: make a dispatcher available by its ``name`` (CLI, sweeps)."""
+    if cls.name in DISPATCHERS and DISPATCHERS[cls.name] is not cls:
+        raise ConfigError(f"two dispatchers are registered as '{cls.name}'")
+    DISPATCHERS[cls.name] = cls
+    return cls
+
+
+def dispatcher_function(name: str, tags: Tags = Tags()) -> Callable[[Callable[..., Any]], type[Dispatcher]]:
+    """Turn a ten-line function ``policy(view, scratch) -> None`` into a registered dispatcher.
+
+    The function calls ``scratch.try_start(job)`` for the jobs it wants to start::
+
+        @dispatcher_function("largest-first")
+        def largest_first(view, scratch):
+            for job in sorted(view.queue, key=lambda j: -j.units):
+                scratch.try_start(job)
+    """
+
+    def wrap(fn: Callable[..., Any]) -> type[Dispatcher]:
+        def _dispatch(self: Dispatcher, view: DispatchView) -> list[Start]:
+            scratch = Scratch(view, self._allocator)
+            fn(view, scratch)
+            return scratch.starts
+
+        cls = type(
+            f"FunctionDispatcher_{name}",
+            (Dispatcher,),
+            {"name": name, "tags": tags, "_dispatch": _dispatch, "__doc__": fn.__doc__},
+        )
+        return register(cls)
+
+    return wrap

@@ -1,0 +1,49 @@
+"""Error types. Every error a user can cause derives from :class:`HpcDispatchError`.
+
+The CLI prints such errors as one clear message (no traceback); any other exception is a bug.
+"""
+
+from __future__ import annotations
+
+
+class HpcDispatchError(Exception):
+    """Base class of all user-facing errors."""
+
+
+class ConfigError(HpcDispatchError):
+    """A broken system description, option or command-line value."""
+
+
+class TraceFormatError(HpcDispatchError):
+    """A workload file that cannot be read. Names the file, the line and the field."""
+
+    def __init__(self, path: str, message: str, line: int | None = None, field: str | None = None):
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        where = self.path
+        if line is not None:
+            where += f", line {line}"
+        if field is not None:
+            where += f", field {field}"
+        super().__init__(f"{where}: {message}")
+
+
+class InvalidDecisionError(HpcDispatchError):
+    """A dispatcher returned a decision the simulator refuses (names dispatcher and job)."""
+
+    def __init__(self, dispatcher: str, job_id: int | None, time: float, reason: str):
+        self.dispatcher = dispatcher
+        self.job_id = job_id
+        self.time = time
+        self.reason = reason
+        who = f"job {job_id}" if job_id is not None else "decision"
+        super().__init__(f"dispatcher '{dispatcher}' at t={time:g}: invalid {who}: {reason}")
+
+
+class SimulationStalledError(HpcDispatchError):
+    """Jobs remain queued but nothing can ever happen again (a dispatcher that never starts them)."""
+
+
+class ScheduleValidationError(HpcDispatchError):
+    """A schedule violates a hard rule (capacity, start before submit, wrong duration ...)."""

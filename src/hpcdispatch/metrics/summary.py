@@ -1,0 +1,101 @@
+"""Per-run summary: QoS statistics, utilisation, makespan, dispatcher cost, queue length."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hpcdispatch.metrics.jobs import BSLD_TAU, job_metrics
+
+if TYPE_CHECKING:
+    from hpcdispatch.sim.result import SimulationResult
+
+
+def describe(values: np.ndarray) -> dict[str, float]:
+    if len(values) == 0:
+        return {"mean": float("nan"), "median": float("nan"), "p95": float("nan"), "max": float("nan")}
+    return {
+        "mean": float(np.mean(values)),
+        "median": float(np.median(values)),
+        "p95": float(np.percentile(values, 95)),
+        "max": float(np.max(values)),
+    }
+
+
+def queue_length_profile(submit: np.ndarray, start: np.ndarray, accepted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Step function of the queue length: ``(times, length after each time)``."""
+    sub = submit[accepted].astype(np.float64)
+    st = start[accepted]
+    st = st[~np.isnan(st)]
+    times = np.concatenate([sub, st])
+    delta = np.concatenate([np.ones(len(sub)), -np.ones(len(st))])
+    order = np.lexsort((delta, times))  # at equal times, starts (-1) before submits (+1)
+    times, delta = times[order], delta[order]
+    length = np.cumsum(delta)
+    last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, dtype=bool)
+    return times[last], length[last]
+
+
+def time_weighted_mean(times: np.ndarray, values: np.ndarray, t_end: float) -> float:
+    if len(times) == 0:
+        return 0.0
+    span = t_end - times[0]
+    if span <= 0:
+        return float(values[-1])
+    widths = np.diff(np.r_[times, t_end])
+    return float((values * widths).sum() / span)
+
+
+def utilization(result: SimulationResult, t0: float, t1: float) -> dict[str, float]:
+    """Used / available resource-seconds per resource type over ``[t0, t1]``."""
+    w = result.workload
+    used = np.zeros(len(w.resources))
+    for idx, segs in result.segments.items():
+        req = w.unit_requests[idx]
+        end = result.end[idx]
+        for t_from, alloc in segs:
+            used += alloc.total_units * req * (end - t_from)
+    cap = result.system.total_capacity.astype(np.float64) * max(t1 - t0, 1e-9)
+    return {name: float(used[r] / cap[r]) if cap[r] > 0 else 0.0 for r, name in enumerate(w.resources)}
+
+
+def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]:
+    w = result.workload
+    submit = w.submit.astype(np.float64)
+    m = job_metrics(submit, result.start, result.end, tau)
+    started = ~np.isnan(result.start)
+    accepted = result.status != 4
+    first_submit = float(submit.min()) if len(submit) else 0.0
+    last_end = float(np.nanmax(result.end)) if started.any() else first_submit
+    makespan = last_end - first_submit
+    elapsed = result.decisions["elapsed"]
+    qt, ql = queue_length_profile(submit, result.start, accepted)
+    out: dict[str, Any] = {
+        "system": result.system.name,
+        "workload": w.source.spec,
+        "dispatcher": result.dispatcher_name,
+        "dispatcher_params": result.dispatcher,
+        "predictor": result.predictor,
+        "jobs": int(len(w)),
+        "started": int(started.sum()),
+        "rejected": int((result.status == 4).sum()),
+        "killed": int(result.killed.sum()),
+        "makespan": makespan,
+        "first_submit": first_submit,
+        "last_end": last_end,
+        "bsld_tau": tau,
+    }
+    for key in ("wait", "slowdown", "bounded_slowdown", "turnaround"):
+        for stat, value in describe(m[key]).items():
+            out[f"{key}_{stat}"] = value
+    for name, value in utilization(result, first_submit, last_end).items():
+        out[f"utilization_{name}"] = value
+    out["decisions"] = int(len(elapsed))
+    out["decision_time_total_s"] = float(elapsed.sum()) if len(elapsed) else 0.0
+    for stat, value in describe(elapsed).items():
+        out[f"decision_time_{stat}_s"] = value
+    out["queue_length_mean"] = time_weighted_mean(qt, ql, last_end)
+    out["queue_length_max"] = int(ql.max()) if len(ql) else 0
+    out.update(result.extra)
+    return out

@@ -1,0 +1,155 @@
+"""The output directory of a run, written atomically and read back.
+
+``OUT_DIR/`` holds:
+
+- ``jobs.parquet`` and ``jobs.csv``: one row per job (submit, start, end, status, request,
+  allocation as ``"node:units ..."``);
+- ``allocations.parquet``: one row per job, allocation segment and node with the amounts of
+  every resource held during ``[from, to)`` (what the validator replays);
+- ``decisions.parquet``: one row per dispatcher call (time, queue length, started, wall time);
+- ``summary.json``: the run's metrics; ``run.json``: how to reproduce it (system, workload
+  source and options, dispatcher, predictor, simulation options, versions);
+- ``system.toml``: the system, so the directory is self-contained;
+- ``workload.parquet``: the jobs as simulated (submit, run time, wall-time, request).
+
+Every file is written to a temporary name and renamed, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hpcdispatch import __version__
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.system.io import dump_system, load_system
+from hpcdispatch.system.model import System
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, data: Any) -> None:
+    def _w(p: Path) -> None:
+        p.write_text(json.dumps(data, indent=2, default=_json_default, allow_nan=True) + "\n")
+
+    _atomic(path, _w)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+def write_frame(path: Path, frame: pd.DataFrame) -> None:
+    if path.suffix == ".parquet":
+        _atomic(path, lambda p: frame.to_parquet(p, index=False))
+    else:
+        _atomic(path, lambda p: frame.to_csv(p, index=False))
+
+
+def workload_frame(result: SimulationResult) -> pd.DataFrame:
+    w = result.workload
+    data: dict[str, Any] = {
+        "job_id": w.ids,
+        "submit": w.submit,
+        "run_time": w.run_time,
+        "wall_time": w.wall_time,
+        "units": w.units,
+        "max_units_per_node": np.fromiter((j.max_units_per_node for j in w.jobs), dtype=np.int64, count=len(w)),
+    }
+    for r, name in enumerate(w.resources):
+        data[f"unit_{name}"] = w.unit_requests[:, r]
+    return pd.DataFrame(data)
+
+
+def run_record(result: SimulationResult) -> dict[str, Any]:
+    src = result.workload.source
+    return {
+        "hpcdispatch_version": __version__,
+        "python": platform.python_version(),
+        "system": result.system.name,
+        "workload": {"kind": src.kind, "spec": src.spec, "options": src.options},
+        "workload_report": result.workload.report.to_dict(),
+        "dispatcher": result.dispatcher_name,
+        "dispatcher_params": result.dispatcher,
+        "predictor": result.predictor,
+        "options": result.options.to_dict(),
+        "resources": list(result.workload.resources),
+    }
+
+
+def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True) -> dict[str, Any]:
+    """Write every output of ``result`` into ``out_dir``; returns the summary."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = result.jobs_frame()
+    write_frame(out / "jobs.parquet", jobs)
+    if csv:
+        write_frame(out / "jobs.csv", jobs)
+    write_frame(out / "allocations.parquet", result.allocations_frame())
+    write_frame(out / "decisions.parquet", result.decisions_frame())
+    write_frame(out / "workload.parquet", workload_frame(result))
+    _atomic(out / "system.toml", lambda p: dump_system(result.system, p))
+    write_json(out / "run.json", run_record(result))
+    summary = result.summary()
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+@dataclass
+class StoredRun:
+    """A run read back from its output directory."""
+
+    path: Path
+    system: System
+    run: dict[str, Any]
+    summary: dict[str, Any]
+    jobs: pd.DataFrame
+    allocations: pd.DataFrame
+    workload: pd.DataFrame
+
+    def decisions(self) -> pd.DataFrame:
+        return pd.read_parquet(self.path / "decisions.parquet")
+
+
+def read_run(out_dir: str | Path) -> StoredRun:
+    out = Path(out_dir)
+    needed = ["run.json", "system.toml", "jobs.parquet", "allocations.parquet", "workload.parquet"]
+    missing = [n for n in needed if not (out / n).is_file()]
+    if missing:
+        raise ConfigError(f"{out}: not a complete hpcdispatch output directory (missing {', '.join(missing)})")
+    summary_path = out / "summary.json"
+    return StoredRun(
+        path=out,
+        system=load_system(out / "system.toml"),
+        run=json.loads((out / "run.json").read_text()),
+        summary=json.loads(summary_path.read_text()) if summary_path.is_file() else {},
+        jobs=pd.read_parquet(out / "jobs.parquet"),
+        allocations=pd.read_parquet(out / "allocations.parquet"),
+        workload=pd.read_parquet(out / "workload.parquet"),
+    )

@@ -1,0 +1,101 @@
+"""Allocations (which nodes, how many units on each) and unit-fit arithmetic."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+import numpy as np
+
+
+class Allocation:
+    """``units[k]`` units of a job on node ``nodes[k]``; nodes unique and sorted ascending."""
+
+    __slots__ = ("nodes", "units")
+
+    def __init__(self, nodes: Sequence[int] | np.ndarray, units: Sequence[int] | np.ndarray):
+        nodes_arr = np.asarray(nodes, dtype=np.int64).ravel()
+        units_arr = np.asarray(units, dtype=np.int64).ravel()
+        if nodes_arr.shape != units_arr.shape:
+            raise ValueError(f"allocation: {len(nodes_arr)} nodes but {len(units_arr)} unit counts")
+        if len(nodes_arr) > 1 and not (np.diff(nodes_arr) > 0).all():
+            order = np.argsort(nodes_arr, kind="stable")
+            nodes_arr, units_arr = nodes_arr[order], units_arr[order]
+            if not (np.diff(nodes_arr) > 0).all():
+                raise ValueError(f"allocation: node listed twice in {nodes_arr.tolist()}")
+        nodes_arr.flags.writeable = False
+        units_arr.flags.writeable = False
+        self.nodes = nodes_arr
+        self.units = units_arr
+
+    @classmethod
+    def trusted(cls, nodes: np.ndarray, units: np.ndarray) -> Allocation:
+        """Fast constructor for allocators: ``nodes`` already unique and ascending, int64.
+
+        The simulator re-checks every allocation it applies, so a wrong one is still caught.
+        """
+        obj = object.__new__(cls)
+        obj.nodes = nodes
+        obj.units = units
+        return obj
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[tuple[int, int]]) -> Allocation:
+        pairs = list(pairs)
+        return cls([p[0] for p in pairs], [p[1] for p in pairs])
+
+    @property
+    def total_units(self) -> int:
+        return int(self.units.sum())
+
+    def amounts(self, unit_request: np.ndarray) -> np.ndarray:
+        """``(len(nodes), n_resources)`` amounts taken on each node."""
+        return self.units[:, None] * np.asarray(unit_request, dtype=np.int64)[None, :]
+
+    def pairs(self) -> list[tuple[int, int]]:
+        return list(zip(self.nodes.tolist(), self.units.tolist()))
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return iter(self.pairs())
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Allocation) and self.pairs() == other.pairs()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.pairs()))
+
+    def __repr__(self) -> str:
+        return f"Allocation({self.pairs()})"
+
+    def describe(self) -> str:
+        """``"3:2 7:1"``: node index, colon, units."""
+        return " ".join(f"{n}:{u}" for n, u in self.pairs())
+
+
+def units_fit_per_node(free: np.ndarray, unit_request: Sequence[int] | np.ndarray, max_per_node: int = 0) -> np.ndarray:
+    """How many units of size ``unit_request`` fit on every node of ``free`` (n_nodes, n_res)."""
+    out = None
+    for r, amount in enumerate(unit_request):
+        if amount > 0:
+            f = free[:, r] // amount
+            out = f if out is None else np.minimum(out, f, out=out)
+    if out is None:  # a unit that needs nothing: unbounded, capped by max_per_node
+        out = np.full(free.shape[0], max_per_node if max_per_node > 0 else np.iinfo(np.int64).max // 4, dtype=np.int64)
+    elif max_per_node > 0:
+        np.minimum(out, max_per_node, out=out)
+    return out
+
+
+def fits(free: np.ndarray, unit_request: Sequence[int] | np.ndarray, units: int, max_per_node: int = 0) -> bool:
+    """Can ``units`` units be placed somewhere on ``free``?"""
+    return int(units_fit_per_node(free, unit_request, max_per_node).sum()) >= units
+
+
+def pooled_fits(free_total: Sequence[int], unit_request: Sequence[int], units: int) -> bool:
+    """Necessary condition: the pooled free capacity covers the job's total request."""
+    for tot, amount in zip(free_total, unit_request):
+        if amount and tot < amount * units:
+            return False
+    return True

@@ -1,0 +1,51 @@
+"""What a dispatcher returns: jobs to start now and where, plus admission and resize answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.workload.job import Job
+
+
+class Start(NamedTuple):
+    """Start ``job`` now on ``allocation``."""
+
+    job: Job
+    allocation: Allocation
+
+
+@dataclass
+class Decision:
+    """The outcome of one dispatcher call.
+
+    ``starts``: jobs to start now, applied in order. ``wakeup``: a time at which the
+    dispatcher wants to be called again even if no event happens (e.g. a reservation that
+    begins then, a solver that wants another round). ``info``: free-form per-decision record
+    (model size, solver status ...) written to the decision log.
+    """
+
+    starts: list[Start] = field(default_factory=list)
+    wakeup: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Answer to a job's submission: accept it into the queue, or reject it with a reason."""
+
+    accept: bool = True
+    reason: str = ""
+
+
+ACCEPT = Admission(True, "")
+
+
+class RunningJob(NamedTuple):
+    """A running job as dispatchers see it (the real end time is not part of it)."""
+
+    job: Job
+    start: float
+    allocation: Allocation
+    planned_end: float  # start + planned duration (the predictor's estimate at submit time)

@@ -1,0 +1,350 @@
+"""The discrete-event simulator.
+
+Events live in one heap of ``(time, priority, sequence, kind, payload)``; the rising sequence
+number makes ties deterministic. Submissions come from the workload (already sorted by
+submit time) and are merged in at priority 1. At one instant the order is:
+
+1. job ends (real end or wall-time kill), priority 0 -- so a job ending at ``t`` frees its
+   resources for a job starting at ``t``;
+2. submissions, priority 1 (each offered to ``dispatcher.admit``);
+3. resize requests of running jobs (priority 2), wake-ups and interval ticks (priority 3);
+4. then, once, the dispatcher -- when anything happened at ``t`` (AccaSim's behaviour), or
+   at a tick of ``dispatch_interval``, or at a time the dispatcher asked for
+   (``Decision.wakeup``) -- provided jobs are queued.
+
+Every start is verified against the current free capacity before it is applied; an invalid
+decision raises :class:`~hpcdispatch.errors.InvalidDecisionError` naming the dispatcher and
+the job. A job runs its real run time, or is killed at its requested wall-time
+(``walltime_kill``, default on).
+
+Dispatch time: every call is timed (wall clock). With ``charge_dispatch_time`` the jobs of a
+decision start that much later in simulated time, and the dispatcher cannot be called again
+before then (events in between are processed and trigger the next call at the end of the
+busy period). Results then depend on the machine's speed, so charging is off by default.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time as _time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from sortedcontainers import SortedKeyList
+
+from hpcdispatch.dispatchers.base import Dispatcher
+from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
+from hpcdispatch.predictors.base import Predictor, WallTimePredictor
+from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.sim.cluster import ClusterState
+from hpcdispatch.sim.decision import Decision, RunningJob
+from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Job, Workload
+
+END, SUBMIT, RESIZE, WAKEUP = 0, 1, 2, 3
+
+# job status codes (result arrays)
+PENDING, QUEUED, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class SimulationOptions:
+    walltime_kill: bool = True
+    charge_dispatch_time: bool = False
+    dispatch_interval: float | None = None
+    dispatch_on_events: bool = True
+    record_decisions: bool = True
+
+    def __post_init__(self) -> None:
+        if self.dispatch_interval is not None and self.dispatch_interval <= 0:
+            raise ConfigError(f"dispatch_interval must be positive, got {self.dispatch_interval}")
+        if not self.dispatch_on_events and self.dispatch_interval is None:
+            raise ConfigError("dispatch_on_events=False needs a dispatch_interval, or the dispatcher is never called")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+ProgressCallback = Callable[[int, int, float], None]
+
+
+class Simulator:
+    """Replays ``workload`` on ``system`` with ``dispatcher``; :meth:`run` returns the result."""
+
+    def __init__(
+        self,
+        system: System,
+        workload: Workload,
+        dispatcher: Dispatcher,
+        predictor: Predictor | None = None,
+        options: SimulationOptions | None = None,
+    ):
+        if tuple(workload.resources) != tuple(system.resources):
+            raise ConfigError(
+                f"workload resources {list(workload.resources)} do not match system '{system.name}' "
+                f"resources {list(system.resources)}"
+            )
+        self.system = system
+        self.workload = workload
+        self.dispatcher = dispatcher
+        self.predictor = predictor or WallTimePredictor()
+        self.options = options or SimulationOptions()
+
+    # ------------------------------------------------------------------------------------
+    def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
+        system, workload, dispatcher, opts = self.system, self.workload, self.dispatcher, self.options
+        jobs = workload.jobs
+        n = len(jobs)
+        dispatcher.setup(system)
+        self.predictor.reset(workload)
+        predictor = self.predictor
+
+        state = ClusterState(system)
+        requests = workload.unit_requests
+        queue: dict[int, Job] = {}
+        running: dict[int, RunningJob] = {}
+        by_end = SortedKeyList(key=lambda rj: (rj.planned_end, rj.job.index))
+        planned: list[float] = [0.0] * n
+        held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        segments: dict[int, list[tuple[float, Allocation]]] = {}
+
+        start_at = np.full(n, np.nan)
+        end_at = np.full(n, np.nan)
+        killed = np.zeros(n, dtype=bool)
+        status = np.zeros(n, dtype=np.int8)
+        reject_reason: dict[int, str] = {}
+        resize_log: list[tuple[float, int, int, bool]] = []
+
+        kill = opts.walltime_kill
+        submit_l = workload.submit.tolist()
+        run_l = workload.run_time.tolist()
+        wall_l = workload.wall_time.tolist()
+        duration = [min(r, w) if kill else r for r, w in zip(run_l, wall_l)]
+
+        view = DispatchView(system, state.free_readonly, state.free_total, queue, running, by_end, planned, requests, kill)
+        heap: list[tuple[float, int, int, int, Any]] = []
+        seq = itertools.count()
+        name = dispatcher.name
+
+        # decision log columns
+        d_time: list[float] = []
+        d_queue: list[int] = []
+        d_running: list[int] = []
+        d_started: list[int] = []
+        d_elapsed: list[float] = []
+        d_info: list[dict[str, Any]] = []
+
+        si = 0
+        busy_until = -math.inf
+        wakeup_pending: set[float] = set()
+        tick_pending = False
+        interval = opts.dispatch_interval
+        done = 0
+        new_jobs: list[Job] = []
+        ended_jobs: list[Job] = []
+        inf = math.inf
+        last_report = _time.perf_counter()
+        t = -inf
+
+        def push_wakeup(at: float) -> None:
+            if at not in wakeup_pending:
+                wakeup_pending.add(at)
+                heapq.heappush(heap, (at, WAKEUP, next(seq), WAKEUP, None))
+
+        while True:
+            t_heap = heap[0][0] if heap else inf
+            t_sub = submit_l[si] if si < n else inf
+            t = t_heap if t_heap < t_sub else t_sub
+            if t == inf:
+                break
+            happened = False
+            woken = False
+
+            # 1. ends
+            while heap and heap[0][0] == t and heap[0][1] == END:
+                idx = heapq.heappop(heap)[4]
+                rj = running.pop(idx)
+                by_end.remove(rj)
+                for nodes, amounts in held.pop(idx):
+                    state.give(nodes, amounts)
+                end_at[idx] = t
+                status[idx] = DONE
+                job = jobs[idx]
+                killed[idx] = kill and run_l[idx] > wall_l[idx]
+                predictor.learn(job, t - start_at[idx], t)
+                ended_jobs.append(job)
+                done += 1
+                happened = True
+
+            # 2. submissions
+            while si < n and submit_l[si] == t:
+                job = jobs[si]
+                si += 1
+                planned[job.index] = float(predictor.predict(job, t))
+                view.now = t
+                answer = dispatcher.admit(job, view)
+                if answer.accept:
+                    queue[job.index] = job
+                    status[job.index] = QUEUED
+                    new_jobs.append(job)
+                else:
+                    status[job.index] = REJECTED
+                    reject_reason[job.index] = answer.reason or "rejected"
+                    done += 1
+                happened = True
+
+            # 3. resize requests, wake-ups and ticks
+            while heap and heap[0][0] == t:
+                _, prio, _, kind, payload = heapq.heappop(heap)
+                if kind == RESIZE:
+                    idx, request = payload
+                    if idx in running:
+                        granted = self._resize(idx, request, t, view, running, by_end, held, segments, state, requests)
+                        resize_log.append((t, jobs[idx].id, request.units, granted))
+                        happened = True
+                elif kind == WAKEUP:
+                    wakeup_pending.discard(t)
+                    woken = True
+                else:  # tick
+                    tick_pending = False
+                    woken = True
+
+            # 4. dispatch
+            if queue and ((happened and opts.dispatch_on_events) or woken):
+                if t < busy_until:
+                    push_wakeup(busy_until)
+                else:
+                    view.now = t
+                    view.new_jobs = tuple(new_jobs)
+                    view.ended_jobs = tuple(ended_jobs)
+                    view.queue._invalidate()
+                    queue_before, running_before = len(queue), len(running)
+                    t0 = _time.perf_counter()
+                    decision = dispatcher.dispatch(view)
+                    elapsed = _time.perf_counter() - t0
+                    new_jobs.clear()
+                    ended_jobs.clear()
+                    begin = t + elapsed if opts.charge_dispatch_time else t
+                    if opts.charge_dispatch_time:
+                        busy_until = begin
+                    for start in decision.starts:
+                        job = start.job
+                        idx = job.index
+                        if idx not in queue:
+                            why = "it is not queued" if status[idx] != RUNNING else "it is already running"
+                            raise InvalidDecisionError(name, job.id, t, f"cannot start it: {why}")
+                        alloc = start.allocation
+                        if not isinstance(alloc, Allocation):
+                            raise InvalidDecisionError(name, job.id, t, f"allocation must be an Allocation, got {type(alloc).__name__}")
+                        req = requests[idx]
+                        amounts = alloc.units[:, None] * req
+                        reason = state.check(alloc, amounts, job.units, job.max_units_per_node)
+                        if reason is not None:
+                            raise InvalidDecisionError(name, job.id, t, reason)
+                        state.take(alloc.nodes, amounts)
+                        del queue[idx]
+                        status[idx] = RUNNING
+                        start_at[idx] = begin
+                        end_t = begin + duration[idx]
+                        rj = RunningJob(job, begin, alloc, begin + planned[idx])
+                        running[idx] = rj
+                        by_end.add(rj)
+                        held[idx] = [(alloc.nodes, amounts)]
+                        segments[idx] = [(begin, alloc)]
+                        heapq.heappush(heap, (end_t, END, next(seq), END, idx))
+                        for request in job.growth:
+                            at = begin + request.after
+                            if at < end_t:
+                                heapq.heappush(heap, (at, RESIZE, next(seq), RESIZE, (idx, request)))
+                    if decision.wakeup is not None:
+                        if decision.wakeup <= t:
+                            raise InvalidDecisionError(name, None, t, f"wakeup {decision.wakeup} is not in the future")
+                        push_wakeup(float(decision.wakeup))
+                    if opts.record_decisions:
+                        d_time.append(t)
+                        d_queue.append(queue_before)
+                        d_running.append(running_before)
+                        d_started.append(len(decision.starts))
+                        d_elapsed.append(elapsed)
+                        d_info.append(decision.info)
+
+            if interval is not None and queue and not tick_pending:
+                nxt = (math.floor(t / interval) + 1) * interval
+                heapq.heappush(heap, (nxt, WAKEUP, next(seq), -1, None))
+                tick_pending = True
+
+            if queue and not heap and si >= n:
+                raise SimulationStalledError(
+                    f"dispatcher '{name}' left {len(queue)} job(s) queued at t={t:g} with nothing running and "
+                    f"no more events (first waiting job: {next(iter(queue.values())).id})"
+                )
+
+            if progress is not None:
+                now_wall = _time.perf_counter()
+                if now_wall - last_report > 0.2:
+                    progress(done, n, t)
+                    last_report = now_wall
+
+        if progress is not None:
+            progress(done, n, t if t != inf else 0.0)
+
+        return SimulationResult(
+            system=system,
+            workload=workload,
+            dispatcher=dispatcher.describe(),
+            dispatcher_name=dispatcher.name,
+            predictor=predictor.name,
+            options=opts,
+            start=start_at,
+            end=end_at,
+            killed=killed,
+            status=status,
+            planned=np.asarray(planned, dtype=np.float64),
+            segments=segments,
+            reject_reason=reject_reason,
+            resize_log=resize_log,
+            decisions={
+                "time": np.asarray(d_time, dtype=np.float64),
+                "queue_length": np.asarray(d_queue, dtype=np.int64),
+                "running": np.asarray(d_running, dtype=np.int64),
+                "started": np.asarray(d_started, dtype=np.int64),
+                "elapsed": np.asarray(d_elapsed, dtype=np.float64),
+                "info": d_info,
+            },
+        )
+
+    # ------------------------------------------------------------------------------------
+    def _resize(self, idx, request, t, view, running, by_end, held, segments, state, requests) -> bool:
+        rj = running[idx]
+        view.now = t
+        alloc = self.dispatcher.on_resize(rj, request, view)
+        if alloc is None:
+            return False
+        job = rj.job
+        if not isinstance(alloc, Allocation):
+            raise InvalidDecisionError(self.dispatcher.name, job.id, t, "resize grant must be an Allocation")
+        amounts = alloc.units[:, None] * requests[idx]
+        reason = state.check(alloc, amounts, request.units, 0)
+        if reason is not None:
+            raise InvalidDecisionError(self.dispatcher.name, job.id, t, f"resize grant: {reason}")
+        merged: dict[int, int] = dict(rj.allocation.pairs())
+        for node, units in alloc.pairs():
+            merged[node] = merged.get(node, 0) + units
+        if job.max_units_per_node > 0 and max(merged.values()) > job.max_units_per_node:
+            raise InvalidDecisionError(
+                self.dispatcher.name, job.id, t, f"resize grant puts more than {job.max_units_per_node} unit(s) on a node"
+            )
+        state.take(alloc.nodes, amounts)
+        held[idx].append((alloc.nodes, amounts))
+        segments[idx].append((t, alloc))
+        grown = RunningJob(job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end)
+        by_end.remove(rj)
+        running[idx] = grown
+        by_end.add(grown)
+        return True

@@ -1,0 +1,114 @@
+"""The read-only view a dispatcher gets at every call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hpcdispatch.sim.allocation import pooled_fits, units_fit_per_node
+from hpcdispatch.sim.decision import RunningJob
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Job
+
+if TYPE_CHECKING:
+    from sortedcontainers import SortedKeyList
+
+
+class QueueView:
+    """Queued jobs in arrival order (submit time, then workload order). Read-only."""
+
+    __slots__ = ("_jobs", "_list")
+
+    def __init__(self, jobs: dict[int, Job]):
+        self._jobs = jobs
+        self._list: list[Job] | None = None
+
+    def _invalidate(self) -> None:
+        self._list = None
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self._jobs.values())
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def __bool__(self) -> bool:
+        return bool(self._jobs)
+
+    def __contains__(self, job: object) -> bool:
+        return isinstance(job, tuple) and getattr(job, "index", None) in self._jobs
+
+    def __getitem__(self, i: int) -> Job:
+        return self.as_list()[i]
+
+    def as_list(self) -> list[Job]:
+        """The queue as a list (built once per dispatcher call). Do not modify it."""
+        if self._list is None:
+            self._list = list(self._jobs.values())
+        return self._list
+
+    def head(self) -> Job | None:
+        return next(iter(self._jobs.values()), None)
+
+
+class DispatchView:
+    """Everything a dispatcher may read at time ``now``. Nothing here can be modified.
+
+    - ``free`` / ``capacity``: ``(n_nodes, n_resources)`` int arrays (read-only views);
+    - ``free_total``: pooled free capacity per resource (tuple);
+    - ``queue``: :class:`QueueView`; ``running``: job index -> :class:`RunningJob`;
+    - ``requests[job.index]``: the per-unit request of a job as a numpy row;
+    - ``planned_duration(job)``: the duration the predictor gave the job at submission;
+    - ``expected_end(running_job)``: ``max(planned_end, now + 1)`` -- a running job that
+      outlived its prediction is expected to need at least one more second (CP'19 sec. 4);
+    - ``new_jobs`` / ``ended_jobs``: what was submitted / what ended since the last call.
+    """
+
+    def __init__(
+        self,
+        system: System,
+        free: np.ndarray,
+        free_total: np.ndarray,
+        queue: dict[int, Job],
+        running: dict[int, RunningJob],
+        by_planned_end: SortedKeyList,
+        planned: list[float],
+        requests: np.ndarray,
+        walltime_kill: bool,
+    ):
+        self.system = system
+        self.capacity = system.capacity
+        self.free = free
+        self._free_total = free_total
+        self.queue = QueueView(queue)
+        self.running: Mapping[int, RunningJob] = MappingProxyType(running)
+        self._by_planned_end = by_planned_end
+        self._planned = planned
+        self.requests = requests
+        self.walltime_kill = walltime_kill
+        self.now: float = 0.0
+        self.new_jobs: tuple[Job, ...] = ()
+        self.ended_jobs: tuple[Job, ...] = ()
+
+    @property
+    def free_total(self) -> tuple[int, ...]:
+        return tuple(self._free_total.tolist())
+
+    def planned_duration(self, job: Job) -> float:
+        return self._planned[job.index]
+
+    def expected_end(self, running: RunningJob) -> float:
+        return max(running.planned_end, self.now + 1.0)
+
+    def running_by_planned_end(self) -> Iterator[RunningJob]:
+        """Running jobs in ascending planned end (ties by job order)."""
+        return iter(self._by_planned_end)
+
+    def fits_now(self, job: Job) -> bool:
+        req = self.requests[job.index]
+        if not pooled_fits(self._free_total, req, job.units):
+            return False
+        return int(units_fit_per_node(self.free, req, job.max_units_per_node).sum()) >= job.units

@@ -1,0 +1,11 @@
+"""The independent schedule validator (``hpcdispatch validate``)."""
+
+from hpcdispatch.validation.validator import (
+    ValidationReport,
+    Violation,
+    validate_result,
+    validate_run_dir,
+    validate_tables,
+)
+
+__all__ = ["ValidationReport", "Violation", "validate_result", "validate_run_dir", "validate_tables"]

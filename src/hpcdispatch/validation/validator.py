@@ -1,0 +1,309 @@
+"""Independent schedule validator.
+
+It replays a schedule from plain tables -- the workload (what each job asked for), the
+job outcomes and the allocation rows -- against the system's capacities, sharing no code
+with the simulator's bookkeeping. It reports every violation it finds, earliest first:
+
+- a job of the workload missing from the schedule, listed twice, or unknown;
+- a job started before its submission, never started (without being rejected), or started
+  twice (two first allocation segments);
+- a job that ran other than ``min(run time, wall-time)`` (or its run time when wall-time kills
+  are off), or whose ``killed`` flag disagrees;
+- an allocation that does not hold exactly the job's units, amounts other than
+  ``units x per-unit request``, a node out of range or used twice by one segment, more units
+  on a node than ``max_units_per_node``;
+- at any instant, on any node, for any resource, more in use than the node's capacity
+  (a job ending at ``t`` releases before a job starting at ``t`` acquires).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hpcdispatch.errors import HpcDispatchError, ScheduleValidationError
+from hpcdispatch.system.model import System
+
+TOL = 1e-6
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    time: float
+    kind: str
+    message: str
+
+
+@dataclass
+class ValidationReport:
+    jobs: int = 0
+    allocation_rows: int = 0
+    violations: list[Violation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def add(self, time: float, kind: str, message: str) -> None:
+        self.violations.append(Violation(float(time) if np.isfinite(time) else float("-inf"), kind, message))
+
+    def first(self) -> Violation | None:
+        return min(self.violations) if self.violations else None
+
+    def raise_if_invalid(self) -> ValidationReport:
+        if self.violations:
+            v = self.first()
+            assert v is not None
+            more = f" (and {len(self.violations) - 1} more)" if len(self.violations) > 1 else ""
+            raise ScheduleValidationError(f"schedule invalid: {v.message}{more}")
+        return self
+
+    def describe(self) -> str:
+        if self.ok:
+            return f"valid: {self.jobs} jobs, {self.allocation_rows} allocation rows checked"
+        lines = [f"INVALID: {len(self.violations)} violation(s); earliest first:"]
+        lines += [f"  t={v.time:g} [{v.kind}] {v.message}" for v in sorted(self.violations)[:20]]
+        return "\n".join(lines)
+
+
+def _ids(values: np.ndarray, limit: int = 5) -> str:
+    vals = [int(v) for v in values[:limit]]
+    more = f" ... ({len(values)} in all)" if len(values) > limit else ""
+    return ", ".join(map(str, vals)) + more
+
+
+def validate_tables(
+    system: System,
+    workload: pd.DataFrame,
+    jobs: pd.DataFrame,
+    allocations: pd.DataFrame,
+    walltime_kill: bool = True,
+) -> ValidationReport:
+    """Validate a schedule given as tables (see the module docstring for the rules)."""
+    report = ValidationReport(jobs=len(workload), allocation_rows=len(allocations))
+    resources = list(system.resources)
+    cap = system.capacity
+
+    # ---- the set of jobs ------------------------------------------------------------------
+    wl = workload.set_index("job_id", verify_integrity=False)
+    if wl.index.has_duplicates:
+        report.add(-np.inf, "workload", f"duplicate job ids in the workload: {_ids(wl.index[wl.index.duplicated()].values)}")
+    dup = jobs["job_id"][jobs["job_id"].duplicated()].values
+    if len(dup):
+        report.add(-np.inf, "twice", f"jobs listed more than once in the schedule: {_ids(dup)}")
+    js = jobs.drop_duplicates("job_id").set_index("job_id")
+    missing = np.setdiff1d(wl.index.values, js.index.values)
+    if len(missing):
+        report.add(-np.inf, "missing", f"jobs of the workload missing from the schedule: {_ids(missing)}")
+    unknown = np.setdiff1d(js.index.values, wl.index.values)
+    if len(unknown):
+        report.add(-np.inf, "unknown", f"schedule lists jobs not in the workload: {_ids(unknown)}")
+    common = np.intersect1d(wl.index.values, js.index.values)
+    w = wl.loc[common]
+    j = js.loc[common]
+
+    submit = w["submit"].to_numpy(np.float64)
+    start = j["start"].to_numpy(np.float64)
+    end = j["end"].to_numpy(np.float64)
+    status = j["status"].astype(str).to_numpy()
+    run = w["run_time"].to_numpy(np.float64)
+    wall = w["wall_time"].to_numpy(np.float64)
+    ids = common
+
+    rejected = status == "rejected"
+    never = np.isnan(start) & ~rejected
+    for i in np.flatnonzero(never)[:20]:
+        report.add(submit[i], "never", f"job {int(ids[i])} (submitted at {submit[i]:g}) never started and was not rejected")
+    started = ~np.isnan(start)
+    bad_rej = rejected & started
+    for i in np.flatnonzero(bad_rej)[:20]:
+        report.add(start[i], "rejected", f"job {int(ids[i])} is marked rejected but has a start time {start[i]:g}")
+    early = started & (start < submit - TOL)
+    for i in np.flatnonzero(early)[:20]:
+        report.add(start[i], "early", f"job {int(ids[i])} started at {start[i]:g}, before its submission at {submit[i]:g}")
+    expected = np.minimum(run, wall) if walltime_kill else run
+    wrong = started & ~(np.abs((end - start) - expected) <= TOL * np.maximum(1.0, np.abs(expected)))
+    for i in np.flatnonzero(wrong)[:20]:
+        report.add(
+            start[i],
+            "duration",
+            f"job {int(ids[i])} ran {end[i] - start[i]:g} s ({start[i]:g} -> {end[i]:g}); it should run "
+            f"{expected[i]:g} s (run time {run[i]:g}, wall-time {wall[i]:g}, kills {'on' if walltime_kill else 'off'})",
+        )
+    if "killed" in j.columns:
+        should_kill = started & (walltime_kill & (run > wall))
+        flag = j["killed"].to_numpy(bool)
+        for i in np.flatnonzero(started & (flag != should_kill))[:20]:
+            report.add(start[i], "killed", f"job {int(ids[i])}: killed flag is {bool(flag[i])}, expected {bool(should_kill[i])}")
+
+    # ---- allocations ----------------------------------------------------------------------
+    a = allocations
+    pos = pd.Series(np.arange(len(common)), index=common)
+    known = a["job_id"].isin(common).to_numpy()
+    if (~known).any():
+        report.add(-np.inf, "unknown", f"allocation rows for unknown jobs: {_ids(a['job_id'][~known].unique())}")
+    a = a[known]
+    row_job = pos.loc[a["job_id"].to_numpy()].to_numpy()
+    node = a["node"].to_numpy(np.int64)
+    units = a["units"].to_numpy(np.int64)
+    t_from = a["from"].to_numpy(np.float64)
+    t_to = a["to"].to_numpy(np.float64)
+    seg = a["segment"].to_numpy(np.int64)
+    amounts = np.stack([a[r].to_numpy(np.int64) for r in resources], axis=1) if len(a) else np.zeros((0, len(resources)), np.int64)
+    unit_req = np.stack([w[f"unit_{r}"].to_numpy(np.int64) for r in resources], axis=1)
+    max_pn = w["max_units_per_node"].to_numpy(np.int64) if "max_units_per_node" in w.columns else np.zeros(len(w), np.int64)
+
+    out_of_range = (node < 0) | (node >= system.n_nodes)
+    for k in np.flatnonzero(out_of_range)[:20]:
+        report.add(t_from[k], "node", f"job {int(ids[row_job[k]])} uses node {int(node[k])}, the system has {system.n_nodes}")
+    bad_amount = (amounts != units[:, None] * unit_req[row_job]).any(axis=1) | (units <= 0)
+    for k in np.flatnonzero(bad_amount)[:20]:
+        report.add(
+            t_from[k], "amount",
+            f"job {int(ids[row_job[k]])} on node {int(node[k])}: {int(units[k])} unit(s) but amounts "
+            f"{amounts[k].tolist()} (per-unit request {unit_req[row_job[k]].tolist()})",
+        )
+    seg0 = seg == 0
+    # units per job in segment 0 and agreement with start/end
+    units_first = np.bincount(row_job[seg0], weights=units[seg0], minlength=len(common))
+    req_units = w["units"].to_numpy(np.int64)
+    wrong_units = started & (units_first != req_units)
+    for i in np.flatnonzero(wrong_units)[:20]:
+        report.add(start[i], "units", f"job {int(ids[i])} got {int(units_first[i])} unit(s) at its start, it requests {int(req_units[i])}")
+    has_rows = np.bincount(row_job, minlength=len(common)) > 0
+    for i in np.flatnonzero(~started & has_rows)[:20]:
+        report.add(submit[i], "never", f"job {int(ids[i])} has allocation rows but no start time")
+    first_from_mismatch = seg0 & (np.abs(t_from - start[row_job]) > TOL)
+    for k in np.flatnonzero(first_from_mismatch)[:20]:
+        i = row_job[k]
+        report.add(t_from[k], "twice", f"job {int(ids[i])} holds node {int(node[k])} from {t_from[k]:g}, but started at {start[i]:g} (started twice?)")
+    later = ~seg0 & ((t_from < start[row_job] - TOL) | (t_from >= end[row_job]))
+    for k in np.flatnonzero(later)[:20]:
+        report.add(t_from[k], "segment", f"job {int(ids[row_job[k]])}: allocation segment {int(seg[k])} starts outside its run")
+    to_mismatch = np.abs(t_to - end[row_job]) > TOL
+    for k in np.flatnonzero(to_mismatch)[:20]:
+        report.add(t_to[k], "release", f"job {int(ids[row_job[k]])} releases node {int(node[k])} at {t_to[k]:g}, but ended at {end[row_job[k]]:g}")
+    key = pd.DataFrame({"j": row_job, "s": seg, "n": node})
+    dups = key.duplicated()
+    for k in np.flatnonzero(dups.to_numpy())[:20]:
+        report.add(t_from[k], "node-twice", f"job {int(ids[row_job[k]])} lists node {int(node[k])} twice in segment {int(seg[k])}")
+    per_node_units = key.assign(u=units).groupby(["j", "n"])["u"].sum()
+    limit = pd.Series(max_pn[per_node_units.index.get_level_values(0)], index=per_node_units.index)
+    over = (limit > 0) & (per_node_units > limit)
+    for (ji, n) in list(over[over].index)[:20]:
+        report.add(start[ji], "per-node", f"job {int(ids[ji])} has more than {int(max_pn[ji])} unit(s) on node {int(n)}")
+
+    # ---- capacity sweep -------------------------------------------------------------------
+    ok_rows = ~out_of_range & (t_to > t_from)
+    if ok_rows.any():
+        _capacity_sweep(report, system, cap, resources, node[ok_rows], t_from[ok_rows], t_to[ok_rows],
+                        amounts[ok_rows], ids[row_job[ok_rows]])
+    report.violations.sort()
+    return report
+
+
+def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts, job_ids) -> None:
+    m = len(node)
+    times = np.concatenate([t_from, t_to])
+    nodes = np.concatenate([node, node])
+    acquire = np.concatenate([np.ones(m, np.int64), np.zeros(m, np.int64)])  # releases (0) first
+    delta = np.concatenate([amounts, -amounts])
+    order = np.lexsort((acquire, times, nodes))
+    times, nodes, delta = times[order], nodes[order], delta[order]
+    usage = np.cumsum(delta, axis=0)
+    group_start = np.r_[0, np.flatnonzero(nodes[1:] != nodes[:-1]) + 1]
+    prior = np.vstack([np.zeros((1, usage.shape[1]), usage.dtype), usage[group_start[1:] - 1]])
+    lengths = np.diff(np.r_[group_start, len(nodes)])
+    base = np.repeat(prior, lengths, axis=0)
+    usage = usage - base
+    over = usage > cap[nodes]
+    if over.any():
+        rows, cols = np.nonzero(over)
+        first = rows[np.argsort(times[rows], kind="stable")][:20]
+        seen = set()
+        for k in first:
+            r = int(np.flatnonzero(over[k])[0])
+            n, t = int(nodes[k]), float(times[k])
+            if (n, r) in seen:
+                continue
+            seen.add((n, r))
+            holders = np.flatnonzero((node == n) & (t_from <= t) & (t_to > t) & (amounts[:, r] > 0))
+            report.add(
+                t, "capacity",
+                f"node {n} ({system.node_name(n)}) at t={t:g}: {int(usage[k, r])} {resources[r]} in use, capacity "
+                f"{int(cap[n, r])} (jobs {_ids(job_ids[holders])})",
+            )
+    if (usage < 0).any():
+        k = int(np.flatnonzero((usage < 0).any(axis=1))[0])
+        report.add(times[k], "internal", f"node {int(nodes[k])}: negative usage at t={times[k]:g} (inconsistent allocation rows)")
+
+
+def validate_result(result: Any) -> ValidationReport:
+    """Validate an in-memory :class:`~hpcdispatch.sim.result.SimulationResult`."""
+    from hpcdispatch.results.store import workload_frame
+
+    return validate_tables(
+        result.system,
+        workload_frame(result),
+        result.jobs_frame(),
+        result.allocations_frame(),
+        walltime_kill=result.options.walltime_kill,
+    )
+
+
+def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> ValidationReport:
+    """Validate an output directory; re-reads the workload from its source when possible."""
+    from hpcdispatch.results.store import read_run
+    from hpcdispatch.workload.loader import workload_from_source
+
+    stored = read_run(out_dir)
+    workload_table = stored.workload
+    notes = []
+    src = stored.run.get("workload", {})
+    if reload_workload and src.get("kind") in ("swf", "synthetic"):
+        try:
+            fresh = workload_from_source(src["kind"], src["spec"], src.get("options", {}), stored.system)
+        except HpcDispatchError as exc:
+            notes.append(f"could not re-read the workload source ({exc}); checked against the stored workload table")
+        else:
+            mismatch = _compare_workloads(fresh, workload_table, stored.system)
+            if mismatch:
+                report = ValidationReport(jobs=len(workload_table))
+                report.add(-np.inf, "workload", f"the stored workload differs from its source {src['spec']}: {mismatch}")
+                return report
+            notes.append(f"workload re-read from {src['spec']} and matches the stored one ({len(fresh)} jobs)")
+    report = validate_tables(
+        stored.system,
+        workload_table,
+        stored.jobs,
+        stored.allocations,
+        walltime_kill=bool(stored.run.get("options", {}).get("walltime_kill", True)),
+    )
+    report.notes.extend(notes)
+    return report
+
+
+def _compare_workloads(fresh: Any, table: pd.DataFrame, system: System) -> str:
+    if len(fresh) != len(table):
+        return f"{len(fresh)} jobs in the source, {len(table)} stored"
+    checks = {
+        "job_id": fresh.ids,
+        "submit": fresh.submit,
+        "run_time": fresh.run_time,
+        "wall_time": fresh.wall_time,
+        "units": fresh.units,
+    }
+    for r, name in enumerate(system.resources):
+        checks[f"unit_{name}"] = fresh.unit_requests[:, r]
+    for col, values in checks.items():
+        stored = table[col].to_numpy()
+        diff = np.flatnonzero(stored != values)
+        if len(diff):
+            k = int(diff[0])
+            return f"column {col} differs first at job {int(table['job_id'].iloc[k])}: source {values[k]}, stored {stored[k]}"
+    return ""

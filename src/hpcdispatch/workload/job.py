@@ -1,0 +1,226 @@
+"""Jobs and workloads.
+
+A job requests ``units`` identical units, each needing ``unit_request[r]`` of resource ``r``
+(the papers' model: ``req_{i,r} / rn_i`` per unit). Units of a job may share a node unless
+``max_units_per_node`` limits it (1 = every unit on its own node, as Slurm's ``-N``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from hpcdispatch.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class GrowthRequest:
+    """A running job asking for ``units`` more units ``after`` seconds from its start.
+
+    The simulator turns it into a resize event; the dispatcher's ``on_resize`` grants an
+    allocation or refuses (deadline-oriented "leak" allocation builds on this).
+    """
+
+    after: float
+    units: int
+
+
+class Job(NamedTuple):
+    """One job. Immutable (a named tuple: cheap to build for traces of half a million jobs).
+
+    ``index`` is the job's position in its workload, set by :class:`Workload`.
+    """
+
+    id: int
+    submit: int
+    run_time: int
+    wall_time: int
+    units: int
+    unit_request: tuple[int, ...]
+    user: int = -1
+    group: int = -1
+    queue: int = -1
+    partition: int = -1
+    executable: int = -1
+    name: str | None = None
+    processors: int = -1
+    max_units_per_node: int = 0  # 0 = no limit
+    deadline: float | None = None
+    growth: tuple[GrowthRequest, ...] = ()
+    index: int = -1
+
+    @property
+    def total_request(self) -> tuple[int, ...]:
+        return tuple(self.units * a for a in self.unit_request)
+
+    def duration(self, walltime_kill: bool = True) -> int:
+        """How long the job really runs: its run time, or its wall-time when it would be killed."""
+        return min(self.run_time, self.wall_time) if walltime_kill else self.run_time
+
+
+@dataclass
+class SkipReport:
+    """Records that were dropped (per reason, with their first line numbers) or patched."""
+
+    total_records: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    first_lines: dict[str, list[int]] = field(default_factory=dict)
+    patched: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    keep_lines: int = 5
+
+    def skip(self, reason: str, lines: Iterable[int]) -> None:
+        lines = list(lines)
+        if not lines:
+            return
+        self.skipped[reason] = self.skipped.get(reason, 0) + len(lines)
+        first = self.first_lines.setdefault(reason, [])
+        first.extend(sorted(int(x) for x in lines)[: self.keep_lines])
+        first.sort()
+        del first[self.keep_lines :]
+
+    def patch(self, what: str, count: int) -> None:
+        if count:
+            self.patched[what] = self.patched.get(what, 0) + int(count)
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+    def describe(self) -> str:
+        lines = [f"{self.total_records} records read, {self.n_skipped} skipped"]
+        for reason, n in sorted(self.skipped.items(), key=lambda kv: -kv[1]):
+            shown = ", ".join(map(str, self.first_lines.get(reason, [])))
+            lines.append(f"  skipped {n} x {reason} (first lines: {shown})")
+        for what, n in sorted(self.patched.items()):
+            lines.append(f"  patched {n} x {what}")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total_records": self.total_records,
+            "skipped": dict(self.skipped),
+            "first_lines": {k: list(v) for k, v in self.first_lines.items()},
+            "patched": dict(self.patched),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class WorkloadSource:
+    """Where a workload came from, precise enough to load it again (the validator does)."""
+
+    kind: str  # "swf", "synthetic", "table", "memory"
+    spec: str  # the string given on the command line (path or synthetic:...)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Workload:
+    """An ordered, immutable collection of jobs that all use the same resource columns.
+
+    Jobs are kept in submission order (ties keep their source order); ``job.index`` is the
+    position. Columnar numpy views (``submit``, ``units``, ``unit_requests`` ...) are built
+    on first use.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[Job],
+        resources: Sequence[str],
+        source: WorkloadSource | None = None,
+        report: SkipReport | None = None,
+        queue_names: dict[int, str] | None = None,
+        header: dict[str, str] | None = None,
+    ):
+        self.resources = tuple(resources)
+        self.source = source or WorkloadSource(kind="memory", spec="<memory>")
+        self.report = report or SkipReport(total_records=len(jobs))
+        self.queue_names = dict(queue_names or {})
+        self.header = dict(header or {})
+        jobs = list(jobs)
+        n_res = len(self.resources)
+        lengths = {len(j.unit_request) for j in jobs}
+        if lengths - {n_res}:
+            bad = next(j for j in jobs if len(j.unit_request) != n_res)
+            raise ConfigError(
+                f"job {bad.id}: unit_request has {len(bad.unit_request)} entries, "
+                f"the workload has resources {list(self.resources)}"
+            )
+        ids = np.fromiter((j.id for j in jobs), dtype=np.int64, count=len(jobs))
+        sorted_ids = np.sort(ids)
+        dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+        if len(dup):
+            raise ConfigError(f"duplicate job id {int(sorted_ids[dup[0]])} in workload {self.source.spec}")
+        submit = np.fromiter((j.submit for j in jobs), dtype=np.float64, count=len(jobs))
+        in_order = len(jobs) < 2 or bool((np.diff(submit) >= 0).all())
+        if not in_order:
+            order = np.argsort(submit, kind="stable").tolist()
+            jobs = [jobs[i] for i in order]
+        if any(j.index != pos for pos, j in enumerate(jobs)):
+            jobs = [j if j.index == pos else j._replace(index=pos) for pos, j in enumerate(jobs)]
+        self.jobs: tuple[Job, ...] = tuple(jobs)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __iter__(self):
+        return iter(self.jobs)
+
+    def __getitem__(self, i: int) -> Job:
+        return self.jobs[i]
+
+    def _column(self, name: str, dtype: Any) -> np.ndarray:
+        arr = np.fromiter((getattr(j, name) for j in self.jobs), dtype=dtype, count=len(self.jobs))
+        arr.flags.writeable = False
+        return arr
+
+    @cached_property
+    def ids(self) -> np.ndarray:
+        return self._column("id", np.int64)
+
+    @cached_property
+    def submit(self) -> np.ndarray:
+        return self._column("submit", np.int64)
+
+    @cached_property
+    def run_time(self) -> np.ndarray:
+        return self._column("run_time", np.int64)
+
+    @cached_property
+    def wall_time(self) -> np.ndarray:
+        return self._column("wall_time", np.int64)
+
+    @cached_property
+    def units(self) -> np.ndarray:
+        return self._column("units", np.int64)
+
+    @cached_property
+    def unit_requests(self) -> np.ndarray:
+        """``(n_jobs, n_resources)`` per-unit request."""
+        arr = np.array([j.unit_request for j in self.jobs], dtype=np.int64).reshape(len(self.jobs), len(self.resources))
+        arr.flags.writeable = False
+        return arr
+
+    def subset(self, n: int) -> Workload:
+        """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
+        source = WorkloadSource(self.source.kind, self.source.spec, {**self.source.options, "max_jobs": n})
+        return Workload(self.jobs[:n], self.resources, source, self.report, self.queue_names, self.header)
+
+    def offered_load(self, total_capacity: np.ndarray) -> np.ndarray:
+        """Offered load per resource: sum(request x run time) / (capacity x submission span)."""
+        if not len(self):
+            return np.zeros(len(self.resources))
+        span = max(float(self.submit[-1] - self.submit[0]), 1.0)
+        work = (self.unit_requests * self.units[:, None] * self.run_time[:, None]).sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(total_capacity > 0, work / (total_capacity * span), 0.0)
+
+
+def make_job(fields: tuple) -> Job:
+    """Build a :class:`Job` from a full tuple of its fields in declaration order (fast path)."""
+    return tuple.__new__(Job, fields)

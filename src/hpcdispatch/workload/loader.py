@@ -1,0 +1,124 @@
+"""One entry point for every workload source, and the system that goes with it.
+
+Workload specs (``--workload``):
+
+- ``PATH`` to an SWF trace (``.swf`` or ``.swf.gz``);
+- ``synthetic:lublin[,key=value...]`` — the Lublin-Feitelson model; keys: ``jobs``, ``seed``,
+  ``load``, ``interactive`` (0/1), ``max_walltime``, ``p_max_walltime``,
+  ``overestimate_max``.
+
+System specs (``--system``): a preset name, a TOML file, ``from-trace`` (derive from the SWF
+header) or ``auto`` (an SWF trace whose file name matches a preset's ``[trace]`` prefixes gets
+that preset, any other trace ``from-trace``; a synthetic workload gets ``machine-s``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from hpcdispatch.errors import ConfigError, TraceFormatError
+from hpcdispatch.system.io import load_system, preset_trace_prefixes
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Workload
+from hpcdispatch.workload.lublin import LublinSpec, lublin_workload
+from hpcdispatch.workload.mapping import UnitMapping
+from hpcdispatch.workload.swf import SwfOptions, load_swf, system_from_swf_header
+
+SYNTHETIC_PREFIX = "synthetic:"
+DEFAULT_SYNTHETIC_SYSTEM = "machine-s"
+
+
+def parse_kv(text: str, where: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise ConfigError(f"{where}: expected key=value, got '{part}'")
+        k, v = part.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _convert(value: str, target: Any, key: str, where: str) -> Any:
+    try:
+        if target is bool:
+            if value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if target is int:
+            return int(value)
+        if target is float:
+            return float(value)
+    except ValueError:
+        raise ConfigError(f"{where}: '{key}' must be {target.__name__}, got '{value}'") from None
+    return value
+
+
+def parse_synthetic(spec: str, units: UnitMapping) -> LublinSpec:
+    body = spec[len(SYNTHETIC_PREFIX) :]
+    model, _, rest = body.partition(",")
+    if model.strip() != "lublin":
+        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' (available: lublin)")
+    raw = parse_kv(rest, f"workload '{spec}'")
+    types = {"jobs": int, "seed": int, "load": float, "interactive": bool, "max_walltime": int,
+             "p_max_walltime": float, "overestimate_max": float}
+    unknown = set(raw) - set(types)
+    if unknown:
+        raise ConfigError(f"workload '{spec}': unknown key(s) {sorted(unknown)}; known: {', '.join(types)}")
+    values = {k: _convert(v, types[k], k, f"workload '{spec}'") for k, v in raw.items()}
+    assert {f.name for f in fields(LublinSpec)} >= set(values)
+    return LublinSpec(units=units, **values)
+
+
+def is_synthetic(spec: str) -> bool:
+    return str(spec).startswith(SYNTHETIC_PREFIX)
+
+
+def resolve_system(system_spec: str, workload_spec: str) -> System:
+    """The system named by ``system_spec`` (see the module docstring for ``auto``)."""
+    if system_spec == "from-trace":
+        if is_synthetic(workload_spec):
+            raise ConfigError("--system from-trace needs an SWF trace as workload, not a synthetic one")
+        return system_from_swf_header(workload_spec)
+    if system_spec == "auto":
+        if is_synthetic(workload_spec):
+            return load_system(DEFAULT_SYNTHETIC_SYSTEM)
+        name = Path(workload_spec).name
+        for preset, prefixes in sorted(preset_trace_prefixes().items()):
+            if any(name.startswith(p) for p in prefixes):
+                return load_system(preset)
+        return system_from_swf_header(workload_spec)
+    return load_system(system_spec)
+
+
+def load_workload(spec: str, system: System, swf_options: SwfOptions | None = None) -> Workload:
+    """Load the workload named by ``spec`` onto ``system``."""
+    swf_options = swf_options or SwfOptions()
+    spec = str(spec)
+    if is_synthetic(spec):
+        workload = lublin_workload(system, parse_synthetic(spec, swf_options.units), spec_string=spec)
+        if swf_options.max_jobs is not None:
+            workload = workload.subset(swf_options.max_jobs)
+        return workload
+    path = Path(spec)
+    if not path.exists():
+        raise TraceFormatError(spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)")
+    if path.is_dir():
+        raise TraceFormatError(spec, "is a directory, not a workload file")
+    return load_swf(path, system, swf_options)
+
+
+def workload_from_source(source_kind: str, spec: str, options: dict[str, Any], system: System) -> Workload:
+    """Re-load a workload from a recorded :class:`~hpcdispatch.workload.job.WorkloadSource`."""
+    units = UnitMapping(mode=options.get("units", "divisor"), cores_per_unit_max=options.get("cores_per_unit_max"))
+    swf = SwfOptions(
+        processors=options.get("processors", "requested"),
+        units=units,
+        missing_walltime=str(options.get("missing_walltime", "queue-max")),
+        memory=options.get("memory", "ignore"),
+        max_jobs=options.get("max_jobs"),
+    )
+    return load_workload(spec, system, swf)
