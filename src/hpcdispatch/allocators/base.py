@@ -18,6 +18,10 @@ from hpcdispatch.system.model import System
 
 class Allocator(ABC):
     name: ClassVar[str] = "allocator"
+    #: True when the allocation of ``u + 1`` units always contains the allocation of ``u``
+    #: units on the same free matrix (nodes are filled in an order that does not depend on
+    #: the unit count). Dispatchers use it to reason about failures by unit count.
+    prefix_monotone: ClassVar[bool] = False
 
     def setup(self, system: System) -> None:
         self.system = system
@@ -49,6 +53,7 @@ class FirstFit(Allocator):
     """Nodes in their linear order; each takes as many of the job's units as fit."""
 
     name = "first-fit"
+    prefix_monotone = True
 
     def allocate(self, units, unit_request, free, max_per_node=0):
         fits = units_fit_per_node(free, unit_request, max_per_node)
@@ -73,6 +78,7 @@ class BestFit(Allocator):
     """
 
     name = "best-fit"
+    prefix_monotone = True
 
     def setup(self, system: System) -> None:
         super().setup(system)

@@ -1,21 +1,33 @@
 """Conservative backfilling (Mu'alem and Feitelson 2001), node-level, with schedule compression.
 
-Every queued job, in FIFO order, holds a reservation: the earliest start at which it fits on
-specific nodes for its planned duration without touching any earlier reservation (an
-:class:`~hpcdispatch.dispatchers.profile.AvailabilityProfile` of running jobs' expected ends
-and the reservations made so far). Jobs whose reservation starts now are started. A job can
-thus start early (backfill) only if it delays no job ahead of it.
+Every queued job, in FIFO order, holds a reservation: a start time and the nodes it will use,
+the earliest at which it fits for its planned duration without touching any reservation
+made before it (an :class:`~hpcdispatch.dispatchers.profile.AvailabilityProfile` of running
+jobs' expected ends and all reservations). Jobs whose reservation starts now are started, so
+a job starts early (backfills) only if it delays no job ahead of it.
 
-The profile is kept between calls: new jobs only add reservations at its end. When the plan
-no longer matches reality -- a job ended before its planned end (the usual case with
-wall-time estimates) or a running job outlived it -- every reservation is recomputed from
-the current state (compression), in queue order, so no job ever gets a later reservation
-than it had. ``wakeup`` is requested at the next reservation start.
+The plan is kept between calls:
+
+- a new job gets a reservation at the earliest slot left by everything ahead of it;
+- when a job ends before its planned end (the usual case with wall-time estimates), its
+  remaining slot is given back and the schedule is *compressed*: in queue order, each
+  reservation is taken out, the earliest slot is searched strictly before its current start,
+  and the job moves there if one exists -- otherwise it keeps its reservation. A
+  reservation therefore never moves later, node-level included (re-planning from scratch
+  could put an earlier job on a later job's nodes and delay it);
+- when a running job outlives its planned end (only without wall-time kills, or with a
+  predictor that under-estimates), the resources the plan counted on are not free: the
+  whole plan is rebuilt in queue order from the current state (unavoidable: the plan was
+  built on a wrong prediction).
+
+``Decision.wakeup`` asks for a call at the next reservation start.
 """
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from hpcdispatch.dispatchers.base import Dispatcher, Tags, register
 from hpcdispatch.dispatchers.profile import AvailabilityProfile
@@ -25,6 +37,16 @@ from hpcdispatch.sim.decision import Decision, Start
 from hpcdispatch.sim.view import DispatchView
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
+
+
+class _Reservation:
+    __slots__ = ("start", "end", "alloc", "amounts")
+
+    def __init__(self, start: float, end: float, alloc: Allocation, amounts: np.ndarray):
+        self.start = start
+        self.end = end
+        self.alloc = alloc
+        self.amounts = amounts
 
 
 @register
@@ -39,78 +61,136 @@ class Conservative(Dispatcher):
 
     def _setup(self, system: System) -> None:
         self._profile: AvailabilityProfile | None = None
-        self._reservations: dict[int, tuple[float, Allocation]] = {}
-        self._release_at: dict[int, float] = {}  # running job index -> release time in the profile
+        self._res: dict[int, _Reservation] = {}
+        # running jobs started by this dispatcher: index -> (release time in the plan, nodes, amounts)
+        self._running: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
         self.rebuilds = 0
+        self.compressions = 0
 
     # ------------------------------------------------------------------------------------
-    def _profile_stale(self, view: DispatchView) -> bool:
-        if self._profile is None:
-            return True
-        now = view.now
-        for job in view.ended_jobs:
-            if self._release_at.pop(job.index, None) != now:
-                return True
-        for idx, t in self._release_at.items():
-            if t <= now and idx in view.running:
-                return True
-        return False
+    def _duration(self, view: DispatchView, job: Job) -> float:
+        return max(view.planned_duration(job), 1.0)
 
-    def _reserve(self, view: DispatchView, job: Job) -> None:
+    def _place(self, view: DispatchView, job: Job, before: float | None = None) -> _Reservation | None:
         profile = self._profile
         assert profile is not None
-        duration = max(view.planned_duration(job), 1.0)
+        duration = self._duration(view, job)
         req = view.requests[job.index]
-        found = profile.earliest(job.units, req, duration, self._allocator, job.max_units_per_node)
+        found = profile.earliest(
+            job.units, req, duration, self._allocator, job.max_units_per_node, before=math.inf if before is None else before
+        )
         if found is None:
-            raise SimulationStalledError(f"conservative: job {job.id} fits nowhere in the availability profile")
+            return None
         start, alloc = found
-        profile.reserve(start, start + duration, alloc.nodes, alloc.units[:, None] * req)
-        self._reservations[job.index] = (start, alloc)
+        return _Reservation(start, start + duration, alloc, alloc.units[:, None] * req)
+
+    def _reserve_new(self, view: DispatchView, job: Job) -> None:
+        res = self._place(view, job)
+        if res is None:
+            raise SimulationStalledError(f"conservative: job {job.id} fits nowhere in the availability profile")
+        assert self._profile is not None
+        self._profile.reserve(res.start, res.end, res.alloc.nodes, res.amounts)
+        self._res[job.index] = res
 
     def _rebuild(self, view: DispatchView) -> None:
+        """Plan from scratch: running jobs at their expected ends, queued jobs in order."""
         self.rebuilds += 1
         now = view.now
         releases = []
-        self._release_at = {}
+        running = {}
         for rj in view.running.values():
             t = view.expected_end(rj)
-            releases.append((t, rj.allocation.nodes, rj.allocation.units[:, None] * view.requests[rj.job.index]))
-            self._release_at[rj.job.index] = t
+            amounts = rj.allocation.units[:, None] * view.requests[rj.job.index]
+            releases.append((t, rj.allocation.nodes, amounts))
+            running[rj.job.index] = (t, rj.allocation.nodes, amounts)
+        self._running = running
         self._profile = AvailabilityProfile(now, view.free, releases)
-        self._reservations = {}
+        self._res = {}
         for job in view.queue:
-            self._reserve(view, job)
+            self._reserve_new(view, job)
+
+    def _rematerialize(self, view: DispatchView) -> None:
+        """Rebuild the profile's segments (drop stale boundaries), keeping every reservation."""
+        now = view.now
+        releases = [(t, nodes, amounts) for t, nodes, amounts in self._running.values()]
+        profile = AvailabilityProfile(now, view.free, releases)
+        for job in view.queue:
+            res = self._res[job.index]
+            profile.reserve(res.start, res.end, res.alloc.nodes, res.amounts)
+        self._profile = profile
+
+    def _compress(self, view: DispatchView) -> None:
+        """Move every reservation as early as it can go, in queue order, never later."""
+        self.compressions += 1
+        profile = self._profile
+        assert profile is not None
+        now = view.now
+        for job in view.queue:
+            res = self._res.get(job.index)
+            if res is None or res.start <= now:
+                continue
+            need = view.requests[job.index] * job.units
+            cand, _ = profile.candidate_starts(
+                need, res.end - res.start, before=res.start, credit=(res.start, res.end, res.amounts.sum(axis=0))
+            )
+            if len(cand) == 0:
+                continue  # cannot move even by pooled capacity: skip the node-level search
+            profile.release(res.start, res.end, res.alloc.nodes, res.amounts)
+            better = self._place(view, job, before=res.start)
+            if better is not None and better.start < res.start:
+                res = better
+                self._res[job.index] = res
+            profile.reserve(res.start, res.end, res.alloc.nodes, res.amounts)
+
+    def _sync(self, view: DispatchView) -> None:
+        now = view.now
+        if self._profile is None:
+            self._rebuild(view)
+            return
+        for idx, (t, _, _) in self._running.items():
+            if t <= now and idx in view.running:  # outlived its planned end
+                self._rebuild(view)
+                return
+        profile = self._profile
+        profile.advance(now)
+        changed = False
+        for job in view.ended_jobs:
+            entry = self._running.pop(job.index, None)
+            if entry is None:
+                continue
+            release, nodes, amounts = entry
+            if release > now:  # ended early: give back [now, planned release)
+                profile.release(now, release, nodes, amounts)
+                changed = True
+        if changed:
+            self._compress(view)
+        for job in view.new_jobs:
+            if job.index not in self._res:
+                self._reserve_new(view, job)
+        if len(profile) > 4 * (len(self._running) + len(self._res)) + 64:
+            self._rematerialize(view)
 
     def _dispatch(self, view: DispatchView) -> Decision:
         now = view.now
-        if self._profile_stale(view):
-            self._rebuild(view)
-        else:
-            assert self._profile is not None
-            self._profile.advance(now)
-            for job in view.new_jobs:
-                if job.index not in self._reservations:
-                    self._reserve(view, job)
+        self._sync(view)
         starts: list[Start] = []
         next_start = math.inf
         for job in view.queue:
-            start, alloc = self._reservations[job.index]
-            if start <= now:
-                starts.append(Start(job, alloc))
-            elif start < next_start:
-                next_start = start
+            res = self._res[job.index]
+            if res.start <= now:
+                starts.append(Start(job, res.alloc))
+            elif res.start < next_start:
+                next_start = res.start
         for s in starts:
-            del self._reservations[s.job.index]
-            self._release_at[s.job.index] = now + max(view.planned_duration(s.job), 1.0)
+            res = self._res.pop(s.job.index)
+            self._running[s.job.index] = (res.end, res.alloc.nodes, res.amounts)
         return Decision(
             starts,
             wakeup=next_start if next_start < math.inf else None,
-            info={"rebuilds": self.rebuilds, "segments": len(self._profile) if self._profile else 0},
+            info={"rebuilds": self.rebuilds, "compressions": self.compressions,
+                  "segments": len(self._profile) if self._profile else 0},
         )
 
-
-def reservation_table(dispatcher: Conservative) -> dict[int, tuple[float, list[tuple[int, int]]]]:
-    """Current reservations (job index -> (start, node/unit pairs)), for tests and inspection."""
-    return {idx: (start, alloc.pairs()) for idx, (start, alloc) in dispatcher._reservations.items()}
-
+    def reservations(self) -> dict[int, tuple[float, list[tuple[int, int]]]]:
+        """Current reservations (job index -> (start, node/unit pairs)), for tests and inspection."""
+        return {idx: (r.start, r.alloc.pairs()) for idx, r in self._res.items()}

@@ -5,14 +5,23 @@ deadline checks, Slurm-like backfill windows): it answers "earliest time at whic
 of this shape fit, on which nodes, for ``d`` seconds" and records reservations.
 
 Segment ``k`` covers ``[times[k], times[k+1])`` (the last one extends forever) and holds the
-free matrix ``frees[k]`` (n_nodes x n_resources) and its pooled totals ``totals[k]``. The
-pooled totals are a necessary condition checked first: a window that fails them at one
-segment fails for every start that covers that segment, so the search skips past it.
+free capacity of every node and resource. All segments live in one contiguous array
+``(segments, nodes, resources)`` so that a reservation over many segments is one numpy
+operation and the search is vectorised:
+
+1. pooled filter: a segment is *feasible* when its pooled free totals cover the job's total
+   request (a necessary condition); a start ``k`` is a *candidate* when every segment of its
+   window ``[times[k], times[k] + d)`` is feasible (prefix sums of infeasible segments);
+2. node-level check, candidates in time order: the element-wise minimum of the window's
+   free matrices is handed to the allocator; the first window where the units fit wins.
+
+Segment boundaries are inserted in place (the tail is shifted; most insertions happen near
+the end of the horizon) and dropped from the front as time advances.
 """
 
 from __future__ import annotations
 
-import bisect
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -24,47 +33,139 @@ from hpcdispatch.sim.allocation import Allocation
 class AvailabilityProfile:
     def __init__(self, now: float, free: np.ndarray, releases: Iterable[tuple[float, np.ndarray, np.ndarray]]):
         """``releases``: ``(time, nodes, amounts)`` of resources that become free at ``time``."""
-        self.times: list[float] = [now]
-        base = np.array(free, dtype=np.int64, order="F")
-        self.frees: list[np.ndarray] = [base]
-        self.totals: list[list[int]] = [base.sum(axis=0).tolist()]
-        by_time: dict[float, list[tuple[np.ndarray, np.ndarray]]] = {}
-        for t, nodes, amounts in releases:
-            by_time.setdefault(max(float(t), now), []).append((nodes, amounts))
-        current = base
-        for t in sorted(by_time):
-            if t == now:
-                for nodes, amounts in by_time[t]:
-                    current[nodes] += amounts
-                self.totals[0] = current.sum(axis=0).tolist()
-                continue
-            current = current.copy(order="F")
-            for nodes, amounts in by_time[t]:
-                current[nodes] += amounts
-            self.times.append(t)
-            self.frees.append(current)
-            self.totals.append(current.sum(axis=0).tolist())
+        free = np.asarray(free)
+        n_nodes, n_res = free.shape
+        rel = list(releases)
+        times = sorted({max(float(t), now) for t, _, _ in rel} - {now})
+        n_seg = 1 + len(times)
+        cap = max(16, 2 * n_seg)
+        self._times = np.full(cap, math.inf)
+        self._free = np.zeros((cap, n_nodes, n_res), dtype=np.int64)
+        self._totals = np.zeros((cap, n_res), dtype=np.int64)
+        self._times[0] = now
+        self._times[1:n_seg] = times
+        deltas = np.zeros((n_seg, n_nodes, n_res), dtype=np.int64)
+        deltas[0] = free
+        if rel:
+            pos = np.searchsorted(self._times[:n_seg], [max(float(t), now) for t, _, _ in rel], side="left")
+            for k, (_, nodes, amounts) in zip(pos.tolist(), rel):
+                deltas[k, nodes] += amounts
+        np.cumsum(deltas, axis=0, out=self._free[:n_seg])
+        self._totals[:n_seg] = self._free[:n_seg].sum(axis=1)
+        self.lo = 0
+        self.hi = n_seg
 
+    # ---- views -----------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self.times)
+        return self.hi - self.lo
 
-    def advance(self, now: float) -> None:
-        """Drop segments that ended before ``now``; the first segment starts at ``now``."""
-        k = bisect.bisect_right(self.times, now) - 1
-        if k > 0:
-            del self.times[:k], self.frees[:k], self.totals[:k]
-        self.times[0] = max(self.times[0], now)
+    @property
+    def times(self) -> np.ndarray:
+        return self._times[self.lo : self.hi]
+
+    @property
+    def totals(self) -> np.ndarray:
+        return self._totals[self.lo : self.hi]
 
     def free_at(self, t: float) -> np.ndarray:
-        return self.frees[max(bisect.bisect_right(self.times, t) - 1, 0)]
+        k = max(int(np.searchsorted(self.times, t, side="right")) - 1, 0)
+        return self._free[self.lo + k]
 
-    def _window_min(self, k: int, j: int) -> np.ndarray:
-        if j == k + 1:
-            return self.frees[k]
-        m = np.minimum(self.frees[k], self.frees[k + 1])
-        for q in range(k + 2, j):
-            np.minimum(m, self.frees[q], out=m)
-        return m
+    # ---- maintenance ---------------------------------------------------------------------
+    def advance(self, now: float) -> None:
+        """Drop segments that ended before ``now``; the first segment then starts at ``now``."""
+        k = int(np.searchsorted(self.times, now, side="right")) - 1
+        if k > 0:
+            self.lo += k
+        if self._times[self.lo] < now:
+            self._times[self.lo] = now
+
+    def _grow(self) -> None:
+        n = self.hi - self.lo
+        cap = len(self._times)
+        if self.lo > 0 and n + 2 < cap * 3 // 4:
+            # compact to the front
+            self._times[:n] = self._times[self.lo : self.hi]
+            self._free[:n] = self._free[self.lo : self.hi]
+            self._totals[:n] = self._totals[self.lo : self.hi]
+            self._times[n:] = math.inf
+        else:
+            new_cap = 2 * cap
+            times = np.full(new_cap, math.inf)
+            free = np.zeros((new_cap,) + self._free.shape[1:], dtype=self._free.dtype)
+            totals = np.zeros((new_cap, self._totals.shape[1]), dtype=self._totals.dtype)
+            times[:n] = self._times[self.lo : self.hi]
+            free[:n] = self._free[self.lo : self.hi]
+            totals[:n] = self._totals[self.lo : self.hi]
+            self._times, self._free, self._totals = times, free, totals
+        self.lo, self.hi = 0, n
+
+    def _split(self, t: float) -> int:
+        """Make ``t`` a segment boundary; return the absolute index of the segment starting at ``t``."""
+        pos = self.lo + int(np.searchsorted(self.times, t, side="left"))
+        if pos < self.hi and self._times[pos] == t:
+            return pos
+        assert self.hi < len(self._times), "_apply() makes room before splitting"
+        if pos < self.hi:
+            self._times[pos + 1 : self.hi + 1] = self._times[pos : self.hi]
+            self._free[pos + 1 : self.hi + 1] = self._free[pos : self.hi]
+            self._totals[pos + 1 : self.hi + 1] = self._totals[pos : self.hi]
+        self._times[pos] = t
+        self._free[pos] = self._free[pos - 1]
+        self._totals[pos] = self._totals[pos - 1]
+        self.hi += 1
+        return pos
+
+    def _apply(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray, sign: int) -> None:
+        start = max(start, float(self._times[self.lo]))
+        if end <= start:
+            return
+        if self.hi + 2 > len(self._times):
+            self._grow()  # both boundaries fit without moving the segments again
+        k = self._split(start)
+        j = self._split(end) if end != math.inf else self.hi
+        signed = amounts if sign > 0 else -amounts
+        self._free[k:j, nodes] -= signed
+        self._totals[k:j] -= signed.sum(axis=0)
+
+    def reserve(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray) -> None:
+        """Take ``amounts`` on ``nodes`` during ``[start, end)``."""
+        self._apply(start, end, nodes, amounts, +1)
+
+    def release(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray) -> None:
+        """Give ``amounts`` on ``nodes`` back during ``[start, end)`` (undo a reservation)."""
+        self._apply(start, end, nodes, amounts, -1)
+
+    # ---- search ------------------------------------------------------------------------------
+    def candidate_starts(
+        self,
+        need: np.ndarray,
+        duration: float,
+        before: float = math.inf,
+        credit: tuple[float, float, np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Relative segment indices ``k`` whose window passes the pooled filter, and window ends ``j``.
+
+        ``credit = (start, end, totals)`` counts ``totals`` as free during ``[start, end)``
+        (a reservation the caller is about to take out and move).
+        """
+        times = self.times
+        totals = self.totals
+        if credit is not None:
+            c_start, c_end, c_tot = credit
+            inside = (times >= c_start) & (times < c_end)
+            totals = totals + inside[:, None] * c_tot[None, :]
+        infeasible = ~(totals >= need).all(axis=1)
+        bad = np.concatenate(([0], np.cumsum(infeasible)))
+        n = len(times)
+        ks = np.arange(n)
+        j = np.searchsorted(times, times + duration, side="left")
+        np.maximum(j, ks + 1, out=j)
+        ok = bad[j] == bad[ks]
+        if before != math.inf:
+            ok &= times < before
+        cand = np.flatnonzero(ok)
+        return cand, j[cand]
 
     def earliest(
         self,
@@ -73,54 +174,19 @@ class AvailabilityProfile:
         duration: float,
         allocator: Allocator,
         max_per_node: int = 0,
-        not_before: float | None = None,
+        before: float = math.inf,
     ) -> tuple[float, Allocation] | None:
-        """Earliest start (a segment boundary) where the units fit for ``duration``, and where."""
-        need = [int(a) * units for a in unit_request]
-        times, totals = self.times, self.totals
-        n_seg = len(times)
-        k = 0 if not_before is None else max(bisect.bisect_right(times, not_before) - 1, 0)
-        while k < n_seg:
-            start = times[k] if not_before is None else max(times[k], not_before)
-            end = start + duration
-            j = k
-            failed = -1
-            while j < n_seg and (j == k or times[j] < end):
-                tot = totals[j]
-                for r, amount in enumerate(need):
-                    if amount and tot[r] < amount:
-                        failed = j
-                        break
-                if failed >= 0:
-                    break
-                j += 1
-            if failed >= 0:
-                k = failed + 1
-                continue
-            window = self._window_min(k, j)
+        """Earliest segment start where the units fit for ``duration``, and on which nodes.
+
+        With ``before``, only starts strictly earlier than ``before`` are considered (schedule
+        compression); ``None`` when there is none.
+        """
+        need = np.asarray(unit_request, dtype=np.int64) * units
+        cand, ends = self.candidate_starts(need, duration, before)
+        lo = self.lo
+        for k, j in zip(cand.tolist(), ends.tolist()):
+            window = self._free[lo + k] if j == k + 1 else self._free[lo + k : lo + j].min(axis=0)
             alloc = allocator.allocate(units, unit_request, window, max_per_node)
             if alloc is not None:
-                return start, alloc
-            k += 1
+                return float(self._times[lo + k]), alloc
         return None
-
-    def _split(self, t: float) -> int:
-        """Make ``t`` a segment boundary; return the index of the segment starting at ``t``."""
-        pos = bisect.bisect_left(self.times, t)
-        if pos < len(self.times) and self.times[pos] == t:
-            return pos
-        self.times.insert(pos, t)
-        self.frees.insert(pos, self.frees[pos - 1].copy(order="F"))
-        self.totals.insert(pos, list(self.totals[pos - 1]))
-        return pos
-
-    def reserve(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray) -> None:
-        """Take ``amounts`` on ``nodes`` during ``[start, end)``."""
-        k = self._split(start)
-        j = self._split(end) if end != float("inf") else len(self.times)
-        delta = amounts.sum(axis=0).tolist()
-        for q in range(k, j):
-            self.frees[q][nodes] -= amounts
-            tot = self.totals[q]
-            for r, a in enumerate(delta):
-                tot[r] -= a

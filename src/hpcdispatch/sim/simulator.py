@@ -111,6 +111,7 @@ class Simulator:
         running: dict[int, RunningJob] = {}
         by_end = SortedKeyList(key=lambda rj: (rj.planned_end, rj.job.index))
         planned: list[float] = [0.0] * n
+        planned_np = np.zeros(n, dtype=np.float64)
         held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         segments: dict[int, list[tuple[float, Allocation]]] = {}
 
@@ -127,7 +128,7 @@ class Simulator:
         wall_l = workload.wall_time.tolist()
         duration = [min(r, w) if kill else r for r, w in zip(run_l, wall_l)]
 
-        view = DispatchView(system, state.free_readonly, state.free_total, queue, running, by_end, planned, requests, kill)
+        view = DispatchView(system, state.free_readonly, state.free_total, queue, running, by_end, planned, requests, kill, planned_np)
         heap: list[tuple[float, int, int, int, Any]] = []
         seq = itertools.count()
         name = dispatcher.name
@@ -186,7 +187,9 @@ class Simulator:
             while si < n and submit_l[si] == t:
                 job = jobs[si]
                 si += 1
-                planned[job.index] = float(predictor.predict(job, t))
+                p_dur = float(predictor.predict(job, t))
+                planned[job.index] = p_dur
+                planned_np[job.index] = p_dur
                 view.now = t
                 answer = dispatcher.admit(job, view)
                 if answer.accept:

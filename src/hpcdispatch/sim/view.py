@@ -61,7 +61,8 @@ class DispatchView:
     - ``free_total``: pooled free capacity per resource (tuple);
     - ``queue``: :class:`QueueView`; ``running``: job index -> :class:`RunningJob`;
     - ``requests[job.index]``: the per-unit request of a job as a numpy row;
-    - ``planned_duration(job)``: the duration the predictor gave the job at submission;
+    - ``planned_duration(job)``: the duration the predictor gave the job at submission
+      (``planned_durations``: the same for every job index, as a numpy array);
     - ``expected_end(running_job)``: ``max(planned_end, now + 1)`` -- a running job that
       outlived its prediction is expected to need at least one more second (CP'19 sec. 4);
     - ``new_jobs`` / ``ended_jobs``: what was submitted / what ended since the last call.
@@ -78,6 +79,7 @@ class DispatchView:
         planned: list[float],
         requests: np.ndarray,
         walltime_kill: bool,
+        planned_array: np.ndarray | None = None,
     ):
         self.system = system
         self.capacity = system.capacity
@@ -87,6 +89,10 @@ class DispatchView:
         self.running: Mapping[int, RunningJob] = MappingProxyType(running)
         self._by_planned_end = by_planned_end
         self._planned = planned
+        ro = np.asarray(planned if planned_array is None else planned_array, dtype=np.float64).view()
+        ro.flags.writeable = False
+        #: planned durations of all jobs of the workload, by job index (read-only numpy view)
+        self.planned_durations = ro
         self.requests = requests
         self.walltime_kill = walltime_kill
         self.now: float = 0.0

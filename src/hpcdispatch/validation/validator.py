@@ -90,7 +90,7 @@ def validate_tables(
     cap = system.capacity
 
     # ---- the set of jobs ------------------------------------------------------------------
-    wl = workload.set_index("job_id", verify_integrity=False)
+    wl = workload.set_index("job_id")
     if wl.index.has_duplicates:
         report.add(-np.inf, "workload", f"duplicate job ids in the workload: {_ids(wl.index[wl.index.duplicated()].values)}")
     dup = jobs["job_id"][jobs["job_id"].duplicated()].values

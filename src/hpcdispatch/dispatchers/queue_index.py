@@ -1,0 +1,73 @@
+"""An index of the queue by request shape, kept in sync between dispatcher calls.
+
+Backfilling policies look for queued jobs that fit the free capacity; scanning a queue of
+thousands of jobs at every event is what makes naive backfilling slow on real traces. Real
+queues hold few distinct request *shapes* -- (per-unit request, unit limit per node, units)
+-- so the index groups queued jobs by shape, each group in queue order (job index order).
+A policy can then dismiss a whole group at once (e.g. "this shape does not fit now").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from sortedcontainers import SortedList
+
+from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.workload.job import Job
+
+Shape = tuple[tuple[int, ...], int, int]
+
+
+def shape_of(job: Job) -> Shape:
+    return (job.unit_request, job.max_units_per_node, job.units)
+
+
+def _size(key: Shape, resource: int) -> int:
+    return key[0][resource] * key[2]
+
+
+class ShapeIndex:
+    """Groups of queued jobs by shape; groups are also ordered by their total request of one
+    resource (``resource``, default the first) so that ``fitting`` skips the ones too big."""
+
+    def __init__(self, resource: int = 0) -> None:
+        self.resource = resource
+        self.groups: dict[Shape, dict[int, Job]] = {}
+        self._where: dict[int, Shape] = {}
+        self._by_size: SortedList = SortedList()
+
+    def _add(self, job: Job) -> None:
+        key = shape_of(job)
+        self._where[job.index] = key
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = {}
+            self._by_size.add((_size(key, self.resource), key))
+        group[job.index] = job
+
+    def fitting(self, limit: int) -> Iterator[tuple[Shape, dict[int, Job]]]:
+        """Groups whose total request of the indexed resource is at most ``limit``."""
+        for _, key in self._by_size.irange(maximum=(limit + 1,), inclusive=(True, False)):
+            yield key, self.groups[key]
+
+    def sync(self, view: DispatchView, started: Iterable[Job]) -> None:
+        """Drop the jobs this dispatcher started last time, add the newly queued ones."""
+        for job in started:
+            key = self._where.pop(job.index, None)
+            if key is not None:
+                group = self.groups[key]
+                del group[job.index]
+                if not group:
+                    del self.groups[key]
+                    self._by_size.remove((_size(key, self.resource), key))
+        for job in view.new_jobs:
+            if job.index not in self._where and job in view.queue:
+                self._add(job)
+        if len(self._where) != len(view.queue):  # something else changed the queue: rebuild
+            self.groups, self._where, self._by_size = {}, {}, SortedList()
+            for job in view.queue:
+                self._add(job)
+
+    def __len__(self) -> int:
+        return len(self._where)

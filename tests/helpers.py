@@ -1,0 +1,82 @@
+"""Builders shared by the tests. Every simulation run through :func:`simulate` is validated."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hpcdispatch.dispatchers import Dispatcher, make_dispatcher
+from hpcdispatch.predictors import Predictor
+from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.system.model import NodeType, System
+from hpcdispatch.validation import validate_result
+from hpcdispatch.workload.job import Job, Workload
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+
+def trace(name: str) -> Path:
+    return TRACES / name
+
+
+def cores_system(nodes: int, cores: int, name: str = "test") -> System:
+    return System(name=name, resources=("core",), node_types=(NodeType("node", nodes, {"core": cores}),))
+
+
+def system_of(types: Sequence[tuple[int, dict[str, int]]], resources: Sequence[str], name: str = "test") -> System:
+    return System(
+        name=name,
+        resources=tuple(resources),
+        node_types=tuple(NodeType(f"t{i}", count, dict(cap)) for i, (count, cap) in enumerate(types)),
+    )
+
+
+def job(
+    id: int,
+    submit: int,
+    run: int,
+    units: int = 1,
+    req: Sequence[int] = (1,),
+    wall: int | None = None,
+    **extra: Any,
+) -> Job:
+    return Job(
+        id=id, submit=submit, run_time=run, wall_time=run if wall is None else wall,
+        units=units, unit_request=tuple(req), **extra,
+    )
+
+
+def workload(jobs: Sequence[Job], resources: Sequence[str] = ("core",)) -> Workload:
+    return Workload(jobs, resources)
+
+
+def simulate(
+    system: System,
+    jobs: Sequence[Job] | Workload,
+    dispatcher: str | Dispatcher,
+    predictor: Predictor | None = None,
+    **options: Any,
+) -> SimulationResult:
+    wl = jobs if isinstance(jobs, Workload) else workload(jobs, system.resources)
+    disp = make_dispatcher(dispatcher) if isinstance(dispatcher, str) else dispatcher
+    result = Simulator(system, wl, disp, predictor, SimulationOptions(**options)).run()
+    report = validate_result(result)
+    assert report.ok, report.describe()
+    return result
+
+
+def starts(result: SimulationResult) -> dict[int, float]:
+    """Job id -> start time."""
+    return {int(j.id): float(result.start[j.index]) for j in result.workload.jobs}
+
+
+def placement(result: SimulationResult) -> dict[int, list[tuple[int, int]]]:
+    """Job id -> [(node, units)] of its first allocation segment."""
+    out = {}
+    for j in result.workload.jobs:
+        segs = result.segments.get(j.index)
+        if segs:
+            out[int(j.id)] = segs[0][1].pairs()
+    return out

@@ -1,0 +1,101 @@
+"""Property tests: random systems and workloads always give valid, reproducible schedules;
+the optimized EASY takes exactly the decisions of the textbook reference; conservative
+backfilling never moves a reservation later."""
+
+from __future__ import annotations
+
+import numpy as np
+from helpers import placement, simulate
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference import ReferenceEASY
+
+from hpcdispatch.dispatchers import Conservative, make_dispatcher
+from hpcdispatch.system.model import NodeType, System
+from hpcdispatch.workload.job import Job, Workload
+from hpcdispatch.workload.swf import fits_empty_system
+
+
+@st.composite
+def scenarios(draw, max_jobs: int = 25):
+    n_types = draw(st.integers(1, 2))
+    types = []
+    for t in range(n_types):
+        types.append(NodeType(f"t{t}", draw(st.integers(1, 5)), {"core": draw(st.integers(1, 8)), "gpu": draw(st.integers(0, 2))}))
+    system = System(name="random", resources=("core", "gpu"), node_types=tuple(types))
+    max_core = max(nt.capacity["core"] for nt in types)
+    n = draw(st.integers(1, max_jobs))
+    jobs = []
+    for i in range(n):
+        core = draw(st.integers(1, max_core))
+        gpu = draw(st.integers(0, 1))
+        units = draw(st.integers(1, 3))
+        run = draw(st.integers(1, 40))
+        wall = draw(st.one_of(st.just(run), st.integers(1, 60)))
+        jobs.append(
+            Job(
+                id=i + 1, submit=draw(st.integers(0, 60)), run_time=run, wall_time=wall, units=units,
+                unit_request=(core, gpu), max_units_per_node=draw(st.sampled_from([0, 0, 1])),
+            )
+        )
+    ok = fits_empty_system(
+        np.array([j.units for j in jobs]), np.array([j.unit_request for j in jobs]), system,
+        np.array([j.max_units_per_node for j in jobs]),
+    )
+    jobs = [j for j, fit in zip(jobs, ok) if fit]
+    if not jobs:
+        jobs = [Job(id=1, submit=0, run_time=5, wall_time=5, units=1, unit_request=(1, 0))]
+    return system, Workload(jobs, system.resources), draw(st.booleans())
+
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(scenarios(), st.sampled_from(["fifo", "sjf", "easy", "conservative"]), st.sampled_from(["first-fit", "best-fit"]))
+def test_random_workloads_give_valid_reproducible_schedules(scenario, name, allocator):
+    system, wl, kill = scenario
+    a = simulate(system, wl, make_dispatcher(name, allocator=allocator), walltime_kill=kill)  # validated
+    b = simulate(system, wl, make_dispatcher(name, allocator=allocator), walltime_kill=kill)
+    assert np.array_equal(a.start, b.start, equal_nan=True)
+    assert placement(a) == placement(b)
+    assert not np.isnan(a.start).any()
+
+
+@SETTINGS
+@given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]))
+def test_optimized_easy_takes_the_reference_decisions(scenario, allocator):
+    system, wl, kill = scenario
+    fast = simulate(system, wl, make_dispatcher("easy", allocator=allocator), walltime_kill=kill)
+    ref = simulate(system, wl, ReferenceEASY(allocator=allocator), walltime_kill=kill)
+    assert np.array_equal(fast.start, ref.start)
+    assert placement(fast) == placement(ref)
+
+
+class RecordingConservative(Conservative):
+    """Records every job's reservation start at every call."""
+
+    name = "recording-conservative"
+
+    def _setup(self, system):
+        super()._setup(system)
+        self.history: dict[int, list[float]] = {}
+
+    def _dispatch(self, view):
+        decision = super()._dispatch(view)
+        for idx, (start, _) in self.reservations().items():
+            self.history.setdefault(idx, []).append(start)
+        for s in decision.starts:
+            self.history.setdefault(s.job.index, []).append(view.now)
+        return decision
+
+
+@SETTINGS
+@given(scenarios(max_jobs=30), st.sampled_from(["first-fit", "best-fit"]))
+def test_conservative_reservations_never_move_later(scenario, allocator):
+    system, wl, _ = scenario
+    disp = RecordingConservative(allocator=allocator)
+    r = simulate(system, wl, disp, walltime_kill=True)
+    for idx, seq in disp.history.items():
+        assert all(b <= a for a, b in zip(seq, seq[1:])), (wl.jobs[idx].id, seq)
+        assert r.start[idx] <= seq[0]
