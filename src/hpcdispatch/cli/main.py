@@ -294,7 +294,9 @@ def workload_info(**kw: Any) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        cli.main(args=argv, prog_name="hpcdispatch", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="hpcdispatch", standalone_mode=False)
+        if isinstance(code, int) and code != 0:  # click returns Exit codes when not standalone
+            sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:

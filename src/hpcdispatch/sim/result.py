@@ -78,8 +78,8 @@ class SimulationResult:
                 seg_col.append(np.full(m, k))
                 node_col.append(alloc.nodes)
                 units_col.append(alloc.units)
-                from_col.append(np.full(m, t_from))
-                to_col.append(np.full(m, to))
+                from_col.append(np.full(m, t_from, dtype=np.float64))
+                to_col.append(np.full(m, to, dtype=np.float64))
         if job_col:
             jidx = np.concatenate(job_col)
             units = np.concatenate(units_col)

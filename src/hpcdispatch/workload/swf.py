@@ -450,9 +450,13 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
     idx = np.flatnonzero(keep)
     # sort by submit, ties by file order (idx is already in file order)
     order = idx[np.argsort(submit[idx], kind="stable")]
-    out_of_order = int((np.diff(submit[idx]) < 0).sum()) if len(idx) > 1 else 0
-    if out_of_order:
-        report.notes.append(f"{out_of_order} records were out of submit order and were sorted by submit time")
+    raw_disorder = int((np.diff(submit) < 0).sum()) if len(submit) > 1 else 0
+    kept_disorder = int((np.diff(submit[idx]) < 0).sum()) if len(idx) > 1 else 0
+    if raw_disorder:
+        report.notes.append(
+            f"{raw_disorder} records of the file are out of submit order ({kept_disorder} among the jobs kept); "
+            "jobs are sorted by submit time"
+        )
     if options.max_jobs is not None:
         order = order[: options.max_jobs]
         report.notes.append(f"max_jobs={options.max_jobs}: only the first {len(order)} jobs by submit time are used")

@@ -1,0 +1,63 @@
+"""The command line: the embedded default, simulate/validate round trip, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+from helpers import trace
+
+
+def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True, cwd=cwd,
+                          env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"}, timeout=600)
+
+
+def test_compare_writes_table_report_and_valid_runs(tmp_path):
+    out = tmp_path / "out"
+    p = run("compare", "-w", "synthetic:lublin,jobs=300,seed=2,load=0.9", "-d", "fifo,easy,conservative:allocator=best-fit",
+            "-o", str(out), "-q")
+    assert p.returncode == 0, p.stderr
+    assert "conservative-allocator_best-fit" in p.stdout and "report:" in p.stdout
+    frame = pd.read_csv(out / "comparison.csv")
+    assert frame["label"].tolist() == ["fifo", "easy", "conservative-allocator_best-fit"]
+    assert frame["valid"].all()
+    for name in ("report.md", "comparison.png", "wait_cdf.png", "fifo/jobs.parquet", "easy/summary.json"):
+        assert (out / name).is_file(), name
+
+
+def test_simulate_then_validate(tmp_path):
+    out = tmp_path / "run"
+    p = run("simulate", "-w", str(trace("KTH-SP2-1996-2.1-cln.swf.gz")), "--max-jobs", "500", "-d", "easy", "-o", str(out), "-q")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs"] == 500 and summary["system"] == "kth-sp2"
+    v = run("validate", str(out))
+    assert v.returncode == 0 and "schedule valid" in v.stdout and "re-read" in v.stdout
+    # corrupt the schedule: validate must fail with exit code 1 and name the violation
+    jobs = pd.read_parquet(out / "allocations.parquet")
+    jobs.loc[jobs.index[:40], "node"] = 0
+    jobs.to_parquet(out / "allocations.parquet", index=False)
+    v = run("validate", str(out))
+    assert v.returncode == 1 and "capacity" in v.stdout
+
+
+def test_errors_are_one_clear_line(tmp_path):
+    cases = [
+        (["simulate", "-w", str(tmp_path / "missing.swf"), "-o", str(tmp_path / "o")], "does not exist"),
+        (["simulate", "-w", "synthetic:lublin,jobs=10", "-s", "nosuch", "-o", str(tmp_path / "o")], "unknown system preset 'nosuch'"),
+        (["simulate", "-w", "synthetic:lublin,jobs=10", "-d", "easy:depth=3", "-o", str(tmp_path / "o")], "has no parameter 'depth'"),
+        (["simulate", "-w", "synthetic:lublin,jobs=10", "-d", "magic", "-o", str(tmp_path / "o")], "unknown dispatcher 'magic'"),
+        (["simulate", "-w", "synthetic:lublin,jobs=10", "-s", "from-trace", "-o", str(tmp_path / "o")], "needs an SWF trace"),
+    ]
+    for args, expected in cases:
+        p = run(*args, "-q")
+        assert p.returncode == 2, (args, p.stdout, p.stderr)
+        assert expected in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_systems_lists_the_presets():
+    p = run("systems")
+    assert p.returncode == 0 and "eurora" in p.stdout and "kit-forhlr2" in p.stdout and "machine-l" in p.stdout
