@@ -54,7 +54,10 @@ How to run
     python benchmarks/accasim_compare.py --out results.json
 
 The JSON written to ``--out`` (default ``<tmp>/accasim_compare.json``) holds every printed
-number.
+number, and which hpcdispatch source was measured (path and hash of the imported package's
+``.py`` files, git HEAD and dirty files). To measure a frozen copy of the source while
+``src/`` is being edited, copy it and put the copy first:
+``PYTHONPATH=/tmp/snapshot/src python benchmarks/accasim_compare.py``.
 """
 
 from __future__ import annotations

@@ -56,6 +56,18 @@ class FirstFit(Allocator):
     prefix_monotone = True
 
     def allocate(self, units, unit_request, free, max_per_node=0):
+        if units == 1:  # the common case: the first node where one unit fits
+            ok = None
+            for r, amount in enumerate(unit_request):
+                if amount > 0:
+                    m = free[:, r] >= amount
+                    ok = m if ok is None else (ok & m)
+            if ok is None:
+                return Allocation.trusted(_ZERO, _ONE)
+            k = int(ok.argmax())
+            if not ok[k]:
+                return None
+            return Allocation.trusted(np.array([k], dtype=np.int64), _ONE)
         fits = units_fit_per_node(free, unit_request, max_per_node)
         cs = np.cumsum(fits)
         if cs[-1] < units:
@@ -94,6 +106,11 @@ class BestFit(Allocator):
         order = candidates[np.argsort(score, kind="stable")]
         return fill_in_order(order, fits, units)
 
+
+_ONE = np.ones(1, dtype=np.int64)
+_ONE.flags.writeable = False
+_ZERO = np.zeros(1, dtype=np.int64)
+_ZERO.flags.writeable = False
 
 ALLOCATORS: dict[str, type[Allocator]] = {"first-fit": FirstFit, "best-fit": BestFit}
 

@@ -129,14 +129,18 @@ class Conservative(Dispatcher):
             res = self._res.get(job.index)
             if res is None or res.start <= now:
                 continue
-            need = view.requests[job.index] * job.units
-            cand, _ = profile.candidate_starts(
-                need, res.end - res.start, before=res.start, credit=(res.start, res.end, res.amounts.sum(axis=0))
+            req = view.requests[job.index]
+            duration = res.end - res.start
+            candidates = profile.candidate_starts(
+                req * job.units, duration, before=res.start, credit=(res.start, res.end, res.amounts.sum(axis=0))
             )
-            if len(cand) == 0:
+            if len(candidates[0]) == 0:
                 continue  # cannot move even by pooled capacity: skip the node-level search
             profile.release(res.start, res.end, res.alloc.nodes, res.amounts)
-            better = self._place(view, job, before=res.start)
+            found = profile.earliest(job.units, req, duration, self._allocator, job.max_units_per_node,
+                                     before=res.start, candidates=candidates)
+            better = None if found is None else _Reservation(found[0], found[0] + duration, found[1],
+                                                             found[1].units[:, None] * req)
             if better is not None and better.start < res.start:
                 res = better
                 self._res[job.index] = res

@@ -146,8 +146,8 @@ class AvailabilityProfile:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Relative segment indices ``k`` whose window passes the pooled filter, and window ends ``j``.
 
-        ``credit = (start, end, totals)`` counts ``totals`` as free during ``[start, end)``
-        (a reservation the caller is about to take out and move).
+        ``credit = (start, end, totals)`` counts ``totals`` as free during ``[start, end)``:
+        a reservation the caller is about to take out and move.
         """
         times = self.times
         totals = self.totals
@@ -175,14 +175,18 @@ class AvailabilityProfile:
         allocator: Allocator,
         max_per_node: int = 0,
         before: float = math.inf,
+        candidates: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> tuple[float, Allocation] | None:
         """Earliest segment start where the units fit for ``duration``, and on which nodes.
 
         With ``before``, only starts strictly earlier than ``before`` are considered (schedule
-        compression); ``None`` when there is none.
+        compression); ``None`` when there is none. ``candidates`` may pass the result of
+        :meth:`candidate_starts` computed for the current state (it is not recomputed).
         """
-        need = np.asarray(unit_request, dtype=np.int64) * units
-        cand, ends = self.candidate_starts(need, duration, before)
+        if candidates is None:
+            need = np.asarray(unit_request, dtype=np.int64) * units
+            candidates = self.candidate_starts(need, duration, before)
+        cand, ends = candidates
         lo = self.lo
         for k, j in zip(cand.tolist(), ends.tolist()):
             window = self._free[lo + k] if j == k + 1 else self._free[lo + k : lo + j].min(axis=0)

@@ -9,13 +9,15 @@ from hpcdispatch.system.model import System
 
 
 class ClusterState:
-    """Free capacity ``(n_nodes, n_resources)``, column-major so per-resource scans are fast."""
+    """Free capacity ``(n_nodes, n_resources)``, column-major so per-resource scans are fast,
+    and the pooled free total per resource (Python ints)."""
 
     def __init__(self, system: System):
         self.system = system
         self.capacity = system.capacity
+        self.n_nodes = system.n_nodes
         self.free = np.asfortranarray(system.capacity.copy())
-        self.free_total = system.capacity.sum(axis=0).astype(np.int64)
+        self.free_total: list[int] = [int(x) for x in system.capacity.sum(axis=0)]
         self._free_ro = self.free.view()
         self._free_ro.flags.writeable = False
 
@@ -23,35 +25,61 @@ class ClusterState:
     def free_readonly(self) -> np.ndarray:
         return self._free_ro
 
-    def check(self, allocation: Allocation, amounts: np.ndarray, units: int, max_per_node: int) -> str | None:
-        """Why ``allocation`` cannot be taken now, or ``None`` when it can."""
+    def take_checked(
+        self, allocation: Allocation, unit_request: np.ndarray, units: int, max_per_node: int
+    ) -> np.ndarray | str:
+        """Take ``allocation`` if it is valid now and return the amounts taken per node;
+        otherwise change nothing and return why it is invalid."""
         nodes = allocation.nodes
-        if len(nodes) == 0:
+        counts = allocation.units
+        m = len(nodes)
+        if m == 0:
             return "empty allocation"
-        if len(nodes) > 1 and not (nodes[1:] > nodes[:-1]).all():
+        if m > 1 and not (nodes[1:] > nodes[:-1]).all():
             return f"nodes must be unique and ascending (use Allocation(...)): {nodes.tolist()}"
-        if nodes[0] < 0 or nodes[-1] >= self.free.shape[0]:
-            return f"node index out of range 0..{self.free.shape[0] - 1}: {nodes.tolist()}"
-        if (allocation.units <= 0).any():
+        first, last = int(nodes[0]), int(nodes[-1])
+        if first < 0 or last >= self.n_nodes:
+            return f"node index out of range 0..{self.n_nodes - 1}: {nodes.tolist()}"
+        count_list = counts.tolist()
+        if min(count_list) <= 0:
             return f"non-positive unit count in {allocation.pairs()}"
-        total = int(allocation.units.sum())
+        total = sum(count_list)
         if total != units:
             return f"allocation holds {total} units, the job requests {units}"
-        if max_per_node > 0 and int(allocation.units.max()) > max_per_node:
+        if max_per_node > 0 and max(count_list) > max_per_node:
             return f"more than {max_per_node} unit(s) per node in {allocation.pairs()}"
-        short = self.free[nodes] < amounts
-        if short.any():
-            k, r = np.argwhere(short)[0]
-            return (
-                f"node {int(nodes[k])} has {int(self.free[nodes[k], r])} {self.system.resources[r]} free, "
-                f"the allocation needs {int(amounts[k, r])}"
-            )
-        return None
-
-    def take(self, nodes: np.ndarray, amounts: np.ndarray) -> None:
-        self.free[nodes] -= amounts
-        self.free_total -= amounts.sum(axis=0)
+        if m == 1:  # one node: basic indexing, no fancy gather/scatter
+            row = self.free[first]
+            need = counts[0] * unit_request
+            left = row - need
+            if left.min() < 0:
+                r = int(np.argmax(left < 0))
+                return f"node {first} has {int(row[r])} {self.system.resources[r]} free, the allocation needs {int(need[r])}"
+            row[...] = left
+            amounts = need[None, :]
+        else:
+            amounts = counts[:, None] * unit_request
+            left = self.free[nodes] - amounts
+            if left.min() < 0:
+                k, r = np.argwhere(left < 0)[0]
+                return (
+                    f"node {int(nodes[k])} has {int(self.free[nodes[k], r])} {self.system.resources[r]} free, "
+                    f"the allocation needs {int(amounts[k, r])}"
+                )
+            self.free[nodes] = left
+        ft = self.free_total
+        for r, a in enumerate(unit_request.tolist()):
+            if a:
+                ft[r] -= a * units
+        return amounts
 
     def give(self, nodes: np.ndarray, amounts: np.ndarray) -> None:
-        self.free[nodes] += amounts
-        self.free_total += amounts.sum(axis=0)
+        if len(nodes) == 1:
+            self.free[int(nodes[0])] += amounts[0]
+            totals = amounts[0].tolist()
+        else:
+            self.free[nodes] += amounts
+            totals = amounts.sum(axis=0).tolist()
+        ft = self.free_total
+        for r, a in enumerate(totals):
+            ft[r] += a

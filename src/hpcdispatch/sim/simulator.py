@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedKeyList
+from sortedcontainers import SortedList
 
 from hpcdispatch.dispatchers.base import Dispatcher
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
@@ -109,16 +109,17 @@ class Simulator:
         requests = workload.unit_requests
         queue: dict[int, Job] = {}
         running: dict[int, RunningJob] = {}
-        by_end = SortedKeyList(key=lambda rj: (rj.planned_end, rj.job.index))
+        by_end = SortedList()  # (planned end, job index) of running jobs
         planned: list[float] = [0.0] * n
         planned_np = np.zeros(n, dtype=np.float64)
         held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         segments: dict[int, list[tuple[float, Allocation]]] = {}
 
-        start_at = np.full(n, np.nan)
-        end_at = np.full(n, np.nan)
-        killed = np.zeros(n, dtype=bool)
-        status = np.zeros(n, dtype=np.int8)
+        nan = math.nan
+        start_at: list[float] = [nan] * n  # Python lists in the loop (numpy scalar writes are slow)
+        end_at: list[float] = [nan] * n
+        killed: list[bool] = [False] * n
+        status: list[int] = [PENDING] * n
         reject_reason: dict[int, str] = {}
         resize_log: list[tuple[float, int, int, bool]] = []
 
@@ -153,10 +154,23 @@ class Simulator:
         last_report = _time.perf_counter()
         t = -inf
 
+        heappush, heappop = heapq.heappush, heapq.heappop
+        perf = _time.perf_counter
+        give = state.give
+        take_checked = state.take_checked
+        learn = predictor.learn
+        predict = predictor.predict
+        admit = dispatcher.admit
+        dispatch = dispatcher.dispatch
+        charge = opts.charge_dispatch_time
+        record = opts.record_decisions
+        on_events = opts.dispatch_on_events
+        queue_view = view.queue
+
         def push_wakeup(at: float) -> None:
             if at not in wakeup_pending:
                 wakeup_pending.add(at)
-                heapq.heappush(heap, (at, WAKEUP, next(seq), WAKEUP, None))
+                heappush(heap, (at, WAKEUP, next(seq), WAKEUP, None))
 
         while True:
             t_heap = heap[0][0] if heap else inf
@@ -169,16 +183,17 @@ class Simulator:
 
             # 1. ends
             while heap and heap[0][0] == t and heap[0][1] == END:
-                idx = heapq.heappop(heap)[4]
+                idx = heappop(heap)[4]
                 rj = running.pop(idx)
-                by_end.remove(rj)
+                by_end.remove((rj.planned_end, idx))
                 for nodes, amounts in held.pop(idx):
-                    state.give(nodes, amounts)
+                    give(nodes, amounts)
                 end_at[idx] = t
                 status[idx] = DONE
                 job = jobs[idx]
-                killed[idx] = kill and run_l[idx] > wall_l[idx]
-                predictor.learn(job, t - start_at[idx], t)
+                if kill and run_l[idx] > wall_l[idx]:
+                    killed[idx] = True
+                learn(job, t - start_at[idx], t)
                 ended_jobs.append(job)
                 done += 1
                 happened = True
@@ -187,11 +202,11 @@ class Simulator:
             while si < n and submit_l[si] == t:
                 job = jobs[si]
                 si += 1
-                p_dur = float(predictor.predict(job, t))
+                p_dur = float(predict(job, t))
                 planned[job.index] = p_dur
                 planned_np[job.index] = p_dur
                 view.now = t
-                answer = dispatcher.admit(job, view)
+                answer = admit(job, view)
                 if answer.accept:
                     queue[job.index] = job
                     status[job.index] = QUEUED
@@ -204,7 +219,7 @@ class Simulator:
 
             # 3. resize requests, wake-ups and ticks
             while heap and heap[0][0] == t:
-                _, prio, _, kind, payload = heapq.heappop(heap)
+                _, prio, _, kind, payload = heappop(heap)
                 if kind == RESIZE:
                     idx, request = payload
                     if idx in running:
@@ -219,22 +234,22 @@ class Simulator:
                     woken = True
 
             # 4. dispatch
-            if queue and ((happened and opts.dispatch_on_events) or woken):
+            if queue and ((happened and on_events) or woken):
                 if t < busy_until:
                     push_wakeup(busy_until)
                 else:
                     view.now = t
                     view.new_jobs = tuple(new_jobs)
                     view.ended_jobs = tuple(ended_jobs)
-                    view.queue._invalidate()
+                    queue_view._list = None
                     queue_before, running_before = len(queue), len(running)
-                    t0 = _time.perf_counter()
-                    decision = dispatcher.dispatch(view)
-                    elapsed = _time.perf_counter() - t0
+                    t0 = perf()
+                    decision = dispatch(view)
+                    elapsed = perf() - t0
                     new_jobs.clear()
                     ended_jobs.clear()
-                    begin = t + elapsed if opts.charge_dispatch_time else t
-                    if opts.charge_dispatch_time:
+                    begin = t + elapsed if charge else t
+                    if charge:
                         busy_until = begin
                     for start in decision.starts:
                         job = start.job
@@ -245,31 +260,29 @@ class Simulator:
                         alloc = start.allocation
                         if not isinstance(alloc, Allocation):
                             raise InvalidDecisionError(name, job.id, t, f"allocation must be an Allocation, got {type(alloc).__name__}")
-                        req = requests[idx]
-                        amounts = alloc.units[:, None] * req
-                        reason = state.check(alloc, amounts, job.units, job.max_units_per_node)
-                        if reason is not None:
-                            raise InvalidDecisionError(name, job.id, t, reason)
-                        state.take(alloc.nodes, amounts)
+                        amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node)
+                        if isinstance(amounts, str):
+                            raise InvalidDecisionError(name, job.id, t, amounts)
                         del queue[idx]
                         status[idx] = RUNNING
                         start_at[idx] = begin
                         end_t = begin + duration[idx]
                         rj = RunningJob(job, begin, alloc, begin + planned[idx])
                         running[idx] = rj
-                        by_end.add(rj)
+                        by_end.add((rj.planned_end, idx))
                         held[idx] = [(alloc.nodes, amounts)]
                         segments[idx] = [(begin, alloc)]
-                        heapq.heappush(heap, (end_t, END, next(seq), END, idx))
-                        for request in job.growth:
-                            at = begin + request.after
-                            if at < end_t:
-                                heapq.heappush(heap, (at, RESIZE, next(seq), RESIZE, (idx, request)))
+                        heappush(heap, (end_t, END, next(seq), END, idx))
+                        if job.growth:
+                            for request in job.growth:
+                                at = begin + request.after
+                                if at < end_t:
+                                    heappush(heap, (at, RESIZE, next(seq), RESIZE, (idx, request)))
                     if decision.wakeup is not None:
                         if decision.wakeup <= t:
                             raise InvalidDecisionError(name, None, t, f"wakeup {decision.wakeup} is not in the future")
                         push_wakeup(float(decision.wakeup))
-                    if opts.record_decisions:
+                    if record:
                         d_time.append(t)
                         d_queue.append(queue_before)
                         d_running.append(running_before)
@@ -279,7 +292,7 @@ class Simulator:
 
             if interval is not None and queue and not tick_pending:
                 nxt = (math.floor(t / interval) + 1) * interval
-                heapq.heappush(heap, (nxt, WAKEUP, next(seq), -1, None))
+                heappush(heap, (nxt, WAKEUP, next(seq), -1, None))
                 tick_pending = True
 
             if queue and not heap and si >= n:
@@ -289,7 +302,7 @@ class Simulator:
                 )
 
             if progress is not None:
-                now_wall = _time.perf_counter()
+                now_wall = perf()
                 if now_wall - last_report > 0.2:
                     progress(done, n, t)
                     last_report = now_wall
@@ -304,10 +317,10 @@ class Simulator:
             dispatcher_name=dispatcher.name,
             predictor=predictor.name,
             options=opts,
-            start=start_at,
-            end=end_at,
-            killed=killed,
-            status=status,
+            start=np.asarray(start_at, dtype=np.float64),
+            end=np.asarray(end_at, dtype=np.float64),
+            killed=np.asarray(killed, dtype=bool),
+            status=np.asarray(status, dtype=np.int8),
             planned=np.asarray(planned, dtype=np.float64),
             segments=segments,
             reject_reason=reject_reason,
@@ -332,10 +345,6 @@ class Simulator:
         job = rj.job
         if not isinstance(alloc, Allocation):
             raise InvalidDecisionError(self.dispatcher.name, job.id, t, "resize grant must be an Allocation")
-        amounts = alloc.units[:, None] * requests[idx]
-        reason = state.check(alloc, amounts, request.units, 0)
-        if reason is not None:
-            raise InvalidDecisionError(self.dispatcher.name, job.id, t, f"resize grant: {reason}")
         merged: dict[int, int] = dict(rj.allocation.pairs())
         for node, units in alloc.pairs():
             merged[node] = merged.get(node, 0) + units
@@ -343,11 +352,10 @@ class Simulator:
             raise InvalidDecisionError(
                 self.dispatcher.name, job.id, t, f"resize grant puts more than {job.max_units_per_node} unit(s) on a node"
             )
-        state.take(alloc.nodes, amounts)
+        amounts = state.take_checked(alloc, requests[idx], request.units, 0)
+        if isinstance(amounts, str):
+            raise InvalidDecisionError(self.dispatcher.name, job.id, t, f"resize grant: {amounts}")
         held[idx].append((alloc.nodes, amounts))
         segments[idx].append((t, alloc))
-        grown = RunningJob(job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end)
-        by_end.remove(rj)
-        running[idx] = grown
-        by_end.add(grown)
+        running[idx] = RunningJob(job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end)
         return True

@@ -14,7 +14,7 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
 if TYPE_CHECKING:
-    from sortedcontainers import SortedKeyList
+    from sortedcontainers import SortedList
 
 
 class QueueView:
@@ -72,10 +72,10 @@ class DispatchView:
         self,
         system: System,
         free: np.ndarray,
-        free_total: np.ndarray,
+        free_total: list[int],
         queue: dict[int, Job],
         running: dict[int, RunningJob],
-        by_planned_end: SortedKeyList,
+        by_planned_end: SortedList,
         planned: list[float],
         requests: np.ndarray,
         walltime_kill: bool,
@@ -86,6 +86,7 @@ class DispatchView:
         self.free = free
         self._free_total = free_total
         self.queue = QueueView(queue)
+        self._running = running
         self.running: Mapping[int, RunningJob] = MappingProxyType(running)
         self._by_planned_end = by_planned_end
         self._planned = planned
@@ -101,7 +102,7 @@ class DispatchView:
 
     @property
     def free_total(self) -> tuple[int, ...]:
-        return tuple(self._free_total.tolist())
+        return tuple(self._free_total)
 
     def planned_duration(self, job: Job) -> float:
         return self._planned[job.index]
@@ -111,7 +112,8 @@ class DispatchView:
 
     def running_by_planned_end(self) -> Iterator[RunningJob]:
         """Running jobs in ascending planned end (ties by job order)."""
-        return iter(self._by_planned_end)
+        running = self._running
+        return (running[idx] for _, idx in self._by_planned_end)
 
     def fits_now(self, job: Job) -> bool:
         req = self.requests[job.index]
