@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from reference import ReferenceEASY
 
 from hpcdispatch.dispatchers import Conservative, make_dispatcher
+from hpcdispatch.predictors import Predictor, make_predictor
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.workload.job import Job, Workload
 from hpcdispatch.workload.swf import fits_empty_system
@@ -51,23 +52,45 @@ def scenarios(draw, max_jobs: int = 25):
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+class Scaled(Predictor):
+    """Predicts ``factor`` x the real run time (under-estimates when factor < 1)."""
+
+    name = "scaled"
+
+    def __init__(self, factor: float):
+        self.factor = factor
+
+    def predict(self, job, now):
+        return max(1.0, job.run_time * self.factor)
+
+
+def predictor_for(name: str) -> Predictor:
+    if name.startswith("scaled"):
+        return Scaled(float(name.split(":")[1]))
+    return make_predictor(name)
+
+
+PREDICTOR_NAMES = st.sampled_from(["walltime", "oracle", "last-two", "data-driven", "scaled:0.3", "scaled:1.7"])
+
+
 @SETTINGS
-@given(scenarios(), st.sampled_from(["fifo", "sjf", "easy", "conservative"]), st.sampled_from(["first-fit", "best-fit"]))
-def test_random_workloads_give_valid_reproducible_schedules(scenario, name, allocator):
+@given(scenarios(), st.sampled_from(["fifo", "sjf", "easy", "conservative"]), st.sampled_from(["first-fit", "best-fit"]),
+       PREDICTOR_NAMES)
+def test_random_workloads_give_valid_reproducible_schedules(scenario, name, allocator, predictor):
     system, wl, kill = scenario
-    a = simulate(system, wl, make_dispatcher(name, allocator=allocator), walltime_kill=kill)  # validated
-    b = simulate(system, wl, make_dispatcher(name, allocator=allocator), walltime_kill=kill)
+    a = simulate(system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), walltime_kill=kill)
+    b = simulate(system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), walltime_kill=kill)
     assert np.array_equal(a.start, b.start, equal_nan=True)
     assert placement(a) == placement(b)
     assert not np.isnan(a.start).any()
 
 
 @SETTINGS
-@given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]))
-def test_optimized_easy_takes_the_reference_decisions(scenario, allocator):
+@given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]), PREDICTOR_NAMES)
+def test_optimized_easy_takes_the_reference_decisions(scenario, allocator, predictor):
     system, wl, kill = scenario
-    fast = simulate(system, wl, make_dispatcher("easy", allocator=allocator), walltime_kill=kill)
-    ref = simulate(system, wl, ReferenceEASY(allocator=allocator), walltime_kill=kill)
+    fast = simulate(system, wl, make_dispatcher("easy", allocator=allocator), predictor_for(predictor), walltime_kill=kill)
+    ref = simulate(system, wl, ReferenceEASY(allocator=allocator), predictor_for(predictor), walltime_kill=kill)
     assert np.array_equal(fast.start, ref.start)
     assert placement(fast) == placement(ref)
 
@@ -91,11 +114,13 @@ class RecordingConservative(Conservative):
 
 
 @SETTINGS
-@given(scenarios(max_jobs=30), st.sampled_from(["first-fit", "best-fit"]))
-def test_conservative_reservations_never_move_later(scenario, allocator):
+@given(scenarios(max_jobs=30), st.sampled_from(["first-fit", "best-fit"]), st.sampled_from(["walltime", "oracle", "scaled:1.5"]))
+def test_conservative_reservations_never_move_later(scenario, allocator, predictor):
+    # (with predictions that never under-estimate: a job outliving its prediction forces a
+    # re-plan in which reservations may legitimately move later)
     system, wl, _ = scenario
     disp = RecordingConservative(allocator=allocator)
-    r = simulate(system, wl, disp, walltime_kill=True)
+    r = simulate(system, wl, disp, predictor_for(predictor), walltime_kill=True)
     for idx, seq in disp.history.items():
         assert all(b <= a for a, b in zip(seq, seq[1:])), (wl.jobs[idx].id, seq)
         assert r.start[idx] <= seq[0]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcdispatch.dispatchers import make_dispatcher
-from hpcdispatch.predictors import make_predictor
+from hpcdispatch.predictors import make_predictor, split_predictor_suffix
 from hpcdispatch.results.store import write_result
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.sim.simulator import ProgressCallback, SimulationOptions, Simulator
@@ -44,8 +44,9 @@ def run_simulation(
     validate: bool = True,
 ) -> RunOutcome:
     overrides = {"allocator": allocator} if allocator else {}
-    dispatcher = make_dispatcher(dispatcher_spec, **overrides)
-    sim = Simulator(system, workload, dispatcher, make_predictor(predictor), options or SimulationOptions())
+    base_spec, suffix_predictor = split_predictor_suffix(dispatcher_spec)
+    dispatcher = make_dispatcher(base_spec, **overrides)
+    sim = Simulator(system, workload, dispatcher, make_predictor(suffix_predictor or predictor), options or SimulationOptions())
     t0 = time.perf_counter()
     result = sim.run(progress=progress)
     wall = time.perf_counter() - t0

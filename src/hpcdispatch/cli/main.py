@@ -63,7 +63,9 @@ def workload_options(default_workload: str | None) -> Any:
 def sim_options(fn: Any) -> Any:
     opts = [
         click.option("--allocator", "-a", default=None, help="first-fit or best-fit (default: the dispatcher's own)"),
-        click.option("--predictor", "-p", default="walltime", show_default=True, help="duration predictor"),
+        click.option("--predictor", "-p", default="walltime", show_default=True,
+                     help="duration predictor: walltime (W), last-two (L2), data-driven (D), oracle (R); "
+                          "a dispatcher spec may carry its own as a suffix, e.g. easy-L2"),
         click.option("--no-walltime-kill", is_flag=True, help="let jobs run past their wall-time (AccaSim behaviour)"),
         click.option("--charge-dispatch-time", is_flag=True,
                      help="start decided jobs later by the dispatcher's measured wall-clock time"),
@@ -227,7 +229,7 @@ def compare(**kw: Any) -> None:
     system, workload = load_inputs(kw)
     specs = split_dispatcher_list(kw["dispatcher_list"])
     out: Path = kw["out"]
-    summaries, waits, notes = [], {}, []
+    summaries, waits, notes, accuracies = [], {}, [], {}
     invalid = False
     for spec in specs:
         label = label_for(spec)
@@ -237,13 +239,15 @@ def compare(**kw: Any) -> None:
         summaries.append(outcome.summary)
         started = ~np.isnan(outcome.result.start)
         waits[label] = outcome.result.start[started] - workload.submit[started]
+        real = outcome.result.end[started] - outcome.result.start[started]
+        accuracies[label] = real / np.maximum(outcome.result.planned[started], 1e-9)
         if not outcome.validation.ok:
             invalid = True
             notes.append(f"{label}: {outcome.validation.describe()}")
         if not kw["quiet"]:
             console.print(f"  {label}: done in {outcome.wall_seconds:.1f} s")
     frame = comparison_frame(summaries)
-    report = write_comparison_report(out, frame, waits, notes)
+    report = write_comparison_report(out, frame, waits, notes, accuracies)
     header, rows = display_rows(frame, compact=True)
     table = Table(title=f"{len(workload)} jobs of {workload.source.spec} on {system.name}")
     for h in header:

@@ -143,8 +143,12 @@ class Scratch:
         if not self._owned:
             self.free = np.array(self.free, order="F")
             self._owned = True
-        amounts = allocation.amounts(self._view.requests[job.index])
-        self.free[allocation.nodes] -= amounts
+        req = self._view.requests[job.index]
+        nodes = allocation.nodes
+        if len(nodes) == 1:
+            self.free[int(nodes[0])] -= int(allocation.units[0]) * req
+        else:
+            self.free[nodes] -= allocation.units[:, None] * req
         units = job.units
         self.total = [t - units * a for t, a in zip(self.total, job.unit_request)]
         self.starts.append(Start(job, allocation))

@@ -18,9 +18,12 @@ The plan is kept between calls:
 - when a running job outlives its planned end (only without wall-time kills, or with a
   predictor that under-estimates), the resources the plan counted on are not free: the
   whole plan is rebuilt in queue order from the current state (unavoidable: the plan was
-  built on a wrong prediction).
+  built on a wrong prediction). The same happens when a reservation's start has passed
+  without its job starting (the job it waited for ran longer than planned and no call came
+  in between).
 
-``Decision.wakeup`` asks for a call at the next reservation start.
+``Decision.wakeup`` asks for a call at the next reservation start (unless that start is the
+under-estimation clamp ``now + 1``, which would make the simulation tick every second).
 """
 
 from __future__ import annotations
@@ -155,6 +158,10 @@ class Conservative(Dispatcher):
             if t <= now and idx in view.running:  # outlived its planned end
                 self._rebuild(view)
                 return
+        for res in self._res.values():
+            if res.start < now:  # a reservation passed without its job starting: the plan is stale
+                self._rebuild(view)
+                return
         profile = self._profile
         profile.advance(now)
         changed = False
@@ -188,9 +195,12 @@ class Conservative(Dispatcher):
         for s in starts:
             res = self._res.pop(s.job.index)
             self._running[s.job.index] = (res.end, res.alloc.nodes, res.amounts)
+        # Reservations normally start when a running job ends (an event). A wake-up is only
+        # needed for starts not tied to an end; starts at now + 1 come from the under-estimation
+        # clamp (a job past its planned end) and would make the simulator tick every second.
         return Decision(
             starts,
-            wakeup=next_start if next_start < math.inf else None,
+            wakeup=next_start if now + 1.0 < next_start < math.inf else None,
             info={"rebuilds": self.rebuilds, "compressions": self.compressions,
                   "segments": len(self._profile) if self._profile else 0},
         )

@@ -12,17 +12,20 @@ Expected ends of running jobs are ``max(planned_end, now + 1)``: a job that outl
 prediction (possible without wall-time kills or with predictors) is expected to need at
 least one more second, and the reservation is recomputed at every call.
 
-Speed without changing a single decision:
+The implementation takes exactly the decisions of that single pass (a reference
+implementation in the tests checks it on random workloads) but avoids most of its work:
 
-- only queued jobs whose pooled request fits the pooled free capacity are visited (a
-  :class:`~hpcdispatch.dispatchers.queue_index.RequestIndex` kept between calls);
-- within one call free capacity only shrinks, so a request shape (per-unit request, unit
-  limit per node) that failed to fit with ``u`` units fails with ``u' >= u`` units for the rest
-  of the call; a long job refused because the head would not fit any more is refused again
-  for the same shape and more units until the next start (allocators with
-  ``prefix_monotone`` fill nodes in an order that does not depend on the unit count);
-- the shadow time is found on pooled totals first; node-level arrays are only built once
-  the pooled capacity could hold the head.
+- the queue is kept grouped by request shape between calls
+  (:class:`~hpcdispatch.dispatchers.queue_index.ShapeIndex`); groups merge in queue order;
+- within one call free capacity only shrinks, so once a shape fails to fit now with ``u``
+  units, the rest of its group and larger unit counts of that shape are dropped; a *long*
+  job refused for the head's sake is refused again for the same shape until the next start
+  (allocators with ``prefix_monotone`` fill nodes in an order independent of the unit
+  count) -- and after a start, the groups whose long jobs were skipped are rewound;
+- the shadow time is computed only once some job fits now, on pooled totals first;
+- when nothing ended and the previous call started nothing, the state is the one the
+  previous call saw: every job it looked at would fail again the same way, so only the jobs
+  submitted since are examined, with the previous call's shadow time and failure memos.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from hpcdispatch.allocators.base import Allocator
 from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
 from hpcdispatch.dispatchers.queue_index import ShapeIndex
 from hpcdispatch.sim.allocation import units_fit_per_node
@@ -43,45 +47,134 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
 
-def releases_in_end_order(view: DispatchView, started: list[Start]) -> Iterator[tuple[float, int, object]]:
-    """Running jobs and just-started ones as ``(expected end, job index, record)``, ascending."""
+def releases_in_end_order(view: DispatchView, started: list[Start]) -> Iterator[tuple[float, object]]:
+    """Running jobs and just-started ones as ``(expected end, record)``, ascending (ties by job order)."""
+    now1 = view.now + 1.0
+    running = ((rj.planned_end if rj.planned_end > now1 else now1, rj) for rj in view.running_by_planned_end())
+    if not started:
+        return running
     now = view.now
-    running = ((max(rj.planned_end, now + 1.0), rj.job.index, rj) for rj in view.running_by_planned_end())
-    fresh = sorted((now + view.planned_duration(s.job), s.job.index, s) for s in started)
-    return heapq.merge(running, fresh, key=lambda x: (x[0], x[1]))
+    fresh = sorted(((now + view.planned_duration(s.job), s.job.index, s) for s in started))
+    return heapq.merge(running, ((t, s) for t, _, s in fresh), key=lambda x: (x[0], x[1].job.index))
 
 
 def shadow_time(view: DispatchView, scratch: Scratch, head: Job) -> tuple[float, np.ndarray]:
     """Earliest expected time the head fits (node-level) and the free capacity at that time."""
     req = view.requests[head.index]
-    need = [a * head.units for a in head.unit_request]
+    head_units, head_max = head.units, head.max_units_per_node
+    need = [a * head_units for a in head.unit_request]
     total = list(scratch.total)
+    requests = view.requests
     future: np.ndarray | None = None
     pending: list[object] = []  # releases not yet applied to ``future``
     group_time = None
-    for end, _idx, rec in releases_in_end_order(view, scratch.starts):
-        if group_time is not None and end != group_time and all(t >= n for t, n in zip(total, need)):
+    for end, rec in releases_in_end_order(view, scratch.starts):
+        if end != group_time and group_time is not None and all(t >= k for t, k in zip(total, need)):
             if future is None:
                 future = np.array(scratch.free, order="F")
             for r in pending:
                 alloc = r.allocation  # type: ignore[attr-defined]
-                future[alloc.nodes] += alloc.units[:, None] * view.requests[r.job.index]  # type: ignore[attr-defined]
+                future[alloc.nodes] += alloc.units[:, None] * requests[r.job.index]  # type: ignore[attr-defined]
             pending.clear()
-            if int(units_fit_per_node(future, req, head.max_units_per_node).sum()) >= head.units:
+            if int(units_fit_per_node(future, req, head_max).sum()) >= head_units:
                 return group_time, future
         units = rec.allocation.total_units  # type: ignore[attr-defined]
         for r, a in enumerate(rec.job.unit_request):  # type: ignore[attr-defined]
-            total[r] += units * a
+            if a:
+                total[r] += units * a
         pending.append(rec)
         group_time = end
     if future is None:
         future = np.array(scratch.free, order="F")
     for r in pending:
         alloc = r.allocation  # type: ignore[attr-defined]
-        future[alloc.nodes] += alloc.units[:, None] * view.requests[r.job.index]  # type: ignore[attr-defined]
-    if group_time is not None and int(units_fit_per_node(future, req, head.max_units_per_node).sum()) >= head.units:
+        future[alloc.nodes] += alloc.units[:, None] * requests[r.job.index]  # type: ignore[attr-defined]
+    if group_time is not None and int(units_fit_per_node(future, req, head_max).sum()) >= head_units:
         return group_time, future
     return math.inf, future
+
+
+# outcomes of looking at one candidate
+TOOK, DEAD, LONG_BLOCKED, LONG_REFUSED = 0, 1, 2, 3
+
+
+class _BackfillPass:
+    """The state of one backfill pass: shadow time, capacity left at it, failure memos."""
+
+    __slots__ = ("view", "scratch", "head", "prefix", "shadow", "at_shadow", "spare", "latest_short",
+                 "no_fit", "hurts", "backfilled")
+
+    def __init__(self, view: DispatchView, scratch: Scratch, head: Job, allocator: Allocator):
+        self.view = view
+        self.scratch = scratch
+        self.head = head
+        self.prefix = allocator.prefix_monotone
+        self.shadow = math.nan
+        self.at_shadow: np.ndarray | None = None
+        self.spare: list[int] = []
+        self.latest_short = math.nan
+        self.no_fit: dict[tuple, int] = {}  # (req, maxpn) -> fewest units that did not fit now (whole call)
+        self.hurts: dict[tuple, int] = {}  # (req, maxpn) -> fewest units refused for the head (until a start)
+        self.backfilled = 0
+
+    def _known(self, memo: dict[tuple, int], base: tuple, units: int) -> bool:
+        bound = memo.get(base)
+        return bound is not None and (units >= bound if self.prefix else units == bound)
+
+    def _remember(self, memo: dict[tuple, int], base: tuple, units: int) -> None:
+        bound = memo.get(base)
+        memo[base] = units if bound is None or not self.prefix else min(units, bound)
+
+    def _long_blocked(self, base: tuple, units: int) -> bool:
+        req = base[0]
+        if any(a and s < a * units for s, a in zip(self.spare, req)):
+            return True  # it would eat into what the head needs at the shadow time
+        return self._known(self.hurts, base, units)
+
+    def start_now(self, now: float) -> None:
+        """Re-use this pass at a later time (same state): only the short/long split moves."""
+        self.latest_short = self.shadow - now
+
+    def is_short(self, job: Job) -> bool:
+        return self.view.planned_duration(job) <= self.latest_short
+
+    def evaluate(self, job: Job) -> int:
+        """Look at one candidate as the single pass would; start it if it may go."""
+        scratch = self.scratch
+        units = job.units
+        base = (job.unit_request, job.max_units_per_node)
+        if not scratch.pooled_ok(job) or self._known(self.no_fit, base, units):
+            return DEAD
+        if self.at_shadow is not None and not self.is_short(job) and self._long_blocked(base, units):
+            return LONG_BLOCKED
+        alloc = scratch.allocate(job)
+        if alloc is None:
+            self._remember(self.no_fit, base, units)
+            return DEAD
+        view = self.view
+        if self.at_shadow is None:
+            self.shadow, self.at_shadow = shadow_time(view, scratch, self.head)
+            need = [a * self.head.units for a in self.head.unit_request]
+            self.spare = [t - k for t, k in zip(self.at_shadow.sum(axis=0).tolist(), need)]
+            self.latest_short = self.shadow - view.now
+            if not self.is_short(job) and self._long_blocked(base, units):
+                return LONG_BLOCKED
+        if self.is_short(job):
+            scratch.take(job, alloc)
+        else:
+            head = self.head
+            amounts = alloc.units[:, None] * view.requests[job.index]
+            trial = self.at_shadow.copy(order="F")
+            trial[alloc.nodes] -= amounts
+            if int(units_fit_per_node(trial, view.requests[head.index], head.max_units_per_node).sum()) < head.units:
+                self._remember(self.hurts, base, units)
+                return LONG_REFUSED
+            scratch.take(job, alloc)
+            self.at_shadow = trial
+            self.spare = [s - a for s, a in zip(self.spare, amounts.sum(axis=0).tolist())]
+        self.backfilled += 1
+        self.hurts.clear()
+        return TOOK
 
 
 @register
@@ -97,33 +190,70 @@ class EASY(Dispatcher):
     def _setup(self, system: System) -> None:
         self._index = ShapeIndex()
         self._started: list[Job] = []
+        self._idle: _BackfillPass | None = None  # the last pass, when it started nothing
+        self.incremental_calls = 0
 
     def _dispatch(self, view: DispatchView) -> Decision:
         self._index.sync(view, self._started)
+        idle, self._idle = self._idle, None
+        info: dict[str, object] = {}
+        if (
+            idle is not None
+            and not view.ended_jobs
+            and idle.head is view.queue.head()
+            and not self._overdue(view)
+        ):
+            # same state as the last call: only the new jobs can change anything
+            self.incremental_calls += 1
+            idle.view = view
+            idle.start_now(view.now)
+            scratch = idle.scratch
+            for job in view.new_jobs:
+                if idle.evaluate(job) == TOOK and scratch.nothing_free():
+                    break
+            starts = scratch.starts
+            if not starts:
+                self._idle = idle
+            self._started = [s.job for s in starts]
+            if idle.at_shadow is not None:
+                info.update(shadow=idle.shadow, head=idle.head.id, backfilled=len(starts))
+            return Decision(list(starts), info=info)
+
         scratch = Scratch(view, self._allocator)
         head: Job | None = None
         for job in view.queue:
             if scratch.try_start(job) is None:
                 head = job
                 break
-        info: dict[str, object] = {}
         if head is not None and not scratch.nothing_free():
-            self._backfill(view, scratch, head, info)
+            bf = _BackfillPass(view, scratch, head, self._allocator)
+            self._backfill(bf)
+            if bf.at_shadow is not None:
+                info.update(shadow=bf.shadow, head=head.id, backfilled=bf.backfilled)
+            if not scratch.starts:
+                self._idle = bf
+        elif head is not None and not scratch.starts:
+            self._idle = _BackfillPass(view, scratch, head, self._allocator)  # nothing free: all fail
         self._started = [s.job for s in scratch.starts]
         return Decision(scratch.starts, info=info)
 
-    def _backfill(self, view: DispatchView, scratch: Scratch, head: Job, info: dict[str, object]) -> None:
-        """Backfill in queue order, visiting request-shape groups merged by job index.
+    @staticmethod
+    def _overdue(view: DispatchView) -> bool:
+        """A running job past its planned end makes the shadow time depend on ``now``."""
+        first = next(view.running_by_planned_end(), None)
+        return first is not None and first.planned_end <= view.now + 1.0
 
-        A group is dropped as soon as its shape cannot fit now (free capacity only shrinks
-        during the call). When a group's *long* jobs cannot go (the head would not fit at the
-        shadow time), its pointer jumps to its next short job; a later start may make long
-        jobs possible again, so every such group is rewound to just after that start --
-        exactly the jobs a single pass in queue order would still look at. The shadow time is
-        only computed once some job fits now.
+    def _backfill(self, bf: _BackfillPass) -> None:
+        """The single pass, visiting request-shape groups merged by job index.
+
+        A group is dropped as soon as its shape cannot fit now. When a group's *long* jobs
+        cannot go, its pointer jumps to its next short job; a later start may make long jobs
+        possible again, so every such group is rewound to just after that start -- exactly
+        the jobs a single pass in queue order would still look at.
         """
+        scratch = bf.scratch
         started = {s.job.index for s in scratch.starts}
-        started.add(head.index)
+        started.add(bf.head.index)
         total = scratch.total
         groups: list[dict[int, Job]] = []
         members: list[list[Job] | None] = []
@@ -152,25 +282,16 @@ class EASY(Dispatcher):
             return jobs
 
         version = [0] * len(groups)
-        shadow = math.nan
-        at_shadow = spare = None
-        latest_short = math.nan
-        head_req = view.requests[head.index]
-        prefix = self._allocator.prefix_monotone
-        no_fit: dict[tuple, int] = {}  # (req, maxpn) -> fewest units that did not fit (whole call)
-        hurts: dict[tuple, int] = {}  # (req, maxpn) -> fewest units refused for the head (until a start)
         long_dead: set[int] = set()  # groups whose long jobs cannot go until the next start
         dropped: set[int] = set()
-        planned = view.planned_duration
-        planned_all = view.planned_durations
         short_pos: dict[int, np.ndarray] = {}  # group -> positions of its short jobs
-        backfilled = 0
+        planned_all = bf.view.planned_durations
 
         def skip_to_next_short(g: int, pos: int, ver: int) -> None:
             jobs = jobs_of(g)
             shorts = short_pos.get(g)
             if shorts is None:
-                shorts = short_pos[g] = np.flatnonzero(planned_all[indices[g]] <= latest_short)
+                shorts = short_pos[g] = np.flatnonzero(planned_all[indices[g]] <= bf.latest_short)
             k = int(np.searchsorted(shorts, pos + 1))
             while k < len(shorts) and jobs[shorts[k]].index in started:
                 k += 1
@@ -186,87 +307,34 @@ class EASY(Dispatcher):
                 job = next(iter(groups[n].values()))
             else:
                 job = jobs_of(n)[pos]
-            req, units = job.unit_request, job.units
-            base = (req, job.max_units_per_node)
-            bound = no_fit.get(base)
-            if not scratch.pooled_ok(job) or (bound is not None and (units >= bound if prefix else units == bound)):
+            if n in long_dead and bf.at_shadow is not None and not bf.is_short(job):
+                skip_to_next_short(n, pos, ver)
+                continue
+            outcome = bf.evaluate(job)
+            if outcome == DEAD:
                 dropped.add(n)  # every job of this group would fail the same way
                 continue
-            known_shadow = at_shadow is not None
-            if known_shadow:
-                short = planned(job) <= latest_short
-                if not short and (n in long_dead or self._hurts(base, units, hurts, prefix, spare)):
-                    long_dead.add(n)  # only this group's short jobs may go now: skip to the next one
-                    skip_to_next_short(n, pos, ver)
-                    continue
-            alloc = scratch.allocate(job)
-            if alloc is None:
-                no_fit[base] = units if bound is None else min(units, bound)
-                dropped.add(n)
+            if outcome in (LONG_BLOCKED, LONG_REFUSED):
+                long_dead.add(n)  # only this group's short jobs may go now: skip to the next one
+                skip_to_next_short(n, pos, ver)
                 continue
-            if not known_shadow:
-                shadow, at_shadow = shadow_time(view, scratch, head)
-                need = [a * head.units for a in head.unit_request]
-                spare = [t - k for t, k in zip(at_shadow.sum(axis=0).tolist(), need)]  # pooled slack at shadow
-                latest_short = shadow - view.now
-                short = planned(job) <= latest_short
-                if not short and self._hurts(base, units, hurts, prefix, spare):
-                    long_dead.add(n)
-                    skip_to_next_short(n, pos, ver)
+            started.add(idx)
+            if scratch.nothing_free():
+                break
+            for g in long_dead:  # their skipped long jobs after this start are candidates again
+                if g in dropped or g == n:
                     continue
-            took = False
-            if short:
-                scratch.take(job, alloc)
-                took = True
-            else:
-                amounts = alloc.units[:, None] * view.requests[job.index]
-                trial = at_shadow.copy(order="F")
-                trial[alloc.nodes] -= amounts
-                if int(units_fit_per_node(trial, head_req, head.max_units_per_node).sum()) >= head.units:
-                    scratch.take(job, alloc)
-                    at_shadow = trial
-                    spare = [s - a for s, a in zip(spare, amounts.sum(axis=0).tolist())]
-                    took = True
-                else:
-                    hb = hurts.get(base)
-                    hurts[base] = units if hb is None else min(units, hb)
-                    long_dead.add(n)
-            if took:
-                backfilled += 1
-                started.add(idx)
-                hurts.clear()
-                if scratch.nothing_free():
-                    break
-                for g in long_dead:  # their skipped long jobs after this start are candidates again
-                    if g in dropped or g == n:
-                        continue
-                    jobs = jobs_of(g)
-                    p = bisect.bisect_right(indices[g], idx)
-                    p = _next_waiting(jobs, p, started)
-                    version[g] += 1
-                    if p < len(jobs):
-                        heapq.heappush(heap, (jobs[p].index, g, p, version[g]))
-                long_dead.clear()
+                jobs = jobs_of(g)
+                p = bisect.bisect_right(indices[g], idx)
+                while p < len(jobs) and jobs[p].index in started:
+                    p += 1
+                version[g] += 1
+                if p < len(jobs):
+                    heapq.heappush(heap, (jobs[p].index, g, p, version[g]))
+            long_dead.clear()
             jobs = jobs_of(n)
-            nxt = _next_waiting(jobs, pos + 1, started)
+            nxt = pos + 1
+            while nxt < len(jobs) and jobs[nxt].index in started:
+                nxt += 1
             if nxt < len(jobs):
                 heapq.heappush(heap, (jobs[nxt].index, n, nxt, version[n]))
-        if at_shadow is not None:
-            info.update(shadow=shadow, head=head.id, backfilled=backfilled)
-
-    @staticmethod
-    def _hurts(base: tuple, units: int, hurts: dict[tuple, int], prefix: bool, spare: list[int]) -> bool:
-        """A long job of this shape cannot go: it would eat into the head's share at the shadow time."""
-        req = base[0]
-        if any(a and s < a * units for s, a in zip(spare, req)):
-            return True
-        bound = hurts.get(base)
-        return bound is not None and (units >= bound if prefix else units == bound)
-
-
-def _next_waiting(jobs: list[Job], pos: int, started: set[int]) -> int:
-    """Position of the next job of a group (from ``pos``) not started yet, ``len(jobs)`` if none."""
-    n = len(jobs)
-    while pos < n and jobs[pos].index in started:
-        pos += 1
-    return pos

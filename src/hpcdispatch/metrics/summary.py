@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcdispatch.metrics.jobs import BSLD_TAU, job_metrics
+from hpcdispatch.metrics.prediction import prediction_quality
 
 if TYPE_CHECKING:
     from hpcdispatch.sim.result import SimulationResult
@@ -95,6 +96,8 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
     out["decision_time_total_s"] = float(elapsed.sum()) if len(elapsed) else 0.0
     for stat, value in describe(elapsed).items():
         out[f"decision_time_{stat}_s"] = value
+    real = result.end - result.start
+    out.update(prediction_quality(result.planned, real))
     out["queue_length_mean"] = time_weighted_mean(qt, ql, last_end)
     out["queue_length_max"] = int(ql.max()) if len(ql) else 0
     out.update(result.extra)

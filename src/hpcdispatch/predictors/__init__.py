@@ -1,18 +1,57 @@
-"""Job-duration predictors (wall-time now; last-two, data-driven and oracle arrive with issue 3)."""
+"""Job-duration predictors: W (wall-time), L2 (last two), D (data-driven), R (oracle).
 
-from hpcdispatch.predictors.base import Predictor, WallTimePredictor
+A predictor is chosen by name or short name (``walltime``/``W``, ``last-two``/``L2``,
+``data-driven``/``D``, ``oracle``/``R``); a dispatcher spec may carry one as a suffix:
+``easy-L2``, ``sjf-R:allocator=best-fit``.
+"""
 
-PREDICTORS: dict[str, type[Predictor]] = {"walltime": WallTimePredictor}
+from __future__ import annotations
+
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.predictors.base import OraclePredictor, Predictor, WallTimePredictor
+from hpcdispatch.predictors.data_driven import DataDrivenPredictor
+from hpcdispatch.predictors.last_two import LastTwoPredictor
+
+PREDICTORS: dict[str, type[Predictor]] = {
+    cls.name: cls for cls in (WallTimePredictor, LastTwoPredictor, DataDrivenPredictor, OraclePredictor)
+}
+
+
+def predictor_class(name: str) -> type[Predictor] | None:
+    key = name.strip().lower()
+    for cls in PREDICTORS.values():
+        if key in (cls.name, cls.short.lower(), *cls.aliases):
+            return cls
+    return None
 
 
 def make_predictor(name: str) -> Predictor:
-    from hpcdispatch.errors import ConfigError
-
-    aliases = {cls.short.lower(): key for key, cls in PREDICTORS.items()}
-    key = aliases.get(name.lower(), name.lower())
-    if key not in PREDICTORS:
-        raise ConfigError(f"unknown predictor '{name}'; available: {', '.join(sorted(PREDICTORS))}")
-    return PREDICTORS[key]()
+    cls = predictor_class(name)
+    if cls is None:
+        known = ", ".join(f"{c.name} ({c.short})" for c in PREDICTORS.values())
+        raise ConfigError(f"unknown predictor '{name}'; available: {known}")
+    return cls()
 
 
-__all__ = ["PREDICTORS", "Predictor", "WallTimePredictor", "make_predictor"]
+def split_predictor_suffix(spec: str) -> tuple[str, str | None]:
+    """``"easy-L2:allocator=best-fit"`` -> ``("easy:allocator=best-fit", "last-two")``."""
+    head, sep, params = spec.partition(":")
+    base, dash, suffix = head.rpartition("-")
+    if dash and base:
+        cls = predictor_class(suffix)
+        if cls is not None and len(suffix) <= 2:
+            return base + sep + params, cls.name
+    return spec, None
+
+
+__all__ = [
+    "PREDICTORS",
+    "DataDrivenPredictor",
+    "LastTwoPredictor",
+    "OraclePredictor",
+    "Predictor",
+    "WallTimePredictor",
+    "make_predictor",
+    "predictor_class",
+    "split_predictor_suffix",
+]

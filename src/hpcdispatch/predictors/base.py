@@ -1,9 +1,11 @@
 """Job-duration predictors: one small protocol the simulator drives.
 
-``predict(job, now)`` is called once when the job is submitted; the value is the planning
+``predict(job, now)`` is called once, when the job is submitted; the value is the planning
 duration every dispatcher sees (``view.planned_duration``). ``learn(job, run_time, now)`` is
-called when a job ends, so a predictor only ever learns from jobs that have ended (on-line,
-no look-ahead). The jobs still run their real duration (or are killed at their wall-time).
+called when a job ends, so a predictor only ever learns from jobs that have ended at the
+time it predicts (on-line, no look-ahead). Jobs still run their real duration (or are killed
+at their wall-time) whatever was predicted. The simulator times both calls and reports the
+total as ``prediction_time_s``.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from hpcdispatch.workload.job import Job, Workload
 class Predictor(ABC):
     name: ClassVar[str] = "predictor"
     short: ClassVar[str] = "?"
+    aliases: ClassVar[tuple[str, ...]] = ()
 
-    def reset(self, workload: Workload) -> None:
+    def reset(self, workload: Workload, walltime_kill: bool = True) -> None:
         """Forget everything (called once before a simulation)."""
+        self.walltime_kill = walltime_kill
 
     @abstractmethod
     def predict(self, job: Job, now: float) -> float:
@@ -30,10 +34,25 @@ class Predictor(ABC):
 
 
 class WallTimePredictor(Predictor):
-    """W: the requested wall-time."""
+    """W: the requested wall-time (the duration the baselines plan with by default)."""
 
     name = "walltime"
     short = "W"
+    aliases = ("wall-time", "wall")
 
     def predict(self, job: Job, now: float) -> float:
         return float(job.wall_time)
+
+
+class OraclePredictor(Predictor):
+    """R: the real duration (the run time, or the wall-time when the job will be killed).
+
+    A baseline only: it reads the future.
+    """
+
+    name = "oracle"
+    short = "R"
+    aliases = ("real",)
+
+    def predict(self, job: Job, now: float) -> float:
+        return float(min(job.run_time, job.wall_time) if self.walltime_kill else job.run_time)

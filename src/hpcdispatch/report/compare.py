@@ -14,6 +14,7 @@ import pandas as pd  # noqa: E402
 
 TABLE_COLUMNS = [
     ("label", "dispatcher"),
+    ("predictor", "predictor"),
     ("wait_mean", "mean wait [s]"),
     ("wait_p95", "p95 wait [s]"),
     ("slowdown_mean", "mean slowdown"),
@@ -23,6 +24,8 @@ TABLE_COLUMNS = [
     ("killed", "killed"),
     ("decision_time_mean_s", "mean decision [ms]"),
     ("decision_time_max_s", "max decision [ms]"),
+    ("prediction_mae_s", "pred. MAE [s]"),
+    ("prediction_under_rate", "under-est."),
     ("sim_wall_s", "sim time [s]"),
     ("valid", "valid"),
 ]
@@ -53,7 +56,7 @@ def display_rows(frame: pd.DataFrame, compact: bool = False) -> tuple[list[str],
             v = rec[key]
             if key.startswith("decision_time"):
                 row.append(f"{v * 1000:.2f}")
-            elif key == "utilization_core":
+            elif key in ("utilization_core", "prediction_under_rate"):
                 row.append(f"{v:.3f}")
             elif key == "valid":
                 row.append("yes" if v else "NO")
@@ -113,20 +116,48 @@ def plot_wait_cdf(waits: dict[str, np.ndarray], path: Path) -> None:
     plt.close(fig)
 
 
-def write_comparison_report(out: Path, frame: pd.DataFrame, waits: dict[str, np.ndarray], notes: list[str]) -> Path:
+def plot_accuracy_ecdf(accuracies: dict[str, np.ndarray], path: Path) -> None:
+    """ECDF of the prediction accuracy A = real / predicted (CP'19 Fig. 1), one line per run."""
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for label, a in accuracies.items():
+        if len(a) == 0:
+            continue
+        x = np.sort(np.clip(a, 1e-3, 1e3))
+        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label)
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_xlabel("accuracy A = real / predicted duration (A > 1: under-estimated)")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_title("Prediction accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_comparison_report(
+    out: Path,
+    frame: pd.DataFrame,
+    waits: dict[str, np.ndarray],
+    notes: list[str],
+    accuracies: dict[str, np.ndarray] | None = None,
+) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out / "comparison.csv", index=False)
     table = markdown_table(frame)
     (out / "comparison.md").write_text(table + "\n")
     plot_comparison(frame, out / "comparison.png")
     plot_wait_cdf(waits, out / "wait_cdf.png")
+    if accuracies:
+        plot_accuracy_ecdf(accuracies, out / "prediction_accuracy.png")
     first = frame.iloc[0]
     lines = [
         "# hpcdispatch comparison",
         "",
         f"- system: `{first['system']}`",
         f"- workload: `{first['workload']}` ({int(first['jobs'])} jobs)",
-        f"- predictor: `{first['predictor']}`",
+        f"- predictors: {', '.join(f'`{p}`' for p in dict.fromkeys(frame['predictor']))}",
         "",
         table,
         "",
@@ -137,6 +168,8 @@ def write_comparison_report(out: Path, frame: pd.DataFrame, waits: dict[str, np.
         "![wait-time distribution](wait_cdf.png)",
         "",
     ]
+    if accuracies:
+        lines += ["![prediction accuracy](prediction_accuracy.png)", ""]
     if notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     lines += [
@@ -146,6 +179,8 @@ def write_comparison_report(out: Path, frame: pd.DataFrame, waits: dict[str, np.
         "max(1, (wait + run) / max(run, 10 s)).",
         "- utilisation = core-seconds used / (cores x (last end - first submit)).",
         "- decision time: wall-clock time of one dispatcher call.",
+        "- prediction accuracy A = real / predicted duration; MAE = mean |predicted - real|; "
+        "under-est. = share of jobs with predicted < real.",
         "",
     ]
     path = out / "report.md"

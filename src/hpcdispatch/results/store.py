@@ -10,7 +10,9 @@
 - ``summary.json``: the run's metrics; ``run.json``: how to reproduce it (system, workload
   source and options, dispatcher, predictor, simulation options, versions);
 - ``system.toml``: the system, so the directory is self-contained;
-- ``workload.parquet``: the jobs as simulated (submit, run time, wall-time, request).
+- ``workload.parquet``: the jobs as simulated (submit, run time, wall-time, request);
+- ``prediction_accuracy.parquet``: per job, the planned (predicted) and the real duration
+  and the accuracy ``real / predicted`` (CP'19 Fig. 1).
 
 Every file is written to a temporary name and renamed, so a reader never sees half a file.
 """
@@ -116,6 +118,14 @@ def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True
     write_frame(out / "workload.parquet", workload_frame(result))
     _atomic(out / "system.toml", lambda p: dump_system(result.system, p))
     write_json(out / "run.json", run_record(result))
+    real = result.end - result.start
+    started = ~np.isnan(real)
+    write_frame(out / "prediction_accuracy.parquet", pd.DataFrame({
+        "job_id": result.workload.ids[started],
+        "predicted": result.planned[started],
+        "real": real[started],
+        "accuracy": real[started] / np.maximum(result.planned[started], 1e-9),
+    }))
     summary = result.summary()
     write_json(out / "summary.json", summary)
     return summary

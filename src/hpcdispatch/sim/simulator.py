@@ -102,7 +102,7 @@ class Simulator:
         jobs = workload.jobs
         n = len(jobs)
         dispatcher.setup(system)
-        self.predictor.reset(workload)
+        self.predictor.reset(workload, opts.walltime_kill)
         predictor = self.predictor
 
         state = ClusterState(system)
@@ -158,8 +158,20 @@ class Simulator:
         perf = _time.perf_counter
         give = state.give
         take_checked = state.take_checked
-        learn = predictor.learn
-        predict = predictor.predict
+        raw_learn = predictor.learn
+        raw_predict = predictor.predict
+        predict_time = [0.0]
+
+        def learn(job: Job, run_time: float, now: float) -> None:
+            t0 = perf()
+            raw_learn(job, run_time, now)
+            predict_time[0] += perf() - t0
+
+        def predict(job: Job, now: float) -> float:
+            t0 = perf()
+            value = raw_predict(job, now)
+            predict_time[0] += perf() - t0
+            return value
         admit = dispatcher.admit
         dispatch = dispatcher.dispatch
         charge = opts.charge_dispatch_time
@@ -310,7 +322,7 @@ class Simulator:
         if progress is not None:
             progress(done, n, t if t != inf else 0.0)
 
-        return SimulationResult(
+        result = SimulationResult(
             system=system,
             workload=workload,
             dispatcher=dispatcher.describe(),
@@ -334,6 +346,8 @@ class Simulator:
                 "info": d_info,
             },
         )
+        result.extra["prediction_time_s"] = predict_time[0]
+        return result
 
     # ------------------------------------------------------------------------------------
     def _resize(self, idx, request, t, view, running, by_end, held, segments, state, requests) -> bool:
