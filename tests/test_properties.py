@@ -124,3 +124,29 @@ def test_conservative_reservations_never_move_later(scenario, allocator, predict
     for idx, seq in disp.history.items():
         assert all(b <= a for a, b in zip(seq, seq[1:])), (wl.jobs[idx].id, seq)
         assert r.start[idx] <= seq[0]
+
+
+@st.composite
+def unit_scenarios(draw):
+    nodes = draw(st.integers(1, 6))
+    cores = draw(st.integers(1, 4))
+    system = System(name="cores", resources=("core",), node_types=(NodeType("n", nodes, {"core": cores}),))
+    jobs = [
+        Job(id=i + 1, submit=draw(st.integers(0, 60)), run_time=(run := draw(st.integers(1, 40))),
+            wall_time=draw(st.one_of(st.just(run), st.integers(run, 80))), units=draw(st.integers(1, nodes * cores)),
+            unit_request=(1,))
+        for i in range(draw(st.integers(1, 30)))
+    ]
+    return system, Workload(jobs, system.resources)
+
+
+@SETTINGS
+@given(unit_scenarios(), st.sampled_from(["first-fit", "best-fit"]), st.sampled_from(["auto", "node"]))
+def test_pooled_and_pinned_conservative_never_move_a_reservation_later(scenario, allocator, profile):
+    system, wl = scenario
+    disp = RecordingConservative(allocator=allocator, profile=profile)
+    r = simulate(system, wl, disp)  # validated
+    assert r.decisions["info"][0]["pooled"] == (profile == "auto")
+    for idx, seq in disp.history.items():
+        assert all(b <= a for a, b in zip(seq, seq[1:])), (wl.jobs[idx].id, seq)
+        assert r.start[idx] <= seq[0]

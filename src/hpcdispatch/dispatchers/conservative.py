@@ -22,6 +22,17 @@ The plan is kept between calls:
   without its job starting (the job it waited for ran longer than planned and no call came
   in between).
 
+With ``profile="auto"`` (default) the profile keeps only pooled totals while any free unit of
+capacity can host any unit of any job (one resource, every unit needs 1 of it, no per-node
+limit: e.g. ``--units processor`` on a cores-only system). That is the classic
+processor-count formulation of conservative backfilling: a reservation counts capacity and
+names no nodes, and the job is placed (by the allocator) when it starts, where it always
+fits. A search then costs ``O(segments)`` instead of ``O(segments x nodes)``, which is what
+makes whole large traces feasible. ``profile="node"`` pins every reservation to nodes even
+then; pinned plans can be less flexible (a later job may find its slot blocked by a pinned
+reservation that pooled counting would have rearranged), so the two may start jobs at
+different times -- both never delay an earlier reservation.
+
 ``Decision.wakeup`` asks for a call at the next reservation start (unless that start is the
 under-estimation clamp ``now + 1``, which would make the simulation tick every second).
 """
@@ -32,9 +43,9 @@ import math
 
 import numpy as np
 
-from hpcdispatch.dispatchers.base import Dispatcher, Tags, register
+from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
 from hpcdispatch.dispatchers.profile import AvailabilityProfile
-from hpcdispatch.errors import SimulationStalledError
+from hpcdispatch.errors import ConfigError, SimulationStalledError
 from hpcdispatch.sim.allocation import Allocation
 from hpcdispatch.sim.decision import Decision, Start
 from hpcdispatch.sim.view import DispatchView
@@ -45,7 +56,7 @@ from hpcdispatch.workload.job import Job
 class _Reservation:
     __slots__ = ("start", "end", "alloc", "amounts")
 
-    def __init__(self, start: float, end: float, alloc: Allocation, amounts: np.ndarray):
+    def __init__(self, start: float, end: float, alloc: Allocation | None, amounts: np.ndarray):
         self.start = start
         self.end = end
         self.alloc = alloc
@@ -59,10 +70,14 @@ class Conservative(Dispatcher):
     name = "conservative"
     tags = Tags(backfilling=True)
 
-    def __init__(self, allocator: str = "first-fit"):
+    def __init__(self, allocator: str = "first-fit", profile: str = "auto"):
         self.allocator = allocator
+        self.profile = profile
 
     def _setup(self, system: System) -> None:
+        if self.profile not in ("auto", "node"):
+            raise ConfigError(f"conservative: profile must be 'auto' or 'node', got '{self.profile}'")
+        self._single_resource = len(system.resources) == 1
         self._profile: AvailabilityProfile | None = None
         self._res: dict[int, _Reservation] = {}
         # running jobs started by this dispatcher: index -> (release time in the plan, nodes, amounts)
@@ -73,6 +88,12 @@ class Conservative(Dispatcher):
     # ------------------------------------------------------------------------------------
     def _duration(self, view: DispatchView, job: Job) -> float:
         return max(view.planned_duration(job), 1.0)
+
+    def _pooled_exact(self, jobs) -> bool:
+        """Node-level packing cannot matter: one resource, every unit needs 1 of it, no per-node limit."""
+        return self.profile == "auto" and self._single_resource and all(
+            j.unit_request == (1,) and j.max_units_per_node == 0 for j in jobs
+        )
 
     def _place(self, view: DispatchView, job: Job, before: float | None = None) -> _Reservation | None:
         profile = self._profile
@@ -85,6 +106,8 @@ class Conservative(Dispatcher):
         if found is None:
             return None
         start, alloc = found
+        if alloc is None:  # pooled profile: the nodes are chosen when the job starts
+            return _Reservation(start, start + duration, None, (req * job.units)[None, :])
         return _Reservation(start, start + duration, alloc, alloc.units[:, None] * req)
 
     def _reserve_new(self, view: DispatchView, job: Job) -> None:
@@ -92,7 +115,7 @@ class Conservative(Dispatcher):
         if res is None:
             raise SimulationStalledError(f"conservative: job {job.id} fits nowhere in the availability profile")
         assert self._profile is not None
-        self._profile.reserve(res.start, res.end, res.alloc.nodes, res.amounts)
+        self._profile.reserve(res.start, res.end, _nodes(res), res.amounts)
         self._res[job.index] = res
 
     def _rebuild(self, view: DispatchView) -> None:
@@ -107,7 +130,8 @@ class Conservative(Dispatcher):
             releases.append((t, rj.allocation.nodes, amounts))
             running[rj.job.index] = (t, rj.allocation.nodes, amounts)
         self._running = running
-        self._profile = AvailabilityProfile(now, view.free, releases)
+        pooled = self._pooled_exact(view.queue) and self._pooled_exact(rj.job for rj in view.running.values())
+        self._profile = AvailabilityProfile(now, view.free, releases, node_level=not pooled)
         self._res = {}
         for job in view.queue:
             self._reserve_new(view, job)
@@ -116,10 +140,10 @@ class Conservative(Dispatcher):
         """Rebuild the profile's segments (drop stale boundaries), keeping every reservation."""
         now = view.now
         releases = [(t, nodes, amounts) for t, nodes, amounts in self._running.values()]
-        profile = AvailabilityProfile(now, view.free, releases)
+        profile = AvailabilityProfile(now, view.free, releases, node_level=self._profile.node_level)
         for job in view.queue:
             res = self._res[job.index]
-            profile.reserve(res.start, res.end, res.alloc.nodes, res.amounts)
+            profile.reserve(res.start, res.end, _nodes(res), res.amounts)
         self._profile = profile
 
     def _compress(self, view: DispatchView) -> None:
@@ -139,15 +163,15 @@ class Conservative(Dispatcher):
             )
             if len(candidates[0]) == 0:
                 continue  # cannot move even by pooled capacity: skip the node-level search
-            profile.release(res.start, res.end, res.alloc.nodes, res.amounts)
+            profile.release(res.start, res.end, _nodes(res), res.amounts)
             found = profile.earliest(job.units, req, duration, self._allocator, job.max_units_per_node,
                                      before=res.start, candidates=candidates)
-            better = None if found is None else _Reservation(found[0], found[0] + duration, found[1],
-                                                             found[1].units[:, None] * req)
-            if better is not None and better.start < res.start:
-                res = better
+            if found is not None and found[0] < res.start:
+                start, alloc = found
+                amounts = (req * job.units)[None, :] if alloc is None else alloc.units[:, None] * req
+                res = _Reservation(start, start + duration, alloc, amounts)
                 self._res[job.index] = res
-            profile.reserve(res.start, res.end, res.alloc.nodes, res.amounts)
+            profile.reserve(res.start, res.end, _nodes(res), res.amounts)
 
     def _sync(self, view: DispatchView) -> None:
         now = view.now
@@ -175,6 +199,9 @@ class Conservative(Dispatcher):
                 changed = True
         if changed:
             self._compress(view)
+        if not profile.node_level and not self._pooled_exact(view.new_jobs):
+            self._rebuild(view)  # a job that needs node-level packing arrived
+            return
         for job in view.new_jobs:
             if job.index not in self._res:
                 self._reserve_new(view, job)
@@ -184,27 +211,41 @@ class Conservative(Dispatcher):
     def _dispatch(self, view: DispatchView) -> Decision:
         now = view.now
         self._sync(view)
-        starts: list[Start] = []
+        scratch = Scratch(view, self._allocator)
         next_start = math.inf
         for job in view.queue:
             res = self._res[job.index]
             if res.start <= now:
-                starts.append(Start(job, res.alloc))
+                if res.alloc is None:  # pooled reservation: any nodes will do, and some must
+                    alloc = scratch.try_start(job)
+                    if alloc is None:
+                        raise RuntimeError(f"conservative: the pooled reservation of job {job.id} does not fit at {now}")
+                    res.alloc, res.amounts = alloc, alloc.units[:, None] * view.requests[job.index]
+                else:
+                    scratch.take(job, res.alloc)
             elif res.start < next_start:
                 next_start = res.start
-        for s in starts:
+        for s in scratch.starts:
             res = self._res.pop(s.job.index)
             self._running[s.job.index] = (res.end, res.alloc.nodes, res.amounts)
         # Reservations normally start when a running job ends (an event). A wake-up is only
         # needed for starts not tied to an end; starts at now + 1 come from the under-estimation
         # clamp (a job past its planned end) and would make the simulator tick every second.
         return Decision(
-            starts,
+            scratch.starts,
             wakeup=next_start if now + 1.0 < next_start < math.inf else None,
             info={"rebuilds": self.rebuilds, "compressions": self.compressions,
-                  "segments": len(self._profile) if self._profile else 0},
+                  "segments": len(self._profile) if self._profile else 0,
+                  "pooled": bool(self._profile is not None and not self._profile.node_level)},
         )
 
-    def reservations(self) -> dict[int, tuple[float, list[tuple[int, int]]]]:
-        """Current reservations (job index -> (start, node/unit pairs)), for tests and inspection."""
-        return {idx: (r.start, r.alloc.pairs()) for idx, r in self._res.items()}
+    def reservations(self) -> dict[int, tuple[float, list[tuple[int, int]] | None]]:
+        """Current reservations (job index -> (start, node/unit pairs or None when pooled))."""
+        return {idx: (r.start, r.alloc.pairs() if r.alloc is not None else None) for idx, r in self._res.items()}
+
+
+def _nodes(res: _Reservation) -> np.ndarray:
+    return res.alloc.nodes if res.alloc is not None else _NO_NODES
+
+
+_NO_NODES = np.zeros(1, dtype=np.int64)

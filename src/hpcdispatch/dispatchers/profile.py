@@ -17,6 +17,11 @@ operation and the search is vectorised:
 
 Segment boundaries are inserted in place (the tail is shifted; most insertions happen near
 the end of the horizon) and dropped from the front as time advances.
+
+With ``node_level=False`` only the pooled totals are kept: exact when any free unit of
+capacity can host any unit of any job (one resource, 1-unit requests, no per-node limit),
+and then a search costs ``O(segments)`` instead of ``O(segments x nodes)``; ``earliest``
+returns no allocation (the caller places the job when it starts).
 """
 
 from __future__ import annotations
@@ -30,10 +35,24 @@ from hpcdispatch.allocators.base import Allocator
 from hpcdispatch.sim.allocation import Allocation
 
 
+_ZERO_NODE = np.zeros(1, dtype=np.int64)
+_ZERO_NODE.flags.writeable = False
+
+
 class AvailabilityProfile:
-    def __init__(self, now: float, free: np.ndarray, releases: Iterable[tuple[float, np.ndarray, np.ndarray]]):
+    def __init__(
+        self,
+        now: float,
+        free: np.ndarray,
+        releases: Iterable[tuple[float, np.ndarray, np.ndarray]],
+        node_level: bool = True,
+    ):
         """``releases``: ``(time, nodes, amounts)`` of resources that become free at ``time``."""
         free = np.asarray(free)
+        self.node_level = node_level
+        if not node_level:  # keep one "node": the pooled totals
+            free = free.sum(axis=0, keepdims=True)
+            releases = [(t, _ZERO_NODE, amounts.sum(axis=0, keepdims=True)) for t, _, amounts in releases]
         n_nodes, n_res = free.shape
         rel = list(releases)
         times = sorted({max(float(t), now) for t, _, _ in rel} - {now})
@@ -117,6 +136,8 @@ class AvailabilityProfile:
         return pos
 
     def _apply(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray, sign: int) -> None:
+        if not self.node_level:
+            nodes, amounts = _ZERO_NODE, amounts.sum(axis=0, keepdims=True)
         start = max(start, float(self._times[self.lo]))
         if end <= start:
             return
@@ -176,8 +197,9 @@ class AvailabilityProfile:
         max_per_node: int = 0,
         before: float = math.inf,
         candidates: tuple[np.ndarray, np.ndarray] | None = None,
-    ) -> tuple[float, Allocation] | None:
-        """Earliest segment start where the units fit for ``duration``, and on which nodes.
+    ) -> tuple[float, Allocation | None] | None:
+        """Earliest segment start where the units fit for ``duration``, and on which nodes
+        (``None`` for a pooled profile: any nodes will do).
 
         With ``before``, only starts strictly earlier than ``before`` are considered (schedule
         compression); ``None`` when there is none. ``candidates`` may pass the result of
@@ -187,6 +209,8 @@ class AvailabilityProfile:
             need = np.asarray(unit_request, dtype=np.int64) * units
             candidates = self.candidate_starts(need, duration, before)
         cand, ends = candidates
+        if not self.node_level:
+            return (float(self._times[self.lo + int(cand[0])]), None) if len(cand) else None
         lo = self.lo
         for k, j in zip(cand.tolist(), ends.tolist()):
             window = self._free[lo + k] if j == k + 1 else self._free[lo + k : lo + j].min(axis=0)
