@@ -32,12 +32,12 @@ import json, resource, sys, time
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.sim.simulator import SimulationOptions, Simulator
 from hpcdispatch.validation import validate_result
-from hpcdispatch.workload import SwfOptions, load_workload, resolve_system
+from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload, resolve_system
 
-path, disp, max_jobs = sys.argv[1], sys.argv[2], (int(sys.argv[3]) or None)
+path, disp, max_jobs, units = sys.argv[1], sys.argv[2], (int(sys.argv[3]) or None), sys.argv[4]
 t0 = time.perf_counter()
 system = resolve_system("auto", path)
-wl = load_workload(path, system, SwfOptions(max_jobs=max_jobs))
+wl = load_workload(path, system, SwfOptions(max_jobs=max_jobs, units=UnitMapping(mode=units)))
 t1 = time.perf_counter()
 res = Simulator(system, wl, make_dispatcher(disp), options=SimulationOptions(record_decisions=False)).run()
 t2 = time.perf_counter()
@@ -55,11 +55,11 @@ print(json.dumps({
 """
 
 
-def run_one(path: Path, dispatcher: str, max_jobs: int, limit: float) -> dict:
+def run_one(path: Path, dispatcher: str, max_jobs: int, limit: float, units: str = "divisor") -> dict:
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", WORKER, str(path), dispatcher, str(max_jobs or 0)],
+            [sys.executable, "-c", WORKER, str(path), dispatcher, str(max_jobs or 0), units],
             capture_output=True, text=True, timeout=limit,
         )
     except subprocess.TimeoutExpired:
@@ -79,6 +79,8 @@ def main() -> None:
     ap.add_argument("--dispatchers", default="fifo,sjf,easy,conservative")
     ap.add_argument("--max-jobs", type=int, default=0, help="only the first N jobs of each trace (0: all)")
     ap.add_argument("--time-limit", type=float, default=4 * 3600.0, help="seconds per run")
+    ap.add_argument("--units", default="divisor", choices=["divisor", "processor", "node"],
+                    help="processors -> units mapping (processor: 1-core units; conservative then plans pooled)")
     ap.add_argument("--out", type=Path, default=Path("all_traces.json"))
     args = ap.parse_args()
 
@@ -92,14 +94,14 @@ def main() -> None:
     for path in paths:
         for disp in dispatchers:
             console.print(f"{path.name} / {disp} ...", end=" ")
-            r = run_one(path, disp, args.max_jobs, args.time_limit)
-            r.update(trace=path.name, dispatcher=disp)
+            r = run_one(path, disp, args.max_jobs, args.time_limit, args.units)
+            r.update(trace=path.name, dispatcher=disp, units=args.units)
             rows.append(r)
             console.print(r["status"] if r["status"] != "ok" else
                           f"{r['jobs']} jobs in {r['sim_s']:.1f} s, valid={r['valid']}")
             args.out.write_text(json.dumps(rows, indent=2))
 
-    table = Table(title=f"all traces{'' if not args.max_jobs else f' (first {args.max_jobs} jobs)'}")
+    table = Table(title=f"all traces, units={args.units}{'' if not args.max_jobs else f', first {args.max_jobs} jobs'}")
     cols = ["trace", "dispatcher", "jobs", "load s", "simulate s", "jobs/s", "peak RSS MiB", "valid",
             "mean wait s", "mean bsld"]
     for c in cols:
