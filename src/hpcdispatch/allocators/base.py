@@ -68,15 +68,21 @@ class FirstFit(Allocator):
             if not ok[k]:
                 return None
             return Allocation.trusted(np.array([k], dtype=np.int64), _ONE)
+        # several units: walk the nodes that have room, in order, in Python -- for the few nodes
+        # a job needs this beats cumsum + searchsorted + gather over the whole array
         fits = units_fit_per_node(free, unit_request, max_per_node)
-        cs = np.cumsum(fits)
-        if cs[-1] < units:
+        cand = np.flatnonzero(fits)
+        room = fits[cand].tolist()
+        if sum(room) < units:
             return None
-        k = int(np.searchsorted(cs, units))
-        nodes = np.flatnonzero(fits[: k + 1])
-        counts = fits[nodes]
-        counts[-1] -= int(cs[k]) - units
-        return Allocation.trusted(nodes, counts)
+        need = units
+        k = 0
+        for k, f in enumerate(room):
+            if f >= need:
+                room[k] = need
+                break
+            need -= f
+        return Allocation.trusted(cand[: k + 1], np.array(room[: k + 1], dtype=np.int64))
 
 
 class BestFit(Allocator):

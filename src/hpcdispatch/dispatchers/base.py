@@ -122,7 +122,7 @@ class Scratch:
     def __init__(self, view: DispatchView, allocator: Allocator):
         self.free = view.free
         self._owned = False
-        self.total = list(view.free_total)
+        self.total = list(view._free_total)
         self._view = view
         self._allocator = allocator
         self.starts: list[Start] = []

@@ -41,18 +41,23 @@ class ClusterState:
         if first < 0 or last >= self.n_nodes:
             return f"node index out of range 0..{self.n_nodes - 1}: {nodes.tolist()}"
         count_list = counts.tolist()
-        if min(count_list) <= 0:
-            return f"non-positive unit count in {allocation.pairs()}"
-        total = sum(count_list)
+        if m == 1:
+            total = count_list[0]
+            if total <= 0:
+                return f"non-positive unit count in {allocation.pairs()}"
+        else:
+            if min(count_list) <= 0:
+                return f"non-positive unit count in {allocation.pairs()}"
+            total = sum(count_list)
         if total != units:
             return f"allocation holds {total} units, the job requests {units}"
-        if max_per_node > 0 and max(count_list) > max_per_node:
+        if max_per_node > 0 and (total if m == 1 else max(count_list)) > max_per_node:
             return f"more than {max_per_node} unit(s) per node in {allocation.pairs()}"
-        if m == 1:  # one node: basic indexing, no fancy gather/scatter
+        if m == 1:  # one node: basic indexing and Python scalars (numpy reductions on tiny arrays are slow)
             row = self.free[first]
             need = counts[0] * unit_request
             left = row - need
-            if left.min() < 0:
+            if min(left.tolist()) < 0:
                 r = int(np.argmax(left < 0))
                 return f"node {first} has {int(row[r])} {self.system.resources[r]} free, the allocation needs {int(need[r])}"
             row[...] = left

@@ -34,7 +34,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from sortedcontainers import SortedList
 
 from hpcdispatch.dispatchers.base import Dispatcher
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
@@ -109,7 +108,6 @@ class Simulator:
         requests = workload.unit_requests
         queue: dict[int, Job] = {}
         running: dict[int, RunningJob] = {}
-        by_end = SortedList()  # (planned end, job index) of running jobs
         planned: list[float] = [0.0] * n
         planned_np = np.zeros(n, dtype=np.float64)
         held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
@@ -129,7 +127,7 @@ class Simulator:
         wall_l = workload.wall_time.tolist()
         duration = [min(r, w) if kill else r for r, w in zip(run_l, wall_l)]
 
-        view = DispatchView(system, state.free_readonly, state.free_total, queue, running, by_end, planned, requests, kill, planned_np)
+        view = DispatchView(system, state.free_readonly, state.free_total, queue, running, planned, requests, kill, planned_np)
         heap: list[tuple[float, int, int, int, Any]] = []
         seq = itertools.count()
         name = dispatcher.name
@@ -197,7 +195,7 @@ class Simulator:
             while heap and heap[0][0] == t and heap[0][1] == END:
                 idx = heappop(heap)[4]
                 rj = running.pop(idx)
-                by_end.remove((rj.planned_end, idx))
+                view.running_version += 1
                 for nodes, amounts in held.pop(idx):
                     give(nodes, amounts)
                 end_at[idx] = t
@@ -235,7 +233,7 @@ class Simulator:
                 if kind == RESIZE:
                     idx, request = payload
                     if idx in running:
-                        granted = self._resize(idx, request, t, view, running, by_end, held, segments, state, requests)
+                        granted = self._resize(idx, request, t, view, running, held, segments, state, requests)
                         resize_log.append((t, jobs[idx].id, request.units, granted))
                         happened = True
                 elif kind == WAKEUP:
@@ -281,7 +279,7 @@ class Simulator:
                         end_t = begin + duration[idx]
                         rj = RunningJob(job, begin, alloc, begin + planned[idx])
                         running[idx] = rj
-                        by_end.add((rj.planned_end, idx))
+                        view.running_version += 1
                         held[idx] = [(alloc.nodes, amounts)]
                         segments[idx] = [(begin, alloc)]
                         heappush(heap, (end_t, END, next(seq), END, idx))
@@ -350,7 +348,7 @@ class Simulator:
         return result
 
     # ------------------------------------------------------------------------------------
-    def _resize(self, idx, request, t, view, running, by_end, held, segments, state, requests) -> bool:
+    def _resize(self, idx, request, t, view, running, held, segments, state, requests) -> bool:
         rj = running[idx]
         view.now = t
         alloc = self.dispatcher.on_resize(rj, request, view)
@@ -372,4 +370,5 @@ class Simulator:
         held[idx].append((alloc.nodes, amounts))
         segments[idx].append((t, alloc))
         running[idx] = RunningJob(job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end)
+        view.running_version += 1
         return True

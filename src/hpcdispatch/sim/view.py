@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,8 +12,6 @@ from hpcdispatch.sim.decision import RunningJob
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
-if TYPE_CHECKING:
-    from sortedcontainers import SortedList
 
 
 class QueueView:
@@ -75,7 +72,6 @@ class DispatchView:
         free_total: list[int],
         queue: dict[int, Job],
         running: dict[int, RunningJob],
-        by_planned_end: SortedList,
         planned: list[float],
         requests: np.ndarray,
         walltime_kill: bool,
@@ -88,7 +84,10 @@ class DispatchView:
         self.queue = QueueView(queue)
         self._running = running
         self.running: Mapping[int, RunningJob] = MappingProxyType(running)
-        self._by_planned_end = by_planned_end
+        self._order: list[RunningJob] | None = None
+        self._order_key = -1
+        #: incremented by the simulator whenever a job starts, ends or grows
+        self.running_version = 0
         self._planned = planned
         ro = np.asarray(planned if planned_array is None else planned_array, dtype=np.float64).view()
         ro.flags.writeable = False
@@ -111,9 +110,15 @@ class DispatchView:
         return max(running.planned_end, self.now + 1.0)
 
     def running_by_planned_end(self) -> Iterator[RunningJob]:
-        """Running jobs in ascending planned end (ties by job order)."""
-        running = self._running
-        return (running[idx] for _, idx in self._by_planned_end)
+        """Running jobs in ascending planned end (ties by job order).
+
+        Sorted on demand (and cached while the running set is unchanged): only the policies
+        that plan ahead pay for it.
+        """
+        if self._order is None or self._order_key != self.running_version:
+            self._order = sorted(self._running.values(), key=lambda rj: (rj.planned_end, rj.job.index))
+            self._order_key = self.running_version
+        return iter(self._order)
 
     def fits_now(self, job: Job) -> bool:
         req = self.requests[job.index]

@@ -1,0 +1,82 @@
+"""Duration predictors on real traces: accuracy, overhead, and what they do to EASY.
+
+For each trace (default HPC2N and SDSC-SP2, whole traces) and each predictor (W, L2, D, R)
+it simulates EASY with that predictor (predictions are made on-line at submission, the
+knowledge base grows when jobs end) and prints:
+
+- prediction quality: mean absolute error, under- / over-estimation rates, share of jobs
+  with accuracy A = real / predicted in [0.75, 1.25];
+- prediction overhead: time spent in predict + learn, as a share of the simulation time;
+- the QoS EASY reaches with it: mean wait, mean bounded slowdown.
+
+    python benchmarks/predictors.py [--traces HPC2N,SDSC-SP2] [--dispatcher easy] [--max-jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from hpcdispatch.runner import run_simulation
+from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.workload import SwfOptions, load_workload, resolve_system
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--traces", default="HPC2N,SDSC-SP2")
+    ap.add_argument("--traces-dir", type=Path, default=TRACES)
+    ap.add_argument("--predictors", default="W,L2,D,R")
+    ap.add_argument("--dispatcher", default="easy")
+    ap.add_argument("--max-jobs", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=Path("predictors.json"))
+    args = ap.parse_args()
+    console = Console()
+    rows = []
+    for prefix in [p.strip() for p in args.traces.split(",")]:
+        path = next(iter(sorted(args.traces_dir.glob(prefix + "*.swf*"))), None)
+        if path is None:
+            raise SystemExit(f"no trace matching {prefix}* in {args.traces_dir}")
+        system = resolve_system("auto", str(path))
+        wl = load_workload(str(path), system, SwfOptions(max_jobs=args.max_jobs or None))
+        for pred in [p.strip() for p in args.predictors.split(",")]:
+            spec = f"{args.dispatcher}-{pred}"
+            with console.status(f"{path.name}: {spec} ..."):
+                out = run_simulation(system, wl, spec, options=SimulationOptions(record_decisions=False))
+            s = out.summary
+            row = {
+                "trace": path.name, "jobs": len(wl), "dispatcher": spec, "predictor": s["predictor"],
+                "mae_s": s["prediction_mae_s"], "under": s["prediction_under_rate"], "over": s["prediction_over_rate"],
+                "within_25pct": s["prediction_within_25pct"], "prediction_s": s["prediction_time_s"],
+                "sim_s": out.wall_seconds, "overhead": s["prediction_time_s"] / out.wall_seconds,
+                "wait_mean": s["wait_mean"], "bsld_mean": s["bounded_slowdown_mean"], "valid": out.validation.ok,
+            }
+            rows.append(row)
+            console.print(f"{path.name} {spec}: MAE {row['mae_s']:,.0f} s, under {row['under']:.3f}, "
+                          f"bsld {row['bsld_mean']:.2f}, overhead {100 * row['overhead']:.1f} %")
+            args.out.write_text(json.dumps(rows, indent=2))
+    cols = ["trace", "dispatcher", "MAE s", "under-est.", "over-est.", "A in [0.75,1.25]", "predict+learn s",
+            "simulation s", "overhead", "mean wait s", "mean bsld", "valid"]
+    table = Table(title="duration predictors")
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("trace", "dispatcher") else "right")
+    md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = [r["trace"], r["dispatcher"], f"{r['mae_s']:,.0f}", f"{r['under']:.3f}", f"{r['over']:.3f}",
+                 f"{r['within_25pct']:.3f}", f"{r['prediction_s']:.2f}", f"{r['sim_s']:.1f}",
+                 f"{100 * r['overhead']:.1f} %", f"{r['wait_mean']:,.0f}", f"{r['bsld_mean']:.2f}",
+                 "yes" if r["valid"] else "NO"]
+        table.add_row(*cells)
+        md.append("| " + " | ".join(cells) + " |")
+    console.print(table)
+    args.out.with_suffix(".md").write_text("\n".join(md) + "\n")
+
+
+if __name__ == "__main__":
+    main()
