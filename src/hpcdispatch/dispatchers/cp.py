@@ -35,6 +35,7 @@ from hpcdispatch.allocators.base import make_allocator
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
 from hpcdispatch.cp.models import hcp as hcp_model
 from hpcdispatch.cp.models import pcp19 as pcp19_model
+from hpcdispatch.cp.models import hybrid as hybrid_model
 from hpcdispatch.cp.models import pcp20 as pcp20_model
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule, earliest_alone, horizon_units, rule_schedule
@@ -242,6 +243,15 @@ class PCP20(CPDispatcher):
     name = "pcp20"
     MODEL = pcp20_model
     FLAVOUR = "pcp"
+
+
+@register
+class CPHybrid(CPDispatcher):
+    """cp-hybrid: pooled future, exact node-level start-now packing on node classes."""
+
+    name = "cp-hybrid"
+    MODEL = hybrid_model
+    FLAVOUR = "hcp"
 
 
 def info_json(info: dict[str, Any]) -> str:

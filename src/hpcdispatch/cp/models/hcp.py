@@ -16,20 +16,25 @@ from hpcdispatch.cp.rule import RuleSchedule
 NODE_LEVEL_RULE = False
 
 
-def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
-          rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
-    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest)
-    m = sched.model
+def add_pooled_cumulatives(m, sched: Schedule, inst: DispatchInstance, jobs: list[QueuedJob]) -> None:
+    """One cumulative per requested resource type, capacity: the system's total."""
     total = inst.capacity.sum(axis=0)
     for r in requested_resources(jobs):
-        intervals = [sched.intervals[j.index] for j in jobs]
-        demands = [j.units * j.unit_request[r] for j in jobs]
+        intervals = [sched.intervals[j.index] for j in jobs if j.unit_request[r] > 0]
+        demands = [j.units * j.unit_request[r] for j in jobs if j.unit_request[r] > 0]
         for entry, _left, iv in sched.running:
             amount = sum(u * entry.unit_request[r] for u in entry.units)
             if amount:
                 intervals.append(iv)
                 demands.append(amount)
         m.add_cumulative(intervals, demands, int(total[r]))
+
+
+def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
+          rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
+    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest)
+    m = sched.model
+    add_pooled_cumulatives(m, sched, inst, jobs)
 
     def decode_now(solver):
         return {j.index: None for j in jobs if solver.value(sched.starts[j.index]) == 0}
