@@ -12,10 +12,12 @@ time, longest at the bottom, so that space frees contiguously).
 The node map (a unit's types, and all positions it covers, in one node): PCP'20 posts
 ``element(map_r, y)`` constraints over the position->node tables. CP-SAT expands such
 tables position by position in presolve (seconds even on Eurora), so each unit gets a node
-variable ``n_{i,k}`` instead and ``y_{i,k,r} = off_r(n_{i,k}) + o_{i,k,r}`` with
-``0 <= o_{i,k,r} <= cap_r(n_{i,k}) - req``: the same semantics. ``off_r`` and ``cap_r`` are
-linear in the node index wherever the capacity is constant (homogeneous systems, and the
-GPU/MIC halves of Eurora); an ``element`` over the *node* table is used otherwise.
+variable ``n_{i,k}`` instead and ``off_r(n) <= y_{i,k,r} <= off_r(n) + cap_r(n) - req``:
+the same semantics. ``off_r`` and ``cap_r`` are linear in the node index wherever the
+capacity is constant (homogeneous systems, and the GPU/MIC halves of Eurora), which makes
+these two linear constraints; an ``element`` over the *node* table (plus an offset
+variable) is used otherwise. Variables: ``|Q| + sum_i rn_i (1 + |R_i|)`` -- the paper's
+count plus one node variable per unit -- whatever the number of nodes.
 
 Search (the paper's): the job of highest priority that can start first, at its earliest
 start, then its allocation variable with the smallest domain at its maximum value (best
@@ -159,10 +161,11 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
                 y = m.new_int_var(0, int(totals[r]) - q, f"y[{j.id},{k},{r}]")
                 aff_off = _affine(offsets[r], allowed)
                 aff_cap = _affine(cap[:, r], allowed)
-                if aff_off is not None and aff_cap is not None and aff_cap[1] == 0:
-                    # off_r and cap_r linear on the allowed nodes: y = a + b n + o, o <= cap - q
-                    o = m.new_int_var(0, max(aff_cap[0] - q, 0), f"o[{j.id},{k},{r}]")
-                    m.add(y == aff_off[0] + aff_off[1] * nd + o)
+                affine = aff_off is not None and aff_cap is not None and aff_cap[1] == 0
+                if affine:
+                    # off_r and cap_r linear on the allowed nodes: a + b n <= y <= a + b n + cap - q
+                    m.add(y >= aff_off[0] + aff_off[1] * nd)
+                    m.add(y <= aff_off[0] + aff_off[1] * nd + aff_cap[0] - q)
                 else:
                     elements += 1
                     off_v = m.new_int_var(0, int(totals[r]), f"off[{j.id},{k},{r}]")
@@ -174,8 +177,8 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
                     m.add(y == off_v + o)
                 if hinted_node is not None:
                     m.add_hint(y, hinted_pos[r])
-                    m.add_hint(o, hinted_pos[r] - int(offsets[r][hinted_node]))
-                    if aff_off is None or aff_cap is None or aff_cap[1] != 0:
+                    if not affine:
+                        m.add_hint(o, hinted_pos[r] - int(offsets[r][hinted_node]))
                         m.add_hint(off_v, int(offsets[r][hinted_node]))
                         m.add_hint(cap_v, int(cap[hinted_node, r]))
                 box_x[r].append(sched.intervals[j.index])
