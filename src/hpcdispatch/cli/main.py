@@ -296,6 +296,12 @@ def workload_info(**kw: Any) -> None:
     console.print(workload.report.describe())
 
 
+from hpcdispatch.cli.sweep import report, sweep  # noqa: E402
+
+cli.add_command(sweep)
+cli.add_command(report)
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="hpcdispatch", standalone_mode=False)

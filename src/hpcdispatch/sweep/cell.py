@@ -40,7 +40,8 @@ def _inputs(cell: Cell) -> tuple[Any, Any]:
     system = resolve_system(cell.system_spec, cell.workload_spec)
     workload = load_workload(cell.workload_spec, system, cell.swf_options())
     if len(workload) == 0:
-        raise HpcDispatchError(f"workload {cell.workload_spec} has no job that can run on system {system.name}")
+        why = "; ".join(line.strip() for line in workload.report.describe().splitlines())
+        raise HpcDispatchError(f"workload {cell.workload_spec} has no job that can run on system {system.name} ({why})")
     _CACHE[key] = (system, workload)
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

@@ -130,23 +130,30 @@ class LocalExecutor:
                     suspects.extend(running.values())
                     running.clear()
                     self._drop(pool)
-                    for cell in suspects:
-                        yield cell, self._run_alone(cell, out_root, replace_failed)
+                    yield from self._run_alone(suspects, out_root, replace_failed)
                     suspects.clear()
                     if todo:
                         pool = self._pool(self.workers)
         finally:
             self.close()
 
-    def _run_alone(self, cell: Cell, out_root: Path, replace_failed: bool) -> CellRecord:
-        pool = self._pool(1)
+    def _run_alone(self, cells: list[Cell], out_root: Path, replace_failed: bool) -> Iterator[tuple[Cell, CellRecord]]:
+        """One cell at a time in a single-process pool: a worker death names its cell."""
+        pool: ProcessPoolExecutor | None = None
         try:
-            return pool.submit(run_cell, cell, str(out_root), replace_failed).result()
-        except BrokenProcessPool:
-            return worker_died_record(cell, out_root, "the worker process died while running this cell "
-                                      "alone (crash, out of memory or killed)")
+            for cell in cells:
+                pool = pool or self._pool(1)
+                try:
+                    record = pool.submit(run_cell, cell, str(out_root), replace_failed).result()
+                except BrokenProcessPool:
+                    self._drop(pool)
+                    pool = None
+                    record = worker_died_record(cell, out_root, "the worker process died while running this cell "
+                                                "alone (crash, out of memory or killed)")
+                yield cell, record
         finally:
-            self._drop(pool)
+            if pool is not None:
+                self._drop(pool)
 
     def close(self) -> None:
         for pool in list(self._pools):
