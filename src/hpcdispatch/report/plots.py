@@ -99,10 +99,10 @@ def plot_grouped_bars(stats: pd.DataFrame, metrics: list[Metric], path: Path, ti
     groups = list(dict.fromkeys(stats[group]))
     names = list(dict.fromkeys(stats[series]))
     width = 0.8 / max(len(names), 1)
-    ncols = min(len(metrics), 4)
+    ncols = 2 if len(metrics) in (2, 4) else min(len(metrics), 3)
     nrows = (len(metrics) + ncols - 1) // ncols
-    panel_w = max(4.2, 1.0 + 0.5 * len(groups) * max(len(names), 2) ** 0.6)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_w * ncols / 0.84, 3.8 * nrows), squeeze=False)
+    panel_w = max(3.6, 1.0 + 0.5 * len(groups) * max(len(names), 2) ** 0.6)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_w * ncols / 0.84, 3.2 * nrows + 0.4), squeeze=False)
     colors = plt.cm.tab10(np.arange(len(names)) % 10)
     for ax, m in zip(axes.flat, metrics):
         scale = 1000.0 if m.kind == "ms" else 1.0

@@ -108,6 +108,8 @@ def _distribution(rs: RunSet, done: pd.DataFrame, filename: str, column: str, sc
     for i, run in zip(done.index, done["run"]):
         if counts.get(run, 0) >= MAX_CELLS_PER_RUN:
             continue
+        if i not in rs.dirs:
+            continue
         path = rs.dirs[i] / filename
         if not path.is_file():
             continue
