@@ -158,3 +158,27 @@ def test_plugins_register_dispatchers(tmp_path):
         from hpcdispatch.dispatchers import DISPATCHERS
 
         DISPATCHERS.pop("widest-first-plugin", None)
+
+
+def test_the_documented_example_is_valid():
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "SWEEPS.md"
+    text = doc.read_text()
+    example = re.search(r"```toml\n(.*?)```", text, re.S).group(1)
+    spec = parse_sweep(example, source="SWEEPS.md", base=doc.parent)
+    stated = int(re.search(r"\*\*(\d+) cells\*\*", text).group(1))
+    assert len(spec.cells) == stated == 42
+    assert {c.labels["run"] for c in spec.cells} == {
+        "fifo", "fifo-L2", "easy-allocator_best-fit", "easy-allocator_best-fit-L2", "sjf-nb", "sjf-nb-L2", "easy-R"}
+
+
+def test_the_readme_example_is_valid():
+    import re
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    example = re.search(r"```toml\n(.*?)```", readme.read_text(), re.S).group(1)
+    spec = parse_sweep(example, source="README.md", base=readme.parent)
+    assert len(spec.cells) == (1 + 10) * 4 * 2

@@ -51,6 +51,7 @@ def run_sweep(
     executor is closed at the end (default: :class:`LocalExecutor` on every core).
     """
     t0 = time.perf_counter()
+    out = Path(out).resolve()  # workers may run elsewhere (another working directory, another host)
     store = SweepStore(out)
     store.write_manifest(spec)
     store.clean_stale()
@@ -64,7 +65,7 @@ def run_sweep(
     last_write = time.monotonic()
     try:
         if to_run:
-            for cell, record in executor.run(to_run, Path(out), retry_failed):
+            for cell, record in executor.run(to_run, out, retry_failed):
                 records[cell.id] = record
                 if record["status"] == "done":
                     done += 1
