@@ -56,7 +56,8 @@ def load_sweep_runs(root: str | Path) -> RunSet:
     ids = [c["id"] for c in manifest["cells"]]
     scan = store.scan(ids)
     order = {cid: i for i, cid in enumerate(ids)}
-    frame = summary_frame([*scan.done.values(), *scan.failed.values()], order)
+    labels = {c["id"]: c["labels"] for c in manifest["cells"]}
+    frame = summary_frame([*scan.done.values(), *scan.failed.values()], order, labels)
     if len(frame) == 0:
         raise ConfigError(f"{root}: no finished cell yet (run 'hpcdispatch sweep run' first)")
     frame = frame.rename(columns={"workload": "workload_spec"})

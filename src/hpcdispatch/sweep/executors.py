@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -212,7 +213,7 @@ class DaskExecutor:
         futures = {}
         for cell in cells:
             fut = self.client.submit(_dask_task, cell, str(out_root), replace_failed,
-                                     key=f"hpcdispatch-cell-{cell.id}", pure=False)
+                                     key=f"hpcdispatch-cell-{cell.id}-{uuid.uuid4().hex[:8]}", pure=False)
             futures[fut] = cell
         try:
             for fut in as_completed(futures):

@@ -56,10 +56,11 @@ def run_sweep(
     store.write_manifest(spec)
     store.clean_stale()
     order = {c.id: c.index for c in spec.cells}
+    labels = {c.id: c.labels for c in spec.cells}
     scan = store.scan(spec.cell_ids(), set_aside_broken=True)
     records: dict[str, dict[str, Any]] = {**scan.done, **scan.failed}
     to_run = [c for c in spec.cells if c.id in scan.pending or (retry_failed and c.id in scan.failed)]
-    store.write_summary(list(records.values()), order)
+    store.write_summary(list(records.values()), order, labels)
     executor = executor or LocalExecutor()
     done = failed = 0
     last_write = time.monotonic()
@@ -74,11 +75,14 @@ def run_sweep(
                 if progress is not None:
                     progress(done, failed, len(to_run), record)
                 if time.monotonic() - last_write >= summary_interval_s:
-                    store.write_summary(list(records.values()), order)
+                    store.write_summary(list(records.values()), order, labels)
                     last_write = time.monotonic()
     finally:
         executor.close()
-        summary = store.write_summary(list(records.values()), order)
+        # the final summary is read back from the cells: it also holds cells that another
+        # process (a second sweep on the same directory, an orphaned worker) published meanwhile
+        final = store.scan(spec.cell_ids())
+        summary = store.write_summary([*final.done.values(), *final.failed.values()], order, labels)
         store.clean_stale()
     statuses = summary["status"].value_counts().to_dict() if len(summary) else {}
     return SweepOutcome(

@@ -199,8 +199,9 @@ class SweepStore:
         return removed
 
     # ---- summary -------------------------------------------------------------------------
-    def write_summary(self, records: list[dict[str, Any]], order: dict[str, int]) -> pd.DataFrame:
-        frame = summary_frame(records, order)
+    def write_summary(self, records: list[dict[str, Any]], order: dict[str, int],
+                      labels: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
+        frame = summary_frame(records, order, labels)
         write_frame(self.root / SUMMARY, frame)
         return frame
 
@@ -240,8 +241,9 @@ def _flat(value: Any) -> Any:
     return value
 
 
-def record_row(rec: dict[str, Any]) -> dict[str, Any]:
-    lab = rec.get("labels", {})
+def record_row(rec: dict[str, Any], labels: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One summary row; ``labels`` (the current spec's, if given) win over the record's own."""
+    lab = labels or rec.get("labels", {})
     err = rec.get("error") or {}
     row: dict[str, Any] = {
         "cell_id": rec["id"],
@@ -267,10 +269,11 @@ def record_row(rec: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def summary_frame(records: list[dict[str, Any]], order: dict[str, int]) -> pd.DataFrame:
+def summary_frame(records: list[dict[str, Any]], order: dict[str, int],
+                  labels: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
     """One row per record, in the spec's cell order."""
     recs = sorted(records, key=lambda r: order.get(r["id"], len(order)))
-    rows = [record_row(r) for r in recs]
+    rows = [record_row(r, (labels or {}).get(r["id"])) for r in recs]
     frame = pd.DataFrame(rows)
     if frame.empty:
         frame = pd.DataFrame({"cell_id": pd.Series(dtype=str), "status": pd.Series(dtype=str)})
