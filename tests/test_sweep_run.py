@@ -9,12 +9,14 @@ import sys
 import textwrap
 
 import pandas as pd
+import pytest
 from helpers import trace
 from sweeps import cli, records, summary, write_spec
 
 from hpcdispatch.dispatchers import DISPATCHERS
 from hpcdispatch.results.store import read_run
-from hpcdispatch.sweep import LocalExecutor, deterministic_columns, load_sweep, run_sweep, sweep_status
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sweep import LocalExecutor, deterministic_columns, load_sweep, make_executor, run_sweep, sweep_status
 from hpcdispatch.sweep.store import SweepStore
 
 GOOD_SWF = "".join(
@@ -187,19 +189,25 @@ def test_command_line(tmp_path):
     bigger = write_spec(tmp_path, MIXED.replace('"fifo", "easy"', '"fifo", "easy", "sjf"').replace(
         'trace = "bad.swf"', f'trace = "{trace("KTH-SP2-1996-2.1-cln.swf.gz")}"\nmax_jobs = 200'), "bigger.toml")
     SweepStore(out).write_manifest(load_sweep(bigger))
-    st = cli("sweep", "status", str(out))
+    st = cli("sweep", "status", str(out), "--all")
     assert "4 done" in st.stdout and "2 failed" in st.stdout and "3 pending" in st.stdout
-    assert "machine-s/lublin-60j/seed1/sjf" in st.stdout
+    rows = [line for line in st.stdout.splitlines() if "machine-s/" in line]
+    assert len(rows) == 9 and sum(" pending " in r for r in rows) == 3 and sum(" done " in r for r in rows) == 4
+    assert any("machine-s/lublin-60j/seed1/sjf" in r and " pending " in r for r in rows)
     p = cli("sweep", "run", str(bigger), "--out", str(out), "-q", "--workers", "1")
     assert p.returncode == 1 and "running 3" in p.stdout and "6 done" in p.stdout and "3 failed" in p.stdout
     assert len(summary(out)) == 9
     errors = [
         (cli("sweep", "run", str(tmp_path / "nope.toml"), "--out", str(out)), "sweep file does not exist"),
-        (cli("sweep", "run", str(bigger), "--out", str(out), "--workers", "2", "--dask", "local:1"), "not both"),
-        (cli("sweep", "run", str(bigger), "--out", str(out), "--dask", "local:x"), "positive number of workers"),
         (cli("sweep", "status", str(tmp_path)), "not a sweep output directory"),
     ]
     for proc, expected in errors:
         assert proc.returncode == 2 and expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    with pytest.raises(ConfigError, match="not both"):
+        make_executor(workers=2, dask="local:1")
+    with pytest.raises(ConfigError, match="positive number of workers"):
+        make_executor(dask="local:x")
+    with pytest.raises(ConfigError, match="at least 1"):
+        make_executor(workers=0)
     manifest = json.loads((out / "sweep.json").read_text())
     assert len(manifest["cells"]) == 9 and (out / "sweep.toml").read_text() == bigger.read_text()

@@ -84,14 +84,26 @@ def run_cmd(spec: Path, out: Path, workers: int | None, dask_address: str | None
 
 @sweep.command("status")
 @click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def status_cmd(out: Path) -> None:
-    """List the done, failed and pending cells of the sweep in OUT."""
+@click.option("--all", "list_all", is_flag=True, help="list every cell with its status")
+def status_cmd(out: Path, list_all: bool) -> None:
+    """Count the done, failed and pending cells of the sweep in OUT; list failed and pending ones."""
     from hpcdispatch.sweep import sweep_status
 
     st = sweep_status(out)
     console.print(f"sweep [bold]{st.name}[/] in {out}: {st.cells} cells: [green]{len(st.done)} done[/], "
                   f"[red]{len(st.failed)} failed[/], {len(st.pending)} pending"
                   + (f", {len(st.running)} being written now" if st.running else ""))
+    if list_all:
+        table = Table(title="cells")
+        for col in ("cell", "label", "status", "wall s"):
+            table.add_column(col, overflow="fold")
+        state = {r["id"]: ("done", r) for r in st.done} | {r["id"]: ("failed", r) for r in st.failed}
+        for entry in st.entries:
+            status, rec = state.get(entry["id"], ("pending", None))
+            wall = rec.get("cell_wall_s") if rec else None
+            table.add_row(entry["id"], entry["labels"]["label"], status, f"{wall:.2f}" if wall is not None else "")
+        console.print(table)
+        return
     if st.failed:
         table = Table(title="failed cells")
         for col in ("cell", "label", "error"):

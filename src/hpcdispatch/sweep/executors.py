@@ -108,31 +108,38 @@ class LocalExecutor:
 
     def run(self, cells: list[Cell], out_root: Path, replace_failed: bool) -> Iterator[tuple[Cell, CellRecord]]:
         todo = list(reversed(cells))  # pop() from the end keeps the spec order
-        suspects: list[Cell] = []
         window = 2 * self.workers
         pool = self._pool(self.workers)
         running: dict[Future[CellRecord], Cell] = {}
+        empty_breaks = 0
         try:
             while todo or running:
-                while todo and len(running) < window:
-                    cell = todo.pop()
-                    running[pool.submit(run_cell, cell, str(out_root), replace_failed)] = cell
-                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 broken = False
-                for fut in finished:
-                    cell = running.pop(fut)
+                while todo and len(running) < window:
                     try:
-                        yield cell, fut.result()
-                    except BrokenProcessPool:
+                        fut = pool.submit(run_cell, todo[-1], str(out_root), replace_failed)
+                    except BrokenProcessPool:  # a worker died since the last look
                         broken = True
-                        suspects.append(cell)
+                        break
+                    running[fut] = todo.pop()
+                if not broken:
+                    finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        try:
+                            record = fut.result()
+                        except BrokenProcessPool:
+                            broken = True
+                            continue
+                        yield running.pop(fut), record
                 if broken:
                     # every cell still in the pool is a suspect: which one killed the worker is unknown
-                    suspects.extend(running.values())
+                    suspects = list(running.values())
                     running.clear()
                     self._drop(pool)
+                    empty_breaks = 0 if suspects else empty_breaks + 1
+                    if empty_breaks > 1:
+                        raise RuntimeError("the local worker processes die before running any cell")
                     yield from self._run_alone(suspects, out_root, replace_failed)
-                    suspects.clear()
                     if todo:
                         pool = self._pool(self.workers)
         finally:

@@ -109,6 +109,7 @@ class SweepStatus:
     running: list[tuple[str, int, str]]  # (cell id, pid, host) of temporary directories
     foreign: list[str]  # finished cells in the directory that the current spec does not list
     summary_rows: int | None
+    entries: list[dict[str, Any]] = field(default_factory=list)  # every cell of the manifest, in order
 
 
 def sweep_status(out: str | Path) -> SweepStatus:
@@ -136,4 +137,5 @@ def sweep_status(out: str | Path) -> SweepStatus:
         running=[(cid, pid, host) for _p, cid, pid, host in store.temp_dirs()],
         foreign=foreign,
         summary_rows=rows,
+        entries=entries,
     )
