@@ -25,10 +25,16 @@ from hpcdispatch.report.tables import Metric  # noqa: E402
 DPI = 110
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+def _save(fig: plt.Figure, path: Path, layout: bool = True) -> Path:
+    """Write the figure as PNG atomically (temporary file + rename) and close it."""
+    from hpcdispatch.results.store import write_atomic
+
+    if layout:
+        fig.tight_layout()
+    try:
+        write_atomic(Path(path), lambda p: fig.savefig(p, dpi=DPI, format="png"))
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -127,9 +133,7 @@ def plot_grouped_bars(stats: pd.DataFrame, metrics: list[Metric], path: Path, ti
     fig.suptitle(title, fontsize=10)
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.84, 0.5), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0, 0.84, 0.96))
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path, layout=False)
 
 
 # ---------------------------------------------------------------------------------------

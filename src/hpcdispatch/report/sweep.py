@@ -115,6 +115,8 @@ def _distribution(rs: RunSet, done: pd.DataFrame, filename: str, column: str, sc
         if not path.is_file():
             continue
         values = pd.read_parquet(path, columns=[column])[column].to_numpy(dtype=float) * scale
+        if len(values) == 0:  # e.g. a cell run with record_decisions = false
+            continue
         out.setdefault(run, []).append(values)
         counts[run] = counts.get(run, 0) + 1
     result = {}

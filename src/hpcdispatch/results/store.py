@@ -50,6 +50,11 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
         raise
 
 
+def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` into a temporary file beside ``path``, then rename it to ``path``."""
+    _atomic(path, write)
+
+
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (temporary file + rename)."""
     _atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
