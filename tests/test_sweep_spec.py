@@ -74,6 +74,7 @@ def test_ids_are_canonical():
     assert ids('"easy"') != ids('"easy:allocator=best-fit"')
     assert ids('"easy"') != ids('"easy"', "load = 0.5\n")
     assert ids('"easy"') != ids('"easy-R"')
+    assert ids('"easy-L2"') == ids('{ name = "easy", predictor = "L2" }') != ids('"easy"')
     # key order inside the file does not matter
     a = parse_sweep('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nload = 0.7\nseed = 3\n')
     b = parse_sweep('dispatchers = ["fifo"]\n[[workloads]]\nseed = 3\nload = 0.7\ngenerator = "lublin"\njobs = 20\n')
@@ -130,6 +131,8 @@ def test_ids_are_stable_across_processes(tmp_path):
          'generator = "lublin"\n', r"label 'easy' names two different dispatchers"),
         ('dispatchers = ["fifo"]\nplugins = ["nope.py"]\n[[workloads]]\ngenerator = "lublin"\n',
          r"plugins: plugin file '.*nope.py' does not exist"),
+        ('dispatchers = ["fifo"]\nsystems = ["from-trace"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"line 2, systems: 'from-trace' reads the system from an SWF header"),
     ],
 )
 def test_errors_name_file_line_and_field(tmp_path, text, expected):

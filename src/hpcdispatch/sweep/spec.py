@@ -546,6 +546,11 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
     predictors = _predictors(doc, w)
     simulation = _simulation(doc, w)
 
+    if any(spec == "from-trace" for _, spec in systems):
+        generated = [i for i, wl in enumerate(workloads) if wl.seed is not None]
+        if generated:
+            raise w.error("systems", "'from-trace' reads the system from an SWF header, but generated workloads "
+                                     "have none; list those in a sweep with a preset system")
     labels_seen: dict[str, dict[str, Any]] = {}
     for d in dispatchers:
         if labels_seen.setdefault(d.label, d.config) != d.config:
