@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
 import tempfile
 import time
@@ -64,6 +66,7 @@ def main() -> None:
     assert len(spec.cells) == 24
     times: dict[str, list[float]] = {"1 local worker": [], "2 local workers": []}
     summaries = {}
+    cpu_s: dict[str, list[float]] = {}
     configs = [("1 local worker", lambda: LocalExecutor(1)), ("2 local workers", lambda: LocalExecutor(2))]
     if args.dask:
         times["Dask LocalCluster, 2 workers"] = []
@@ -72,13 +75,19 @@ def main() -> None:
         for name, make in configs:
             out = work / f"{name.replace(' ', '_').replace(',', '')}-{rep}"
             with console.status(f"{name}, run {rep + 1} ..."):
+                load = os.getloadavg()[0]
+                cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 outcome = run_sweep(spec, out, make())
                 wall = time.perf_counter() - t0
+                cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             assert outcome.done == 24, outcome.failed_labels
             times[name].append(wall)
             summaries[name] = outcome.summary
-            console.print(f"{name}: {wall:.2f} s")
+            # CPU time of the worker processes (local executors: they are children, joined at the end)
+            cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+            cpu_s.setdefault(name, []).append(cpu)
+            console.print(f"{name}: {wall:.2f} s wall, workers' CPU {cpu:.2f} s, 1-min load average before: {load:.2f}")
     ref = summaries["1 local worker"]
     cols = deterministic_columns(ref)
     identical = all(s[cols].equals(ref[cols]) for s in summaries.values())
@@ -90,7 +99,8 @@ def main() -> None:
     for name, ts in times.items():
         med = statistics.median(ts)
         table.add_row(name, ", ".join(f"{t:.2f}" for t in ts), f"{med:.2f}", f"{med / base:.3f}")
-        result["runs"][name] = {"seconds": ts, "median_s": med, "ratio_vs_1_worker": med / base}
+        result["runs"][name] = {"seconds": ts, "median_s": med, "ratio_vs_1_worker": med / base,
+                                "workers_cpu_s": cpu_s.get(name, [])}
     console.print(table)
     console.print(f"deterministic summary columns identical across executors: {identical}")
     sim = float(ref["sim_wall_s"].sum())
