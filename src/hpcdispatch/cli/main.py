@@ -314,8 +314,11 @@ def workload_info(**kw: Any) -> None:
 
 def _register_subgroups() -> None:
     from hpcdispatch.cli.instances import instances
+    from hpcdispatch.cli.sweep import report, sweep
 
     cli.add_command(instances)
+    cli.add_command(sweep)
+    cli.add_command(report)
 
 
 _register_subgroups()
