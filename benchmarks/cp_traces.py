@@ -6,7 +6,7 @@ already in that file are skipped, so an interrupted campaign resumes where it st
 
     python benchmarks/cp_traces.py --plan priority            # the runs the issue's bars need first
     python benchmarks/cp_traces.py --plan full                # + every version x predictor
-    python benchmarks/cp_traces.py --runs "SDSC-SP2:hcp-R:version=1,LLNL-Atlas:easy"
+    python benchmarks/cp_traces.py --runs "SDSC-SP2:hcp-R:version=1;LLNL-Atlas:easy;KTH-SP2@10000:hcp"
     python benchmarks/cp_traces.py --report                   # table (markdown) of what is done
 
 Each record: trace, spec, jobs, simulation wall time, decisions, decision time mean / p99 /
@@ -23,7 +23,14 @@ import time
 from pathlib import Path
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-FILES = {"LLNL-Atlas": "LLNL-Atlas-2006-2.1-cln.swf.gz", "SDSC-SP2": "SDSC-SP2-1998-4.2-cln.swf.gz"}
+FILES = {"LLNL-Atlas": "LLNL-Atlas-2006-2.1-cln.swf.gz", "SDSC-SP2": "SDSC-SP2-1998-4.2-cln.swf.gz",
+         "KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz", "HPC2N": "HPC2N-2002-2.2-cln.swf.gz"}
+
+
+def trace_path(trace: str) -> tuple[Path, int | None]:
+    """``NAME`` (whole trace) or ``NAME@N`` (its first N jobs by submit time)."""
+    name, _, n = trace.partition("@")
+    return TRACES / FILES.get(name, name), (int(n) if n else None)
 
 WORKER = r"""
 import collections, json, sys, time
@@ -31,9 +38,10 @@ import numpy as np
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.sim.simulator import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
-path, spec = sys.argv[1], sys.argv[2]
+from hpcdispatch.workload.swf import SwfOptions
+path, spec, max_jobs = sys.argv[1], sys.argv[2], sys.argv[3]
 system = resolve_system("auto", path)
-wl = load_workload(path, system)
+wl = load_workload(path, system, SwfOptions(max_jobs=int(max_jobs) if max_jobs != "all" else None))
 t0 = time.perf_counter()
 out = run_simulation(system, wl, spec, options=SimulationOptions())
 wall = time.perf_counter() - t0
@@ -131,11 +139,11 @@ def main() -> None:
     for trace, spec in runs:
         if (trace, spec) in finished:
             continue
-        path = TRACES / FILES.get(trace, trace)
+        path, max_jobs = trace_path(trace)
         t0 = time.perf_counter()
         print(f"{trace} {spec} ...", flush=True)
         try:
-            proc = subprocess.run([sys.executable, "-c", WORKER, str(path), spec], capture_output=True, text=True,
+            proc = subprocess.run([sys.executable, "-c", WORKER, str(path), spec, str(max_jobs or "all")], capture_output=True, text=True,
                                   timeout=args.time_limit)
             if proc.returncode != 0:
                 rec = {"status": "error", "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}

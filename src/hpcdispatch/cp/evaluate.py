@@ -62,17 +62,32 @@ def evaluate(
     specs: list[str],
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    force_model: bool = True,
+    min_queued: int = 1,
 ) -> pd.DataFrame:
+    """Solve every dumped instance with every spec; one row per (instance, dispatcher).
+
+    ``force_model``: build and solve each model even where the priority rule already starts
+    every job now (a dispatcher skips the solver there; forcing it compares the models
+    themselves on every instance, as PCP'20 section 5.3 does). Instances with fewer than
+    ``min_queued`` queued jobs are left out; ``limit`` counts the instances kept.
+    """
     files = sorted(Path(directory).glob("instance-*.json"))
     if not files:
         raise ConfigError(f"{directory}: no instance-*.json files (simulate with --dump-instances first)")
-    if limit:
-        files = files[:limit]
     rows: list[dict[str, Any]] = []
     dispatchers: dict[str, CPDispatcher] = {}
     system_key = None
+    kept = 0
     for k, path in enumerate(files):
+        if limit and kept >= limit:
+            break
         inst = DispatchInstance.load(path)
+        if len(inst.queued) < min_queued:
+            if progress is not None:
+                progress(k + 1, len(files))
+            continue
+        kept += 1
         key = (inst.resources, inst.capacity.tobytes())
         if key != system_key:
             system = system_of_instance(inst)
@@ -82,6 +97,7 @@ def evaluate(
                 if not isinstance(d, CPDispatcher):
                     raise ConfigError(f"'{spec}' is not a CP dispatcher (instances are CP dispatching instances)")
                 d.setup(system)
+                d.force_model = force_model
                 dispatchers[spec] = d
             system_key = key
         for spec, d in dispatchers.items():
@@ -93,11 +109,13 @@ def evaluate(
             rows.append({
                 "instance": path.name, "time": inst.time, "queued": len(inst.queued), "in_model": info.get("in_model", 0),
                 "dispatcher": label_for(spec), "variables": variables, "constraints": constraints,
-                "decision_s": took, "objective": objective, "status": info.get("status"),
+                "decision_s": took, "objective": objective, "rule_objective": info.get("rule_objective", 0), "status": info.get("status"),
                 "dispatched": len(placed), "fallback": info.get("fallback", ""),
             })
         if progress is not None:
             progress(k + 1, len(files))
+    if not rows:
+        raise ConfigError(f"{directory}: no instance with at least {min_queued} queued jobs")
     return pd.DataFrame(rows)
 
 

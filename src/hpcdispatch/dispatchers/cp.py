@@ -75,6 +75,7 @@ class CPDispatcher(Dispatcher):
         workers: int = 1,
         symmetry: bool = True,
         dump_instances: str | None = None,
+        force_model: bool = False,
     ):
         self.allocator = allocator
         self.version = version
@@ -86,6 +87,9 @@ class CPDispatcher(Dispatcher):
         self.workers = workers
         self.symmetry = symmetry
         self.dump_instances = dump_instances
+        #: build and solve the model even when the rule already starts every job now (the
+        #: decision cannot improve then; used to compare models on every instance)
+        self.force_model = force_model
 
     def _setup(self, system: System) -> None:
         self.settings = CPSettings(
@@ -129,7 +133,7 @@ class CPDispatcher(Dispatcher):
         info["rule_s"] = time.perf_counter() - t0
         info["rule_objective"] = rule.objective
         chosen: dict[int, Allocation | None]
-        if all(s == 0 for s in rule.starts.values()):
+        if all(s == 0 for s in rule.starts.values()) and not (self.force_model and self.MODEL is not None):
             info["status"] = "rule-optimal"  # everyone starts now: nothing to improve
             chosen = {j.index: rule.allocations.get(j.index) for j in jobs}
         elif self.MODEL is None:
