@@ -195,12 +195,28 @@ def test_pcp20_node_map_never_splits_a_unit(data):
               for i, v in enumerate(built.model.proto.variables) if v.name}
     for j in jobs:
         for k in range(j.units):
-            node = values[f"n[{j.id},{k}]"]
+            if f"n[{j.id},{k}]" in values:
+                node = values[f"n[{j.id},{k}]"]
+            else:  # one requested type: no node variable, the position names the node
+                (r,) = [r for r, q in enumerate(j.unit_request) if q]
+                node = int(np.searchsorted(offsets[r], values[f"y[{j.id},{k},{r}]"], "right")) - 1
             for r, q in enumerate(j.unit_request):
                 if q == 0:
                     continue
                 y = values[f"y[{j.id},{k},{r}]"]
                 assert offsets[r][node] <= y and y + q <= offsets[r][node] + cap[node, r], (j, k, r, node, y)
+        # and the decoded allocation of every job starting now is the same nodes
+        now = built.decode_now(solver)
+        if j.index in now:
+            nodes = []
+            for k in range(j.units):
+                key = f"n[{j.id},{k}]"
+                if key in values:
+                    nodes.append(values[key])
+                else:
+                    (r,) = [r for r, q in enumerate(j.unit_request) if q]
+                    nodes.append(int(np.searchsorted(offsets[r], values[f"y[{j.id},{k},{r}]"], "right")) - 1)
+            assert sorted(now[j.index].pairs()) == sorted((n, nodes.count(n)) for n in set(nodes))
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

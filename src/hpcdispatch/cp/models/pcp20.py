@@ -16,8 +16,12 @@ variable ``n_{i,k}`` instead and ``off_r(n) <= y_{i,k,r} <= off_r(n) + cap_r(n) 
 the same semantics. ``off_r`` and ``cap_r`` are linear in the node index wherever the
 capacity is constant (homogeneous systems, and the GPU/MIC halves of Eurora), which makes
 these two linear constraints; an ``element`` over the *node* table (plus an offset
-variable) is used otherwise. Variables: ``|Q| + sum_i rn_i (1 + |R_i|)`` -- the paper's
-count plus one node variable per unit -- whatever the number of nodes.
+variable) is used otherwise. A job that requests one resource type only (every SWF trace)
+and has no units-per-node limit needs no node variable at all: the domain of ``y`` is the
+union over the allowed nodes of ``[off_n, off_n + cap_n - q]``, so a unit can only lie
+inside one node, and the node is read back from the position. Variables: ``|Q| + sum_i
+rn_i |R_i|`` (the paper's count) for such jobs, ``rn_i (1 + |R_i|)`` for the others --
+whatever the number of nodes.
 
 Search (the paper's): the job of highest priority that can start first, at its earliest
 start, then its allocation variable with the smallest domain at its maximum value (best
@@ -136,7 +140,8 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
     box_y: dict[int, list[cp_model.IntervalVar]] = {r: [] for r in resources}
     box_len: dict[int, list[int]] = {r: [] for r in resources}
     box_amount: dict[int, list[int]] = {r: [] for r in resources}
-    node_vars: dict[int, list[cp_model.IntVar]] = {}
+    node_vars: dict[int, list[cp_model.IntVar]] = {}  # per unit: its node, or its position (position_only)
+    position_of: dict[int, np.ndarray] = {}  # position_only jobs: position -> node via these offsets
     alloc_vars: list[cp_model.IntVar] = []
     elements = 0
     for j in jobs:
@@ -148,10 +153,32 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
         node_vars[j.index] = []
         ys_first: list[cp_model.IntVar] = []
         job_ys: dict[int, list[cp_model.IntVar]] = {r: [] for r in resources}
+        job_res = [r for r in resources if j.unit_request[r] > 0]
+        # one requested type and no units-per-node limit: the node map is the domain of y
+        # itself (the union over allowed nodes of [off_n, off_n + cap_n - q]), no node variable
+        position_only = len(job_res) == 1 and j.max_units_per_node == 0
+        if position_only:
+            r0 = job_res[0]
+            q0 = j.unit_request[r0]
+            y_domain = cp_model.Domain.from_intervals(
+                [[int(offsets[r0][n]), int(offsets[r0][n] + cap[n, r0] - q0)] for n in allowed])
         for k in range(j.units):
+            hinted_node, hinted_pos = (unit_hints[k] if unit_hints is not None else (None, {}))
+            if position_only:
+                y = m.new_int_var_from_domain(y_domain, f"y[{j.id},{k},{r0}]")
+                if hinted_node is not None:
+                    m.add_hint(y, hinted_pos[r0])
+                node_vars[j.index].append(y)
+                box_x[r0].append(sched.intervals[j.index])
+                box_y[r0].append(m.new_fixed_size_interval_var(y, q0, f"yb[{j.id},{k},{r0}]"))
+                box_len[r0].append(sched.durations[j.index])
+                box_amount[r0].append(q0)
+                job_ys[r0].append(y)
+                alloc_vars.append(y)
+                ys_first.append(y)
+                continue
             nd = m.new_int_var_from_domain(domain, f"n[{j.id},{k}]")
             node_vars[j.index].append(nd)
-            hinted_node, hinted_pos = (unit_hints[k] if unit_hints is not None else (None, {}))
             if hinted_node is not None:
                 m.add_hint(nd, hinted_node)
             for r in resources:
@@ -192,6 +219,8 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
         for r in resources:
             if len(job_ys[r]) > 1:
                 m.add_all_different(job_ys[r])
+        if position_only:
+            position_of[j.index] = offsets[r0]
         if settings.symmetry:
             for a, b in zip(ys_first, ys_first[1:]):
                 m.add(a < b)
@@ -211,7 +240,8 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
                 continue
             counts: dict[int, int] = {}
             for nd in node_vars[j.index]:
-                n = int(solver.value(nd))
+                v = int(solver.value(nd))
+                n = v if j.index not in position_of else int(np.searchsorted(position_of[j.index], v, "right")) - 1
                 counts[n] = counts.get(n, 0) + 1
             out[j.index] = Allocation.from_pairs(sorted(counts.items()))
         return out
