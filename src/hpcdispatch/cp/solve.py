@@ -7,7 +7,9 @@ decision; when no solution was found, the search restarts with ``2 delta`` while
 
 - the limit is both a deterministic limit (reproducible with one worker) and a wall-clock
   limit; a watchdog thread stops the search if CP-SAT overruns it (model loading is not
-  covered by CP-SAT's own limit);
+  covered by CP-SAT's own limit). On a loaded machine the wall clock binds first and the
+  decisions depend on the load; ``deterministic=True`` keeps only the deterministic limit
+  (wall clock and watchdog at 10x + 10 s as a safety net against hangs), so the same run gives the same schedule;
 - the priority-rule schedule is given as a complete hint, so a solution normally exists at
   once; when none comes back the caller uses the rule's decision (and says so).
 """
@@ -55,7 +57,8 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
     while True:
         solver = cp_model.CpSolver()
         p = solver.parameters
-        p.max_time_in_seconds = delta
+        wall = delta * 10 + 10.0 if settings.deterministic else delta
+        p.max_time_in_seconds = wall
         p.max_deterministic_time = delta
         p.num_workers = settings.workers
         p.random_seed = 0
@@ -66,7 +69,7 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
                 p.search_branching = getattr(type(p), value)
             else:
                 setattr(p, key, value)
-        watchdog = threading.Timer(delta * 1.5 + 0.25, solver.stop_search)
+        watchdog = threading.Timer(wall * 1.5 + 0.25, solver.stop_search)
         watchdog.daemon = True
         start = time.perf_counter()
         watchdog.start()
@@ -75,7 +78,7 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
         finally:
             watchdog.cancel()
         took = time.perf_counter() - start
-        if took > delta * 1.5 + 0.25:
+        if took > wall * 1.5 + 0.25:
             fired = True
         status = STATUS.get(code, "unknown")
         attempts.append((delta, status))

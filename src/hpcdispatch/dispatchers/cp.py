@@ -76,6 +76,7 @@ class CPDispatcher(Dispatcher):
         symmetry: bool = True,
         dump_instances: str | None = None,
         force_model: bool = False,
+        deterministic: bool = False,
     ):
         self.allocator = allocator
         self.version = version
@@ -90,11 +91,13 @@ class CPDispatcher(Dispatcher):
         #: build and solve the model even when the rule already starts every job now (the
         #: decision cannot improve then; used to compare models on every instance)
         self.force_model = force_model
+        self.deterministic = deterministic
 
     def _setup(self, system: System) -> None:
         self.settings = CPSettings(
             version=int(self.version), m=int(self.m), time_unit=float(self.time_unit), delta=float(self.delta),
             delta_max=float(self.delta_max), k=int(self.k), workers=int(self.workers), symmetry=bool(self.symmetry),
+            deterministic=bool(self.deterministic),
         )
         self._best_fit = make_allocator("best-fit", system)
         self._calls = 0
