@@ -52,11 +52,13 @@ def utilization(result: SimulationResult, t0: float, t1: float) -> dict[str, flo
     """Used / available resource-seconds per resource type over ``[t0, t1]``."""
     w = result.workload
     used = np.zeros(len(w.resources))
+    extra = w.per_node_requests if w.has_constraints else None
     for idx, segs in result.segments.items():
         req = w.unit_requests[idx]
         end = result.end[idx]
         for t_from, alloc in segs:
-            used += alloc.total_units * req * (end - t_from)
+            held = alloc.total_units * req if extra is None else alloc.total_units * req + len(alloc.nodes) * extra[idx]
+            used += held * (end - t_from)
     cap = result.system.total_capacity.astype(np.float64) * max(t1 - t0, 1e-9)
     return {name: float(used[r] / cap[r]) if cap[r] > 0 else 0.0 for r, name in enumerate(w.resources)}
 
