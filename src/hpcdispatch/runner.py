@@ -42,8 +42,12 @@ def run_simulation(
     progress: ProgressCallback | None = None,
     allocator: str | None = None,
     validate: bool = True,
+    overrides: dict[str, Any] | None = None,
 ) -> RunOutcome:
-    overrides = {"allocator": allocator} if allocator else {}
+    """``overrides``: parameters set on the dispatcher when it has them and the spec does not."""
+    overrides = dict(overrides or {})
+    if allocator:
+        overrides["allocator"] = allocator
     base_spec, suffix_predictor = split_predictor_suffix(dispatcher_spec)
     dispatcher = make_dispatcher(base_spec, **overrides)
     sim = Simulator(system, workload, dispatcher, make_predictor(suffix_predictor or predictor), options or SimulationOptions())

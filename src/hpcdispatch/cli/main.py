@@ -70,6 +70,10 @@ def sim_options(fn: Any) -> Any:
         click.option("--charge-dispatch-time", is_flag=True,
                      help="start decided jobs later by the dispatcher's measured wall-clock time"),
         click.option("--dispatch-interval", type=float, default=None, help="also call the dispatcher every N seconds"),
+        click.option("--version", "cp_version", type=click.IntRange(1, 3), default=None,
+                     help="CP dispatchers: CP'19 version 1, 2 or 3 (default 3)"),
+        click.option("--dump-instances", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="CP dispatchers: write every dispatching instance as JSON into this directory"),
         click.option("--quiet", "-q", is_flag=True, help="no progress bar"),
     ]
     for opt in reversed(opts):
@@ -107,6 +111,16 @@ def make_options(kw: dict[str, Any]) -> SimulationOptions:
         charge_dispatch_time=kw["charge_dispatch_time"],
         dispatch_interval=kw["dispatch_interval"],
     )
+
+
+def cp_overrides(kw: dict[str, Any], label: str | None) -> dict[str, Any]:
+    """Parameters the CP options set on dispatchers that have them."""
+    out: dict[str, Any] = {}
+    if kw.get("cp_version") is not None:
+        out["version"] = kw["cp_version"]
+    if kw.get("dump_instances") is not None:
+        out["dump_instances"] = str(kw["dump_instances"] / label) if label else str(kw["dump_instances"])
+    return out
 
 
 @contextmanager
@@ -192,7 +206,8 @@ def simulate(**kw: Any) -> None:
     system, workload = load_inputs(kw)
     with progress_bar(kw["dispatcher"], len(workload), kw["quiet"]) as update:
         outcome = run_simulation(system, workload, kw["dispatcher"], kw["predictor"], make_options(kw),
-                                 out_dir=kw["out"], progress=update, allocator=kw["allocator"])
+                                 out_dir=kw["out"], progress=update, allocator=kw["allocator"],
+                                 overrides=cp_overrides(kw, None))
     s = outcome.summary
     table = Table(title=f"{s['dispatcher_params']} on {system.name}")
     table.add_column("metric")
@@ -235,7 +250,8 @@ def compare(**kw: Any) -> None:
         label = label_for(spec)
         with progress_bar(label, len(workload), kw["quiet"]) as update:
             outcome = run_simulation(system, workload, spec, kw["predictor"], make_options(kw),
-                                     out_dir=out / label, progress=update, allocator=kw["allocator"])
+                                     out_dir=out / label, progress=update, allocator=kw["allocator"],
+                                     overrides=cp_overrides(kw, label))
         summaries.append(outcome.summary)
         started = ~np.isnan(outcome.result.start)
         waits[label] = outcome.result.start[started] - workload.submit[started]
@@ -294,6 +310,18 @@ def workload_info(**kw: Any) -> None:
     table.add_row("jobs over their wall-time", f"{int((workload.run_time > workload.wall_time).sum()):,}")
     console.print(table)
     console.print(workload.report.describe())
+
+
+def _register_subgroups() -> None:
+    from hpcdispatch.cli.instances import instances
+    from hpcdispatch.cli.sweep import report, sweep
+
+    cli.add_command(instances)
+    cli.add_command(sweep)
+    cli.add_command(report)
+
+
+_register_subgroups()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,7 +2,7 @@
 
 Every queued job, in FIFO order, holds a reservation: a start time and the nodes it will use,
 the earliest at which it fits for its planned duration without touching any reservation
-made before it (an :class:`~hpcdispatch.dispatchers.profile.AvailabilityProfile` of running
+made before it (an :class:`~hpcdispatch.planning.profile.AvailabilityProfile` of running
 jobs' expected ends and all reservations). Jobs whose reservation starts now are started, so
 a job starts early (backfills) only if it delays no job ahead of it.
 
@@ -44,7 +44,7 @@ import math
 import numpy as np
 
 from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
-from hpcdispatch.dispatchers.profile import AvailabilityProfile
+from hpcdispatch.planning.profile import AvailabilityProfile
 from hpcdispatch.errors import ConfigError, SimulationStalledError
 from hpcdispatch.sim.allocation import Allocation, held_amounts, per_node_array
 from hpcdispatch.sim.decision import Decision, Start

@@ -50,6 +50,16 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
         raise
 
 
+def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` into a temporary file beside ``path``, then rename it to ``path``."""
+    _atomic(path, write)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temporary file + rename)."""
+    _atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
+
+
 def write_json(path: Path, data: Any) -> None:
     def _w(p: Path) -> None:
         p.write_text(json.dumps(data, indent=2, default=_json_default, allow_nan=True) + "\n")

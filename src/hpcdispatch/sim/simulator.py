@@ -138,7 +138,10 @@ class Simulator:
         wall_l = workload.wall_time.tolist()
         duration = [min(r, w) if kill else r for r, w in zip(run_l, wall_l)]
 
-        view = DispatchView(system, state.free_readonly, state.free_total, queue, running, planned, requests, kill, planned_np)
+        view = DispatchView(
+            system, state.free_readonly, state.free_total, queue, running, planned, requests, kill, planned_np,
+            workload.queue_ewt,
+        )
         heap: list[tuple[float, int, int, int, Any]] = []
         seq = itertools.count()
         name = dispatcher.name

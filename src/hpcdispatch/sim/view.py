@@ -76,6 +76,7 @@ class DispatchView:
         requests: np.ndarray,
         walltime_kill: bool,
         planned_array: np.ndarray | None = None,
+        queue_ewt: Mapping[int, float] | None = None,
     ):
         self.system = system
         self.capacity = system.capacity
@@ -95,6 +96,8 @@ class DispatchView:
         self.planned_durations = ro
         self.requests = requests
         self.walltime_kill = walltime_kill
+        #: expected waiting time per queue, from the workload's recorded waits (may be empty)
+        self.queue_ewt: Mapping[int, float] = MappingProxyType(dict(queue_ewt or {}))
         self.now: float = 0.0
         self.new_jobs: tuple[Job, ...] = ()
         self.ended_jobs: tuple[Job, ...] = ()

@@ -181,8 +181,12 @@ class Workload:
         report: SkipReport | None = None,
         queue_names: dict[int, str] | None = None,
         header: dict[str, str] | None = None,
+        queue_ewt: dict[int, float] | None = None,
     ):
         self.resources = tuple(resources)
+        #: expected waiting time per queue (mean recorded wait of the trace, SWF field 3);
+        #: empty when the source records no waits. Used by the CP dispatchers' v1/v2 objective.
+        self.queue_ewt = dict(queue_ewt or {})
         self.source = source or WorkloadSource(kind="memory", spec="<memory>")
         self.report = report or SkipReport(total_records=len(jobs))
         self.queue_names = dict(queue_names or {})
@@ -280,7 +284,7 @@ class Workload:
     def subset(self, n: int) -> Workload:
         """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
         source = WorkloadSource(self.source.kind, self.source.spec, {**self.source.options, "max_jobs": n})
-        return Workload(self.jobs[:n], self.resources, source, self.report, self.queue_names, self.header)
+        return Workload(self.jobs[:n], self.resources, source, self.report, self.queue_names, self.header, self.queue_ewt)
 
     def offered_load(self, total_capacity: np.ndarray) -> np.ndarray:
         """Offered load per resource: sum(request x run time) / (capacity x submission span)."""

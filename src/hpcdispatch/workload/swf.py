@@ -494,6 +494,14 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
             "max_jobs": options.max_jobs,
         },
     )
+    # expected waiting time per queue: the mean wait the trace itself recorded (field 3)
+    waits = v[order, _col("wait")]
+    queues = queue[order]
+    queue_ewt = {}
+    for q in np.unique(queues).tolist():
+        w = waits[(queues == q) & (waits >= 0)]
+        if len(w):
+            queue_ewt[int(q)] = float(w.mean())
     with gc_paused():
         return Workload(
             jobs,
@@ -502,6 +510,7 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
             report=report,
             queue_names=header.named_ids("Queue"),
             header=header.flat(),
+            queue_ewt=queue_ewt,
         )
 
 

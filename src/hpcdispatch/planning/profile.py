@@ -164,6 +164,7 @@ class AvailabilityProfile:
         duration: float,
         before: float = math.inf,
         credit: tuple[float, float, np.ndarray] | None = None,
+        not_before: float = -math.inf,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Relative segment indices ``k`` whose window passes the pooled filter, and window ends ``j``.
 
@@ -185,6 +186,8 @@ class AvailabilityProfile:
         ok = bad[j] == bad[ks]
         if before != math.inf:
             ok &= times < before
+        if not_before != -math.inf:
+            ok &= times >= not_before
         cand = np.flatnonzero(ok)
         return cand, j[cand]
 
@@ -200,6 +203,7 @@ class AvailabilityProfile:
         node_count: int = 0,
         per_node: np.ndarray | None = None,
         contiguous: bool = False,
+        not_before: float = -math.inf,
     ) -> tuple[float, Allocation | None] | None:
         """Earliest segment start where the units fit for ``duration``, and on which nodes
         (``None`` for a pooled profile: any nodes will do).
@@ -215,7 +219,7 @@ class AvailabilityProfile:
             raise ValueError("a pooled availability profile cannot place jobs with node constraints")
         if candidates is None:
             need = np.asarray(unit_request, dtype=np.int64) * units
-            candidates = self.candidate_starts(need, duration, before)
+            candidates = self.candidate_starts(need, duration, before, not_before=not_before)
         cand, ends = candidates
         if not self.node_level:
             return (float(self._times[self.lo + int(cand[0])]), None) if len(cand) else None

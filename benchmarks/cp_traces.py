@@ -1,0 +1,153 @@
+"""CP dispatchers on whole traces: speed, validity and quality next to EASY and FIFO.
+
+Runs a list of (trace, dispatcher spec) pairs, each in its own subprocess with a time limit,
+and appends one JSON line per finished run to ``--out`` (default ``cp_traces.jsonl``); runs
+already in that file are skipped, so an interrupted campaign resumes where it stopped.
+
+    python benchmarks/cp_traces.py --plan priority            # the runs the issue's bars need first
+    python benchmarks/cp_traces.py --plan full                # + every version x predictor
+    python benchmarks/cp_traces.py --runs "SDSC-SP2:hcp-R:version=1,LLNL-Atlas:easy"
+    python benchmarks/cp_traces.py --report                   # table (markdown) of what is done
+
+Each record: trace, spec, jobs, simulation wall time, decisions, decision time mean / p99 /
+max, solver statuses, fallbacks, model size, validity, mean wait, mean (bounded) slowdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+FILES = {"LLNL-Atlas": "LLNL-Atlas-2006-2.1-cln.swf.gz", "SDSC-SP2": "SDSC-SP2-1998-4.2-cln.swf.gz"}
+
+WORKER = r"""
+import collections, json, sys, time
+import numpy as np
+from hpcdispatch.runner import run_simulation
+from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.workload import load_workload, resolve_system
+path, spec = sys.argv[1], sys.argv[2]
+system = resolve_system("auto", path)
+wl = load_workload(path, system)
+t0 = time.perf_counter()
+out = run_simulation(system, wl, spec, options=SimulationOptions())
+wall = time.perf_counter() - t0
+infos = out.result.decisions["info"]
+dt = out.result.decisions["elapsed"]
+variables = [i["variables"] for i in infos if "variables" in i]
+s = out.summary
+print(json.dumps({
+    "jobs": len(wl), "wall_s": wall, "valid": out.validation.ok, "decisions": int(len(dt)),
+    "decision_mean_ms": float(1000 * dt.mean()), "decision_p99_ms": float(1000 * np.percentile(dt, 99)),
+    "decision_max_ms": float(1000 * dt.max()),
+    "statuses": dict(collections.Counter(str(i.get("status")) for i in infos)),
+    "fallbacks": dict(collections.Counter(str(i.get("fallback")) for i in infos if i.get("fallback"))),
+    "variables_median": float(np.median(variables)) if variables else 0.0,
+    "variables_max": int(max(variables)) if variables else 0,
+    "wait_mean": s["wait_mean"], "slowdown_mean": s["slowdown_mean"], "bsld_mean": s["bounded_slowdown_mean"],
+    "predictor": s["predictor"], "prediction_mae_s": s.get("prediction_mae_s"),
+}))
+"""
+
+BASE = ["fifo", "easy"]
+CP = ["cp-rule", "hcp", "cp-hybrid", "pcp20", "pcp19"]
+
+
+def plan(name: str) -> list[tuple[str, str]]:
+    runs: list[tuple[str, str]] = []
+    traces = ["LLNL-Atlas", "SDSC-SP2"]
+    # 1. speed and quality bars: every dispatcher, v3, wall-times and oracle
+    for trace in traces:
+        for pred in ("W", "R"):
+            for d in BASE + CP:
+                runs.append((trace, f"{d}-{pred}"))
+    # 2. CP'19 orderings: v3-R vs v1-W, v2-L2 vs v1-L2
+    for trace in traces:
+        for d in ("hcp", "cp-hybrid", "pcp20", "pcp19"):
+            runs += [(trace, f"{d}-W:version=1"), (trace, f"{d}-L2:version=1"), (trace, f"{d}-L2:version=2")]
+        for d in BASE:
+            runs.append((trace, f"{d}-L2"))
+    if name == "full":
+        for trace in traces:
+            preds = ["W", "L2", "R"] + (["D"] if trace in ("LLNL-Atlas", "SDSC-SP2") else [])
+            for d in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
+                for v in (1, 2, 3):
+                    for p in preds:
+                        runs.append((trace, f"{d}-{p}:version={v}" if v != 3 else f"{d}-{p}"))
+    seen, unique = set(), []
+    for r in runs:
+        if r not in seen:
+            seen.add(r)
+            unique.append(r)
+    return unique
+
+
+def done(out: Path) -> dict[tuple[str, str], dict]:
+    if not out.exists():
+        return {}
+    rows = {}
+    for line in out.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            rows[(r["trace"], r["spec"])] = r
+    return rows
+
+
+def report(out: Path) -> str:
+    rows = done(out)
+    cols = ["trace", "spec", "jobs", "valid", "wall s", "decisions", "mean ms", "p99 ms", "max ms",
+            "fallbacks", "vars med/max", "mean wait s", "mean slowdown", "mean bsld"]
+    md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for (trace, spec), r in rows.items():
+        if r.get("status") != "ok":
+            md.append(f"| {trace} | {spec} | | | {r.get('status')} | | | | | | | | | |")
+            continue
+        md.append("| " + " | ".join([
+            trace, spec, f"{r['jobs']:,}", "yes" if r["valid"] else "NO", f"{r['wall_s']:,.0f}", f"{r['decisions']:,}",
+            f"{r['decision_mean_ms']:.1f}", f"{r['decision_p99_ms']:.0f}", f"{r['decision_max_ms']:.0f}",
+            str(sum(r["fallbacks"].values())), f"{r['variables_median']:.0f}/{r['variables_max']}",
+            f"{r['wait_mean']:,.0f}", f"{r['slowdown_mean']:.2f}", f"{r['bsld_mean']:.2f}"]) + " |")
+    return "\n".join(md)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--plan", choices=["priority", "full"], default="priority")
+    ap.add_argument("--runs", default="", help="explicit TRACE:SPEC list separated by ';'")
+    ap.add_argument("--out", type=Path, default=Path("cp_traces.jsonl"))
+    ap.add_argument("--time-limit", type=float, default=6 * 3600.0)
+    ap.add_argument("--report", action="store_true")
+    args = ap.parse_args()
+    if args.report:
+        print(report(args.out))
+        return
+    runs = [tuple(r.split(":", 1)) for r in args.runs.split(";") if r.strip()] if args.runs else plan(args.plan)
+    finished = done(args.out)
+    for trace, spec in runs:
+        if (trace, spec) in finished:
+            continue
+        path = TRACES / FILES.get(trace, trace)
+        t0 = time.perf_counter()
+        print(f"{trace} {spec} ...", flush=True)
+        try:
+            proc = subprocess.run([sys.executable, "-c", WORKER, str(path), spec], capture_output=True, text=True,
+                                  timeout=args.time_limit)
+            if proc.returncode != 0:
+                rec = {"status": "error", "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+            else:
+                rec = {"status": "ok", **json.loads(proc.stdout.strip().splitlines()[-1])}
+        except subprocess.TimeoutExpired:
+            rec = {"status": f"stopped after {args.time_limit:.0f} s"}
+        rec.update(trace=trace, spec=spec, total_s=time.perf_counter() - t0)
+        with args.out.open("a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        print(f"  {rec['status']} in {rec['total_s']:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""``hpcdispatch instances eval``: solve dumped dispatching instances with several CP dispatchers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+console = Console()
+
+
+@click.group()
+def instances() -> None:
+    """Dumped CP dispatching instances (simulate ... --dump-instances DIR)."""
+
+
+@instances.command("eval")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--dispatchers", "-d", "specs", default="hcp,pcp19,pcp20", show_default=True,
+              help="comma-separated CP dispatcher specs")
+@click.option("--baseline", default=None, help="dispatcher the ratios are relative to (default: the second one)")
+@click.option("--limit", type=int, default=None, help="only the first N instances")
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="output directory (default: DIRECTORY/eval)")
+def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | None, out: Path | None) -> None:
+    """Per-instance model size, decision time and objective, and their ratios (PCP'20 Figs 6-7)."""
+    from hpcdispatch.cp.evaluate import evaluate, ratios
+    from hpcdispatch.dispatchers import split_dispatcher_list
+    from hpcdispatch.runner import label_for
+
+    spec_list = split_dispatcher_list(specs)
+    labels = [label_for(s) for s in spec_list]
+    base = label_for(baseline) if baseline else (labels[1] if len(labels) > 1 else labels[0])
+    if base not in labels:
+        raise click.BadParameter(f"baseline '{base}' is not among {labels}")
+    out = out or directory / "eval"
+    out.mkdir(parents=True, exist_ok=True)
+    with Progress(TextColumn("instances"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task("eval", total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        frame = evaluate(directory, spec_list, limit, update)
+    frame.to_csv(out / "instances.csv", index=False)
+    rat = ratios(frame, base)
+    rat.to_csv(out / "ratios.csv", index=False)
+    table = Table(title=f"{frame['instance'].nunique()} instances from {directory}")
+    for col in ("dispatcher", "mean vars", "max vars", "mean decision ms", "median decision ms", "fallbacks"):
+        table.add_column(col, justify="left" if col == "dispatcher" else "right")
+    md = ["| dispatcher | mean vars | max vars | mean decision ms | median decision ms | fallbacks |", "|---|---|---|---|---|---|"]
+    for label in labels:
+        part = frame[frame["dispatcher"] == label]
+        cells = [label, f"{part['variables'].mean():,.0f}", f"{part['variables'].max():,}",
+                 f"{1000 * part['decision_s'].mean():.1f}", f"{1000 * part['decision_s'].median():.1f}",
+                 str(int((part['fallback'] != '').sum()))]
+        table.add_row(*cells)
+        md.append("| " + " | ".join(cells) + " |")
+    console.print(table)
+    lines = ["", f"ratios against {base} (per instance):", ""]
+    for label in labels:
+        if label == base:
+            continue
+        part = rat[rat["dispatcher"] == label]
+        built = part[np.isfinite(part["variables_ratio"])]
+        line = (f"- {label}: variables ratio max {built['variables_ratio'].max():.4f}, median "
+                f"{built['variables_ratio'].median():.4f} ({len(built)} instances with a model); time ratio median "
+                f"{part['time_ratio'].median():.3f}; objective ratio median {part['objective_ratio'].median():.3f}")
+        console.print(line)
+        lines.append(line)
+    _plot(rat, base, out)
+    (out / "summary.md").write_text("\n".join(md + lines) + "\n")
+    console.print(f"written {out}/instances.csv, ratios.csv, summary.md, ratios.png")
+
+
+def _plot(rat: Any, base: str, out: Path) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, col, title in ((axes[0], "variables_ratio", "variables"), (axes[1], "time_ratio", "decision time")):
+        for label in rat["dispatcher"].unique():
+            v = rat[rat["dispatcher"] == label][col].to_numpy(dtype=float)
+            v = v[np.isfinite(v) & (v > 0)]  # instances where both built a model
+            ax.plot(np.arange(len(v)), v, ".", ms=2, label=label)
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_xlabel("instance")
+        ax.set_ylabel(f"{title} / {base}")
+        ax.set_title(f"{title} ratio per instance")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "ratios.png", dpi=120)
+    plt.close(fig)

@@ -1,0 +1,127 @@
+"""Solve the same dumped instances with several dispatchers and compare (PCP'20 sec. 5.3).
+
+A simulation with ``dump_instances=DIR`` (``--dump-instances DIR``) writes every dispatching
+instance as JSON. :func:`evaluate` reads them back and, for each instance and dispatcher,
+records the decision time, the model size (variables and constraints; the model is built
+even when the dispatcher's exact shortcuts would skip it, so sizes are comparable on every
+instance) and the objective of the decision under the model's objective. Ratios against a
+baseline dispatcher per instance give PCP'20's Figures 6 (variables) and 7 (time).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hpcdispatch.cp.instance import DispatchInstance
+from hpcdispatch.cp.policy import Policy
+from hpcdispatch.cp.rule import earliest_alone, horizon_units, rule_schedule
+from hpcdispatch.dispatchers.cp import CPDispatcher
+from hpcdispatch.dispatchers.registry import make_dispatcher
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.runner import label_for
+from hpcdispatch.system.model import NodeType, System
+
+
+def system_of_instance(inst: DispatchInstance) -> System:
+    """The system an instance was taken on (node types: runs of identical capacity rows)."""
+    types: list[NodeType] = []
+    rows = inst.capacity.tolist()
+    start = 0
+    for n in range(1, len(rows) + 1):
+        if n == len(rows) or rows[n] != rows[start]:
+            cap = {r: int(v) for r, v in zip(inst.resources, rows[start])}
+            types.append(NodeType(f"t{len(types)}", n - start, cap))
+            start = n
+    return System(name=inst.system or "instance", resources=inst.resources, node_types=tuple(types))
+
+
+def model_size(disp: CPDispatcher, inst: DispatchInstance) -> tuple[int, int]:
+    """Variables and constraints of the dispatcher's model for ``inst`` (0, 0 without a model)."""
+    if disp.MODEL is None:
+        return 0, 0
+    policy = Policy(inst, disp.settings, disp.FLAVOUR)
+    node_level = getattr(disp.MODEL, "NODE_LEVEL_RULE", False)
+    jobs = [j for j in policy.order(inst.queued)[: disp.settings.m] if disp._fits_now(inst, j, node_level)]
+    if not jobs:
+        return 0, 0
+    d_max = max(j.duration for j in jobs)
+    rule = rule_schedule(inst, policy, jobs, disp._best_fit, node_level, d_max)
+    est = earliest_alone(inst, policy, jobs, disp._best_fit, node_level)
+    built = disp.MODEL.build(inst, policy, jobs, horizon_units(policy, inst, jobs), d_max, rule, disp.settings, est)
+    return built.size()
+
+
+def evaluate(
+    directory: str | Path,
+    specs: list[str],
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> pd.DataFrame:
+    files = sorted(Path(directory).glob("instance-*.json"))
+    if not files:
+        raise ConfigError(f"{directory}: no instance-*.json files (simulate with --dump-instances first)")
+    if limit:
+        files = files[:limit]
+    rows: list[dict[str, Any]] = []
+    dispatchers: dict[str, CPDispatcher] = {}
+    system_key = None
+    for k, path in enumerate(files):
+        inst = DispatchInstance.load(path)
+        key = (inst.resources, inst.capacity.tobytes())
+        if key != system_key:
+            system = system_of_instance(inst)
+            dispatchers = {}
+            for spec in specs:
+                d = make_dispatcher(spec)
+                if not isinstance(d, CPDispatcher):
+                    raise ConfigError(f"'{spec}' is not a CP dispatcher (instances are CP dispatching instances)")
+                d.setup(system)
+                dispatchers[spec] = d
+            system_key = key
+        for spec, d in dispatchers.items():
+            t0 = time.perf_counter()
+            placed, info = d.decide(inst)
+            took = time.perf_counter() - t0
+            variables, constraints = (info["variables"], info["constraints"]) if "variables" in info else model_size(d, inst)
+            objective = info.get("objective", info.get("rule_objective", 0)) if not info.get("fallback") else info.get("rule_objective", 0)
+            rows.append({
+                "instance": path.name, "time": inst.time, "queued": len(inst.queued), "in_model": info.get("in_model", 0),
+                "dispatcher": label_for(spec), "variables": variables, "constraints": constraints,
+                "decision_s": took, "objective": objective, "status": info.get("status"),
+                "dispatched": len(placed), "fallback": info.get("fallback", ""),
+            })
+        if progress is not None:
+            progress(k + 1, len(files))
+    return pd.DataFrame(rows)
+
+
+def ratios(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """Per instance and dispatcher: variables, time and objective divided by the baseline's."""
+    wide = frame.pivot_table(index="instance", columns="dispatcher", values=["variables", "decision_s", "objective"],
+                             aggfunc="first")
+    out = []
+    for d in frame["dispatcher"].unique():
+        if d == baseline:
+            continue
+        part = pd.DataFrame({
+            "instance": wide.index,
+            "dispatcher": d,
+            "variables_ratio": _ratio(wide["variables"][d], wide["variables"][baseline]),
+            "time_ratio": _ratio(wide["decision_s"][d], wide["decision_s"][baseline]),
+            "objective_ratio": _ratio(wide["objective"][d], wide["objective"][baseline]),
+        })
+        out.append(part)
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+def _ratio(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """``a / b``; NaN where the baseline is 0 (e.g. no model was built: nothing to compare)."""
+    a, b = a.to_numpy(dtype=float), b.to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1), np.nan)

@@ -1,0 +1,105 @@
+"""What every CP model shares: the scheduling part (CP'19 sec. 2.2, PCP'20 sec. 2.2).
+
+Each queued job of the model is an interval ``[s_i, s_i + d_i)`` with ``s_i`` in
+``[0, eoh - d_i]`` (model time: units from now); running jobs are fixed intervals
+``[0, remaining)``. The objective is the version's (see :mod:`hpcdispatch.cp.policy`). The
+search prefers the job of highest priority that can start first, at its earliest start
+(a decision strategy on the starts in priority order), and the priority-rule schedule is a
+complete hint.
+
+A model is built by ``build(...) -> BuiltModel``, solved by :func:`hpcdispatch.cp.solve.solve`
+and read back by ``BuiltModel.decode(solver)``: three small steps, each testable alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
+from hpcdispatch.cp.policy import CPSettings, Policy
+from hpcdispatch.cp.rule import RuleSchedule
+from hpcdispatch.sim.allocation import Allocation
+
+
+@dataclass
+class BuiltModel:
+    name: str
+    model: cp_model.CpModel
+    jobs: list[QueuedJob]
+    starts: dict[int, cp_model.IntVar]
+    #: job index -> allocation for the jobs that start now (None: to be placed by best fit)
+    decode_now: Callable[[cp_model.CpSolver], dict[int, Allocation | None]]
+    build_s: float = 0.0
+    notes: dict[str, object] = field(default_factory=dict)
+
+    def start_values(self, solver: cp_model.CpSolver) -> dict[int, int]:
+        return {idx: int(solver.value(v)) for idx, v in self.starts.items()}
+
+    def size(self) -> tuple[int, int]:
+        proto = self.model.proto
+        return len(proto.variables), len(proto.constraints)
+
+
+class Schedule:
+    """Variables and constraints of the scheduling part, shared by every model."""
+
+    def __init__(
+        self,
+        inst: DispatchInstance,
+        policy: Policy,
+        jobs: list[QueuedJob],
+        horizon: int,
+        d_max: float,
+        rule: RuleSchedule,
+        model: cp_model.CpModel | None = None,
+        earliest: dict[int, int] | None = None,
+    ):
+        self.t0 = time.perf_counter()
+        self.model = model or cp_model.CpModel()
+        m = self.model
+        self.inst, self.policy, self.jobs, self.horizon = inst, policy, jobs, horizon
+        self.starts: dict[int, cp_model.IntVar] = {}
+        self.intervals: dict[int, cp_model.IntervalVar] = {}
+        self.durations: dict[int, int] = {}
+        objective = []
+        for j in jobs:
+            d = policy.duration_units(j)
+            lo = min(earliest.get(j.index, 0), rule.starts[j.index]) if earliest else 0
+            s = m.new_int_var(lo, max(horizon - d, lo), f"s[{j.id}]")
+            self.starts[j.index] = s
+            self.durations[j.index] = d
+            self.intervals[j.index] = m.new_fixed_size_interval_var(s, d, f"job[{j.id}]")
+            w = policy.weight(j, d_max)
+            hint_s = rule.starts[j.index]
+            m.add_hint(s, hint_s)
+            if policy.uses_threshold():
+                e = policy.threshold_units(j)
+                z = m.new_int_var(0, horizon, f"late[{j.id}]")
+                m.add(z >= s - e)
+                m.add_hint(z, max(0, hint_s - e))
+                objective.append(w * z)
+            else:
+                objective.append(w * s)
+        m.minimize(sum(objective))
+        ordered = [self.starts[j.index] for j in jobs]  # jobs come in priority order
+        m.add_decision_strategy(ordered, cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+        # running jobs: fixed intervals [0, remaining)
+        self.running: list[tuple[RunningEntry, int, cp_model.IntervalVar]] = []
+        for r in inst.running:
+            left = policy.remaining_units(r)
+            if left is None:
+                continue  # v1: a job past its planned end is not in the model
+            self.running.append((r, left, m.new_fixed_size_interval_var(0, left, f"run[{r.id}]")))
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+
+def requested_resources(jobs: list[QueuedJob]) -> list[int]:
+    """Resource columns some job of the model requests (unused cumulatives are dropped, CP'19 v1)."""
+    n = len(jobs[0].unit_request) if jobs else 0
+    return [r for r in range(n) if any(j.unit_request[r] > 0 for j in jobs)]

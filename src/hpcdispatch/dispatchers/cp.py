@@ -1,0 +1,258 @@
+"""CP-based dispatchers: HCP'19, PCP'19, PCP'20 (CP'19 versions 1-3), cp-hybrid, cp-rule.
+
+Every call builds a :class:`~hpcdispatch.cp.instance.DispatchInstance` and runs the same
+pipeline; the models differ only in how they represent allocation:
+
+1. priorities (version-dependent) order the queue; the first ``m`` jobs are the model's
+   candidates, and those that cannot fit the free resources now are dropped (CP'19 v1);
+2. the priority-rule schedule (highest priority first, earliest start, best fit) is
+   computed; if it starts every candidate now it is optimal and no model is built;
+3. the model is built with the rule schedule as a complete hint and solved under CP'19's
+   search control (:mod:`hpcdispatch.cp.solve`);
+4. the solution is used only if its objective is at least as good as the rule's under the
+   same objective; otherwise, or when the solver returned nothing (time-out, error, crash),
+   the rule's decision is used and ``Decision.info["fallback"]`` says why -- the dispatcher
+   never stalls and never does worse than the rule;
+5. the jobs that start now are placed on the *real* free capacity: with the model's nodes
+   when it has them and they fit, else with best fit; a job that does not fit is postponed.
+
+``Decision.info`` records the model size (variables, constraints), build and solve time,
+status, objective and bound, the rule's objective, and the fallback reason.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hpcdispatch.allocators.base import make_allocator
+from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
+from hpcdispatch.cp.models import hcp as hcp_model
+from hpcdispatch.cp.models import pcp19 as pcp19_model
+from hpcdispatch.cp.models import hybrid as hybrid_model
+from hpcdispatch.cp.models import pcp20 as pcp20_model
+from hpcdispatch.cp.policy import CPSettings, Policy
+from hpcdispatch.cp.rule import RuleSchedule, earliest_alone, horizon_units, rule_schedule
+from hpcdispatch.cp.solve import solve
+from hpcdispatch.dispatchers.base import Dispatcher, Tags, register
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sim.allocation import Allocation, pooled_fits, units_fit_per_node
+from hpcdispatch.sim.decision import Decision, Start
+from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.system.model import System
+
+
+class CPDispatcher(Dispatcher):
+    """Shared pipeline of the CP-based dispatchers (not registered itself)."""
+
+    name = "cp"
+    tags = Tags(uses_solver=True)
+    MODEL: ClassVar[ModuleType | None] = None  # module with build() and NODE_LEVEL_RULE
+    FLAVOUR: ClassVar[str] = "hcp"  # v1/v2 objective family: "hcp" (pooled) or "pcp" (node-level)
+    #: one worker interleaving CP-SAT's subsolvers: deterministic, and on congested instances
+    #: it finds better schedules in 1 s than the single default strategy; presolve off: only
+    #: then is the complete rule hint picked up at once by the node-level models; CP-SAT's
+    #: own symmetry detection off: on PCP'20 models it used the whole time limit before any
+    #: search (the models break the symmetries they know of themselves). Measured on dumped
+    #: Eurora instances, see docs/RESULTS-CP.md.
+    SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0}
+
+    def __init__(
+        self,
+        allocator: str = "best-fit",
+        version: int = 3,
+        m: int = 100,
+        time_unit: float = 60.0,
+        delta: float = 1.0,
+        delta_max: float = 16.0,
+        k: int = 2,
+        workers: int = 1,
+        symmetry: bool = True,
+        dump_instances: str | None = None,
+    ):
+        self.allocator = allocator
+        self.version = version
+        self.m = m
+        self.time_unit = time_unit
+        self.delta = delta
+        self.delta_max = delta_max
+        self.k = k
+        self.workers = workers
+        self.symmetry = symmetry
+        self.dump_instances = dump_instances
+
+    def _setup(self, system: System) -> None:
+        self.settings = CPSettings(
+            version=int(self.version), m=int(self.m), time_unit=float(self.time_unit), delta=float(self.delta),
+            delta_max=float(self.delta_max), k=int(self.k), workers=int(self.workers), symmetry=bool(self.symmetry),
+        )
+        self._best_fit = make_allocator("best-fit", system)
+        self._calls = 0
+        if self.dump_instances:
+            path = Path(self.dump_instances)
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"cannot create the instance directory {path}: {exc}") from None
+
+    # ------------------------------------------------------------------------------------
+    def _dispatch(self, view: DispatchView) -> Decision:
+        inst = DispatchInstance.from_view(view)
+        self._calls += 1
+        if self.dump_instances:
+            inst.dump(Path(self.dump_instances) / f"instance-{self._calls:07d}.json")
+        placed, info = self.decide(inst)
+        jobs = {j.index: j for j in view.queue}
+        return Decision([Start(jobs[idx], alloc) for idx, alloc in placed], info=info)
+
+    def decide(self, inst: DispatchInstance) -> tuple[list[tuple[int, Allocation]], dict[str, Any]]:
+        """The decision for one instance: ``[(job index, allocation)]`` to start now, and the record."""
+        settings = self.settings
+        policy = Policy(inst, settings, self.FLAVOUR)
+        info: dict[str, Any] = {"model": self.name, "version": settings.version, "queued": len(inst.queued)}
+        candidates = policy.order(inst.queued)[: settings.m]
+        node_level = self.MODEL is not None and getattr(self.MODEL, "NODE_LEVEL_RULE", False)
+        jobs = [j for j in candidates if self._fits_now(inst, j, node_level)]
+        info["in_model"] = len(jobs)
+        if not jobs:
+            info.update(status="empty", dispatched=0)
+            return [], info
+        d_max = max(j.duration for j in jobs)
+        t0 = time.perf_counter()
+        rule = rule_schedule(inst, policy, jobs, self._best_fit, node_level, d_max)
+        info["rule_s"] = time.perf_counter() - t0
+        info["rule_objective"] = rule.objective
+        chosen: dict[int, Allocation | None]
+        if all(s == 0 for s in rule.starts.values()):
+            info["status"] = "rule-optimal"  # everyone starts now: nothing to improve
+            chosen = {j.index: rule.allocations.get(j.index) for j in jobs}
+        elif self.MODEL is None:
+            info["status"] = "rule"
+            chosen = {j.index: rule.allocations.get(j.index) for j in rule.now()}
+        else:
+            chosen = self._solve(inst, policy, jobs, rule, d_max, info)
+        placed = self._place(inst, jobs, chosen, info)
+        info["dispatched"] = len(placed)
+        return placed, info
+
+    def _solve(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
+               d_max: float, info: dict[str, Any]) -> dict[int, Allocation | None]:
+        fallback = {j.index: rule.allocations.get(j.index) for j in rule.now()}
+        try:
+            horizon = horizon_units(policy, inst, jobs)
+            node_level = getattr(self.MODEL, "NODE_LEVEL_RULE", False)
+            est = earliest_alone(inst, policy, jobs, self._best_fit, node_level)
+            built = self.MODEL.build(inst, policy, jobs, horizon, d_max, rule, self.settings, est)  # type: ignore[union-attr]
+            n_vars, n_cons = built.size()
+            info.update(variables=n_vars, constraints=n_cons, build_s=built.build_s, horizon=horizon, **built.notes)
+            outcome = solve(built.model, self.settings, self.SOLVER_PARAMS)
+        except Exception as exc:  # a crashed model or solver must never stop the system
+            info.update(status="error", fallback=f"solver error: {type(exc).__name__}: {exc}",
+                        traceback=traceback.format_exc(limit=3))
+            return fallback
+        info.update(status=outcome.status, solve_s=outcome.solve_s, attempts=outcome.attempts)
+        if outcome.watchdog_fired:
+            info["watchdog"] = True
+        if not outcome.has_solution:
+            info["fallback"] = f"no solution ({outcome.status})"
+            return fallback
+        solver = outcome.solver
+        assert solver is not None
+        starts = built.start_values(solver)
+        objective = policy.objective_of(jobs, starts, d_max)
+        info.update(objective=objective, bound=outcome.bound)
+        if objective > rule.objective:
+            info["fallback"] = "rule better"
+            return fallback
+        return built.decode_now(solver)
+
+    # ------------------------------------------------------------------------------------
+    def _fits_now(self, inst: DispatchInstance, job: QueuedJob, node_level: bool) -> bool:
+        """CP'19's reduced model: a job that cannot fit the free resources now is left out."""
+        if not pooled_fits(inst.free.sum(axis=0).tolist(), job.unit_request, job.units):
+            return False
+        if not node_level:
+            return True
+        fits = units_fit_per_node(inst.free, job.unit_request, job.max_units_per_node)
+        return int(fits.sum()) >= job.units
+
+    def _place(self, inst: DispatchInstance, jobs: list[QueuedJob], chosen: dict[int, Allocation | None],
+               info: dict[str, Any]) -> list[tuple[int, Allocation]]:
+        """Put the jobs that start now on the real free capacity, in priority order."""
+        free = np.array(inst.free, dtype=np.int64, order="F")
+        placed: list[tuple[int, Allocation]] = []
+        postponed = 0
+        for job in jobs:
+            if job.index not in chosen:
+                continue
+            req = np.asarray(job.unit_request, dtype=np.int64)
+            alloc = chosen[job.index]
+            if alloc is not None and (
+                not bool((free[alloc.nodes] >= alloc.units[:, None] * req).all())
+                or (job.max_units_per_node > 0 and int(alloc.units.max()) > job.max_units_per_node)
+            ):
+                alloc = None  # the model's nodes are not free any more (v1) -> best fit
+            if alloc is None:
+                alloc = self._best_fit.allocate(job.units, req, free, job.max_units_per_node)
+            if alloc is None:
+                postponed += 1
+                continue
+            free[alloc.nodes] -= alloc.units[:, None] * req
+            placed.append((job.index, alloc))
+        if postponed:
+            info["postponed_at_allocation"] = postponed
+        return placed
+
+
+@register
+class CPRule(CPDispatcher):
+    """The papers' priority-rule decision alone (slowdown priority, earliest start, best fit)."""
+
+    name = "cp-rule"
+    MODEL = None
+
+
+@register
+class HCP(CPDispatcher):
+    """HCP'19: pooled CP scheduling model, then priority-rule best-fit allocation."""
+
+    name = "hcp"
+    MODEL = hcp_model
+    FLAVOUR = "hcp"
+
+
+@register
+class PCP19(CPDispatcher):
+    """PCP'19: one CP model for scheduling and per-node allocation (optional interval copies)."""
+
+    name = "pcp19"
+    MODEL = pcp19_model
+    FLAVOUR = "pcp"
+
+
+@register
+class PCP20(CPDispatcher):
+    """PCP'20: one CP model whose size does not grow with the system (positions, NoOverlap2D)."""
+
+    name = "pcp20"
+    MODEL = pcp20_model
+    FLAVOUR = "pcp"
+
+
+@register
+class CPHybrid(CPDispatcher):
+    """cp-hybrid: pooled future, exact node-level start-now packing on node classes."""
+
+    name = "cp-hybrid"
+    MODEL = hybrid_model
+    FLAVOUR = "hcp"
+
+
+def info_json(info: dict[str, Any]) -> str:
+    return json.dumps(info, default=str)

@@ -1,0 +1,51 @@
+"""Reports: tables (CSV, markdown), figures (PNG) and one self-contained report.html.
+
+- tables.py: metric catalogue, formatting, aggregation over cells;
+- plots.py: every figure;
+- document.py: report content (sections of text, tables, figures) and its markdown form;
+- html.py: the same document as a self-contained HTML page;
+- compare.py: the report of ``hpcdispatch compare``;
+- sweep.py: the report of a sweep or of a folder of runs;
+- run.py: the report of one run (Gantt chart, utilisation over time).
+
+:func:`write_report` picks the right one for a directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpcdispatch.errors import ConfigError
+
+
+def report_kind(path: str | Path) -> str:
+    p = Path(path)
+    if not p.is_dir():
+        raise ConfigError(f"{p}: not a directory")
+    if (p / "sweep.json").is_file():
+        return "sweep"
+    if (p / "run.json").is_file():
+        return "run"
+    if any((sub / "run.json").is_file() and (sub / "summary.json").is_file() for sub in p.iterdir() if sub.is_dir()):
+        return "runs"
+    raise ConfigError(f"{p}: neither a sweep directory (sweep.json), a run directory (run.json) nor a folder of runs")
+
+
+def write_report(path: str | Path, out: str | Path | None = None, window: tuple[float, float] | None = None,
+                 nodes: tuple[int, int] | None = None) -> Path:
+    """Write the report of ``path`` into ``out`` (default ``PATH/report``); returns report.html."""
+    kind = report_kind(path)
+    out = Path(out) if out is not None else Path(path) / "report"
+    if kind == "run":
+        from hpcdispatch.report.run import write_run_report
+
+        return write_run_report(path, out, window=window, nodes=nodes)
+    if window is not None or nodes is not None:
+        raise ConfigError("--window and --nodes apply to the report of a single run directory")
+    from hpcdispatch.report.sweep import load_run_collection, load_sweep_runs, write_runset_report
+
+    runs = load_sweep_runs(path) if kind == "sweep" else load_run_collection(path)
+    return write_runset_report(runs, out)
+
+
+__all__ = ["report_kind", "write_report"]

@@ -1,0 +1,204 @@
+"""The report of one run directory: summary table, Gantt chart of node occupancy over a time
+window, utilisation and queue length over time, wait / decision-time / accuracy distributions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.metrics.summary import queue_length_profile
+from hpcdispatch.report import plots
+from hpcdispatch.report.document import Document, Figure, Items, Table, Text
+from hpcdispatch.report.html import write_html
+from hpcdispatch.report.tables import format_value, metric
+from hpcdispatch.results.store import StoredRun, read_run, write_frame, write_text
+from hpcdispatch.system.model import System
+
+DEFAULT_WINDOW_SHARE = 0.1  # default Gantt window: a tenth of the makespan around its middle
+MAX_DEFAULT_NODES = 64  # default Gantt rows on larger systems: the first 64 nodes
+
+
+# ---------------------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------------------
+
+
+def usage_over_time(alloc: pd.DataFrame, resource: str, capacity: float) -> tuple[np.ndarray, np.ndarray]:
+    """Step function of the share of ``resource`` in use: ``(times, share from each time on)``.
+
+    Built from the allocation rows (amount held during ``[from, to)``); at equal times ends
+    are applied before starts, so the value after each time is exact.
+    """
+    if len(alloc) == 0 or capacity <= 0:
+        return np.zeros(0), np.zeros(0)
+    amount = alloc[resource].to_numpy(dtype=float)
+    times = np.r_[alloc["from"].to_numpy(dtype=float), alloc["to"].to_numpy(dtype=float)]
+    delta = np.r_[amount, -amount]
+    order = np.lexsort((delta, times))
+    times, delta = times[order], delta[order]
+    used = np.cumsum(delta)
+    last = np.r_[times[1:] != times[:-1], True]
+    return times[last], np.maximum(used[last], 0.0) / capacity
+
+
+@dataclass
+class GanttData:
+    rects: pd.DataFrame  # job_id, node, lane, lanes, x0, x1
+    lanes_per_node: np.ndarray
+    first_node: int
+    resource: str
+    overlaps: int  # rows that could not get free lanes (only for an invalid schedule)
+
+
+def gantt_data(alloc: pd.DataFrame, system: System, window: tuple[float, float], nodes: tuple[int, int],
+               resource: str | None = None) -> GanttData:
+    """Rectangles of node occupancy: every node gets one lane per unit of ``resource`` (cores by
+    default); each allocation row takes as many lanes as the amount it holds, assigned greedily
+    in start order (always possible for a valid schedule: at a start, the lanes held by rows
+    that have ended are free and enough of them exist)."""
+    resource = resource or ("core" if "core" in system.resources else system.resources[0])
+    r = system.resource_index(resource)
+    first, last = nodes
+    cap = system.capacity[first:last + 1, r].astype(int)
+    lanes_per_node = np.maximum(cap, 1)
+    w0, w1 = window
+    sel = alloc[(alloc["node"] >= first) & (alloc["node"] <= last) & (alloc["to"] > w0) & (alloc["from"] < w1)]
+    sel = sel[sel[resource] > 0].sort_values(["node", "from", "to"], kind="stable")
+    out: dict[str, list[Any]] = {"job_id": [], "node": [], "lane": [], "lanes": [], "x0": [], "x1": []}
+    overlaps = 0
+    for node, rows in sel.groupby("node", sort=True):
+        busy = np.full(int(lanes_per_node[int(node) - first]), -np.inf)
+        for job_id, t_from, t_to, amount in zip(rows["job_id"], rows["from"], rows["to"], rows[resource]):
+            need = int(min(amount, len(busy)))
+            free = np.flatnonzero(busy <= t_from)
+            if len(free) >= need:
+                chosen = free[:need]
+            else:
+                overlaps += 1
+                chosen = np.sort(np.argsort(busy, kind="stable")[:need])
+            busy[chosen] = t_to
+            breaks = np.flatnonzero(np.diff(chosen) != 1) + 1
+            for run in np.split(chosen, breaks):
+                out["job_id"].append(int(job_id))
+                out["node"].append(int(node))
+                out["lane"].append(int(run[0]))
+                out["lanes"].append(len(run))
+                out["x0"].append(max(float(t_from), w0))
+                out["x1"].append(min(float(t_to), w1))
+    return GanttData(pd.DataFrame(out), lanes_per_node, first, resource, overlaps)
+
+
+def parse_range(text: str | None, what: str, kind: type = float) -> tuple[Any, Any] | None:
+    """``"A:B"`` -> ``(A, B)`` with A < B (``A <= B`` for node ranges)."""
+    if text is None:
+        return None
+    a, sep, b = text.partition(":")
+    try:
+        lo, hi = kind(a), kind(b)
+    except ValueError:
+        raise ConfigError(f"{what} must be START:END, got '{text}'") from None
+    if not sep or (hi <= lo if kind is float else hi < lo):
+        raise ConfigError(f"{what} must be START:END with START {'<' if kind is float else '<='} END, got '{text}'")
+    return lo, hi
+
+
+# ---------------------------------------------------------------------------------------
+# report
+# ---------------------------------------------------------------------------------------
+
+
+def _summary_rows(summary: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for key, value in summary.items():
+        if isinstance(value, dict | list):
+            continue
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            rows.append([key, str(value)])
+        else:
+            rows.append([key, format_value(metric(key), value)])
+    return rows
+
+
+def write_run_report(run_dir: str | Path, out: str | Path | None = None, window: tuple[float, float] | None = None,
+                     nodes: tuple[int, int] | None = None) -> Path:
+    """Write the report of one run into ``out`` (default ``RUN_DIR/report``); returns report.html."""
+    run: StoredRun = read_run(run_dir)
+    out = Path(out) if out is not None else Path(run_dir) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    s, system = run.summary, run.system
+    label = s.get("label") or s.get("dispatcher_params") or s.get("dispatcher", "run")
+    first_submit = float(s.get("first_submit", run.jobs["submit"].min()))
+    last_end = float(s.get("last_end", np.nanmax(run.jobs["end"])))
+    span = max(last_end - first_submit, 1.0)
+    if window is None:
+        mid, half = first_submit + span / 2.0, max(span * DEFAULT_WINDOW_SHARE, 1.0) / 2.0
+        window = (mid - half, mid + half)
+    if nodes is None:
+        nodes = (0, system.n_nodes - 1 if system.n_nodes <= MAX_DEFAULT_NODES * 1.5 else MAX_DEFAULT_NODES - 1)
+    if not (0 <= nodes[0] <= nodes[1] < system.n_nodes):
+        raise ConfigError(f"--nodes {nodes[0]}:{nodes[1]} is outside the system's nodes 0:{system.n_nodes - 1}")
+
+    doc = Document(f"hpcdispatch run: {label}")
+    doc.intro.append(Items([
+        ("system", f"{system.name} ({system.summary()})"),
+        ("workload", f"{s.get('workload')} ({s.get('jobs')} jobs)"),
+        ("dispatcher", str(s.get("dispatcher_params", s.get("dispatcher")))),
+        ("predictor", str(s.get("predictor"))),
+        ("schedule valid", str(s.get("valid"))),
+        ("run directory", str(Path(run_dir).resolve())),
+    ]))
+
+    rows = _summary_rows(s)
+    write_frame(out / "summary.csv", pd.DataFrame(rows, columns=["metric", "value"]))
+    from hpcdispatch.report.tables import markdown_rows
+
+    write_text(out / "summary.md", markdown_rows(["metric", "value"], rows) + "\n")
+    doc.section("Summary").elements.append(Table(["metric", "value"], rows, csv="summary.csv"))
+
+    sec = doc.section("Node occupancy")
+    g = gantt_data(run.allocations, system, window, nodes)
+    shown = f"nodes {nodes[0]}-{nodes[1]} of {system.n_nodes}"
+    plots.plot_gantt(g.rects, g.lanes_per_node, g.first_node, window, out / "gantt.png",
+                     f"{label}: {shown}, t = {window[0]:,.0f} .. {window[1]:,.0f} s (one lane per {g.resource})")
+    sec.elements.append(Figure(out / "gantt.png",
+                               f"Gantt chart of node occupancy, {shown}, window {window[0]:,.0f}-{window[1]:,.0f} s; "
+                               f"one colour per job, one lane per {g.resource}."))
+    if g.overlaps:
+        sec.elements.append(Text(f"{g.overlaps} allocation rows overlap others on their node: the schedule is not "
+                                 "valid.", note=True))
+    usage = {name: usage_over_time(run.allocations, name, float(system.total_capacity[i]))
+             for i, name in enumerate(system.resources)}
+    submit = run.jobs["submit"].to_numpy(dtype=float)
+    start = run.jobs["start"].to_numpy(dtype=float)
+    accepted = (run.jobs["status"] != "rejected").to_numpy()
+    queue = queue_length_profile(submit, start, accepted)
+    plots.plot_usage_over_time(usage, queue, out / "utilization_time.png",
+                               f"{label}: utilisation per resource and queue length", window)
+    sec.elements.append(Figure(out / "utilization_time.png",
+                               "Utilisation per resource (used / total capacity) and queued jobs over time; "
+                               "the shaded band is the Gantt window."))
+
+    sec = doc.section("Distributions")
+    started = ~np.isnan(start)
+    plots.plot_wait_cdf({label: start[started] - submit[started]}, out / "wait_cdf.png")
+    sec.elements.append(Figure(out / "wait_cdf.png", "Wait-time distribution (ECDF)."))
+    decisions = run.decisions()
+    if len(decisions):
+        plots.plot_ecdf({label: decisions["elapsed_s"].to_numpy() * 1000.0}, out / "decision_time.png",
+                        "decision time per dispatcher call [ms]", "Decision-time distribution", floor=1e-3)
+        sec.elements.append(Figure(out / "decision_time.png", "Wall-clock time of each dispatcher call (ECDF)."))
+    acc_path = Path(run_dir) / "prediction_accuracy.parquet"
+    if acc_path.is_file():
+        acc = pd.read_parquet(acc_path)
+        if len(acc):
+            plots.plot_accuracy_ecdf({label: acc["accuracy"].to_numpy()}, out / "prediction_accuracy.png")
+            sec.elements.append(Figure(out / "prediction_accuracy.png",
+                                       "Prediction accuracy A = real / predicted duration (ECDF; CP'19 Fig. 1)."))
+    write_text(out / "report.md", doc.to_markdown(out))
+    return write_html(doc, out / "report.html")

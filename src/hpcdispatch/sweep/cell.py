@@ -1,0 +1,105 @@
+"""Run one cell where a worker runs it (a local process or a Dask worker).
+
+:func:`run_cell` never raises for a problem of the cell itself (bad trace, solver error,
+invalid schedule, a bug in a dispatcher): it records the error in the cell's ``cell.json``
+with status ``failed`` and returns the record. It writes into a temporary directory under
+``OUT/cells`` and publishes it by renaming it (see :mod:`hpcdispatch.sweep.store`); the output
+directory must therefore be visible to the workers (shared file system on a cluster).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import traceback
+from collections import OrderedDict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hpcdispatch import __version__
+from hpcdispatch.errors import HpcDispatchError
+from hpcdispatch.results.store import write_json
+from hpcdispatch.sweep.plugins import load_plugins
+from hpcdispatch.sweep.spec import Cell
+from hpcdispatch.sweep.store import CELLS, RECORD, publish, read_record, temp_dir_name, worker_tag
+
+# the last workloads loaded by this process: cells that share a workload (the dispatchers of
+# one trace) do not read it again. Simulations do not modify a Workload.
+_CACHE: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+_CACHE_SIZE = 2
+
+
+def _inputs(cell: Cell) -> tuple[Any, Any]:
+    from hpcdispatch.workload.loader import load_workload, resolve_system
+
+    key = (cell.system_spec, cell.workload_spec, repr(sorted(cell.swf.items())))
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    system = resolve_system(cell.system_spec, cell.workload_spec)
+    workload = load_workload(cell.workload_spec, system, cell.swf_options())
+    if len(workload) == 0:
+        why = "; ".join(line.strip() for line in workload.report.describe().splitlines())
+        raise HpcDispatchError(f"workload {cell.workload_spec} has no job that can run on system {system.name} ({why})")
+    _CACHE[key] = (system, workload)
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return system, workload
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def run_cell(cell: Cell, out_root: str | Path, replace_failed: bool = False) -> dict[str, Any]:
+    """Run ``cell``, write its directory under ``out_root/cells`` and return its record."""
+    from hpcdispatch.runner import run_simulation
+
+    cells = Path(out_root) / CELLS
+    cells.mkdir(parents=True, exist_ok=True)
+    final = cells / cell.id
+    existing = read_record(final)
+    if existing is not None and (existing["status"] == "done" or not replace_failed):
+        return existing  # finished meanwhile (e.g. by a worker of an earlier, killed run)
+    tmp = cells / temp_dir_name(cell.id)
+    tmp.mkdir()
+    started_at = _now()
+    t0 = time.perf_counter()
+    status, error, summary = "done", None, None
+    try:
+        load_plugins(cell.plugins)
+        system, workload = _inputs(cell)
+        outcome = run_simulation(system, workload, cell.dispatcher_spec, cell.predictor,
+                                 cell.simulation_options(), out_dir=tmp)
+        summary = outcome.summary
+        if not outcome.validation.ok:
+            status = "failed"
+            error = {"type": "InvalidSchedule", "message": outcome.validation.describe(), "traceback": ""}
+    except Exception as exc:  # recorded, never raised: one bad cell must not stop a sweep
+        status = "failed"
+        error = {
+            "type": type(exc).__name__,
+            "message": str(exc) or type(exc).__name__,
+            "traceback": "" if isinstance(exc, HpcDispatchError) else traceback.format_exc(),
+        }
+        if summary is None:  # discard partial outputs of a run that did not finish
+            for p in tmp.iterdir():
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+    files = sorted(p.name for p in tmp.iterdir() if p.is_file())
+    record = {
+        "id": cell.id,
+        "status": status,
+        "labels": cell.labels,
+        "config": cell.config,
+        "summary": summary,
+        "error": error,
+        "files": [{"name": n, "bytes": (tmp / n).stat().st_size} for n in files],
+        "worker": worker_tag(),
+        "started_at": started_at,
+        "finished_at": _now(),
+        "cell_wall_s": time.perf_counter() - t0,
+        "hpcdispatch_version": __version__,
+    }
+    write_json(tmp / RECORD, record)
+    return publish(tmp, final, replace_failed)

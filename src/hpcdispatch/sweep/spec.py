@@ -1,0 +1,603 @@
+"""A sweep declared in TOML: systems x workloads x dispatchers x predictors x repetitions.
+
+The schema (every key except ``workloads`` and ``dispatchers`` is optional; see
+``docs/SWEEPS.md`` for a commented example)::
+
+    name = "baselines"                  # free text, shown in reports
+    description = "..."
+    systems = ["auto"]                  # preset names, system TOML files, "auto", "from-trace"
+    dispatchers = ["fifo", "easy:allocator=best-fit", { name = "sjf", blocking = false, label = "sjf-nb" }]
+    predictors = ["walltime"]           # W, L2, D, R or their long names
+    repetitions = 1                     # every combination runs this many times (index in the id)
+    plugins = []                        # .py files (relative to this file) or modules that register dispatchers
+
+    [simulation]                        # SimulationOptions fields
+    walltime_kill = true
+    charge_dispatch_time = false
+    dispatch_interval = 600             # omit for none
+    record_decisions = true
+
+    [[workloads]]                       # an SWF trace
+    trace = "traces/KTH-SP2-1996-2.1-cln.swf.gz"   # relative to this file
+    max_jobs = 5000                     # and any SWF option: processors, units, cores_per_unit,
+                                        # missing_walltime, memory
+    [[workloads]]                       # a generated workload, one per seed
+    generator = "lublin"
+    jobs = 2000
+    load = 0.9
+    seeds = [1, 2, 3]                   # or seed = 1, or seeds = { from = 1, count = 30 }
+
+Top-level keys must come before the first ``[simulation]`` / ``[[workloads]]`` table (TOML).
+
+Each combination is a :class:`Cell` whose id is a hash of its canonical, complete
+configuration: defaults are filled in (``easy`` and ``easy:allocator=first-fit`` are the same
+cell), key order does not matter, and paths are taken as written in the spec file (so a sweep
+folder can move). The id does not cover the content of trace files or the hpcdispatch version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpcdispatch.dispatchers.registry import dispatcher_class, make_dispatcher
+from hpcdispatch.errors import ConfigError, HpcDispatchError
+from hpcdispatch.predictors import predictor_class, split_predictor_suffix
+from hpcdispatch.runner import label_for
+from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.sweep.plugins import load_plugins, resolve_plugin
+from hpcdispatch.workload.lublin import LublinSpec
+from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
+from hpcdispatch.workload.swf import SwfOptions
+
+CELL_SCHEMA = 1  # part of every cell id: bump only if the meaning of a configuration changes
+
+TOP_KEYS = ("name", "description", "systems", "workloads", "dispatchers", "predictors", "repetitions",
+            "simulation", "plugins")
+SWF_KEYS = ("processors", "units", "cores_per_unit", "missing_walltime", "memory", "max_jobs")
+LUBLIN_KEYS = ("jobs", "load", "interactive", "max_walltime", "p_max_walltime", "overestimate_max")
+SIM_KEYS = ("walltime_kill", "charge_dispatch_time", "dispatch_interval", "dispatch_on_events", "record_decisions")
+DISPATCHER_RESERVED = ("name", "label", "predictor")
+
+
+class SweepSpecError(ConfigError):
+    """A sweep file that cannot be used; the message names the file, the line when known, the field."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One simulation of a sweep: what is hashed (``config``) and how to run it here."""
+
+    id: str
+    index: int  # position in the sweep's expansion order
+    config: dict[str, Any]  # canonical, complete, JSON-able: the id is its hash
+    labels: dict[str, Any]  # system, workload, seed, dispatcher, predictor, repetition, label
+    # how to run it (paths resolved against the spec file)
+    system_spec: str
+    workload_spec: str
+    swf: dict[str, Any]
+    dispatcher_spec: str  # without predictor suffix
+    predictor: str
+    simulation: dict[str, Any]
+    plugins: tuple[str, ...] = ()
+
+    def swf_options(self) -> SwfOptions:
+        s = self.swf
+        return SwfOptions(
+            processors=s["processors"],
+            units=UnitMapping(mode=s["units"], cores_per_unit_max=s["cores_per_unit"]),
+            missing_walltime=str(s["missing_walltime"]),
+            memory=s["memory"],
+            max_jobs=s["max_jobs"],
+        )
+
+    def simulation_options(self) -> SimulationOptions:
+        return SimulationOptions(**self.simulation)
+
+    @property
+    def label(self) -> str:
+        return str(self.labels["label"])
+
+
+@dataclass
+class SweepSpec:
+    name: str
+    description: str
+    path: Path | None
+    cells: list[Cell] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def cell_ids(self) -> list[str]:
+        return [c.id for c in self.cells]
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def cell_id(config: dict[str, Any]) -> str:
+    """16 hex digits of the SHA-256 of the canonical JSON of ``config``."""
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------------------
+# error reporting with line numbers
+# ---------------------------------------------------------------------------------------
+
+
+class _Where:
+    """Builds messages ``FILE, line N, FIELD: ...`` (the line is found in the TOML text)."""
+
+    def __init__(self, source: str, text: str):
+        self.source = source
+        self.lines = text.splitlines()
+
+    def _line_of_table(self, table: str, index: int) -> int | None:
+        pat = re.compile(r"^\s*\[\[\s*" + re.escape(table) + r"\s*\]\]")
+        seen = -1
+        for n, line in enumerate(self.lines, 1):
+            if pat.match(line):
+                seen += 1
+                if seen == index:
+                    return n
+        return None
+
+    def _line_of_key(self, key: str, start: int = 0) -> int | None:
+        pat = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
+        for n, line in enumerate(self.lines[start:], start + 1):
+            if pat.match(line):
+                return n
+        return None
+
+    def line(self, fld: str) -> int | None:
+        m = re.match(r"^workloads\[(\d+)\](?:\.(\w+))?", fld)
+        if m:
+            head = self._line_of_table("workloads", int(m.group(1)))
+            if head is not None and m.group(2):
+                return self._line_of_key(m.group(2), head) or head
+            return head
+        if fld.startswith("simulation"):
+            for n, line in enumerate(self.lines, 1):
+                if re.match(r"^\s*\[\s*simulation\s*\]", line):
+                    key = fld.partition(".")[2]
+                    return (self._line_of_key(key, n) if key else None) or n
+            return None
+        top = re.match(r"^(\w+)", fld)
+        return self._line_of_key(top.group(1)) if top else None
+
+    def error(self, fld: str, message: str) -> SweepSpecError:
+        line = self.line(fld) if fld else None
+        where = self.source + (f", line {line}" if line else "") + (f", {fld}" if fld else "")
+        return SweepSpecError(f"{where}: {message}")
+
+
+# ---------------------------------------------------------------------------------------
+# parsing
+# ---------------------------------------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _expect(w: _Where, fld: str, value: Any, kinds: tuple[type, ...], what: str) -> Any:
+    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+    if not ok:
+        raise w.error(fld, f"must be {what}, got {_type_name(value)} {value!r}")
+    return value
+
+
+def _resolve_path(text: str, base: Path) -> str:
+    p = Path(os.path.expanduser(text))
+    return str(p if p.is_absolute() else (base / p).resolve())
+
+
+def _system_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[tuple[str, str]]:
+    """(as written, how to load it) for every system."""
+    raw = doc.get("systems", ["auto"])
+    if isinstance(raw, str):
+        raw = [raw]
+    _expect(w, "systems", raw, (list,), "a list of system specs")
+    if not raw:
+        raise w.error("systems", "is empty")
+    out = []
+    from hpcdispatch.system.io import load_system
+
+    for i, s in enumerate(raw):
+        _expect(w, f"systems[{i}]", s, (str,), "a preset name, a system TOML file, 'auto' or 'from-trace'")
+        if s in ("auto", "from-trace"):
+            out.append((s, s))
+            continue
+        is_file = s.endswith(".toml")
+        spec = _resolve_path(s, base) if is_file else s
+        try:
+            load_system(spec)
+        except HpcDispatchError as exc:
+            raise w.error(f"systems[{i}]", str(exc)) from None
+        out.append((os.path.normpath(s) if is_file else s, spec))
+    return out
+
+
+def _seeds(entry: dict[str, Any], w: _Where, fld: str) -> list[int]:
+    if "seed" in entry and "seeds" in entry:
+        raise w.error(fld, "give either 'seed' or 'seeds', not both")
+    if "seed" in entry:
+        return [_expect(w, f"{fld}.seed", entry["seed"], (int,), "an integer")]
+    raw = entry.get("seeds", [1])
+    if isinstance(raw, dict):
+        unknown = set(raw) - {"from", "count"}
+        if unknown or "count" not in raw:
+            raise w.error(f"{fld}.seeds", "a seed range is a table { from = FIRST, count = N }")
+        first = _expect(w, f"{fld}.seeds", raw.get("from", 1), (int,), "an integer ('from')")
+        count = _expect(w, f"{fld}.seeds", raw["count"], (int,), "an integer ('count')")
+        if count <= 0:
+            raise w.error(f"{fld}.seeds", f"count must be positive, got {count}")
+        return list(range(first, first + count))
+    _expect(w, f"{fld}.seeds", raw, (list,), "a list of integers or { from = FIRST, count = N }")
+    if not raw:
+        raise w.error(f"{fld}.seeds", "is empty")
+    for s in raw:
+        _expect(w, f"{fld}.seeds", s, (int,), "a list of integers")
+    if len(set(raw)) != len(raw):
+        raise w.error(f"{fld}.seeds", f"lists a seed twice: {raw}")
+    return list(raw)
+
+
+def _swf_canonical(entry: dict[str, Any], w: _Where, fld: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    defaults = SwfOptions()
+    out: dict[str, Any] = {
+        "processors": defaults.processors,
+        "units": defaults.units.mode,
+        "cores_per_unit": None,
+        "missing_walltime": str(defaults.missing_walltime),
+        "memory": defaults.memory,
+        "max_jobs": None,
+    }
+    kinds: dict[str, tuple[tuple[type, ...], str]] = {
+        "processors": ((str,), "'requested' or 'allocated'"),
+        "units": ((str,), f"one of {', '.join(UNIT_MODES)}"),
+        "cores_per_unit": ((int,), "an integer"),
+        "missing_walltime": ((str, int), "queue-max, trace-max, runtime, skip or a number of seconds"),
+        "memory": ((str,), "'ignore', 'requested' or 'used'"),
+        "max_jobs": ((int,), "an integer"),
+    }
+    for key in keys:
+        if key in entry:
+            kind, what = kinds[key]
+            out[key] = _expect(w, f"{fld}.{key}", entry[key], kind, what)
+    out["missing_walltime"] = str(out["missing_walltime"])
+    try:
+        SwfOptions(processors=out["processors"], units=UnitMapping(out["units"], out["cores_per_unit"]),
+                   missing_walltime=out["missing_walltime"], memory=out["memory"], max_jobs=out["max_jobs"])
+    except HpcDispatchError as exc:
+        raise w.error(fld, str(exc)) from None
+    return out
+
+
+@dataclass(frozen=True)
+class _Workload:
+    label: str
+    seed: int | None
+    config: dict[str, Any]
+    spec: str  # how to load it
+    swf: dict[str, Any]
+
+
+def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workload]:
+    raw = doc.get("workloads")
+    if raw is None:
+        raise w.error("", "missing required [[workloads]] tables (a trace or a generator each)")
+    _expect(w, "workloads", raw, (list,), "an array of tables [[workloads]]")
+    if not raw:
+        raise w.error("workloads", "is empty")
+    out: list[_Workload] = []
+    for i, entry in enumerate(raw):
+        fld = f"workloads[{i}]"
+        _expect(w, fld, entry, (dict,), "a table")
+        if ("trace" in entry) == ("generator" in entry):
+            raise w.error(fld, "needs exactly one of 'trace' (an SWF file) or 'generator' (\"lublin\")")
+        name = entry.get("name")
+        if name is not None:
+            _expect(w, f"{fld}.name", name, (str,), "a string")
+        if "trace" in entry:
+            known = ("trace", "name", *SWF_KEYS)
+            _check_keys(entry, known, w, fld)
+            trace = _expect(w, f"{fld}.trace", entry["trace"], (str,), "a path to an SWF file")
+            swf = _swf_canonical(entry, w, fld, SWF_KEYS)
+            written = os.path.normpath(trace)
+            label = name or _trace_label(trace, swf)
+            config = {"trace": written, **swf}
+            out.append(_Workload(label, None, config, _resolve_path(trace, base), swf))
+            continue
+        generator = _expect(w, f"{fld}.generator", entry["generator"], (str,), "a string")
+        if generator != "lublin":
+            raise w.error(f"{fld}.generator", f"unknown generator '{generator}' (available: lublin)")
+        known = ("generator", "name", "seed", "seeds", "units", "cores_per_unit", "max_jobs", *LUBLIN_KEYS)
+        _check_keys(entry, known, w, fld)
+        swf = _swf_canonical(entry, w, fld, ("units", "cores_per_unit", "max_jobs"))
+        params = _lublin_params(entry, w, fld)
+        for seed in _seeds(entry, w, fld):
+            config = {"generator": "lublin", **params, "seed": seed, "units": swf["units"],
+                      "cores_per_unit": swf["cores_per_unit"], "max_jobs": swf["max_jobs"]}
+            spec = "synthetic:lublin," + ",".join(
+                f"{k}={_spec_value(params[k])}" for k in ("jobs", *LUBLIN_KEYS[1:]) if params[k] is not None
+            ) + f",seed={seed}"
+            label = name or _lublin_label(params)
+            out.append(_Workload(label, seed, config, spec, swf))
+    return out
+
+
+def _check_keys(entry: dict[str, Any], known: tuple[str, ...], w: _Where, fld: str) -> None:
+    unknown = sorted(set(entry) - set(known))
+    if unknown:
+        hint = ""
+        if set(unknown) & set(TOP_KEYS):
+            hint = " (top-level keys must come before the first [[workloads]] or [simulation] table)"
+        raise w.error(fld, f"unknown key(s) {unknown}; known: {', '.join(known)}{hint}")
+
+
+def _spec_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def _lublin_params(entry: dict[str, Any], w: _Where, fld: str) -> dict[str, Any]:
+    d = LublinSpec()
+    kinds: dict[str, tuple[tuple[type, ...], str]] = {
+        "jobs": ((int,), "an integer"), "load": ((int, float), "a number"), "interactive": ((bool,), "true/false"),
+        "max_walltime": ((int,), "an integer"), "p_max_walltime": ((int, float), "a number"),
+        "overestimate_max": ((int, float), "a number"),
+    }
+    out: dict[str, Any] = {k: getattr(d, k) for k in LUBLIN_KEYS}
+    for key in LUBLIN_KEYS:
+        if key in entry:
+            kind, what = kinds[key]
+            out[key] = _expect(w, f"{fld}.{key}", entry[key], kind, what)
+    for key in ("load", "p_max_walltime", "overestimate_max"):
+        if out[key] is not None:
+            out[key] = float(out[key])
+    try:
+        LublinSpec(**out)
+    except HpcDispatchError as exc:
+        raise w.error(fld, str(exc)) from None
+    return out
+
+
+def _trace_label(trace: str, swf: dict[str, Any]) -> str:
+    name = Path(trace).name
+    for suffix in (".gz", ".swf"):
+        name = name.removesuffix(suffix)
+    if swf["max_jobs"] is not None:
+        name += f"-first{swf['max_jobs']}"
+    return name
+
+
+def _lublin_label(params: dict[str, Any]) -> str:
+    label = f"lublin-{params['jobs']}j"
+    if params["load"] is not None:
+        label += f"-load{params['load']:g}"
+    return label
+
+
+@dataclass(frozen=True)
+class _Dispatcher:
+    label: str
+    spec: str  # runnable spec, no predictor suffix
+    config: dict[str, Any]
+    predictor: str | None  # fixed by a suffix or a 'predictor' key
+
+
+def _value_text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "none"
+    text = repr(v) if isinstance(v, float) else str(v)
+    if "," in text or "=" in text:
+        raise ConfigError(f"value {v!r} contains ',' or '=' which a dispatcher spec cannot carry")
+    return text
+
+
+def _dispatcher_entries(doc: dict[str, Any], w: _Where) -> list[_Dispatcher]:
+    raw = doc.get("dispatchers")
+    if raw is None:
+        raise w.error("", "missing required key 'dispatchers' (a list of dispatcher specs)")
+    _expect(w, "dispatchers", raw, (list,), "a list of dispatcher specs or tables")
+    if not raw:
+        raise w.error("dispatchers", "is empty")
+    out: list[_Dispatcher] = []
+    for i, entry in enumerate(raw):
+        fld = f"dispatchers[{i}]"
+        try:
+            if isinstance(entry, str):
+                base_spec, fixed = split_predictor_suffix(entry.strip())
+                label = label_for(base_spec)
+            elif isinstance(entry, dict):
+                if "name" not in entry:
+                    raise ConfigError("a dispatcher table needs 'name'")
+                name = _expect(w, f"{fld}.name", entry["name"], (str,), "a dispatcher name")
+                base_name, fixed = split_predictor_suffix(name)
+                pred = entry.get("predictor")
+                if pred is not None:
+                    _expect(w, f"{fld}.predictor", pred, (str,), "a predictor name")
+                    if fixed is not None:
+                        raise ConfigError(f"'{name}' already names a predictor; drop 'predictor' or the suffix")
+                    fixed = _predictor_name(pred)
+                params = {k: v for k, v in entry.items() if k not in DISPATCHER_RESERVED}
+                cls = dispatcher_class(base_name)
+                unknown = sorted(set(params) - set(cls.param_names()))
+                if unknown:
+                    raise ConfigError(f"dispatcher '{cls.name}' has no parameter(s) {unknown} "
+                                      f"(parameters: {', '.join(cls.param_names())})")
+                base_spec = base_name + (":" + ",".join(f"{k}={_value_text(v)}" for k, v in params.items())
+                                         if params else "")
+                label = entry.get("label") or label_for(base_spec)
+                _expect(w, f"{fld}.label", label, (str,), "a string")
+                made = make_dispatcher(base_spec)
+                for k, v in params.items():
+                    got = made.get_params()[k]
+                    same = got == v and (type(got) is type(v) or isinstance(got, float) and isinstance(v, int))
+                    if not same:
+                        raise ConfigError(f"parameter '{k}' = {v!r} is read as {got!r} ({type(got).__name__}); "
+                                          "give it with the parameter's type")
+            else:
+                raise ConfigError(f"must be a spec string or a table, got {_type_name(entry)} {entry!r}")
+            dispatcher = make_dispatcher(base_spec)
+        except HpcDispatchError as exc:
+            if isinstance(exc, SweepSpecError):
+                raise
+            raise w.error(fld, str(exc)) from None
+        config = {"name": dispatcher.name, "params": dispatcher.get_params()}
+        try:
+            canonical_json(config)
+        except (TypeError, ValueError):
+            raise w.error(fld, f"parameters {config['params']!r} are not plain values") from None
+        out.append(_Dispatcher(label, base_spec, config, fixed))
+    return out
+
+
+def _predictor_name(name: str) -> str:
+    cls = predictor_class(name)
+    if cls is None:
+        raise ConfigError(f"unknown predictor '{name}'")
+    return cls.name
+
+
+def _predictors(doc: dict[str, Any], w: _Where) -> list[str]:
+    raw = doc.get("predictors", ["walltime"])
+    if isinstance(raw, str):
+        raw = [raw]
+    _expect(w, "predictors", raw, (list,), "a list of predictor names")
+    if not raw:
+        raise w.error("predictors", "is empty")
+    out = []
+    for i, p in enumerate(raw):
+        _expect(w, f"predictors[{i}]", p, (str,), "a predictor name")
+        try:
+            name = _predictor_name(p)
+        except ConfigError as exc:
+            raise w.error(f"predictors[{i}]", f"{exc} (W, L2, D, R or walltime, last-two, data-driven, oracle)") from None
+        if name in out:
+            raise w.error(f"predictors[{i}]", f"'{p}' is listed twice")
+        out.append(name)
+    return out
+
+
+def _simulation(doc: dict[str, Any], w: _Where) -> dict[str, Any]:
+    raw = doc.get("simulation", {})
+    _expect(w, "simulation", raw, (dict,), "a table [simulation]")
+    _check_keys(raw, SIM_KEYS, w, "simulation")
+    for key in ("walltime_kill", "charge_dispatch_time", "dispatch_on_events", "record_decisions"):
+        if key in raw:
+            _expect(w, f"simulation.{key}", raw[key], (bool,), "true/false")
+    if "dispatch_interval" in raw:
+        _expect(w, "simulation.dispatch_interval", raw["dispatch_interval"], (int, float), "a number of seconds")
+    try:
+        opts = SimulationOptions(**{k: (float(v) if k == "dispatch_interval" else v) for k, v in raw.items()})
+    except HpcDispatchError as exc:
+        raise w.error("simulation", str(exc)) from None
+    return asdict(opts)
+
+
+def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) -> SweepSpec:
+    """Parse and validate a sweep; expand it into cells (no trace is read)."""
+    w = _Where(source, text)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepSpecError(f"{source}: not valid TOML: {exc}") from None
+    base = base or Path.cwd()
+    unknown = sorted(set(doc) - set(TOP_KEYS))
+    if unknown:
+        raise w.error("", f"unknown top-level key(s) {unknown}; known: {', '.join(TOP_KEYS)}")
+    name = doc.get("name", Path(source).stem)
+    _expect(w, "name", name, (str,), "a string")
+    description = doc.get("description", "")
+    _expect(w, "description", description, (str,), "a string")
+    raw_plugins = doc.get("plugins", [])
+    _expect(w, "plugins", raw_plugins, (list,), "a list of .py files or module names")
+    plugins = []
+    for i, p in enumerate(raw_plugins):
+        _expect(w, f"plugins[{i}]", p, (str,), "a .py file or a module name")
+        plugins.append(resolve_plugin(p, base))
+    try:
+        load_plugins(tuple(plugins))
+    except HpcDispatchError as exc:
+        raise w.error("plugins", str(exc)) from None
+    repetitions = doc.get("repetitions", 1)
+    _expect(w, "repetitions", repetitions, (int,), "a positive integer")
+    if repetitions < 1:
+        raise w.error("repetitions", f"must be at least 1, got {repetitions}")
+    systems = _system_entries(doc, w, base)
+    workloads = _workload_entries(doc, w, base)
+    dispatchers = _dispatcher_entries(doc, w)
+    predictors = _predictors(doc, w)
+    simulation = _simulation(doc, w)
+
+    if any(spec == "from-trace" for _, spec in systems):
+        generated = [i for i, wl in enumerate(workloads) if wl.seed is not None]
+        if generated:
+            raise w.error("systems", "'from-trace' reads the system from an SWF header, but generated workloads "
+                                     "have none; list those in a sweep with a preset system")
+    labels_seen: dict[str, dict[str, Any]] = {}
+    for d in dispatchers:
+        if labels_seen.setdefault(d.label, d.config) != d.config:
+            raise w.error("dispatchers", f"label '{d.label}' names two different dispatchers; give each a 'label'")
+    cells: list[Cell] = []
+    seen: dict[str, str] = {}
+    for sys_written, sys_spec in systems:
+        for wl in workloads:
+            for d in dispatchers:
+                preds = [d.predictor] if d.predictor else predictors
+                for pred in preds:
+                    for rep in range(repetitions):
+                        config = {
+                            "schema": CELL_SCHEMA,
+                            "system": sys_written,
+                            "workload": wl.config,
+                            "dispatcher": d.config,
+                            "predictor": pred,
+                            "simulation": simulation,
+                            "repetition": rep,
+                        }
+                        cid = cell_id(config)
+                        pred_short = predictor_class(pred).short  # type: ignore[union-attr]
+                        run_label = d.label if pred == "walltime" else f"{d.label}-{pred_short}"
+                        seed = f"/seed{wl.seed}" if wl.seed is not None else ""
+                        label = f"{sys_written}/{wl.label}{seed}/{run_label}" + (f"/r{rep}" if repetitions > 1 else "")
+                        if cid in seen:
+                            raise w.error("", f"cells '{seen[cid]}' and '{label}' have the same configuration "
+                                              "(an entry is listed twice)")
+                        seen[cid] = label
+                        cells.append(Cell(
+                            id=cid, index=len(cells), config=config,
+                            labels={"system": sys_written, "workload": wl.label, "seed": wl.seed,
+                                    "dispatcher": d.label, "predictor": pred, "run": run_label,
+                                    "repetition": rep, "label": label},
+                            system_spec=sys_spec, workload_spec=wl.spec, swf=wl.swf,
+                            dispatcher_spec=d.spec, predictor=pred, simulation=simulation,
+                            plugins=tuple(plugins),
+                        ))
+    return SweepSpec(name=name, description=description, path=None, cells=cells, text=text)
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    p = Path(path)
+    if not p.is_file():
+        raise SweepSpecError(f"{p}: sweep file does not exist")
+    text = p.read_text()
+    spec = parse_sweep(text, source=str(p), base=p.resolve().parent)
+    spec.path = p.resolve()
+    return spec

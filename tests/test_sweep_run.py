@@ -1,0 +1,213 @@
+"""Running sweeps locally: failures recorded per cell, resuming, retrying, crashes pinned on
+their cell, incomplete directories never counted, the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+from helpers import trace
+from sweeps import cli, records, summary, write_spec
+
+from hpcdispatch.dispatchers import DISPATCHERS
+from hpcdispatch.results.store import read_run
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sweep import LocalExecutor, deterministic_columns, load_sweep, make_executor, run_sweep, sweep_status
+from hpcdispatch.sweep.store import SweepStore
+
+GOOD_SWF = "".join(
+    f"{j} {10 * j} 0 {50 + j} 2 -1 -1 2 100 -1 1 1 1 1 1 1 -1 -1\n" for j in range(1, 21)
+)
+
+MIXED = """
+name = "mixed"
+systems = ["machine-s"]
+dispatchers = ["fifo", "easy"]
+
+[[workloads]]
+generator = "lublin"
+jobs = 60
+seed = 1
+
+[[workloads]]
+trace = "bad.swf"
+
+[[workloads]]
+trace = "missing.swf"
+"""
+
+
+def _check_cells_intact(out, frame):
+    """Every done row's directory reads back and its summary.json matches the Parquet row."""
+    cols = deterministic_columns(frame)
+    for _, row in frame[frame["status"] == "done"].iterrows():
+        run = read_run(out / "cells" / row["cell_id"])
+        assert len(run.jobs) == run.summary["jobs"]
+        for key, value in run.summary.items():
+            if key in cols and key != "label" and not isinstance(value, dict | list):
+                same = row[key] == value or (pd.isna(row[key]) and (value is None or value != value))
+                assert same, (key, row[key], value)
+
+
+def test_failures_are_recorded_and_a_rerun_skips_finished_cells(tmp_path):
+    (tmp_path / "bad.swf").write_text("this is\nnot an SWF trace\n")
+    spec = load_sweep(write_spec(tmp_path, MIXED))
+    out = tmp_path / "out"
+    first = run_sweep(spec, out, LocalExecutor(2))
+    assert (first.cells, first.done, first.failed, first.pending, first.ran) == (6, 2, 4, 0, 6)
+    frame = summary(out)
+    assert sorted(frame["cell_id"]) == sorted(spec.cell_ids()) and frame["cell_id"].is_unique
+    assert frame["cell_id"].tolist() == spec.cell_ids()  # rows in the spec's order
+    by_label = frame.set_index("label")
+    assert by_label.loc["machine-s/lublin-60j/seed1/easy", "status"] == "done"
+    bad = by_label.loc["machine-s/bad/fifo"]
+    assert bad["status"] == "failed" and bad["error_type"] == "HpcDispatchError"
+    assert "has no job that can run" in bad["error"] and "malformed" in bad["error"] and "line 1" in bad["error"]
+    missing = by_label.loc["machine-s/missing/easy"]
+    assert missing["error_type"] == "TraceFormatError" and "missing.swf: file does not exist" in missing["error"]
+    _check_cells_intact(out, frame)
+
+    st = sweep_status(out)
+    assert (len(st.done), len(st.failed), len(st.pending), st.running) == (2, 4, 0, [])
+
+    before = records(out)
+    again = run_sweep(spec, out, LocalExecutor(2))
+    assert (again.ran, again.skipped_done, again.skipped_failed, again.done, again.failed) == (0, 2, 4, 2, 4)
+    assert records(out) == before  # nothing was re-run or rewritten
+    pd.testing.assert_frame_equal(summary(out), frame)
+
+    # fix the trace: --retry-failed runs the failed cells again; the missing file still fails
+    (tmp_path / "bad.swf").write_text(GOOD_SWF)
+    retry = run_sweep(spec, out, LocalExecutor(2), retry_failed=True)
+    assert (retry.ran, retry.done, retry.failed) == (4, 4, 2)
+    frame = summary(out)
+    assert frame["cell_id"].tolist() == spec.cell_ids()
+    assert frame.set_index("label").loc["machine-s/bad/easy", "jobs"] == 20
+    after = records(out)
+    for cid, rec in before.items():
+        if rec["status"] == "done":
+            assert after[cid] == rec  # done cells untouched by the retry
+    _check_cells_intact(out, frame)
+    assert not [p for p in (out / "cells").iterdir() if p.name.startswith(".")]
+
+
+PLUGIN = '''
+import os
+
+from hpcdispatch.dispatchers import dispatcher_function
+
+
+@dispatcher_function("crash-plugin")
+def crash(view, scratch):
+    os._exit(7)  # the worker process dies, as on a segfault or the out-of-memory killer
+
+
+@dispatcher_function("raise-plugin")
+def fail(view, scratch):
+    raise RuntimeError("solver exploded")
+'''
+
+
+def test_a_crashing_worker_fails_only_its_own_cell(tmp_path):
+    (tmp_path / "bad_policies.py").write_text(PLUGIN)
+    text = textwrap.dedent("""
+        plugins = ["bad_policies.py"]
+        systems = ["machine-s"]
+        dispatchers = ["fifo", "crash-plugin", "raise-plugin", "sjf"]
+        [[workloads]]
+        generator = "lublin"
+        jobs = 40
+        seeds = [1, 2]
+    """)
+    try:
+        spec = load_sweep(write_spec(tmp_path, text))
+        out = tmp_path / "out"
+        outcome = run_sweep(spec, out, LocalExecutor(2))
+    finally:
+        DISPATCHERS.pop("crash-plugin", None)
+        DISPATCHERS.pop("raise-plugin", None)
+    frame = summary(out)
+    assert len(frame) == 8 and frame["cell_id"].is_unique
+    status = dict(zip(frame["run_label"] + "/" + frame["seed"].astype(str), frame["status"]))
+    assert status == {f"{d}/{s}": ("done" if d in ("fifo", "sjf") else "failed")
+                      for d in ("fifo", "crash-plugin", "raise-plugin", "sjf") for s in (1, 2)}
+    errors = frame[frame["status"] == "failed"].set_index("run_label")
+    assert set(errors.loc["crash-plugin", "error_type"]) == {"WorkerDied"}
+    assert set(errors.loc["raise-plugin", "error_type"]) == {"RuntimeError"}
+    assert all("solver exploded" in e for e in errors.loc["raise-plugin", "error"])
+    rec = next(r for r in records(out).values() if r["labels"]["dispatcher"] == "raise-plugin")
+    assert "Traceback" in rec["error"]["traceback"] and "bad_policies.py" in rec["error"]["traceback"]
+    assert (outcome.done, outcome.failed) == (4, 4)
+    _check_cells_intact(out, frame)
+
+
+def test_incomplete_cell_directories_are_never_counted(tmp_path):
+    spec = load_sweep(write_spec(tmp_path, 'systems = ["machine-s"]\ndispatchers = ["fifo", "easy", "sjf"]\n'
+                                            '[[workloads]]\ngenerator = "lublin"\njobs = 40\nseed = 3\n'))
+    out = tmp_path / "out"
+    run_sweep(spec, out, LocalExecutor(1))
+    reference = summary(out)
+    a, b, c = spec.cell_ids()
+    cells = out / "cells"
+    (cells / a / "cell.json").unlink()  # a directory without its record
+    with open(cells / b / "jobs.parquet", "r+b") as fh:  # a file cut short after the record was written
+        fh.truncate(100)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = cells / f".tmp-{c}-{int(dead.stdout)}-deadbeef@{__import__('socket').gethostname()}"
+    stale.mkdir()
+    (stale / "jobs.parquet").write_text("half")
+    store = SweepStore(out)
+    scan = store.scan(spec.cell_ids())
+    assert (sorted(scan.pending), list(scan.done)) == (sorted([a, b]), [c])
+    outcome = run_sweep(spec, out, LocalExecutor(1))
+    assert (outcome.ran, outcome.done, sorted(outcome.set_aside)) == (2, 3, sorted([a, b]))
+    frame = summary(out)
+    cols = [k for k in deterministic_columns(frame) if k != "config"]
+    pd.testing.assert_frame_equal(frame[cols], reference[cols])
+    assert not stale.exists()
+    _check_cells_intact(out, frame)
+
+
+def test_command_line(tmp_path):
+    spec_path = write_spec(tmp_path, MIXED.replace('trace = "bad.swf"', f'trace = "{trace("KTH-SP2-1996-2.1-cln.swf.gz")}"\n'
+                                                   "max_jobs = 200"))
+    out = tmp_path / "out"
+    plan = cli("sweep", "plan", str(spec_path))
+    assert plan.returncode == 0 and "6 cells" in plan.stdout and "machine-s/missing/easy" in plan.stdout
+    p = cli("sweep", "run", str(spec_path), "--out", str(out), "-j", "2")
+    assert p.returncode == 1, p.stderr  # some cells failed: exit code 1, the others are done
+    assert "4 done" in p.stdout and "2 failed" in p.stdout and "ETA" in p.stdout
+    assert "failed machine-s/missing/fifo" in p.stdout
+    st = cli("sweep", "status", str(out))
+    assert st.returncode == 0 and "4 done" in st.stdout and "2 failed" in st.stdout and "0 pending" in st.stdout
+    assert "TraceFormatError" in st.stdout
+    # a longer spec into the same directory: the new cells are pending, the old ones kept
+    bigger = write_spec(tmp_path, MIXED.replace('"fifo", "easy"', '"fifo", "easy", "sjf"').replace(
+        'trace = "bad.swf"', f'trace = "{trace("KTH-SP2-1996-2.1-cln.swf.gz")}"\nmax_jobs = 200'), "bigger.toml")
+    SweepStore(out).write_manifest(load_sweep(bigger))
+    st = cli("sweep", "status", str(out), "--all")
+    assert "4 done" in st.stdout and "2 failed" in st.stdout and "3 pending" in st.stdout
+    rows = [line for line in st.stdout.splitlines() if "machine-s/" in line]
+    assert len(rows) == 9 and sum(" pending " in r for r in rows) == 3 and sum(" done " in r for r in rows) == 4
+    assert any("machine-s/lublin-60j/seed1/sjf" in r and " pending " in r for r in rows)
+    p = cli("sweep", "run", str(bigger), "--out", str(out), "-q", "--workers", "1")
+    assert p.returncode == 1 and "running 3" in p.stdout and "6 done" in p.stdout and "3 failed" in p.stdout
+    assert len(summary(out)) == 9
+    errors = [
+        (cli("sweep", "run", str(tmp_path / "nope.toml"), "--out", str(out)), "sweep file does not exist"),
+        (cli("sweep", "status", str(tmp_path)), "not a sweep output directory"),
+    ]
+    for proc, expected in errors:
+        assert proc.returncode == 2 and expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    with pytest.raises(ConfigError, match="not both"):
+        make_executor(workers=2, dask="local:1")
+    with pytest.raises(ConfigError, match="positive number of workers"):
+        make_executor(dask="local:x")
+    with pytest.raises(ConfigError, match="at least 1"):
+        make_executor(workers=0)
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert len(manifest["cells"]) == 9 and (out / "sweep.toml").read_text() == bigger.read_text()

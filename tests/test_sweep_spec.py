@@ -1,0 +1,187 @@
+"""Sweep files: expansion into cells, canonical configurations, stable ids, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from sweeps import write_spec
+
+from hpcdispatch.sweep import SweepSpecError, cell_id, load_sweep, parse_sweep
+
+FULL = """
+name = "full"
+systems = ["machine-s", "eurora"]
+dispatchers = ["fifo", "easy:allocator=best-fit", { name = "sjf", blocking = false, label = "sjf-nb" }, "easy-R"]
+predictors = ["W", "L2"]
+repetitions = 2
+
+[simulation]
+walltime_kill = false
+
+[[workloads]]
+trace = "traces/x.swf.gz"
+max_jobs = 100
+
+[[workloads]]
+generator = "lublin"
+jobs = 50
+load = 0.8
+seeds = { from = 5, count = 3 }
+"""
+
+
+def test_expansion_is_the_full_cross_product(tmp_path):
+    spec = load_sweep(write_spec(tmp_path, FULL))
+    # 2 systems x (1 trace + 3 seeds) x (3 dispatchers x 2 predictors + easy-R with its own) x 2 repetitions
+    assert len(spec.cells) == 2 * 4 * (3 * 2 + 1) * 2
+    assert len(set(spec.cell_ids())) == len(spec.cells)
+    assert [c.index for c in spec.cells] == list(range(len(spec.cells)))
+    labels = {c.label for c in spec.cells}
+    assert "machine-s/lublin-50j-load0.8/seed7/sjf-nb-L2/r1" in labels
+    assert "eurora/x-first100/easy-R/r0" in labels and "eurora/x-first100/easy-R-L2/r0" not in labels
+    cell = next(c for c in spec.cells if c.label == "eurora/x-first100/easy-allocator_best-fit-L2/r1")
+    assert cell.config == {
+        "schema": 1,
+        "system": "eurora",
+        "workload": {"trace": "traces/x.swf.gz", "processors": "requested", "units": "divisor",
+                     "cores_per_unit": None, "missing_walltime": "queue-max", "memory": "ignore", "max_jobs": 100},
+        "dispatcher": {"name": "easy", "params": {"allocator": "best-fit"}},
+        "predictor": "last-two",
+        "simulation": {"walltime_kill": False, "charge_dispatch_time": False, "dispatch_interval": None,
+                       "dispatch_on_events": True, "record_decisions": True},
+        "repetition": 1,
+    }
+    # paths are resolved against the spec file for running, but hashed as written
+    assert cell.workload_spec == str(tmp_path / "traces" / "x.swf.gz")
+    assert cell.dispatcher_spec == "easy:allocator=best-fit" and cell.predictor == "last-two"
+    gen = next(c for c in spec.cells if c.labels["seed"] == 6)
+    assert gen.workload_spec.startswith("synthetic:lublin,jobs=50,load=0.8,") and gen.workload_spec.endswith(",seed=6")
+    assert gen.config["workload"]["seed"] == 6 and gen.config["workload"]["interactive"] is True
+
+
+def test_ids_are_canonical():
+    base = 'dispatchers = [{d}]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nseed = 1\n{extra}'
+    ids = lambda d, extra="": parse_sweep(base.format(d=d, extra=extra)).cell_ids()  # noqa: E731
+    # defaults filled in: the same configuration written three ways is one cell
+    assert ids('"easy"') == ids('"easy:allocator=first-fit"') == ids('{ name = "easy", allocator = "first-fit" }')
+    assert ids('"sjf:blocking=false"') == ids('{ name = "sjf", blocking = false }')
+    # any change of the configuration changes the id
+    assert ids('"easy"') != ids('"easy:allocator=best-fit"')
+    assert ids('"easy"') != ids('"easy"', "load = 0.5\n")
+    assert ids('"easy"') != ids('"easy-R"')
+    assert ids('"easy-L2"') == ids('{ name = "easy", predictor = "L2" }') != ids('"easy"')
+    # key order inside the file does not matter
+    a = parse_sweep('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nload = 0.7\nseed = 3\n')
+    b = parse_sweep('dispatchers = ["fifo"]\n[[workloads]]\nseed = 3\nload = 0.7\ngenerator = "lublin"\njobs = 20\n')
+    assert a.cell_ids() == b.cell_ids()
+    # the id is the hash of the configuration: recomputable from it
+    assert a.cells[0].id == cell_id(json.loads(json.dumps(a.cells[0].config)))
+
+
+def test_ids_are_stable_across_processes(tmp_path):
+    path = write_spec(tmp_path, FULL)
+    here = load_sweep(path).cell_ids()
+    code = f"import json; from hpcdispatch.sweep import load_sweep; print(json.dumps(load_sweep({str(path)!r}).cell_ids()))"
+    for seed in ("1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        assert json.loads(out.stdout) == here
+    # and it is a fixed function of the configuration (a regression here would orphan every stored cell)
+    one = parse_sweep('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nseed = 1\n')
+    assert one.cells[0].id == cell_id(one.cells[0].config) == "98fad8b38d40a1f5"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("dispatchers = [\"fifo\", ]]\n", r"not valid TOML: .*line 1"),
+        ('dispatchers = ["fifo"]\n', r"missing required \[\[workloads\]\]"),
+        ('dispatchers = ["fifo"]\ncolour = 1\n[[workloads]]\ngenerator = "lublin"\n', r"unknown top-level key\(s\) \['colour'\]"),
+        ('dispatchers = ["magic"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"sweep.toml, line 1, dispatchers\[0\]: unknown dispatcher 'magic'"),
+        ('dispatchers = ["fifo", "easy:depth=3"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"line 1, dispatchers\[1\]: dispatcher 'easy' has no parameter 'depth'"),
+        ('dispatchers = [{ name = "sjf", blocking = "no" }]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"dispatchers\[0\]: parameter 'blocking' = 'no' is read as False"),
+        ('dispatchers = ["fifo"]\npredictors = ["W", "X"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"line 2, predictors\[1\]: unknown predictor 'X'"),
+        ('dispatchers = ["fifo"]\n\n[[workloads]]\ngenerator = "lublin"\nseed = 1\n\n[[workloads]]\ngenerator = "lublin"\n'
+         'jobs = "many"\n', r"line 9, workloads\[1\].jobs: must be an integer, got a string 'many'"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\nload = 300.0\n',
+         r"line 2, workloads\[0\]: synthetic workload: load must be in \(0, 100\)"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a.swf"\nunits = "cores"\n',
+         r"workloads\[0\]: unknown unit mapping 'cores'"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a.swf"\ngenerator = "lublin"\n', r"exactly one of 'trace'"),
+        ('[[workloads]]\ngenerator = "lublin"\ndispatchers = ["fifo"]\n',
+         r"unknown key\(s\) \['dispatchers'\].*top-level keys must come before"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\nseeds = [1, 1]\n', r"lists a seed twice"),
+        ('dispatchers = ["fifo"]\nsystems = ["nosuch"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"line 2, systems\[0\]: unknown system preset 'nosuch'"),
+        ('dispatchers = ["fifo"]\nrepetitions = 0\n[[workloads]]\ngenerator = "lublin"\n', r"repetitions: must be at least 1"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\ndispatch_interval = -5\n',
+         r"line 4, simulation: dispatch_interval must be positive"),
+        ('dispatchers = ["fifo", "fifo:allocator=first-fit"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"have the same configuration"),
+        ('dispatchers = ["easy", { name = "easy", allocator = "best-fit", label = "easy" }]\n[[workloads]]\n'
+         'generator = "lublin"\n', r"label 'easy' names two different dispatchers"),
+        ('dispatchers = ["fifo"]\nplugins = ["nope.py"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"plugins: plugin file '.*nope.py' does not exist"),
+        ('dispatchers = ["fifo"]\nsystems = ["from-trace"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"line 2, systems: 'from-trace' reads the system from an SWF header"),
+    ],
+)
+def test_errors_name_file_line_and_field(tmp_path, text, expected):
+    path = write_spec(tmp_path, text)
+    with pytest.raises(SweepSpecError, match=expected) as info:
+        load_sweep(path)
+    assert str(path) in str(info.value)
+
+
+def test_plugins_register_dispatchers(tmp_path):
+    plugin = tmp_path / "mine.py"
+    plugin.write_text(textwrap.dedent('''
+        from hpcdispatch.dispatchers import dispatcher_function
+
+        @dispatcher_function("widest-first-plugin")
+        def widest_first(view, scratch):
+            for job in sorted(view.queue, key=lambda j: -j.units):
+                scratch.try_start(job)
+    '''))
+    text = 'plugins = ["mine.py"]\ndispatchers = ["widest-first-plugin"]\n[[workloads]]\ngenerator = "lublin"\njobs = 10\n'
+    try:
+        spec = load_sweep(write_spec(tmp_path, text))
+        assert spec.cells[0].plugins == (str(plugin),)
+        assert spec.cells[0].config["dispatcher"] == {"name": "widest-first-plugin", "params": {"allocator": "first-fit"}}
+    finally:
+        from hpcdispatch.dispatchers import DISPATCHERS
+
+        DISPATCHERS.pop("widest-first-plugin", None)
+
+
+def test_the_documented_example_is_valid():
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "SWEEPS.md"
+    text = doc.read_text()
+    example = re.search(r"```toml\n(.*?)```", text, re.S).group(1)
+    spec = parse_sweep(example, source="SWEEPS.md", base=doc.parent)
+    stated = int(re.search(r"\*\*(\d+) cells\*\*", text).group(1))
+    assert len(spec.cells) == stated == 42
+    assert {c.labels["run"] for c in spec.cells} == {
+        "fifo", "fifo-L2", "easy-allocator_best-fit", "easy-allocator_best-fit-L2", "sjf-nb", "sjf-nb-L2", "easy-R"}
+
+
+def test_the_readme_example_is_valid():
+    import re
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    example = re.search(r"```toml\n(.*?)```", readme.read_text(), re.S).group(1)
+    spec = parse_sweep(example, source="README.md", base=readme.parent)
+    assert len(spec.cells) == (1 + 10) * 4 * 2
