@@ -319,3 +319,27 @@ def test_aucsched_step_on_machine_l_with_100_jobs_keeps_its_time_limit():
         if s.job.per_node_request:
             used[s.allocation.nodes] += np.asarray(s.job.per_node_request)
     assert (used <= free).all()
+
+
+# ---- sweeps: the Table 4 workloads as a generator -------------------------------------------
+
+
+def test_sweep_spec_expands_the_aucsched_generator():
+    from hpcdispatch.sweep import SweepSpecError, parse_sweep
+
+    text = ('dispatchers = ["aucsched", "slurm-bf"]\nsystems = ["machine-s"]\n[[workloads]]\ngenerator = "aucsched"\n'
+            'workload = ["I", "V"]\nversion = [1, 3]\nruntime_h = 0.5\nseeds = [1, 2]\n')
+    spec = parse_sweep(text)
+    assert len(spec.cells) == 2 * 2 * 2 * 2
+    specs = sorted({c.workload_spec for c in spec.cells})
+    assert "synthetic:aucsched,workload=V,version=3,seed=2,runtime_h=0.5" in specs and len(specs) == 8
+    assert {c.labels["workload"] for c in spec.cells} == {"aucsched-I.1-0.5h", "aucsched-I.3-0.5h",
+                                                          "aucsched-V.1-0.5h", "aucsched-V.3-0.5h"}
+    system = load_system("machine-s")
+    w = load_workload(specs[0], system)
+    assert len(w) > 0 and all(j.submit == 0 for j in w.jobs)
+    bad = text.replace('["I", "V"]', '"VI"')
+    with pytest.raises(SweepSpecError, match=r"line 5, workloads\[0\]\.workload: must be one of I, II"):
+        parse_sweep(bad)
+    with pytest.raises(SweepSpecError, match="unknown key"):
+        parse_sweep(text.replace("runtime_h", "hours"))
