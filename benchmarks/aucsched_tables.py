@@ -62,7 +62,7 @@ def run_one(machine: str, workload: str, version: int, seed: int, method: str, s
         "theo_runtime_h": s["theoretical_runtime_s"] / 3600, "runtime_h_actual": s["makespan"] / 3600,
         "util": s["utilization_paper"], "wait_h": s["wait_mean"] / 3600, "wait_std_h": s["wait_std"] / 3600,
         "frag": s["fragmentation_mean"], "frag_std": s["fragmentation_std"], "slowdown": s["slowdown_ratio_mean"],
-        "spread": s["spread_mean"], "spread_std": s["spread_std"], "sim_wall_s": out.wall_s,
+        "spread": s["spread_mean"], "spread_std": s["spread_std"], "sim_wall_s": out.wall_seconds,
         "steps": len(steps), "solves": len(solves),
         "build_s_mean": float(np.mean([i["build_s"] for i in solves])) if solves else "",
         "solve_s_mean": float(np.mean([i["solve_s"] for i in solves])) if solves else "",
