@@ -11,6 +11,7 @@ paper) is rewritten to ``<out>/table.csv`` and ``<out>/table.md``.
     python benchmarks/aucsched_tables.py --seeds 2 --runtime-h 1 --time-limit 1   # scaled down
     python benchmarks/aucsched_tables.py --aucsched slurm_bids=False,max_bids=15 --out x  # Table 8 variants
     python benchmarks/aucsched_tables.py --report                 # only rewrite the tables
+    python benchmarks/aucsched_tables.py --step-check 10          # machine-l, 100-job window: step times
 
 The paper's protocol: 7 seeds, theoretical runtime 4 h, CP-SAT limit 5 s, step 5 s,
 MAXBIDSPERJOB 5 with SLURM bids.
@@ -136,6 +137,42 @@ def write_tables(rows: list[dict], out: Path, note: str = "") -> list[dict]:
     return agg
 
 
+def step_check(machine: str, states: int, time_limit: float, window: int, console: Console) -> list[dict]:
+    """The issue's bar: one AUCSCHED step (bids + IP build + CP-SAT solve) with ``window`` queued
+    jobs of workload V.2 on ``machine``, on ``states`` random fragmented free states (each node
+    busy with probability 1/2, then a random share of its cores and GPUs taken)."""
+    from hpcdispatch.dispatchers import Aucsched
+    from hpcdispatch.sim.view import DispatchView
+    from hpcdispatch.workload.job import Workload
+
+    system = load_system(machine)
+    wl_all = load_workload("synthetic:aucsched,workload=V,version=2,seed=1,runtime_h=4", system)
+    out = []
+    for k in range(states):
+        rng = np.random.default_rng(k)
+        jobs = [j._replace(index=-1) for j in wl_all.jobs[k * window: (k + 1) * window]]
+        wl = Workload(jobs, system.resources)
+        cap = np.asarray(system.capacity)
+        busy = rng.random(len(cap)) < 0.5
+        free = cap - (busy[:, None] * np.floor(rng.random(cap.shape) * (cap + 1))).astype(np.int64)
+        view = DispatchView(system, free, list(free.sum(axis=0)), {j.index: j for j in wl.jobs}, {},
+                            [float(j.wall_time) for j in wl.jobs], wl.unit_requests, True)
+        view.new_jobs = tuple(wl.jobs)
+        disp = Aucsched(time_limit=time_limit, window=window)
+        disp.setup(system)
+        t0 = time.perf_counter()
+        dec = disp.dispatch(view)
+        total = time.perf_counter() - t0
+        info = dec.info
+        row = {"state": k, "jobs": info.get("window"), "bids": info.get("bids"), "variables": info.get("variables"),
+               "constraints": info.get("constraints"), "bid_s": info.get("bid_time_s"), "build_s": info.get("build_s"),
+               "solve_s": info.get("solve_s"), "total_s": total, "status": info.get("status"),
+               "winners": info.get("winners")}
+        console.print(row)
+        out.append(row)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--machines", default="machine-s,machine-m")
@@ -149,8 +186,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", default="AUCSCHED,SLURM/BF")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/aucsched"))
     p.add_argument("--report", action="store_true", help="only rewrite table.csv / table.md from runs.csv")
+    p.add_argument("--step-check", type=int, metavar="STATES", default=0,
+                   help="instead: time single AUCSCHED steps (100-job window) on machine-l for STATES free states")
     args = p.parse_args(argv)
     console = Console(stderr=True)
+    if args.step_check:
+        rows = step_check("machine-l", args.step_check, args.time_limit, 100, console)
+        args.out.mkdir(parents=True, exist_ok=True)
+        with (args.out / "step_check.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        for key in ("bid_s", "build_s", "solve_s", "total_s"):
+            vals = [r[key] for r in rows]
+            console.print(f"{key}: mean {np.mean(vals):.3f} s, max {np.max(vals):.3f} s")
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     runs_path = args.out / "runs.csv"
     rows = read_rows(runs_path)

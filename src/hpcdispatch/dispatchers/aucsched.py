@@ -74,7 +74,9 @@ the program maximises the number of jobs started, then the preference values.
 
 Solved with CP-SAT under a wall-clock limit (``time_limit``, default 5 s; the model build time
 is subtracted, so build + solve stay within the limit plus the solver's loading overhead),
-``workers`` search workers (default 1: deterministic, no LNS) and the greedy solution (the
+``workers`` search workers (default 1: deterministic, no LNS), CP-SAT's presolve probing off
+(``probing_level=0``; -1 keeps CP-SAT's default: on 100-job windows of machine-l, probing alone
+used the whole 5 s and the step ended without a solution) and the greedy solution (the
 SLURM bids, or each job's first feasible bid in priority order) as a hint. If the solver ends
 without any solution, that greedy solution is used and the decision log says so
 (``fallback``). ``Decision.info`` records the window, bids, variables, constraints, build and
@@ -309,6 +311,7 @@ class Aucsched(Dispatcher):
         seed: int = 0,
         aggregate_cut: bool = True,
         symmetry_cuts: bool = True,
+        probing_level: int = 0,
         allocator: str = "first-fit",
     ):
         self.step = step
@@ -322,6 +325,7 @@ class Aucsched(Dispatcher):
         self.seed = seed
         self.aggregate_cut = aggregate_cut
         self.symmetry_cuts = symmetry_cuts
+        self.probing_level = probing_level
         self.allocator = allocator
 
     def simulation_hints(self) -> dict:
@@ -628,6 +632,8 @@ class Aucsched(Dispatcher):
         params.max_time_in_seconds = max(0.05, self.time_limit - (time.perf_counter() - started_at))
         params.num_workers = self.workers
         params.random_seed = self.seed
+        if self.probing_level >= 0:
+            params.cp_model_probing_level = self.probing_level
         t1 = time.perf_counter()
         status = solver.solve(model)
         solve = time.perf_counter() - t1
