@@ -303,14 +303,15 @@ def test_aucsched_step_on_machine_l_with_100_jobs_keeps_its_time_limit():
     free = np.array(system.capacity)
     free[::3, 0] //= 2
     free[::7, 1] = 0
-    disp = Aucsched(time_limit=1.0)
+    disp = Aucsched()  # the default limit, 5 s: bids + build + solve must stay within 5.5 s
     disp.setup(system)
     view, wl = view_of(system, [j._replace(index=-1) for j in jobs], free)
     t0 = time.perf_counter()
     dec = disp.dispatch(view)
     elapsed = time.perf_counter() - t0
     assert dec.info["window"] == 100 and dec.info["bids"] > 100
-    assert elapsed <= 1.0 + 0.5, dec.info
+    assert elapsed <= 5.0 + 0.5, dec.info
+    assert dec.info["status"] in ("OPTIMAL", "FEASIBLE"), dec.info  # no greedy fallback
     assert dec.starts  # winners exist and the simulator-independent check below holds
     used = np.zeros_like(free)
     for s in dec.starts:
