@@ -344,3 +344,21 @@ def test_sweep_spec_expands_the_aucsched_generator():
         parse_sweep(bad)
     with pytest.raises(SweepSpecError, match="unknown key"):
         parse_sweep(text.replace("runtime_h", "hours"))
+
+
+# ---- property: random systems and workloads (also jobs that are not Slurm-style) -------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_properties import scenarios  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(max_jobs=15), st.sampled_from(["slurm-bf", "slurm-bf:bf_resolution=0,bf_interval=7",
+                                                 "aucsched:time_limit=0.5", "aucsched:slurm_bids=False,time_limit=0.5"]))
+def test_random_workloads_give_valid_schedules(scenario, name):
+    system, wl, kill = scenario
+    r = simulate(system, wl, name, walltime_kill=kill)  # validated
+    assert not np.isnan(r.start).any()
+    if name.startswith("slurm-bf"):  # deterministic
+        assert np.array_equal(r.start, simulate(system, wl, name, walltime_kill=kill).start)
