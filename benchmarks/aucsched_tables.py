@@ -134,6 +134,7 @@ def write_tables(rows: list[dict], out: Path, note: str = "") -> list[dict]:
             f"{a['frag']:.2f} ± {a['frag_std']:.2f} | {a['slowdown']:.2f} | {a['spread']:.2f} ± {a['spread_std']:.2f} | "
             f"{a['seeds']} | {a['jobs']:.0f} |")
     (out / "table.md").write_text("\n".join(lines).lstrip() + "\n")
+    write_comparison(agg, out)
     return agg
 
 
@@ -171,6 +172,60 @@ def step_check(machine: str, states: int, time_limit: float, window: int, consol
         console.print(row)
         out.append(row)
     return out
+
+
+PAPER = Path(__file__).with_name("aucsched_paper.csv")
+
+
+def read_paper() -> dict[tuple, dict]:
+    with PAPER.open() as f:
+        lines = [line for line in f if not line.startswith("#")]
+    return {(r["machine"], r["row"], r["method"]): r for r in csv.DictReader(lines)}
+
+
+def write_comparison(agg: list[dict], out: Path) -> None:
+    """``comparison.md``: the paper's Tables 5/6 next to ours, row by row, and the shape checks."""
+    paper = read_paper()
+    ours = {(a["machine"], a["row"], a["method"]): a for a in agg}
+    lines = []
+    checks = {"aucsched_util_ge": [0, 0], "aucsched_spread_lt": [0, 0], "bf_frag_lt": [0, 0]}
+    for machine in dict.fromkeys(a["machine"] for a in agg):
+        lines += ["", f"### {machine}: paper / ours", "",
+                  "| Row | Method | Util | Runtime (h) | Waiting (h) | Fragmentation | Slowdown | Spread |",
+                  "|---|---|---|---|---|---|---|---|"]
+        rows = list(dict.fromkeys(a["row"] for a in agg if a["machine"] == machine))
+        for row in rows:
+            for method in METHODS:
+                o = ours.get((machine, row, method))
+                pp = paper.get((machine, row, method))
+                if o is None:
+                    continue
+
+                def pair(pk, ok, fmt="{:.2f}"):
+                    pv = fmt.format(float(pp[pk])) if pp else "-"
+                    return f"{pv} / {fmt.format(o[ok])}"
+
+                lines.append(f"| {row} | {method} | {pair('util', 'util', '{:.0%}')} | "
+                             f"{pair('runtime_h', 'runtime_h_actual')} | {pair('wait_h', 'wait_h')} | "
+                             f"{pair('frag', 'frag')} | {pair('slowdown', 'slowdown')} | {pair('spread', 'spread')} |")
+            a, b = ours.get((machine, row, "AUCSCHED")), ours.get((machine, row, "SLURM/BF"))
+            if a and b:
+                checks["aucsched_util_ge"][1] += 1
+                checks["aucsched_util_ge"][0] += a["util"] >= b["util"] - 1e-9
+                if not row.endswith(".3"):
+                    checks["aucsched_spread_lt"][1] += 1
+                    checks["aucsched_spread_lt"][0] += a["spread"] < b["spread"]
+                    checks["bf_frag_lt"][1] += 1
+                    checks["bf_frag_lt"][0] += b["frag"] < a["frag"]
+    head = ["Shape checks over the rows measured so far:", "",
+            f"- AUCSCHED utilization >= SLURM/BF: {checks['aucsched_util_ge'][0]} of {checks['aucsched_util_ge'][1]} rows",
+            f"- AUCSCHED spread < SLURM/BF (.1/.2 rows): {checks['aucsched_spread_lt'][0]} of "
+            f"{checks['aucsched_spread_lt'][1]}",
+            f"- SLURM/BF fragmentation < AUCSCHED (.1/.2 rows): {checks['bf_frag_lt'][0]} of {checks['bf_frag_lt'][1]}",
+            "- .3 rows (all contiguous): fragmentation and spread exactly 1.00 for both: "
+            + ("yes" if all(a["frag"] == 1.0 and a["spread"] == 1.0 for a in agg if a["row"].endswith(".3"))
+               else "NO")]
+    (out / "comparison.md").write_text("\n".join(head + lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
