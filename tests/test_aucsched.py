@@ -362,3 +362,12 @@ def test_random_workloads_give_valid_schedules(scenario, name):
     assert not np.isnan(r.start).any()
     if name.startswith("slurm-bf"):  # deterministic
         assert np.array_equal(r.start, simulate(system, wl, name, walltime_kill=kill).start)
+
+
+def test_offered_load_counts_gpus_per_node():
+    system = gpu_system(4)  # 32 cores, 8 GPUs
+    jobs = [sjob(1, run=100, submit=0, ntasks=10, nodes=2, gpus_per_node=2),
+            sjob(2, run=50, submit=100, nodes=3, ntasks_per_node=4, gpus_per_node=1)]
+    load = Workload(jobs, RES).offered_load(system.total_capacity)
+    # cores: (10 x 100 + 12 x 50) / (32 x 100); GPUs: (2 x 2 x 100 + 3 x 1 x 50) / (8 x 100)
+    assert load.tolist() == pytest.approx([1600 / 3200, 550 / 800])

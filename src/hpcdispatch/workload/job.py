@@ -287,11 +287,15 @@ class Workload:
         return Workload(self.jobs[:n], self.resources, source, self.report, self.queue_names, self.header, self.queue_ewt)
 
     def offered_load(self, total_capacity: np.ndarray) -> np.ndarray:
-        """Offered load per resource: sum(request x run time) / (capacity x submission span)."""
+        """Offered load per resource: sum(request x run time) / (capacity x submission span);
+        per-node extras count on the job's node count (at least one node)."""
         if not len(self):
             return np.zeros(len(self.resources))
         span = max(float(self.submit[-1] - self.submit[0]), 1.0)
         work = (self.unit_requests * self.units[:, None] * self.run_time[:, None]).sum(axis=0)
+        if self.has_constraints:  # per-node extras (--gres) on the job's fewest nodes
+            nodes = np.maximum(self.node_counts, 1)[:, None]
+            work = work + (self.per_node_requests * nodes * self.run_time[:, None]).sum(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(total_capacity > 0, work / (total_capacity * span), 0.0)
 
