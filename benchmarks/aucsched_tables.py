@@ -147,7 +147,7 @@ def step_check(machine: str, states: int, time_limit: float, window: int, consol
     from hpcdispatch.workload.job import Workload
 
     system = load_system(machine)
-    wl_all = load_workload("synthetic:aucsched,workload=V,version=2,seed=1,runtime_h=4", system)
+    wl_all = load_workload("synthetic:aucsched,workload=V,version=2,seed=1,runtime_h=12", system)  # >= 20 windows
     out = []
     for k in range(states):
         rng = np.random.default_rng(k)
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             w.writeheader()
             w.writerows(rows)
         for key in ("bid_s", "build_s", "solve_s", "total_s"):
-            vals = [r[key] for r in rows]
+            vals = [r[key] for r in rows if r[key] is not None]  # None: a state where no job had a bid
             console.print(f"{key}: mean {np.mean(vals):.3f} s, max {np.max(vals):.3f} s")
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
