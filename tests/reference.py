@@ -10,13 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from hpcdispatch.dispatchers.base import Dispatcher, Scratch
-from hpcdispatch.sim.allocation import units_fit_per_node
+from hpcdispatch.sim.allocation import held_amounts, request_fits
 from hpcdispatch.sim.decision import Decision
 from hpcdispatch.sim.view import DispatchView
 
 
 def head_fits(free: np.ndarray, view: DispatchView, head) -> bool:
-    return int(units_fit_per_node(free, view.requests[head.index], head.max_units_per_node).sum()) >= head.units
+    # the exact test with every constraint (node count, per-node extras, contiguity)
+    return request_fits(free, view.requests[head.index], head.units, head.max_units_per_node, head.node_count,
+                        head.per_node_request, head.contiguous)
 
 
 class ReferenceEASY(Dispatcher):
@@ -50,7 +52,7 @@ class ReferenceEASY(Dispatcher):
             t = releases[k][0]
             while k < len(releases) and releases[k][0] == t:
                 _, idx, alloc, _job = releases[k]
-                future[alloc.nodes] += alloc.units[:, None] * view.requests[idx]
+                future[alloc.nodes] += held_amounts(alloc, view.requests[idx], _job.per_node_request)
                 k += 1
             if head_fits(future, view, head):
                 shadow, at_shadow = t, future.copy()
@@ -65,7 +67,7 @@ class ReferenceEASY(Dispatcher):
                 scratch.take(job, alloc)
                 continue
             trial = at_shadow.copy()
-            trial[alloc.nodes] -= alloc.units[:, None] * view.requests[job.index]
+            trial[alloc.nodes] -= held_amounts(alloc, view.requests[job.index], job.per_node_request)
             if head_fits(trial, view, head):
                 scratch.take(job, alloc)
                 at_shadow = trial

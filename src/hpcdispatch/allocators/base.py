@@ -12,7 +12,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from hpcdispatch.sim.allocation import Allocation, units_fit_per_node
+from hpcdispatch.sim.allocation import (
+    Allocation,
+    contiguous_windows,
+    node_units,
+    per_node_array,
+    units_fit_per_node,
+)
 from hpcdispatch.system.model import System
 
 
@@ -28,9 +34,82 @@ class Allocator(ABC):
 
     @abstractmethod
     def allocate(
-        self, units: int, unit_request: np.ndarray, free: np.ndarray, max_per_node: int = 0
+        self,
+        units: int,
+        unit_request: np.ndarray,
+        free: np.ndarray,
+        max_per_node: int = 0,
+        node_count: int = 0,
+        per_node: np.ndarray | None = None,
+        contiguous: bool = False,
     ) -> Allocation | None:
-        """Nodes for ``units`` units of ``unit_request`` on ``free``, or ``None``."""
+        """Nodes for ``units`` units of ``unit_request`` on ``free``, or ``None``.
+
+        Slurm-style constraints (all optional): exactly ``node_count`` distinct nodes, each
+        with at least one unit; ``per_node`` amounts set aside on every used node; ``contiguous``
+        node indices. An allocator must honour them (or return ``None`` when they cannot be
+        met)."""
+
+    # ---- constrained placement shared by the built-in allocators ------------------------
+    def _node_order(self, free: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Preference order of the candidate nodes (first fit: index order)."""
+        return candidates
+
+    def _window_key(self, free: np.ndarray, fit: np.ndarray, starts: np.ndarray, ends: np.ndarray, units: int) -> np.ndarray:
+        """Sort key of feasible contiguous windows (smallest first; ties: lowest start)."""
+        return starts
+
+    def _constrained(
+        self, units: int, unit_request: np.ndarray, free: np.ndarray, max_per_node: int,
+        node_count: int, per_node: np.ndarray | None, contiguous: bool,
+    ) -> Allocation | None:
+        fit = node_units(free, unit_request, max_per_node, per_node)
+        if contiguous:
+            starts, ends = contiguous_windows(fit, units, node_count)
+            if len(starts) == 0:
+                return None
+            key = self._window_key(free, fit, starts, ends, units)
+            k = int(np.lexsort((starts, key))[0])
+            chosen = np.arange(starts[k], ends[k], dtype=np.int64)
+            return _spread(chosen, fit[chosen], units)
+        candidates = np.flatnonzero(fit > 0)
+        if node_count == 0:
+            if int(fit[candidates].sum()) < units:
+                return None
+            return fill_in_order(self._node_order(free, candidates), fit, units)
+        if len(candidates) < node_count:
+            return None
+        order = self._node_order(free, candidates)
+        chosen = order[:node_count]
+        if int(fit[chosen].sum()) < units:
+            # the preferred nodes cannot hold the units: take the roomiest ones (ties: preference order)
+            by_room = order[np.argsort(-fit[order], kind="stable")]
+            chosen = by_room[:node_count]
+            if int(fit[chosen].sum()) < units:
+                return None
+        chosen = np.sort(chosen)
+        return _spread(chosen, fit[chosen], units)
+
+
+def _spread(nodes: np.ndarray, room: np.ndarray, units: int) -> Allocation:
+    """One unit on every node of ``nodes`` (ascending), the rest filled in node order up to ``room``."""
+    counts = np.ones(len(nodes), dtype=np.int64)
+    extra = np.minimum(room - 1, np.iinfo(np.int64).max // 4)
+    need = units - len(nodes)
+    if need > 0:
+        cs = np.cumsum(extra)
+        k = int(np.searchsorted(cs, need))
+        counts[:k] += extra[:k]
+        counts[k] += need - (int(cs[k - 1]) if k else 0)
+    return Allocation.trusted(nodes.astype(np.int64), counts)
+
+
+def allocate_job(allocator: Allocator, job, unit_request: np.ndarray, free: np.ndarray) -> Allocation | None:
+    """``allocator.allocate`` with all of ``job``'s constraints (``unit_request``: its row)."""
+    if job.node_count or job.contiguous or job.per_node_request:
+        return allocator.allocate(job.units, unit_request, free, job.max_units_per_node, job.node_count,
+                                  per_node_array(job.per_node_request), job.contiguous)
+    return allocator.allocate(job.units, unit_request, free, job.max_units_per_node)
 
 
 def fill_in_order(order: np.ndarray, fits: np.ndarray, units: int) -> Allocation | None:
@@ -50,12 +129,18 @@ def fill_in_order(order: np.ndarray, fits: np.ndarray, units: int) -> Allocation
 
 
 class FirstFit(Allocator):
-    """Nodes in their linear order; each takes as many of the job's units as fit."""
+    """Nodes in their linear order; each takes as many of the job's units as fit.
+
+    With a node count, the first ``node_count`` usable nodes are taken (the roomiest ones when
+    those cannot hold the units); with contiguity, the lowest feasible window of consecutive
+    nodes. Every used node holds at least one unit, the rest fill the nodes in order."""
 
     name = "first-fit"
     prefix_monotone = True
 
-    def allocate(self, units, unit_request, free, max_per_node=0):
+    def allocate(self, units, unit_request, free, max_per_node=0, node_count=0, per_node=None, contiguous=False):
+        if node_count or contiguous or per_node is not None:
+            return self._constrained(units, unit_request, free, max_per_node, node_count, per_node, contiguous)
         if units == 1:  # the common case: the first node where one unit fits
             ok = None
             for r, amount in enumerate(unit_request):
@@ -88,6 +173,10 @@ class FirstFit(Allocator):
 class BestFit(Allocator):
     """Each unit goes to the node whose remaining capacity after placement is smallest.
 
+    With a node count, the ``node_count`` fullest usable nodes are taken (the roomiest ones
+    when those cannot hold the units); with contiguity, the feasible window of consecutive
+    nodes that leaves the least room unused (then the shortest, then the lowest).
+
     Remaining capacity is measured as ``sum_r free[n, r] / maxcap[r]`` (each resource type
     normalised by the largest per-node capacity of that type, so MiB of memory do not drown
     cores). Placing a unit only lowers its node's remaining capacity, so unit-by-unit best fit
@@ -103,7 +192,18 @@ class BestFit(Allocator):
         maxcap = system.max_node_capacity.astype(np.float64)
         self._weights = np.where(maxcap > 0, 1.0 / np.where(maxcap > 0, maxcap, 1.0), 0.0)
 
-    def allocate(self, units, unit_request, free, max_per_node=0):
+    def _node_order(self, free, candidates):
+        score = free[candidates] @ self._weights
+        return candidates[np.argsort(score, kind="stable")]
+
+    def _window_key(self, free, fit, starts, ends, units):
+        # least room left over (in units), then fewest nodes
+        cs = np.concatenate(([0], np.cumsum(fit)))
+        return (cs[ends] - cs[starts] - units) * (len(fit) + 1) + (ends - starts)
+
+    def allocate(self, units, unit_request, free, max_per_node=0, node_count=0, per_node=None, contiguous=False):
+        if node_count or contiguous or per_node is not None:
+            return self._constrained(units, unit_request, free, max_per_node, node_count, per_node, contiguous)
         fits = units_fit_per_node(free, unit_request, max_per_node)
         candidates = np.flatnonzero(fits)
         if int(fits[candidates].sum()) < units:
@@ -121,14 +221,22 @@ _ZERO.flags.writeable = False
 ALLOCATORS: dict[str, type[Allocator]] = {"first-fit": FirstFit, "best-fit": BestFit}
 
 
+def _register_slurm() -> None:
+    from hpcdispatch.allocators.slurm_linear import SlurmLinear
+
+    ALLOCATORS.setdefault(SlurmLinear.name, SlurmLinear)
+
+
 def make_allocator(name: str | Allocator, system: System) -> Allocator:
     from hpcdispatch.errors import ConfigError
 
+    _register_slurm()
     if isinstance(name, Allocator):
         allocator = name
     else:
         key = str(name).lower().replace("_", "-")
-        aliases = {"ff": "first-fit", "bf": "best-fit", "firstfit": "first-fit", "bestfit": "best-fit"}
+        aliases = {"ff": "first-fit", "bf": "best-fit", "firstfit": "first-fit", "bestfit": "best-fit",
+                   "slurm": "slurm-linear"}
         key = aliases.get(key, key)
         if key not in ALLOCATORS:
             raise ConfigError(f"unknown allocator '{name}'; available: {', '.join(sorted(ALLOCATORS))}")

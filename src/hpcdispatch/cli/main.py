@@ -39,7 +39,8 @@ def workload_options(default_workload: str | None) -> Any:
     def deco(fn: Any) -> Any:
         opts = [
             click.option("--workload", "-w", default=default_workload, required=default_workload is None,
-                         show_default=True, help="SWF trace path (.swf/.swf.gz) or synthetic:lublin,jobs=N,seed=S,load=L"),
+                         show_default=True, help="SWF trace path (.swf/.swf.gz), Slurm-style requests (.csv/.jsonl), "
+                         "synthetic:lublin,jobs=N,seed=S,load=L or synthetic:aucsched,workload=I-V,version=1-3,seed=S"),
             click.option("--system", "-s", default="auto", show_default=True,
                          help="preset name, TOML file, 'from-trace' (SWF header) or 'auto'"),
             click.option("--processors", type=click.Choice(["requested", "allocated"]), default="requested",
@@ -62,7 +63,7 @@ def workload_options(default_workload: str | None) -> Any:
 
 def sim_options(fn: Any) -> Any:
     opts = [
-        click.option("--allocator", "-a", default=None, help="first-fit or best-fit (default: the dispatcher's own)"),
+        click.option("--allocator", "-a", default=None, help="first-fit, best-fit or slurm-linear (default: the dispatcher's own)"),
         click.option("--predictor", "-p", default="walltime", show_default=True,
                      help="duration predictor: walltime (W), last-two (L2), data-driven (D), oracle (R); "
                           "a dispatcher spec may carry its own as a suffix, e.g. easy-L2"),

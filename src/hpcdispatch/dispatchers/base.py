@@ -23,9 +23,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hpcdispatch.allocators.base import Allocator, make_allocator
+from hpcdispatch.allocators.base import Allocator, allocate_job, make_allocator
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.sim.allocation import Allocation, held_amounts
 from hpcdispatch.sim.decision import ACCEPT, Admission, Decision, RunningJob, Start
 from hpcdispatch.sim.view import DispatchView
 from hpcdispatch.system.model import System
@@ -43,6 +43,7 @@ class Tags:
     supports_resize: bool = False
     contiguous: bool = False
     backfilling: bool = False
+    periodic: bool = False  # called at fixed steps only (see Dispatcher.simulation_hints)
 
 
 class Dispatcher(ABC):
@@ -86,6 +87,12 @@ class Dispatcher(ABC):
     def _setup(self, system: System) -> None:
         """Override to build policy state."""
 
+    def simulation_hints(self) -> dict[str, Any]:
+        """Simulation options this dispatcher needs when the user gives none (e.g. a periodic
+        scheduler: ``{"dispatch_interval": 5.0, "dispatch_on_events": False}``). Applied by
+        :func:`hpcdispatch.sim.simulator.resolve_options` when no ``dispatch_interval`` is set."""
+        return {}
+
     def dispatch(self, view: DispatchView) -> Decision:
         out = self._dispatch(view)
         if isinstance(out, Decision):
@@ -106,7 +113,7 @@ class Dispatcher(ABC):
     # ---- helpers for policies ------------------------------------------------------------
     def place(self, job: Job, free: np.ndarray, view: DispatchView) -> Allocation | None:
         """Where the allocator would put ``job`` on ``free`` (not modified)."""
-        return self._allocator.allocate(job.units, view.requests[job.index], free, job.max_units_per_node)
+        return allocate_job(self._allocator, job, view.requests[job.index], free)
 
 
 class Scratch:
@@ -128,16 +135,22 @@ class Scratch:
         self.starts: list[Start] = []
 
     def pooled_ok(self, job: Job) -> bool:
+        """Necessary condition: the pooled free totals cover the job's (smallest) total need."""
         units = job.units
         for tot, amount in zip(self.total, job.unit_request):
             if amount and tot < amount * units:
                 return False
+        if job.per_node_request:
+            nodes = max(job.exact_nodes, 1)
+            for tot, amount, extra in zip(self.total, job.unit_request, job.per_node_request):
+                if extra and tot < amount * units + extra * nodes:
+                    return False
         return True
 
     def allocate(self, job: Job) -> Allocation | None:
         if not self.pooled_ok(job):
             return None
-        return self._allocator.allocate(job.units, self._view.requests[job.index], self.free, job.max_units_per_node)
+        return allocate_job(self._allocator, job, self._view.requests[job.index], self.free)
 
     def take(self, job: Job, allocation: Allocation) -> None:
         if not self._owned:
@@ -145,6 +158,12 @@ class Scratch:
             self._owned = True
         req = self._view.requests[job.index]
         nodes = allocation.nodes
+        if job.per_node_request:
+            amounts = held_amounts(allocation, req, job.per_node_request)
+            self.free[nodes] -= amounts
+            self.total = [t - a for t, a in zip(self.total, amounts.sum(axis=0).tolist())]
+            self.starts.append(Start(job, allocation))
+            return
         if len(nodes) == 1:
             self.free[int(nodes[0])] -= int(allocation.units[0]) * req
         else:

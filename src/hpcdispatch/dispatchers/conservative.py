@@ -46,7 +46,7 @@ import numpy as np
 from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
 from hpcdispatch.planning.profile import AvailabilityProfile
 from hpcdispatch.errors import ConfigError, SimulationStalledError
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.sim.allocation import Allocation, held_amounts, per_node_array
 from hpcdispatch.sim.decision import Decision, Start
 from hpcdispatch.sim.view import DispatchView
 from hpcdispatch.system.model import System
@@ -92,8 +92,15 @@ class Conservative(Dispatcher):
     def _pooled_exact(self, jobs) -> bool:
         """Node-level packing cannot matter: one resource, every unit needs 1 of it, no per-node limit."""
         return self.profile == "auto" and self._single_resource and all(
-            j.unit_request == (1,) and j.max_units_per_node == 0 for j in jobs
+            j.unit_request == (1,) and j.max_units_per_node == 0 and not j.constrained for j in jobs
         )
+
+    @staticmethod
+    def _constraints(job: Job) -> dict:
+        if not job.constrained:
+            return {}
+        return {"node_count": job.node_count, "per_node": per_node_array(job.per_node_request),
+                "contiguous": job.contiguous}
 
     def _place(self, view: DispatchView, job: Job, before: float | None = None) -> _Reservation | None:
         profile = self._profile
@@ -101,14 +108,15 @@ class Conservative(Dispatcher):
         duration = self._duration(view, job)
         req = view.requests[job.index]
         found = profile.earliest(
-            job.units, req, duration, self._allocator, job.max_units_per_node, before=math.inf if before is None else before
+            job.units, req, duration, self._allocator, job.max_units_per_node, before=math.inf if before is None else before,
+            **self._constraints(job),
         )
         if found is None:
             return None
         start, alloc = found
         if alloc is None:  # pooled profile: the nodes are chosen when the job starts
             return _Reservation(start, start + duration, None, (req * job.units)[None, :])
-        return _Reservation(start, start + duration, alloc, alloc.units[:, None] * req)
+        return _Reservation(start, start + duration, alloc, held_amounts(alloc, req, job.per_node_request))
 
     def _reserve_new(self, view: DispatchView, job: Job) -> None:
         res = self._place(view, job)
@@ -126,7 +134,7 @@ class Conservative(Dispatcher):
         running = {}
         for rj in view.running.values():
             t = view.expected_end(rj)
-            amounts = rj.allocation.units[:, None] * view.requests[rj.job.index]
+            amounts = held_amounts(rj.allocation, view.requests[rj.job.index], rj.job.per_node_request)
             releases.append((t, rj.allocation.nodes, amounts))
             running[rj.job.index] = (t, rj.allocation.nodes, amounts)
         self._running = running
@@ -165,10 +173,10 @@ class Conservative(Dispatcher):
                 continue  # cannot move even by pooled capacity: skip the node-level search
             profile.release(res.start, res.end, _nodes(res), res.amounts)
             found = profile.earliest(job.units, req, duration, self._allocator, job.max_units_per_node,
-                                     before=res.start, candidates=candidates)
+                                     before=res.start, candidates=candidates, **self._constraints(job))
             if found is not None and found[0] < res.start:
                 start, alloc = found
-                amounts = (req * job.units)[None, :] if alloc is None else alloc.units[:, None] * req
+                amounts = (req * job.units)[None, :] if alloc is None else held_amounts(alloc, req, job.per_node_request)
                 res = _Reservation(start, start + duration, alloc, amounts)
                 self._res[job.index] = res
             profile.reserve(res.start, res.end, _nodes(res), res.amounts)
@@ -220,7 +228,7 @@ class Conservative(Dispatcher):
                     alloc = scratch.try_start(job)
                     if alloc is None:
                         raise RuntimeError(f"conservative: the pooled reservation of job {job.id} does not fit at {now}")
-                    res.alloc, res.amounts = alloc, alloc.units[:, None] * view.requests[job.index]
+                    res.alloc, res.amounts = alloc, held_amounts(alloc, view.requests[job.index], job.per_node_request)
                 else:
                     scratch.take(job, res.alloc)
             elif res.start < next_start:

@@ -40,7 +40,7 @@ import numpy as np
 from hpcdispatch.allocators.base import Allocator
 from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
 from hpcdispatch.dispatchers.queue_index import ShapeIndex
-from hpcdispatch.sim.allocation import units_fit_per_node
+from hpcdispatch.sim.allocation import held_amounts, job_fits
 from hpcdispatch.sim.decision import Decision, Start
 from hpcdispatch.sim.view import DispatchView
 from hpcdispatch.system.model import System
@@ -61,7 +61,7 @@ def releases_in_end_order(view: DispatchView, started: list[Start]) -> Iterator[
 def shadow_time(view: DispatchView, scratch: Scratch, head: Job) -> tuple[float, np.ndarray]:
     """Earliest expected time the head fits (node-level) and the free capacity at that time."""
     req = view.requests[head.index]
-    head_units, head_max = head.units, head.max_units_per_node
+    head_units = head.units
     need = [a * head_units for a in head.unit_request]
     total = list(scratch.total)
     requests = view.requests
@@ -73,25 +73,44 @@ def shadow_time(view: DispatchView, scratch: Scratch, head: Job) -> tuple[float,
             if future is None:
                 future = np.array(scratch.free, order="F")
             for r in pending:
-                alloc = r.allocation  # type: ignore[attr-defined]
-                future[alloc.nodes] += alloc.units[:, None] * requests[r.job.index]  # type: ignore[attr-defined]
+                _release(future, r, requests)
             pending.clear()
-            if int(units_fit_per_node(future, req, head_max).sum()) >= head_units:
+            if job_fits(future, head, req):
                 return group_time, future
         units = rec.allocation.total_units  # type: ignore[attr-defined]
         for r, a in enumerate(rec.job.unit_request):  # type: ignore[attr-defined]
             if a:
                 total[r] += units * a
+        extra = rec.job.per_node_request  # type: ignore[attr-defined]
+        if extra:
+            n_nodes = len(rec.allocation.nodes)  # type: ignore[attr-defined]
+            for r, a in enumerate(extra):
+                total[r] += n_nodes * a
         pending.append(rec)
         group_time = end
     if future is None:
         future = np.array(scratch.free, order="F")
     for r in pending:
-        alloc = r.allocation  # type: ignore[attr-defined]
-        future[alloc.nodes] += alloc.units[:, None] * requests[r.job.index]  # type: ignore[attr-defined]
-    if group_time is not None and int(units_fit_per_node(future, req, head_max).sum()) >= head_units:
+        _release(future, r, requests)
+    if group_time is not None and job_fits(future, head, req):
         return group_time, future
     return math.inf, future
+
+
+def _release(future: np.ndarray, rec, requests: np.ndarray) -> None:
+    """Add what a running (or just started) job holds back to ``future``."""
+    alloc, job = rec.allocation, rec.job
+    if job.per_node_request:
+        future[alloc.nodes] += held_amounts(alloc, requests[job.index], job.per_node_request)
+    else:
+        future[alloc.nodes] += alloc.units[:, None] * requests[job.index]
+
+
+def _base(job: Job) -> tuple:
+    """Memo key of a job's request shape without its unit count."""
+    if job.node_count or job.contiguous or job.per_node_request:
+        return (job.unit_request, job.max_units_per_node, job.node_count, job.per_node_request, job.contiguous)
+    return (job.unit_request, job.max_units_per_node)
 
 
 # outcomes of looking at one candidate
@@ -119,11 +138,13 @@ class _BackfillPass:
 
     def _known(self, memo: dict[tuple, int], base: tuple, units: int) -> bool:
         bound = memo.get(base)
-        return bound is not None and (units >= bound if self.prefix else units == bound)
+        # unit-count monotonicity holds for plain shapes only (len(base) == 2); shapes with node
+        # constraints are remembered for their exact unit count
+        return bound is not None and (units >= bound if self.prefix and len(base) == 2 else units == bound)
 
     def _remember(self, memo: dict[tuple, int], base: tuple, units: int) -> None:
         bound = memo.get(base)
-        memo[base] = units if bound is None or not self.prefix else min(units, bound)
+        memo[base] = units if bound is None or not (self.prefix and len(base) == 2) else min(units, bound)
 
     def _long_blocked(self, base: tuple, units: int) -> bool:
         req = base[0]
@@ -142,7 +163,7 @@ class _BackfillPass:
         """Look at one candidate as the single pass would; start it if it may go."""
         scratch = self.scratch
         units = job.units
-        base = (job.unit_request, job.max_units_per_node)
+        base = _base(job)
         if not scratch.pooled_ok(job) or self._known(self.no_fit, base, units):
             return DEAD
         if self.at_shadow is not None and not self.is_short(job) and self._long_blocked(base, units):
@@ -163,10 +184,10 @@ class _BackfillPass:
             scratch.take(job, alloc)
         else:
             head = self.head
-            amounts = alloc.units[:, None] * view.requests[job.index]
+            amounts = held_amounts(alloc, view.requests[job.index], job.per_node_request)
             trial = self.at_shadow.copy(order="F")
             trial[alloc.nodes] -= amounts
-            if int(units_fit_per_node(trial, view.requests[head.index], head.max_units_per_node).sum()) < head.units:
+            if not job_fits(trial, head, view.requests[head.index]):
                 self._remember(self.hurts, base, units)
                 return LONG_REFUSED
             scratch.take(job, alloc)
@@ -259,7 +280,8 @@ class EASY(Dispatcher):
         members: list[list[Job] | None] = []
         indices: list[list[int] | None] = []
         heap: list[tuple[int, int, int, int]] = []  # (job index, group, position, version)
-        for (req, _maxpn, units), group in self._index.fitting(total[0]):
+        for key, group in self._index.fitting(total[0]):
+            req, units = key[0], key[2]
             if any(a and t < a * units for t, a in zip(total, req)):
                 continue
             n = len(groups)

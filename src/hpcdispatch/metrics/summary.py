@@ -52,13 +52,61 @@ def utilization(result: SimulationResult, t0: float, t1: float) -> dict[str, flo
     """Used / available resource-seconds per resource type over ``[t0, t1]``."""
     w = result.workload
     used = np.zeros(len(w.resources))
+    extra = w.per_node_requests if w.has_constraints else None
     for idx, segs in result.segments.items():
         req = w.unit_requests[idx]
         end = result.end[idx]
         for t_from, alloc in segs:
-            used += alloc.total_units * req * (end - t_from)
+            held = alloc.total_units * req if extra is None else alloc.total_units * req + len(alloc.nodes) * extra[idx]
+            used += held * (end - t_from)
     cap = result.system.total_capacity.astype(np.float64) * max(t1 - t0, 1e-9)
     return {name: float(used[r] / cap[r]) if cap[r] > 0 else 0.0 for r, name in enumerate(w.resources)}
+
+
+def mean_std(values: np.ndarray) -> tuple[float, float]:
+    """Mean and (population) standard deviation; NaN for no values."""
+    if len(values) == 0:
+        return float("nan"), float("nan")
+    return float(np.mean(values)), float(np.std(values))
+
+
+def topology_metrics(result: SimulationResult) -> dict[str, np.ndarray]:
+    """Per started job, on the nodes of its allocation (all segments; linear node order):
+
+    - fragmentation: number of blocks of consecutive node indices;
+    - spread: (last node index - first node index + 1) / number of nodes.
+    """
+    frag, spread = [], []
+    for idx in sorted(result.segments):
+        segs = result.segments[idx]
+        nodes = segs[0][1].nodes if len(segs) == 1 else np.unique(np.concatenate([a.nodes for _, a in segs]))
+        if len(nodes) == 0:
+            continue
+        frag.append(1 + int((np.diff(nodes) > 1).sum()))
+        spread.append((int(nodes[-1]) - int(nodes[0]) + 1) / len(nodes))
+    return {"fragmentation": np.asarray(frag, dtype=np.float64), "spread": np.asarray(spread, dtype=np.float64)}
+
+
+def core_resource(resources: tuple[str, ...]) -> int:
+    return resources.index("core") if "core" in resources else 0
+
+
+def theoretical_runtime(result: SimulationResult) -> float:
+    """The AUCSCHED paper's theoretical runtime: sum over jobs of duration x cores held,
+    divided by the system's total cores (seconds)."""
+    w = result.workload
+    r = core_resource(tuple(w.resources))
+    extra = w.per_node_requests[:, r] if w.has_constraints else None
+    total = 0.0
+    for idx, segs in result.segments.items():
+        end = result.end[idx]
+        for t_from, alloc in segs:
+            cores = alloc.total_units * int(w.unit_requests[idx, r])
+            if extra is not None:
+                cores += len(alloc.nodes) * int(extra[idx])
+            total += cores * (end - t_from)
+    cap = float(result.system.total_capacity[r])
+    return total / cap if cap > 0 else 0.0
 
 
 def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]:
@@ -92,6 +140,15 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
             out[f"{key}_{stat}"] = value
     for name, value in utilization(result, first_submit, last_end).items():
         out[f"utilization_{name}"] = value
+    # the AUCSCHED paper's metrics (Tables 5-8), mean and standard deviation over jobs
+    out["wait_std"] = float(np.std(m["wait"])) if len(m["wait"]) else float("nan")
+    out["slowdown_ratio_mean"], out["slowdown_ratio_std"] = mean_std(m["slowdown"])
+    topo = topology_metrics(result)
+    out["fragmentation_mean"], out["fragmentation_std"] = mean_std(topo["fragmentation"])
+    out["spread_mean"], out["spread_std"] = mean_std(topo["spread"])
+    theo = theoretical_runtime(result)
+    out["theoretical_runtime_s"] = theo
+    out["utilization_paper"] = theo / makespan if makespan > 0 else float("nan")
     out["decisions"] = int(len(elapsed))
     out["decision_time_total_s"] = float(elapsed.sum()) if len(elapsed) else 0.0
     for stat, value in describe(elapsed).items():

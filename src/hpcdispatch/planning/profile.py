@@ -200,6 +200,9 @@ class AvailabilityProfile:
         max_per_node: int = 0,
         before: float = math.inf,
         candidates: tuple[np.ndarray, np.ndarray] | None = None,
+        node_count: int = 0,
+        per_node: np.ndarray | None = None,
+        contiguous: bool = False,
         not_before: float = -math.inf,
     ) -> tuple[float, Allocation | None] | None:
         """Earliest segment start where the units fit for ``duration``, and on which nodes
@@ -208,7 +211,12 @@ class AvailabilityProfile:
         With ``before``, only starts strictly earlier than ``before`` are considered (schedule
         compression); ``None`` when there is none. ``candidates`` may pass the result of
         :meth:`candidate_starts` computed for the current state (it is not recomputed).
+        ``node_count``, ``per_node`` and ``contiguous`` are Slurm-style constraints passed on to
+        the allocator (a pooled profile cannot honour them: use ``node_level=True``).
         """
+        constrained = bool(node_count or contiguous or per_node is not None)
+        if constrained and not self.node_level:
+            raise ValueError("a pooled availability profile cannot place jobs with node constraints")
         if candidates is None:
             need = np.asarray(unit_request, dtype=np.int64) * units
             candidates = self.candidate_starts(need, duration, before, not_before=not_before)
@@ -218,7 +226,10 @@ class AvailabilityProfile:
         lo = self.lo
         for k, j in zip(cand.tolist(), ends.tolist()):
             window = self._free[lo + k] if j == k + 1 else self._free[lo + k : lo + j].min(axis=0)
-            alloc = allocator.allocate(units, unit_request, window, max_per_node)
+            if constrained:
+                alloc = allocator.allocate(units, unit_request, window, max_per_node, node_count, per_node, contiguous)
+            else:
+                alloc = allocator.allocate(units, unit_request, window, max_per_node)
             if alloc is not None:
                 return float(self._times[lo + k]), alloc
         return None

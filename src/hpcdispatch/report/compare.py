@@ -73,6 +73,8 @@ def write_comparison_report(
         "- wait = start - submit; slowdown = (wait + run) / run; bounded slowdown (bsld) = "
         "max(1, (wait + run) / max(run, 10 s)).",
         "- utilisation = core-seconds used / (cores x (last end - first submit)).",
+        "- fragmentation: node blocks (runs of consecutive node indices) of a job's allocation; spread = "
+        "(last node - first node + 1) / nodes used; means over started jobs (the AUCSCHED paper's metrics).",
         "- decision time: wall-clock time of one dispatcher call.",
         "- prediction accuracy A = real / predicted duration; MAE = mean |predicted - real|; "
         "under-est. = share of jobs with predicted < real.",

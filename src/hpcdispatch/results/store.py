@@ -96,6 +96,11 @@ def workload_frame(result: SimulationResult) -> pd.DataFrame:
     }
     for r, name in enumerate(w.resources):
         data[f"unit_{name}"] = w.unit_requests[:, r]
+    # Slurm-style constraints (zeros / False for plain jobs)
+    data["node_count"] = w.node_counts
+    data["contiguous"] = w.contiguous
+    for r, name in enumerate(w.resources):
+        data[f"pernode_{name}"] = w.per_node_requests[:, r]
     return pd.DataFrame(data)
 
 

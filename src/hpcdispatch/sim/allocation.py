@@ -99,3 +99,109 @@ def pooled_fits(free_total: Sequence[int], unit_request: Sequence[int], units: i
         if amount and tot < amount * units:
             return False
     return True
+
+
+# ---------------------------------------------------------------------------------------
+# Slurm-style constraints: node count, per-node extras, contiguity
+# ---------------------------------------------------------------------------------------
+
+
+def per_node_array(per_node: Sequence[int] | np.ndarray | None) -> np.ndarray | None:
+    """``per_node`` as an int64 row, or ``None`` when it asks for nothing."""
+    if per_node is None or len(per_node) == 0:
+        return None
+    arr = np.asarray(per_node, dtype=np.int64)
+    return arr if arr.any() else None
+
+
+def node_units(
+    free: np.ndarray,
+    unit_request: Sequence[int] | np.ndarray,
+    max_per_node: int = 0,
+    per_node: Sequence[int] | np.ndarray | None = None,
+) -> np.ndarray:
+    """Units of a job that fit on every node of ``free`` once the node's per-node extras are
+    set aside (0 on nodes that cannot hold the extras)."""
+    pn = per_node_array(per_node)
+    if pn is None:
+        return units_fit_per_node(free, unit_request, max_per_node)
+    rest = free - pn[None, :]
+    ok = (rest >= 0).all(axis=1)
+    fit = units_fit_per_node(np.maximum(rest, 0), unit_request, max_per_node)
+    fit[~ok] = 0
+    return fit
+
+
+def runs_of(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Maximal runs of ``True`` in a boolean vector: ``(starts, ends)`` with ``ends`` exclusive."""
+    m = np.asarray(mask, dtype=np.int8)
+    d = np.diff(np.concatenate(([0], m, [0])))
+    return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+
+
+def contiguous_windows(fit: np.ndarray, units: int, node_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Feasible contiguous windows ``[start, end)`` of usable nodes (``fit >= 1``) holding
+    ``units`` units: exactly ``node_count`` nodes when it is given, else for every start the
+    shortest window (every node of a window holds at least one unit)."""
+    n = len(fit)
+    cs = np.concatenate(([0], np.cumsum(fit)))
+    bad = np.concatenate(([0], np.cumsum(fit <= 0)))
+    if node_count:
+        if node_count > n:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        a = np.arange(n - node_count + 1)
+        b = a + node_count
+        ok = (bad[b] == bad[a]) & (cs[b] - cs[a] >= units)
+        return a[ok], b[ok]
+    a = np.arange(n)
+    b = np.searchsorted(cs, cs[a] + units, side="left")  # smallest b with cs[b] - cs[a] >= units
+    inside = b <= n
+    a, b = a[inside], b[inside]
+    ok = (bad[b] == bad[a]) & (b > a)
+    return a[ok], b[ok]
+
+
+def request_fits(
+    free: np.ndarray,
+    unit_request: Sequence[int] | np.ndarray,
+    units: int,
+    max_per_node: int = 0,
+    node_count: int = 0,
+    per_node: Sequence[int] | np.ndarray | None = None,
+    contiguous: bool = False,
+) -> bool:
+    """Can the job be placed on ``free`` with all its constraints (exact test)?"""
+    fit = node_units(free, unit_request, max_per_node, per_node)
+    if contiguous:
+        return len(contiguous_windows(fit, units, node_count)[0]) > 0
+    if node_count:
+        usable = fit[fit > 0]
+        if len(usable) < node_count:
+            return False
+        top = np.partition(usable, len(usable) - node_count)[len(usable) - node_count :]
+        return int(top.sum()) >= units
+    return int(fit.sum()) >= units
+
+
+def job_fits(free: np.ndarray, job, unit_request: np.ndarray) -> bool:
+    """Exact fit test of ``job`` (any constraints) on ``free``; ``unit_request`` is its row."""
+    if job.node_count or job.contiguous or job.per_node_request:
+        return request_fits(free, unit_request, job.units, job.max_units_per_node, job.node_count,
+                            job.per_node_request, job.contiguous)
+    return int(units_fit_per_node(free, unit_request, job.max_units_per_node).sum()) >= job.units
+
+
+def held_amounts(allocation: Allocation, unit_request: np.ndarray, per_node: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+    """``(len(nodes), n_resources)`` amounts an allocation holds: units x request + per-node extras."""
+    amounts = allocation.units[:, None] * np.asarray(unit_request, dtype=np.int64)[None, :]
+    pn = per_node_array(per_node)
+    if pn is not None:
+        amounts = amounts + pn[None, :]
+    return amounts
+
+
+def fragments(nodes: np.ndarray) -> int:
+    """Number of blocks of consecutive node indices in a sorted node list."""
+    if len(nodes) == 0:
+        return 0
+    return 1 + int((np.diff(nodes) > 1).sum())

@@ -26,10 +26,23 @@ class ClusterState:
         return self._free_ro
 
     def take_checked(
-        self, allocation: Allocation, unit_request: np.ndarray, units: int, max_per_node: int
+        self,
+        allocation: Allocation,
+        unit_request: np.ndarray,
+        units: int,
+        max_per_node: int,
+        node_count: int = 0,
+        per_node: np.ndarray | None = None,
+        contiguous: bool = False,
     ) -> np.ndarray | str:
         """Take ``allocation`` if it is valid now and return the amounts taken per node;
-        otherwise change nothing and return why it is invalid."""
+        otherwise change nothing and return why it is invalid.
+
+        Slurm-style constraints: ``node_count`` (exactly that many distinct nodes),
+        ``per_node`` (amounts taken on every used node on top of the units) and
+        ``contiguous`` (consecutive node indices)."""
+        if node_count or contiguous or per_node is not None:
+            return self._take_constrained(allocation, unit_request, units, max_per_node, node_count, per_node, contiguous)
         nodes = allocation.nodes
         counts = allocation.units
         m = len(nodes)
@@ -76,6 +89,44 @@ class ClusterState:
         for r, a in enumerate(unit_request.tolist()):
             if a:
                 ft[r] -= a * units
+        return amounts
+
+    def _take_constrained(self, allocation, unit_request, units, max_per_node, node_count, per_node, contiguous):
+        nodes = allocation.nodes
+        counts = allocation.units
+        m = len(nodes)
+        if m == 0:
+            return "empty allocation"
+        if m > 1 and not (nodes[1:] > nodes[:-1]).all():
+            return f"nodes must be unique and ascending (use Allocation(...)): {nodes.tolist()}"
+        first, last = int(nodes[0]), int(nodes[-1])
+        if first < 0 or last >= self.n_nodes:
+            return f"node index out of range 0..{self.n_nodes - 1}: {nodes.tolist()}"
+        if int(counts.min()) <= 0:
+            return f"non-positive unit count in {allocation.pairs()}"
+        total = int(counts.sum())
+        if total != units:
+            return f"allocation holds {total} units, the job requests {units}"
+        if max_per_node > 0 and int(counts.max()) > max_per_node:
+            return f"more than {max_per_node} unit(s) per node in {allocation.pairs()}"
+        if node_count and m != node_count:
+            return f"allocation uses {m} node(s), the job requests exactly {node_count}"
+        if contiguous and last - first + 1 != m:
+            return f"the job requests contiguous nodes, the allocation uses {nodes.tolist()}"
+        amounts = counts[:, None] * unit_request[None, :]
+        if per_node is not None:
+            amounts = amounts + per_node[None, :]
+        left = self.free[nodes] - amounts
+        if left.min() < 0:
+            k, r = np.argwhere(left < 0)[0]
+            return (
+                f"node {int(nodes[k])} has {int(self.free[nodes[k], r])} {self.system.resources[r]} free, "
+                f"the allocation needs {int(amounts[k, r])}"
+            )
+        self.free[nodes] = left
+        ft = self.free_total
+        for r, a in enumerate(amounts.sum(axis=0).tolist()):
+            ft[r] -= a
         return amounts
 
     def give(self, nodes: np.ndarray, amounts: np.ndarray) -> None:

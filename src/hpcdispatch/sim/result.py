@@ -67,7 +67,8 @@ class SimulationResult:
         return pd.DataFrame(data)
 
     def allocations_frame(self) -> pd.DataFrame:
-        """One row per job, allocation segment and node: ``[from, to)`` and the amounts held."""
+        """One row per job, allocation segment and node: ``[from, to)`` and the amounts held
+        (``units x unit_request + per_node_request``)."""
         w = self.workload
         job_col, seg_col, node_col, units_col, from_col, to_col = [], [], [], [], [], []
         for idx, segs in self.segments.items():
@@ -92,8 +93,9 @@ class SimulationResult:
                 "to": np.concatenate(to_col),
             }
             req = w.unit_requests[jidx]
+            extra = w.per_node_requests[jidx] if w.has_constraints else None
             for r, name in enumerate(w.resources):
-                frame[name] = units * req[:, r]
+                frame[name] = units * req[:, r] if extra is None else units * req[:, r] + extra[:, r]
         else:
             frame = {k: np.zeros(0, dtype=np.int64) for k in ("job_id", "segment", "node", "units")}
             frame["from"] = np.zeros(0)

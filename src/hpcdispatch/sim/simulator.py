@@ -30,7 +30,7 @@ import itertools
 import math
 import time as _time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ import numpy as np
 from hpcdispatch.dispatchers.base import Dispatcher
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
 from hpcdispatch.predictors.base import Predictor, WallTimePredictor
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.sim.allocation import Allocation, per_node_array
 from hpcdispatch.sim.cluster import ClusterState
 from hpcdispatch.sim.decision import Decision, RunningJob
 from hpcdispatch.sim.result import SimulationResult
@@ -73,6 +73,17 @@ class SimulationOptions:
 ProgressCallback = Callable[[int, int, float], None]
 
 
+def resolve_options(dispatcher: Dispatcher, options: SimulationOptions | None = None) -> SimulationOptions:
+    """The options a run uses: ``options`` (default ones when ``None``), completed by the
+    dispatcher's own invocation hints (:meth:`Dispatcher.simulation_hints`, e.g. a periodic
+    scheduler's step) when no ``dispatch_interval`` was given explicitly."""
+    options = options or SimulationOptions()
+    hints = dispatcher.simulation_hints()
+    if hints and options.dispatch_interval is None:
+        options = replace(options, **hints)
+    return options
+
+
 class Simulator:
     """Replays ``workload`` on ``system`` with ``dispatcher``; :meth:`run` returns the result."""
 
@@ -93,7 +104,7 @@ class Simulator:
         self.workload = workload
         self.dispatcher = dispatcher
         self.predictor = predictor or WallTimePredictor()
-        self.options = options or SimulationOptions()
+        self.options = resolve_options(dispatcher, options)
 
     # ------------------------------------------------------------------------------------
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
@@ -273,7 +284,11 @@ class Simulator:
                         alloc = start.allocation
                         if not isinstance(alloc, Allocation):
                             raise InvalidDecisionError(name, job.id, t, f"allocation must be an Allocation, got {type(alloc).__name__}")
-                        amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node)
+                        if job.node_count or job.contiguous or job.per_node_request:
+                            amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node,
+                                                   job.node_count, per_node_array(job.per_node_request), job.contiguous)
+                        else:
+                            amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node)
                         if isinstance(amounts, str):
                             raise InvalidDecisionError(name, job.id, t, amounts)
                         del queue[idx]
@@ -295,6 +310,14 @@ class Simulator:
                         if decision.wakeup <= t:
                             raise InvalidDecisionError(name, None, t, f"wakeup {decision.wakeup} is not in the future")
                         push_wakeup(float(decision.wakeup))
+                    elif (interval is not None and not decision.starts and not running and si >= n
+                          and not wakeup_pending and queue):
+                        # only interval ticks are left and the state cannot change any more
+                        raise SimulationStalledError(
+                            f"dispatcher '{name}' left {len(queue)} job(s) queued at t={t:g} with nothing running, "
+                            f"no more submissions and no wake-up requested (first waiting job: "
+                            f"{next(iter(queue.values())).id})"
+                        )
                     if record:
                         d_time.append(t)
                         d_queue.append(queue_before)
@@ -360,6 +383,10 @@ class Simulator:
         job = rj.job
         if not isinstance(alloc, Allocation):
             raise InvalidDecisionError(self.dispatcher.name, job.id, t, "resize grant must be an Allocation")
+        if job.constrained:
+            raise InvalidDecisionError(self.dispatcher.name, job.id, t,
+                                       "resize of a job with node constraints (node count, per-node extras, "
+                                       "contiguity) is not supported")
         merged: dict[int, int] = dict(rj.allocation.pairs())
         for node, units in alloc.pairs():
             merged[node] = merged.get(node, 0) + units

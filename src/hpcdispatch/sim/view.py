@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from hpcdispatch.sim.allocation import pooled_fits, units_fit_per_node
+from hpcdispatch.sim.allocation import job_fits, pooled_fits
 from hpcdispatch.sim.decision import RunningJob
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
@@ -127,4 +127,4 @@ class DispatchView:
         req = self.requests[job.index]
         if not pooled_fits(self._free_total, req, job.units):
             return False
-        return int(units_fit_per_node(self.free, req, job.max_units_per_node).sum()) >= job.units
+        return job_fits(self.free, job, req)

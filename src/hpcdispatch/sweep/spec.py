@@ -21,6 +21,12 @@ The schema (every key except ``workloads`` and ``dispatchers`` is optional; see
     trace = "traces/KTH-SP2-1996-2.1-cln.swf.gz"   # relative to this file
     max_jobs = 5000                     # and any SWF option: processors, units, cores_per_unit,
                                         # missing_walltime, memory
+    [[workloads]]                       # the AUCSCHED paper's Table 4 workloads (see workload/slurm.py)
+    generator = "aucsched"
+    workload = ["I", "V"]               # I-V, one or a list
+    version = [1, 2, 3]                 # 0 / 50 / 100 % contiguous, one or a list
+    runtime_h = 4.0                     # and min_run, max_run, max_cores, gpu_type, walltime
+    seeds = { from = 1, count = 7 }
     [[workloads]]                       # a generated workload, one per seed
     generator = "lublin"
     jobs = 2000
@@ -53,6 +59,7 @@ from hpcdispatch.runner import label_for
 from hpcdispatch.sim.simulator import SimulationOptions
 from hpcdispatch.sweep.plugins import load_plugins, resolve_plugin
 from hpcdispatch.workload.lublin import LublinSpec
+from hpcdispatch.workload.slurm import CONTIGUOUS_FRACTION, WORKLOAD_MIXES, AucschedSpec
 from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
 from hpcdispatch.workload.swf import SwfOptions
 
@@ -61,6 +68,7 @@ CELL_SCHEMA = 1  # part of every cell id: bump only if the meaning of a configur
 TOP_KEYS = ("name", "description", "systems", "workloads", "dispatchers", "predictors", "repetitions",
             "simulation", "plugins")
 SWF_KEYS = ("processors", "units", "cores_per_unit", "missing_walltime", "memory", "max_jobs")
+AUCSCHED_KEYS = ("workload", "version", "runtime_h", "min_run", "max_run", "max_cores", "gpu_type", "walltime")
 LUBLIN_KEYS = ("jobs", "load", "interactive", "max_walltime", "p_max_walltime", "overestimate_max")
 SIM_KEYS = ("walltime_kill", "charge_dispatch_time", "dispatch_interval", "dispatch_on_events", "record_decisions")
 DISPATCHER_RESERVED = ("name", "label", "predictor")
@@ -321,8 +329,11 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
             out.append(_Workload(label, None, config, _resolve_path(trace, base), swf))
             continue
         generator = _expect(w, f"{fld}.generator", entry["generator"], (str,), "a string")
+        if generator == "aucsched":
+            out.extend(_aucsched_entries(entry, w, fld, name))
+            continue
         if generator != "lublin":
-            raise w.error(f"{fld}.generator", f"unknown generator '{generator}' (available: lublin)")
+            raise w.error(f"{fld}.generator", f"unknown generator '{generator}' (available: lublin, aucsched)")
         known = ("generator", "name", "seed", "seeds", "units", "cores_per_unit", "max_jobs", *LUBLIN_KEYS)
         _check_keys(entry, known, w, fld)
         swf = _swf_canonical(entry, w, fld, ("units", "cores_per_unit", "max_jobs"))
@@ -335,6 +346,49 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
             ) + f",seed={seed}"
             label = name or _lublin_label(params)
             out.append(_Workload(label, seed, config, spec, swf))
+    return out
+
+
+def _aucsched_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | None) -> list[_Workload]:
+    """``generator = "aucsched"``: the AUCSCHED paper's Table 4 workloads; ``workload`` (I-V) and
+    ``version`` (1-3) may be lists, every combination x seed is one workload."""
+    known = ("generator", "name", "seed", "seeds", "max_jobs", *AUCSCHED_KEYS)
+    _check_keys(entry, known, w, fld)
+    swf = _swf_canonical(entry, w, fld, ("max_jobs",))
+    d = AucschedSpec()
+    kinds: dict[str, tuple[tuple[type, ...], str]] = {
+        "runtime_h": ((int, float), "a number"), "min_run": ((int,), "an integer"),
+        "max_run": ((int,), "an integer"), "max_cores": ((int,), "an integer"),
+        "gpu_type": ((int,), "2 or 3"), "walltime": ((str,), "'minute' or 'exact'"),
+    }
+    params: dict[str, Any] = {k: getattr(d, k) for k in kinds}
+    for key, (kind, what) in kinds.items():
+        if key in entry:
+            params[key] = _expect(w, f"{fld}.{key}", entry[key], kind, what)
+    params["runtime_h"] = float(params["runtime_h"])
+    names = entry.get("workload", d.workload)
+    names = names if isinstance(names, list) else [names]
+    versions = entry.get("version", d.version)
+    versions = versions if isinstance(versions, list) else [versions]
+    for n in names:
+        _expect(w, f"{fld}.workload", n, (str,), "a string I-V or a list of them")
+        if n.upper() not in WORKLOAD_MIXES:
+            raise w.error(f"{fld}.workload", f"must be one of {', '.join(WORKLOAD_MIXES)} (Table 4), got '{n}'")
+    for v in versions:
+        if isinstance(v, bool) or not isinstance(v, int) or v not in CONTIGUOUS_FRACTION:
+            raise w.error(f"{fld}.version", f"must be 1, 2 or 3 (0/50/100 % contiguous) or a list of them, got {v!r}")
+    out = []
+    for wl_name in names:
+        for version in versions:
+            for seed in _seeds(entry, w, fld):
+                try:
+                    spec = AucschedSpec(workload=wl_name.upper(), version=version, seed=seed, **params)
+                except HpcDispatchError as exc:
+                    raise w.error(fld, str(exc)) from None
+                config = {"generator": "aucsched", "workload": spec.workload, "version": version, **params,
+                          "seed": seed, "max_jobs": swf["max_jobs"]}
+                label = name or f"aucsched-{spec.workload}.{version}-{params['runtime_h']:g}h"
+                out.append(_Workload(label, seed, config, spec.spec_string(), swf))
     return out
 
 

@@ -10,8 +10,11 @@ with the simulator's bookkeeping. It reports every violation it finds, earliest 
 - a job that ran other than ``min(run time, wall-time)`` (or its run time when wall-time kills
   are off), or whose ``killed`` flag disagrees;
 - an allocation that does not hold exactly the job's units, amounts other than
-  ``units x per-unit request``, a node out of range or used twice by one segment, more units
-  on a node than ``max_units_per_node``;
+  ``units x per-unit request + per-node request``, a node out of range or used twice by one
+  segment, more units on a node than ``max_units_per_node``;
+- Slurm-style constraints: a job with ``node_count`` on another number of distinct nodes, a
+  ``contiguous`` job on nodes that are not consecutive indices (the per-node extras are part of
+  the amount rule above);
 - at any instant, on any node, for any resource, more in use than the node's capacity
   (a job ending at ``t`` releases before a job starting at ``t`` acquires).
 """
@@ -157,16 +160,25 @@ def validate_tables(
     amounts = np.stack([a[r].to_numpy(np.int64) for r in resources], axis=1) if len(a) else np.zeros((0, len(resources)), np.int64)
     unit_req = np.stack([w[f"unit_{r}"].to_numpy(np.int64) for r in resources], axis=1)
     max_pn = w["max_units_per_node"].to_numpy(np.int64) if "max_units_per_node" in w.columns else np.zeros(len(w), np.int64)
+    per_node = np.stack(
+        [w[f"pernode_{r}"].to_numpy(np.int64) if f"pernode_{r}" in w.columns else np.zeros(len(w), np.int64)
+         for r in resources], axis=1,
+    )
+    node_count = w["node_count"].to_numpy(np.int64) if "node_count" in w.columns else np.zeros(len(w), np.int64)
+    contiguous = w["contiguous"].to_numpy(bool) if "contiguous" in w.columns else np.zeros(len(w), bool)
 
     out_of_range = (node < 0) | (node >= system.n_nodes)
     for k in np.flatnonzero(out_of_range)[:20]:
         report.add(t_from[k], "node", f"job {int(ids[row_job[k]])} uses node {int(node[k])}, the system has {system.n_nodes}")
-    bad_amount = (amounts != units[:, None] * unit_req[row_job]).any(axis=1) | (units <= 0)
+    expected_amounts = units[:, None] * unit_req[row_job] + per_node[row_job]
+    bad_amount = (amounts != expected_amounts).any(axis=1) | (units <= 0)
     for k in np.flatnonzero(bad_amount)[:20]:
+        extra = per_node[row_job[k]]
         report.add(
             t_from[k], "amount",
             f"job {int(ids[row_job[k]])} on node {int(node[k])}: {int(units[k])} unit(s) but amounts "
-            f"{amounts[k].tolist()} (per-unit request {unit_req[row_job[k]].tolist()})",
+            f"{amounts[k].tolist()} (per-unit request {unit_req[row_job[k]].tolist()}"
+            + (f", per-node request {extra.tolist()})" if extra.any() else ")"),
         )
     seg0 = seg == 0
     # units per job in segment 0 and agreement with start/end
@@ -197,6 +209,23 @@ def validate_tables(
     over = (limit > 0) & (per_node_units > limit)
     for (ji, n) in list(over[over].index)[:20]:
         report.add(start[ji], "per-node", f"job {int(ids[ji])} has more than {int(max_pn[ji])} unit(s) on node {int(n)}")
+
+    # ---- Slurm-style constraints on the first segment ------------------------------------------
+    if (node_count > 0).any() or contiguous.any():
+        first = pd.DataFrame({"j": row_job[seg0], "n": node[seg0]}).drop_duplicates()
+        grouped = first.groupby("j")["n"]
+        n_used = grouped.nunique()
+        span = grouped.max() - grouped.min() + 1
+        for ji in np.flatnonzero((node_count > 0) & started):
+            used = int(n_used.get(ji, 0))
+            if used != node_count[ji]:
+                report.add(start[ji], "node-count",
+                           f"job {int(ids[ji])} uses {used} node(s), it requests exactly {int(node_count[ji])}")
+        for ji in np.flatnonzero(contiguous & started):
+            if ji in span.index and int(span[ji]) != int(n_used[ji]):
+                nodes_used = sorted(first.loc[first.j == ji, "n"].tolist())
+                report.add(start[ji], "contiguous",
+                           f"job {int(ids[ji])} requests contiguous nodes, it uses {_ids(np.asarray(nodes_used), 8)}")
 
     # ---- capacity sweep -------------------------------------------------------------------
     ok_rows = ~out_of_range & (t_to > t_from)
@@ -265,7 +294,7 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
     workload_table = stored.workload
     notes = []
     src = stored.run.get("workload", {})
-    if reload_workload and src.get("kind") in ("swf", "synthetic"):
+    if reload_workload and src.get("kind") in ("swf", "synthetic", "slurm"):
         try:
             fresh = workload_from_source(src["kind"], src["spec"], src.get("options", {}), stored.system)
         except HpcDispatchError as exc:
@@ -300,7 +329,15 @@ def _compare_workloads(fresh: Any, table: pd.DataFrame, system: System) -> str:
     }
     for r, name in enumerate(system.resources):
         checks[f"unit_{name}"] = fresh.unit_requests[:, r]
+    optional = {"node_count": fresh.node_counts, "contiguous": fresh.contiguous}
+    for r, name in enumerate(system.resources):
+        optional[f"pernode_{name}"] = fresh.per_node_requests[:, r]
+    for col, values in optional.items():
+        if col in table.columns or bool(np.any(values)):
+            checks[col] = values
     for col, values in checks.items():
+        if col not in table.columns:
+            return f"column {col} is missing from the stored workload"
         stored = table[col].to_numpy()
         diff = np.flatnonzero(stored != values)
         if len(diff):

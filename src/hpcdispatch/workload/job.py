@@ -3,6 +3,21 @@
 A job requests ``units`` identical units, each needing ``unit_request[r]`` of resource ``r``
 (the papers' model: ``req_{i,r} / rn_i`` per unit). Units of a job may share a node unless
 ``max_units_per_node`` limits it (1 = every unit on its own node, as Slurm's ``-N``).
+
+Three optional fields express Slurm-style requests (defaults change nothing):
+
+- ``node_count``: the job uses exactly this many distinct nodes, each holding at least one
+  unit (Slurm's ``-N``; 0 = any number);
+- ``per_node_request``: amounts needed on every node the job uses, on top of its units
+  (Slurm's ``--gres=gpu:X``: X GPUs per node; ``()`` = nothing);
+- ``contiguous``: the nodes used are consecutive indices of the linear node order
+  (Slurm's ``--contiguous``).
+
+The amounts a job holds on a node are ``units_on_node x unit_request + per_node_request``.
+Slurm's three request types map onto this model as follows (``workload/slurm.py``):
+``-n C`` = C one-core units; ``-N N -n C --gres=gpu:g`` = C one-core units on exactly N nodes
+with g GPUs per node; ``-N N --ntasks-per-node=c --gres=gpu:g`` = N units of (c cores, g
+GPUs), one per node.
 """
 
 from __future__ import annotations
@@ -51,11 +66,41 @@ class Job(NamedTuple):
     max_units_per_node: int = 0  # 0 = no limit
     deadline: float | None = None
     growth: tuple[GrowthRequest, ...] = ()
+    node_count: int = 0  # 0 = any number of nodes; > 0 = exactly this many distinct nodes
+    per_node_request: tuple[int, ...] = ()  # () = nothing extra on each used node
+    contiguous: bool = False  # used nodes must be consecutive indices
     index: int = -1
 
     @property
     def total_request(self) -> tuple[int, ...]:
-        return tuple(self.units * a for a in self.unit_request)
+        """Total amounts when the node count is known (``node_count``), else the units' total."""
+        tot = [self.units * a for a in self.unit_request]
+        if self.per_node_request and self.node_count:
+            tot = [t + self.node_count * p for t, p in zip(tot, self.per_node_request)]
+        return tuple(tot)
+
+    @property
+    def constrained(self) -> bool:
+        """True for Slurm-style jobs: a node count, per-node extras or contiguity."""
+        return bool(self.node_count or self.contiguous or (self.per_node_request and any(self.per_node_request)))
+
+    @property
+    def exact_nodes(self) -> int:
+        """The number of nodes the job must use when it is fixed (``node_count``, or ``units``
+        when every unit must be on its own node), else 0."""
+        if self.node_count:
+            return self.node_count
+        return self.units if self.max_units_per_node == 1 else 0
+
+    @property
+    def slurm_type(self) -> int:
+        """The paper's request type: 1 = total cores only (no node count); 3 = nodes and a
+        fixed amount per node (every node holds exactly one unit); 2 = nodes and a total
+        spread over them (each node at least one unit)."""
+        n = self.exact_nodes
+        if n == 0:
+            return 1
+        return 3 if self.units == n else 2
 
     def duration(self, walltime_kill: bool = True) -> int:
         """How long the job really runs: its run time, or its wall-time when it would be killed."""
@@ -155,6 +200,9 @@ class Workload:
                 f"job {bad.id}: unit_request has {len(bad.unit_request)} entries, "
                 f"the workload has resources {list(self.resources)}"
             )
+        for j in jobs:
+            if j.node_count or j.contiguous or j.per_node_request:
+                _check_constraints(j, n_res)
         ids = np.fromiter((j.id for j in jobs), dtype=np.int64, count=len(jobs))
         sorted_ids = np.sort(ids)
         dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
@@ -210,19 +258,67 @@ class Workload:
         arr.flags.writeable = False
         return arr
 
+    @cached_property
+    def per_node_requests(self) -> np.ndarray:
+        """``(n_jobs, n_resources)`` amounts needed on every used node on top of the units."""
+        arr = np.zeros((len(self.jobs), len(self.resources)), dtype=np.int64)
+        for j in self.jobs:
+            if j.per_node_request:
+                arr[j.index] = j.per_node_request
+        arr.flags.writeable = False
+        return arr
+
+    @cached_property
+    def node_counts(self) -> np.ndarray:
+        return self._column("node_count", np.int64)
+
+    @cached_property
+    def contiguous(self) -> np.ndarray:
+        return self._column("contiguous", bool)
+
+    @cached_property
+    def has_constraints(self) -> bool:
+        """True when any job has a node count, per-node extras or contiguity."""
+        return any(j.constrained for j in self.jobs)
+
     def subset(self, n: int) -> Workload:
         """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
         source = WorkloadSource(self.source.kind, self.source.spec, {**self.source.options, "max_jobs": n})
         return Workload(self.jobs[:n], self.resources, source, self.report, self.queue_names, self.header, self.queue_ewt)
 
     def offered_load(self, total_capacity: np.ndarray) -> np.ndarray:
-        """Offered load per resource: sum(request x run time) / (capacity x submission span)."""
+        """Offered load per resource: sum(request x run time) / (capacity x submission span);
+        per-node extras count on the job's node count (at least one node)."""
         if not len(self):
             return np.zeros(len(self.resources))
         span = max(float(self.submit[-1] - self.submit[0]), 1.0)
         work = (self.unit_requests * self.units[:, None] * self.run_time[:, None]).sum(axis=0)
+        if self.has_constraints:  # per-node extras (--gres) on the job's fewest nodes
+            nodes = np.maximum(self.node_counts, 1)[:, None]
+            work = work + (self.per_node_requests * nodes * self.run_time[:, None]).sum(axis=0)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(total_capacity > 0, work / (total_capacity * span), 0.0)
+
+
+def _check_constraints(job: Job, n_res: int) -> None:
+    if job.per_node_request and len(job.per_node_request) != n_res:
+        raise ConfigError(
+            f"job {job.id}: per_node_request has {len(job.per_node_request)} entries, the workload has {n_res} resources"
+        )
+    if job.per_node_request and min(job.per_node_request) < 0:
+        raise ConfigError(f"job {job.id}: negative per_node_request {list(job.per_node_request)}")
+    if job.node_count < 0:
+        raise ConfigError(f"job {job.id}: node_count must be >= 0, got {job.node_count}")
+    if job.node_count:
+        if job.units < job.node_count:
+            raise ConfigError(f"job {job.id}: {job.units} unit(s) cannot cover {job.node_count} nodes (each needs one)")
+        if job.max_units_per_node and job.max_units_per_node * job.node_count < job.units:
+            raise ConfigError(
+                f"job {job.id}: {job.units} units do not fit on {job.node_count} nodes with at most "
+                f"{job.max_units_per_node} per node"
+            )
+    if job.growth and job.constrained:
+        raise ConfigError(f"job {job.id}: growth requests are not supported for jobs with node constraints")
 
 
 def make_job(fields: tuple) -> Job:

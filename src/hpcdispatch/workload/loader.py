@@ -5,7 +5,14 @@ Workload specs (``--workload``):
 - ``PATH`` to an SWF trace (``.swf`` or ``.swf.gz``);
 - ``synthetic:lublin[,key=value...]`` — the Lublin-Feitelson model; keys: ``jobs``, ``seed``,
   ``load``, ``interactive`` (0/1), ``max_walltime``, ``p_max_walltime``,
-  ``overestimate_max``.
+  ``overestimate_max``;
+- ``synthetic:aucsched[,key=value...]`` — the AUCSCHED paper's CPU-GPU workloads (Table 4);
+  keys: ``workload`` (I-V), ``version`` (1-3: 0/50/100 % contiguous), ``seed``,
+  ``runtime_h``, ``min_run``, ``max_run``, ``max_cores``, ``gpu_type``, ``walltime``
+  (see :class:`~hpcdispatch.workload.slurm.AucschedSpec`);
+- ``PATH.csv`` / ``PATH.jsonl``: Slurm-style requests (``ntasks``, ``nodes``,
+  ``ntasks_per_node``, ``gpus_per_node``, ``contiguous``, ``run_time`` ...), see
+  :func:`~hpcdispatch.workload.slurm.read_slurm_requests`.
 
 System specs (``--system``): a preset name, a TOML file, ``from-trace`` (derive from the SWF
 header) or ``auto`` (an SWF trace whose file name matches a preset's ``[trace]`` prefixes gets
@@ -24,9 +31,11 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.lublin import LublinSpec, lublin_workload
 from hpcdispatch.workload.mapping import UnitMapping
+from hpcdispatch.workload.slurm import AucschedSpec, aucsched_workload, read_slurm_requests
 from hpcdispatch.workload.swf import SwfOptions, load_swf, system_from_swf_header
 
 SYNTHETIC_PREFIX = "synthetic:"
+SLURM_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
 DEFAULT_SYNTHETIC_SYSTEM = "machine-s"
 
 
@@ -57,11 +66,27 @@ def _convert(value: str, target: Any, key: str, where: str) -> Any:
     return value
 
 
+def parse_aucsched(spec: str) -> AucschedSpec:
+    body = spec[len(SYNTHETIC_PREFIX) :]
+    _, _, rest = body.partition(",")
+    raw = parse_kv(rest, f"workload '{spec}'")
+    types = {f.name: f.type for f in fields(AucschedSpec)}
+    conv = {"workload": str, "version": int, "seed": int, "runtime_h": float, "min_run": int, "max_run": int,
+            "max_cores": int, "gpu_type": int, "walltime": str}
+    unknown = set(raw) - set(types)
+    if unknown:
+        raise ConfigError(f"workload '{spec}': unknown key(s) {sorted(unknown)}; known: {', '.join(types)}")
+    values = {k: _convert(v, conv[k], k, f"workload '{spec}'") for k, v in raw.items()}
+    if "workload" in values:
+        values["workload"] = str(values["workload"]).upper()
+    return AucschedSpec(**values)
+
+
 def parse_synthetic(spec: str, units: UnitMapping) -> LublinSpec:
     body = spec[len(SYNTHETIC_PREFIX) :]
     model, _, rest = body.partition(",")
     if model.strip() != "lublin":
-        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' (available: lublin)")
+        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' (available: lublin, aucsched)")
     raw = parse_kv(rest, f"workload '{spec}'")
     types = {"jobs": int, "seed": int, "load": float, "interactive": bool, "max_walltime": int,
              "p_max_walltime": float, "overestimate_max": float}
@@ -98,6 +123,11 @@ def load_workload(spec: str, system: System, swf_options: SwfOptions | None = No
     """Load the workload named by ``spec`` onto ``system``."""
     swf_options = swf_options or SwfOptions()
     spec = str(spec)
+    if is_synthetic(spec) and spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip() == "aucsched":
+        workload = aucsched_workload(system, parse_aucsched(spec), spec_string=spec)
+        if swf_options.max_jobs is not None:
+            workload = workload.subset(swf_options.max_jobs)
+        return workload
     if is_synthetic(spec):
         workload = lublin_workload(system, parse_synthetic(spec, swf_options.units), spec_string=spec)
         if swf_options.max_jobs is not None:
@@ -108,6 +138,11 @@ def load_workload(spec: str, system: System, swf_options: SwfOptions | None = No
         raise TraceFormatError(spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)")
     if path.is_dir():
         raise TraceFormatError(spec, "is a directory, not a workload file")
+    if path.suffix.lower() in SLURM_SUFFIXES:
+        workload = read_slurm_requests(path, system)
+        if swf_options.max_jobs is not None:
+            workload = workload.subset(swf_options.max_jobs)
+        return workload
     return load_swf(path, system, swf_options)
 
 

@@ -46,6 +46,7 @@ import pyarrow.csv as pacsv
 
 from hpcdispatch._util import gc_paused
 from hpcdispatch.errors import ConfigError, TraceFormatError
+from hpcdispatch.sim.allocation import request_fits
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.workload.job import SkipReport, Workload, WorkloadSource, make_job
 from hpcdispatch.workload.mapping import UnitMapping
@@ -476,7 +477,8 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
                 zip(
                     ids_l, sub_l, run_l, wall_l, units_l, req_l,
                     cols["user"], cols["group"], cols["queue"], cols["partition"], cols["executable"],
-                    [None] * n, procs_l, [0] * n, [None] * n, [()] * n, range(n),
+                    [None] * n, procs_l, [0] * n, [None] * n, [()] * n,
+                    [0] * n, [()] * n, [False] * n, range(n),
                 ),
             )
         )
@@ -512,8 +514,35 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         )
 
 
-def fits_empty_system(units: np.ndarray, unit_req: np.ndarray, system: System, max_per_node: np.ndarray | None = None) -> np.ndarray:
-    """For each job: can its ``units`` be placed on the system when every node is free?"""
+def fits_empty_system(
+    units: np.ndarray,
+    unit_req: np.ndarray,
+    system: System,
+    max_per_node: np.ndarray | None = None,
+    node_count: np.ndarray | None = None,
+    per_node: np.ndarray | None = None,
+    contiguous: np.ndarray | None = None,
+) -> np.ndarray:
+    """For each job: can its ``units`` be placed on the system when every node is free?
+
+    Jobs with Slurm-style constraints (``node_count``, ``per_node`` extras, ``contiguous``)
+    get the exact test on the empty system's node list (in the linear node order)."""
+    out = _fits_empty_plain(units, unit_req, system, max_per_node)
+    if node_count is None and per_node is None and contiguous is None:
+        return out
+    n = len(units)
+    nc = np.zeros(n, np.int64) if node_count is None else np.asarray(node_count, dtype=np.int64)
+    pn = np.zeros((n, len(system.resources)), np.int64) if per_node is None else np.asarray(per_node, dtype=np.int64)
+    ct = np.zeros(n, bool) if contiguous is None else np.asarray(contiguous, dtype=bool)
+    mp = np.zeros(n, np.int64) if max_per_node is None else np.asarray(max_per_node, dtype=np.int64)
+    special = np.flatnonzero((nc > 0) | ct | pn.any(axis=1))
+    cap = system.capacity
+    for i in special.tolist():
+        out[i] = request_fits(cap, unit_req[i], int(units[i]), int(mp[i]), int(nc[i]), pn[i], bool(ct[i]))
+    return out
+
+
+def _fits_empty_plain(units: np.ndarray, unit_req: np.ndarray, system: System, max_per_node: np.ndarray | None) -> np.ndarray:
     caps = np.array([[nt.capacity.get(r, 0) for r in system.resources] for nt in system.node_types], dtype=np.int64)
     counts = np.array([nt.count for nt in system.node_types], dtype=np.int64)
     big = np.iinfo(np.int64).max // 4

@@ -1,0 +1,680 @@
+"""AUCSCHED: the auction-based scheduler of Soner and Özturan (PRACE whitepaper), on OR-Tools CP-SAT.
+
+At every scheduling step (every ``step`` seconds; 5 s in the paper) a window of jobs from the
+front of the queue (priority order) bids for the currently free resources, and an integer
+program picks at most one bid per job so that the sum of the winners' priorities (plus a
+small preference for unfragmented bids) is maximal. Winners start now on the nodes their bid
+names; losers wait for the next step. Nothing is reserved.
+
+**Nodesets** (section 4). For a job, a node is *usable* when it can hold at least one of the
+job's units next to the job's per-node extras (GPUs per node); a nodeset is a maximal run of
+consecutive usable nodes ``(n_i, n_j, c, g)`` with ``c`` the units it can hold. For the
+paper's type 1 and 2 jobs (units of one core) these are exactly the paper's nodesets ``A_cpu
+> 0, A_gpu >= g``; for type 3 jobs a node must hold the whole per-node request (``R_cpn``
+cores and ``g`` GPUs), which is the paper's "each node in the nodeset is checked if there are
+R_cpn cores available" applied when the nodesets are built, so that a contiguous bid never
+spans a node the job cannot use. :func:`paper_nodesets` gives the paper's job-independent
+nodesets for illustration.
+
+**Bid classes** (sections 4 and 5), for a job needing ``U`` units (cores) and, for types 2/3,
+exactly ``R`` nodes:
+
+- type A: in a nodeset large enough, the fewest nodes aligned to its beginning and to its
+  end (type 1: the shortest prefix / suffix holding ``U``; types 2/3: the first / last ``R``
+  nodes, if they hold ``U``);
+- type B: the same, anywhere inside the nodeset (not touching either end): the shortest window
+  with the least left-over units (type 2/3: ``R`` consecutive nodes; type 3 ties broken by the
+  tightest fit of the nodes' remaining capacity);
+- type C (only when the job does not ask for ``--contiguous``): nodesets combined with their
+  right-hand neighbours -- type 1: whole nodesets ``k..m`` (``m > k`` minimal) whose units
+  suffice (the shortest prefix of them when they have more nodes than units); type 2: nodesets
+  ``k..m`` (``m >= k`` minimal) among which ``R`` nodes hold ``U`` units -- the program
+  chooses the ``R`` nodes; type 3: the first ``R`` usable nodes from nodeset ``k`` on, spanning
+  at least two nodesets;
+- SLURM bid (optional): the nodes Slurm's own selection would give
+  (:mod:`hpcdispatch.allocators.slurm_linear`), computed for the window's jobs in priority
+  order on the free state updated by the previous jobs' SLURM bids.
+
+At most ``max_bids`` (MAXBIDSPERJOB, default 5) A/B/C bids per job, preferring A over B over
+C, and within a type the tightest nodeset (fewest spare units) first; the SLURM bid comes in
+addition. A bid identical to another keeps the larger preference value. With
+``contiguous_only`` only A and B bids (and contiguous SLURM bids) are made (Table 8's
+"contigonlybids").
+
+**Preference** (eq. 12): ``F_jc = 1 - k1 - k2 |N_c| / (|N| + 1) - k3 |S_c| / (|S| + 1)`` with
+Table 3's constants (job type 1: A (0, .25, 0), B (.25, .25, 0), C (.5, .25, .25); types 2
+and 3: A (0, 0, 0), B (.5, 0, 0), C (.5, 0, .5)); SLURM bids (0, 0, 0). ``|N|`` is the number
+of nodes of the system, ``|S_c|`` the number of nodesets the bid's nodes come from and ``|S|``
+the number of the job's nodesets. (The extracted Table 3 lost its type-1 "bid type B" header;
+the three columns are A, B, C, which is the only reading that satisfies eq. 11's ranges.)
+
+**Integer program** (eqs. 1-8), in units of the job model (a unit is one core for the
+paper's type 1/2 jobs and one node's share ``(R_cpn cores, g GPUs)`` for type 3 jobs, so eq.
+8 is built into the units):
+
+- maximise ``sum_j sum_c (P_j + alpha F_jc) b_jc`` with ``alpha = P_min / (|B| + 1)``
+  (eq. 10; coefficients are scaled to integers: ``P_j (|B|+1) S + round(P_min F_jc S)``,
+  ``S = 1000``, which keeps eq. 9's ``sum alpha F < P_min``);
+- (2) ``sum_c b_jc <= 1``;
+- (3) read as: the job uses exactly ``R^node_c`` nodes of its chosen class,
+  ``sum_n u_jn = sum_c R^node_jc b_jc`` and ``u_jn <= sum_{c in C_jn} b_jc``. (Taken
+  literally, eq. 3 -- one equation per bid -- would force ``u_jn = 0`` on the nodes that two
+  bids of one job share whenever the other bid wins, making overlapping bids infeasible.)
+  ``R^node_c = |N_c|`` for type 1 and 3 bids, so ``u_jn`` is then simply the sum of the bids
+  containing ``n`` and needs no variable;
+- (4) ``sum_n (u_jn + r_jn) = U_j sum_c b_jc``;
+- (5)/(6) per node and resource: ``sum_j (u_jn + r_jn) req_j + u_jn extra_j <= A_n`` (cores:
+  eq. 5; GPUs per node: eq. 6);
+- (7) ``0 <= r_jn <= u_jn min(fit_jn - 1, U_j - 1)``, ``fit_jn`` the units of ``j`` that fit on
+  ``n`` alone.
+
+Priorities ``P_j = priority_base + floor(age_j)`` (seconds since submission). When a whole
+workload is submitted at once, all jobs of a window have the same priority at every step and
+the program maximises the number of jobs started, then the preference values.
+
+Solved with CP-SAT under a wall-clock limit (``time_limit``, default 5 s; the model build time
+is subtracted, so build + solve stay within the limit plus the solver's loading overhead),
+``workers`` search workers (default 1: deterministic, no LNS), CP-SAT's presolve probing off
+(``probing_level=0``; -1 keeps CP-SAT's default: on 100-job windows of machine-l, probing alone
+used the whole 5 s and the step ended without a solution) and the greedy solution (the
+SLURM bids, or each job's first feasible bid in priority order) as a hint. If the solver ends
+without any solution, that greedy solution is used and the decision log says so
+(``fallback``). ``Decision.info`` records the window, bids, variables, constraints, build and
+solve times, status and objective.
+
+Skipped steps: when nothing ended and no job arrived since a step that generated no bid, the
+state is the same and so is the (empty) outcome; the step is skipped (counted in ``info``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpcdispatch.dispatchers.base import Dispatcher, Tags, register
+from hpcdispatch.dispatchers.slurm_bf import slurm_allocate
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sim.allocation import Allocation, held_amounts, node_units, per_node_array, runs_of
+from hpcdispatch.sim.decision import Decision, Start
+from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Job
+
+#: Table 3: (k1, k2, k3) per job type group (1 / 2-3) and bid type
+K_CONSTANTS = {
+    (1, "A"): (0.0, 0.25, 0.0),
+    (1, "B"): (0.25, 0.25, 0.0),
+    (1, "C"): (0.5, 0.25, 0.25),
+    (2, "A"): (0.0, 0.0, 0.0),
+    (2, "B"): (0.5, 0.0, 0.0),
+    (2, "C"): (0.5, 0.0, 0.5),
+    (1, "S"): (0.0, 0.0, 0.0),
+    (2, "S"): (0.0, 0.0, 0.0),
+}
+OBJECTIVE_SCALE = 1000
+KIND_ORDER = {"A": 0, "B": 1, "C": 2, "S": 3}
+
+
+def preference(job_type: int, kind: str, n_nodes_bid: int, n_nodes: int, runs_bid: int, runs_total: int) -> float:
+    """Eq. 12 with Table 3's constants (``job_type`` 1, 2 or 3; ``kind`` A, B, C or S)."""
+    k1, k2, k3 = K_CONSTANTS[(1 if job_type == 1 else 2, kind)]
+    return 1.0 - k1 - k2 * n_nodes_bid / (n_nodes + 1) - k3 * runs_bid / (runs_total + 1)
+
+
+@dataclass
+class Bid:
+    """A bid of one job on a class of nodes."""
+
+    kind: str  # A, B, C or S (SLURM)
+    nodes: np.ndarray  # the class N_c, ascending
+    r_node: int  # nodes the job uses among N_c (R^node_jc)
+    runs: int  # |S_c|: nodesets the class spans
+    pref: float = 0.0  # F_jc
+
+    @property
+    def key(self) -> tuple:
+        return (self.r_node, self.nodes.tobytes())
+
+
+@dataclass
+class JobBids:
+    job: Job
+    fit: np.ndarray  # units of the job that fit on each node alone
+    n_runs: int
+    bids: list[Bid] = field(default_factory=list)
+    slurm: Allocation | None = None  # the SLURM bid's allocation (units per node as Slurm gives them)
+
+
+def paper_nodesets(free: np.ndarray, core: int = 0, gpu: int | None = 1, gpus: tuple[int, ...] = (0, 1, 2)) -> list[tuple[int, int, int, int]]:
+    """The paper's nodesets ``(n_i, n_j, c, g)`` (section 4): for every ``g``, the maximal runs
+    of nodes with free cores and at least ``g`` free GPUs; ``c`` = free cores of the run.
+    Node indices are 0-based and ``n_j`` is the last node of the run (inclusive)."""
+    out = []
+    cores = free[:, core]
+    for g in gpus:
+        ok = cores > 0
+        if gpu is not None:
+            ok &= free[:, gpu] >= g
+        elif g > 0:
+            continue
+        starts, ends = runs_of(ok)
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            out.append((a, b - 1, int(cores[a:b].sum()), g))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# bid generation
+# ---------------------------------------------------------------------------------------
+
+
+def generate_bids(job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, contiguous_only: bool) -> tuple[list[Bid], int]:
+    """The A, B and C bids of ``job`` on nodes with ``fit`` units each (``score``: remaining
+    capacity of every node, for best-fit tie-breaks); returns ``(bids, number of nodesets)``."""
+    starts, ends = runs_of(fit > 0)
+    n_runs = len(starts)
+    if n_runs == 0:
+        return [], 0
+    U = job.units
+    N = job.exact_nodes
+    jtype = job.slurm_type
+    cs = np.concatenate(([0], np.cumsum(fit)))
+    run_units = cs[ends] - cs[starts]
+    run_len = ends - starts
+    a_bids: list[tuple[tuple, Bid]] = []
+    b_bids: list[tuple[tuple, Bid]] = []
+    c_bids: list[tuple[tuple, Bid]] = []
+    rng = np.arange
+
+    if jtype == 1:
+        for r in np.flatnonzero(run_units >= U).tolist():
+            a, e = int(starts[r]), int(ends[r])
+            spare = int(run_units[r] - U)
+            b = int(np.searchsorted(cs, cs[a] + U, side="left"))
+            a_bids.append(((spare, a, 0), Bid("A", rng(a, b), b - a, 1)))
+            s2 = int(np.searchsorted(cs, cs[e] - U, side="right")) - 1
+            a_bids.append(((spare, a, 1), Bid("A", rng(s2, e), e - s2, 1)))
+            # B: the shortest windows strictly inside the nodeset, least left-over first
+            s = rng(a + 1, e)
+            if len(s):
+                bb = np.searchsorted(cs, cs[s] + U, side="left")
+                inside = bb < e
+                if inside.any():
+                    s, bb = s[inside], bb[inside]
+                    length = bb - s
+                    surplus = cs[bb] - cs[s] - U
+                    k = int(np.lexsort((s, surplus, length))[0])
+                    b_bids.append(((int(length[k]), int(surplus[k]), int(s[k])),
+                                   Bid("B", rng(int(s[k]), int(bb[k])), int(bb[k] - s[k]), 1)))
+        if not (job.contiguous or contiguous_only):
+            run_cs = np.concatenate(([0], np.cumsum(run_units)))
+            for k in range(n_runs - 1):
+                m = int(np.searchsorted(run_cs, run_cs[k] + U, side="left")) - 1  # runs k..m hold U
+                m = max(m, k + 1)
+                if m >= n_runs:
+                    break
+                nodes = np.concatenate([rng(int(starts[i]), int(ends[i])) for i in range(k, m + 1)])
+                if len(nodes) > U:  # more nodes than units: the shortest prefix that holds U
+                    pc = np.cumsum(fit[nodes])
+                    cut = int(np.searchsorted(pc, U, side="left")) + 1
+                    nodes = nodes[:cut]
+                    if nodes[-1] < starts[k + 1]:
+                        continue  # inside one nodeset: an A bid
+                spanned = int(np.searchsorted(starts, nodes[-1], side="right")) - k
+                c_bids.append(((spanned, int(fit[nodes].sum()) - U, k), Bid("C", nodes, len(nodes), spanned)))
+    else:
+        exact_units = jtype == 3
+        for r in np.flatnonzero(run_len >= N).tolist():
+            a, e = int(starts[r]), int(ends[r])
+            spare = int(run_units[r] - U)
+            if cs[a + N] - cs[a] >= U:
+                a_bids.append(((spare, a, 0), Bid("A", rng(a, a + N), N, 1)))
+            if cs[e] - cs[e - N] >= U and e - N != a:
+                a_bids.append(((spare, a, 1), Bid("A", rng(e - N, e), N, 1)))
+            s = rng(a + 1, e - N)  # windows not touching either end
+            if len(s):
+                sums = cs[s + N] - cs[s]
+                ok = sums >= U
+                if ok.any():
+                    s, sums = s[ok], sums[ok]
+                    if exact_units:  # every node holds one unit: the tightest remaining capacity
+                        sc = np.concatenate(([0.0], np.cumsum(score)))
+                        tight = sc[s + N] - sc[s]
+                        k = int(np.lexsort((s, tight))[0])
+                    else:
+                        k = int(np.lexsort((s, sums - U))[0])
+                    b_bids.append(((int(sums[k] - U), int(s[k])), Bid("B", rng(int(s[k]), int(s[k]) + N), N, 1)))
+        if not (job.contiguous or contiguous_only):
+            usable_before = np.concatenate(([0], np.cumsum(run_len)))
+            for k in range(n_runs):
+                if exact_units:
+                    # the first N usable nodes from nodeset k on, spanning at least two nodesets
+                    if usable_before[-1] - usable_before[k] < N or run_len[k] >= N:
+                        continue
+                    m = int(np.searchsorted(usable_before, usable_before[k] + N, side="left")) - 1
+                    nodes = np.concatenate([rng(int(starts[i]), int(ends[i])) for i in range(k, m + 1)])[:N]
+                    c_bids.append(((m - k + 1, 0, k), Bid("C", nodes, N, m - k + 1)))
+                else:
+                    # nodesets k..m (m >= k minimal) among which N nodes hold U units; the program picks them
+                    found = None
+                    for m in range(k, n_runs):
+                        if usable_before[m + 1] - usable_before[k] < N:
+                            continue
+                        vals = fit[int(starts[k]):int(ends[m])]
+                        vals = vals[vals > 0]
+                        top = np.partition(vals, len(vals) - N)[len(vals) - N:]
+                        if int(top.sum()) >= U:
+                            found = m
+                            break
+                    if found is None:
+                        break  # no later start can do better than the union up to the last nodeset
+                    nodes = np.concatenate([rng(int(starts[i]), int(ends[i])) for i in range(k, found + 1)])
+                    c_bids.append(((found - k + 1, len(nodes), k), Bid("C", nodes, N, found - k + 1)))
+    chosen: list[Bid] = []
+    seen: set[tuple] = set()
+    for group in (a_bids, b_bids, c_bids):
+        for _, bid in sorted(group, key=lambda kb: kb[0]):
+            if len(chosen) >= max_bids:
+                break
+            if bid.key in seen:
+                continue
+            seen.add(bid.key)
+            chosen.append(bid)
+    return chosen, n_runs
+
+
+# ---------------------------------------------------------------------------------------
+# the dispatcher
+# ---------------------------------------------------------------------------------------
+
+
+@register
+class Aucsched(Dispatcher):
+    """AUCSCHED: a window of jobs bids for nodesets; an integer program (CP-SAT) picks winners."""
+
+    name = "aucsched"
+    tags = Tags(uses_solver=True, deterministic=False, contiguous=True, periodic=True)
+
+    def __init__(
+        self,
+        step: float = 5.0,
+        window: int = 100,
+        max_bids: int = 5,
+        slurm_bids: bool = True,
+        contiguous_only: bool = False,
+        time_limit: float = 5.0,
+        workers: int = 1,
+        priority_base: float = 1.0,
+        seed: int = 0,
+        aggregate_cut: bool = True,
+        symmetry_cuts: bool = True,
+        probing_level: int = 0,
+        allocator: str = "first-fit",
+    ):
+        self.step = step
+        self.window = window
+        self.max_bids = max_bids
+        self.slurm_bids = slurm_bids
+        self.contiguous_only = contiguous_only
+        self.time_limit = time_limit
+        self.workers = workers
+        self.priority_base = priority_base
+        self.seed = seed
+        self.aggregate_cut = aggregate_cut
+        self.symmetry_cuts = symmetry_cuts
+        self.probing_level = probing_level
+        self.allocator = allocator
+
+    def simulation_hints(self) -> dict:
+        # the paper's plug-in runs a scheduling step every `step` seconds and only then
+        return {"dispatch_interval": float(self.step), "dispatch_on_events": False}
+
+    def _setup(self, system: System) -> None:
+        if self.step <= 0 or self.window < 1 or self.max_bids < 1 or self.time_limit <= 0 or self.workers < 1:
+            raise ConfigError(f"aucsched: invalid parameters {self.get_params()}")
+        if self.priority_base < 1:
+            raise ConfigError("aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)")
+        self.n_nodes = system.n_nodes
+        maxcap = system.max_node_capacity.astype(np.float64)
+        self._weights = np.where(maxcap > 0, 1.0 / np.where(maxcap > 0, maxcap, 1.0), 0.0)
+        self._idle_state = False
+        self.steps = self.solves = self.skipped = self.fallbacks = 0
+
+    # ---- bids ----------------------------------------------------------------------------
+    def build_bids(self, view: DispatchView, window: list[Job]) -> list[JobBids]:
+        free = np.asarray(view.free)
+        score = free @ self._weights
+        requests = view.requests
+        out: list[JobBids] = []
+        slurm_free = free.copy() if self.slurm_bids else None
+        cache: dict[tuple, tuple[np.ndarray, list[Bid], int]] = {}
+        for job in window:
+            req = requests[job.index]
+            shape = (job.unit_request, job.max_units_per_node, job.units, job.node_count, job.per_node_request,
+                     job.contiguous)
+            hit = cache.get(shape)
+            if hit is None:
+                fit = node_units(free, req, job.max_units_per_node, per_node_array(job.per_node_request))
+                bids, n_runs = generate_bids(job, fit, score, self.max_bids, self.contiguous_only)
+                hit = cache[shape] = (fit, bids, n_runs)
+            fit, bids, n_runs = hit
+            jb = JobBids(job, fit, n_runs, [Bid(b.kind, b.nodes, b.r_node, b.runs) for b in bids])
+            if slurm_free is not None:
+                alloc = slurm_allocate(job, req, slurm_free)
+                if alloc is not None and not (self.contiguous_only and alloc.nodes[-1] - alloc.nodes[0] + 1 != len(alloc.nodes)):
+                    slurm_free[alloc.nodes] -= held_amounts(alloc, req, job.per_node_request)
+                    jb.slurm = alloc
+                    runs = int((np.diff(alloc.nodes) > 1).sum()) + 1
+                    sbid = Bid("S", alloc.nodes, len(alloc.nodes), runs)
+                    same = next((b for b in jb.bids if b.key == sbid.key), None)
+                    if same is not None:
+                        same.kind = "S"  # identical class: it keeps the SLURM bid's preference (F = 1)
+                    else:
+                        jb.bids.append(sbid)
+            for b in jb.bids:
+                b.pref = preference(job.slurm_type, b.kind, len(b.nodes), self.n_nodes, b.runs, n_runs)
+            if jb.bids:
+                out.append(jb)
+        return out
+
+    # ---- the step ------------------------------------------------------------------------
+    def _dispatch(self, view: DispatchView) -> Decision:
+        self.steps += 1
+        if self._idle_state and not view.ended_jobs and not view.new_jobs:
+            self.skipped += 1
+            return Decision(info={"skipped": True})
+        t0 = time.perf_counter()
+        window = view.queue.as_list()[: self.window]
+        job_bids = self.build_bids(view, window)
+        t_bids = time.perf_counter() - t0
+        if not job_bids:
+            self._idle_state = True
+            return Decision(info={"window": len(window), "bids": 0, "bid_time_s": t_bids})
+        self._idle_state = False
+        starts, info = self.solve(view, job_bids, deadline_start=t0)
+        info.update(window=len(window), bid_time_s=t_bids)
+        return Decision(starts, info=info)
+
+    def priorities(self, view: DispatchView, jobs: list[Job]) -> list[int]:
+        return [int(self.priority_base + math.floor(max(view.now - j.submit, 0.0))) for j in jobs]
+
+    def greedy(self, view: DispatchView, job_bids: list[JobBids]) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+        """A feasible solution, the documented fallback: first the SLURM bids (jointly feasible
+        by construction), then, in priority order, each job left out takes its first bid that
+        still fits (its roomiest nodes of the class). ``[(job pos, bid pos, nodes, units)]``."""
+        free = np.array(view.free)
+        requests = view.requests
+        out = []
+        taken = set()
+        for jp, jb in enumerate(job_bids):
+            if jb.slurm is not None:
+                bp = next(i for i, b in enumerate(jb.bids) if b.kind == "S" and b.key == (len(jb.slurm.nodes), jb.slurm.nodes.tobytes()))
+                free[jb.slurm.nodes] -= held_amounts(jb.slurm, requests[jb.job.index], jb.job.per_node_request)
+                out.append((jp, bp, jb.slurm.nodes, jb.slurm.units))
+                taken.add(jp)
+        for jp, jb in enumerate(job_bids):
+            if jp in taken:
+                continue
+            job = jb.job
+            req = requests[job.index]
+            pn = per_node_array(job.per_node_request)
+            for bp, bid in enumerate(jb.bids):
+                room = node_units(free[bid.nodes], req, job.max_units_per_node, pn)
+                usable = np.flatnonzero(room > 0)
+                if len(usable) < bid.r_node:
+                    continue
+                pick = np.sort(usable[np.argsort(-room[usable], kind="stable")[: bid.r_node]])
+                cap = room[pick]
+                if int(cap.sum()) < job.units:
+                    continue
+                units = np.ones(len(pick), dtype=np.int64)
+                need = job.units - len(pick)
+                for i in range(len(pick)):
+                    add = min(need, int(cap[i]) - 1)
+                    units[i] += add
+                    need -= add
+                nodes = bid.nodes[pick]
+                free[nodes] -= held_amounts(Allocation.trusted(nodes, units), req, job.per_node_request)
+                out.append((jp, bp, nodes, units))
+                break
+        return out
+
+    def solve(self, view: DispatchView, job_bids: list[JobBids], deadline_start: float | None = None) -> tuple[list[Start], dict]:
+        """Build the integer program of eqs. 1-8 for the bids, solve it, return the winners.
+
+        Units placed by job ``j`` on node ``n`` are ``u_jn + r_jn``. Two exact simplifications
+        keep the model small: when every class of a job has exactly ``R^node`` nodes, ``u_jn``
+        is the sum of the job's bids containing ``n`` (no variable); and a bid whose nodes
+        hold exactly the job's units (no slack: ``sum fit = U``) fixes the units on each of
+        its nodes to ``fit_jn``, so ``r_jn`` is needed only on nodes of bids with slack.
+        """
+        from ortools.sat.python import cp_model
+
+        t0 = time.perf_counter()
+        started_at = deadline_start if deadline_start is not None else t0
+        model = cp_model.CpModel()
+        LE = cp_model.LinearExpr
+        requests = view.requests
+        free = np.asarray(view.free)
+        n_res = free.shape[1]
+        prio = self.priorities(view, [jb.job for jb in job_bids])
+        n_bids = sum(len(jb.bids) for jb in job_bids)
+        p_min = min(prio)
+        big = (n_bids + 1) * OBJECTIVE_SCALE
+
+        b_vars: list[list] = []
+        plans: list[dict] = []  # per job: how to read its units back
+        # node -> list of (variable, amounts per resource when the variable is 1 (per unit for r), max value)
+        node_terms: dict[int, list[tuple]] = {}
+        obj_vars, obj_coefs = [], []
+        n_vars = n_cons = 0
+        for jp, jb in enumerate(job_bids):
+            job = jb.job
+            req = requests[job.index]
+            extra = np.zeros(n_res, np.int64) if not job.per_node_request else np.asarray(job.per_node_request, np.int64)
+            bs = [model.new_bool_var("") for _ in jb.bids]
+            n_vars += len(bs)
+            b_vars.append(bs)
+            if len(bs) > 1:
+                model.add_at_most_one(bs)  # (2)
+                n_cons += 1
+            for b, bid in zip(bs, jb.bids):
+                obj_vars.append(b)
+                obj_coefs.append(prio[jp] * big + int(round(p_min * bid.pref * OBJECTIVE_SCALE)))
+            U = job.units
+            fit = jb.fit
+            exact = all(bid.r_node == len(bid.nodes) for bid in jb.bids)
+            plan: dict = {"exact": exact, "r": {}, "u": {}, "fixed": []}
+            if exact:
+                slack = [int(fit[bid.nodes].sum()) - U for bid in jb.bids]
+                fixed = [sl == 0 for sl in slack]
+                plan["fixed"] = fixed
+                flex_nodes: dict[int, list[int]] = {}
+                for c, bid in enumerate(jb.bids):
+                    nodes = bid.nodes.tolist()
+                    if fixed[c]:
+                        f = fit[bid.nodes]
+                        for n, fn in zip(nodes, f.tolist()):
+                            node_terms.setdefault(n, []).append((bs[c], fn * req + extra, 1))
+                    else:
+                        for n in nodes:
+                            node_terms.setdefault(n, []).append((bs[c], req + extra, 1))
+                            flex_nodes.setdefault(n, []).append(c)
+                n_flex = sum(1 for f in fixed if not f)
+                r_list = []
+                for n, cs in flex_nodes.items():
+                    ub = min(int(fit[n]) - 1, U - 1)
+                    if ub <= 0:
+                        continue
+                    r = model.new_int_var(0, ub, "")
+                    n_vars += 1
+                    plan["r"][n] = r
+                    r_list.append(r)
+                    node_terms[n].append((r, req, ub))
+                    if len(cs) != n_flex:  # (7): r only on nodes of the chosen class
+                        model.add(r <= ub * (bs[cs[0]] if len(cs) == 1 else LE.sum([bs[c] for c in cs])))
+                        n_cons += 1
+                flex = [c for c in range(len(bs)) if not fixed[c]]
+                need = [U - len(jb.bids[c].nodes) for c in flex]
+                if r_list:  # (4): the flexible bids' remaining units
+                    model.add(LE.sum(r_list) == LE.weighted_sum([bs[c] for c in flex], need))
+                    n_cons += 1
+                elif any(need):
+                    raise AssertionError(f"aucsched: job {job.id} has a bid that cannot hold its units")
+            else:
+                containing: dict[int, list[int]] = {}
+                for c, bid in enumerate(jb.bids):
+                    for n in bid.nodes.tolist():
+                        containing.setdefault(n, []).append(c)
+                u_list, r_list = [], []
+                for n, cs in containing.items():
+                    u = model.new_bool_var("")
+                    model.add(u <= (bs[cs[0]] if len(cs) == 1 else LE.sum([bs[c] for c in cs])))  # (3)
+                    n_vars += 1
+                    n_cons += 1
+                    plan["u"][n] = u
+                    u_list.append(u)
+                    node_terms.setdefault(n, []).append((u, req + extra, 1))
+                    ub = min(int(fit[n]) - 1, U - 1)
+                    if ub > 0:
+                        r = model.new_int_var(0, ub, "")
+                        model.add(r <= ub * u)  # (7)
+                        n_vars += 1
+                        n_cons += 1
+                        plan["r"][n] = r
+                        r_list.append(r)
+                        node_terms[n].append((r, req, ub))
+                model.add(LE.sum(u_list) == LE.weighted_sum(bs, [bid.r_node for bid in jb.bids]))  # (3)
+                model.add(LE.sum(u_list + r_list) == LE.weighted_sum(bs, [U] * len(bs)))  # (4)
+                n_cons += 2
+            plans.append(plan)
+        # (5)/(6): per node and resource, where the window's classes could overflow it
+        for n, terms in node_terms.items():
+            if len(terms) < 2:
+                continue
+            for res in range(n_res):
+                vs, cs = [], []
+                worst = 0
+                for v, amounts, vmax in terms:
+                    a = int(amounts[res])
+                    if a:
+                        vs.append(v)
+                        cs.append(a)
+                        worst += a * vmax
+                if worst <= free[n, res]:
+                    continue
+                model.add(LE.weighted_sum(vs, cs) <= int(free[n, res]))
+                n_cons += 1
+        # symmetry breaking: of two jobs with the same request, the same A/B/C bids and
+        # priorities P_j1 >= P_j2, j2 wins with an A/B/C bid only if j1 wins (swapping them
+        # otherwise keeps feasibility and does not lower the objective)
+        if self.symmetry_cuts:
+            groups: dict[tuple, list[int]] = {}
+            for jp, jb in enumerate(job_bids):
+                job = jb.job
+                key = (job.unit_request, job.max_units_per_node, job.units, job.node_count, job.per_node_request,
+                       job.contiguous, tuple(b.key for b in jb.bids if b.kind != "S"))
+                groups.setdefault(key, []).append(jp)
+            for members in groups.values():
+                members.sort(key=lambda jp: -prio[jp])
+                for j1, j2 in zip(members, members[1:]):
+                    abc = [b for b, bid in zip(b_vars[j2], job_bids[j2].bids) if bid.kind != "S"]
+                    if abc:
+                        model.add(LE.sum(abc) <= LE.sum(b_vars[j1]))
+                        n_cons += 1
+        # implied cut: the winners' total need fits the free capacity of all the classes' nodes
+        # (lets the LP relaxation see that "one more job" cannot fit)
+        if self.aggregate_cut:
+            all_nodes = np.fromiter(node_terms.keys(), dtype=np.int64, count=len(node_terms))
+            room = free[all_nodes].sum(axis=0)
+            for res in range(n_res):
+                vs, cs = [], []
+                for jp, jb in enumerate(job_bids):
+                    job = jb.job
+                    q = int(requests[job.index][res]) * job.units
+                    p = int(job.per_node_request[res]) if job.per_node_request else 0
+                    for b, bid in zip(b_vars[jp], jb.bids):
+                        need = q + p * bid.r_node
+                        if need:
+                            vs.append(b)
+                            cs.append(need)
+                if vs and sum(cs) > room[res]:
+                    model.add(LE.weighted_sum(vs, cs) <= int(room[res]))
+                    n_cons += 1
+        model.maximize(LE.weighted_sum(obj_vars, obj_coefs))
+        # hint: the greedy solution (complete: every variable gets a value)
+        hint = self.greedy(view, job_bids)
+        by_job = {jp: (bp, nodes, units) for jp, bp, nodes, units in hint}
+        h_vars: list[int] = []
+        h_vals: list[int] = []
+        for jp, jb in enumerate(job_bids):
+            chosen = by_job.get(jp)
+            for bp, b in enumerate(b_vars[jp]):
+                h_vars.append(b.index)
+                h_vals.append(int(chosen is not None and chosen[0] == bp))
+            units_at = {} if chosen is None else dict(zip(chosen[1].tolist(), chosen[2].tolist()))
+            plan = plans[jp]
+            fixed_win = chosen is not None and plan["exact"] and plan["fixed"][chosen[0]]
+            for n, r in plan["r"].items():
+                h_vars.append(r.index)
+                h_vals.append(0 if fixed_win else max(units_at.get(n, 0) - 1, 0))
+            for n, u in plan["u"].items():
+                h_vars.append(u.index)
+                h_vals.append(int(n in units_at))
+        model.proto.solution_hint.vars.extend(h_vars)
+        model.proto.solution_hint.values.extend(h_vals)
+        build = time.perf_counter() - t0
+        solver = cp_model.CpSolver()
+        params = solver.parameters
+        params.max_time_in_seconds = max(0.05, self.time_limit - (time.perf_counter() - started_at))
+        params.num_workers = self.workers
+        params.random_seed = self.seed
+        if self.probing_level >= 0:
+            params.cp_model_probing_level = self.probing_level
+        t1 = time.perf_counter()
+        status = solver.solve(model)
+        solve = time.perf_counter() - t1
+        self.solves += 1
+        info: dict[str, object] = {"jobs": len(job_bids), "bids": n_bids, "variables": n_vars, "constraints": n_cons,
+                                   "build_s": build, "solve_s": solve, "status": solver.status_name(status)}
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            info["objective"] = solver.objective_value
+            winners = []
+            for jp, jb in enumerate(job_bids):
+                bp = next((i for i, b in enumerate(b_vars[jp]) if solver.boolean_value(b)), None)
+                if bp is None:
+                    continue
+                bid = jb.bids[bp]
+                plan = plans[jp]
+                nodes, units = [], []
+                for n in bid.nodes.tolist():
+                    if plan["exact"]:
+                        if plan["fixed"][bp]:
+                            k = int(jb.fit[n])
+                        else:
+                            r = plan["r"].get(n)
+                            k = 1 + (solver.value(r) if r is not None else 0)
+                    else:
+                        if not solver.boolean_value(plan["u"][n]):
+                            continue
+                        r = plan["r"].get(n)
+                        k = 1 + (solver.value(r) if r is not None else 0)
+                    nodes.append(n)
+                    units.append(k)
+                winners.append((jp, bp, np.asarray(nodes, np.int64), np.asarray(units, np.int64)))
+        else:
+            self.fallbacks += 1
+            info["fallback"] = "greedy: SLURM bids, then first fitting bids" if self.slurm_bids else "greedy: first fitting bids"
+            winners = hint
+        starts = []
+        kinds = []
+        for jp, bp, nodes, units in winners:
+            jb = job_bids[jp]
+            starts.append(Start(jb.job, Allocation(nodes, units)))
+            kinds.append(jb.bids[bp].kind)
+        info["winners"] = len(starts)
+        info["winning_kinds"] = "".join(kinds)
+        return starts, info

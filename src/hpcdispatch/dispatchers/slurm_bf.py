@@ -1,0 +1,275 @@
+"""SLURM/BF: Slurm's main scheduler plus its backfill plugin (sched/backfill), as documented.
+
+What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it is modelled:
+
+- **Priority**: jobs are ordered by priority; here FIFO by age (submission time, then
+  submission order), i.e. Slurm's ``priority/basic``.
+- **Main scheduler** (at every event: submission, job end): "a quick and simple scheduling
+  attempt ... jobs are evaluated in a strict priority order and once any job ... is left
+  pending, no other jobs in that partition will be scheduled". Here: start jobs in priority
+  order while they fit now, stop at the first that does not.
+- **Backfill pass** every ``bf_interval`` seconds (default 30): a plan of the future is built
+  from the running jobs' expected ends (start + time limit; here the planned duration, i.e.
+  the wall-time by default) and the pending jobs are examined in priority order, at most
+  ``bf_max_job_test`` (default 100) of them. For each, the earliest start within
+  ``bf_window`` (default 1 day) at which Slurm's node selection succeeds on the nodes free for
+  its whole run is searched; if that is now, the job starts (it delays no reservation made for
+  a higher-priority job); otherwise, its selected nodes are *reserved* from that start for
+  its time limit, and no lower-priority job may use those nodes then. So every examined job,
+  not only the first, gets a reservation -- Slurm's backfill is conservative within its
+  window and its queue depth -- but the plan is rebuilt from scratch at every pass and is
+  not kept between passes.
+- **Time resolution** ``bf_resolution`` (default 60 s): the plan's boundaries (expected ends
+  of running jobs, ends of reservations) are rounded up to multiples of it.
+- **Node selection**: select/cons_tres on the linear node order
+  (:mod:`hpcdispatch.allocators.slurm_linear`): best-fit sets of consecutive nodes, fewest
+  sets, ``--contiguous`` honoured; the main scheduler and the backfill use the same selection.
+- **Admission**: a job that Slurm's selection cannot place even on the empty machine is
+  rejected at submission (Slurm: "Requested node configuration is not available").
+
+Simplifications versus real Slurm (besides those of the node selection): one partition, no
+QOS, limits, fair-share or multifactor priority, no ``bf_continue`` (a pass is never
+interrupted), no ``bf_max_job_user``/``bf_max_job_part``, no licenses or advance
+reservations; the main scheduler runs instantly at every event (no ``defer``,
+``sched_min_interval`` or ``batch_sched_delay``) and tests the whole queue depth it needs
+(``default_queue_depth`` is never reached because it stops at the first blocked job);
+reservations hold whole nodes (as Slurm's backfill node-space map does) while running jobs
+hold only the units they use; dispatcher run time is not charged to simulated time unless
+the simulation charges it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+import numpy as np
+
+from hpcdispatch.allocators.slurm_linear import SlurmLinear, slurm_select
+from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
+from hpcdispatch.sim.allocation import Allocation, held_amounts, node_units, per_node_array
+from hpcdispatch.sim.decision import ACCEPT, Admission, Decision
+from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Job
+
+
+def slurm_allocate(job: Job, unit_request: np.ndarray, free: np.ndarray) -> Allocation | None:
+    """Slurm's node selection for ``job`` on ``free`` (all of the job's constraints)."""
+    avail = node_units(free, unit_request, job.max_units_per_node, per_node_array(job.per_node_request))
+    return slurm_select(avail, job.units, job.exact_nodes, job.contiguous)
+
+
+def total_need(job: Job, unit_request: np.ndarray) -> np.ndarray:
+    """Smallest total amounts the job holds (units, plus per-node extras on its fewest nodes)."""
+    need = unit_request * job.units
+    if job.per_node_request:
+        need = need + np.asarray(job.per_node_request, dtype=np.int64) * max(job.exact_nodes, 1)
+    return need
+
+
+class _Plan:
+    """Slurm's backfill node-space map: per time segment, the free capacity of every node
+    (running jobs release at their rounded expected ends) and the nodes reserved for pending
+    jobs. Segment ``k`` covers ``[times[k], times[k+1])``; the last one extends forever.
+    Arrays are over-allocated and grown by doubling; a new boundary shifts the tail."""
+
+    def __init__(self, now: float, free: np.ndarray, releases: list[tuple[float, np.ndarray, np.ndarray]],
+                 resolution: float):
+        self.resolution = resolution
+        self.now = now
+        ends = sorted({self.round_up(t) for t, _, _ in releases} - {now})
+        self.times: list[float] = [now] + ends
+        n_seg = len(self.times)
+        cap = max(16, 2 * n_seg)
+        n_nodes, n_res = free.shape
+        self._free = np.zeros((cap, n_nodes, n_res), dtype=np.int64)
+        self._blocked = np.zeros((cap, n_nodes), dtype=bool)
+        self._usable = np.zeros((cap, n_res), dtype=np.int64)
+        deltas = np.zeros((n_seg, n_nodes, n_res), dtype=np.int64)
+        deltas[0] = free
+        for t, nodes, amounts in releases:
+            deltas[bisect.bisect_left(self.times, self.round_up(t)), nodes] += amounts
+        np.cumsum(deltas, axis=0, out=self._free[:n_seg])
+        self._usable[:n_seg] = self._free[:n_seg].sum(axis=1)  # free capacity on unreserved nodes
+        self.n = n_seg
+
+    @property
+    def free(self) -> np.ndarray:
+        return self._free[: self.n]
+
+    @property
+    def blocked(self) -> np.ndarray:
+        return self._blocked[: self.n]
+
+    @property
+    def usable_total(self) -> np.ndarray:
+        return self._usable[: self.n]
+
+    def round_up(self, t: float) -> float:
+        r = self.resolution
+        if t <= self.now:
+            t = self.now + 1.0
+        return float(math.ceil(t / r) * r) if r > 0 else float(t)
+
+    def split(self, t: float) -> int:
+        """Make ``t`` a boundary; the index of the segment starting at ``t``."""
+        k = bisect.bisect_left(self.times, t)
+        if k < self.n and self.times[k] == t:
+            return k
+        if self.n + 1 > len(self._free):
+            for name in ("_free", "_blocked", "_usable"):
+                old = getattr(self, name)
+                grown = np.zeros((2 * len(old),) + old.shape[1:], dtype=old.dtype)
+                grown[: self.n] = old[: self.n]
+                setattr(self, name, grown)
+        n = self.n
+        self.times.insert(k, t)
+        for arr in (self._free, self._blocked, self._usable):
+            if k < n:
+                arr[k + 1 : n + 1] = arr[k:n]
+            arr[k] = arr[k - 1]
+        self.n = n + 1
+        return k
+
+    def end_index(self, t_end: float) -> int:
+        """Segments ``k .. j-1`` cover ``[times[k], t_end)``: returns ``j``."""
+        return max(bisect.bisect_left(self.times, t_end), 1)
+
+    def window_free(self, k: int, j: int) -> np.ndarray:
+        """Free capacity usable during segments ``k .. j-1``: the minimum over them, with
+        nodes reserved in any of them removed."""
+        if j == k + 1:
+            w, blocked = self._free[k], self._blocked[k]
+        else:
+            w, blocked = self._free[k:j].min(axis=0), self._blocked[k:j].any(axis=0)
+        if blocked.any():
+            w = w.copy()
+            w[blocked] = 0
+        return w
+
+    def take(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray) -> None:
+        """A job started by the backfill holds ``amounts`` on ``nodes`` until ``end``."""
+        j = self.split(self.round_up(end))
+        self._free[0:j, nodes] -= amounts
+        unblocked = ~self._blocked[0:j][:, nodes]  # (segments, nodes)
+        self._usable[0:j] -= np.einsum("sn,nr->sr", unblocked.astype(np.int64), amounts)
+
+    def reserve(self, start: float, end: float, nodes: np.ndarray) -> None:
+        """Reserve whole ``nodes`` for a pending job during ``[start, end)``."""
+        k = self.split(start)
+        j = self.split(self.round_up(end))
+        newly = ~self._blocked[k:j][:, nodes]
+        self._usable[k:j] -= (newly[:, :, None] * self._free[k:j][:, nodes]).sum(axis=1)
+        self._blocked[k:j, nodes] = True
+
+
+@register
+class SlurmBackfill(Dispatcher):
+    """Slurm's main scheduler (FIFO at events) plus its backfill pass every bf_interval."""
+
+    name = "slurm-bf"
+    tags = Tags(backfilling=True, contiguous=True)
+
+    def __init__(self, bf_interval: float = 30.0, bf_window: float = 86400.0, bf_resolution: float = 60.0,
+                 bf_max_job_test: int = 100, allocator: str = "slurm-linear"):
+        self.bf_interval = bf_interval
+        self.bf_window = bf_window
+        self.bf_resolution = bf_resolution
+        self.bf_max_job_test = bf_max_job_test
+        self.allocator = allocator
+
+    def _setup(self, system: System) -> None:
+        if not isinstance(self._allocator, SlurmLinear):
+            from hpcdispatch.errors import ConfigError
+
+            raise ConfigError("slurm-bf: only the slurm-linear allocator models Slurm's node selection")
+        if self.bf_interval <= 0 or self.bf_resolution < 0 or self.bf_window <= 0 or self.bf_max_job_test < 1:
+            from hpcdispatch.errors import ConfigError
+
+            raise ConfigError(f"slurm-bf: invalid parameters {self.get_params()}")
+        self._next_bf = -math.inf
+        self._capacity = system.capacity
+        self.passes = 0
+
+    def admit(self, job: Job, view: DispatchView) -> Admission:
+        req = view.requests[job.index]
+        if slurm_allocate(job, req, self._capacity) is None:
+            return Admission(False, "Requested node configuration is not available (Slurm's node selection "
+                                    "cannot place the job even on the empty machine)")
+        return ACCEPT
+
+    # ------------------------------------------------------------------------------------
+    def _dispatch(self, view: DispatchView) -> Decision:
+        now = view.now
+        scratch = Scratch(view, self._allocator)
+        requests = view.requests
+        main_started = 0
+        for job in view.queue:  # main scheduler: strict priority order, stop at the first blocked job
+            if not scratch.pooled_ok(job):
+                break
+            alloc = slurm_allocate(job, requests[job.index], scratch.free)
+            if alloc is None:
+                break
+            scratch.take(job, alloc)
+            main_started += 1
+        info: dict[str, object] = {"main": main_started}
+        if now >= self._next_bf and len(view.queue) > main_started:
+            self.passes += 1
+            tested, reserved, backfilled = self._backfill(view, scratch)
+            info.update(backfill_pass=self.passes, tested=tested, reserved=reserved, backfilled=backfilled)
+            self._next_bf = (math.floor(now / self.bf_interval) + 1) * self.bf_interval
+        # the next backfill pass (Slurm's backfill thread wakes up every bf_interval)
+        wakeup = self._next_bf if len(view.queue) > len(scratch.starts) else None
+        return Decision(scratch.starts, wakeup=wakeup, info=info)
+
+    def _backfill(self, view: DispatchView, scratch: Scratch) -> tuple[int, int, int]:
+        now = view.now
+        requests = view.requests
+        releases = []
+        for rj in view.running.values():
+            releases.append((view.expected_end(rj), rj.allocation.nodes,
+                             held_amounts(rj.allocation, requests[rj.job.index], rj.job.per_node_request)))
+        started = set()
+        for s in scratch.starts:  # started by the main scheduler in this call
+            started.add(s.job.index)
+            releases.append((now + max(view.planned_duration(s.job), 1.0), s.allocation.nodes,
+                             held_amounts(s.allocation, requests[s.job.index], s.job.per_node_request)))
+        plan = _Plan(now, np.asarray(scratch.free), releases, self.bf_resolution)
+        horizon = now + self.bf_window
+        tested = reserved = backfilled = 0
+        for job in view.queue:
+            if job.index in started:
+                continue
+            if tested >= self.bf_max_job_test:
+                break
+            tested += 1
+            req = requests[job.index]
+            duration = max(view.planned_duration(job), 1.0)
+            need = total_need(job, req)
+            times = plan.times
+            # candidate starts: boundaries within bf_window whose whole run passes the pooled test
+            # (a necessary condition), then Slurm's selection on the nodes free for the whole run
+            bad = np.concatenate(([0], np.cumsum(~(plan.usable_total >= need[None, :]).all(axis=1))))
+            t_arr = np.asarray(times)
+            last = int(np.searchsorted(t_arr, horizon, side="right"))
+            ks = np.arange(last)
+            js = np.maximum(np.searchsorted(t_arr, t_arr[:last] + duration, side="left"), ks + 1)
+            found = None
+            for k in ks[bad[js] == bad[ks]].tolist():
+                j = int(js[k])
+                alloc = slurm_allocate(job, req, plan.window_free(k, j))
+                if alloc is not None:
+                    found = (k, alloc)
+                    break
+            if found is None:
+                continue  # no start within bf_window: no reservation for this job
+            k, alloc = found
+            if k == 0:
+                scratch.take(job, alloc)
+                plan.take(now, now + duration, alloc.nodes, held_amounts(alloc, req, job.per_node_request))
+                backfilled += 1
+            else:
+                plan.reserve(times[k], times[k] + duration, alloc.nodes)
+                reserved += 1
+        return tested, reserved, backfilled

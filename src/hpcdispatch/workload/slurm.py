@@ -1,0 +1,520 @@
+"""Slurm-style job requests (the AUCSCHED paper's Table 1) and the paper's CPU-GPU workloads.
+
+A request is written as a Slurm user writes it:
+
+- ``ntasks`` (``-n``): total number of cores;
+- ``nodes`` (``-N``): number of nodes;
+- ``ntasks_per_node`` (``--ntasks-per-node``): cores per node;
+- ``gpus_per_node`` (``--gres=gpu:X``): GPUs on every node used;
+- ``contiguous`` (``--contiguous``): consecutive nodes of the linear node order.
+
+The paper's three request types and how they map onto the job model (one unit = what one
+node or one core holds; see :mod:`hpcdispatch.workload.job`):
+
+====  ==========================================  =================================================
+type  Slurm request                               job model
+====  ==========================================  =================================================
+1     ``-n C [--gres=gpu:g]``                     ``C`` units of 1 core (GPUs per used node: extra)
+2     ``-N N -n C [--gres=gpu:g]``                ``C`` units of 1 core on exactly ``N`` nodes,
+                                                  each at least one core, ``g`` GPUs per node
+3     ``-N N --ntasks-per-node=c [--gres=gpu:g]`` ``N`` units of ``(c cores, g GPUs)``, one per node
+====  ==========================================  =================================================
+
+``-n C --ntasks-per-node=c`` (no ``-N``) is type 3 with ``N = C / c`` (``c`` must divide
+``C``); ``-N N`` alone is type 3 with one core per node (Slurm's default of one task per
+node); ``-N``, ``-n`` and ``--ntasks-per-node`` together must agree (``C = N x c``).
+
+Readers and generators here:
+
+- :func:`read_slurm_requests`: a CSV file or JSON lines (``.csv``, ``.jsonl``, ``.json``)
+  with the columns above plus ``run_time`` (required), ``id``, ``submit``, ``time_limit``
+  and ``user``; invalid lines are skipped and reported (file, line and column) like the SWF
+  reader's :class:`~hpcdispatch.workload.job.SkipReport`;
+- :func:`aucsched_workload`: the paper's workload generator (section 6.1, Table 4).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpcdispatch.errors import ConfigError, TraceFormatError
+from hpcdispatch.sim.allocation import request_fits
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Job, SkipReport, Workload, WorkloadSource
+
+CORE = "core"
+GPU = "gpu"
+
+
+@dataclass(frozen=True)
+class SlurmRequest:
+    """One job's resource request as Slurm options (``None`` = option not given)."""
+
+    ntasks: int | None = None
+    nodes: int | None = None
+    ntasks_per_node: int | None = None
+    gpus_per_node: int = 0
+    contiguous: bool = False
+
+    def normalized(self) -> tuple[int, int, int | None, int]:
+        """``(type, nodes or 0, cores per node or None, total cores)``; raises ``ValueError``
+        for an inconsistent or incomplete request."""
+        n, nn, c, g = self.ntasks, self.nodes, self.ntasks_per_node, self.gpus_per_node
+        for name, v in (("ntasks", n), ("nodes", nn), ("ntasks_per_node", c)):
+            if v is not None and v <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {v}")
+        if g < 0:
+            raise ValueError(f"gpus_per_node must be >= 0, got {g}")
+        if c is not None:
+            if nn is None:
+                if n is None:
+                    raise ValueError("ntasks_per_node needs nodes or ntasks")
+                if n % c:
+                    raise ValueError(f"ntasks {n} is not a multiple of ntasks_per_node {c}")
+                nn = n // c
+            if n is not None and n != nn * c:
+                raise ValueError(f"ntasks {n} != nodes {nn} x ntasks_per_node {c}")
+            return 3, nn, c, nn * c
+        if nn is not None:
+            if n is None:  # -N alone: one task (core) per node
+                return 3, nn, 1, nn
+            if n < nn:
+                raise ValueError(f"ntasks {n} is smaller than nodes {nn} (each node needs one task)")
+            return 2, nn, None, n
+        if n is None:
+            raise ValueError("the request gives neither ntasks nor nodes")
+        return 1, 0, None, n
+
+    @property
+    def request_type(self) -> int:
+        return self.normalized()[0]
+
+    @property
+    def cores(self) -> int:
+        return self.normalized()[3]
+
+    def job_fields(self, resources: tuple[str, ...]) -> dict[str, Any]:
+        """The job-model fields (units, unit_request, max_units_per_node, node_count,
+        per_node_request, contiguous) for a system with ``resources``."""
+        kind, nodes, cpn, cores = self.normalized()
+        if CORE not in resources:
+            raise ValueError(f"the system has no '{CORE}' resource (it has {list(resources)})")
+        ci = resources.index(CORE)
+        g = self.gpus_per_node
+        if g and GPU not in resources:
+            raise ValueError(f"the request asks for GPUs, the system has no '{GPU}' resource")
+        zero = [0] * len(resources)
+        if kind == 3:
+            unit = list(zero)
+            unit[ci] = cpn
+            if g:
+                unit[resources.index(GPU)] = g
+            return {"units": nodes, "unit_request": tuple(unit), "max_units_per_node": 1, "node_count": nodes,
+                    "per_node_request": (), "contiguous": self.contiguous}
+        unit = list(zero)
+        unit[ci] = 1
+        extra: tuple[int, ...] = ()
+        if g:
+            e = list(zero)
+            e[resources.index(GPU)] = g
+            extra = tuple(e)
+        return {"units": cores, "unit_request": tuple(unit), "max_units_per_node": 0, "node_count": nodes,
+                "per_node_request": extra, "contiguous": self.contiguous}
+
+    def describe(self) -> str:
+        """The request as ``sbatch`` options."""
+        parts = []
+        if self.nodes is not None:
+            parts.append(f"-N {self.nodes}")
+        if self.ntasks is not None:
+            parts.append(f"-n {self.ntasks}")
+        if self.ntasks_per_node is not None:
+            parts.append(f"--ntasks-per-node={self.ntasks_per_node}")
+        if self.gpus_per_node:
+            parts.append(f"--gres=gpu:{self.gpus_per_node}")
+        if self.contiguous:
+            parts.append("--contiguous")
+        return " ".join(parts)
+
+
+def slurm_job(
+    id: int,
+    request: SlurmRequest,
+    run_time: int,
+    resources: tuple[str, ...],
+    submit: int = 0,
+    wall_time: int | None = None,
+    user: int = -1,
+) -> Job:
+    """A :class:`Job` for a Slurm-style request (``wall_time`` defaults to ``run_time``)."""
+    f = request.job_fields(tuple(resources))
+    return Job(id=id, submit=submit, run_time=run_time, wall_time=run_time if wall_time is None else wall_time,
+               user=user, processors=request.cores, **f)
+
+
+def request_of(job: Job, resources: tuple[str, ...]) -> SlurmRequest:
+    """The Slurm request a job expresses (inverse of :meth:`SlurmRequest.job_fields`)."""
+    ci = resources.index(CORE)
+    gi = resources.index(GPU) if GPU in resources else None
+    kind = job.slurm_type
+    if kind == 3:
+        g = job.unit_request[gi] if gi is not None else 0
+        return SlurmRequest(nodes=job.exact_nodes, ntasks_per_node=job.unit_request[ci], gpus_per_node=g,
+                            contiguous=job.contiguous)
+    g = job.per_node_request[gi] if (gi is not None and job.per_node_request) else 0
+    cores = job.units * job.unit_request[ci]
+    if kind == 2:
+        return SlurmRequest(ntasks=cores, nodes=job.node_count, gpus_per_node=g, contiguous=job.contiguous)
+    return SlurmRequest(ntasks=cores, gpus_per_node=g, contiguous=job.contiguous)
+
+
+# ---------------------------------------------------------------------------------------
+# reader: CSV / JSON lines
+# ---------------------------------------------------------------------------------------
+
+#: accepted column names -> canonical name
+COLUMNS = {
+    "id": "id", "job": "id", "job_id": "id",
+    "submit": "submit",
+    "run_time": "run_time", "runtime": "run_time",
+    "time_limit": "time_limit", "wall_time": "time_limit", "walltime": "time_limit",
+    "ntasks": "ntasks", "n": "ntasks",
+    "nodes": "nodes", "N": "nodes",
+    "ntasks_per_node": "ntasks_per_node", "ntasks-per-node": "ntasks_per_node",
+    "gpus_per_node": "gpus_per_node", "gres": "gpus_per_node",
+    "contiguous": "contiguous",
+    "user": "user",
+}
+REQUEST_COLUMNS = ("ntasks", "nodes", "ntasks_per_node")
+
+
+def _parse_int(value: Any, column: str, positive: bool = False, allow_empty: bool = True) -> int | None:
+    if value is None or (isinstance(value, str) and value.strip() == ""):
+        if allow_empty:
+            return None
+        raise ValueError(f"column '{column}' is empty")
+    if isinstance(value, bool):
+        raise ValueError(f"column '{column}': expected an integer, got {value!r}")
+    if column == "gpus_per_node" and isinstance(value, str) and value.strip().lower().startswith("gpu"):
+        value = value.strip()[3:].lstrip(":") or "1"  # gres syntax: gpu, gpu:2
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"column '{column}': expected an integer, got {value!r}") from None
+    if not math.isfinite(f) or f != int(f):
+        raise ValueError(f"column '{column}': expected an integer, got {value!r}")
+    v = int(f)
+    if positive and v <= 0:
+        raise ValueError(f"column '{column}': expected a positive integer, got {value!r}")
+    if v < 0:
+        raise ValueError(f"column '{column}': expected a non-negative integer, got {value!r}")
+    return v
+
+
+def _parse_bool(value: Any, column: str) -> bool:
+    if value is None or (isinstance(value, str) and value.strip() == ""):
+        return False
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "y", "on"):
+        return True
+    if text in ("0", "false", "no", "n", "off"):
+        return False
+    raise ValueError(f"column '{column}': expected true/false, got {value!r}")
+
+
+def _records(path: Path) -> tuple[str, list[tuple[int, dict[str, Any] | str]]]:
+    """``(format, [(line number, record dict or parse error)])``."""
+    text = path.read_text()
+    suffix = path.suffix.lower()
+    out: list[tuple[int, dict[str, Any] | str]] = []
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        for k, line in enumerate(text.splitlines(), start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                out.append((k, f"not valid JSON ({exc.msg})"))
+                continue
+            if not isinstance(rec, dict):
+                out.append((k, "a JSON line must be an object"))
+                continue
+            out.append((k, rec))
+        return "jsonl", out
+    if suffix != ".csv":
+        raise TraceFormatError(str(path), "unknown request-file type (use .csv or .jsonl)")
+    lines = [(k, line) for k, line in enumerate(text.splitlines(), start=1)
+             if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise TraceFormatError(str(path), "empty file (a CSV header line is needed)")
+    header_line, header = lines[0][0], next(csv.reader([lines[0][1]]))
+    header = [h.strip() for h in header]
+    unknown = [h for h in header if h not in COLUMNS]
+    if unknown:
+        raise TraceFormatError(str(path), f"unknown column(s) {unknown}; known: {sorted(set(COLUMNS))}", line=header_line)
+    for k, line in lines[1:]:
+        values = next(csv.reader([line]))
+        if len(values) != len(header):
+            out.append((k, f"{len(values)} fields, the header has {len(header)}"))
+            continue
+        out.append((k, dict(zip(header, values))))
+    return "csv", out
+
+
+def read_slurm_requests(path: str | Path, system: System) -> Workload:
+    """Read Slurm-style requests (CSV or JSON lines) onto ``system``.
+
+    Columns: ``run_time`` (seconds, required), ``ntasks``/``n``, ``nodes``/``N``,
+    ``ntasks_per_node``, ``gpus_per_node``/``gres`` (``2`` or ``gpu:2``), ``contiguous``,
+    and optionally ``id`` (default: the line number), ``submit`` (default 0),
+    ``time_limit`` (seconds, default: the run time) and ``user``. A line that cannot be used
+    is skipped and counted per reason (``malformed``, ``bad-<column>``, ``bad-request``,
+    ``too-big``, ``duplicate-id``) with its line number; the first messages name file, line
+    and column.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TraceFormatError(str(path), "file does not exist")
+    fmt, records = _records(path)
+    report = SkipReport(total_records=len(records))
+    resources = tuple(system.resources)
+    jobs: list[Job] = []
+    seen: set[int] = set()
+    messages: list[str] = []
+
+    def skip(reason: str, line: int, message: str) -> None:
+        report.skip(reason, [line])
+        if len(messages) < 10:
+            messages.append(f"{path}, line {line}: {message}")
+
+    cap = system.capacity
+    for line, rec in records:
+        if isinstance(rec, str):
+            skip("malformed", line, rec)
+            continue
+        canon: dict[str, Any] = {}
+        bad_key = None
+        for key, value in rec.items():
+            name = COLUMNS.get(str(key).strip())
+            if name is None:
+                bad_key = key
+                break
+            canon[name] = value
+        if bad_key is not None:
+            skip("malformed", line, f"unknown column '{bad_key}'")
+            continue
+        try:
+            run = _parse_int(canon.get("run_time"), "run_time", positive=True, allow_empty=False)
+            job_id = _parse_int(canon.get("id"), "id")
+            submit = _parse_int(canon.get("submit"), "submit") or 0
+            limit = _parse_int(canon.get("time_limit"), "time_limit", positive=True)
+            user = _parse_int(canon.get("user"), "user")
+            req_values = {c: _parse_int(canon.get(c), c, positive=True) for c in REQUEST_COLUMNS}
+            gpus = _parse_int(canon.get("gpus_per_node"), "gpus_per_node") or 0
+            contiguous = _parse_bool(canon.get("contiguous"), "contiguous")
+        except ValueError as exc:
+            col = str(exc).split("'")[1] if "'" in str(exc) else "value"
+            skip(f"bad-{col}", line, str(exc))
+            continue
+        request = SlurmRequest(gpus_per_node=gpus, contiguous=contiguous, **req_values)
+        try:
+            f = request.job_fields(resources)
+        except ValueError as exc:
+            skip("bad-request", line, f"{request.describe() or 'empty request'}: {exc}")
+            continue
+        job_id = line if job_id is None else job_id
+        if job_id in seen:
+            skip("duplicate-id", line, f"job id {job_id} appears twice")
+            continue
+        pn = np.asarray(f["per_node_request"] or (0,) * len(resources), dtype=np.int64)
+        if not request_fits(cap, np.asarray(f["unit_request"]), f["units"], f["max_units_per_node"], f["node_count"],
+                            pn, f["contiguous"]):
+            skip("too-big", line, f"{request.describe()} does not fit the empty system {system.name}")
+            continue
+        seen.add(job_id)
+        jobs.append(Job(id=job_id, submit=submit, run_time=run, wall_time=limit if limit is not None else run,
+                        user=-1 if user is None else user, processors=request.cores, **f))
+    report.notes.extend(messages)
+    source = WorkloadSource(kind="slurm", spec=str(path), options={"format": fmt})
+    return Workload(jobs, resources, source=source, report=report)
+
+
+def write_slurm_requests(workload: Workload, path: str | Path) -> None:
+    """Write a workload of Slurm-style jobs as a request file (``.csv`` or ``.jsonl``)."""
+    path = Path(path)
+    resources = tuple(workload.resources)
+    rows = []
+    for j in workload.jobs:
+        r = request_of(j, resources)
+        rows.append({"id": j.id, "submit": j.submit, "run_time": j.run_time, "time_limit": j.wall_time,
+                     "ntasks": r.ntasks, "nodes": r.nodes, "ntasks_per_node": r.ntasks_per_node,
+                     "gpus_per_node": r.gpus_per_node, "contiguous": int(r.contiguous)})
+    if path.suffix.lower() == ".csv":
+        with open(path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["id", "run_time", "ntasks"])
+            w.writeheader()
+            for row in rows:
+                w.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    else:
+        with open(path, "w") as fh:
+            for row in rows:
+                fh.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
+
+
+# ---------------------------------------------------------------------------------------
+# the paper's workload generator (section 6.1, Table 4)
+# ---------------------------------------------------------------------------------------
+
+#: Table 4: shares of (core-only, node request, 1 GPU/node, 2 GPUs/node) jobs
+WORKLOAD_MIXES: dict[str, tuple[float, float, float, float]] = {
+    "I": (1.0, 0.0, 0.0, 0.0),
+    "II": (0.0, 1.0, 0.0, 0.0),
+    "III": (0.5, 0.5, 0.0, 0.0),
+    "IV": (0.4, 0.4, 0.2, 0.0),
+    "V": (1 / 3, 1 / 3, 1 / 6, 1 / 6),
+}
+#: versions .1 .2 .3: fraction of jobs that request --contiguous
+CONTIGUOUS_FRACTION = {1: 0.0, 2: 0.5, 3: 1.0}
+
+
+@dataclass(frozen=True)
+class AucschedSpec:
+    """Parameters of the paper's workload generator (names as in ``synthetic:aucsched,...``).
+
+    - ``workload``: I-V (Table 4); ``version``: 1 (no job contiguous), 2 (each job contiguous
+      with probability 1/2) or 3 (all contiguous);
+    - ``seed``: the jobs of one (workload, seed) are the same in all three versions -- only
+      the contiguity flags differ (version 2 draws them from their own stream), so the
+      versions compare like with like;
+    - ``runtime_h``: total work = ``runtime_h`` hours on the whole machine, i.e. jobs are
+      drawn until sum(run time x cores) / total cores reaches it (the paper: about 4 h);
+    - ``min_run``, ``max_run``: run times uniform in [60, 600] s;
+    - ``max_cores``: largest core request (a multiple of the cores per node); 0 = the number
+      of nodes x (cores per node / 8), i.e. one eighth of the machine's cores (the paper does
+      not give it; this is the largest value for which a 1-core-per-node GPU request still
+      fits on the machine's nodes);
+    - ``gpu_type``: 3 (default: GPU jobs as ``-N N --ntasks-per-node=c --gres=gpu:g``, like the
+      paper's example jobs J2 and J3) or 2 (``-N N -n C --gres=gpu:g``);
+    - ``walltime``: ``minute`` (default: the run time rounded up to whole minutes, Slurm's
+      ``--time`` granularity) or ``exact``.
+
+    Every job arrives at t = 0 (the paper submits a whole workload at once), in generation
+    order; that order is the FIFO priority order.
+    """
+
+    workload: str = "I"
+    version: int = 1
+    seed: int = 1
+    runtime_h: float = 4.0
+    min_run: int = 60
+    max_run: int = 600
+    max_cores: int = 0
+    gpu_type: int = 3
+    walltime: str = "minute"
+
+    def __post_init__(self) -> None:
+        if self.workload not in WORKLOAD_MIXES:
+            raise ConfigError(f"aucsched workload must be one of {list(WORKLOAD_MIXES)}, got '{self.workload}'")
+        if self.version not in CONTIGUOUS_FRACTION:
+            raise ConfigError(f"aucsched version must be 1, 2 or 3, got {self.version}")
+        if self.runtime_h <= 0:
+            raise ConfigError(f"runtime_h must be positive, got {self.runtime_h}")
+        if not 0 < self.min_run <= self.max_run:
+            raise ConfigError(f"need 0 < min_run <= max_run, got {self.min_run}, {self.max_run}")
+        if self.gpu_type not in (2, 3):
+            raise ConfigError(f"gpu_type must be 2 or 3, got {self.gpu_type}")
+        if self.walltime not in ("minute", "exact"):
+            raise ConfigError(f"walltime must be 'minute' or 'exact', got '{self.walltime}'")
+
+    def spec_string(self) -> str:
+        defaults = AucschedSpec()
+        parts = [f"workload={self.workload}", f"version={self.version}", f"seed={self.seed}"]
+        for f in fields(self):
+            if f.name in ("workload", "version", "seed"):
+                continue
+            v = getattr(self, f.name)
+            if v != getattr(defaults, f.name) or f.name == "runtime_h":
+                parts.append(f"{f.name}={v:g}" if isinstance(v, float) else f"{f.name}={v}")
+        return "synthetic:aucsched," + ",".join(parts)
+
+
+def aucsched_requests(system: System, spec: AucschedSpec) -> list[tuple[SlurmRequest, int]]:
+    """``(request, run time)`` of every job of the workload, in submission order."""
+    ci = system.resource_index(CORE)
+    core_caps = system.capacity[:, ci]
+    cpn_sys = int(core_caps.min())
+    if cpn_sys <= 0:
+        raise ConfigError(f"system {system.name}: every node needs cores for the aucsched workloads")
+    gpu_caps = system.capacity[:, system.resource_index(GPU)] if GPU in system.resources else np.zeros_like(core_caps)
+    mix = WORKLOAD_MIXES[spec.workload]
+    if (mix[2] or mix[3]) and int(gpu_caps.min()) < (2 if mix[3] else 1):
+        raise ConfigError(f"workload {spec.workload} needs {2 if mix[3] else 1} GPU(s) on every node; "
+                          f"system {system.name} has at least {int(gpu_caps.min())}")
+    total_cores = int(core_caps.sum())
+    max_cores = spec.max_cores or system.n_nodes * max(cpn_sys // 8, 1)
+    k_max = max_cores // cpn_sys
+    if k_max < 1:
+        raise ConfigError(f"max_cores {max_cores} is below the {cpn_sys} cores of one node")
+    target = spec.runtime_h * 3600.0 * total_cores
+    rng = np.random.default_rng([spec.seed, list(WORKLOAD_MIXES).index(spec.workload), 0x5EED])
+    cum = np.cumsum(mix)
+    out: list[tuple[SlurmRequest, int]] = []
+    work = 0.0
+    n_nodes = system.n_nodes
+    while work < target:
+        category = int(np.searchsorted(cum, rng.random() * cum[-1], side="right"))
+        category = min(category, 3)
+        run = int(rng.integers(spec.min_run, spec.max_run + 1))
+        while True:  # cores are multiples of the cores per node; redraw a request that cannot fit
+            cores = cpn_sys * int(rng.integers(1, k_max + 1))
+            if category == 0:
+                req = SlurmRequest(ntasks=cores)
+                break
+            if category == 1:
+                cpn = int(rng.choice([4, 8]))
+                gpus = 0
+            else:
+                gpus = category - 1  # 1 or 2 GPUs per node
+                cpn = gpus * int(rng.choice([1, 2]))  # 1 or 2 cores per GPU
+            nodes = cores // cpn
+            if cpn <= cpn_sys and nodes <= n_nodes:
+                if spec.gpu_type == 2 and gpus:
+                    req = SlurmRequest(ntasks=cores, nodes=nodes, gpus_per_node=gpus)
+                else:
+                    req = SlurmRequest(nodes=nodes, ntasks_per_node=cpn, gpus_per_node=gpus)
+                break
+        out.append((req, run))
+        work += run * req.cores
+    frac = CONTIGUOUS_FRACTION[spec.version]
+    if frac:
+        flags = np.random.default_rng([spec.seed, list(WORKLOAD_MIXES).index(spec.workload), 0xC0]).random(len(out)) < frac
+        out = [(SlurmRequest(r.ntasks, r.nodes, r.ntasks_per_node, r.gpus_per_node, bool(c)), run)
+               for (r, run), c in zip(out, flags)]
+    return out
+
+
+def aucsched_workload(system: System, spec: AucschedSpec, spec_string: str | None = None) -> Workload:
+    """The paper's synthetic CPU-GPU workload on ``system`` (all jobs submitted at t = 0)."""
+    resources = tuple(system.resources)
+    jobs = []
+    for k, (req, run) in enumerate(aucsched_requests(system, spec)):
+        wall = run if spec.walltime == "exact" else int(math.ceil(run / 60.0) * 60)
+        jobs.append(slurm_job(k + 1, req, run, resources, submit=0, wall_time=wall))
+    source = WorkloadSource(kind="synthetic", spec=spec_string or spec.spec_string(), options={})
+    return Workload(jobs, resources, source=source, report=SkipReport(total_records=len(jobs)))
+
+
+def theoretical_runtime(workload: Workload, system: System) -> float:
+    """The paper's theoretical runtime: sum(run time x requested cores) / total cores (s)."""
+    ci = system.resource_index(CORE) if CORE in system.resources else 0
+    cores = workload.units * workload.unit_requests[:, ci] + workload.node_counts * workload.per_node_requests[:, ci]
+    return float((workload.run_time * cores).sum() / system.total_capacity[ci])
