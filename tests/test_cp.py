@@ -282,3 +282,13 @@ def test_deterministic_search_gives_the_same_schedule_twice(name):
                      [i.get("status") for i in r.decisions["info"]]))
     assert runs[0] == runs[1]
     assert "feasible" in runs[0][2] or "optimal" in runs[0][2]
+
+
+def test_slurm_style_jobs_are_refused_with_a_clear_error():
+    from hpcdispatch.errors import ConfigError
+
+    system = cores_system(4, 4)
+    jobs = [job(1, 0, 10, units=4, req=(1,)), job(2, 0, 10, units=4, req=(1,), node_count=2, contiguous=True)]
+    for name in ("cp-rule", "pcp20"):
+        with pytest.raises(ConfigError, match=r"job 2 has Slurm-style constraints"):
+            simulate(system, jobs, make_dispatcher(name))

@@ -110,6 +110,12 @@ class CPDispatcher(Dispatcher):
 
     # ------------------------------------------------------------------------------------
     def _dispatch(self, view: DispatchView) -> Decision:
+        for job in view.queue:
+            if job.constrained:  # the papers' model: rn identical units, nothing else
+                raise ConfigError(
+                    f"{self.name}: job {job.id} has Slurm-style constraints (node count, per-node "
+                    "extras or contiguity), which the CP dispatchers do not model; use slurm-bf, "
+                    "aucsched, easy or conservative for such workloads")
         inst = DispatchInstance.from_view(view)
         self._calls += 1
         if self.dump_instances:
