@@ -292,3 +292,30 @@ def test_slurm_style_jobs_are_refused_with_a_clear_error():
     for name in ("cp-rule", "pcp20"):
         with pytest.raises(ConfigError, match=r"job 2 has Slurm-style constraints"):
             simulate(system, jobs, make_dispatcher(name))
+
+
+def test_a_solution_that_leaves_an_idle_machine_idle_is_replaced_by_the_rule(monkeypatch):
+    # A time-limited solution may start nothing now although nothing runs (every start > 0,
+    # still better than the rule under the objective); no event would call the dispatcher
+    # again, so the system would stall. Simulated here by a model that decodes no start.
+    from hpcdispatch.cp.models import hybrid
+
+    class StartsNothing:
+        NODE_LEVEL_RULE = False
+
+        @staticmethod
+        def build(*args, **kwargs):
+            built = hybrid.build(*args, **kwargs)
+            built.decode_now = lambda solver: {}
+            return built
+
+    monkeypatch.setattr(cp_dispatchers.CPHybrid, "MODEL", StartsNothing)
+    system = cores_system(1, 3)
+    inst = instance(system, [qj(0, -100, 10, req=(3,)), qj(1, 0, 1), qj(2, 0, 1)])
+    placed, info = decide("cp-hybrid", system, inst)
+    assert set(placed) == {0} and info["fallback"] == "solution starts nothing on an idle machine"
+    # with something running, starting nothing now is a legitimate plan (an end will come)
+    running = [RunningEntry(100, 200, -1.0, 5.0, (0,), (1,), (1,))]
+    busy = instance(system, [qj(1, 0, 1), qj(2, 0, 1), qj(3, 0, 1)], running)
+    placed, info = decide("cp-hybrid", system, busy)
+    assert info["status"] in ("optimal", "feasible") and placed == {} and "fallback" not in info

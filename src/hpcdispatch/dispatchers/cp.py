@@ -183,7 +183,13 @@ class CPDispatcher(Dispatcher):
         if objective > rule.objective:
             info["fallback"] = "rule better"
             return fallback
-        return built.decode_now(solver)
+        now = built.decode_now(solver)
+        if not now and fallback and not inst.running:
+            # a time-limited solution may leave an idle machine idle (every start > 0); shifting
+            # it left would be better, and nothing running means no event would call us again
+            info["fallback"] = "solution starts nothing on an idle machine"
+            return fallback
+        return now
 
     # ------------------------------------------------------------------------------------
     def _fits_now(self, inst: DispatchInstance, job: QueuedJob, node_level: bool) -> bool:
