@@ -46,13 +46,10 @@ class ClusterState:
         nodes = allocation.nodes
         counts = allocation.units
         m = len(nodes)
-        if m == 0:
-            return "empty allocation"
-        if m > 1 and not (nodes[1:] > nodes[:-1]).all():
-            return f"nodes must be unique and ascending (use Allocation(...)): {nodes.tolist()}"
-        first, last = int(nodes[0]), int(nodes[-1])
-        if first < 0 or last >= self.n_nodes:
-            return f"node index out of range 0..{self.n_nodes - 1}: {nodes.tolist()}"
+        problem = self._node_list_problem(nodes, m)
+        if problem:
+            return problem
+        first = int(nodes[0])
         count_list = counts.tolist()
         if m == 1:
             total = count_list[0]
@@ -91,17 +88,23 @@ class ClusterState:
                 ft[r] -= a * units
         return amounts
 
-    def _take_constrained(self, allocation, unit_request, units, max_per_node, node_count, per_node, contiguous):
-        nodes = allocation.nodes
-        counts = allocation.units
-        m = len(nodes)
+    def _node_list_problem(self, nodes: np.ndarray, m: int) -> str | None:
+        """Why an allocation's node list is unusable (empty, unsorted, out of range), or None."""
         if m == 0:
             return "empty allocation"
         if m > 1 and not (nodes[1:] > nodes[:-1]).all():
             return f"nodes must be unique and ascending (use Allocation(...)): {nodes.tolist()}"
-        first, last = int(nodes[0]), int(nodes[-1])
-        if first < 0 or last >= self.n_nodes:
+        if int(nodes[0]) < 0 or int(nodes[-1]) >= self.n_nodes:
             return f"node index out of range 0..{self.n_nodes - 1}: {nodes.tolist()}"
+        return None
+
+    def _take_constrained(self, allocation, unit_request, units, max_per_node, node_count, per_node, contiguous):
+        nodes = allocation.nodes
+        counts = allocation.units
+        m = len(nodes)
+        problem = self._node_list_problem(nodes, m)
+        if problem:
+            return problem
         if int(counts.min()) <= 0:
             return f"non-positive unit count in {allocation.pairs()}"
         total = int(counts.sum())
@@ -111,7 +114,7 @@ class ClusterState:
             return f"more than {max_per_node} unit(s) per node in {allocation.pairs()}"
         if node_count and m != node_count:
             return f"allocation uses {m} node(s), the job requests exactly {node_count}"
-        if contiguous and last - first + 1 != m:
+        if contiguous and int(nodes[-1]) - int(nodes[0]) + 1 != m:
             return f"the job requests contiguous nodes, the allocation uses {nodes.tolist()}"
         amounts = counts[:, None] * unit_request[None, :]
         if per_node is not None:

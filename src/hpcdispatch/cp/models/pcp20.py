@@ -144,6 +144,17 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
     position_of: dict[int, np.ndarray] = {}  # position_only jobs: position -> node via these offsets
     alloc_vars: list[cp_model.IntVar] = []
     elements = 0
+
+    def add_box(j: QueuedJob, k: int, r: int, y: cp_model.IntVar, job_ys: dict[int, list[cp_model.IntVar]]) -> None:
+        """Unit ``k`` of job ``j`` on type ``r``: the box (time x positions from ``y``)."""
+        q = j.unit_request[r]
+        box_x[r].append(sched.intervals[j.index])
+        box_y[r].append(m.new_fixed_size_interval_var(y, q, f"yb[{j.id},{k},{r}]"))
+        box_len[r].append(sched.durations[j.index])
+        box_amount[r].append(q)
+        job_ys[r].append(y)
+        alloc_vars.append(y)
+
     for j in jobs:
         allowed = [n for n in nodes_ok if all(cap[n, r] >= j.unit_request[r] for r in resources)]
         if not allowed:  # cannot happen for a job that fits now; keep the model consistent
@@ -169,12 +180,7 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
                 if hinted_node is not None:
                     m.add_hint(y, hinted_pos[r0])
                 node_vars[j.index].append(y)
-                box_x[r0].append(sched.intervals[j.index])
-                box_y[r0].append(m.new_fixed_size_interval_var(y, q0, f"yb[{j.id},{k},{r0}]"))
-                box_len[r0].append(sched.durations[j.index])
-                box_amount[r0].append(q0)
-                job_ys[r0].append(y)
-                alloc_vars.append(y)
+                add_box(j, k, r0, y, job_ys)
                 ys_first.append(y)
                 continue
             nd = m.new_int_var_from_domain(domain, f"n[{j.id},{k}]")
@@ -208,12 +214,7 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
                         m.add_hint(o, hinted_pos[r] - int(offsets[r][hinted_node]))
                         m.add_hint(off_v, int(offsets[r][hinted_node]))
                         m.add_hint(cap_v, int(cap[hinted_node, r]))
-                box_x[r].append(sched.intervals[j.index])
-                box_y[r].append(m.new_fixed_size_interval_var(y, q, f"yb[{j.id},{k},{r}]"))
-                box_len[r].append(sched.durations[j.index])
-                box_amount[r].append(q)
-                job_ys[r].append(y)
-                alloc_vars.append(y)
+                add_box(j, k, r, y, job_ys)
             if resources and job_ys[resources[0]]:
                 ys_first.append(job_ys[resources[0]][-1])
         for r in resources:
