@@ -103,3 +103,13 @@ def requested_resources(jobs: list[QueuedJob]) -> list[int]:
     """Resource columns some job of the model requests (unused cumulatives are dropped, CP'19 v1)."""
     n = len(jobs[0].unit_request) if jobs else 0
     return [r for r in range(n) if any(j.unit_request[r] > 0 for j in jobs)]
+
+
+def per_node_units(vector, job: QueuedJob) -> int:
+    """Units of ``job`` that one node with free amounts ``vector`` holds (its units-per-node
+    limit included; the job's whole unit count when it requests nothing)."""
+    per = [int(vector[r]) // a for r, a in enumerate(job.unit_request) if a > 0]
+    fit = min(per) if per else job.units
+    if job.max_units_per_node > 0:
+        fit = min(fit, job.max_units_per_node)
+    return max(fit, 0)

@@ -24,7 +24,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, Schedule, requested_resources
+from hpcdispatch.cp.models.common import BuiltModel, Schedule, per_node_units, requested_resources
 from hpcdispatch.cp.models.hcp import add_pooled_cumulatives
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule
@@ -40,14 +40,6 @@ def node_classes(free: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:
         if any(row):
             groups.setdefault(tuple(row), []).append(n)
     return sorted(groups.items(), key=lambda kv: kv[1][0])
-
-
-def per_node_units(vector: tuple[int, ...], job: QueuedJob) -> int:
-    per = [vector[r] // a for r, a in enumerate(job.unit_request) if a > 0]
-    fit = min(per) if per else job.units
-    if job.max_units_per_node > 0:
-        fit = min(fit, job.max_units_per_node)
-    return max(fit, 0)
 
 
 def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,

@@ -22,7 +22,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, Schedule, requested_resources
+from hpcdispatch.cp.models.common import BuiltModel, Schedule, per_node_units, requested_resources
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule
 from hpcdispatch.sim.allocation import Allocation
@@ -63,11 +63,8 @@ def usable_nodes(inst: DispatchInstance, jobs: list[QueuedJob], symmetry: bool, 
 
 
 def copies(cap: np.ndarray, job: QueuedJob) -> int:
-    per = [int(cap[r]) // a for r, a in enumerate(job.unit_request) if a > 0]
-    p = min([job.units, *per]) if per else job.units
-    if job.max_units_per_node > 0:
-        p = min(p, job.max_units_per_node)
-    return max(p, 0)
+    """PCP'19's p_{i,n}: copies of job ``i``'s units on a node of capacity ``cap``."""
+    return min(job.units, per_node_units(cap, job))
 
 
 def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
