@@ -5,6 +5,7 @@ backfilling never moves a reservation later."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from helpers import placement, simulate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -150,3 +151,97 @@ def test_pooled_and_pinned_conservative_never_move_a_reservation_later(scenario,
     for idx, seq in disp.history.items():
         assert all(b <= a for a, b in zip(seq, seq[1:])), (wl.jobs[idx].id, seq)
         assert r.start[idx] <= seq[0]
+
+
+
+def brute_force_shadow(view, scratch, head):
+    """EASY's shadow time by definition: release group after group (running jobs at
+    max(planned end, now + 1), jobs just started at now + planned duration) until the head fits."""
+    from hpcdispatch.sim.allocation import held_amounts, job_fits
+
+    now1 = view.now + 1.0
+    releases = [(max(rj.planned_end, now1), view.holdings(rj)) for rj in view.running.values()]
+    releases += [(view.now + view.planned_duration(s.job),
+                  [(s.allocation.nodes, held_amounts(s.allocation, view.requests[s.job.index], s.job.per_node_request))])
+                 for s in scratch.starts]
+    future = np.array(scratch.free)
+    req = view.requests[head.index]
+    for t in sorted({end for end, _ in releases}):
+        for end, segments in releases:
+            if end == t:
+                for nodes, amounts in segments:
+                    future[nodes] += amounts
+        if job_fits(future, head, req):
+            return t, future
+    return float("inf"), future
+
+
+@SETTINGS
+@given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]), PREDICTOR_NAMES)
+def test_every_easy_shadow_time_equals_the_brute_force_one(scenario, allocator, predictor):
+    from unittest import mock
+
+    from hpcdispatch.dispatchers import easy
+
+    real = easy.shadow_time
+    checked = [0]
+
+    def both(view, scratch, head):
+        got = real(view, scratch, head)
+        want = brute_force_shadow(view, scratch, head)
+        assert got[0] == want[0]
+        assert np.array_equal(got[1], want[1])
+        checked[0] += 1
+        return got
+
+    system, wl, kill = scenario
+    with mock.patch.object(easy, "shadow_time", both):
+        simulate(system, wl, make_dispatcher("easy", allocator=allocator), predictor_for(predictor), walltime_kill=kill)
+
+
+@pytest.mark.parametrize("system_name", ["eurora", "lublin-256"])
+def test_shadow_times_on_a_generated_workload_equal_the_brute_force_ones(system_name):
+    # hundreds of running jobs and long queues: the galloping search crosses many groups
+    from unittest import mock
+
+    from hpcdispatch.dispatchers import easy
+    from hpcdispatch.system import load_system
+    from hpcdispatch.workload import load_workload
+
+    system = load_system(system_name)
+    wl = load_workload("synthetic:lublin,jobs=1500,seed=5,load=1.1", system)
+    real = easy.shadow_time
+    seen = {"calls": 0, "finite": 0}
+
+    def both(view, scratch, head):
+        got = real(view, scratch, head)
+        want = brute_force_shadow(view, scratch, head)
+        assert got[0] == want[0] and np.array_equal(got[1], want[1])
+        seen["calls"] += 1
+        seen["finite"] += got[0] < float("inf")
+        return got
+
+    with mock.patch.object(easy, "shadow_time", both):
+        simulate(system, wl, make_dispatcher("easy"), predictor_for("walltime"), walltime_kill=True)
+    assert seen["finite"] > 100, seen
+
+
+@SETTINGS
+@given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]))
+def test_fifo_skipping_a_blocked_head_changes_no_decision(scenario, allocator):
+    # FIFO skips its call when the head that failed last time is still the head and nothing
+    # ended since; without that shortcut every decision must be the same
+    from hpcdispatch.dispatchers.priority import FIFO
+
+    class PlainFIFO(FIFO):
+        name = "plain-fifo"
+
+        def _dispatch(self, view):
+            self._blocked = None
+            return super()._dispatch(view)
+
+    system, wl, kill = scenario
+    fast = simulate(system, wl, make_dispatcher("fifo", allocator=allocator), predictor_for("walltime"), walltime_kill=kill)
+    plain = simulate(system, wl, PlainFIFO(allocator=allocator), predictor_for("walltime"), walltime_kill=kill)
+    assert np.array_equal(fast.start, plain.start)
+    assert placement(fast) == placement(plain)

@@ -155,19 +155,18 @@ class FirstFit(Allocator):
             return Allocation.trusted(np.array([k], dtype=np.int64), _ONE)
         # several units: walk the nodes that have room, in order, in Python -- for the few nodes
         # a job needs this beats cumsum + searchsorted + gather over the whole array
+        # (every node with room holds at least one unit, so the first ``units`` of them suffice
+        # whenever there are that many)
         fits = units_fit_per_node(free, unit_request, max_per_node)
-        cand = np.flatnonzero(fits)
+        cand = np.flatnonzero(fits)[:units]
         room = fits[cand].tolist()
-        if sum(room) < units:
-            return None
         need = units
-        k = 0
         for k, f in enumerate(room):
             if f >= need:
                 room[k] = need
-                break
+                return Allocation.trusted(cand[: k + 1], np.array(room[: k + 1], dtype=np.int64))
             need -= f
-        return Allocation.trusted(cand[: k + 1], np.array(room[: k + 1], dtype=np.int64))
+        return None
 
 
 class BestFit(Allocator):

@@ -33,7 +33,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterator
 
 import numpy as np
 
@@ -47,63 +46,117 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
 
-def releases_in_end_order(view: DispatchView, started: list[Start]) -> Iterator[tuple[float, object]]:
-    """Running jobs and just-started ones as ``(expected end, record)``, ascending (ties by job order)."""
-    now1 = view.now + 1.0
-    running = ((rj.planned_end if rj.planned_end > now1 else now1, rj) for rj in view.running_by_planned_end())
-    if not started:
-        return running
-    now = view.now
-    fresh = sorted(((now + view.planned_duration(s.job), s.job.index, s) for s in started))
-    return heapq.merge(running, ((t, s) for t, _, s in fresh), key=lambda x: (x[0], x[1].job.index))
-
-
 def shadow_time(view: DispatchView, scratch: Scratch, head: Job) -> tuple[float, np.ndarray]:
-    """Earliest expected time the head fits (node-level) and the free capacity at that time."""
+    """Earliest expected time the head fits (node-level) and the free capacity at that time.
+
+    Releases -- running jobs at ``max(planned end, now + 1)`` and the jobs just started at
+    ``now + planned duration`` -- are applied group by group (equal expected ends form a
+    group); the shadow time is the end of the first group after which the head fits. Fitting
+    only gets easier as capacity is released, so the search works on the flattened release
+    rows (:meth:`DispatchView.release_arrays`): pooled totals at every group boundary by
+    cumulative sums over jobs, then a galloping search over the boundaries where the pooled
+    totals suffice, each probe adding only the rows released since the last failing one.
+    """
     req = view.requests[head.index]
-    head_units = head.units
-    need = [a * head_units for a in head.unit_request]
-    total = list(scratch.total)
-    requests = view.requests
-    future: np.ndarray | None = None
-    pending: list[object] = []  # releases not yet applied to ``future``
-    group_time = None
-    for end, rec in releases_in_end_order(view, scratch.starts):
-        if end != group_time and group_time is not None and all(t >= k for t, k in zip(total, need)):
-            if future is None:
-                future = np.array(scratch.free, order="F")
-            for r in pending:
-                _release(future, r, requests)
-            pending.clear()
-            if job_fits(future, head, req):
-                return group_time, future
-        units = rec.allocation.total_units  # type: ignore[attr-defined]
-        for r, a in enumerate(rec.job.unit_request):  # type: ignore[attr-defined]
-            if a:
-                total[r] += units * a
-        extra = rec.job.per_node_request  # type: ignore[attr-defined]
-        if extra:
-            n_nodes = len(rec.allocation.nodes)  # type: ignore[attr-defined]
-            for r, a in enumerate(extra):
-                total[r] += n_nodes * a
-        pending.append(rec)
-        group_time = end
-    if future is None:
-        future = np.array(scratch.free, order="F")
-    for r in pending:
-        _release(future, r, requests)
-    if group_time is not None and job_fits(future, head, req):
-        return group_time, future
-    return math.inf, future
+    free = scratch.free
+    ends, lengths, totals, nodes, amounts = view.release_arrays()
+    ends = np.maximum(ends, view.now + 1.0)
+    if scratch.starts:
+        ends, lengths, totals, nodes, amounts = _with_started(view, scratch.starts, ends, lengths, totals, nodes, amounts)
+    k = len(ends)
+    if k == 0:
+        return math.inf, np.array(free, order="F")
+    last = np.flatnonzero(ends[1:] != ends[:-1])  # the last job of every group but the final one
+    last = np.append(last, k - 1)
+    ok = None
+    for r, a in enumerate(head.unit_request):
+        if a:
+            short = a * head.units - scratch.total[r]
+            if short > 0:
+                enough = np.cumsum(totals[r])[last] >= short
+                ok = enough if ok is None else (ok & enough)
+    lo = 0 if ok is None else int(np.argmax(ok)) if ok.any() else -1
+    if lo >= 0:
+        cut = np.cumsum(lengths)[last]  # rows released after each group
+        found = _first_fitting(free, nodes, amounts, cut, lo, head, req)
+        if found is not None:
+            b, future = found
+            return float(ends[last[b]]), future
+    return math.inf, _released(free, nodes, amounts, len(nodes))
 
 
-def _release(future: np.ndarray, rec, requests: np.ndarray) -> None:
-    """Add what a running (or just started) job holds back to ``future``."""
-    alloc, job = rec.allocation, rec.job
-    if job.per_node_request:
-        future[alloc.nodes] += held_amounts(alloc, requests[job.index], job.per_node_request)
-    else:
-        future[alloc.nodes] += alloc.units[:, None] * requests[job.index]
+def _with_started(view: DispatchView, started: list[Start], ends, lengths, totals, nodes, amounts):
+    """The release arrays with the jobs just started merged in at ``now + planned duration``."""
+    now = view.now
+    items = sorted((now + view.planned_duration(s.job), s.job.index, s) for s in started)
+    new_ends = np.asarray([it[0] for it in items], dtype=np.float64)
+    new_nodes = [it[2].allocation.nodes for it in items]
+    held = np.concatenate([held_amounts(it[2].allocation, view.requests[it[2].job.index], it[2].job.per_node_request)
+                           for it in items])
+    new_lengths = np.asarray([len(n) for n in new_nodes], dtype=np.int64)
+    pos = np.searchsorted(ends, new_ends, side="right")
+    row_start = np.concatenate(([0], np.cumsum(lengths)))
+    row_pos = np.repeat(row_start[pos], new_lengths)
+    job_of_row = np.repeat(np.arange(len(items)), new_lengths)
+    new_totals = [np.bincount(job_of_row, weights=held[:, r], minlength=len(items)).astype(np.int64)
+                  for r in range(held.shape[1])]
+    return (np.insert(ends, pos, new_ends), np.insert(lengths, pos, new_lengths),
+            [np.insert(t, pos, new_totals[r]) for r, t in enumerate(totals)],
+            np.insert(nodes, row_pos, np.concatenate(new_nodes)),
+            [np.insert(a, row_pos, held[:, r]) for r, a in enumerate(amounts)])
+
+
+def _released(free: np.ndarray, nodes: np.ndarray, amounts: list[np.ndarray], rows: int) -> np.ndarray:
+    """``free`` plus the first ``rows`` holdings (a new column-major matrix)."""
+    return _add_rows(np.array(free, order="F"), nodes, amounts, 0, rows)
+
+
+def _add_rows(future: np.ndarray, nodes: np.ndarray, amounts: list[np.ndarray], lo: int, hi: int) -> np.ndarray:
+    """Add holdings rows ``lo:hi`` to ``future`` in place and return it."""
+    if hi > lo:
+        n_nodes = future.shape[0]
+        part = nodes[lo:hi]
+        for r, column in enumerate(amounts):
+            piece = column[lo:hi]
+            if piece.any():
+                future[:, r] += np.bincount(part, weights=piece, minlength=n_nodes).astype(np.int64)
+    return future
+
+
+def _first_fitting(free, nodes, amounts, cut: np.ndarray, lo: int, head: Job, req: np.ndarray):
+    """The first boundary ``b >= lo`` (index into ``cut``) after which ``head`` fits, with the
+    free capacity then; ``None`` when it fits at none.
+
+    Galloping, then bisection; every probe starts from the free capacity at the last boundary
+    known not to fit and adds only the rows released since, so the work is proportional to
+    the rows up to the answer, not to the number of probes times the rows."""
+    n = len(cut)
+    bad, bad_rows, bad_future = lo - 1, 0, free  # ``bad_future``: free after ``bad_rows`` rows
+
+    def probe(b: int) -> np.ndarray:
+        return _add_rows(np.array(bad_future, order="F"), nodes, amounts, bad_rows, int(cut[b]))
+
+    step = 1
+    b = lo
+    good = good_future = None
+    while True:
+        future = probe(b)
+        if job_fits(future, head, req):
+            good, good_future = b, future
+            break
+        bad, bad_rows, bad_future = b, int(cut[b]), future
+        if b == n - 1:
+            return None
+        b = min(lo + 2 * step - 1, n - 1)
+        step *= 2
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        future = probe(mid)
+        if job_fits(future, head, req):
+            good, good_future = mid, future
+        else:
+            bad, bad_rows, bad_future = mid, int(cut[mid]), future
+    return good, good_future
 
 
 def _base(job: Job) -> tuple:
@@ -261,8 +314,8 @@ class EASY(Dispatcher):
     @staticmethod
     def _overdue(view: DispatchView) -> bool:
         """A running job past its planned end makes the shadow time depend on ``now``."""
-        first = next(view.running_by_planned_end(), None)
-        return first is not None and first.planned_end <= view.now + 1.0
+        order = view.running_end_order()
+        return bool(order) and order[0][0] <= view.now + 1.0
 
     def _backfill(self, bf: _BackfillPass) -> None:
         """The single pass, visiting request-shape groups merged by job index.
@@ -277,8 +330,10 @@ class EASY(Dispatcher):
         started.add(bf.head.index)
         total = scratch.total
         groups: list[dict[int, Job]] = []
+        keys: list[tuple] = []
         members: list[list[Job] | None] = []
         indices: list[list[int] | None] = []
+        index_arrays: list[np.ndarray | None] = []
         heap: list[tuple[int, int, int, int]] = []  # (job index, group, position, version)
         for key, group in self._index.fitting(total[0]):
             req, units = key[0], key[2]
@@ -286,8 +341,10 @@ class EASY(Dispatcher):
                 continue
             n = len(groups)
             groups.append(group)
+            keys.append(key)
             members.append(None)
             indices.append(None)
+            index_arrays.append(None)
             for pos, job in enumerate(group.values()):
                 if job.index not in started:
                     heap.append((job.index, n, pos, 0))
@@ -299,8 +356,8 @@ class EASY(Dispatcher):
         def jobs_of(g: int) -> list[Job]:
             jobs = members[g]
             if jobs is None:
-                jobs = members[g] = list(groups[g].values())
-                indices[g] = [j.index for j in jobs]
+                jobs, indices[g], index_arrays[g] = self._index.members(keys[g])
+                members[g] = jobs
             return jobs
 
         version = [0] * len(groups)
@@ -313,7 +370,7 @@ class EASY(Dispatcher):
             jobs = jobs_of(g)
             shorts = short_pos.get(g)
             if shorts is None:
-                shorts = short_pos[g] = np.flatnonzero(planned_all[indices[g]] <= bf.latest_short)
+                shorts = short_pos[g] = np.flatnonzero(planned_all[index_arrays[g]] <= bf.latest_short)
             k = int(np.searchsorted(shorts, pos + 1))
             while k < len(shorts) and jobs[shorts[k]].index in started:
                 k += 1

@@ -14,13 +14,15 @@ from hpcdispatch.sim.view import DispatchView
 from hpcdispatch.workload.job import Job
 
 
-def start_in_order(jobs, scratch: Scratch, blocking: bool) -> None:
+def start_in_order(jobs, scratch: Scratch, blocking: bool) -> Job | None:
+    """Start ``jobs`` in order while they fit; return the job that blocked (``blocking``)."""
     for job in jobs:
         if scratch.try_start(job) is None:
             if blocking:
-                return
+                return job
             if scratch.nothing_free():
-                return
+                return None
+    return None
 
 
 @register
@@ -34,9 +36,16 @@ class FIFO(Dispatcher):
         self.allocator = allocator
         self.blocking = blocking
 
+    def _setup(self, system) -> None:
+        self._blocked: Job | None = None  # the head that did not fit at the last call
+
     def _dispatch(self, view: DispatchView) -> list[Start]:
+        if self.blocking and self._blocked is not None and not view.ended_jobs and view.queue.head() is self._blocked:
+            # nothing ended since the head failed to fit (submissions and growth only take
+            # capacity away): it fails again, and blocking FIFO starts nothing behind it
+            return []
         scratch = Scratch(view, self._allocator)
-        start_in_order(view.queue, scratch, self.blocking)
+        self._blocked = start_in_order(view.queue, scratch, self.blocking)
         return scratch.starts
 
 

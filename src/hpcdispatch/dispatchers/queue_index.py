@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import numpy as np
 from sortedcontainers import SortedList
 
 from hpcdispatch.sim.view import DispatchView
@@ -38,6 +39,9 @@ class ShapeIndex:
         self.groups: dict[Shape, dict[int, Job]] = {}
         self._where: dict[int, Shape] = {}
         self._by_size: SortedList = SortedList()
+        # per group, built on demand and kept until the group changes: its jobs, their
+        # indices (list and int64 array), in queue order
+        self._members: dict[Shape, tuple[list[Job], list[int], np.ndarray]] = {}
 
     def _add(self, job: Job) -> None:
         key = shape_of(job)
@@ -47,6 +51,17 @@ class ShapeIndex:
             group = self.groups[key] = {}
             self._by_size.add((_size(key, self.resource), key))
         group[job.index] = job
+        self._members.pop(key, None)
+
+    def members(self, key: Shape) -> tuple[list[Job], list[int], np.ndarray]:
+        """The jobs of group ``key`` in queue order, their indices as a list and as an int64
+        array (cached until the group changes; do not modify)."""
+        cached = self._members.get(key)
+        if cached is None:
+            jobs = list(self.groups[key].values())
+            indices = [job.index for job in jobs]
+            cached = self._members[key] = (jobs, indices, np.asarray(indices, dtype=np.int64))
+        return cached
 
     def fitting(self, limit: int) -> Iterator[tuple[Shape, dict[int, Job]]]:
         """Groups whose total request of the indexed resource is at most ``limit``."""
@@ -60,6 +75,7 @@ class ShapeIndex:
             if key is not None:
                 group = self.groups[key]
                 del group[job.index]
+                self._members.pop(key, None)
                 if not group:
                     del self.groups[key]
                     self._by_size.remove((_size(key, self.resource), key))
@@ -67,7 +83,7 @@ class ShapeIndex:
             if job.index not in self._where and job in view.queue:
                 self._add(job)
         if len(self._where) != len(view.queue):  # something else changed the queue: rebuild
-            self.groups, self._where, self._by_size = {}, {}, SortedList()
+            self.groups, self._where, self._by_size, self._members = {}, {}, SortedList(), {}
             for job in view.queue:
                 self._add(job)
 

@@ -140,7 +140,7 @@ class Simulator:
 
         view = DispatchView(
             system, state.free_readonly, state.free_total, queue, running, planned, requests, kill, planned_np,
-            workload.queue_ewt,
+            workload.queue_ewt, held,
         )
         heap: list[tuple[float, int, int, int, Any]] = []
         seq = itertools.count()
@@ -167,6 +167,7 @@ class Simulator:
         t = -inf
 
         heappush, heappop = heapq.heappush, heapq.heappop
+        running_added, running_removed = view._running_added, view._running_removed
         perf = _time.perf_counter
         give = state.give
         take_checked = state.take_checked
@@ -209,7 +210,7 @@ class Simulator:
             while heap and heap[0][0] == t and heap[0][1] == END:
                 idx = heappop(heap)[4]
                 rj = running.pop(idx)
-                view.running_version += 1
+                running_removed(rj)
                 for nodes, amounts in held.pop(idx):
                     give(nodes, amounts)
                 end_at[idx] = t
@@ -297,8 +298,8 @@ class Simulator:
                         end_t = begin + duration[idx]
                         rj = RunningJob(job, begin, alloc, begin + planned[idx])
                         running[idx] = rj
-                        view.running_version += 1
                         held[idx] = [(alloc.nodes, amounts)]
+                        running_added(rj)
                         segments[idx] = [(begin, alloc)]
                         heappush(heap, (end_t, END, next(seq), END, idx))
                         if job.growth:
@@ -399,6 +400,8 @@ class Simulator:
             raise InvalidDecisionError(self.dispatcher.name, job.id, t, f"resize grant: {amounts}")
         held[idx].append((alloc.nodes, amounts))
         segments[idx].append((t, alloc))
-        running[idx] = RunningJob(job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end)
-        view.running_version += 1
+        grown = RunningJob(job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end)
+        running[idx] = grown
+        view._running_removed(rj)
+        view._running_added(grown)
         return True

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import bisect
+from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
 
-from hpcdispatch.sim.allocation import job_fits, pooled_fits
+from hpcdispatch.sim.allocation import held_amounts, job_fits, pooled_fits
 from hpcdispatch.sim.decision import RunningJob
+from hpcdispatch.sim.release_order import ReleaseOrder
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
@@ -77,6 +79,7 @@ class DispatchView:
         walltime_kill: bool,
         planned_array: np.ndarray | None = None,
         queue_ewt: Mapping[int, float] | None = None,
+        held: Mapping[int, list[tuple[np.ndarray, np.ndarray]]] | None = None,
     ):
         self.system = system
         self.capacity = system.capacity
@@ -85,8 +88,10 @@ class DispatchView:
         self.queue = QueueView(queue)
         self._running = running
         self.running: Mapping[int, RunningJob] = MappingProxyType(running)
-        self._order: list[RunningJob] | None = None
-        self._order_key = -1
+        # running jobs as (planned end, job index, record), kept sorted by the simulator
+        self._by_end: list[tuple[float, int, RunningJob]] = sorted(
+            (rj.planned_end, rj.job.index, rj) for rj in running.values()
+        )
         #: incremented by the simulator whenever a job starts, ends or grows
         self.running_version = 0
         self._planned = planned
@@ -98,6 +103,12 @@ class DispatchView:
         self.walltime_kill = walltime_kill
         #: expected waiting time per queue, from the workload's recorded waits (may be empty)
         self.queue_ewt: Mapping[int, float] = MappingProxyType(dict(queue_ewt or {}))
+        # what every running job holds: job index -> [(nodes, amounts per node)], one pair per
+        # segment (a grown job has several); kept by the simulator
+        self._held: Mapping[int, list[tuple[np.ndarray, np.ndarray]]] = held if held is not None else {}
+        self._releases = ReleaseOrder(len(system.resources))
+        for rj in running.values():
+            self._releases.add(rj.job.index, rj.planned_end, self.holdings(rj))
         self.now: float = 0.0
         self.new_jobs: tuple[Job, ...] = ()
         self.ended_jobs: tuple[Job, ...] = ()
@@ -113,15 +124,48 @@ class DispatchView:
         return max(running.planned_end, self.now + 1.0)
 
     def running_by_planned_end(self) -> Iterator[RunningJob]:
-        """Running jobs in ascending planned end (ties by job order).
+        """Running jobs in ascending planned end (ties by job order)."""
+        return (entry[2] for entry in self._by_end)
 
-        Sorted on demand (and cached while the running set is unchanged): only the policies
-        that plan ahead pay for it.
-        """
-        if self._order is None or self._order_key != self.running_version:
-            self._order = sorted(self._running.values(), key=lambda rj: (rj.planned_end, rj.job.index))
-            self._order_key = self.running_version
-        return iter(self._order)
+    def holdings(self, running: RunningJob) -> list[tuple[np.ndarray, np.ndarray]]:
+        """What a running job holds: ``[(nodes, amounts)]`` with ``amounts`` of shape
+        ``(len(nodes), n_resources)`` (units x request plus per-node extras), one pair per
+        segment of its allocation. Do not modify the arrays."""
+        segments = self._held.get(running.job.index)
+        if segments is None:  # a view built outside the simulator
+            job = running.job
+            segments = [(running.allocation.nodes,
+                         held_amounts(running.allocation, self.requests[job.index], job.per_node_request))]
+        return segments
+
+    def running_end_order(self) -> Sequence[tuple[float, int, RunningJob]]:
+        """Running jobs as ``(planned end, job index, record)`` in ascending order -- the
+        simulator's own sorted list, kept up to date as jobs start and end (no sort per call).
+        Do not modify it."""
+        return self._by_end
+
+    def release_arrays(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray, list[np.ndarray]]:
+        """What running jobs hold, flattened in ascending planned end (see
+        :class:`~hpcdispatch.sim.release_order.ReleaseOrder`): ``(ends, lengths, totals,
+        nodes, amounts)`` -- per running job its planned end, its number of rows and its
+        total per resource (``totals[r]``); per row a node and the amount of resource ``r``
+        held there (``amounts[r]``). Do not modify them."""
+        return self._releases.arrays()
+
+    # ---- kept by the simulator (call after the job's holdings are recorded) -------------
+    def _running_added(self, rj: RunningJob) -> None:
+        bisect.insort(self._by_end, (rj.planned_end, rj.job.index, rj))
+        self._releases.add(rj.job.index, rj.planned_end, self.holdings(rj))
+        self.running_version += 1
+
+    def _running_removed(self, rj: RunningJob) -> None:
+        by_end = self._by_end
+        i = bisect.bisect_left(by_end, (rj.planned_end, rj.job.index))
+        if i >= len(by_end) or by_end[i][1] != rj.job.index:
+            raise RuntimeError(f"running job {rj.job.id} is missing from the end order")
+        del by_end[i]
+        self._releases.remove(rj.job.index)
+        self.running_version += 1
 
     def fits_now(self, job: Job) -> bool:
         req = self.requests[job.index]
