@@ -190,3 +190,32 @@ def test_dispatchers_are_deterministic(name):
     b = simulate(system, wl, make_dispatcher(name))
     assert (a.start == b.start).all()
     assert placement(a) == placement(b)
+
+
+def test_easy_backfills_a_job_that_ends_exactly_at_the_shadow_time_despite_float_rounding():
+    # 3 nodes x 3 cores, planned durations 0.3 x run time. At t=88 A ends; J1 starts on node 0
+    # and is expected to end at 88 + 7.8; the head H needs all three nodes, so its shadow time
+    # is 88 + 7.8 = 95.8 (B, overdue, is expected at 89). C (planned 7.8) fits on node 1 and
+    # is expected to end at 88 + 7.8 -- exactly the shadow time, so it must backfill. In
+    # floats 95.8 - 88 < 7.8: comparing the planned duration with ``shadow - now`` refused it.
+    from hpcdispatch.predictors import Predictor
+
+    class Scaled(Predictor):
+        name = "scaled"
+
+        def predict(self, job, now):
+            return 0.3 * job.run_time
+
+    assert 88 + 0.3 * 26 - 88 < 0.3 * 26  # the rounding this test is about
+    system = cores_system(3, 3)
+    jobs = [
+        job(1, 0, 88, units=2, req=(3,), wall=1000, max_units_per_node=1),  # A: nodes 0 and 1
+        job(2, 0, 200, units=1, req=(3,), wall=1000),  # B: node 2, planned end 60 (overdue at 88)
+        job(3, 1, 26, units=1, req=(3,), wall=1000),  # J1
+        job(4, 2, 50, units=3, req=(3,), wall=1000, max_units_per_node=1),  # H: all three nodes
+        job(5, 3, 26, units=1, req=(3,), wall=1000),  # C
+    ]
+    r = simulate(system, jobs, make_dispatcher("easy"), Scaled(), walltime_kill=False)
+    s = starts(r)
+    assert s[3] == 88 and s[5] == 88
+    assert placement(r)[3] == [(0, 1)] and placement(r)[5] == [(1, 1)]

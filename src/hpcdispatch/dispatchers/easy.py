@@ -173,7 +173,7 @@ TOOK, DEAD, LONG_BLOCKED, LONG_REFUSED = 0, 1, 2, 3
 class _BackfillPass:
     """The state of one backfill pass: shadow time, capacity left at it, failure memos."""
 
-    __slots__ = ("view", "scratch", "head", "prefix", "shadow", "at_shadow", "spare", "latest_short",
+    __slots__ = ("view", "scratch", "head", "prefix", "shadow", "at_shadow", "spare", "now",
                  "no_fit", "hurts", "backfilled")
 
     def __init__(self, view: DispatchView, scratch: Scratch, head: Job, allocator: Allocator):
@@ -184,7 +184,7 @@ class _BackfillPass:
         self.shadow = math.nan
         self.at_shadow: np.ndarray | None = None
         self.spare: list[int] = []
-        self.latest_short = math.nan
+        self.now = view.now
         self.no_fit: dict[tuple, int] = {}  # (req, maxpn) -> fewest units that did not fit now (whole call)
         self.hurts: dict[tuple, int] = {}  # (req, maxpn) -> fewest units refused for the head (until a start)
         self.backfilled = 0
@@ -207,10 +207,13 @@ class _BackfillPass:
 
     def start_now(self, now: float) -> None:
         """Re-use this pass at a later time (same state): only the short/long split moves."""
-        self.latest_short = self.shadow - now
+        self.now = now
 
     def is_short(self, job: Job) -> bool:
-        return self.view.planned_duration(job) <= self.latest_short
+        # ``now + planned <= shadow`` exactly as the shadow time itself is computed (a just
+        # started job ends at ``now + planned``): ``planned <= shadow - now`` can differ by
+        # one rounding and call a job long that ends exactly at the shadow time
+        return self.now + self.view.planned_duration(job) <= self.shadow
 
     def evaluate(self, job: Job) -> int:
         """Look at one candidate as the single pass would; start it if it may go."""
@@ -230,7 +233,6 @@ class _BackfillPass:
             self.shadow, self.at_shadow = shadow_time(view, scratch, self.head)
             need = [a * self.head.units for a in self.head.unit_request]
             self.spare = [t - k for t, k in zip(self.at_shadow.sum(axis=0).tolist(), need)]
-            self.latest_short = self.shadow - view.now
             if not self.is_short(job) and self._long_blocked(base, units):
                 return LONG_BLOCKED
         if self.is_short(job):
@@ -370,7 +372,7 @@ class EASY(Dispatcher):
             jobs = jobs_of(g)
             shorts = short_pos.get(g)
             if shorts is None:
-                shorts = short_pos[g] = np.flatnonzero(planned_all[index_arrays[g]] <= bf.latest_short)
+                shorts = short_pos[g] = np.flatnonzero(bf.now + planned_all[index_arrays[g]] <= bf.shadow)
             k = int(np.searchsorted(shorts, pos + 1))
             while k < len(shorts) and jobs[shorts[k]].index in started:
                 k += 1
