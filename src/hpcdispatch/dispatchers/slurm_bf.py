@@ -2,8 +2,11 @@
 
 What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it is modelled:
 
-- **Priority**: jobs are ordered by priority; here FIFO by age (submission time, then
-  submission order), i.e. Slurm's ``priority/basic``.
+- **Priority**: jobs are ordered by priority, highest first, then by submission (option
+  ``priority``, :mod:`hpcdispatch.dispatchers.slurm_priority`): ``basic`` (default; Slurm's
+  ``priority/basic``, FIFO: submission time, then submission order; ``age`` gives the same
+  order) or ``multifactor`` (age and job-size factors, ``weight_age``, ``weight_size``,
+  ``max_age``, ``favor_small``; recomputed at every call).
 - **Main scheduler** (at every event: submission, job end): "a quick and simple scheduling
   attempt ... jobs are evaluated in a strict priority order and once any job ... is left
   pending, no other jobs in that partition will be scheduled". Here: start jobs in priority
@@ -28,7 +31,7 @@ What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it
   rejected at submission (Slurm: "Requested node configuration is not available").
 
 Simplifications versus real Slurm (besides those of the node selection): one partition, no
-QOS, limits, fair-share or multifactor priority, no ``bf_continue`` (a pass is never
+QOS, limits or fair-share (multifactor only with its age and job-size factors), no ``bf_continue`` (a pass is never
 interrupted), no ``bf_max_job_user``/``bf_max_job_part``, no licenses or advance
 reservations; the main scheduler runs instantly at every event (no ``defer``,
 ``sched_min_interval`` or ``batch_sched_delay``) and tests the whole queue depth it needs
@@ -47,6 +50,7 @@ import numpy as np
 
 from hpcdispatch.allocators.slurm_linear import SlurmLinear, slurm_select
 from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
+from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
 from hpcdispatch.sim.allocation import Allocation, held_amounts, node_units, per_node_array
 from hpcdispatch.sim.decision import ACCEPT, Admission, Decision
 from hpcdispatch.sim.view import DispatchView
@@ -172,11 +176,18 @@ class SlurmBackfill(Dispatcher):
     tags = Tags(backfilling=True, contiguous=True)
 
     def __init__(self, bf_interval: float = 30.0, bf_window: float = 86400.0, bf_resolution: float = 60.0,
-                 bf_max_job_test: int = 100, allocator: str = "slurm-linear"):
+                 bf_max_job_test: int = 100, priority: str = "basic", weight_age: float = 1000.0,
+                 weight_size: float = 1000.0, max_age: float = 604800.0, favor_small: bool = False,
+                 allocator: str = "slurm-linear"):
         self.bf_interval = bf_interval
         self.bf_window = bf_window
         self.bf_resolution = bf_resolution
         self.bf_max_job_test = bf_max_job_test
+        self.priority = priority
+        self.weight_age = weight_age
+        self.weight_size = weight_size
+        self.max_age = max_age
+        self.favor_small = favor_small
         self.allocator = allocator
 
     def _setup(self, system: System) -> None:
@@ -188,6 +199,8 @@ class SlurmBackfill(Dispatcher):
             from hpcdispatch.errors import ConfigError
 
             raise ConfigError(f"slurm-bf: invalid parameters {self.get_params()}")
+        self._prio = SlurmPriority(self.priority, system, weight_age=self.weight_age, weight_size=self.weight_size,
+                                   max_age=self.max_age, favor_small=self.favor_small)
         self._next_bf = -math.inf
         self._capacity = system.capacity
         self.passes = 0
@@ -205,7 +218,8 @@ class SlurmBackfill(Dispatcher):
         scratch = Scratch(view, self._allocator)
         requests = view.requests
         main_started = 0
-        for job in view.queue:  # main scheduler: strict priority order, stop at the first blocked job
+        queue = view.queue if self._prio.fifo else self._prio.order(view.queue.as_list(), now)
+        for job in queue:  # main scheduler: strict priority order, stop at the first blocked job
             if not scratch.pooled_ok(job):
                 break
             alloc = slurm_allocate(job, requests[job.index], scratch.free)
@@ -216,14 +230,14 @@ class SlurmBackfill(Dispatcher):
         info: dict[str, object] = {"main": main_started}
         if now >= self._next_bf and len(view.queue) > main_started:
             self.passes += 1
-            tested, reserved, backfilled = self._backfill(view, scratch)
+            tested, reserved, backfilled = self._backfill(view, scratch, queue)
             info.update(backfill_pass=self.passes, tested=tested, reserved=reserved, backfilled=backfilled)
             self._next_bf = (math.floor(now / self.bf_interval) + 1) * self.bf_interval
         # the next backfill pass (Slurm's backfill thread wakes up every bf_interval)
         wakeup = self._next_bf if len(view.queue) > len(scratch.starts) else None
         return Decision(scratch.starts, wakeup=wakeup, info=info)
 
-    def _backfill(self, view: DispatchView, scratch: Scratch) -> tuple[int, int, int]:
+    def _backfill(self, view: DispatchView, scratch: Scratch, queue) -> tuple[int, int, int]:
         now = view.now
         requests = view.requests
         releases = []
@@ -238,7 +252,7 @@ class SlurmBackfill(Dispatcher):
         plan = _Plan(now, np.asarray(scratch.free), releases, self.bf_resolution)
         horizon = now + self.bf_window
         tested = reserved = backfilled = 0
-        for job in view.queue:
+        for job in queue:
             if job.index in started:
                 continue
             if tested >= self.bf_max_job_test:
