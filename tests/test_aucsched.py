@@ -197,6 +197,19 @@ def test_paper_example_auction_gives_figure_4(slurm_bids):
     assert dec.info["status"] == "OPTIMAL"
 
 
+def test_slurm_selection_cons_res_sets_variant_by_hand():
+    # a -N 2 --ntasks-per-node=2 job (2 units of 2 cores, one per node); free cores per node:
+    # set A = nodes 0-1 with 2 free cores each (sufficient: 2 nodes), set B = node 3 with 8
+    # free cores (1 node: not sufficient). Default: A, the sufficient set. cons_res_sets:
+    # Slurm compares consec_cpus (A 4, B 8) and "!sufficient && cpus > best" lets B displace A:
+    # node 3 first, then the best remaining set for the second node -> split allocation.
+    avail = np.array([1, 1, 0, 1])
+    cpus = np.array([2, 2, 0, 8])
+    assert slurm_select(avail, 2, 2).nodes.tolist() == [0, 1]
+    split = slurm_select(avail, 2, 2, cpus=cpus)
+    assert split.nodes.tolist() == [0, 3] and split.units.tolist() == [1, 1]
+
+
 # ---- Slurm priorities: P_j of eq. 1 and the queue order -------------------------------------
 
 
@@ -314,7 +327,7 @@ def test_slurm_bf_parameters_and_reservations_for_every_tested_job():
     assert d.get_params() == {"bf_interval": 30.0, "bf_window": 86400.0, "bf_resolution": 60.0,
                               "bf_max_job_test": 100, "priority": "basic", "weight_age": 1000.0,
                               "weight_size": 1000.0, "max_age": 604800.0, "favor_small": False,
-                              "allocator": "slurm-linear"}
+                              "cons_res_sets": False, "allocator": "slurm-linear"}
     system = system_of([(4, {"core": 4, "gpu": 0})], RES)
     jobs = [
         sjob(1, run=600, nodes=3, ntasks_per_node=4),  # 0-600 on nodes 0-2
