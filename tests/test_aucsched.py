@@ -249,6 +249,19 @@ def test_aucsched_basic_priorities_break_ties_by_submission_order():
         assert disp.priorities(view, list(view.queue))[0] - disp.priorities(view, list(view.queue))[1] == 1
 
 
+def test_aucsched_max_total_bids_caps_the_window_like_the_plugin():
+    # one node of 4 cores, three -n 1 jobs: each has one bid class (node 0). With a budget of
+    # 2 bids per step (the plug-in's MAX_BID_COUNT) the third job gets no bid and waits.
+    system = system_of([(1, {"core": 4, "gpu": 0})], RES)
+    jobs = [sjob(1, ntasks=1), sjob(2, ntasks=1), sjob(3, ntasks=1)]
+    for cap, winners in ((0, [1, 2, 3]), (2, [1, 2])):
+        disp = Aucsched(window=3, max_total_bids=cap)
+        disp.setup(system)
+        view, _ = view_of(system, jobs, [[4, 0]])
+        dec = disp.dispatch(view)
+        assert sorted(s.job.id for s in dec.starts) == winners and dec.info["bids"] == len(winners)
+
+
 @pytest.mark.parametrize("priority, winners", [("basic", [2, 3]), ("age", [2, 3]), ("multifactor", [1])])
 def test_aucsched_priorities_decide_between_one_large_and_two_small_jobs(priority, winners):
     # 4 nodes x 4 cores, all free. J1 -N 4 --ntasks-per-node=4 (the whole machine), J2 and J3

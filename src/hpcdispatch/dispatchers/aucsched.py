@@ -37,7 +37,10 @@ exactly ``R`` nodes:
 
 At most ``max_bids`` (MAXBIDSPERJOB, default 5) A/B/C bids per job, preferring A over B over
 C, and within a type the tightest nodeset (fewest spare units) first; the SLURM bid comes in
-addition. A bid identical to another keeps the larger preference value. With
+addition. ``max_total_bids`` (default 0: no limit) caps the bids of a whole window, as the
+released plug-in's ``MAX_BID_COUNT`` (250) does: the window's jobs bid in priority order
+until the budget is spent and the later ones get no bid (the plug-in also divides the budget
+by 1.5 after a step that hit its time limit and starts nothing in that step; not modelled). A bid identical to another keeps the larger preference value. With
 ``contiguous_only`` only A and B bids (and contiguous SLURM bids) are made (Table 8's
 "contigonlybids").
 
@@ -325,6 +328,7 @@ class Aucsched(Dispatcher):
         step: float = 5.0,
         window: int = 100,
         max_bids: int = 5,
+        max_total_bids: int = 0,
         slurm_bids: bool = True,
         contiguous_only: bool = False,
         time_limit: float = 5.0,
@@ -344,6 +348,7 @@ class Aucsched(Dispatcher):
         self.step = step
         self.window = window
         self.max_bids = max_bids
+        self.max_total_bids = max_total_bids
         self.slurm_bids = slurm_bids
         self.contiguous_only = contiguous_only
         self.time_limit = time_limit
@@ -365,7 +370,7 @@ class Aucsched(Dispatcher):
         return {"dispatch_interval": float(self.step), "dispatch_on_events": False}
 
     def _setup(self, system: System) -> None:
-        if self.step <= 0 or self.window < 1 or self.max_bids < 1 or self.time_limit <= 0 or self.workers < 1:
+        if self.step <= 0 or self.window < 1 or self.max_bids < 1 or self.max_total_bids < 0 or self.time_limit <= 0 or self.workers < 1:
             raise ConfigError(f"aucsched: invalid parameters {self.get_params()}")
         if self.priority_base < 1:
             raise ConfigError("aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)")
@@ -386,6 +391,7 @@ class Aucsched(Dispatcher):
         out: list[JobBids] = []
         slurm_free = free.copy() if self.slurm_bids else None
         cache: dict[tuple, tuple[np.ndarray, list[Bid], int]] = {}
+        total = 0
         for job in window:
             req = requests[job.index]
             shape = (job.unit_request, job.max_units_per_node, job.units, job.node_count, job.per_node_request,
@@ -409,9 +415,15 @@ class Aucsched(Dispatcher):
                         same.kind = "S"  # identical class: it keeps the SLURM bid's preference (F = 1)
                     else:
                         jb.bids.append(sbid)
+            if self.max_total_bids:  # the plug-in's MAX_BID_COUNT: later jobs of the window get no bid
+                room = self.max_total_bids - total
+                if room <= 0:
+                    break
+                del jb.bids[room:]
             for b in jb.bids:
                 b.pref = preference(job.slurm_type, b.kind, len(b.nodes), self.n_nodes, b.runs, n_runs)
             if jb.bids:
+                total += len(jb.bids)
                 out.append(jb)
         return out
 
