@@ -262,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     runs_path = args.out / "runs.csv"
     rows = read_rows(runs_path)
-    bf_opts = ",".join(x for x in (("priority=multifactor" if args.priority == "multifactor" else ""), args.slurm_bf) if x)
+    bf_prio = "priority=multifactor" if args.priority == "multifactor" else ""  # basic and age: FIFO alike
+    bf_opts = ",".join(x for x in (bf_prio, args.slurm_bf) if x)
     specs = {"AUCSCHED": f"aucsched:time_limit={args.time_limit:g},priority={args.priority}"
                          + (f",{args.aucsched}" if args.aucsched else ""),
              "SLURM/BF": "slurm-bf" + (f":{bf_opts}" if bf_opts else "")}

@@ -40,7 +40,8 @@ C, and within a type the tightest nodeset (fewest spare units) first; the SLURM 
 addition. ``max_total_bids`` (default 0: no limit) caps the bids of a whole window, as the
 released plug-in's ``MAX_BID_COUNT`` (250) does: the window's jobs bid in priority order
 until the budget is spent and the later ones get no bid (the plug-in also divides the budget
-by 1.5 after a step that hit its time limit and starts nothing in that step; not modelled). A bid identical to another keeps the larger preference value. With
+by 1.5 after a step that hit its time limit and starts nothing in that step; not modelled).
+A bid identical to another keeps the larger preference value. With
 ``contiguous_only`` only A and B bids (and contiguous SLURM bids) are made (Table 8's
 "contigonlybids").
 
@@ -370,7 +371,8 @@ class Aucsched(Dispatcher):
         return {"dispatch_interval": float(self.step), "dispatch_on_events": False}
 
     def _setup(self, system: System) -> None:
-        if self.step <= 0 or self.window < 1 or self.max_bids < 1 or self.max_total_bids < 0 or self.time_limit <= 0 or self.workers < 1:
+        if (self.step <= 0 or self.window < 1 or self.max_bids < 1 or self.max_total_bids < 0
+                or self.time_limit <= 0 or self.workers < 1):
             raise ConfigError(f"aucsched: invalid parameters {self.get_params()}")
         if self.priority_base < 1:
             raise ConfigError("aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)")
