@@ -138,7 +138,8 @@ def write_tables(rows: list[dict], out: Path, note: str = "") -> list[dict]:
     return agg
 
 
-def step_check(machine: str, states: int, time_limit: float, window: int, console: Console) -> list[dict]:
+def step_check(machine: str, states: int, time_limit: float, window: int, console: Console,
+               priority: str = "basic") -> list[dict]:
     """The issue's bar: one AUCSCHED step (bids + IP build + CP-SAT solve) with ``window`` queued
     jobs of workload V.2 on ``machine``, on ``states`` random fragmented free states (each node
     busy with probability 1/2, then a random share of its cores and GPUs taken)."""
@@ -159,7 +160,7 @@ def step_check(machine: str, states: int, time_limit: float, window: int, consol
         view = DispatchView(system, free, list(free.sum(axis=0)), {j.index: j for j in wl.jobs}, {},
                             [float(j.wall_time) for j in wl.jobs], wl.unit_requests, True)
         view.new_jobs = tuple(wl.jobs)
-        disp = Aucsched(time_limit=time_limit, window=window)
+        disp = Aucsched(time_limit=time_limit, window=window, priority=priority)
         disp.setup(system)
         t0 = time.perf_counter()
         dec = disp.dispatch(view)
@@ -238,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=5.0, help="CP-SAT limit per step (the paper: 5 s)")
     p.add_argument("--aucsched", default="", help="extra AUCSCHED options, e.g. slurm_bids=False,max_bids=15")
     p.add_argument("--slurm-bf", default="", help="extra SLURM/BF options, e.g. bf_interval=30")
+    p.add_argument("--priority", default="basic", choices=["basic", "age", "multifactor"],
+                   help="Slurm job priorities (both schedulers; see dispatchers/slurm_priority.py)")
     p.add_argument("--methods", default="AUCSCHED,SLURM/BF")
     p.add_argument("--out", type=Path, default=Path("benchmarks/results/aucsched"))
     p.add_argument("--report", action="store_true", help="only rewrite table.csv / table.md from runs.csv")
@@ -246,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     console = Console(stderr=True)
     if args.step_check:
-        rows = step_check("machine-l", args.step_check, args.time_limit, 100, console)
+        rows = step_check("machine-l", args.step_check, args.time_limit, 100, console, args.priority)
         args.out.mkdir(parents=True, exist_ok=True)
         with (args.out / "step_check.csv").open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -259,14 +262,23 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     runs_path = args.out / "runs.csv"
     rows = read_rows(runs_path)
+    bf_prio = "priority=multifactor" if args.priority == "multifactor" else ""  # basic and age: FIFO alike
+    bf_opts = ",".join(x for x in (bf_prio, args.slurm_bf) if x)
+    specs = {"AUCSCHED": f"aucsched:time_limit={args.time_limit:g},priority={args.priority}"
+                         + (f",{args.aucsched}" if args.aucsched else ""),
+             "SLURM/BF": "slurm-bf" + (f":{bf_opts}" if bf_opts else "")}
     note = (f"Scale: theoretical runtime {args.runtime_h:g} h, seeds 1..{args.seeds}, CP-SAT limit "
-            f"{args.time_limit:g} s per step, step 5 s; AUCSCHED options: "
-            f"{('time_limit=%g' % args.time_limit) + (',' + args.aucsched if args.aucsched else '')}.")
+            f"{args.time_limit:g} s per step, step 5 s; specs: {specs['AUCSCHED']} and {specs['SLURM/BF']}.")
+
+    def current(rs: list[dict]) -> list[dict]:
+        """The rows of this configuration (runs.csv may hold others: other options, scales)."""
+        return [r for r in rs if r["method"] in specs and r["spec"] == specs[r["method"]]
+                and f"{float(r['runtime_h']):g}" == f"{args.runtime_h:g}" and int(r["seed"]) <= args.seeds
+                and r["machine"] in args.machines.split(",")]
+
     if args.report:
-        write_tables(rows, args.out, note)
+        write_tables(current(rows), args.out, note)
         return 0
-    specs = {"AUCSCHED": "aucsched:time_limit=%g" % args.time_limit + (f",{args.aucsched}" if args.aucsched else ""),
-             "SLURM/BF": "slurm-bf" + (f":{args.slurm_bf}" if args.slurm_bf else "")}
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     for m in methods:
         if m not in specs:
@@ -295,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             writer.writerow(row)
             f.flush()
             rows.append({k: str(v_) for k, v_ in row.items()})
-            write_tables(rows, args.out, note)
+            write_tables(current(rows), args.out, note)
             progress.advance(task)
     console.print(f"done in {time.perf_counter() - t_start:.0f} s; tables in {args.out}/table.md and table.csv")
     return 0

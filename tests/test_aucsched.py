@@ -197,6 +197,102 @@ def test_paper_example_auction_gives_figure_4(slurm_bids):
     assert dec.info["status"] == "OPTIMAL"
 
 
+def test_slurm_selection_cons_res_sets_variant_by_hand():
+    # a -N 2 --ntasks-per-node=2 job (2 units of 2 cores, one per node); free cores per node:
+    # set A = nodes 0-1 with 2 free cores each (sufficient: 2 nodes), set B = node 3 with 8
+    # free cores (1 node: not sufficient). Default: A, the sufficient set. cons_res_sets:
+    # Slurm compares consec_cpus (A 4, B 8) and "!sufficient && cpus > best" lets B displace A:
+    # node 3 first, then the best remaining set for the second node -> split allocation.
+    avail = np.array([1, 1, 0, 1])
+    cpus = np.array([2, 2, 0, 8])
+    assert slurm_select(avail, 2, 2).nodes.tolist() == [0, 1]
+    split = slurm_select(avail, 2, 2, cpus=cpus)
+    assert split.nodes.tolist() == [0, 3] and split.units.tolist() == [1, 1]
+
+
+# ---- Slurm priorities: P_j of eq. 1 and the queue order -------------------------------------
+
+
+def test_slurm_priority_modes_by_hand():
+    from hpcdispatch.dispatchers.slurm_priority import TOP_PRIORITY, SlurmPriority
+
+    system = system_of([(4, {"core": 4, "gpu": 0})], RES)  # 4 nodes, 16 cores
+    wl = Workload([sjob(1, ntasks=2), sjob(2, nodes=2, ntasks_per_node=4), sjob(3, nodes=4, ntasks_per_node=1)], RES)
+    j1, j2, j3 = wl.jobs
+    basic = SlurmPriority("basic", system)
+    assert basic.of_all(wl.jobs, 50.0) == [TOP_PRIORITY - 1, TOP_PRIORITY - 2, TOP_PRIORITY - 3]
+    assert SlurmPriority("age", system, priority_base=1).of_all(wl.jobs, 50.0) == [51, 51, 51]
+    mf = SlurmPriority("multifactor", system, weight_age=1000, weight_size=1000, max_age=1000)
+    # js = (nodes / 4 + cpus / 16) / 2: J1 (1/4 + 2/16) / 2 = 0.1875; J2 (2/4 + 8/16) / 2 = 0.5; J3 (1 + 4/16) / 2
+    assert mf.of_all(wl.jobs, 100.0) == [100 + 187, 100 + 500, 100 + 625]
+    assert [j.id for j in mf.order(list(wl.jobs), 100.0)] == [3, 2, 1]
+    small = SlurmPriority("multifactor", system, weight_age=0, weight_size=1000, favor_small=True)
+    # favour small: ((4 - nodes) / 4 + (16 - cpus) / 16) / 2
+    assert small.of_all(wl.jobs, 0.0) == [812, 500, 375]
+    assert [j.id for j in small.order(list(wl.jobs), 0.0)] == [1, 2, 3]
+    assert [j.id for j in basic.order(list(wl.jobs), 0.0)] == [1, 2, 3]
+
+
+def test_aucsched_basic_priorities_break_ties_by_submission_order():
+    # one node of 4 cores; J1 -n 3 and J2 -n 2 cannot both start; without SLURM bids both bid
+    # on the same class with the same F, so only P_j differs: Slurm's priority/basic gives the
+    # earlier job 1 more, and it wins -- whichever of the two requests comes first
+    system = system_of([(1, {"core": 4, "gpu": 0})], RES)
+    for first, second in ((3, 2), (2, 3)):
+        jobs = [sjob(1, ntasks=first), sjob(2, ntasks=second)]
+        disp = Aucsched(window=2, slurm_bids=False, priority="basic", symmetry_cuts=False)
+        disp.setup(system)
+        view, _ = view_of(system, jobs, [[4, 0]])
+        dec = disp.dispatch(view)
+        assert [s.job.id for s in dec.starts] == [1] and dec.info["status"] == "OPTIMAL"
+        # eq. 10 with P ~ 4.29e9: the objective's integer scale shrinks and stays exact
+        assert disp.priorities(view, list(view.queue))[0] - disp.priorities(view, list(view.queue))[1] == 1
+
+
+def test_aucsched_max_total_bids_caps_the_window_like_the_plugin():
+    # one node of 4 cores, three -n 1 jobs: each has one bid class (node 0). With a budget of
+    # 2 bids per step (the plug-in's MAX_BID_COUNT) the third job gets no bid and waits.
+    system = system_of([(1, {"core": 4, "gpu": 0})], RES)
+    jobs = [sjob(1, ntasks=1), sjob(2, ntasks=1), sjob(3, ntasks=1)]
+    for cap, winners in ((0, [1, 2, 3]), (2, [1, 2])):
+        disp = Aucsched(window=3, max_total_bids=cap)
+        disp.setup(system)
+        view, _ = view_of(system, jobs, [[4, 0]])
+        dec = disp.dispatch(view)
+        assert sorted(s.job.id for s in dec.starts) == winners and dec.info["bids"] == len(winners)
+
+
+@pytest.mark.parametrize("priority, winners", [("basic", [2, 3]), ("age", [2, 3]), ("multifactor", [1])])
+def test_aucsched_priorities_decide_between_one_large_and_two_small_jobs(priority, winners):
+    # 4 nodes x 4 cores, all free. J1 -N 4 --ntasks-per-node=4 (the whole machine), J2 and J3
+    # -n 8 each. basic / age: P_j all about equal, two jobs beat one. multifactor (job size,
+    # PriorityFavorSmall=NO, weights 1000, age 0): P1 = 1000 (4/4 + 16/16) / 2 = 1000,
+    # P2 = P3 = 1000 (1/4 + 8/16) / 2 = 375; 1000 > 750, J1 alone wins.
+    system = system_of([(4, {"core": 4, "gpu": 0})], RES)
+    jobs = [sjob(1, nodes=4, ntasks_per_node=4), sjob(2, ntasks=8), sjob(3, ntasks=8)]
+    disp = Aucsched(window=3, priority=priority)
+    disp.setup(system)
+    view, _ = view_of(system, jobs, [[4, 0]] * 4)
+    dec = disp.dispatch(view)
+    assert sorted(s.job.id for s in dec.starts) == winners and dec.info["status"] == "OPTIMAL"
+    if priority == "multifactor":
+        assert disp.priorities(view, list(view.queue)) == [1000, 375, 375]
+
+
+def test_slurm_bf_multifactor_orders_its_queue_by_job_size():
+    # 2 nodes x 4 cores; J1 holds node 0 for 100 s; then J2 -n 4 (small) and J3 -N 2
+    # --ntasks-per-node=4 (large) wait. FIFO (basic): J2 starts at 0 on node 1 (main scheduler).
+    # multifactor (size): J3 first, it cannot start, the main scheduler stops; the backfill
+    # pass reserves both nodes for J3 at 100 and J2 (ends at 200 > 100) may not start before.
+    system = system_of([(2, {"core": 4, "gpu": 0})], RES)
+    jobs = [sjob(1, run=100, ntasks=4), sjob(2, run=200, submit=1, ntasks=4),
+            sjob(3, run=100, submit=1, nodes=2, ntasks_per_node=4)]
+    fifo = starts(simulate(system, Workload(jobs, RES), "slurm-bf"))
+    assert fifo == {1: 0.0, 2: 1.0, 3: 201.0}
+    size = starts(simulate(system, Workload(jobs, RES), "slurm-bf:priority=multifactor,weight_age=0"))
+    assert size == {1: 0.0, 2: 200.0, 3: 100.0}
+
+
 # ---- Slurm's node selection (select/cons_tres, linear) -------------------------------------
 
 
@@ -242,7 +338,9 @@ def test_slurm_bf_backfills_without_delaying_the_reservation():
 def test_slurm_bf_parameters_and_reservations_for_every_tested_job():
     d = make_dispatcher("slurm-bf")
     assert d.get_params() == {"bf_interval": 30.0, "bf_window": 86400.0, "bf_resolution": 60.0,
-                              "bf_max_job_test": 100, "allocator": "slurm-linear"}
+                              "bf_max_job_test": 100, "priority": "basic", "weight_age": 1000.0,
+                              "weight_size": 1000.0, "max_age": 604800.0, "favor_small": False,
+                              "cons_res_sets": False, "allocator": "slurm-linear"}
     system = system_of([(4, {"core": 4, "gpu": 0})], RES)
     jobs = [
         sjob(1, run=600, nodes=3, ntasks_per_node=4),  # 0-600 on nodes 0-2

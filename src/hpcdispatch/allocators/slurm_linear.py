@@ -42,8 +42,14 @@ from hpcdispatch.allocators.base import Allocator
 from hpcdispatch.sim.allocation import Allocation, node_units, runs_of
 
 
-def _eval_nodes(avail: np.ndarray, units: int, min_nodes: int, max_nodes: int, contiguous: bool) -> list[tuple[int, int]] | None:
-    """Slurm's ``_eval_nodes`` on per-node available units; ``[(node, units)]`` or ``None``."""
+def _eval_nodes(avail: np.ndarray, units: int, min_nodes: int, max_nodes: int, contiguous: bool,
+                cpus: np.ndarray | None = None) -> list[tuple[int, int]] | None:
+    """Slurm's ``_eval_nodes`` on per-node available units; ``[(node, units)]`` or ``None``.
+
+    ``cpus`` (optional, the ``cons_res_sets`` variant): the free CPUs of every node; sets are
+    then compared by their free CPUs, as Slurm's ``consec_cpus``, and a set that is not
+    sufficient replaces the best one whenever it has more CPUs, even when the best one is
+    sufficient -- Slurm's condition taken literally (see :func:`slurm_select`)."""
     usable = avail > 0
     if int(usable.sum()) < min_nodes:
         return None
@@ -52,6 +58,12 @@ def _eval_nodes(avail: np.ndarray, units: int, min_nodes: int, max_nodes: int, c
         return None
     cs = np.concatenate(([0], np.cumsum(avail)))
     set_units = (cs[ends] - cs[starts]).tolist()
+    literal = cpus is not None
+    if literal:
+        cc = np.concatenate(([0], np.cumsum(np.where(usable, cpus, 0))))
+        set_measure = (cc[ends] - cc[starts]).tolist()
+    else:
+        set_measure = set_units
     set_nodes = (ends - starts).tolist()
     starts_l, ends_l = starts.tolist(), ends.tolist()
     rem_units, rem_nodes = units, min_nodes
@@ -66,13 +78,14 @@ def _eval_nodes(avail: np.ndarray, units: int, min_nodes: int, max_nodes: int, c
             if not alive[i]:
                 continue
             sufficient = set_units[i] >= rem_units and set_nodes[i] >= rem_nodes
+            m = set_measure[i]
             if (
                 best < 0
                 or (sufficient and not best_sufficient)
-                or (sufficient and set_units[i] < best_units)
-                or (not sufficient and not best_sufficient and set_units[i] > best_units)
+                or (sufficient and m < best_units)
+                or (not sufficient and (literal or not best_sufficient) and m > best_units)
             ):
-                best, best_units, best_sufficient = i, set_units[i], sufficient
+                best, best_units, best_sufficient = i, m, sufficient
         if best < 0:
             return None
         if contiguous and not best_sufficient:
@@ -108,9 +121,17 @@ def _eval_nodes(avail: np.ndarray, units: int, min_nodes: int, max_nodes: int, c
     return None
 
 
-def slurm_select(avail: np.ndarray, units: int, node_count: int = 0, contiguous: bool = False) -> Allocation | None:
+def slurm_select(avail: np.ndarray, units: int, node_count: int = 0, contiguous: bool = False,
+                 cpus: np.ndarray | None = None) -> Allocation | None:
     """Slurm's choice for a job needing ``units`` units (exactly ``node_count`` nodes when given)
-    on nodes with ``avail`` available units each (0 = unusable)."""
+    on nodes with ``avail`` available units each (0 = unusable).
+
+    ``cpus`` (the ``cons_res_sets`` variant of SLURM/BF): the free CPUs of every node. Slurm's
+    cons_res counts a node's free CPUs in ``consec_cpus`` (capped at ``--ntasks-per-node`` only
+    for jobs that share resources) and its best-fit test ``!sufficient && consec_cpus >
+    best_fit_cpus`` does not check that the best set is insufficient, so a too-small set with
+    many free CPUs displaces a sufficient one and the job is split. Without ``cpus`` (default)
+    sets are compared by the job's units and only an insufficient best is displaced."""
     n = len(avail)
     min_nodes = node_count if node_count else 1
     max_nodes = node_count if node_count else min(units, n)
@@ -119,7 +140,7 @@ def slurm_select(avail: np.ndarray, units: int, node_count: int = 0, contiguous:
     avail = np.asarray(avail, dtype=np.int64)
     if int(avail.sum()) < units or int(np.count_nonzero(avail)) < min_nodes:
         return None  # cannot succeed: not enough units or usable nodes at all
-    chosen = _eval_nodes(avail, units, min_nodes, max_nodes, contiguous)
+    chosen = _eval_nodes(avail, units, min_nodes, max_nodes, contiguous, cpus)
     if chosen is None:
         most = int(avail.max()) if n else 0
         work = avail.copy()
@@ -128,7 +149,7 @@ def slurm_select(avail: np.ndarray, units: int, node_count: int = 0, contiguous:
             if not drop.any():
                 continue
             work[drop] = 0
-            chosen = _eval_nodes(work, units, min_nodes, max_nodes, contiguous)
+            chosen = _eval_nodes(work, units, min_nodes, max_nodes, contiguous, cpus)
             if chosen is not None:
                 break
     if chosen is None:

@@ -37,7 +37,11 @@ exactly ``R`` nodes:
 
 At most ``max_bids`` (MAXBIDSPERJOB, default 5) A/B/C bids per job, preferring A over B over
 C, and within a type the tightest nodeset (fewest spare units) first; the SLURM bid comes in
-addition. A bid identical to another keeps the larger preference value. With
+addition. ``max_total_bids`` (default 0: no limit) caps the bids of a whole window, as the
+released plug-in's ``MAX_BID_COUNT`` (250) does: the window's jobs bid in priority order
+until the budget is spent and the later ones get no bid (the plug-in also divides the budget
+by 1.5 after a step that hit its time limit and starts nothing in that step; not modelled).
+A bid identical to another keeps the larger preference value. With
 ``contiguous_only`` only A and B bids (and contiguous SLURM bids) are made (Table 8's
 "contigonlybids").
 
@@ -68,9 +72,17 @@ paper's type 1/2 jobs and one node's share ``(R_cpn cores, g GPUs)`` for type 3 
 - (7) ``0 <= r_jn <= u_jn min(fit_jn - 1, U_j - 1)``, ``fit_jn`` the units of ``j`` that fit on
   ``n`` alone.
 
-Priorities ``P_j = priority_base + floor(age_j)`` (seconds since submission). When a whole
-workload is submitted at once, all jobs of a window have the same priority at every step and
-the program maximises the number of jobs started, then the preference values.
+Priorities ``P_j`` are Slurm's job priorities, as the plug-in reads them (``job_ptr->priority``),
+and the window is the front of the queue sorted by them (option ``priority``, see
+:mod:`hpcdispatch.dispatchers.slurm_priority`): ``basic`` (default; Slurm's FIFO
+``priority/basic``: ``0xffff0000 - 1 - submission rank``, constant), ``age``
+(``priority_base + floor(age)``; with a whole workload submitted at t = 0 every job has the
+same priority and the program maximises the number of jobs started, then the preference
+values) or ``multifactor`` (age and job-size factors with ``weight_age``, ``weight_size``,
+``max_age``, ``favor_small``). With ``basic`` the objective still maximises the number of
+jobs first (all ``P_j`` about 4.29e9), then the preference values (``alpha`` about 1.4e7),
+and the submission order breaks what ties remain. The objective's integer scale shrinks for
+such priorities so that its coefficients stay below 2**45 (:func:`objective_scale`).
 
 Solved with CP-SAT under a wall-clock limit (``time_limit``, default 5 s; the model build time
 is subtracted, so build + solve stay within the limit plus the solver's loading overhead),
@@ -88,7 +100,6 @@ state is the same and so is the (empty) outcome; the step is skipped (counted in
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -96,6 +107,7 @@ import numpy as np
 
 from hpcdispatch.dispatchers.base import Dispatcher, Tags, register
 from hpcdispatch.dispatchers.slurm_bf import slurm_allocate
+from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.sim.allocation import Allocation, held_amounts, node_units, per_node_array, runs_of
 from hpcdispatch.sim.decision import Decision, Start
@@ -116,6 +128,20 @@ K_CONSTANTS = {
 }
 OBJECTIVE_SCALE = 1000
 KIND_ORDER = {"A": 0, "B": 1, "C": 2, "S": 3}
+#: largest objective coefficient aimed at: sums of 100 winners stay exact in a double (< 2**53)
+COEF_LIMIT = 2**45
+
+
+def objective_scale(p_max: int, n_bids: int) -> int:
+    """``S`` of the integer objective ``P_j (|B|+1) S + round(P_min F_jc S)`` (eq. 1 times
+    ``(|B|+1) S``, alpha of eq. 10): ``OBJECTIVE_SCALE`` unless Slurm-sized priorities (about
+    4.29e9 with ``priority/basic``) would make the coefficients exceed ``COEF_LIMIT``; then
+    smaller, at least 1 (``P_min F`` is then rounded to a unit of about 4e9, still far finer
+    than the gaps between F values)."""
+    s = OBJECTIVE_SCALE
+    if p_max * (n_bids + 1) * s > COEF_LIMIT:
+        s = max(1, COEF_LIMIT // (p_max * (n_bids + 1)))
+    return s
 
 
 def preference(job_type: int, kind: str, n_nodes_bid: int, n_nodes: int, runs_bid: int, runs_total: int) -> float:
@@ -303,11 +329,17 @@ class Aucsched(Dispatcher):
         step: float = 5.0,
         window: int = 100,
         max_bids: int = 5,
+        max_total_bids: int = 0,
         slurm_bids: bool = True,
         contiguous_only: bool = False,
         time_limit: float = 5.0,
         workers: int = 1,
+        priority: str = "basic",
         priority_base: float = 1.0,
+        weight_age: float = 1000.0,
+        weight_size: float = 1000.0,
+        max_age: float = 604800.0,
+        favor_small: bool = False,
         seed: int = 0,
         aggregate_cut: bool = True,
         symmetry_cuts: bool = True,
@@ -317,11 +349,17 @@ class Aucsched(Dispatcher):
         self.step = step
         self.window = window
         self.max_bids = max_bids
+        self.max_total_bids = max_total_bids
         self.slurm_bids = slurm_bids
         self.contiguous_only = contiguous_only
         self.time_limit = time_limit
         self.workers = workers
+        self.priority = priority
         self.priority_base = priority_base
+        self.weight_age = weight_age
+        self.weight_size = weight_size
+        self.max_age = max_age
+        self.favor_small = favor_small
         self.seed = seed
         self.aggregate_cut = aggregate_cut
         self.symmetry_cuts = symmetry_cuts
@@ -333,10 +371,14 @@ class Aucsched(Dispatcher):
         return {"dispatch_interval": float(self.step), "dispatch_on_events": False}
 
     def _setup(self, system: System) -> None:
-        if self.step <= 0 or self.window < 1 or self.max_bids < 1 or self.time_limit <= 0 or self.workers < 1:
+        if (self.step <= 0 or self.window < 1 or self.max_bids < 1 or self.max_total_bids < 0
+                or self.time_limit <= 0 or self.workers < 1):
             raise ConfigError(f"aucsched: invalid parameters {self.get_params()}")
         if self.priority_base < 1:
             raise ConfigError("aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)")
+        self._prio = SlurmPriority(self.priority, system, priority_base=self.priority_base,
+                                   weight_age=self.weight_age, weight_size=self.weight_size,
+                                   max_age=self.max_age, favor_small=self.favor_small)
         self.n_nodes = system.n_nodes
         maxcap = system.max_node_capacity.astype(np.float64)
         self._weights = np.where(maxcap > 0, 1.0 / np.where(maxcap > 0, maxcap, 1.0), 0.0)
@@ -351,6 +393,7 @@ class Aucsched(Dispatcher):
         out: list[JobBids] = []
         slurm_free = free.copy() if self.slurm_bids else None
         cache: dict[tuple, tuple[np.ndarray, list[Bid], int]] = {}
+        total = 0
         for job in window:
             req = requests[job.index]
             shape = (job.unit_request, job.max_units_per_node, job.units, job.node_count, job.per_node_request,
@@ -374,9 +417,15 @@ class Aucsched(Dispatcher):
                         same.kind = "S"  # identical class: it keeps the SLURM bid's preference (F = 1)
                     else:
                         jb.bids.append(sbid)
+            if self.max_total_bids:  # the plug-in's MAX_BID_COUNT: later jobs of the window get no bid
+                room = self.max_total_bids - total
+                if room <= 0:
+                    break
+                del jb.bids[room:]
             for b in jb.bids:
                 b.pref = preference(job.slurm_type, b.kind, len(b.nodes), self.n_nodes, b.runs, n_runs)
             if jb.bids:
+                total += len(jb.bids)
                 out.append(jb)
         return out
 
@@ -387,7 +436,7 @@ class Aucsched(Dispatcher):
             self.skipped += 1
             return Decision(info={"skipped": True})
         t0 = time.perf_counter()
-        window = view.queue.as_list()[: self.window]
+        window = self._prio.order(view.queue.as_list(), view.now)[: self.window]
         job_bids = self.build_bids(view, window)
         t_bids = time.perf_counter() - t0
         if not job_bids:
@@ -399,7 +448,8 @@ class Aucsched(Dispatcher):
         return Decision(starts, info=info)
 
     def priorities(self, view: DispatchView, jobs: list[Job]) -> list[int]:
-        return [int(self.priority_base + math.floor(max(view.now - j.submit, 0.0))) for j in jobs]
+        """``P_j`` of eq. 1 (:mod:`hpcdispatch.dispatchers.slurm_priority`, option ``priority``)."""
+        return self._prio.of_all(jobs, view.now)
 
     def greedy(self, view: DispatchView, job_bids: list[JobBids]) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
         """A feasible solution, the documented fallback: first the SLURM bids (jointly feasible
@@ -463,7 +513,8 @@ class Aucsched(Dispatcher):
         prio = self.priorities(view, [jb.job for jb in job_bids])
         n_bids = sum(len(jb.bids) for jb in job_bids)
         p_min = min(prio)
-        big = (n_bids + 1) * OBJECTIVE_SCALE
+        scale = objective_scale(max(prio), n_bids)
+        big = (n_bids + 1) * scale
 
         b_vars: list[list] = []
         plans: list[dict] = []  # per job: how to read its units back
@@ -483,7 +534,7 @@ class Aucsched(Dispatcher):
                 n_cons += 1
             for b, bid in zip(bs, jb.bids):
                 obj_vars.append(b)
-                obj_coefs.append(prio[jp] * big + int(round(p_min * bid.pref * OBJECTIVE_SCALE)))
+                obj_coefs.append(prio[jp] * big + int(round(p_min * bid.pref * scale)))
             U = job.units
             fit = jb.fit
             exact = all(bid.r_node == len(bid.nodes) for bid in jb.bids)
