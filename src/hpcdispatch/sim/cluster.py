@@ -74,19 +74,27 @@ class ClusterState:
             amounts = need[None, :]
         else:
             amounts = counts[:, None] * unit_request
-            left = self.free[nodes] - amounts
-            if left.min() < 0:
-                k, r = np.argwhere(left < 0)[0]
-                return (
-                    f"node {int(nodes[k])} has {int(self.free[nodes[k], r])} {self.system.resources[r]} free, "
-                    f"the allocation needs {int(amounts[k, r])}"
-                )
-            self.free[nodes] = left
+            problem = self._subtract(nodes, amounts)
+            if problem:
+                return problem
         ft = self.free_total
         for r, a in enumerate(unit_request.tolist()):
             if a:
                 ft[r] -= a * units
         return amounts
+
+    def _subtract(self, nodes: np.ndarray, amounts: np.ndarray) -> str | None:
+        """Take ``amounts`` (one row per node of ``nodes``) if every node has them free;
+        otherwise change nothing and say which node falls short."""
+        left = self.free[nodes] - amounts
+        if left.min() < 0:
+            k, r = np.argwhere(left < 0)[0]
+            return (
+                f"node {int(nodes[k])} has {int(self.free[nodes[k], r])} {self.system.resources[r]} free, "
+                f"the allocation needs {int(amounts[k, r])}"
+            )
+        self.free[nodes] = left
+        return None
 
     def _node_list_problem(self, nodes: np.ndarray, m: int) -> str | None:
         """Why an allocation's node list is unusable (empty, unsorted, out of range), or None."""
@@ -119,14 +127,9 @@ class ClusterState:
         amounts = counts[:, None] * unit_request[None, :]
         if per_node is not None:
             amounts = amounts + per_node[None, :]
-        left = self.free[nodes] - amounts
-        if left.min() < 0:
-            k, r = np.argwhere(left < 0)[0]
-            return (
-                f"node {int(nodes[k])} has {int(self.free[nodes[k], r])} {self.system.resources[r]} free, "
-                f"the allocation needs {int(amounts[k, r])}"
-            )
-        self.free[nodes] = left
+        problem = self._subtract(nodes, amounts)
+        if problem:
+            return problem
         ft = self.free_total
         for r, a in enumerate(amounts.sum(axis=0).tolist()):
             ft[r] -= a
