@@ -225,3 +225,19 @@ def test_decision_log_and_summary():
     assert s["jobs"] == 2 and s["started"] == 2 and s["makespan"] == 20
     assert s["wait_mean"] == 5 and s["utilization_core"] == 1.0
     assert placement(r) == {1: [(0, 1)], 2: [(0, 1)]}
+
+
+def test_tables_and_metrics_of_a_grown_job_by_hand():
+    # 4 nodes x 1 core. At 0 J1 takes node 0 and J2 (2 units) nodes 1, 2 (until 10); at 5 J1
+    # grows by one unit onto node 3, the only free node, and holds both until 20.
+    j1 = job(1, 0, 20, growth=(GrowthRequest(after=5, units=1),))
+    r = simulate(cores_system(4, 1), [j1, job(2, 0, 10, units=2)], GrowFirstFit())
+    frame = r.jobs_frame()
+    assert frame["allocation"].tolist() == ["0:1 | 3:1", "1:1 2:1"]
+    assert "allocation" not in r.jobs_frame(allocation_text=False).columns
+    s = r.summary()
+    # J1: nodes {0, 3} -> 2 blocks, spread (3 - 0 + 1) / 2 = 2; J2: nodes {1, 2} -> 1 block, spread 1
+    assert s["fragmentation_mean"] == pytest.approx(1.5) and s["spread_mean"] == pytest.approx(1.5)
+    # core-seconds: J1 20 + 15, J2 2 x 10 = 55 over 4 cores x 20 s
+    assert s["utilization_core"] == pytest.approx(55 / 80)
+    assert s["theoretical_runtime_s"] == pytest.approx(55 / 4)

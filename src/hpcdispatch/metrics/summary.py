@@ -51,16 +51,13 @@ def time_weighted_mean(times: np.ndarray, values: np.ndarray, t_end: float) -> f
 def utilization(result: SimulationResult, t0: float, t1: float) -> dict[str, float]:
     """Used / available resource-seconds per resource type over ``[t0, t1]``."""
     w = result.workload
-    used = np.zeros(len(w.resources))
-    extra = w.per_node_requests if w.has_constraints else None
-    for idx, segs in result.segments.items():
-        req = w.unit_requests[idx]
-        end = result.end[idx]
-        for t_from, alloc in segs:
-            held = alloc.total_units * req if extra is None else alloc.total_units * req + len(alloc.nodes) * extra[idx]
-            used += held * (end - t_from)
+    rows = result.allocation_rows()
+    seconds = rows.t_to - rows.t_from
     cap = result.system.total_capacity.astype(np.float64) * max(t1 - t0, 1e-9)
-    return {name: float(used[r] / cap[r]) if cap[r] > 0 else 0.0 for r, name in enumerate(w.resources)}
+    return {
+        name: float(np.dot(rows.held(w, r).astype(np.float64), seconds) / cap[r]) if cap[r] > 0 else 0.0
+        for r, name in enumerate(w.resources)
+    }
 
 
 def mean_std(values: np.ndarray) -> tuple[float, float]:
@@ -71,20 +68,30 @@ def mean_std(values: np.ndarray) -> tuple[float, float]:
 
 
 def topology_metrics(result: SimulationResult) -> dict[str, np.ndarray]:
-    """Per started job, on the nodes of its allocation (all segments; linear node order):
+    """Per started job (in job index order), on the nodes of its allocation (all segments;
+    linear node order):
 
     - fragmentation: number of blocks of consecutive node indices;
     - spread: (last node index - first node index + 1) / number of nodes.
     """
-    frag, spread = [], []
-    for idx in sorted(result.segments):
-        segs = result.segments[idx]
-        nodes = segs[0][1].nodes if len(segs) == 1 else np.unique(np.concatenate([a.nodes for _, a in segs]))
-        if len(nodes) == 0:
-            continue
-        frag.append(1 + int((np.diff(nodes) > 1).sum()))
-        spread.append((int(nodes[-1]) - int(nodes[0]) + 1) / len(nodes))
-    return {"fragmentation": np.asarray(frag, dtype=np.float64), "spread": np.asarray(spread, dtype=np.float64)}
+    rows = result.allocation_rows()
+    if len(rows) == 0:
+        return {"fragmentation": np.zeros(0), "spread": np.zeros(0)}
+    job, node = rows.job, rows.node
+    if (rows.segment > 0).any():  # a job that grew: its nodes are the union over its segments
+        width = int(node.max()) + 1
+        key = np.unique(job * width + node)
+        job, node = key // width, key % width
+    else:  # one segment per job, nodes ascending within it; jobs in index order
+        order = np.argsort(job, kind="stable")
+        job, node = job[order], node[order]
+    first = np.r_[True, job[1:] != job[:-1]]
+    starts = np.flatnonzero(first)
+    ends = np.r_[starts[1:], len(job)] - 1
+    gap = np.r_[False, (np.diff(node) > 1) & ~first[1:]]
+    frag = 1 + np.add.reduceat(gap.astype(np.int64), starts)
+    spread = (node[ends] - node[starts] + 1) / (ends - starts + 1)
+    return {"fragmentation": frag.astype(np.float64), "spread": spread.astype(np.float64)}
 
 
 def core_resource(resources: tuple[str, ...]) -> int:
@@ -96,15 +103,8 @@ def theoretical_runtime(result: SimulationResult) -> float:
     divided by the system's total cores (seconds)."""
     w = result.workload
     r = core_resource(tuple(w.resources))
-    extra = w.per_node_requests[:, r] if w.has_constraints else None
-    total = 0.0
-    for idx, segs in result.segments.items():
-        end = result.end[idx]
-        for t_from, alloc in segs:
-            cores = alloc.total_units * int(w.unit_requests[idx, r])
-            if extra is not None:
-                cores += len(alloc.nodes) * int(extra[idx])
-            total += cores * (end - t_from)
+    rows = result.allocation_rows()
+    total = float(np.dot(rows.held(w, r).astype(np.float64), rows.t_to - rows.t_from))
     cap = float(result.system.total_capacity[r])
     return total / cap if cap > 0 else 0.0
 

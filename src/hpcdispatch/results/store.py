@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
 
 from hpcdispatch import __version__
 from hpcdispatch.errors import ConfigError
@@ -84,6 +86,14 @@ def write_frame(path: Path, frame: pd.DataFrame) -> None:
         _atomic(path, lambda p: frame.to_csv(p, index=False))
 
 
+def write_csv_arrow(path: Path, frame: pd.DataFrame) -> None:
+    """CSV of a frame whose columns have one type each, by Arrow's writer (several times
+    faster than pandas' for the half-million-row job tables of whole traces; strings quoted,
+    booleans as ``true``/``false``, missing values empty)."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    _atomic(path, lambda p: pa_csv.write_csv(table, p))
+
+
 def workload_frame(result: SimulationResult) -> pd.DataFrame:
     w = result.workload
     data: dict[str, Any] = {
@@ -127,7 +137,7 @@ def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True
     jobs = result.jobs_frame()
     write_frame(out / "jobs.parquet", jobs)
     if csv:
-        write_frame(out / "jobs.csv", jobs)
+        write_csv_arrow(out / "jobs.csv", jobs)
     write_frame(out / "allocations.parquet", result.allocations_frame())
     write_frame(out / "decisions.parquet", result.decisions_frame())
     write_frame(out / "workload.parquet", workload_frame(result))

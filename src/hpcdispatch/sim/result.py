@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from hpcdispatch.sim.allocation import Allocation
 from hpcdispatch.system.model import System
@@ -17,6 +19,57 @@ if TYPE_CHECKING:
     from hpcdispatch.sim.simulator import SimulationOptions
 
 STATUS_NAMES = {0: "pending", 1: "queued", 2: "running", 3: "completed", 4: "rejected"}
+
+
+@dataclass(frozen=True)
+class AllocationRows:
+    """Every allocation segment flattened: one row per (job, segment, node), the rows of one
+    job consecutive, its segments in order. ``job`` holds workload indices; a segment holds
+    its nodes from ``t_from`` to the job's end ``t_to``. Metrics, tables and the validator
+    work on these columns instead of walking the segments job by job."""
+
+    job: np.ndarray  # int64 workload index
+    segment: np.ndarray  # int64, 0 = the allocation the job started with
+    node: np.ndarray  # int64
+    units: np.ndarray  # int64
+    t_from: np.ndarray  # float64
+    t_to: np.ndarray  # float64
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+    def held(self, workload: Workload, resource: int) -> np.ndarray:
+        """Amount of ``resource`` every row holds: units x per-unit request (+ per-node request)."""
+        amount = self.units * workload.unit_requests[self.job, resource]
+        if workload.has_constraints:
+            amount = amount + workload.per_node_requests[self.job, resource]
+        return amount
+
+    @classmethod
+    def of(cls, segments: dict[int, list[tuple[float, Allocation]]], end: np.ndarray) -> AllocationRows:
+        jobs: list[int] = []
+        seg_numbers: list[int] = []
+        froms: list[float] = []
+        node_parts: list[np.ndarray] = []
+        unit_parts: list[np.ndarray] = []
+        for idx, segs in segments.items():
+            for k, (t_from, alloc) in enumerate(segs):
+                jobs.append(idx)
+                seg_numbers.append(k)
+                froms.append(t_from)
+                node_parts.append(alloc.nodes)
+                unit_parts.append(alloc.units)
+        lengths = np.fromiter((len(n) for n in node_parts), dtype=np.int64, count=len(node_parts))
+        job = np.repeat(np.asarray(jobs, dtype=np.int64), lengths)
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(
+            job=job,
+            segment=np.repeat(np.asarray(seg_numbers, dtype=np.int64), lengths),
+            node=np.concatenate(node_parts).astype(np.int64, copy=False) if node_parts else empty,
+            units=np.concatenate(unit_parts).astype(np.int64, copy=False) if unit_parts else empty,
+            t_from=np.repeat(np.asarray(froms, dtype=np.float64), lengths),
+            t_to=np.asarray(end, dtype=np.float64)[job],
+        )
 
 
 @dataclass
@@ -37,10 +90,18 @@ class SimulationResult:
     resize_log: list[tuple[float, int, int, bool]]
     decisions: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
+    _rows: AllocationRows | None = field(default=None, init=False, repr=False, compare=False)
+
+    def allocation_rows(self) -> AllocationRows:
+        """The allocation segments as flat columns (built once, then cached)."""
+        if self._rows is None:
+            self._rows = AllocationRows.of(self.segments, self.end)
+        return self._rows
 
     # ---- tables ------------------------------------------------------------------------
-    def jobs_frame(self) -> pd.DataFrame:
-        """One row per job: times, request, outcome and allocation (``"node:units ..."``)."""
+    def jobs_frame(self, allocation_text: bool = True) -> pd.DataFrame:
+        """One row per job: times, request, outcome and (``allocation_text``) the allocation
+        as ``"node:units node:units | ..."`` (segments separated by ``|``)."""
         w = self.workload
         status = np.array([STATUS_NAMES[int(s)] for s in self.status], dtype=object)
         status[(self.status == 3) & self.killed] = "killed"
@@ -60,48 +121,25 @@ class SimulationResult:
             data[f"unit_{name}"] = w.unit_requests[:, r]
         data["user"] = np.fromiter((j.user for j in w.jobs), dtype=np.int64, count=len(w))
         data["queue"] = np.fromiter((j.queue for j in w.jobs), dtype=np.int64, count=len(w))
-        alloc_str = [""] * len(w)
-        for idx, segs in self.segments.items():
-            alloc_str[idx] = " | ".join(a.describe() for _, a in segs)
-        data["allocation"] = alloc_str
+        if allocation_text:
+            data["allocation"] = _allocation_text(self.allocation_rows(), len(w))
         return pd.DataFrame(data)
 
     def allocations_frame(self) -> pd.DataFrame:
         """One row per job, allocation segment and node: ``[from, to)`` and the amounts held
         (``units x unit_request + per_node_request``)."""
         w = self.workload
-        job_col, seg_col, node_col, units_col, from_col, to_col = [], [], [], [], [], []
-        for idx, segs in self.segments.items():
-            to = float(self.end[idx])
-            for k, (t_from, alloc) in enumerate(segs):
-                m = len(alloc.nodes)
-                job_col.append(np.full(m, idx))
-                seg_col.append(np.full(m, k))
-                node_col.append(alloc.nodes)
-                units_col.append(alloc.units)
-                from_col.append(np.full(m, t_from, dtype=np.float64))
-                to_col.append(np.full(m, to, dtype=np.float64))
-        if job_col:
-            jidx = np.concatenate(job_col)
-            units = np.concatenate(units_col)
-            frame = {
-                "job_id": w.ids[jidx],
-                "segment": np.concatenate(seg_col),
-                "node": np.concatenate(node_col),
-                "units": units,
-                "from": np.concatenate(from_col),
-                "to": np.concatenate(to_col),
-            }
-            req = w.unit_requests[jidx]
-            extra = w.per_node_requests[jidx] if w.has_constraints else None
-            for r, name in enumerate(w.resources):
-                frame[name] = units * req[:, r] if extra is None else units * req[:, r] + extra[:, r]
-        else:
-            frame = {k: np.zeros(0, dtype=np.int64) for k in ("job_id", "segment", "node", "units")}
-            frame["from"] = np.zeros(0)
-            frame["to"] = np.zeros(0)
-            for name in w.resources:
-                frame[name] = np.zeros(0, dtype=np.int64)
+        rows = self.allocation_rows()
+        frame: dict[str, np.ndarray] = {
+            "job_id": w.ids[rows.job],
+            "segment": rows.segment,
+            "node": rows.node,
+            "units": rows.units,
+            "from": rows.t_from,
+            "to": rows.t_to,
+        }
+        for r, name in enumerate(w.resources):
+            frame[name] = rows.held(w, r)
         return pd.DataFrame(frame)
 
     def decisions_frame(self) -> pd.DataFrame:
@@ -121,3 +159,25 @@ class SimulationResult:
         from hpcdispatch.metrics.summary import summarize
 
         return summarize(self)
+
+
+def _allocation_text(rows: AllocationRows, n_jobs: int) -> np.ndarray:
+    """Per job ``"node:units node:units | node:units"`` ("" for jobs without rows), built in
+    one pass over all rows: every row's text with the separator that follows it, one string
+    buffer, cut at job boundaries."""
+    out = np.full(n_jobs, "", dtype=object)
+    if len(rows) == 0:
+        return out
+    text = pc.binary_join_element_wise(pc.cast(pa.array(rows.node), pa.string()), pc.cast(pa.array(rows.units), pa.string()), ":")
+    last_of_job = np.r_[rows.job[1:] != rows.job[:-1], True]
+    last_of_segment = last_of_job | np.r_[rows.segment[1:] != rows.segment[:-1], True]
+    sep = np.where(last_of_job, "", np.where(last_of_segment, " | ", " "))
+    text = pc.binary_join_element_wise(text, pa.array(sep, pa.string()), "")
+    # a job's text is the bytes from its first row's offset to its last row's end offset
+    _, offsets_buffer, data_buffer = text.buffers()
+    row_offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[text.offset : text.offset + len(text) + 1].astype(np.int64)
+    job_end = np.flatnonzero(last_of_job)
+    job_offsets = row_offsets[np.r_[0, job_end + 1]]
+    per_job = pa.LargeStringArray.from_buffers(len(job_end), pa.py_buffer(job_offsets), data_buffer)
+    out[rows.job[job_end]] = per_job.to_numpy(zero_copy_only=False)
+    return out

@@ -279,7 +279,7 @@ def validate_result(result: Any) -> ValidationReport:
     return validate_tables(
         result.system,
         workload_frame(result),
-        result.jobs_frame(),
+        result.jobs_frame(allocation_text=False),
         result.allocations_frame(),
         walltime_kill=result.options.walltime_kill,
     )
