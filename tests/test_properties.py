@@ -183,20 +183,28 @@ def test_every_easy_shadow_time_equals_the_brute_force_one(scenario, allocator, 
 
     from hpcdispatch.dispatchers import easy
 
-    real = easy.shadow_time
-    checked = [0]
-
-    def both(view, scratch, head):
-        got = real(view, scratch, head)
-        want = brute_force_shadow(view, scratch, head)
-        assert got[0] == want[0]
-        assert np.array_equal(got[1], want[1])
-        checked[0] += 1
-        return got
-
     system, wl, kill = scenario
-    with mock.patch.object(easy, "shadow_time", both):
+    with mock.patch.object(easy._BackfillPass, "reserve", _checked_reserve({"calls": 0, "finite": 0, "kept": 0})):
         simulate(system, wl, make_dispatcher("easy", allocator=allocator), predictor_for(predictor), walltime_kill=kill)
+
+
+def _checked_reserve(seen):
+    """``_BackfillPass.reserve`` that checks every reservation a pass uses -- computed, or kept
+    from earlier calls -- against the brute-force shadow time."""
+    from hpcdispatch.dispatchers import easy
+
+    real = easy._BackfillPass.reserve
+
+    def reserve(bf):
+        kept = bf.kept is not None and bf.kept.head == bf.head.index
+        real(bf)
+        want = brute_force_shadow(bf.view, bf.scratch, bf.head)
+        assert bf.shadow == want[0], (bf.view.now, bf.head.id, kept, bf.shadow, want[0])
+        assert np.array_equal(bf.at_shadow, want[1]), (bf.view.now, bf.head.id, kept)
+        seen["calls"] += 1
+        seen["finite"] += bf.shadow < float("inf")
+        seen["kept"] += kept
+    return reserve
 
 
 @pytest.mark.parametrize("system_name", ["eurora", "lublin-256"])
@@ -210,20 +218,10 @@ def test_shadow_times_on_a_generated_workload_equal_the_brute_force_ones(system_
 
     system = load_system(system_name)
     wl = load_workload("synthetic:lublin,jobs=1500,seed=5,load=1.1", system)
-    real = easy.shadow_time
-    seen = {"calls": 0, "finite": 0}
-
-    def both(view, scratch, head):
-        got = real(view, scratch, head)
-        want = brute_force_shadow(view, scratch, head)
-        assert got[0] == want[0] and np.array_equal(got[1], want[1])
-        seen["calls"] += 1
-        seen["finite"] += got[0] < float("inf")
-        return got
-
-    with mock.patch.object(easy, "shadow_time", both):
+    seen = {"calls": 0, "finite": 0, "kept": 0}
+    with mock.patch.object(easy._BackfillPass, "reserve", _checked_reserve(seen)):
         simulate(system, wl, make_dispatcher("easy"), predictor_for("walltime"), walltime_kill=True)
-    assert seen["finite"] > 100, seen
+    assert seen["finite"] > 100 and seen["kept"] > 50, seen
 
 
 @SETTINGS

@@ -25,7 +25,10 @@ implementation in the tests checks it on random workloads) but avoids most of it
 - the shadow time is computed only once some job fits now, on pooled totals first;
 - when nothing ended and the previous call started nothing, the state is the one the
   previous call saw: every job it looked at would fail again the same way, so only the jobs
-  submitted since are examined, with the previous call's shadow time and failure memos.
+  submitted since are examined, with the previous call's shadow time and failure memos;
+- the head's reservation (shadow time and free capacity then) is kept from call to call
+  while the head stays the same, no job planned to end at or after the shadow time ended,
+  and the shadow time is more than a second away (see :class:`Reservation`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -159,6 +163,42 @@ def _first_fitting(free, nodes, amounts, cut: np.ndarray, lo: int, head: Job, re
     return good, good_future
 
 
+@dataclass(frozen=True)
+class Reservation:
+    """The head's reservation as a backfill pass left it: shadow time, free capacity at the
+    shadow time (less what long backfilled jobs took from it) and what is spare then.
+
+    It stays exact at later calls while the head is the same, every job that ended since was
+    planned to end before the shadow time, and the shadow time is more than a second away:
+
+    - a job planned to end before the shadow time is among the releases the shadow time
+      counts, so its ending early moves its capacity from "released by then" to "free now"
+      and leaves the capacity at the shadow time unchanged; at every earlier instant the
+      capacity is at most what it was at some earlier instant of the old computation, where
+      the head did not fit, so the head cannot fit earlier either;
+    - jobs started since end by the shadow time (short) or were charged to the reservation
+      (long), and new submissions release nothing;
+    - as ``now`` grows, overdue jobs' expected ends ``max(planned end, now + 1)`` move later
+      but stay before a shadow time more than a second away.
+
+    The tests check every reservation a pass uses, computed or kept, against a brute-force
+    shadow time."""
+
+    head: int  # job index
+    shadow: float
+    at_shadow: np.ndarray
+    spare: tuple[int, ...]
+
+    def still_holds(self, view: DispatchView) -> bool:
+        head = view.queue.head()
+        return (
+            head is not None
+            and head.index == self.head
+            and self.shadow > view.now + 1.0
+            and all(rj.planned_end < self.shadow for rj in view.ended_running)
+        )
+
+
 def _base(job: Job) -> tuple:
     """Memo key of a job's request shape without its unit count."""
     if job.node_count or job.contiguous or job.per_node_request:
@@ -174,7 +214,7 @@ class _BackfillPass:
     """The state of one backfill pass: shadow time, capacity left at it, failure memos."""
 
     __slots__ = ("view", "scratch", "head", "prefix", "shadow", "at_shadow", "spare", "now",
-                 "no_fit", "hurts", "backfilled")
+                 "no_fit", "hurts", "backfilled", "kept", "computed")
 
     def __init__(self, view: DispatchView, scratch: Scratch, head: Job, allocator: Allocator):
         self.view = view
@@ -188,6 +228,24 @@ class _BackfillPass:
         self.no_fit: dict[tuple, int] = {}  # (req, maxpn) -> fewest units that did not fit now (whole call)
         self.hurts: dict[tuple, int] = {}  # (req, maxpn) -> fewest units refused for the head (until a start)
         self.backfilled = 0
+        self.kept: Reservation | None = None  # the previous calls' reservation, when it still holds
+        self.computed = False  # whether this pass computed its shadow time (not kept)
+
+    def reserve(self) -> None:
+        """The head's shadow time and the capacity then: kept from earlier calls or computed."""
+        kept = self.kept
+        if kept is not None and kept.head == self.head.index and not self.scratch.starts:
+            self.shadow, self.at_shadow, self.spare = kept.shadow, kept.at_shadow, list(kept.spare)
+            return
+        self.shadow, self.at_shadow = shadow_time(self.view, self.scratch, self.head)
+        need = [a * self.head.units for a in self.head.unit_request]
+        self.spare = [t - k for t, k in zip(self.at_shadow.sum(axis=0).tolist(), need)]
+        self.computed = True
+
+    def reservation(self) -> Reservation | None:
+        if self.at_shadow is None:
+            return None
+        return Reservation(self.head.index, self.shadow, self.at_shadow, tuple(self.spare))
 
     def _known(self, memo: dict[tuple, int], base: tuple, units: int) -> bool:
         bound = memo.get(base)
@@ -230,9 +288,7 @@ class _BackfillPass:
             return DEAD
         view = self.view
         if self.at_shadow is None:
-            self.shadow, self.at_shadow = shadow_time(view, scratch, self.head)
-            need = [a * self.head.units for a in self.head.unit_request]
-            self.spare = [t - k for t, k in zip(self.at_shadow.sum(axis=0).tolist(), need)]
+            self.reserve()
             if not self.is_short(job) and self._long_blocked(base, units):
                 return LONG_BLOCKED
         if self.is_short(job):
@@ -267,11 +323,16 @@ class EASY(Dispatcher):
         self._index = ShapeIndex()
         self._started: list[Job] = []
         self._idle: _BackfillPass | None = None  # the last pass, when it started nothing
+        self._reservation: Reservation | None = None  # the head's, kept while it holds
         self.incremental_calls = 0
+        self.shadow_times = {"computed": 0, "kept": 0}
 
     def _dispatch(self, view: DispatchView) -> Decision:
         self._index.sync(view, self._started)
         idle, self._idle = self._idle, None
+        kept = self._reservation
+        if kept is not None and not kept.still_holds(view):
+            kept = self._reservation = None
         info: dict[str, object] = {}
         if (
             idle is not None
@@ -283,7 +344,9 @@ class EASY(Dispatcher):
             self.incremental_calls += 1
             idle.view = view
             idle.start_now(view.now)
+            idle.kept = kept
             scratch = idle.scratch
+            had_shadow = idle.at_shadow is not None
             for job in view.new_jobs:
                 if idle.evaluate(job) == TOOK and scratch.nothing_free():
                     break
@@ -293,6 +356,9 @@ class EASY(Dispatcher):
             self._started = [s.job for s in starts]
             if idle.at_shadow is not None:
                 info.update(shadow=idle.shadow, head=idle.head.id, backfilled=len(starts))
+                if not had_shadow:
+                    self._count(idle)
+                self._reservation = idle.reservation()
             return Decision(list(starts), info=info)
 
         scratch = Scratch(view, self._allocator)
@@ -303,15 +369,21 @@ class EASY(Dispatcher):
                 break
         if head is not None and not scratch.nothing_free():
             bf = _BackfillPass(view, scratch, head, self._allocator)
+            bf.kept = kept
             self._backfill(bf)
             if bf.at_shadow is not None:
                 info.update(shadow=bf.shadow, head=head.id, backfilled=bf.backfilled)
+                self._count(bf)
+                self._reservation = bf.reservation()
             if not scratch.starts:
                 self._idle = bf
         elif head is not None and not scratch.starts:
             self._idle = _BackfillPass(view, scratch, head, self._allocator)  # nothing free: all fail
         self._started = [s.job for s in scratch.starts]
         return Decision(scratch.starts, info=info)
+
+    def _count(self, bf: _BackfillPass) -> None:
+        self.shadow_times["computed" if bf.computed else "kept"] += 1
 
     @staticmethod
     def _overdue(view: DispatchView) -> bool:

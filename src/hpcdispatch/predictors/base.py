@@ -5,7 +5,7 @@ duration every dispatcher sees (``view.planned_duration``). ``learn(job, run_tim
 called when a job ends, so a predictor only ever learns from jobs that have ended at the
 time it predicts (on-line, no look-ahead). Jobs still run their real duration (or are killed
 at their wall-time) whatever was predicted. The simulator times both calls and reports the
-total as ``prediction_time_s``.
+total as ``prediction_time_s`` (0 for W and R, which only read a field and are not timed).
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ class Predictor(ABC):
     name: ClassVar[str] = "predictor"
     short: ClassVar[str] = "?"
     aliases: ClassVar[tuple[str, ...]] = ()
+    #: whether the simulator times every predict/learn call (``prediction_time_s``); False
+    #: for the field lookups W and R, whose cost would be the timer's own
+    timed: ClassVar[bool] = True
 
     def reset(self, workload: Workload, walltime_kill: bool = True) -> None:
         """Forget everything (called once before a simulation)."""
@@ -39,6 +42,7 @@ class WallTimePredictor(Predictor):
     name = "walltime"
     short = "W"
     aliases = ("wall-time", "wall")
+    timed = False
 
     def predict(self, job: Job, now: float) -> float:
         return float(job.wall_time)
@@ -53,6 +57,7 @@ class OraclePredictor(Predictor):
     name = "oracle"
     short = "R"
     aliases = ("real",)
+    timed = False
 
     def predict(self, job: Job, now: float) -> float:
         return float(min(job.run_time, job.wall_time) if self.walltime_kill else job.run_time)

@@ -82,10 +82,9 @@ class ReleaseOrder:
             return
         positions = sorted((int(np.flatnonzero(self._jobs == idx)[0]) for idx in removed), reverse=True)
         removed.clear()
-        row_starts = np.cumsum(self._lengths).tolist()
         for pos in positions:  # from the back, so earlier positions stay valid
             length = int(self._lengths[pos])
-            row = row_starts[pos] - length
+            row = int(self._lengths[:pos].sum())
             self._ends = _cut(self._ends, pos, pos + 1)
             self._jobs = _cut(self._jobs, pos, pos + 1)
             self._lengths = _cut(self._lengths, pos, pos + 1)
@@ -97,14 +96,13 @@ class ReleaseOrder:
         items = sorted((end, idx, segs) for idx, (end, segs) in self._added.items())
         self._added.clear()
         positions = np.searchsorted(self._ends, [it[0] for it in items], side="right").tolist()
-        row_starts = [0] + np.cumsum(self._lengths).tolist()
         for (end, idx, segs), pos in zip(reversed(items), reversed(positions)):  # from the back
             if len(segs) == 1:
                 seg_nodes, seg_amounts = segs[0]
             else:
                 seg_nodes = np.concatenate([n for n, _ in segs])
                 seg_amounts = np.concatenate([a for _, a in segs])
-            row = row_starts[pos]
+            row = int(self._lengths[:pos].sum())
             self._ends = _splice(self._ends, pos, (end,))
             self._jobs = _splice(self._jobs, pos, (idx,))
             self._lengths = _splice(self._lengths, pos, (len(seg_nodes),))

@@ -174,6 +174,7 @@ class Simulator:
         done = 0
         new_jobs: list[Job] = []
         ended_jobs: list[Job] = []
+        ended_running: list[RunningJob] = []
         inf = math.inf
         last_report = _time.perf_counter()
         t = -inf
@@ -197,6 +198,9 @@ class Simulator:
             value = raw_predict(job, now)
             predict_time[0] += perf() - t0
             return value
+
+        if not predictor.timed:  # a field lookup: the timer would cost more than the call
+            learn, predict = raw_learn, raw_predict
         admit = dispatcher.admit
         dispatch = dispatcher.dispatch
         charge = opts.charge_dispatch_time
@@ -232,6 +236,7 @@ class Simulator:
                     killed[idx] = True
                 learn(job, t - start_at[idx], t)
                 ended_jobs.append(job)
+                ended_running.append(rj)
                 done += 1
                 happened = True
 
@@ -278,6 +283,7 @@ class Simulator:
                     view.now = t
                     view.new_jobs = tuple(new_jobs)
                     view.ended_jobs = tuple(ended_jobs)
+                    view.ended_running = tuple(ended_running)
                     queue_view._list = None
                     queue_before, running_before = len(queue), len(running)
                     t0 = perf()
@@ -285,6 +291,7 @@ class Simulator:
                     elapsed = perf() - t0
                     new_jobs.clear()
                     ended_jobs.clear()
+                    ended_running.clear()
                     begin = t + elapsed if charge else t
                     if charge:
                         busy_until = begin

@@ -64,7 +64,8 @@ class DispatchView:
       (``planned_durations``: the same for every job index, as a numpy array);
     - ``expected_end(running_job)``: ``max(planned_end, now + 1)`` -- a running job that
       outlived its prediction is expected to need at least one more second (CP'19 sec. 4);
-    - ``new_jobs`` / ``ended_jobs``: what was submitted / what ended since the last call.
+    - ``new_jobs`` / ``ended_jobs``: what was submitted / what ended since the last call
+      (``ended_running``: the ended jobs' last running records -- start, allocation, planned end).
     """
 
     def __init__(
@@ -88,10 +89,9 @@ class DispatchView:
         self.queue = QueueView(queue)
         self._running = running
         self.running: Mapping[int, RunningJob] = MappingProxyType(running)
-        # running jobs as (planned end, job index, record), kept sorted by the simulator
-        self._by_end: list[tuple[float, int, RunningJob]] = sorted(
-            (rj.planned_end, rj.job.index, rj) for rj in running.values()
-        )
+        # running jobs as (planned end, job index, record), kept sorted by the simulator --
+        # built on the first request, so policies that never ask (FIFO) do not pay for it
+        self._by_end: list[tuple[float, int, RunningJob]] | None = None
         #: incremented by the simulator whenever a job starts, ends or grows
         self.running_version = 0
         self._planned = planned
@@ -106,12 +106,11 @@ class DispatchView:
         # what every running job holds: job index -> [(nodes, amounts per node)], one pair per
         # segment (a grown job has several); kept by the simulator
         self._held: Mapping[int, list[tuple[np.ndarray, np.ndarray]]] = held if held is not None else {}
-        self._releases = ReleaseOrder(len(system.resources))
-        for rj in running.values():
-            self._releases.add(rj.job.index, rj.planned_end, self.holdings(rj))
+        self._releases: ReleaseOrder | None = None  # likewise built on the first request
         self.now: float = 0.0
         self.new_jobs: tuple[Job, ...] = ()
         self.ended_jobs: tuple[Job, ...] = ()
+        self.ended_running: tuple[RunningJob, ...] = ()
 
     @property
     def free_total(self) -> tuple[int, ...]:
@@ -125,7 +124,7 @@ class DispatchView:
 
     def running_by_planned_end(self) -> Iterator[RunningJob]:
         """Running jobs in ascending planned end (ties by job order)."""
-        return (entry[2] for entry in self._by_end)
+        return (entry[2] for entry in self.running_end_order())
 
     def holdings(self, running: RunningJob) -> list[tuple[np.ndarray, np.ndarray]]:
         """What a running job holds: ``[(nodes, amounts)]`` with ``amounts`` of shape
@@ -142,6 +141,8 @@ class DispatchView:
         """Running jobs as ``(planned end, job index, record)`` in ascending order -- the
         simulator's own sorted list, kept up to date as jobs start and end (no sort per call).
         Do not modify it."""
+        if self._by_end is None:
+            self._by_end = sorted((rj.planned_end, rj.job.index, rj) for rj in self._running.values())
         return self._by_end
 
     def release_arrays(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray, list[np.ndarray]]:
@@ -150,21 +151,29 @@ class DispatchView:
         nodes, amounts)`` -- per running job its planned end, its number of rows and its
         total per resource (``totals[r]``); per row a node and the amount of resource ``r``
         held there (``amounts[r]``). Do not modify them."""
+        if self._releases is None:
+            self._releases = ReleaseOrder(len(self.system.resources))
+            for rj in self._running.values():
+                self._releases.add(rj.job.index, rj.planned_end, self.holdings(rj))
         return self._releases.arrays()
 
     # ---- kept by the simulator (call after the job's holdings are recorded) -------------
     def _running_added(self, rj: RunningJob) -> None:
-        bisect.insort(self._by_end, (rj.planned_end, rj.job.index, rj))
-        self._releases.add(rj.job.index, rj.planned_end, self.holdings(rj))
+        if self._by_end is not None:
+            bisect.insort(self._by_end, (rj.planned_end, rj.job.index, rj))
+        if self._releases is not None:
+            self._releases.add(rj.job.index, rj.planned_end, self.holdings(rj))
         self.running_version += 1
 
     def _running_removed(self, rj: RunningJob) -> None:
         by_end = self._by_end
-        i = bisect.bisect_left(by_end, (rj.planned_end, rj.job.index))
-        if i >= len(by_end) or by_end[i][1] != rj.job.index:
-            raise RuntimeError(f"running job {rj.job.id} is missing from the end order")
-        del by_end[i]
-        self._releases.remove(rj.job.index)
+        if by_end is not None:
+            i = bisect.bisect_left(by_end, (rj.planned_end, rj.job.index))
+            if i >= len(by_end) or by_end[i][1] != rj.job.index:
+                raise RuntimeError(f"running job {rj.job.id} is missing from the end order")
+            del by_end[i]
+        if self._releases is not None:
+            self._releases.remove(rj.job.index)
         self.running_version += 1
 
     def fits_now(self, job: Job) -> bool:
