@@ -105,3 +105,25 @@ def test_run_directory_is_validated_against_its_source(tmp_path):
     stored.to_parquet(tmp_path / "run" / "workload.parquet", index=False)
     report = validate_run_dir(tmp_path / "run")
     assert not report.ok and "differs from its source" in report.violations[0].message
+
+
+def test_node_listed_twice_unknown_rows_and_per_node_limit_are_caught():
+    system = cores_system(2, 4)
+    r = simulate(system, [job(1, 0, 10, units=2, req=(1,)), job(2, 0, 10, units=2, req=(1,), max_units_per_node=1)], "fifo")
+    wl, jobs, allocs = workload_frame(r), r.jobs_frame(), r.allocations_frame()
+    assert check(system, wl, jobs, allocs).ok
+    # job 1 (2 units on node 0) listed as 1 + 1 units on node 0 in the same segment
+    row = allocs[allocs.job_id == 1].iloc[0]
+    split = pd.DataFrame([row, row]).assign(units=1, core=1)
+    twice = pd.concat([allocs[allocs.job_id != 1], split], ignore_index=True)
+    report = check(system, wl, jobs, twice)
+    assert [v.kind for v in report.violations] == ["node-twice"] and "job 1 lists node 0 twice" in report.violations[0].message
+    # job 2 (at most 1 unit per node) with both units on one node
+    crowded = allocs.copy()
+    crowded.loc[crowded.job_id == 2, "node"] = int(crowded[crowded.job_id == 2]["node"].iloc[0])
+    kinds = {v.kind for v in check(system, wl, jobs, crowded).violations}
+    assert "per-node" in kinds
+    # rows of a job the workload does not have
+    stray = pd.concat([allocs, allocs[allocs.job_id == 1].assign(job_id=99)], ignore_index=True)
+    report = check(system, wl, jobs, stray)
+    assert any(v.kind == "unknown" and "99" in v.message for v in report.violations)

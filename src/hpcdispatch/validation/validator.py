@@ -146,12 +146,16 @@ def validate_tables(
 
     # ---- allocations ----------------------------------------------------------------------
     a = allocations
-    pos = pd.Series(np.arange(len(common)), index=common)
-    known = a["job_id"].isin(common).to_numpy()
-    if (~known).any():
-        report.add(-np.inf, "unknown", f"allocation rows for unknown jobs: {_ids(a['job_id'][~known].unique())}")
-    a = a[known]
-    row_job = pos.loc[a["job_id"].to_numpy()].to_numpy()
+    # ``common`` is sorted (intersect1d): a row's job position by binary search
+    row_ids = a["job_id"].to_numpy()
+    row_job = np.searchsorted(common, row_ids)
+    known = row_job < len(common)
+    known[known] = common[row_job[known]] == row_ids[known]
+    if not known.all():
+        report.add(-np.inf, "unknown", f"allocation rows for unknown jobs: {_ids(np.unique(row_ids[~known]))}")
+        a = a[known]
+        row_job = row_job[known]
+    del row_ids
     node = a["node"].to_numpy(np.int64)
     units = a["units"].to_numpy(np.int64)
     t_from = a["from"].to_numpy(np.float64)
@@ -200,15 +204,30 @@ def validate_tables(
     to_mismatch = np.abs(t_to - end[row_job]) > TOL
     for k in np.flatnonzero(to_mismatch)[:20]:
         report.add(t_to[k], "release", f"job {int(ids[row_job[k]])} releases node {int(node[k])} at {t_to[k]:g}, but ended at {end[row_job[k]]:g}")
-    key = pd.DataFrame({"j": row_job, "s": seg, "n": node})
-    dups = key.duplicated()
-    for k in np.flatnonzero(dups.to_numpy())[:20]:
+    # (job, segment, node) listed twice; units per (job, node) over all segments -- one int64
+    # key per row, sorted (numpy, not pandas: a million rows hash into hundreds of MB)
+    width = int(max(system.n_nodes, int(node.max()) + 1 if len(node) else 1, 1))
+    pair = row_job.astype(np.int64) * width + np.clip(node, 0, width - 1)
+    n_segs = int(seg.max()) + 1 if len(seg) else 1
+    triple = pair * n_segs + seg
+    order = np.argsort(triple, kind="stable")
+    twice = order[1:][triple[order[1:]] == triple[order[:-1]]]
+    del triple, order
+    for k in np.sort(twice)[:20]:
         report.add(t_from[k], "node-twice", f"job {int(ids[row_job[k]])} lists node {int(node[k])} twice in segment {int(seg[k])}")
-    per_node_units = key.assign(u=units).groupby(["j", "n"])["u"].sum()
-    limit = pd.Series(max_pn[per_node_units.index.get_level_values(0)], index=per_node_units.index)
-    over = (limit > 0) & (per_node_units > limit)
-    for (ji, n) in list(over[over].index)[:20]:
-        report.add(start[ji], "per-node", f"job {int(ids[ji])} has more than {int(max_pn[ji])} unit(s) on node {int(n)}")
+    if (max_pn > 0).any():
+        order = np.argsort(pair, kind="stable")
+        sorted_pair = pair[order]
+        first_of_pair = np.flatnonzero(np.r_[True, sorted_pair[1:] != sorted_pair[:-1]]) if len(pair) else np.zeros(0, np.int64)
+        pair_units = np.add.reduceat(units[order], first_of_pair) if len(pair) else np.zeros(0, np.int64)
+        pair_job = row_job[order[first_of_pair]]
+        pair_node = node[order[first_of_pair]]
+        limit = max_pn[pair_job]
+        for k in np.flatnonzero((limit > 0) & (pair_units > limit))[:20]:
+            ji = int(pair_job[k])
+            report.add(start[ji], "per-node", f"job {int(ids[ji])} has more than {int(max_pn[ji])} unit(s) on node {int(pair_node[k])}")
+        del order, sorted_pair
+    del pair
 
     # ---- Slurm-style constraints on the first segment ------------------------------------------
     if (node_count > 0).any() or contiguous.any():
