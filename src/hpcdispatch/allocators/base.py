@@ -143,7 +143,7 @@ class FirstFit(Allocator):
             return self._constrained(units, unit_request, free, max_per_node, node_count, per_node, contiguous)
         if units == 1:  # the common case: the first node where one unit fits
             ok = None
-            for r, amount in enumerate(unit_request):
+            for r, amount in enumerate(unit_request.tolist() if isinstance(unit_request, np.ndarray) else unit_request):
                 if amount > 0:
                     m = free[:, r] >= amount
                     ok = m if ok is None else (ok & m)

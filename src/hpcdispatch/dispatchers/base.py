@@ -156,19 +156,21 @@ class Scratch:
         if not self._owned:
             self.free = np.array(self.free, order="F")
             self._owned = True
-        req = self._view.requests[job.index]
         nodes = allocation.nodes
         if job.per_node_request:
-            amounts = held_amounts(allocation, req, job.per_node_request)
+            amounts = held_amounts(allocation, self._view.requests[job.index], job.per_node_request)
             self.free[nodes] -= amounts
             self.total = [t - a for t, a in zip(self.total, amounts.sum(axis=0).tolist())]
             self.starts.append(Start(job, allocation))
             return
-        if len(nodes) == 1:
-            self.free[int(nodes[0])] -= int(allocation.units[0]) * req
-        else:
-            self.free[nodes] -= allocation.units[:, None] * req
         units = job.units
+        if len(nodes) == 1:  # scalar writes: numpy row arithmetic costs more on one node
+            free, node, here = self.free, int(nodes[0]), int(allocation.units[0])
+            for r, a in enumerate(job.unit_request):
+                if a:
+                    free[node, r] -= here * a
+        else:
+            self.free[nodes] -= allocation.units[:, None] * self._view.requests[job.index]
         self.total = [t - units * a for t, a in zip(self.total, job.unit_request)]
         self.starts.append(Start(job, allocation))
 

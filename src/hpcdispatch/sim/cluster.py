@@ -63,14 +63,16 @@ class ClusterState:
             return f"allocation holds {total} units, the job requests {units}"
         if max_per_node > 0 and (total if m == 1 else max(count_list)) > max_per_node:
             return f"more than {max_per_node} unit(s) per node in {allocation.pairs()}"
-        if m == 1:  # one node: basic indexing and Python scalars (numpy reductions on tiny arrays are slow)
-            row = self.free[first]
+        if m == 1:  # one node: scalar reads and writes (numpy arithmetic on one row costs more)
+            free = self.free
             need = counts[0] * unit_request
-            left = row - need
-            if min(left.tolist()) < 0:
-                r = int(np.argmax(left < 0))
-                return f"node {first} has {int(row[r])} {self.system.resources[r]} free, the allocation needs {int(need[r])}"
-            row[...] = left
+            need_list = need.tolist()
+            for r, a in enumerate(need_list):
+                if a and free[first, r] < a:
+                    return f"node {first} has {int(free[first, r])} {self.system.resources[r]} free, the allocation needs {a}"
+            for r, a in enumerate(need_list):
+                if a:
+                    free[first, r] -= a
             amounts = need[None, :]
         else:
             amounts = counts[:, None] * unit_request
@@ -137,8 +139,11 @@ class ClusterState:
 
     def give(self, nodes: np.ndarray, amounts: np.ndarray) -> None:
         if len(nodes) == 1:
-            self.free[int(nodes[0])] += amounts[0]
+            free, node = self.free, int(nodes[0])
             totals = amounts[0].tolist()
+            for r, a in enumerate(totals):
+                if a:
+                    free[node, r] += a
         else:
             self.free[nodes] += amounts
             totals = amounts.sum(axis=0).tolist()
