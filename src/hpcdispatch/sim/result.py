@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.sim.segments import AllocationRows, SegmentLog
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 
@@ -19,57 +20,6 @@ if TYPE_CHECKING:
     from hpcdispatch.sim.simulator import SimulationOptions
 
 STATUS_NAMES = {0: "pending", 1: "queued", 2: "running", 3: "completed", 4: "rejected"}
-
-
-@dataclass(frozen=True)
-class AllocationRows:
-    """Every allocation segment flattened: one row per (job, segment, node), the rows of one
-    job consecutive, its segments in order. ``job`` holds workload indices; a segment holds
-    its nodes from ``t_from`` to the job's end ``t_to``. Metrics, tables and the validator
-    work on these columns instead of walking the segments job by job."""
-
-    job: np.ndarray  # int64 workload index
-    segment: np.ndarray  # int64, 0 = the allocation the job started with
-    node: np.ndarray  # int64
-    units: np.ndarray  # int64
-    t_from: np.ndarray  # float64
-    t_to: np.ndarray  # float64
-
-    def __len__(self) -> int:
-        return len(self.job)
-
-    def held(self, workload: Workload, resource: int) -> np.ndarray:
-        """Amount of ``resource`` every row holds: units x per-unit request (+ per-node request)."""
-        amount = self.units * workload.unit_requests[self.job, resource]
-        if workload.has_constraints:
-            amount = amount + workload.per_node_requests[self.job, resource]
-        return amount
-
-    @classmethod
-    def of(cls, segments: dict[int, list[tuple[float, Allocation]]], end: np.ndarray) -> AllocationRows:
-        jobs: list[int] = []
-        seg_numbers: list[int] = []
-        froms: list[float] = []
-        node_parts: list[np.ndarray] = []
-        unit_parts: list[np.ndarray] = []
-        for idx, segs in segments.items():
-            for k, (t_from, alloc) in enumerate(segs):
-                jobs.append(idx)
-                seg_numbers.append(k)
-                froms.append(t_from)
-                node_parts.append(alloc.nodes)
-                unit_parts.append(alloc.units)
-        lengths = np.fromiter((len(n) for n in node_parts), dtype=np.int64, count=len(node_parts))
-        job = np.repeat(np.asarray(jobs, dtype=np.int64), lengths)
-        empty = np.zeros(0, dtype=np.int64)
-        return cls(
-            job=job,
-            segment=np.repeat(np.asarray(seg_numbers, dtype=np.int64), lengths),
-            node=np.concatenate(node_parts).astype(np.int64, copy=False) if node_parts else empty,
-            units=np.concatenate(unit_parts).astype(np.int64, copy=False) if unit_parts else empty,
-            t_from=np.repeat(np.asarray(froms, dtype=np.float64), lengths),
-            t_to=np.asarray(end, dtype=np.float64)[job],
-        )
 
 
 @dataclass
@@ -85,18 +35,27 @@ class SimulationResult:
     killed: np.ndarray
     status: np.ndarray
     planned: np.ndarray
-    segments: dict[int, list[tuple[float, Allocation]]]
+    segment_log: SegmentLog
     reject_reason: dict[int, str]
     resize_log: list[tuple[float, int, int, bool]]
     decisions: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
     _rows: AllocationRows | None = field(default=None, init=False, repr=False, compare=False)
+    _segments: dict[int, list[tuple[float, Allocation]]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def allocation_rows(self) -> AllocationRows:
         """The allocation segments as flat columns (built once, then cached)."""
         if self._rows is None:
-            self._rows = AllocationRows.of(self.segments, self.end)
+            self._rows = self.segment_log.rows(self.end)
         return self._rows
+
+    @property
+    def segments(self) -> dict[int, list[tuple[float, Allocation]]]:
+        """``job index -> [(from, Allocation)]``: what every started job held, segment by
+        segment (built from the compact log on first use, then cached)."""
+        if self._segments is None:
+            self._segments = self.segment_log.by_job()
+        return self._segments
 
     # ---- tables ------------------------------------------------------------------------
     def jobs_frame(self, allocation_text: bool = True) -> pd.DataFrame:

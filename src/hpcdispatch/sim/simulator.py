@@ -30,6 +30,7 @@ import heapq
 import itertools
 import math
 import time as _time
+from array import array
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -42,7 +43,9 @@ from hpcdispatch.predictors.base import Predictor, WallTimePredictor
 from hpcdispatch.sim.allocation import Allocation, per_node_array
 from hpcdispatch.sim.cluster import ClusterState
 from hpcdispatch.sim.decision import Decision, RunningJob
+from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.sim.segments import SegmentLog
 from hpcdispatch.sim.view import DispatchView
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, Workload
@@ -134,7 +137,8 @@ class Simulator:
         planned: list[float] = [0.0] * n
         planned_np = np.zeros(n, dtype=np.float64)
         held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
-        segments: dict[int, list[tuple[float, Allocation]]] = {}
+        segments = SegmentLog()
+        grown: dict[int, int] = {}  # job index -> segments granted after its start
 
         nan = math.nan
         start_at: list[float] = [nan] * n  # Python lists in the loop (numpy scalar writes are slow)
@@ -159,12 +163,14 @@ class Simulator:
         name = dispatcher.name
 
         # decision log columns
-        d_time: list[float] = []
-        d_queue: list[int] = []
-        d_running: list[int] = []
-        d_started: list[int] = []
-        d_elapsed: list[float] = []
-        d_info: list[dict[str, Any]] = []
+        # decision log columns: typed arrays and a by-key info log, not lists of Python
+        # objects (a whole trace makes hundreds of thousands of calls)
+        d_time = array("d")
+        d_queue = array("q")
+        d_running = array("q")
+        d_started = array("q")
+        d_elapsed = array("d")
+        d_info = InfoLog()
 
         si = 0
         busy_until = -math.inf
@@ -265,7 +271,7 @@ class Simulator:
                 if kind == RESIZE:
                     idx, request = payload
                     if idx in running:
-                        granted = self._resize(idx, request, t, view, running, held, segments, state, requests)
+                        granted = self._resize(idx, request, t, view, running, held, segments, grown, state, requests)
                         resize_log.append((t, jobs[idx].id, request.units, granted))
                         happened = True
                 elif kind == WAKEUP:
@@ -319,7 +325,7 @@ class Simulator:
                         running[idx] = rj
                         held[idx] = [(alloc.nodes, amounts)]
                         running_added(rj)
-                        segments[idx] = [(begin, alloc)]
+                        segments.add(idx, 0, begin, alloc)
                         heappush(heap, (end_t, END, next(seq), END, idx))
                         if job.growth:
                             for request in job.growth:
@@ -378,15 +384,15 @@ class Simulator:
             killed=np.asarray(killed, dtype=bool),
             status=np.asarray(status, dtype=np.int8),
             planned=np.asarray(planned, dtype=np.float64),
-            segments=segments,
+            segment_log=segments,
             reject_reason=reject_reason,
             resize_log=resize_log,
             decisions={
-                "time": np.asarray(d_time, dtype=np.float64),
-                "queue_length": np.asarray(d_queue, dtype=np.int64),
-                "running": np.asarray(d_running, dtype=np.int64),
-                "started": np.asarray(d_started, dtype=np.int64),
-                "elapsed": np.asarray(d_elapsed, dtype=np.float64),
+                "time": np.array(d_time, dtype=np.float64),
+                "queue_length": np.array(d_queue, dtype=np.int64),
+                "running": np.array(d_running, dtype=np.int64),
+                "started": np.array(d_started, dtype=np.int64),
+                "elapsed": np.array(d_elapsed, dtype=np.float64),
                 "info": d_info,
             },
         )
@@ -394,7 +400,7 @@ class Simulator:
         return result
 
     # ------------------------------------------------------------------------------------
-    def _resize(self, idx, request, t, view, running, held, segments, state, requests) -> bool:
+    def _resize(self, idx, request, t, view, running, held, segments, grown, state, requests) -> bool:
         rj = running[idx]
         view.now = t
         alloc = self.dispatcher.on_resize(rj, request, view)
@@ -418,7 +424,8 @@ class Simulator:
         if isinstance(amounts, str):
             raise InvalidDecisionError(self.dispatcher.name, job.id, t, f"resize grant: {amounts}")
         held[idx].append((alloc.nodes, amounts))
-        segments[idx].append((t, alloc))
+        grown[idx] = grown.get(idx, 0) + 1
+        segments.add(idx, grown[idx], t, alloc)
         grown = RunningJob(job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end)
         running[idx] = grown
         view._running_removed(rj)

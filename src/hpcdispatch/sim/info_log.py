@@ -1,0 +1,86 @@
+"""The decision log's ``info`` column: one free-form dict per dispatcher call, stored by key.
+
+A whole-trace run makes hundreds of thousands of calls; keeping every call's ``info`` dict
+costs about 200 bytes of dict per call before its values (RICC with EASY: about 100 MB).
+:class:`InfoLog` keeps one list per key instead (8 bytes per call and key) and gives the
+dicts back on access, so it reads like the list of dicts it replaces: ``len``, indexing
+(also negative), iteration, equality with a list of dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+
+class InfoLog(Sequence[dict[str, Any]]):
+    __slots__ = ("_columns", "_n")
+
+    def __init__(self, infos: Sequence[dict[str, Any]] = ()) -> None:
+        self._columns: dict[str, list[Any]] = {}  # key -> one value (or MISSING) per call
+        self._n = 0
+        for info in infos:
+            self.append(info)
+
+    def append(self, info: dict[str, Any]) -> None:
+        columns = self._columns
+        n = self._n
+        complete = len(info) == len(columns)
+        for key, value in info.items():
+            column = columns.get(key)
+            if column is None:
+                column = columns[key] = [MISSING] * n
+                complete = False
+            column.append(value)
+        if not complete:  # a key of earlier calls is absent from this one
+            for column in columns.values():
+                if len(column) == n:
+                    column.append(MISSING)
+        self._n = n + 1
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _at(self, i: int) -> dict[str, Any]:
+        return {key: column[i] for key, column in self._columns.items() if column[i] is not MISSING}
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._at(k) for k in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("decision index out of range")
+        return self._at(i)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self._at(i) for i in range(self._n))
+
+    def keys(self) -> list[str]:
+        """Every key any call used, in order of first use."""
+        return list(self._columns)
+
+    def column(self, key: str) -> list[Any]:
+        """The values of ``key`` call by call (``None`` where a call did not set it)."""
+        values = self._columns.get(key)
+        if values is None:
+            return [None] * self._n
+        return [None if v is MISSING else v for v in values]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, InfoLog | list | tuple):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"InfoLog({self._n} calls, keys {self.keys()})"

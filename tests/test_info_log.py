@@ -1,0 +1,33 @@
+"""The decision log's by-key info store reads exactly like the list of dicts it replaces."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpcdispatch.sim.info_log import InfoLog
+
+infos = st.lists(st.dictionaries(st.sampled_from(["status", "shadow", "head", "vars", "fallback"]),
+                                 st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.text(max_size=3)),
+                                 max_size=5), max_size=30)
+
+
+@settings(deadline=None)  # a loaded machine must not turn a slow example into a failure
+@given(infos)
+def test_info_log_equals_the_list_of_dicts(dicts):
+    log = InfoLog()
+    for d in dicts:
+        log.append(d)
+    assert len(log) == len(dicts)
+    assert list(log) == dicts and log == dicts
+    for i in range(-len(dicts), len(dicts)):
+        assert log[i] == dicts[i]
+    assert log[1:4] == dicts[1:4]
+    for key in log.keys():
+        assert log.column(key) == [d.get(key) for d in dicts]
+
+
+def test_a_none_value_is_kept_and_an_absent_key_stays_absent():
+    log = InfoLog([{"a": None}, {"b": 1}])
+    assert log[0] == {"a": None} and log[1] == {"b": 1}
+    assert "b" not in log[0] and "a" not in log[1]
