@@ -93,29 +93,41 @@ def validate_tables(
     cap = system.capacity
 
     # ---- the set of jobs ------------------------------------------------------------------
-    wl = workload.set_index("job_id")
-    if wl.index.has_duplicates:
-        report.add(-np.inf, "workload", f"duplicate job ids in the workload: {_ids(wl.index[wl.index.duplicated()].values)}")
-    dup = jobs["job_id"][jobs["job_id"].duplicated()].values
-    if len(dup):
-        report.add(-np.inf, "twice", f"jobs listed more than once in the schedule: {_ids(dup)}")
-    js = jobs.drop_duplicates("job_id").set_index("job_id")
-    missing = np.setdiff1d(wl.index.values, js.index.values)
+    # Columns are read through positions of the common job ids (sorted) in each table; when a
+    # table already lists exactly those ids in that order nothing is copied (a whole-trace
+    # schedule has half a million jobs and a million allocation rows).
+    wl_ids = workload["job_id"].to_numpy()
+    wl_dup = pd.Index(wl_ids).duplicated()
+    if wl_dup.any():
+        report.add(-np.inf, "workload", f"duplicate job ids in the workload: {_ids(wl_ids[wl_dup])}")
+    job_ids = jobs["job_id"].to_numpy()
+    job_dup = pd.Index(job_ids).duplicated()
+    if job_dup.any():
+        report.add(-np.inf, "twice", f"jobs listed more than once in the schedule: {_ids(job_ids[job_dup])}")
+    missing = np.setdiff1d(wl_ids, job_ids)
     if len(missing):
         report.add(-np.inf, "missing", f"jobs of the workload missing from the schedule: {_ids(missing)}")
-    unknown = np.setdiff1d(js.index.values, wl.index.values)
+    unknown = np.setdiff1d(job_ids, wl_ids)
     if len(unknown):
         report.add(-np.inf, "unknown", f"schedule lists jobs not in the workload: {_ids(unknown)}")
-    common = np.intersect1d(wl.index.values, js.index.values)
-    w = wl.loc[common]
-    j = js.loc[common]
+    common = np.intersect1d(wl_ids, job_ids)
+    w_pos = _positions(wl_ids, wl_dup, common)
+    j_pos = _positions(job_ids, job_dup, common)
 
-    submit = w["submit"].to_numpy(np.float64)
-    start = j["start"].to_numpy(np.float64)
-    end = j["end"].to_numpy(np.float64)
-    status = j["status"].astype(str).to_numpy()
-    run = w["run_time"].to_numpy(np.float64)
-    wall = w["wall_time"].to_numpy(np.float64)
+    def w_col(name: str, dtype: Any = None) -> np.ndarray:
+        values = workload[name].to_numpy(dtype)
+        return values if w_pos is None else values[w_pos]
+
+    def j_col(name: str, dtype: Any = None) -> np.ndarray:
+        values = jobs[name].to_numpy(dtype)
+        return values if j_pos is None else values[j_pos]
+
+    submit = w_col("submit", np.float64)
+    start = j_col("start", np.float64)
+    end = j_col("end", np.float64)
+    status = j_col("status").astype(str)
+    run = w_col("run_time", np.float64)
+    wall = w_col("wall_time", np.float64)
     ids = common
 
     rejected = status == "rejected"
@@ -138,9 +150,9 @@ def validate_tables(
             f"job {int(ids[i])} ran {end[i] - start[i]:g} s ({start[i]:g} -> {end[i]:g}); it should run "
             f"{expected[i]:g} s (run time {run[i]:g}, wall-time {wall[i]:g}, kills {'on' if walltime_kill else 'off'})",
         )
-    if "killed" in j.columns:
+    if "killed" in jobs.columns:
         should_kill = started & (walltime_kill & (run > wall))
-        flag = j["killed"].to_numpy(bool)
+        flag = j_col("killed", bool)
         for i in np.flatnonzero(started & (flag != should_kill))[:20]:
             report.add(start[i], "killed", f"job {int(ids[i])}: killed flag is {bool(flag[i])}, expected {bool(should_kill[i])}")
 
@@ -162,14 +174,15 @@ def validate_tables(
     t_to = a["to"].to_numpy(np.float64)
     seg = a["segment"].to_numpy(np.int64)
     amounts = np.stack([a[r].to_numpy(np.int64) for r in resources], axis=1) if len(a) else np.zeros((0, len(resources)), np.int64)
-    unit_req = np.stack([w[f"unit_{r}"].to_numpy(np.int64) for r in resources], axis=1)
-    max_pn = w["max_units_per_node"].to_numpy(np.int64) if "max_units_per_node" in w.columns else np.zeros(len(w), np.int64)
+    n_common = len(common)
+    unit_req = np.stack([w_col(f"unit_{r}", np.int64) for r in resources], axis=1)
+    max_pn = w_col("max_units_per_node", np.int64) if "max_units_per_node" in workload.columns else np.zeros(n_common, np.int64)
     per_node = np.stack(
-        [w[f"pernode_{r}"].to_numpy(np.int64) if f"pernode_{r}" in w.columns else np.zeros(len(w), np.int64)
+        [w_col(f"pernode_{r}", np.int64) if f"pernode_{r}" in workload.columns else np.zeros(n_common, np.int64)
          for r in resources], axis=1,
     )
-    node_count = w["node_count"].to_numpy(np.int64) if "node_count" in w.columns else np.zeros(len(w), np.int64)
-    contiguous = w["contiguous"].to_numpy(bool) if "contiguous" in w.columns else np.zeros(len(w), bool)
+    node_count = w_col("node_count", np.int64) if "node_count" in workload.columns else np.zeros(n_common, np.int64)
+    contiguous = w_col("contiguous", bool) if "contiguous" in workload.columns else np.zeros(n_common, bool)
 
     out_of_range = (node < 0) | (node >= system.n_nodes)
     for k in np.flatnonzero(out_of_range)[:20]:
@@ -187,7 +200,7 @@ def validate_tables(
     seg0 = seg == 0
     # units per job in segment 0 and agreement with start/end
     units_first = np.bincount(row_job[seg0], weights=units[seg0], minlength=len(common))
-    req_units = w["units"].to_numpy(np.int64)
+    req_units = w_col("units", np.int64)
     wrong_units = started & (units_first != req_units)
     for i in np.flatnonzero(wrong_units)[:20]:
         report.add(start[i], "units", f"job {int(ids[i])} got {int(units_first[i])} unit(s) at its start, it requests {int(req_units[i])}")
@@ -256,19 +269,23 @@ def validate_tables(
 
 
 def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts, job_ids) -> None:
+    # (temporaries dropped as soon as they are used: on a whole trace every array here has
+    # millions of rows)
     m = len(node)
     times = np.concatenate([t_from, t_to])
     nodes = np.concatenate([node, node])
-    acquire = np.concatenate([np.ones(m, np.int64), np.zeros(m, np.int64)])  # releases (0) first
-    delta = np.concatenate([amounts, -amounts])
+    acquire = np.concatenate([np.ones(m, np.int8), np.zeros(m, np.int8)])  # releases (0) first
     order = np.lexsort((acquire, times, nodes))
-    times, nodes, delta = times[order], nodes[order], delta[order]
-    usage = np.cumsum(delta, axis=0)
+    del acquire
+    times, nodes = times[order], nodes[order]
+    sign = np.where(order < m, 1, -1)
+    usage = amounts[order % m] * sign[:, None]
+    del order, sign
+    np.cumsum(usage, axis=0, out=usage)
     group_start = np.r_[0, np.flatnonzero(nodes[1:] != nodes[:-1]) + 1]
     prior = np.vstack([np.zeros((1, usage.shape[1]), usage.dtype), usage[group_start[1:] - 1]])
     lengths = np.diff(np.r_[group_start, len(nodes)])
-    base = np.repeat(prior, lengths, axis=0)
-    usage = usage - base
+    usage -= np.repeat(prior, lengths, axis=0)
     over = usage > cap[nodes]
     if over.any():
         rows, cols = np.nonzero(over)
@@ -289,6 +306,16 @@ def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts,
     if (usage < 0).any():
         k = int(np.flatnonzero((usage < 0).any(axis=1))[0])
         report.add(times[k], "internal", f"node {int(nodes[k])}: negative usage at t={times[k]:g} (inconsistent allocation rows)")
+
+
+def _positions(ids: np.ndarray, duplicated: np.ndarray, common: np.ndarray) -> np.ndarray | None:
+    """Where each of ``common`` (sorted, unique) first appears in ``ids``; ``None`` when ``ids``
+    is exactly ``common`` (no reindexing needed)."""
+    if len(ids) == len(common) and not duplicated.any() and np.array_equal(ids, common):
+        return None
+    first = np.flatnonzero(~duplicated)
+    order = first[np.argsort(ids[first], kind="stable")]
+    return order[np.searchsorted(ids[order], common)]
 
 
 def validate_result(result: Any) -> ValidationReport:
