@@ -44,32 +44,48 @@ class AllocationRows:
 
 class SegmentLog:
     """Append-only record of allocation segments: per segment the job index, its number
-    (0 = first), start time and row count; per row a node and the units held there."""
+    (0 = first), start time and row count; per row a node and the units held there.
 
-    __slots__ = ("job", "number", "t_from", "lengths", "node", "units")
+    Segments are first kept as references (cheap to append, in the simulator's inner loop)
+    and compacted into the typed arrays a batch at a time, so at most one batch of
+    ``Allocation`` objects is kept alive by the log."""
 
-    def __init__(self) -> None:
+    __slots__ = ("job", "number", "t_from", "lengths", "node", "units", "_pending", "_batch")
+
+    def __init__(self, batch: int = 4096) -> None:
+        self._batch = batch
         self.job = array("q")
         self.number = array("q")
         self.t_from = array("d")
         self.lengths = array("q")
         self.node = array("q")
         self.units = array("q")
+        self._pending: list[tuple[int, int, float, Allocation]] = []
 
     def add(self, job_index: int, number: int, t_from: float, allocation: Allocation) -> None:
-        nodes = allocation.nodes
-        self.job.append(job_index)
-        self.number.append(number)
-        self.t_from.append(t_from)
-        self.lengths.append(len(nodes))
-        self.node.frombytes(np.ascontiguousarray(nodes, dtype=np.int64).tobytes())
-        self.units.frombytes(np.ascontiguousarray(allocation.units, dtype=np.int64).tobytes())
+        pending = self._pending
+        pending.append((job_index, number, t_from, allocation))
+        if len(pending) >= self._batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        pending = self._pending
+        if not pending:
+            return
+        self.job.extend([p[0] for p in pending])
+        self.number.extend([p[1] for p in pending])
+        self.t_from.extend([p[2] for p in pending])
+        self.lengths.extend([len(p[3].nodes) for p in pending])
+        self.node.frombytes(np.concatenate([p[3].nodes for p in pending]).astype(np.int64, copy=False).tobytes())
+        self.units.frombytes(np.concatenate([p[3].units for p in pending]).astype(np.int64, copy=False).tobytes())
+        pending.clear()
 
     def __len__(self) -> int:
-        return len(self.job)
+        return len(self.job) + len(self._pending)
 
     def rows(self, end: np.ndarray) -> AllocationRows:
         """The segments as :class:`AllocationRows` (``end``: every job's end time)."""
+        self._flush()
         job = np.array(self.job, dtype=np.int64)
         number = np.array(self.number, dtype=np.int64)
         t_from = np.array(self.t_from, dtype=np.float64)
@@ -99,6 +115,7 @@ class SegmentLog:
 
     def by_job(self) -> dict[int, list[tuple[float, Allocation]]]:
         """``job index -> [(from, Allocation)]`` in segment order, jobs in start order."""
+        self._flush()
         out: dict[int, list[tuple[float, Allocation]]] = {}
         node = np.array(self.node, dtype=np.int64)
         units = np.array(self.units, dtype=np.int64)
