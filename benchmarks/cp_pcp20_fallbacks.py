@@ -6,18 +6,25 @@ a summary line:
 
     nice -n 10 python benchmarks/cp_pcp20_fallbacks.py > benchmarks/results/cp/pcp20_llnl_solver_decisions.jsonl
 """
-import json, sys
+
+import json
+from pathlib import Path
+
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.sim.simulator import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
 from hpcdispatch.workload.swf import SwfOptions
-from pathlib import Path
+
 path = str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "LLNL-Atlas-2006-2.1-cln.swf.gz")
 system = resolve_system("auto", path)
 wl = load_workload(path, system, SwfOptions())
 out = run_simulation(system, wl, "pcp20-R", options=SimulationOptions())
-infos = out.result.decisions["info"]; el = out.result.decisions["elapsed"]
+infos = out.result.decisions["info"]
+el = out.result.decisions["elapsed"]
 solved = [(i, e) for i, e in zip(infos, el) if "variables" in i]
 for i, e in solved:
-    print(json.dumps({k: i.get(k) for k in ("status", "fallback", "variables", "in_model", "queued", "unhinted_jobs", "attempts", "build_s", "solve_s", "watchdog")} | {"elapsed": e}))
-print(json.dumps({"valid": out.validation.ok, "wait_mean": out.summary["wait_mean"], "bsld_mean": out.summary["bounded_slowdown_mean"]}))
+    keys = ("status", "fallback", "variables", "in_model", "queued", "unhinted_jobs", "attempts",
+            "build_s", "solve_s", "watchdog")
+    print(json.dumps({k: i.get(k) for k in keys} | {"elapsed": e}))
+print(json.dumps({"valid": out.validation.ok, "wait_mean": out.summary["wait_mean"],
+                  "bsld_mean": out.summary["bounded_slowdown_mean"]}))

@@ -108,8 +108,13 @@ def done(out: Path) -> dict[tuple[str, str], dict]:
 
 
 def _wait(seconds: float) -> str:
-    """Mean wait: whole seconds, but two decimals below 100 s (LLNL-Atlas waits are a few seconds)."""
+    """Whole seconds, but two decimals below 100 s (LLNL-Atlas waits are a few seconds)."""
     return f"{seconds:,.0f}" if seconds >= 100 else f"{seconds:.2f}"
+
+
+def _ms(ms: float) -> str:
+    """Decision time: one decimal below 100 ms."""
+    return f"{ms:.1f}" if ms < 100 else f"{ms:,.0f}"
 
 
 def report(out: Path, trace: str | None = None) -> str:
@@ -125,7 +130,7 @@ def report(out: Path, trace: str | None = None) -> str:
             continue
         md.append("| " + " | ".join([
             trace, spec, f"{r['jobs']:,}", "yes" if r["valid"] else "NO", f"{r['wall_s']:,.0f}", f"{r['decisions']:,}",
-            f"{r['decision_mean_ms']:.1f}", (f"{r['decision_p99_ms']:.1f}" if r['decision_p99_ms'] < 100 else f"{r['decision_p99_ms']:,.0f}"), f"{r['decision_max_ms']:,.0f}",
+            f"{r['decision_mean_ms']:.1f}", _ms(r["decision_p99_ms"]), f"{r['decision_max_ms']:,.0f}",
             str(sum(r["fallbacks"].values())), f"{r['variables_median']:.0f}/{r['variables_max']}",
             _wait(r['wait_mean']), f"{r['slowdown_mean']:.2f}", f"{r['bsld_mean']:.3f}"]) + " |")
     return "\n".join(md)
@@ -138,7 +143,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("cp_traces.jsonl"))
     ap.add_argument("--time-limit", type=float, default=6 * 3600.0)
     ap.add_argument("--report", action="store_true")
-    ap.add_argument("--trace", default=None, help="with --report: only this trace's rows (e.g. LLNL-Atlas)")
+    ap.add_argument("--trace", default=None,
+                    help="with --report: only this trace's rows (e.g. LLNL-Atlas)")
     args = ap.parse_args()
     if args.report:
         print(report(args.out, args.trace))
