@@ -8,6 +8,7 @@ already in that file are skipped, so an interrupted campaign resumes where it st
     python benchmarks/cp_traces.py --plan full                # + every version x predictor
     python benchmarks/cp_traces.py --runs "SDSC-SP2:hcp-R:version=1;LLNL-Atlas:easy;KTH-SP2@10000:hcp"
     python benchmarks/cp_traces.py --report                   # table (markdown) of what is done
+    python benchmarks/cp_traces.py --report --trace LLNL-Atlas  # ... of one trace only
 
 Each record: trace, spec, jobs, simulation wall time, decisions, decision time mean / p99 /
 max, solver statuses, fallbacks, model size, validity, mean wait, mean (bounded) slowdown.
@@ -106,8 +107,20 @@ def done(out: Path) -> dict[tuple[str, str], dict]:
     return rows
 
 
-def report(out: Path) -> str:
+def _wait(seconds: float) -> str:
+    """Whole seconds, but two decimals below 100 s (LLNL-Atlas waits are a few seconds)."""
+    return f"{seconds:,.0f}" if seconds >= 100 else f"{seconds:.2f}"
+
+
+def _ms(ms: float) -> str:
+    """Decision time: one decimal below 100 ms."""
+    return f"{ms:.1f}" if ms < 100 else f"{ms:,.0f}"
+
+
+def report(out: Path, trace: str | None = None) -> str:
     rows = done(out)
+    if trace:
+        rows = {k: r for k, r in rows.items() if k[0] == trace}
     cols = ["trace", "spec", "jobs", "valid", "wall s", "decisions", "mean ms", "p99 ms", "max ms",
             "fallbacks", "vars med/max", "mean wait s", "mean slowdown", "mean bsld"]
     md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -117,9 +130,9 @@ def report(out: Path) -> str:
             continue
         md.append("| " + " | ".join([
             trace, spec, f"{r['jobs']:,}", "yes" if r["valid"] else "NO", f"{r['wall_s']:,.0f}", f"{r['decisions']:,}",
-            f"{r['decision_mean_ms']:.1f}", f"{r['decision_p99_ms']:.0f}", f"{r['decision_max_ms']:.0f}",
+            f"{r['decision_mean_ms']:.1f}", _ms(r["decision_p99_ms"]), f"{r['decision_max_ms']:,.0f}",
             str(sum(r["fallbacks"].values())), f"{r['variables_median']:.0f}/{r['variables_max']}",
-            f"{r['wait_mean']:,.0f}", f"{r['slowdown_mean']:.2f}", f"{r['bsld_mean']:.2f}"]) + " |")
+            _wait(r['wait_mean']), f"{r['slowdown_mean']:.2f}", f"{r['bsld_mean']:.3f}"]) + " |")
     return "\n".join(md)
 
 
@@ -130,9 +143,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("cp_traces.jsonl"))
     ap.add_argument("--time-limit", type=float, default=6 * 3600.0)
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--trace", default=None,
+                    help="with --report: only this trace's rows (e.g. LLNL-Atlas)")
     args = ap.parse_args()
     if args.report:
-        print(report(args.out))
+        print(report(args.out, args.trace))
         return
     runs = [tuple(r.split(":", 1)) for r in args.runs.split(";") if r.strip()] if args.runs else plan(args.plan)
     finished = done(args.out)

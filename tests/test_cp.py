@@ -319,3 +319,19 @@ def test_a_solution_that_leaves_an_idle_machine_idle_is_replaced_by_the_rule(mon
     busy = instance(system, [qj(1, 0, 1), qj(2, 0, 1), qj(3, 0, 1)], running)
     placed, info = decide("cp-hybrid", system, busy)
     assert info["status"] in ("optimal", "feasible") and placed == {} and "fallback" not in info
+
+
+@pytest.mark.parametrize("name", ["pcp19", "pcp20"])
+@pytest.mark.parametrize("version", [1, 2])
+def test_pcp_v1_v2_objective_holds_jobs_that_waited_longer_than_the_horizon(name, version):
+    # The PCP v1/v2 term max(0, s - q - ewt) of a job that has waited far beyond its ewt is
+    # larger than the model's horizon; its variable must still hold it (found on whole
+    # LLNL-Atlas with last-two predictions: short horizons, "no solution (infeasible)").
+    # 1 node x 2 cores, ewt = 1 s, two 2-core jobs of 3 s that waited 1000 s: horizon 7 units,
+    # late terms 999 + s. Rule: A now, B at 3; the model must agree, not be infeasible.
+    system = cores_system(1, 2)
+    inst = instance(system, [qj(0, -1000, 3, req=(2,)), qj(1, -1000, 3, req=(2,))])
+    placed, info = decide(name, system, inst, version=version)
+    assert info["status"] in ("optimal", "feasible"), info
+    assert "fallback" not in info, info
+    assert len(placed) == 1

@@ -78,7 +78,8 @@ class Schedule:
             m.add_hint(s, hint_s)
             if policy.uses_threshold():
                 e = policy.threshold_units(j)
-                z = m.new_int_var(0, horizon, f"late[{j.id}]")
+                # a job that already waited beyond its ewt has e < 0: its term reaches horizon - e
+                z = m.new_int_var(0, max(horizon, horizon - e), f"late[{j.id}]")
                 m.add(z >= s - e)
                 m.add_hint(z, max(0, hint_s - e))
                 objective.append(w * z)
