@@ -32,7 +32,10 @@ def test_segment_log_round_trip(recording, batch):
     log = SegmentLog(batch=batch)  # flush after every segment, every other one, or only when read
     expected: dict[int, list[tuple[float, list[tuple[int, int]]]]] = {}
     for job, t, nodes, units in events:
-        log.add(job, len(expected.get(job, [])), t, Allocation(nodes, units))
+        if job in expected:
+            log.grow(job, t, Allocation(nodes, units))
+        else:
+            log.start(job, t, Allocation(nodes, units))
         expected.setdefault(job, []).append((t, list(zip(nodes, units))))
     assert len(log) == len(events)
     got = {job: [(t, a.pairs()) for t, a in segs] for job, segs in log.by_job().items()}

@@ -50,7 +50,7 @@ class SegmentLog:
     and compacted into the typed arrays a batch at a time, so at most one batch of
     ``Allocation`` objects is kept alive by the log."""
 
-    __slots__ = ("job", "number", "t_from", "lengths", "node", "units", "_pending", "_batch")
+    __slots__ = ("job", "number", "t_from", "lengths", "node", "units", "_pending", "_batch", "_grants")
 
     def __init__(self, batch: int = 4096) -> None:
         self._batch = batch
@@ -61,8 +61,18 @@ class SegmentLog:
         self.node = array("q")
         self.units = array("q")
         self._pending: list[tuple[int, int, float, Allocation]] = []
+        self._grants: dict[int, int] = {}  # job index -> segments granted after its start
 
-    def add(self, job_index: int, number: int, t_from: float, allocation: Allocation) -> None:
+    def start(self, job_index: int, t_from: float, allocation: Allocation) -> None:
+        """The allocation a job started with (its segment 0)."""
+        self._add(job_index, 0, t_from, allocation)
+
+    def grow(self, job_index: int, t_from: float, allocation: Allocation) -> None:
+        """More nodes granted to a running job (its next segment)."""
+        number = self._grants[job_index] = self._grants.get(job_index, 0) + 1
+        self._add(job_index, number, t_from, allocation)
+
+    def _add(self, job_index: int, number: int, t_from: float, allocation: Allocation) -> None:
         pending = self._pending
         pending.append((job_index, number, t_from, allocation))
         if len(pending) >= self._batch:

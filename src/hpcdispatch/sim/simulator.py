@@ -138,7 +138,6 @@ class Simulator:
         planned_np = np.zeros(n, dtype=np.float64)
         held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         segments = SegmentLog()
-        grown: dict[int, int] = {}  # job index -> segments granted after its start
 
         nan = math.nan
         start_at: list[float] = [nan] * n  # Python lists in the loop (numpy scalar writes are slow)
@@ -271,7 +270,7 @@ class Simulator:
                 if kind == RESIZE:
                     idx, request = payload
                     if idx in running:
-                        granted = self._resize(idx, request, t, view, running, held, segments, grown, state, requests)
+                        granted = self._resize(idx, request, t, view, running, held, segments, state, requests)
                         resize_log.append((t, jobs[idx].id, request.units, granted))
                         happened = True
                 elif kind == WAKEUP:
@@ -325,7 +324,7 @@ class Simulator:
                         running[idx] = rj
                         held[idx] = [(alloc.nodes, amounts)]
                         running_added(rj)
-                        segments.add(idx, 0, begin, alloc)
+                        segments.start(idx, begin, alloc)
                         heappush(heap, (end_t, END, next(seq), END, idx))
                         if job.growth:
                             for request in job.growth:
@@ -400,7 +399,7 @@ class Simulator:
         return result
 
     # ------------------------------------------------------------------------------------
-    def _resize(self, idx, request, t, view, running, held, segments, grown, state, requests) -> bool:
+    def _resize(self, idx, request, t, view, running, held, segments, state, requests) -> bool:
         rj = running[idx]
         view.now = t
         alloc = self.dispatcher.on_resize(rj, request, view)
@@ -424,8 +423,7 @@ class Simulator:
         if isinstance(amounts, str):
             raise InvalidDecisionError(self.dispatcher.name, job.id, t, f"resize grant: {amounts}")
         held[idx].append((alloc.nodes, amounts))
-        grown[idx] = grown.get(idx, 0) + 1
-        segments.add(idx, grown[idx], t, alloc)
+        segments.grow(idx, t, alloc)
         grown = RunningJob(job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end)
         running[idx] = grown
         view._running_removed(rj)
