@@ -12,6 +12,11 @@ already in that file are skipped, so an interrupted campaign resumes where it st
 
 Each record: trace, spec, jobs, simulation wall time, decisions, decision time mean / p99 /
 max, solver statuses, fallbacks, model size, validity, mean wait, mean (bounded) slowdown.
+
+Every CP run writes a decision journal (``--journals``, outside the repository by default):
+a run stopped by its time limit or by the end of a session resumes from its last recorded
+decision the next time, replaying the recorded ones without solving again (the decision
+times reported are the recorded ones; ``wall_s`` is the last, resumed part only).
 """
 
 from __future__ import annotations
@@ -40,11 +45,11 @@ from hpcdispatch.runner import run_simulation
 from hpcdispatch.sim.simulator import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
 from hpcdispatch.workload.swf import SwfOptions
-path, spec, max_jobs = sys.argv[1], sys.argv[2], sys.argv[3]
+path, spec, max_jobs, journal = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 system = resolve_system("auto", path)
 wl = load_workload(path, system, SwfOptions(max_jobs=int(max_jobs) if max_jobs != "all" else None))
 t0 = time.perf_counter()
-out = run_simulation(system, wl, spec, options=SimulationOptions())
+out = run_simulation(system, wl, spec, options=SimulationOptions(), journal=journal if journal != "-" else None)
 wall = time.perf_counter() - t0
 infos = out.result.decisions["info"]
 dt = out.result.decisions["elapsed"]
@@ -60,6 +65,7 @@ print(json.dumps({
     "variables_max": int(max(variables)) if variables else 0,
     "wait_mean": s["wait_mean"], "slowdown_mean": s["slowdown_mean"], "bsld_mean": s["bounded_slowdown_mean"],
     "predictor": s["predictor"], "prediction_mae_s": s.get("prediction_mae_s"),
+    "journal": out.result.extra.get("journal"),
 }))
 """
 
@@ -142,6 +148,8 @@ def main() -> None:
     ap.add_argument("--runs", default="", help="explicit TRACE:SPEC list separated by ';'")
     ap.add_argument("--out", type=Path, default=Path("cp_traces.jsonl"))
     ap.add_argument("--time-limit", type=float, default=6 * 3600.0)
+    ap.add_argument("--journals", type=Path, default=Path(__file__).resolve().parents[2] / "cp-journals",
+                    help="directory of the runs' decision journals (default: ../cp-journals, outside the repo)")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--trace", default=None,
                     help="with --report: only this trace's rows (e.g. LLNL-Atlas)")
@@ -156,16 +164,23 @@ def main() -> None:
             continue
         path, max_jobs = trace_path(trace)
         t0 = time.perf_counter()
+        journal = "-"
+        if spec.split("-")[0] in ("cp", "hcp", "pcp19", "pcp20"):  # memoryless and slow: journal them
+            args.journals.mkdir(parents=True, exist_ok=True)
+            journal = str(args.journals / f"{trace}__{spec.replace(':', '_').replace('=', '')}.jsonl")
         print(f"{trace} {spec} ...", flush=True)
         try:
-            proc = subprocess.run([sys.executable, "-c", WORKER, str(path), spec, str(max_jobs or "all")], capture_output=True, text=True,
-                                  timeout=args.time_limit)
+            proc = subprocess.run([sys.executable, "-c", WORKER, str(path), spec, str(max_jobs or "all"), journal],
+                                  capture_output=True, text=True, timeout=args.time_limit)
             if proc.returncode != 0:
                 rec = {"status": "error", "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
             else:
                 rec = {"status": "ok", **json.loads(proc.stdout.strip().splitlines()[-1])}
         except subprocess.TimeoutExpired:
             rec = {"status": f"stopped after {args.time_limit:.0f} s"}
+            if journal != "-":  # not finished: the next invocation resumes it from its journal
+                print(f"  stopped after {args.time_limit:.0f} s; journal {journal} kept", flush=True)
+                continue
         rec.update(trace=trace, spec=spec, total_s=time.perf_counter() - t0)
         with args.out.open("a") as fh:
             fh.write(json.dumps(rec) + "\n")

@@ -43,14 +43,17 @@ def run_simulation(
     allocator: str | None = None,
     validate: bool = True,
     overrides: dict[str, Any] | None = None,
+    journal: str | Path | None = None,
 ) -> RunOutcome:
-    """``overrides``: parameters set on the dispatcher when it has them and the spec does not."""
+    """``overrides``: parameters set on the dispatcher when it has them and the spec does not.
+    ``journal``: decision journal file; an interrupted run started again with it resumes."""
     overrides = dict(overrides or {})
     if allocator:
         overrides["allocator"] = allocator
     base_spec, suffix_predictor = split_predictor_suffix(dispatcher_spec)
     dispatcher = make_dispatcher(base_spec, **overrides)
-    sim = Simulator(system, workload, dispatcher, make_predictor(suffix_predictor or predictor), options or SimulationOptions())
+    sim = Simulator(system, workload, dispatcher, make_predictor(suffix_predictor or predictor), options or SimulationOptions(),
+                    journal=journal)
     t0 = time.perf_counter()
     result = sim.run(progress=progress)
     wall = time.perf_counter() - t0

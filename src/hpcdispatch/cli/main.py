@@ -199,6 +199,9 @@ def dispatchers() -> None:
 @workload_options(default_workload=None)
 @click.option("--dispatcher", "-d", default="easy", show_default=True, help="dispatcher spec, e.g. easy or easy:allocator=best-fit")
 @sim_options
+@click.option("--journal", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="decision journal: record every decision; started again after an interruption, the "
+                   "run replays the recorded decisions and goes on from there (memoryless dispatchers)")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), required=True, help="output directory")
 def simulate(**kw: Any) -> None:
     """Simulate one dispatcher on one workload and write the schedule."""
@@ -208,8 +211,12 @@ def simulate(**kw: Any) -> None:
     with progress_bar(kw["dispatcher"], len(workload), kw["quiet"]) as update:
         outcome = run_simulation(system, workload, kw["dispatcher"], kw["predictor"], make_options(kw),
                                  out_dir=kw["out"], progress=update, allocator=kw["allocator"],
-                                 overrides=cp_overrides(kw, None))
+                                 overrides=cp_overrides(kw, None), journal=kw["journal"])
     s = outcome.summary
+    journal = outcome.result.extra.get("journal")
+    if journal:
+        console.print(f"journal {journal['path']}: {journal['replayed']} decisions replayed, "
+                      f"{journal['recorded']} recorded")
     table = Table(title=f"{s['dispatcher_params']} on {system.name}")
     table.add_column("metric")
     table.add_column("value", justify="right")

@@ -44,6 +44,10 @@ class Tags:
     contiguous: bool = False
     backfilling: bool = False
     periodic: bool = False  # called at fixed steps only (see Dispatcher.simulation_hints)
+    #: decisions depend on the view alone: what it keeps between calls, if anything, is a
+    #: cache a fresh instance rebuilds. Such runs can resume from a decision journal
+    #: (:mod:`hpcdispatch.sim.journal`), which skips the calls already recorded.
+    memoryless: bool = False
 
 
 class Dispatcher(ABC):

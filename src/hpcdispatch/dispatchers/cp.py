@@ -52,7 +52,7 @@ class CPDispatcher(Dispatcher):
     """Shared pipeline of the CP-based dispatchers (not registered itself)."""
 
     name = "cp"
-    tags = Tags(uses_solver=True)
+    tags = Tags(uses_solver=True, memoryless=True)
     MODEL: ClassVar[ModuleType | None] = None  # module with build() and NODE_LEVEL_RULE
     FLAVOUR: ClassVar[str] = "hcp"  # v1/v2 objective family: "hcp" (pooled) or "pcp" (node-level)
     #: one worker interleaving CP-SAT's subsolvers: deterministic, and on congested instances

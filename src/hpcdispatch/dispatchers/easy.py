@@ -317,7 +317,7 @@ class EASY(Dispatcher):
     """EASY backfilling: FIFO plus backfilling that never delays the first waiting job."""
 
     name = "easy"
-    tags = Tags(backfilling=True)
+    tags = Tags(backfilling=True, memoryless=True)  # the kept reservation is an exact cache
 
     def __init__(self, allocator: str = "first-fit"):
         self.allocator = allocator

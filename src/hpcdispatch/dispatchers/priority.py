@@ -30,7 +30,7 @@ class FIFO(Dispatcher):
     """First come, first served: queue order (submit time, then workload order)."""
 
     name = "fifo"
-    tags = Tags(needs_walltime=False)
+    tags = Tags(needs_walltime=False, memoryless=True)  # _blocked is a shortcut cache
 
     def __init__(self, allocator: str = "first-fit", blocking: bool = True):
         self.allocator = allocator
@@ -54,6 +54,7 @@ class SJF(Dispatcher):
     """Shortest job first by planned (predicted) duration; ties by queue order."""
 
     name = "sjf"
+    tags = Tags(memoryless=True)
 
     def __init__(self, allocator: str = "first-fit", blocking: bool = True):
         self.allocator = allocator

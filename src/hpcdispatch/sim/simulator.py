@@ -33,6 +33,7 @@ import time as _time
 from array import array
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ from hpcdispatch.sim.allocation import Allocation, per_node_array
 from hpcdispatch.sim.cluster import ClusterState
 from hpcdispatch.sim.decision import Decision, RunningJob
 from hpcdispatch.sim.info_log import InfoLog
+from hpcdispatch.sim.journal import DecisionJournal
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.sim.segments import SegmentLog
 from hpcdispatch.sim.view import DispatchView
@@ -98,7 +100,10 @@ class Simulator:
         dispatcher: Dispatcher,
         predictor: Predictor | None = None,
         options: SimulationOptions | None = None,
+        journal: str | Path | None = None,
     ):
+        """``journal``: a decision journal file (:mod:`hpcdispatch.sim.journal`); calls already
+        recorded there are replayed, new ones appended, so an interrupted run resumes."""
         if tuple(workload.resources) != tuple(system.resources):
             raise ConfigError(
                 f"workload resources {list(workload.resources)} do not match system '{system.name}' "
@@ -109,6 +114,11 @@ class Simulator:
         self.dispatcher = dispatcher
         self.predictor = predictor or WallTimePredictor()
         self.options = resolve_options(dispatcher, options)
+        self.journal_path = Path(journal) if journal is not None else None
+        if self.journal_path is not None and not dispatcher.tags.memoryless:
+            raise ConfigError(
+                f"dispatcher '{dispatcher.name}' keeps state between calls that a journal replay would "
+                "skip, so its runs cannot be resumed from a decision journal")
 
     # ------------------------------------------------------------------------------------
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
@@ -117,12 +127,31 @@ class Simulator:
         # and again as the decision log grows); cycles created during the run are still
         # collected.
         gc.freeze()
+        journal = None
+        if self.journal_path is not None:
+            journal = DecisionJournal(self.journal_path, self.journal_run())
         try:
-            return self._run(progress)
+            result = self._run(progress, journal)
         finally:
             gc.unfreeze()
+            if journal is not None:
+                journal.close()
+        if journal is not None:
+            result.extra["journal"] = journal.summary()
+        return result
 
-    def _run(self, progress: ProgressCallback | None) -> SimulationResult:
+    def journal_run(self) -> dict[str, Any]:
+        """What identifies this run in a decision journal's header."""
+        src = self.workload.source
+        return {
+            "system": self.system.name,
+            "workload": {"kind": src.kind, "spec": src.spec, "options": src.options, "jobs": len(self.workload)},
+            "dispatcher": self.dispatcher.describe(),
+            "predictor": self.predictor.name,
+            "options": self.options.to_dict(),
+        }
+
+    def _run(self, progress: ProgressCallback | None, journal: DecisionJournal | None) -> SimulationResult:
         system, workload, dispatcher, opts = self.system, self.workload, self.dispatcher, self.options
         jobs = workload.jobs
         n = len(jobs)
@@ -172,6 +201,7 @@ class Simulator:
         d_info = InfoLog()
 
         si = 0
+        calls = 0  # dispatcher calls so far (the journal numbers them)
         busy_until = -math.inf
         wakeup_pending: set[float] = set()
         tick_pending = False
@@ -291,9 +321,19 @@ class Simulator:
                     view.ended_running = tuple(ended_running)
                     queue_view._list = None
                     queue_before, running_before = len(queue), len(running)
-                    t0 = perf()
-                    decision = dispatch(view)
-                    elapsed = perf() - t0
+                    if journal is None:
+                        t0 = perf()
+                        decision = dispatch(view)
+                        elapsed = perf() - t0
+                    elif journal.has(calls):
+                        decision, elapsed = journal.replay(calls, t, queue, jobs)
+                    else:
+                        head = journal.head(queue)
+                        t0 = perf()
+                        decision = dispatch(view)
+                        elapsed = perf() - t0
+                        journal.append(calls, t, queue_before, head, decision, elapsed)
+                    calls += 1
                     new_jobs.clear()
                     ended_jobs.clear()
                     ended_running.clear()

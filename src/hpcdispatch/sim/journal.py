@@ -1,0 +1,187 @@
+"""A decision journal: resume a long simulation after an interruption without recomputing.
+
+A CP dispatcher on a congested whole trace spends hours in its solver (SDSC-SP2: about
+15,000 decisions that build a model, most of them using the whole time limit). When such a
+run is interrupted, everything it computed is lost unless the decisions were written down.
+The journal is that record: one JSON line per dispatcher call, appended and flushed as the
+call returns. Started again with the same journal, the simulator *replays* the recorded
+decisions instead of calling the dispatcher, checking each against the simulation state it
+reaches (time, queue), and calls the dispatcher for real from the first unrecorded call on.
+Because the simulation is deterministic given its decisions, the resumed run is the run
+that would have happened without the interruption, and the decision log keeps every
+decision's original wall-clock time (also what ``--charge-dispatch-time`` charges).
+
+Only dispatchers whose decisions depend on the view alone may skip calls (``Tags.memoryless``:
+state kept between calls, if any, is a cache that a fresh instance rebuilds). Others are
+refused with a clear error, since a replay would leave their memory behind.
+
+File format (JSON lines):
+
+- line 1, the header: ``{"journal": 1, "run": {...}}`` -- what the run is (system,
+  workload, dispatcher with its parameters, predictor, options); a journal written for a
+  different run is refused;
+- then one record per call: ``{"k": call number, "t": time, "queue": queue length,
+  "head": id of the first queued job, "starts": [[job index, job id, [nodes], [units]], ...],
+  "wakeup": t or null, "elapsed": s, "info": {...}}``.
+
+A last line cut short by the interruption is dropped (and cut from the file) with a warning;
+a damaged line anywhere else is an error naming the file and line, as is a record that does
+not match the state the replay reached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.sim.decision import Decision, Start
+from hpcdispatch.workload.job import Job
+
+FORMAT = 1
+
+
+class JournalError(ConfigError):
+    """A journal that cannot be used: another run's, damaged, or diverging from the replay."""
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def _head(queue: dict[int, Job]) -> int | None:
+    """Id of the first queued job (the queue dict keeps submission order)."""
+    return next(iter(queue.values())).id if queue else None
+
+
+class DecisionJournal:
+    """Records dispatcher calls to ``path`` and replays the ones already there.
+
+    ``run`` describes the simulation (JSON-able); it is written as the header of a new
+    journal and must equal the header of an existing one.
+    """
+
+    def __init__(self, path: str | Path, run: dict[str, Any]):
+        self.path = Path(path)
+        self.run = json.loads(json.dumps(run, default=_json_default))
+        self._records: list[dict[str, Any]] = []
+        self.replayed = 0
+        self.recorded = 0
+        if self.path.exists() and self.path.stat().st_size > 0:
+            self._load()
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("w", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"journal": FORMAT, "run": self.run}) + "\n")
+            except OSError as exc:
+                raise JournalError(f"cannot write the decision journal {self.path}: {exc}") from None
+        self._fh = self.path.open("a", encoding="utf-8")
+
+    # ---- reading ---------------------------------------------------------------------------
+    def _load(self) -> None:
+        raw = self.path.read_bytes()
+        lines = raw.split(b"\n")
+        complete = raw.endswith(b"\n")
+        if not complete:
+            # the interruption cut the last record short: keep everything before it
+            cut = len(raw) - len(lines[-1])
+            warnings.warn(f"{self.path}: line {len(lines)} is incomplete (interrupted write); dropped",
+                          stacklevel=3)
+            with self.path.open("r+b") as fh:
+                fh.truncate(cut)
+        lines = lines[:-1]  # after the last newline: empty, or the dropped partial line
+        try:
+            header = json.loads(lines[0])
+        except (json.JSONDecodeError, IndexError):
+            raise JournalError(f"{self.path}, line 1: not a decision journal header") from None
+        if not isinstance(header, dict) or header.get("journal") != FORMAT:
+            raise JournalError(f"{self.path}, line 1: not a decision journal (format {FORMAT}) header")
+        if header.get("run") != self.run:
+            theirs, ours = header.get("run") or {}, self.run
+            fields = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+            raise JournalError(
+                f"{self.path} was written for another run (differs in: {', '.join(fields)}); "
+                "use a new journal file or delete this one")
+        for lineno, line in enumerate(lines[1:], start=2):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise JournalError(f"{self.path}, line {lineno}: damaged record ({exc.msg})") from None
+            if not isinstance(rec, dict) or rec.get("k") != len(self._records):
+                raise JournalError(f"{self.path}, line {lineno}: field 'k' should be call {len(self._records)}, "
+                                   f"got {rec.get('k') if isinstance(rec, dict) else rec!r}")
+            self._records.append(rec)
+
+    def head(self, queue: dict[int, Job]) -> int | None:
+        return _head(queue)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def has(self, k: int) -> bool:
+        return k < len(self._records)
+
+    def replay(self, k: int, t: float, queue: dict[int, Job], jobs: tuple[Job, ...]) -> tuple[Decision, float]:
+        """Call ``k``'s recorded decision, checked against the state reached (time ``t``, ``queue``)."""
+        rec = self._records[k]
+        where = f"{self.path}, line {k + 2}"
+        if rec["t"] != t:
+            raise JournalError(f"{where}: field 't' is {rec['t']}, the replay reached call {k} at t={t}; "
+                               "the run is not the one recorded")
+        head = _head(queue)
+        if rec["queue"] != len(queue) or rec["head"] != head:
+            raise JournalError(f"{where}: fields 'queue'/'head' are {rec['queue']}/{rec['head']}, the replay has "
+                               f"{len(queue)} queued jobs headed by {head} at t={t}")
+        starts = []
+        for index, job_id, nodes, units in rec["starts"]:
+            job = jobs[index] if 0 <= index < len(jobs) else None
+            if job is None or job.id != job_id:
+                raise JournalError(f"{where}: field 'starts' names job {job_id} at index {index}, "
+                                   "which is not that workload's job")
+            starts.append(Start(job, Allocation(nodes, units)))
+        info = dict(rec.get("info") or {})
+        info["replayed"] = True
+        self.replayed += 1
+        return Decision(starts, rec.get("wakeup"), info), float(rec["elapsed"])
+
+    # ---- writing ---------------------------------------------------------------------------
+    def append(self, k: int, t: float, queue_length: int, head: int | None, decision: Decision,
+               elapsed: float) -> None:
+        """Record call ``k`` (``queue_length`` and ``head``: the queue the dispatcher saw)."""
+        rec = {
+            "k": k,
+            "t": t,
+            "queue": queue_length,
+            "head": head,
+            "starts": [[s.job.index, s.job.id, s.allocation.nodes.tolist(), s.allocation.units.tolist()]
+                       for s in decision.starts],
+            "wakeup": decision.wakeup,
+            "elapsed": elapsed,
+            "info": decision.info,
+        }
+        self._fh.write(json.dumps(rec, default=_json_default) + "\n")
+        self._fh.flush()
+        self._records.append({})  # its content is only needed on a later resume
+        self.recorded += 1
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+    def summary(self) -> dict[str, Any]:
+        return {"path": str(self.path), "replayed": self.replayed, "recorded": self.recorded}

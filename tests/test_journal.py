@@ -1,0 +1,158 @@
+"""Decision journal: an interrupted run resumes and gives the run that was not interrupted."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.dispatchers.cp import HCP
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sim.journal import JournalError
+from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.system import load_system
+from hpcdispatch.validation import validate_result
+from hpcdispatch.workload import load_workload
+
+SPEC = "synthetic:lublin,jobs=150,seed=9,load=0.95"
+
+
+@pytest.fixture(scope="module")
+def case():
+    system = load_system("eurora")
+    return system, load_workload(SPEC, system)
+
+
+class CountingHCP(HCP):
+    """hcp that counts its real calls and can be made to stop the run after ``stop_after``."""
+
+    calls = 0
+    stop_after: int | None = None
+
+    def _dispatch(self, view):
+        if CountingHCP.stop_after is not None and CountingHCP.calls >= CountingHCP.stop_after:
+            raise KeyboardInterrupt
+        CountingHCP.calls += 1
+        return super()._dispatch(view)
+
+
+def hcp(counting: bool = False):
+    # deterministic: the solver is bounded by its deterministic time, so two runs agree
+    cls = CountingHCP if counting else HCP
+    return cls(delta=0.2, deterministic=True)
+
+
+def run(case, dispatcher, journal=None, **options):
+    system, wl = case
+    result = Simulator(system, wl, dispatcher, options=SimulationOptions(**options), journal=journal).run()
+    report = validate_result(result)
+    assert report.ok, report.violations[:3]
+    return result
+
+
+def interrupted(case, path, after: int, **options) -> None:
+    CountingHCP.calls, CountingHCP.stop_after = 0, after
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(case, hcp(counting=True), path, **options)
+    finally:
+        CountingHCP.stop_after = None
+
+
+def test_resumed_run_equals_uninterrupted_run(case, tmp_path):
+    clean = run(case, hcp())
+    n_calls = len(clean.decisions["elapsed"])
+    assert n_calls > 60
+    path = tmp_path / "j.jsonl"
+    interrupted(case, path, after=40)
+    assert len(path.read_text().splitlines()) == 1 + 40  # header + the 40 calls made
+
+    CountingHCP.calls = 0
+    resumed = run(case, hcp(counting=True), path)
+    assert CountingHCP.calls == n_calls - 40  # only the unrecorded calls were made again
+    assert resumed.extra["journal"]["replayed"] == 40
+    assert resumed.extra["journal"]["recorded"] == n_calls - 40
+    np.testing.assert_array_equal(resumed.start, clean.start)
+    np.testing.assert_array_equal(resumed.end, clean.end)
+    assert resumed.jobs_frame().equals(clean.jobs_frame())  # same nodes too
+    infos = resumed.decisions["info"]
+    assert all(infos[k].get("replayed") for k in range(40)) and not any(infos[k].get("replayed") for k in range(40, n_calls))
+    # the replayed decisions keep their recorded wall-clock time and record (status, model size)
+    recorded = [json.loads(line) for line in path.read_text().splitlines()[1:41]]
+    assert resumed.decisions["elapsed"][:40].tolist() == [r["elapsed"] for r in recorded]
+    assert [infos[k].get("status") for k in range(40)] == [r["info"].get("status") for r in recorded]
+
+    # a complete journal: the whole run replays without a single dispatcher call
+    CountingHCP.calls = 0
+    again = run(case, hcp(counting=True), path)
+    assert CountingHCP.calls == 0 and again.extra["journal"]["replayed"] == n_calls
+    np.testing.assert_array_equal(again.start, clean.start)
+
+
+def test_charged_dispatch_time_is_replayed_exactly(case, tmp_path):
+    path = tmp_path / "j.jsonl"
+    first = run(case, make_dispatcher("cp-rule"), path, charge_dispatch_time=True)
+    # starts carry the measured (hence run-specific) dispatch times; the replay reproduces them
+    replayed = run(case, make_dispatcher("cp-rule"), path, charge_dispatch_time=True)
+    assert replayed.extra["journal"]["recorded"] == 0
+    np.testing.assert_array_equal(replayed.start, first.start)
+    assert (first.start[~np.isnan(first.start)] % 1 != 0).any()  # really charged: not whole seconds
+
+
+def test_cut_last_line_is_dropped_with_a_warning(case, tmp_path):
+    path = tmp_path / "j.jsonl"
+    interrupted(case, path, after=25)
+    text = path.read_text()
+    path.write_text(text[: len(text) - 7])  # the write of call 24 was cut short
+    CountingHCP.calls = 0
+    with pytest.warns(UserWarning, match="line 26 is incomplete"):
+        resumed = run(case, hcp(counting=True), path)
+    assert resumed.extra["journal"]["replayed"] == 24
+    np.testing.assert_array_equal(resumed.start, run(case, hcp()).start)
+
+
+def test_journal_of_another_run_is_refused(case, tmp_path):
+    path = tmp_path / "j.jsonl"
+    interrupted(case, path, after=5)
+    with pytest.raises(JournalError, match="another run.*dispatcher"):
+        run(case, HCP(delta=0.3, deterministic=True), path)
+
+
+def test_diverging_record_names_line_and_field(case, tmp_path):
+    path = tmp_path / "j.jsonl"
+    interrupted(case, path, after=10)
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[4])  # call 3
+    rec["t"] += 1.0
+    lines[4] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(JournalError, match=r"line 5: field 't'"):
+        run(case, hcp(), path)
+
+
+def test_damaged_record_in_the_middle_is_an_error(case, tmp_path):
+    path = tmp_path / "j.jsonl"
+    interrupted(case, path, after=10)
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3][:20]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(JournalError, match="line 4: damaged record"):
+        run(case, hcp(), path)
+
+
+def test_dispatcher_with_memory_cannot_be_journaled(case, tmp_path):
+    system, wl = case
+    with pytest.raises(ConfigError, match="cannot be resumed"):
+        Simulator(system, wl, make_dispatcher("conservative"), journal=tmp_path / "j.jsonl")
+
+
+def test_journal_off_by_default_writes_nothing(case, tmp_path):
+    result = run(case, make_dispatcher("fifo"))
+    assert "journal" not in result.extra
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run(case, make_dispatcher("fifo"), tmp_path / "f.jsonl")
+        run(case, make_dispatcher("fifo"), tmp_path / "f.jsonl")
