@@ -174,6 +174,9 @@ def main() -> None:
                                   capture_output=True, text=True, timeout=args.time_limit)
             if proc.returncode != 0:
                 rec = {"status": "error", "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+                if "in use by another process" in rec["error"]:  # another campaign runs it now
+                    print("  running in another campaign; skipped", flush=True)
+                    continue
             else:
                 rec = {"status": "ok", **json.loads(proc.stdout.strip().splitlines()[-1])}
         except subprocess.TimeoutExpired:

@@ -156,3 +156,17 @@ def test_journal_off_by_default_writes_nothing(case, tmp_path):
         warnings.simplefilter("error")
         run(case, make_dispatcher("fifo"), tmp_path / "f.jsonl")
         run(case, make_dispatcher("fifo"), tmp_path / "f.jsonl")
+
+
+def test_a_journal_in_use_is_refused_and_released_after(case, tmp_path):
+    from hpcdispatch.sim.journal import DecisionJournal
+
+    path = tmp_path / "j.jsonl"
+    first = DecisionJournal(path, {"run": 1})
+    with pytest.raises(JournalError, match="in use by another process"):
+        DecisionJournal(path, {"run": 1})
+    first.close()
+    DecisionJournal(path, {"run": 1}).close()  # free again
+    with pytest.raises(JournalError, match="another run"):
+        DecisionJournal(path, {"run": 2})
+    DecisionJournal(path, {"run": 1}).close()  # a refused open released its lock

@@ -34,6 +34,11 @@ from __future__ import annotations
 import json
 import os
 import warnings
+
+try:  # POSIX: one writer per journal
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock
+    fcntl = None
 from pathlib import Path
 from typing import Any
 
@@ -79,16 +84,38 @@ class DecisionJournal:
         self._records: list[dict[str, Any]] = []
         self.replayed = 0
         self.recorded = 0
-        if self.path.exists() and self.path.stat().st_size > 0:
-            self._load()
-        else:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = self._acquire()
+        try:
+            if self.path.exists() and self.path.stat().st_size > 0:
+                self._load()
+            else:
                 with self.path.open("w", encoding="utf-8") as fh:
                     fh.write(json.dumps({"journal": FORMAT, "run": self.run}) + "\n")
-            except OSError as exc:
-                raise JournalError(f"cannot write the decision journal {self.path}: {exc}") from None
-        self._fh = self.path.open("a", encoding="utf-8")
+            self._fh = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            self._release()
+            raise JournalError(f"cannot write the decision journal {self.path}: {exc}") from None
+        except BaseException:
+            self._release()
+            raise
+
+    def _acquire(self):
+        """An exclusive lock (``<journal>.lock``): two runs appending to one journal would
+        interleave their records."""
+        if fcntl is None:
+            return None
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        try:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fh = lock_path.open("w")
+        except OSError as exc:
+            raise JournalError(f"cannot write the decision journal's lock {lock_path}: {exc}") from None
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            raise JournalError(f"{self.path} is in use by another process (lock {lock_path})") from None
+        return fh
 
     # ---- reading ---------------------------------------------------------------------------
     def _load(self) -> None:
@@ -182,6 +209,11 @@ class DecisionJournal:
             self._fh.flush()
             os.fsync(self._fh.fileno())
             self._fh.close()
+        self._release()
+
+    def _release(self) -> None:
+        if self._lock is not None and not self._lock.closed:
+            self._lock.close()  # closing the descriptor releases the lock
 
     def summary(self) -> dict[str, Any]:
         return {"path": str(self.path), "replayed": self.replayed, "recorded": self.recorded}
