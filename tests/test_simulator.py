@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from helpers import cores_system, job, placement, simulate, starts, workload
+from helpers import cores_system, job, placement, simulate, starts, system_of, workload
 
 from hpcdispatch.dispatchers import Dispatcher, Scratch, Tags
 from hpcdispatch.errors import InvalidDecisionError, SimulationStalledError
@@ -89,6 +89,42 @@ def test_max_units_per_node_is_enforced():
 
     with pytest.raises(InvalidDecisionError, match="more than 1 unit"):
         run_raw(cores_system(2, 4), [job(1, 0, 5, units=2, max_units_per_node=1)], Scripted(policy))
+
+
+@pytest.mark.parametrize("alloc, units, maxpn, why", [
+    (Allocation.trusted(np.array([5]), np.array([1])), 1, 0, "out of range"),
+    (Allocation.trusted(np.array([-1]), np.array([1])), 1, 0, "out of range"),
+    (Allocation.trusted(np.array([0]), np.array([0])), 0, 0, "non-positive"),
+    (Allocation.trusted(np.array([0, 1]), np.array([0, 1])), 1, 0, "non-positive"),
+    (Allocation([1], [3]), 2, 0, "holds 3 units, the job requests 2"),
+    (Allocation([0, 1], [1, 1]), 3, 0, "holds 2 units, the job requests 3"),
+    (Allocation([1], [2]), 2, 1, "more than 1 unit"),
+    (Allocation([0, 1], [1, 2]), 3, 1, "more than 1 unit"),
+    (Allocation([1], [3]), 3, 0, "node 1 has 2 core free, the allocation needs 3"),
+    (Allocation([0, 1], [1, 3]), 4, 0, "node 1 has 2 core free, the allocation needs 3"),
+])
+def test_refused_allocations_name_the_problem_and_change_nothing(alloc, units, maxpn, why):
+    # the single-node path (Python scalars) and the several-node path (numpy) say the same
+    from hpcdispatch.sim.cluster import ClusterState
+
+    state = ClusterState(cores_system(2, 2))
+    before, total = state.free.copy(), list(state.free_total)
+    out = state.take_checked(alloc, np.array([1]), units, maxpn)
+    assert isinstance(out, str) and why in out
+    assert (state.free == before).all() and state.free_total == total
+
+
+def test_taken_amounts_are_returned_and_given_back():
+    from hpcdispatch.sim.cluster import ClusterState
+
+    state = ClusterState(system_of([(3, {"core": 4, "gpu": 2})], ("core", "gpu")))
+    one = state.take_checked(Allocation([2], [2]), np.array([1, 1]), 2, 0)
+    two = state.take_checked(Allocation([0, 1], [1, 2]), np.array([2, 0]), 3, 0)
+    assert one.tolist() == [[2, 2]] and two.tolist() == [[2, 0], [4, 0]]
+    assert state.free.tolist() == [[2, 2], [0, 2], [2, 0]] and state.free_total == [4, 4]
+    state.give(np.array([2]), one)
+    state.give(np.array([0, 1]), two)
+    assert state.free.tolist() == [[4, 2]] * 3 and state.free_total == [12, 6]
 
 
 def test_a_dispatcher_that_never_starts_anything_is_detected():

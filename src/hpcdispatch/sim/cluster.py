@@ -46,39 +46,43 @@ class ClusterState:
         nodes = allocation.nodes
         counts = allocation.units
         m = len(nodes)
+        if m == 1:  # one node: Python scalars throughout (numpy arithmetic on one row costs more)
+            node = int(nodes[0])
+            if node < 0 or node >= self.n_nodes:
+                return f"node index out of range 0..{self.n_nodes - 1}: {nodes.tolist()}"
+            count = int(counts[0])
+            if count <= 0:
+                return f"non-positive unit count in {allocation.pairs()}"
+            if count != units:
+                return f"allocation holds {count} units, the job requests {units}"
+            if 0 < max_per_node < count:
+                return f"more than {max_per_node} unit(s) per node in {allocation.pairs()}"
+            free = self.free
+            need_list = [a * count for a in unit_request.tolist()]
+            for r, a in enumerate(need_list):
+                if a and free[node, r] < a:
+                    return f"node {node} has {int(free[node, r])} {self.system.resources[r]} free, the allocation needs {a}"
+            ft = self.free_total
+            for r, a in enumerate(need_list):
+                if a:
+                    free[node, r] -= a
+                    ft[r] -= a
+            return np.array([need_list], dtype=np.int64)
         problem = self._node_list_problem(nodes, m)
         if problem:
             return problem
-        first = int(nodes[0])
         count_list = counts.tolist()
-        if m == 1:
-            total = count_list[0]
-            if total <= 0:
-                return f"non-positive unit count in {allocation.pairs()}"
-        else:
-            if min(count_list) <= 0:
-                return f"non-positive unit count in {allocation.pairs()}"
-            total = sum(count_list)
+        if min(count_list) <= 0:
+            return f"non-positive unit count in {allocation.pairs()}"
+        total = sum(count_list)
         if total != units:
             return f"allocation holds {total} units, the job requests {units}"
-        if max_per_node > 0 and (total if m == 1 else max(count_list)) > max_per_node:
+        if max_per_node > 0 and max(count_list) > max_per_node:
             return f"more than {max_per_node} unit(s) per node in {allocation.pairs()}"
-        if m == 1:  # one node: scalar reads and writes (numpy arithmetic on one row costs more)
-            free = self.free
-            need = counts[0] * unit_request
-            need_list = need.tolist()
-            for r, a in enumerate(need_list):
-                if a and free[first, r] < a:
-                    return f"node {first} has {int(free[first, r])} {self.system.resources[r]} free, the allocation needs {a}"
-            for r, a in enumerate(need_list):
-                if a:
-                    free[first, r] -= a
-            amounts = need[None, :]
-        else:
-            amounts = counts[:, None] * unit_request
-            problem = self._subtract(nodes, amounts)
-            if problem:
-                return problem
+        amounts = counts[:, None] * unit_request
+        problem = self._subtract(nodes, amounts)
+        if problem:
+            return problem
         ft = self.free_total
         for r, a in enumerate(unit_request.tolist()):
             if a:

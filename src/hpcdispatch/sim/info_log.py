@@ -35,6 +35,9 @@ class InfoLog(Sequence[dict[str, Any]]):
     def append(self, info: dict[str, Any]) -> None:
         columns = self._columns
         n = self._n
+        if not info and not columns:  # dispatchers that record nothing: just count the call
+            self._n = n + 1
+            return
         complete = len(info) == len(columns)
         for key, value in info.items():
             column = columns.get(key)
