@@ -44,6 +44,25 @@ def test_simulate_then_validate(tmp_path):
     assert v.returncode == 1 and "capacity" in v.stdout
 
 
+def test_simulate_with_a_journal_replays_on_the_second_run(tmp_path):
+    journal = tmp_path / "run.jsonl"
+    args = ["simulate", "-w", "synthetic:lublin,jobs=150,seed=3,load=0.9", "-d", "cp-rule", "--journal", str(journal)]
+    first = run(*args, "-o", str(tmp_path / "a"), "-q")
+    assert first.returncode == 0, first.stderr
+    calls = len(journal.read_text().splitlines()) - 1
+    assert calls > 50 and f"0 decisions replayed, {calls} recorded" in first.stdout
+    second = run(*args, "-o", str(tmp_path / "b"), "-q")
+    assert second.returncode == 0, second.stderr
+    assert f"{calls} decisions replayed, 0 recorded" in second.stdout
+    a = pd.read_parquet(tmp_path / "a" / "jobs.parquet")
+    b = pd.read_parquet(tmp_path / "b" / "jobs.parquet")
+    assert a["start"].equals(b["start"])
+    # a dispatcher with memory between calls is refused, in one line
+    p = run("simulate", "-w", "synthetic:lublin,jobs=20", "-d", "conservative", "--journal", str(tmp_path / "c.jsonl"),
+            "-o", str(tmp_path / "c"), "-q")
+    assert p.returncode == 2 and "cannot resume from a journal" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_errors_are_one_clear_line(tmp_path):
     cases = [
         (["simulate", "-w", str(tmp_path / "missing.swf"), "-o", str(tmp_path / "o")], "does not exist"),

@@ -145,7 +145,7 @@ def test_damaged_record_in_the_middle_is_an_error(case, tmp_path):
 
 def test_dispatcher_with_memory_cannot_be_journaled(case, tmp_path):
     system, wl = case
-    with pytest.raises(ConfigError, match="cannot be resumed"):
+    with pytest.raises(ConfigError, match="cannot resume from a journal"):
         Simulator(system, wl, make_dispatcher("conservative"), journal=tmp_path / "j.jsonl")
 
 

@@ -117,8 +117,7 @@ class Simulator:
         self.journal_path = Path(journal) if journal is not None else None
         if self.journal_path is not None and not dispatcher.tags.memoryless:
             raise ConfigError(
-                f"dispatcher '{dispatcher.name}' keeps state between calls that a journal replay would "
-                "skip, so its runs cannot be resumed from a decision journal")
+                f"dispatcher '{dispatcher.name}' keeps state between calls: its runs cannot resume from a journal")
 
     # ------------------------------------------------------------------------------------
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
