@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from hpcdispatch import __version__
+from hpcdispatch._util import json_default
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.system.io import dump_system, load_system
@@ -64,19 +65,9 @@ def write_text(path: Path, text: str) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     def _w(p: Path) -> None:
-        p.write_text(json.dumps(data, indent=2, default=_json_default, allow_nan=True) + "\n")
+        p.write_text(json.dumps(data, indent=2, default=json_default, allow_nan=True) + "\n")
 
     _atomic(path, _w)
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.floating):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    return str(obj)
 
 
 def write_frame(path: Path, frame: pd.DataFrame) -> None:

@@ -34,16 +34,15 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from pathlib import Path
+from typing import Any
 
 try:  # POSIX: one writer per journal
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no lock
     fcntl = None
-from pathlib import Path
-from typing import Any
 
-import numpy as np
-
+from hpcdispatch._util import json_default
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.sim.allocation import Allocation
 from hpcdispatch.sim.decision import Decision, Start
@@ -54,16 +53,6 @@ FORMAT = 1
 
 class JournalError(ConfigError):
     """A journal that cannot be used: another run's, damaged, or diverging from the replay."""
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return str(value)
 
 
 def _head(queue: dict[int, Job]) -> int | None:
@@ -80,7 +69,7 @@ class DecisionJournal:
 
     def __init__(self, path: str | Path, run: dict[str, Any]):
         self.path = Path(path)
-        self.run = json.loads(json.dumps(run, default=_json_default))
+        self.run = json.loads(json.dumps(run, default=json_default))
         self._records: list[dict[str, Any]] = []
         self.replayed = 0
         self.recorded = 0
@@ -152,9 +141,6 @@ class DecisionJournal:
                                    f"got {rec.get('k') if isinstance(rec, dict) else rec!r}")
             self._records.append(rec)
 
-    def head(self, queue: dict[int, Job]) -> int | None:
-        return _head(queue)
-
     def __len__(self) -> int:
         return len(self._records)
 
@@ -185,21 +171,20 @@ class DecisionJournal:
         return Decision(starts, rec.get("wakeup"), info), float(rec["elapsed"])
 
     # ---- writing ---------------------------------------------------------------------------
-    def append(self, k: int, t: float, queue_length: int, head: int | None, decision: Decision,
-               elapsed: float) -> None:
-        """Record call ``k`` (``queue_length`` and ``head``: the queue the dispatcher saw)."""
+    def append(self, k: int, t: float, queue: dict[int, Job], decision: Decision, elapsed: float) -> None:
+        """Record call ``k`` (``queue``: the queue the dispatcher saw, before its starts)."""
         rec = {
             "k": k,
             "t": t,
-            "queue": queue_length,
-            "head": head,
+            "queue": len(queue),
+            "head": _head(queue),
             "starts": [[s.job.index, s.job.id, s.allocation.nodes.tolist(), s.allocation.units.tolist()]
                        for s in decision.starts],
             "wakeup": decision.wakeup,
             "elapsed": elapsed,
             "info": decision.info,
         }
-        self._fh.write(json.dumps(rec, default=_json_default) + "\n")
+        self._fh.write(json.dumps(rec, default=json_default) + "\n")
         self._fh.flush()
         self._records.append({})  # its content is only needed on a later resume
         self.recorded += 1

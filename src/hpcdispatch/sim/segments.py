@@ -65,10 +65,7 @@ class SegmentLog:
 
     def start(self, job_index: int, t_from: float, allocation: Allocation) -> None:
         """The allocation a job started with (its segment 0)."""
-        pending = self._pending  # _add inlined: one call per started job
-        pending.append((job_index, 0, t_from, allocation))
-        if len(pending) >= self._batch:
-            self._flush()
+        self._add(job_index, 0, t_from, allocation)
 
     def grow(self, job_index: int, t_from: float, allocation: Allocation) -> None:
         """More nodes granted to a running job (its next segment)."""

@@ -320,18 +320,14 @@ class Simulator:
                     view.ended_running = tuple(ended_running)
                     queue_view._list = None
                     queue_before, running_before = len(queue), len(running)
-                    if journal is None:
-                        t0 = perf()
-                        decision = dispatch(view)
-                        elapsed = perf() - t0
-                    elif journal.has(calls):
+                    if journal is not None and journal.has(calls):
                         decision, elapsed = journal.replay(calls, t, queue, jobs)
                     else:
-                        head = journal.head(queue)
                         t0 = perf()
                         decision = dispatch(view)
                         elapsed = perf() - t0
-                        journal.append(calls, t, queue_before, head, decision, elapsed)
+                        if journal is not None:  # the queue is still the one the dispatcher saw
+                            journal.append(calls, t, queue, decision, elapsed)
                     calls += 1
                     new_jobs.clear()
                     ended_jobs.clear()
