@@ -50,6 +50,20 @@ class Tags:
     memoryless: bool = False
 
 
+@dataclass(frozen=True)
+class KernelSpec:
+    """A dispatcher's compiled twin (:mod:`hpcdispatch.compiled`): the compiled policy's name
+    (a key of ``hpcdispatch.compiled.policies.POLICIES``), its numeric parameters, and the
+    names of the per-call info values it records (``info_jobs``: those holding a job index,
+    reported as the job id; ``info_ints``: integers)."""
+
+    policy: str
+    params: tuple[float, ...] = ()
+    info: tuple[str, ...] = ()
+    info_jobs: tuple[str, ...] = ()
+    info_ints: tuple[str, ...] = ()
+
+
 class Dispatcher(ABC):
     name: ClassVar[str] = "dispatcher"
     tags: ClassVar[Tags] = Tags()
@@ -96,6 +110,11 @@ class Dispatcher(ABC):
         scheduler: ``{"dispatch_interval": 5.0, "dispatch_on_events": False}``). Applied by
         :func:`hpcdispatch.sim.simulator.resolve_options` when no ``dispatch_interval`` is set."""
         return {}
+
+    def kernel(self) -> KernelSpec | None:
+        """The compiled policy that takes exactly this dispatcher's decisions, or ``None``
+        (the default: the simulator's Python loop runs it)."""
+        return None
 
     def dispatch(self, view: DispatchView) -> Decision:
         out = self._dispatch(view)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcdispatch.allocators.base import Allocator
-from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
+from hpcdispatch.dispatchers.base import Dispatcher, KernelSpec, Scratch, Tags, register
 from hpcdispatch.dispatchers.queue_index import ShapeIndex
 from hpcdispatch.sim.allocation import held_amounts, job_fits
 from hpcdispatch.sim.decision import Decision, Start
@@ -321,6 +321,11 @@ class EASY(Dispatcher):
 
     def __init__(self, allocator: str = "first-fit"):
         self.allocator = allocator
+
+    def kernel(self) -> KernelSpec | None:
+        if type(self) is not EASY:  # a subclass may decide differently
+            return None
+        return KernelSpec("easy", info=("shadow", "head", "backfilled"), info_jobs=("head",), info_ints=("backfilled",))
 
     def _setup(self, system: System) -> None:
         self._index = ShapeIndex()

@@ -8,7 +8,7 @@ never overtaken by a lower-priority one. With ``blocking=False`` they skip it an
 
 from __future__ import annotations
 
-from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
+from hpcdispatch.dispatchers.base import Dispatcher, KernelSpec, Scratch, Tags, register
 from hpcdispatch.sim.decision import Start
 from hpcdispatch.sim.view import DispatchView
 from hpcdispatch.workload.job import Job
@@ -38,6 +38,11 @@ class FIFO(Dispatcher):
 
     def _setup(self, system) -> None:
         self._blocked: Job | None = None  # the head that did not fit at the last call
+
+    def kernel(self) -> KernelSpec | None:
+        if type(self) is not FIFO:  # a subclass may decide differently
+            return None
+        return KernelSpec("fifo", (1.0 if self.blocking else 0.0,))
 
     def _dispatch(self, view: DispatchView) -> list[Start]:
         if self.blocking and self._blocked is not None and not view.ended_jobs and view.queue.head() is self._blocked:

@@ -23,6 +23,9 @@ class Predictor(ABC):
     #: whether the simulator times every predict/learn call (``prediction_time_s``); False
     #: for the field lookups W and R, whose cost would be the timer's own
     timed: ClassVar[bool] = True
+    #: whether ``predict`` depends on the job alone (not on ``now`` nor on what was learnt):
+    #: the planned durations can then be computed before the run (the compiled engine does)
+    static: ClassVar[bool] = False
 
     def reset(self, workload: Workload, walltime_kill: bool = True) -> None:
         """Forget everything (called once before a simulation)."""
@@ -43,6 +46,7 @@ class WallTimePredictor(Predictor):
     short = "W"
     aliases = ("wall-time", "wall")
     timed = False
+    static = True
 
     def predict(self, job: Job, now: float) -> float:
         return float(job.wall_time)
@@ -58,6 +62,7 @@ class OraclePredictor(Predictor):
     short = "R"
     aliases = ("real",)
     timed = False
+    static = True
 
     def predict(self, job: Job, now: float) -> float:
         return float(min(job.run_time, job.wall_time) if self.walltime_kill else job.run_time)

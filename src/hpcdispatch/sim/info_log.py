@@ -32,6 +32,25 @@ class InfoLog(Sequence[dict[str, Any]]):
         for info in infos:
             self.append(info)
 
+    @classmethod
+    def from_columns(cls, n: int, columns: dict[str, list[Any]]) -> InfoLog:
+        """A log of ``n`` calls from one list per key (``MISSING`` where a call set no value)."""
+        log = cls()
+        for key, values in columns.items():
+            if len(values) != n:
+                raise ValueError(f"info column '{key}' has {len(values)} values for {n} calls")
+        log._columns = {key: list(values) for key, values in columns.items()
+                        if any(v is not MISSING for v in values)}
+        log._n = n
+        return log
+
+    @classmethod
+    def empty(cls, n: int) -> InfoLog:
+        """A log of ``n`` calls that recorded nothing."""
+        log = cls()
+        log._n = n
+        return log
+
     def append(self, info: dict[str, Any]) -> None:
         columns = self._columns
         n = self._n

@@ -63,6 +63,20 @@ class SegmentLog:
         self._pending: list[tuple[int, int, float, Allocation]] = []
         self._grants: dict[int, int] = {}  # job index -> segments granted after its start
 
+    @classmethod
+    def from_arrays(cls, job: np.ndarray, t_from: np.ndarray, lengths: np.ndarray, node: np.ndarray,
+                    units: np.ndarray) -> SegmentLog:
+        """A log of first segments only, from columns (jobs in start order; ``node`` / ``units``:
+        the rows of all of them, job after job)."""
+        log = cls()
+        log.job.frombytes(np.ascontiguousarray(job, dtype=np.int64).tobytes())
+        log.number.frombytes(np.zeros(len(job), dtype=np.int64).tobytes())
+        log.t_from.frombytes(np.ascontiguousarray(t_from, dtype=np.float64).tobytes())
+        log.lengths.frombytes(np.ascontiguousarray(lengths, dtype=np.int64).tobytes())
+        log.node.frombytes(np.ascontiguousarray(node, dtype=np.int64).tobytes())
+        log.units.frombytes(np.ascontiguousarray(units, dtype=np.int64).tobytes())
+        return log
+
     def start(self, job_index: int, t_from: float, allocation: Allocation) -> None:
         """The allocation a job started with (its segment 0)."""
         self._add(job_index, 0, t_from, allocation)

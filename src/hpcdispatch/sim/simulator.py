@@ -65,8 +65,15 @@ class SimulationOptions:
     dispatch_interval: float | None = None
     dispatch_on_events: bool = True
     record_decisions: bool = True
+    #: "auto": the compiled engine (:mod:`hpcdispatch.compiled`) when it can run the
+    #: simulation and the workload has at least ``AUTO_MIN_JOBS`` (20,000) jobs, else the
+    #: Python loop; "python" / "compiled": that one (compiled fails with the reason when it
+    #: cannot). Both take the same decisions.
+    engine: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got '{self.engine}'")
         if self.dispatch_interval is not None and self.dispatch_interval <= 0:
             raise ConfigError(f"dispatch_interval must be positive, got {self.dispatch_interval}")
         if not self.dispatch_on_events and self.dispatch_interval is None:
@@ -75,6 +82,8 @@ class SimulationOptions:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+
+ENGINES = ("auto", "python", "compiled")
 
 ProgressCallback = Callable[[int, int, float], None]
 
@@ -121,6 +130,11 @@ class Simulator:
 
     # ------------------------------------------------------------------------------------
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
+        engine = self.engine()
+        if engine != "python":
+            from hpcdispatch.compiled.runner import run_compiled
+
+            return run_compiled(self, progress)
         # The workload's half a million job objects live through the whole run: move them out
         # of the cyclic collector's sight (full collections would traverse all of them again
         # and again as the decision log grows); cycles created during the run are still
@@ -137,7 +151,24 @@ class Simulator:
                 journal.close()
         if journal is not None:
             result.extra["journal"] = journal.summary()
+        result.extra["engine"] = "python"
         return result
+
+    def engine(self) -> str:
+        """The engine :meth:`run` uses: "compiled" or "python" (see ``SimulationOptions.engine``)."""
+        wanted = self.options.engine
+        if wanted == "python":
+            return "python"
+        from hpcdispatch.compiled import AUTO_MIN_JOBS, refusal
+
+        reason = refusal(self)
+        if reason is None and wanted == "auto" and len(self.workload) < AUTO_MIN_JOBS:
+            return "python"
+        if reason is None:
+            return "compiled"
+        if wanted == "compiled":
+            raise ConfigError(f"the compiled engine cannot run this simulation: {reason}")
+        return "python"
 
     def journal_run(self) -> dict[str, Any]:
         """What identifies this run in a decision journal's header."""
@@ -147,7 +178,8 @@ class Simulator:
             "workload": {"kind": src.kind, "spec": src.spec, "options": src.options, "jobs": len(self.workload)},
             "dispatcher": self.dispatcher.describe(),
             "predictor": self.predictor.name,
-            "options": self.options.to_dict(),
+            # the engine changes no decision: a run may resume on the other one
+            "options": {k: v for k, v in self.options.to_dict().items() if k != "engine"},
         }
 
     def _run(self, progress: ProgressCallback | None, journal: DecisionJournal | None) -> SimulationResult:

@@ -1,0 +1,56 @@
+"""Which simulations the compiled engine can run (without importing numba)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hpcdispatch.sim.simulator import Simulator
+
+#: ``engine="auto"`` compiles only for workloads at least this large: the first compilation
+#: after an install takes about 40 s (numba then caches it on disk); a smaller run is over
+#: sooner on the Python loop
+AUTO_MIN_JOBS = 20_000
+
+
+def refusal(sim: Simulator) -> str | None:
+    """Why ``sim`` cannot run on the compiled engine, or ``None`` when it can.
+
+    It can when: numba is installed (and the platform has ``clock_gettime``); no decision
+    journal; the dispatcher has a compiled kernel (:meth:`Dispatcher.kernel`) and admits
+    every job; its allocator is first fit or best fit; the predictor's planned durations
+    are fixed at submission (:attr:`Predictor.static`); no job has node constraints or
+    growth requests; the dispatcher is called at events only and dispatch time is not
+    charged."""
+    from hpcdispatch.allocators.base import BestFit, FirstFit, make_allocator
+    from hpcdispatch.dispatchers.base import Dispatcher
+
+    if importlib.util.find_spec("numba") is None:
+        return "numba is not installed"
+    if sys.platform == "win32":
+        return "no clock_gettime on Windows"
+    if sim.journal_path is not None:
+        return "a decision journal needs the Python engine"
+    dispatcher = sim.dispatcher
+    if dispatcher.kernel() is None:
+        return f"dispatcher '{dispatcher.name}' has no compiled kernel"
+    if type(dispatcher).admit is not Dispatcher.admit:
+        return f"dispatcher '{dispatcher.name}' has admission control"
+    allocator = make_allocator(getattr(dispatcher, "allocator", "first-fit"), sim.system)
+    if type(allocator) not in (FirstFit, BestFit):
+        return f"allocator '{allocator.name}' has no compiled version"
+    if not getattr(sim.predictor, "static", False):
+        return f"predictor '{sim.predictor.name}' learns during the run"
+    opts = sim.options
+    if opts.charge_dispatch_time:
+        return "charged dispatch time needs the Python engine"
+    if opts.dispatch_interval is not None or not opts.dispatch_on_events:
+        return "periodic invocation needs the Python engine"
+    workload = sim.workload
+    if workload.has_constraints:
+        return "jobs with node constraints need the Python engine"
+    if any(job.growth for job in workload.jobs):
+        return "jobs with growth requests need the Python engine"
+    return None

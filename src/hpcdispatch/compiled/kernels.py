@@ -1,0 +1,847 @@
+"""The compiled engine's code, in one module: the state layout, a clock, the allocators,
+the policies (FIFO, EASY backfilling) and the event loop, compiled with numba.
+
+Why one module: numba caches compiled functions on disk and invalidates a cached function
+only when *its own* source file changes; the code of the functions it calls and the
+constants it reads are frozen into it. With everything here, any change recompiles all.
+
+Sections:
+
+1. **State** -- the row and register numbers of :class:`EngineState`, a handful of numpy
+   arrays in one named tuple (numba compiles functions over a few arrays several times faster
+   than over fifty). Per-job values are rows of ``ji`` (integers) and ``jf`` (floats).
+2. **Clock** -- ``clock_gettime`` from compiled code, to time every dispatcher call.
+3. **Allocators** -- first fit and best fit for plain unit requests, the placements of
+   :mod:`hpcdispatch.allocators.base`.
+4. **Policies** -- a compiled policy ``policy(st, now)`` reads the state, works on the scratch
+   copy of the free capacity (``mat[SCRATCH]``) and writes its decision (rows ``DEC_JOB``,
+   ``DEC_OFF``, ``DEC_LEN`` of ``ji`` for ``regs[NDEC]`` starts, their allocation rows from
+   ``regs[NROWS]`` on) and its info values (``dl[D_INFO + k, regs[NCALL]]``).
+   :func:`call_policy` maps a policy number to its function: a new compiled policy adds a
+   function, a branch there and its name in ``POLICIES``, and its dispatcher class returns a
+   :class:`~hpcdispatch.dispatchers.base.KernelSpec` naming it.
+5. **Event loop** -- :func:`run_steps`: the semantics of
+   :class:`hpcdispatch.sim.simulator.Simulator` (ends, then submissions, then one call per
+   instant with events while jobs are queued), without admission control, resizing, wake-ups,
+   intervals or charged dispatch time. It knows no policy: it calls :func:`call_policy`,
+   verifies every start against the real free capacity (queued job, nodes in range and
+   ascending, the job's unit count, max units per node, capacity of every resource) and
+   applies it; it returns after ``max_steps`` instants so the caller can report progress.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+from llvmlite import ir
+from numba import njit
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+
+# ======================================================================================
+# 1. State
+# ======================================================================================
+
+# ---- rows of ``ji`` (int64, per job) ----------------------------------------------------
+UNITS, MPN = 0, 1  # units and max units per node (0 = no limit)
+QNEXT, QPREV = 2, 3  # the queue: a doubly linked list over job indices, in submit order
+RUN_LIST, RUN_POS = 4, 5  # running jobs: ``RUN_LIST[:regs[NRUN]]`` and each one's position
+ALLOC_OFF, ALLOC_LEN = 6, 7  # a started job's allocation rows in ``rows``
+START_ORDER = 8  # started jobs in start order
+HEAP_SEQ, HEAP_JOB = 9, 10  # end events: a binary heap on (HEAP_T, HEAP_SEQ)
+STATUS = 11  # 0 pending, 1 queued, 2 running, 3 completed
+DEC_JOB, DEC_OFF, DEC_LEN = 12, 13, 14  # the decision being made: job, first row, rows
+REL_JOB = 15  # policy scratch
+N_JI = 16
+# ---- rows of ``jf`` (float64, per job) --------------------------------------------------
+SUBMIT, DURATION, PLANNED = 0, 1, 2  # DURATION: real run time, or the wall-time when killed
+PLANNED_END = 3  # start + planned duration
+HEAP_T = 4
+START, END = 5, 6
+REL_END = 7  # policy scratch
+N_JF = 8
+# ---- ``mat`` (int64, k x nodes x resources) and ``tot`` (int64, k x resources) ----------
+FREE, SCRATCH, SHADOW = 0, 1, 2  # free capacity, the policy's working copy, the policy's own
+# ---- ``rows`` (int64, 2 x allocation rows) ----------------------------------------------
+NODE, ROW_UNITS = 0, 1
+# ---- ``dl``: the decision log (float64, rows x calls) -----------------------------------
+D_TIME, D_QUEUE, D_RUNNING, D_STARTED, D_ELAPSED = 0, 1, 2, 3, 4
+D_INFO = 5  # the policy's info values from here on, NaN = not set
+# ---- integer registers (``regs``) -------------------------------------------------------
+QHEAD, QTAIL, QLEN = 0, 1, 2
+NRUN = 3  # running jobs
+NROWS = 4  # allocation rows written by applied starts
+NSTARTED = 5  # jobs started so far
+HSIZE, SEQ = 6, 7  # end-event heap size, next sequence number
+SUBMITTED = 8  # next job to submit
+NCALL = 9  # dispatcher calls so far
+DONE = 10  # jobs ended
+ENDED = 11  # jobs ended since the last call
+NEWFIRST = 12  # first job submitted since the last call (-1: none)
+NDEC = 13  # starts in the current decision
+USED = 14  # allocation rows the current decision uses (written from ``NROWS`` on)
+ERROR, ERROR_JOB, ERROR_NODE = 15, 16, 17  # why a decision was refused
+ALLOCATOR, POLICY = 18, 19
+POL = 32  # the policy's own registers: ``regs[POL:]``
+N_REGS = 96
+# ---- float registers (``fregs``) --------------------------------------------------------
+PARAMS = 0  # the policy's parameters (up to 8)
+F_POL = 8  # the policy's own float registers (8, then one per resource from F_POL + 8)
+
+# error codes (``regs[ERROR]``)
+NOT_QUEUED, BAD_NODES, BAD_UNITS, OVER_CAPACITY, STALLED = 1, 2, 3, 4, 5
+# what :func:`engine.run_steps` returns
+FINISHED, PAUSED, REFUSED = 0, 1, -1
+#: shapes a policy may remember per call (``memo``: request row, then max per node, units)
+N_MEMO = 64
+
+
+class EngineState(NamedTuple):
+    ji: np.ndarray  # int64 (N_JI x jobs)
+    jf: np.ndarray  # float64 (N_JF x jobs)
+    req: np.ndarray  # int64 (jobs x resources): per-unit request
+    mat: np.ndarray  # int64 (3 x nodes x resources)
+    tot: np.ndarray  # int64 (3 x resources): pooled totals of ``mat``
+    weights: np.ndarray  # float64 per resource (best fit's score)
+    rows: np.ndarray  # int64 (2 x allocation rows)
+    dl: np.ndarray  # float64 (D_INFO + info values x calls)
+    regs: np.ndarray  # int64 (N_REGS)
+    fregs: np.ndarray  # float64
+    memo: np.ndarray  # int64 (2 tables x N_MEMO x resources + 2)
+
+# ======================================================================================
+# 2. Clock
+# ======================================================================================
+
+_CLOCK_ID = time.CLOCK_MONOTONIC
+
+
+@intrinsic
+def monotonic_ns(typingctx):
+    """Nanoseconds of ``CLOCK_MONOTONIC`` (the clock behind ``time.perf_counter`` on Linux)."""
+    sig = types.int64()
+
+    def codegen(context, builder, signature, args):
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        timespec = ir.LiteralStructType([i64, i64])
+        fnty = ir.FunctionType(i32, [i32, timespec.as_pointer()])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "clock_gettime")
+        ts = cgutils.alloca_once(builder, timespec)
+        builder.call(fn, [ir.Constant(i32, _CLOCK_ID), ts])
+        sec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 0))
+        nsec = builder.load(cgutils.gep_inbounds(builder, ts, 0, 1))
+        return builder.add(builder.mul(sec, ir.Constant(i64, 1_000_000_000)), nsec)
+
+    return sig, codegen
+
+# ======================================================================================
+# 3. Allocators
+# ======================================================================================
+
+#: the fit of a unit that requests nothing (``units_fit_per_node``'s unbounded value)
+UNBOUNDED = np.iinfo(np.int64).max // 4
+
+FIRST_FIT, BEST_FIT = 0, 1
+
+
+@njit(cache=True, inline="always")
+def node_fit(free, n, req, mpn):
+    """How many units of ``req`` fit on node ``n`` of ``free``."""
+    k = UNBOUNDED
+    for r in range(free.shape[1]):
+        a = req[r]
+        if a > 0:
+            have = free[n, r]
+            if have < a:  # a full node: no division (most nodes of a busy machine)
+                return 0
+            f = have // a
+            if f < k:
+                k = f
+    if mpn > 0 and k > mpn:
+        k = mpn
+    return k
+
+
+@njit(cache=True)
+def fit_count(free, req, mpn, cap):
+    """Units of ``req`` that fit on ``free`` in all, each node's count capped at ``cap``
+    (so the sum cannot overflow; ``fit_count(...) >= cap`` is the exact fit test)."""
+    total = 0
+    for n in range(free.shape[0]):
+        f = node_fit(free, n, req, mpn)
+        total += f if f < cap else cap
+    return total
+
+
+@njit(cache=True)
+def fits(free, req, mpn, units):
+    """Whether ``units`` units of ``req`` fit on ``free`` (early exit)."""
+    need = units
+    for n in range(free.shape[0]):
+        need -= node_fit(free, n, req, mpn)
+        if need <= 0:
+            return True
+    return need <= 0
+
+
+@njit(cache=True)
+def allocate(kind, free, req, mpn, units, weights, rows, offset):
+    """First fit (``kind`` FIRST_FIT): nodes in index order, each taking as many units as fit.
+    Best fit: nodes in ascending order of ``sum_r free[n, r] * weights[r]`` (ties: node
+    index), each taking as many units as fit (:class:`hpcdispatch.allocators.base.BestFit`)."""
+    n_nodes = free.shape[0]
+    if kind == FIRST_FIT:
+        need = units
+        k = 0
+        for n in range(n_nodes):
+            f = node_fit(free, n, req, mpn)
+            if f > 0:
+                take = f if f < need else need
+                rows[0, offset + k] = n
+                rows[1, offset + k] = take
+                k += 1
+                need -= take
+                if need == 0:
+                    return k
+        return -1
+    cand = np.empty(n_nodes, dtype=np.int64)
+    room = np.empty(n_nodes, dtype=np.int64)
+    c = 0
+    total = 0
+    for n in range(n_nodes):
+        f = node_fit(free, n, req, mpn)
+        if f > 0:
+            cand[c] = n
+            room[c] = f
+            c += 1
+            if total < units:
+                total += f
+    if total < units:
+        return -1
+    score = np.empty(c, dtype=np.float64)
+    for i in range(c):
+        s = 0.0
+        for r in range(free.shape[1]):
+            s += free[cand[i], r] * weights[r]
+        score[i] = s
+    order = np.argsort(score, kind="mergesort")
+    need = units
+    k = 0
+    for i in order:
+        take = room[i] if room[i] < need else need
+        rows[0, offset + k] = cand[i]
+        rows[1, offset + k] = take
+        k += 1
+        need -= take
+        if need == 0:
+            break
+    # nodes ascending (insertion sort: a handful of rows)
+    for a in range(offset + 1, offset + k):
+        nd, un = rows[0, a], rows[1, a]
+        b = a - 1
+        while b >= offset and rows[0, b] > nd:
+            rows[0, b + 1] = rows[0, b]
+            rows[1, b + 1] = rows[1, b]
+            b -= 1
+        rows[0, b + 1] = nd
+        rows[1, b + 1] = un
+    return k
+
+# ======================================================================================
+# 4. Policies
+# ======================================================================================
+
+FIFO, EASY = 0, 1
+POLICIES = {"fifo": FIFO, "easy": EASY}
+
+
+# ---- helpers shared by the policies ---------------------------------------------------
+@njit(cache=True)
+def begin_call(st):
+    st.mat[SCRATCH, :, :] = st.mat[FREE]
+    st.tot[SCRATCH, :] = st.tot[FREE]
+
+
+@njit(cache=True, inline="always")
+def pooled_ok(st, j):
+    u = st.ji[UNITS, j]
+    for r in range(st.req.shape[1]):
+        a = st.req[j, r]
+        if a > 0 and st.tot[SCRATCH, r] < a * u:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def nothing_free(st):
+    for r in range(st.tot.shape[1]):
+        if st.tot[SCRATCH, r] != 0:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def place(st, j):
+    """Allocate job ``j`` on the scratch (rows after the decision's rows); rows or -1."""
+    return allocate(st.regs[ALLOCATOR], st.mat[SCRATCH], st.req[j], st.ji[MPN, j], st.ji[UNITS, j],
+                    st.weights, st.rows, st.regs[NROWS] + st.regs[USED])
+
+
+@njit(cache=True)
+def take(st, j, k):
+    """Start job ``j`` on the ``k`` rows :func:`place` just wrote."""
+    off = st.regs[NROWS] + st.regs[USED]
+    R = st.req.shape[1]
+    for i in range(off, off + k):
+        n = st.rows[NODE, i]
+        x = st.rows[ROW_UNITS, i]
+        for r in range(R):
+            st.mat[SCRATCH, n, r] -= x * st.req[j, r]
+    for r in range(R):
+        st.tot[SCRATCH, r] -= st.ji[UNITS, j] * st.req[j, r]
+    d = st.regs[NDEC]
+    st.ji[DEC_JOB, d] = j
+    st.ji[DEC_OFF, d] = off
+    st.ji[DEC_LEN, d] = k
+    st.regs[NDEC] = d + 1
+    st.regs[USED] += k
+
+
+@njit(cache=True)
+def try_start(st, j):
+    if not pooled_ok(st, j):
+        return False
+    k = place(st, j)
+    if k < 0:
+        return False
+    take(st, j, k)
+    return True
+
+
+# ---- FIFO -----------------------------------------------------------------------------
+# registers: POL = the head blocked at the last call (1/0), POL + 1 = that head
+@njit(cache=True)
+def fifo(st, now):
+    blocking = st.fregs[PARAMS] != 0.0
+    regs = st.regs
+    if blocking and regs[POL] == 1 and regs[ENDED] == 0 and regs[POL + 1] == regs[QHEAD]:
+        return  # nothing ended since the head failed to fit: it fails again
+    begin_call(st)
+    regs[POL] = 0
+    j = regs[QHEAD]
+    while j != -1:
+        if not try_start(st, j):
+            if blocking:
+                regs[POL] = 1
+                regs[POL + 1] = j
+                return
+            if nothing_free(st):
+                return
+        j = st.ji[QNEXT, j]
+
+
+# ---- EASY -----------------------------------------------------------------------------
+# integer registers (from POL): the last call started nothing (its pass is kept), its head,
+# the pass has a reservation, jobs backfilled, remembered shapes, head's units at the shadow
+E_IDLE, E_HEAD, E_HAS_RES, E_BACKFILLED, E_HFIT = POL, POL + 1, POL + 2, POL + 3, POL + 4
+E_NMEMO = POL + 5  # shapes in each memo table (two registers)
+# memo tables: shapes that did not fit now (the whole call: capacity only shrinks), and long
+# shapes refused for the head's sake (until the next start)
+NO_FIT, HURTS = 0, 1
+# float registers: the shadow time, then the spare capacity per resource at the shadow time
+F_SHADOW, F_SPARE = F_POL, F_POL + 8
+TOOK, DEAD, LONG_BLOCKED, LONG_REFUSED = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always")
+def _memo_find(st, table, j):
+    R = st.req.shape[1]
+    for m in range(st.regs[E_NMEMO + table]):
+        if st.memo[table, m, R] != st.ji[MPN, j]:
+            continue
+        same = True
+        for r in range(R):
+            if st.memo[table, m, r] != st.req[j, r]:
+                same = False
+                break
+        if same:
+            return m
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _memo_known(st, table, j):
+    """Whether job ``j``'s shape (request row, max per node) is in ``table`` with at most its
+    unit count (both allocators fill nodes in an order that does not depend on the unit
+    count, so more units fail too)."""
+    m = _memo_find(st, table, j)
+    return m >= 0 and st.ji[UNITS, j] >= st.memo[table, m, st.req.shape[1] + 1]
+
+
+@njit(cache=True)
+def _memo_add(st, table, j):
+    R = st.req.shape[1]
+    u = st.ji[UNITS, j]
+    m = _memo_find(st, table, j)
+    if m >= 0:
+        if u < st.memo[table, m, R + 1]:
+            st.memo[table, m, R + 1] = u
+        return
+    m = st.regs[E_NMEMO + table]
+    if m < N_MEMO:
+        st.memo[table, m, :R] = st.req[j]
+        st.memo[table, m, R] = st.ji[MPN, j]
+        st.memo[table, m, R + 1] = u
+        st.regs[E_NMEMO + table] = m + 1
+
+
+@njit(cache=True)
+def _add_held(st, j, off, k, cum, head):
+    """Release job ``j``'s rows into ``mat[SHADOW]``; returns the change in the head's fit
+    count there (each node's count capped at the head's units, as ``fit_count``)."""
+    R = st.req.shape[1]
+    hreq = st.req[head]
+    hmpn = st.ji[MPN, head]
+    cap = st.ji[UNITS, head]
+    gained = 0
+    for i in range(off, off + k):
+        n = st.rows[NODE, i]
+        x = st.rows[ROW_UNITS, i]
+        before = node_fit(st.mat[SHADOW], n, hreq, hmpn)
+        for r in range(R):
+            st.mat[SHADOW, n, r] += x * st.req[j, r]
+        after = node_fit(st.mat[SHADOW], n, hreq, hmpn)
+        gained += (after if after < cap else cap) - (before if before < cap else cap)
+    for r in range(R):
+        cum[r] += st.ji[UNITS, j] * st.req[j, r]
+    return gained
+
+
+@njit(cache=True)
+def _reserve(st, head, now):
+    """The head's shadow time (the first expected end after which it fits, node by node) and
+    the free capacity then (``mat[SHADOW]``), from running jobs (expected end
+    ``max(planned end, now + 1)``) and the jobs this call started (``now + planned``)."""
+    regs = st.regs
+    R = st.req.shape[1]
+    nrun, ndec = regs[NRUN], regs[NDEC]
+    m = nrun + ndec
+    floor = now + 1.0
+    for i in range(nrun):
+        j = st.ji[RUN_LIST, i]
+        e = st.jf[PLANNED_END, j]
+        st.jf[REL_END, i] = e if e > floor else floor
+        st.ji[REL_JOB, i] = j
+    for d in range(ndec):
+        j = st.ji[DEC_JOB, d]
+        st.jf[REL_END, nrun + d] = now + st.jf[PLANNED, j]
+        st.ji[REL_JOB, nrun + d] = -1 - d  # a start of this call: its rows are in DEC_*
+    order = np.argsort(st.jf[REL_END, :m], kind="mergesort")
+    st.mat[SHADOW, :, :] = st.mat[SCRATCH]
+    need = np.empty(R, dtype=np.int64)
+    cum = np.zeros(R, dtype=np.int64)
+    for r in range(R):
+        need[r] = st.ji[UNITS, head] * st.req[head, r]
+    hunits = st.ji[UNITS, head]
+    hfit = fit_count(st.mat[SHADOW], st.req[head], st.ji[MPN, head], hunits)
+    shadow = math.inf
+    i = 0
+    while i < m:
+        e = st.jf[REL_END, order[i]]
+        while i < m and st.jf[REL_END, order[i]] == e:
+            code = st.ji[REL_JOB, order[i]]
+            if code >= 0:
+                hfit += _add_held(st, code, st.ji[ALLOC_OFF, code], st.ji[ALLOC_LEN, code], cum, head)
+            else:
+                d = -1 - code
+                hfit += _add_held(st, st.ji[DEC_JOB, d], st.ji[DEC_OFF, d], st.ji[DEC_LEN, d], cum, head)
+            i += 1
+        if hfit >= hunits:
+            shadow = e
+            break
+    st.fregs[F_SHADOW] = shadow
+    for r in range(R):
+        total = 0
+        for n in range(st.mat.shape[1]):
+            total += st.mat[SHADOW, n, r]
+        st.fregs[F_SPARE + r] = total - need[r]
+    regs[E_HFIT] = hfit
+    regs[E_HAS_RES] = 1
+
+
+@njit(cache=True, inline="always")
+def _is_short(st, j, now):
+    return now + st.jf[PLANNED, j] <= st.fregs[F_SHADOW]
+
+
+@njit(cache=True, inline="always")
+def _long_blocked(st, j):
+    for r in range(st.req.shape[1]):
+        a = st.req[j, r]
+        if a > 0 and st.fregs[F_SPARE + r] < a * st.ji[UNITS, j]:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _cheap_reject(st, j, now):
+    """Candidate ``j`` certainly fails without placing it: pooled totals short, a shape known
+    not to fit now, or a long job the head's reservation cannot spare (checked in the scan
+    loops themselves: a call costs more than these checks)."""
+    if not pooled_ok(st, j) or _memo_known(st, NO_FIT, j):
+        return True
+    return (st.regs[E_HAS_RES] == 1 and not _is_short(st, j, now)
+            and (_long_blocked(st, j) or _memo_known(st, HURTS, j)))
+
+
+@njit(cache=True)
+def _evaluate(st, j, head, now):
+    """One backfill candidate, as EASY's single pass looks at it; starts it if it may go."""
+    regs = st.regs
+    if not pooled_ok(st, j) or _memo_known(st, NO_FIT, j):
+        return DEAD
+    if regs[E_HAS_RES] == 1 and not _is_short(st, j, now) and (_long_blocked(st, j) or _memo_known(st, HURTS, j)):
+        return LONG_BLOCKED
+    k = place(st, j)
+    if k < 0:
+        _memo_add(st, NO_FIT, j)
+        return DEAD
+    if regs[E_HAS_RES] == 0:
+        _reserve(st, head, now)
+        if not _is_short(st, j, now) and _long_blocked(st, j):
+            return LONG_BLOCKED
+    if not _is_short(st, j, now):
+        # long: it may only take what the head does not need at the shadow time
+        R = st.req.shape[1]
+        hreq = st.req[head]
+        hmpn = st.ji[MPN, head]
+        cap = st.ji[UNITS, head]
+        off = regs[NROWS] + regs[USED]
+        loss = 0
+        for i in range(off, off + k):
+            n = st.rows[NODE, i]
+            x = st.rows[ROW_UNITS, i]
+            before = node_fit(st.mat[SHADOW], n, hreq, hmpn)
+            after = UNBOUNDED
+            for r in range(R):
+                a = hreq[r]
+                if a > 0:
+                    f = (st.mat[SHADOW, n, r] - x * st.req[j, r]) // a
+                    if f < after:
+                        after = f
+            if hmpn > 0 and after > hmpn:
+                after = hmpn
+            loss += (before if before < cap else cap) - (after if after < cap else cap)
+        if regs[E_HFIT] - loss < cap:
+            _memo_add(st, HURTS, j)
+            return LONG_REFUSED
+        for i in range(off, off + k):
+            n = st.rows[NODE, i]
+            x = st.rows[ROW_UNITS, i]
+            for r in range(R):
+                st.mat[SHADOW, n, r] -= x * st.req[j, r]
+        for r in range(R):
+            st.fregs[F_SPARE + r] -= st.ji[UNITS, j] * st.req[j, r]
+        regs[E_HFIT] -= loss
+    take(st, j, k)
+    regs[E_BACKFILLED] += 1
+    regs[E_NMEMO + HURTS] = 0
+    return TOOK
+
+
+@njit(cache=True)
+def _easy_info(st, head, backfilled):
+    """Info of a call that has a reservation: shadow time, head (job index), backfilled."""
+    c = st.regs[NCALL]
+    if st.dl.shape[0] >= D_INFO + 3:
+        st.dl[D_INFO, c] = st.fregs[F_SHADOW]
+        st.dl[D_INFO + 1, c] = head
+        st.dl[D_INFO + 2, c] = backfilled
+
+
+@njit(cache=True, inline="always")
+def _overdue(st, now):
+    for i in range(st.regs[NRUN]):
+        if st.jf[PLANNED_END, st.ji[RUN_LIST, i]] <= now + 1.0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def easy(st, now):
+    regs = st.regs
+    begin_call(st)
+    idle = regs[E_IDLE]
+    regs[E_IDLE] = 0
+    if idle == 1 and regs[ENDED] == 0 and regs[E_HEAD] == regs[QHEAD] and not _overdue(st, now):
+        # the state of the last call, which started nothing: only the new jobs can go
+        head = regs[E_HEAD]
+        j = regs[NEWFIRST]
+        while j != -1:
+            # the cheap rejections first, without a call
+            if not _cheap_reject(st, j, now):
+                if _evaluate(st, j, head, now) == TOOK and nothing_free(st):
+                    break
+            j = st.ji[QNEXT, j]
+        if regs[NDEC] == 0:
+            regs[E_IDLE] = 1
+        if regs[E_HAS_RES] == 1:
+            _easy_info(st, head, regs[NDEC])
+        return
+    regs[E_HAS_RES] = 0
+    regs[E_BACKFILLED] = 0
+    regs[E_NMEMO + NO_FIT] = 0
+    regs[E_NMEMO + HURTS] = 0
+    head = -1
+    j = regs[QHEAD]
+    while j != -1:
+        if not try_start(st, j):
+            head = j
+            break
+        j = st.ji[QNEXT, j]
+    if head == -1:
+        return
+    if not nothing_free(st):
+        c = st.ji[QNEXT, head]
+        while c != -1:
+            if not _cheap_reject(st, c, now):
+                if _evaluate(st, c, head, now) == TOOK and nothing_free(st):
+                    break
+            c = st.ji[QNEXT, c]
+        if regs[E_HAS_RES] == 1:
+            _easy_info(st, head, regs[E_BACKFILLED])
+    if regs[NDEC] == 0:
+        regs[E_IDLE] = 1
+        regs[E_HEAD] = head
+
+
+@njit(cache=True)
+def call_policy(st, now):
+    if st.regs[POLICY] == EASY:
+        easy(st, now)
+    else:
+        fifo(st, now)
+
+# ======================================================================================
+# 5. Event loop
+# ======================================================================================
+
+# job status codes (as the Python simulator's)
+PENDING, QUEUED, RUNNING, COMPLETED = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _heap_push(st, t, j):
+    regs, ji, jf = st.regs, st.ji, st.jf
+    i = regs[HSIZE]
+    seq = regs[SEQ]
+    regs[HSIZE] = i + 1
+    regs[SEQ] = seq + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        tp = jf[HEAP_T, p]
+        if tp < t or (tp == t and ji[HEAP_SEQ, p] < seq):
+            break
+        jf[HEAP_T, i] = tp
+        ji[HEAP_SEQ, i] = ji[HEAP_SEQ, p]
+        ji[HEAP_JOB, i] = ji[HEAP_JOB, p]
+        i = p
+    jf[HEAP_T, i] = t
+    ji[HEAP_SEQ, i] = seq
+    ji[HEAP_JOB, i] = j
+
+
+@njit(cache=True)
+def _heap_pop(st):
+    regs, ji, jf = st.regs, st.ji, st.jf
+    top = ji[HEAP_JOB, 0]
+    size = regs[HSIZE] - 1
+    regs[HSIZE] = size
+    if size == 0:
+        return top
+    t, s, j = jf[HEAP_T, size], ji[HEAP_SEQ, size], ji[HEAP_JOB, size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and (jf[HEAP_T, c + 1] < jf[HEAP_T, c]
+                             or (jf[HEAP_T, c + 1] == jf[HEAP_T, c] and ji[HEAP_SEQ, c + 1] < ji[HEAP_SEQ, c])):
+            c += 1
+        if t < jf[HEAP_T, c] or (t == jf[HEAP_T, c] and s < ji[HEAP_SEQ, c]):
+            break
+        jf[HEAP_T, i] = jf[HEAP_T, c]
+        ji[HEAP_SEQ, i] = ji[HEAP_SEQ, c]
+        ji[HEAP_JOB, i] = ji[HEAP_JOB, c]
+        i = c
+    jf[HEAP_T, i] = t
+    ji[HEAP_SEQ, i] = s
+    ji[HEAP_JOB, i] = j
+    return top
+
+
+@njit(cache=True)
+def _refuse(st, code, j, node):
+    st.regs[ERROR] = code
+    st.regs[ERROR_JOB] = j
+    st.regs[ERROR_NODE] = node
+    return REFUSED
+
+
+@njit(cache=True)
+def _hold(st, j, off, k, sign):
+    """Add (``sign`` -1: take) job ``j``'s rows to the free capacity and totals."""
+    R = st.req.shape[1]
+    for i in range(off, off + k):
+        n = st.rows[NODE, i]
+        x = st.rows[ROW_UNITS, i]
+        for r in range(R):
+            st.mat[FREE, n, r] += sign * x * st.req[j, r]
+    for r in range(R):
+        st.tot[FREE, r] += sign * st.ji[UNITS, j] * st.req[j, r]
+
+
+@njit(cache=True)
+def _check(st, j, off, k):
+    """Why job ``j`` cannot start on rows ``off : off + k`` now (an error code), or 0. The
+    decision's earlier starts are already taken from the free capacity."""
+    ji = st.ji
+    if j < 0 or j >= ji.shape[1] or ji[STATUS, j] != QUEUED:
+        return _refuse(st, NOT_QUEUED, j, -1)
+    n_nodes = st.mat.shape[1]
+    total = 0
+    last = -1
+    for i in range(off, off + k):
+        n = st.rows[NODE, i]
+        x = st.rows[ROW_UNITS, i]
+        if n <= last or n >= n_nodes:
+            return _refuse(st, BAD_NODES, j, n)
+        if x <= 0 or (ji[MPN, j] > 0 and x > ji[MPN, j]):
+            return _refuse(st, BAD_UNITS, j, n)
+        last = n
+        total += x
+    if total != ji[UNITS, j]:
+        return _refuse(st, BAD_UNITS, j, -1)
+    for i in range(off, off + k):
+        n = st.rows[NODE, i]
+        for r in range(st.req.shape[1]):
+            if st.mat[FREE, n, r] < st.rows[ROW_UNITS, i] * st.req[j, r]:
+                return _refuse(st, OVER_CAPACITY, j, n)
+    return 0
+
+
+@njit(cache=True)
+def _apply(st, t):
+    """Verify and apply the decision; REFUSED (the reason in the error registers) at the
+    first invalid start, with the free capacity as it was before the decision."""
+    regs, ji, jf = st.regs, st.ji, st.jf
+    for d in range(regs[NDEC]):
+        j, off, k = ji[DEC_JOB, d], ji[DEC_OFF, d], ji[DEC_LEN, d]
+        if _check(st, j, off, k) == REFUSED:
+            for e in range(d):
+                _hold(st, ji[DEC_JOB, e], ji[DEC_OFF, e], ji[DEC_LEN, e], 1)
+            return REFUSED
+        _hold(st, j, off, k, -1)
+    for d in range(regs[NDEC]):
+        j = ji[DEC_JOB, d]
+        p, q = ji[QPREV, j], ji[QNEXT, j]
+        if p == -1:
+            regs[QHEAD] = q
+        else:
+            ji[QNEXT, p] = q
+        if q == -1:
+            regs[QTAIL] = p
+        else:
+            ji[QPREV, q] = p
+        regs[QLEN] -= 1
+        ji[STATUS, j] = RUNNING
+        jf[START, j] = t
+        jf[PLANNED_END, j] = t + jf[PLANNED, j]
+        ji[RUN_POS, j] = regs[NRUN]
+        ji[RUN_LIST, regs[NRUN]] = j
+        regs[NRUN] += 1
+        ji[ALLOC_OFF, j] = ji[DEC_OFF, d]
+        ji[ALLOC_LEN, j] = ji[DEC_LEN, d]
+        ji[START_ORDER, regs[NSTARTED]] = j
+        regs[NSTARTED] += 1
+        _heap_push(st, t + jf[DURATION, j], j)
+    regs[NROWS] += regs[USED]
+    return FINISHED
+
+
+@njit(cache=True)
+def run_steps(st, max_steps):
+    """Advance the simulation by at most ``max_steps`` instants: FINISHED, PAUSED or REFUSED."""
+    regs, ji, jf, dl = st.regs, st.ji, st.jf, st.dl
+    n = ji.shape[1]
+    inf = math.inf
+    steps = 0
+    while True:
+        t_heap = jf[HEAP_T, 0] if regs[HSIZE] > 0 else inf
+        si = regs[SUBMITTED]
+        t_sub = jf[SUBMIT, si] if si < n else inf
+        t = t_heap if t_heap < t_sub else t_sub
+        if t == inf:
+            return FINISHED
+        happened = False
+        # 1. ends
+        while regs[HSIZE] > 0 and jf[HEAP_T, 0] == t:
+            j = _heap_pop(st)
+            last = ji[RUN_LIST, regs[NRUN] - 1]
+            ji[RUN_LIST, ji[RUN_POS, j]] = last
+            ji[RUN_POS, last] = ji[RUN_POS, j]
+            regs[NRUN] -= 1
+            _hold(st, j, ji[ALLOC_OFF, j], ji[ALLOC_LEN, j], 1)
+            jf[END, j] = t
+            ji[STATUS, j] = COMPLETED
+            regs[DONE] += 1
+            regs[ENDED] += 1
+            happened = True
+        # 2. submissions (every job is admitted)
+        while si < n and jf[SUBMIT, si] == t:
+            tail = regs[QTAIL]
+            ji[QPREV, si] = tail
+            ji[QNEXT, si] = -1
+            if tail == -1:
+                regs[QHEAD] = si
+            else:
+                ji[QNEXT, tail] = si
+            regs[QTAIL] = si
+            regs[QLEN] += 1
+            ji[STATUS, si] = QUEUED
+            if regs[NEWFIRST] == -1:
+                regs[NEWFIRST] = si
+            si += 1
+            happened = True
+        regs[SUBMITTED] = si
+        # 3. dispatch
+        if happened and regs[QLEN] > 0:
+            c = regs[NCALL]
+            queue_before, running_before = regs[QLEN], regs[NRUN]
+            for k in range(D_INFO, dl.shape[0]):
+                dl[k, c] = math.nan
+            regs[NDEC] = 0
+            regs[USED] = 0
+            t0 = monotonic_ns()
+            call_policy(st, t)
+            elapsed = (monotonic_ns() - t0) * 1e-9
+            regs[ENDED] = 0
+            regs[NEWFIRST] = -1
+            dl[D_TIME, c] = t
+            if _apply(st, t) == REFUSED:
+                return REFUSED
+            dl[D_QUEUE, c] = queue_before
+            dl[D_RUNNING, c] = running_before
+            dl[D_STARTED, c] = regs[NDEC]
+            dl[D_ELAPSED, c] = elapsed
+            regs[NCALL] = c + 1
+        if regs[QLEN] > 0 and regs[HSIZE] == 0 and regs[SUBMITTED] >= n:
+            dl[D_TIME, regs[NCALL]] = t
+            return _refuse(st, STALLED, regs[QHEAD], -1)
+        steps += 1
+        if steps >= max_steps:
+            return PAUSED

@@ -1,0 +1,202 @@
+"""Builds the compiled engine's state from a simulation, runs it, and turns the arrays back
+into a :class:`~hpcdispatch.sim.result.SimulationResult` (the Python engine's result for the
+same run, decision for decision)."""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hpcdispatch.allocators.base import BestFit, make_allocator
+from hpcdispatch.compiled import kernels as S
+from hpcdispatch.compiled.kernels import POLICIES, run_steps
+from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
+from hpcdispatch.sim.info_log import MISSING, InfoLog
+from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.sim.segments import SegmentLog
+
+if TYPE_CHECKING:
+    from hpcdispatch.sim.simulator import Simulator
+
+#: instants simulated between two progress reports
+STEPS_PER_CHUNK = 50_000
+
+
+def build_state(sim: Simulator) -> S.EngineState:
+    system, workload, dispatcher, opts = sim.system, sim.workload, sim.dispatcher, sim.options
+    spec = dispatcher.kernel()
+    if spec is None or spec.policy not in POLICIES:
+        raise ConfigError(f"dispatcher '{dispatcher.name}' has no compiled kernel")
+    if len(spec.params) > S.F_POL - S.PARAMS:
+        raise ConfigError(f"compiled policy '{spec.policy}': at most {S.F_POL - S.PARAMS} parameters")
+    allocator = make_allocator(getattr(dispatcher, "allocator", "first-fit"), system)
+    n = len(workload)
+    capacity = np.ascontiguousarray(system.capacity, dtype=np.int64)
+    n_nodes, n_res = capacity.shape
+    i64 = np.int64
+
+    ji = np.zeros((S.N_JI, n), dtype=i64)
+    ji[S.UNITS] = workload.units
+    ji[S.MPN] = np.fromiter((job.max_units_per_node for job in workload.jobs), dtype=i64, count=n)
+    ji[S.QNEXT] = ji[S.QPREV] = -1
+    jf = np.zeros((S.N_JF, n), dtype=np.float64)
+    jf[S.SUBMIT] = workload.submit
+    run = workload.run_time.astype(np.float64)
+    jf[S.DURATION] = np.minimum(run, workload.wall_time.astype(np.float64)) if opts.walltime_kill else run
+    predict = sim.predictor.predict
+    jf[S.PLANNED] = np.fromiter((float(predict(job, float(job.submit))) for job in workload.jobs),
+                                dtype=np.float64, count=n)
+    jf[S.PLANNED_END] = jf[S.START] = jf[S.END] = math.nan
+
+    mat = np.broadcast_to(capacity, (3, n_nodes, n_res)).copy()
+    tot = np.broadcast_to(capacity.sum(axis=0), (3, n_res)).copy()
+    max_rows = max(1, int(np.minimum(workload.units, n_nodes).sum()))
+    max_calls = 2 * n + 1
+    regs = np.zeros(S.N_REGS, dtype=i64)
+    regs[S.QHEAD] = regs[S.QTAIL] = regs[S.NEWFIRST] = -1
+    regs[S.ALLOCATOR] = S.BEST_FIT if isinstance(allocator, BestFit) else S.FIRST_FIT
+    regs[S.POLICY] = POLICIES[spec.policy]
+    fregs = np.zeros(S.F_POL + 8 + n_res, dtype=np.float64)
+    fregs[S.PARAMS:S.PARAMS + len(spec.params)] = spec.params
+    weights = np.zeros(n_res, dtype=np.float64)
+    if isinstance(allocator, BestFit):
+        weights[:] = allocator._weights
+    return S.EngineState(
+        ji=ji,
+        jf=jf,
+        req=np.ascontiguousarray(workload.unit_requests, dtype=i64),
+        mat=mat,
+        tot=tot,
+        weights=weights,
+        rows=np.zeros((2, max_rows), dtype=i64),
+        dl=np.zeros((S.D_INFO + len(spec.info), max_calls), dtype=np.float64),
+        regs=regs,
+        fregs=fregs,
+        memo=np.zeros((2, S.N_MEMO, n_res + 2), dtype=i64),
+    )
+
+
+def _raise_refused(sim: Simulator, st: S.EngineState) -> None:
+    regs = st.regs
+    code, j, node = int(regs[S.ERROR]), int(regs[S.ERROR_JOB]), int(regs[S.ERROR_NODE])
+    t = float(st.dl[S.D_TIME, regs[S.NCALL]])
+    name = sim.dispatcher.name
+    workload = sim.workload
+    if code == S.STALLED:
+        raise SimulationStalledError(
+            f"dispatcher '{name}' left {int(regs[S.QLEN])} job(s) queued at t={t:g} with nothing running and "
+            f"no more events (first waiting job: {int(workload.ids[j])})")
+    job_id = int(workload.ids[j]) if 0 <= j < len(workload) else j
+    why = {
+        S.NOT_QUEUED: "cannot start it: it is not queued",
+        S.BAD_NODES: f"allocation names node {node}: nodes must be distinct, ascending and below {sim.system.n_nodes}",
+        S.BAD_UNITS: "allocation does not place the job's units (count, or more per node than allowed)",
+        S.OVER_CAPACITY: f"allocation exceeds the free capacity of node {node}",
+    }.get(code, f"refused (code {code})")
+    raise InvalidDecisionError(name, job_id, t, why)
+
+
+def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | None = None) -> SimulationResult:
+    system, workload, dispatcher, predictor, opts = sim.system, sim.workload, sim.dispatcher, sim.predictor, sim.options
+    dispatcher.setup(system)
+    predictor.reset(workload, opts.walltime_kill)
+    spec = dispatcher.kernel()
+    st = build_state(sim)
+    n = len(workload)
+    gc.freeze()
+    try:
+        while True:
+            outcome = run_steps(st, STEPS_PER_CHUNK)
+            if progress is not None:
+                t_now = float(st.dl[S.D_TIME, int(st.regs[S.NCALL]) - 1]) if st.regs[S.NCALL] else 0.0
+                progress(int(st.regs[S.DONE]), n, t_now)
+            if outcome == S.FINISHED:
+                break
+            if outcome == S.REFUSED:
+                _raise_refused(sim, st)
+    finally:
+        gc.unfreeze()
+
+    calls = int(st.regs[S.NCALL])
+    started = int(st.regs[S.NSTARTED])
+    order = st.ji[S.START_ORDER, :started]
+    n_rows = int(st.regs[S.NROWS])
+    segments = SegmentLog.from_arrays(
+        job=order,
+        t_from=st.jf[S.START, order],
+        lengths=st.ji[S.ALLOC_LEN, order],
+        node=st.rows[S.NODE, :n_rows],
+        units=st.rows[S.ROW_UNITS, :n_rows],
+    )
+    kill = opts.walltime_kill
+    status = st.ji[S.STATUS].astype(np.int8)
+    killed = (status == 3) & (workload.run_time > workload.wall_time) if kill else np.zeros(n, dtype=bool)
+    keep = calls if opts.record_decisions else 0
+    info = InfoLog()
+    if keep and spec.info:
+        columns: dict[str, list] = {}
+        values = st.dl[S.D_INFO:, :keep].T
+        present = ~np.isnan(values)
+        for k, key in enumerate(spec.info):
+            column = values[:, k]
+            if key in spec.info_jobs:
+                ids = workload.ids
+                col = [int(ids[int(v)]) if ok else MISSING for v, ok in zip(column.tolist(), present[:, k].tolist())]
+            elif key in spec.info_ints:
+                col = [int(v) if ok else MISSING for v, ok in zip(column.tolist(), present[:, k].tolist())]
+            else:
+                col = [v if ok else MISSING for v, ok in zip(column.tolist(), present[:, k].tolist())]
+            columns[key] = col
+        info = InfoLog.from_columns(keep, columns)
+    elif keep:
+        info = InfoLog.empty(keep)
+    result = SimulationResult(
+        system=system,
+        workload=workload,
+        dispatcher=dispatcher.describe(),
+        dispatcher_name=dispatcher.name,
+        predictor=predictor.name,
+        options=opts,
+        start=st.jf[S.START].copy(),
+        end=st.jf[S.END].copy(),
+        killed=np.asarray(killed, dtype=bool),
+        status=status,
+        planned=st.jf[S.PLANNED].copy(),
+        segment_log=segments,
+        reject_reason={},
+        resize_log=[],
+        decisions={
+            "time": st.dl[S.D_TIME, :keep].copy(),
+            "queue_length": st.dl[S.D_QUEUE, :keep].astype(np.int64),
+            "running": st.dl[S.D_RUNNING, :keep].astype(np.int64),
+            "started": st.dl[S.D_STARTED, :keep].astype(np.int64),
+            "elapsed": st.dl[S.D_ELAPSED, :keep].copy(),
+            "info": info,
+        },
+    )
+    result.extra["prediction_time_s"] = 0.0
+    result.extra["engine"] = "compiled"
+    return result
+
+
+def warm_up() -> float:
+    """Compile (or load from numba's cache) every compiled function; seconds taken."""
+    t0 = time.perf_counter()
+    from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+    from hpcdispatch.system.model import NodeType, System
+    from hpcdispatch.dispatchers.registry import make_dispatcher
+    from hpcdispatch.workload.job import Job, Workload
+
+    system = System("warm-up", ("core",), (NodeType("n", 2, {"core": 2}),))
+    jobs = [Job(i, i, 10, 20, 1 + i % 3, (1,)) for i in range(6)]
+    workload = Workload(jobs, ("core",))
+    for policy in POLICIES:
+        for allocator in ("first-fit", "best-fit"):
+            Simulator(system, workload, make_dispatcher(policy, allocator=allocator),
+                      options=SimulationOptions(engine="compiled")).run()
+    return time.perf_counter() - t0
