@@ -357,12 +357,15 @@ def accasim_starts(run: AccaRun, wl, offset: int) -> tuple[np.ndarray, np.ndarra
 # --------------------------------------------------------------------------------------
 
 
+ENGINE = "auto"  # --engine: hpcdispatch's engine (auto: compiled for >= 20,000 jobs)
+
+
 def run_hpcdispatch(system, wl, policy: str):
     sim = Simulator(
         system,
         wl,
         make_dispatcher(policy, allocator="first-fit"),
-        options=SimulationOptions(walltime_kill=False, record_decisions=False),
+        options=SimulationOptions(walltime_kill=False, record_decisions=False, engine=ENGINE),
     )
     t0 = time.perf_counter()
     res = sim.run()
@@ -713,10 +716,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-speed", action="store_true", help="skip the timed AccaSim/hpcdispatch runs")
     ap.add_argument("--skip-easy-analysis", action="store_true", help="skip the EASY head-delay replay")
     ap.add_argument("--skip-check", action="store_true", help="skip the FIFO start-time check")
+    ap.add_argument("--engine", choices=("auto", "python", "compiled"), default="auto",
+                    help="hpcdispatch's simulation engine (default auto: the compiled one for >= 20,000 jobs)")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "accasim_compare.json"), help="JSON results file")
     ap.add_argument("--venv", default=DEFAULT_VENV, help="throwaway venv for AccaSim")
     ap.add_argument("--traces-dir", default=DEFAULT_TRACES_DIR)
     args = ap.parse_args(argv)
+    global ENGINE
+    ENGINE = args.engine
 
     traces_dir = Path(args.traces_dir)
     if args.trace:
@@ -779,6 +786,7 @@ def main(argv: list[str] | None = None) -> int:
                     if acc.loaded != n or acc.dispatched != n:
                         console.print(f"[red]AccaSim {policy}: loaded {acc.loaded}, dispatched {acc.dispatched}, rejected {acc.rejected} of {n}[/]")
                     speed[policy] = {
+                        "hpcdispatch_engine": res.extra.get("engine"),
                         "hpcdispatch_run_s": sec,
                         "hpcdispatch_jobs_per_s": n / sec,
                         "accasim_total_s": acc.total_s,

@@ -71,6 +71,9 @@ def sim_options(fn: Any) -> Any:
         click.option("--charge-dispatch-time", is_flag=True,
                      help="start decided jobs later by the dispatcher's measured wall-clock time"),
         click.option("--dispatch-interval", type=float, default=None, help="also call the dispatcher every N seconds"),
+        click.option("--engine", type=click.Choice(["auto", "python", "compiled"]), default="auto", show_default=True,
+                     help="simulation engine: compiled (numba; FIFO and EASY with first/best fit, W or R, plain jobs), "
+                          "python (everything), auto (compiled when it can and the workload has >= 20,000 jobs)"),
         click.option("--version", "cp_version", type=click.IntRange(1, 3), default=None,
                      help="CP dispatchers: CP'19 version 1, 2 or 3 (default 3)"),
         click.option("--dump-instances", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -111,6 +114,7 @@ def make_options(kw: dict[str, Any]) -> SimulationOptions:
         walltime_kill=not kw["no_walltime_kill"],
         charge_dispatch_time=kw["charge_dispatch_time"],
         dispatch_interval=kw["dispatch_interval"],
+        engine=kw.get("engine") or "auto",
     )
 
 

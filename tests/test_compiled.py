@@ -1,0 +1,127 @@
+"""The compiled engine (:mod:`hpcdispatch.compiled`) takes exactly the Python engine's
+decisions: same starts, ends, allocations, decision log and info, on random workloads and
+systems (several resource types, max units per node, kills, both allocators, W and R) and on
+a real trace; it refuses what it cannot run, and explains why."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import cores_system, job, trace
+from hypothesis import given
+from hypothesis import strategies as hst
+from test_properties import SETTINGS, scenarios
+
+from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.predictors import make_predictor
+from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.validation import validate_result
+from hpcdispatch.workload.job import Workload
+
+
+def run(system, workload, spec, allocator, engine, predictor="walltime", kill=True, journal=None):
+    sim = Simulator(system, workload, make_dispatcher(spec, allocator=allocator), predictor=make_predictor(predictor),
+                    options=SimulationOptions(engine=engine, walltime_kill=kill), journal=journal)
+    return sim.run()
+
+
+def assert_same_run(a, b) -> None:
+    assert a.extra["engine"] == "compiled" and b.extra["engine"] == "python"
+    np.testing.assert_array_equal(a.start, b.start)
+    np.testing.assert_array_equal(a.end, b.end)
+    np.testing.assert_array_equal(a.status, b.status)
+    np.testing.assert_array_equal(a.killed, b.killed)
+    np.testing.assert_array_equal(a.planned, b.planned)
+    ra, rb = a.allocation_rows(), b.allocation_rows()
+    for field in ("job", "segment", "node", "units", "t_from", "t_to"):
+        np.testing.assert_array_equal(getattr(ra, field), getattr(rb, field), err_msg=field)
+    for key in ("time", "queue_length", "running", "started"):
+        np.testing.assert_array_equal(a.decisions[key], b.decisions[key], err_msg=key)
+    assert len(a.decisions["elapsed"]) == len(b.decisions["elapsed"])
+    assert (a.decisions["elapsed"] >= 0).all()
+    assert list(a.decisions["info"]) == list(b.decisions["info"])
+
+
+@SETTINGS
+@given(scenarios(max_jobs=30), hst.sampled_from(["fifo", "fifo:blocking=false", "easy"]),
+       hst.sampled_from(["first-fit", "best-fit"]), hst.sampled_from(["walltime", "oracle"]))
+def test_compiled_engine_takes_the_python_engines_decisions(scenario, spec, allocator, predictor):
+    system, workload, kill = scenario
+    compiled = run(system, workload, spec, allocator, "compiled", predictor, kill)
+    python = run(system, workload, spec, allocator, "python", predictor, kill)
+    assert_same_run(compiled, python)
+    assert validate_result(compiled).ok
+
+
+def test_hand_computed_easy_schedule_on_the_compiled_engine():
+    # 4 cores. A (t=0, 3 cores, 10 s) runs; B (t=1, 4 cores) waits for A: shadow time 10.
+    # C (t=2, 1 core, 8 s) ends by 10: backfilled at 2. D (t=3, 1 core, 50 s) would delay B
+    # (B needs all 4 cores at 10): refused, starts after B.
+    system = cores_system(1, 4)
+    jobs = [job(1, 0, 10, 3), job(2, 1, 10, 4), job(3, 2, 8, 1), job(4, 3, 50, 1)]
+    workload = Workload(jobs, system.resources)
+    result = run(system, workload, "easy", "first-fit", "compiled")
+    assert result.start.tolist() == [0.0, 10.0, 2.0, 20.0]
+    assert validate_result(result).ok
+    info = [i for i in result.decisions["info"] if i]
+    assert info[0] == {"shadow": 10.0, "head": 2, "backfilled": 1}
+
+
+def test_whole_kth_trace_same_on_both_engines():
+    from hpcdispatch.system.io import load_system
+    from hpcdispatch.workload.loader import load_workload
+
+    path = trace("KTH-SP2-1996-2.1-cln.swf.gz")
+    if not path.exists():
+        pytest.skip("shared traces not available")
+    system = load_system("kth-sp2")
+    workload = load_workload(str(path), system)
+    for spec in ("fifo", "easy"):
+        compiled = run(system, workload, spec, "first-fit", "compiled")
+        python = run(system, workload, spec, "first-fit", "python")
+        assert_same_run(compiled, python)
+        assert validate_result(compiled).ok
+
+
+def test_auto_uses_python_below_the_size_threshold_and_compiled_when_asked():
+    system = cores_system(2, 2)
+    workload = Workload([job(1, 0, 5, 1), job(2, 0, 5, 3)], system.resources)
+    assert run(system, workload, "easy", "first-fit", "auto").extra["engine"] == "python"
+    assert run(system, workload, "easy", "first-fit", "compiled").extra["engine"] == "compiled"
+
+
+@pytest.mark.parametrize("case, reason", [
+    ("sjf", "has no compiled kernel"),
+    ("slurm-linear", "has no compiled version"),
+    ("last-two", "learns during the run"),
+    ("charge", "charged dispatch time"),
+    ("journal", "decision journal"),
+])
+def test_compiled_engine_refuses_what_it_cannot_run(case, reason, tmp_path):
+    system = cores_system(2, 2)
+    workload = Workload([job(1, 0, 5, 1), job(2, 0, 5, 3)], system.resources)
+    spec, allocator, predictor, options, journal = "easy", "first-fit", "walltime", {}, None
+    if case == "sjf":
+        spec = "sjf"
+    elif case == "slurm-linear":
+        allocator = "slurm-linear"
+    elif case == "last-two":
+        predictor = "last-two"
+    elif case == "charge":
+        options = {"charge_dispatch_time": True}
+    else:
+        journal = tmp_path / "j.jsonl"
+    sim = Simulator(system, workload, make_dispatcher(spec, allocator=allocator), predictor=make_predictor(predictor),
+                    options=SimulationOptions(engine="compiled", **options), journal=journal)
+    with pytest.raises(ConfigError, match=reason):
+        sim.run()
+    # auto falls back to the Python loop, which runs it
+    sim = Simulator(system, workload, make_dispatcher(spec, allocator=allocator), predictor=make_predictor(predictor),
+                    options=SimulationOptions(engine="auto", **options), journal=journal)
+    assert sim.engine() == "python"
+
+
+def test_unknown_engine_is_a_config_error():
+    with pytest.raises(ConfigError, match="engine must be one of"):
+        SimulationOptions(engine="fast")
