@@ -562,7 +562,10 @@ def _simulation(doc: dict[str, Any], w: _Where) -> dict[str, Any]:
         opts = SimulationOptions(**{k: (float(v) if k == "dispatch_interval" else v) for k, v in raw.items()})
     except HpcDispatchError as exc:
         raise w.error("simulation", str(exc)) from None
-    return asdict(opts)
+    out = asdict(opts)
+    if out["engine"] == "auto":  # the default changes no result: keep the cell ids of older sweeps
+        del out["engine"]
+    return out
 
 
 def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) -> SweepSpec:
