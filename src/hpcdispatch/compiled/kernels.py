@@ -178,17 +178,6 @@ def fit_count(free, req, mpn, cap):
 
 
 @njit(cache=True)
-def fits(free, req, mpn, units):
-    """Whether ``units`` units of ``req`` fit on ``free`` (early exit)."""
-    need = units
-    for n in range(free.shape[0]):
-        need -= node_fit(free, n, req, mpn)
-        if need <= 0:
-            return True
-    return need <= 0
-
-
-@njit(cache=True)
 def allocate(kind, free, req, mpn, units, weights, rows, offset):
     """First fit (``kind`` FIRST_FIT): nodes in index order, each taking as many units as fit.
     Best fit: nodes in ascending order of ``sum_r free[n, r] * weights[r]`` (ties: node
@@ -400,25 +389,24 @@ def _memo_add(st, table, j):
 
 
 @njit(cache=True)
-def _add_held(st, j, off, k, cum, head):
-    """Release job ``j``'s rows into ``mat[SHADOW]``; returns the change in the head's fit
-    count there (each node's count capped at the head's units, as ``fit_count``)."""
+def _shift_held(st, j, off, k, sign, head):
+    """Add (``sign`` 1: released by then) or take (-1: backfilled past the shadow time) job
+    ``j``'s rows ``off : off + k`` to or from ``mat[SHADOW]``; returns the change in the head's
+    fit count there (each node's count capped at the head's units, as ``fit_count``)."""
     R = st.req.shape[1]
     hreq = st.req[head]
     hmpn = st.ji[MPN, head]
     cap = st.ji[UNITS, head]
-    gained = 0
+    change = 0
     for i in range(off, off + k):
         n = st.rows[NODE, i]
-        x = st.rows[ROW_UNITS, i]
+        x = sign * st.rows[ROW_UNITS, i]
         before = node_fit(st.mat[SHADOW], n, hreq, hmpn)
         for r in range(R):
             st.mat[SHADOW, n, r] += x * st.req[j, r]
         after = node_fit(st.mat[SHADOW], n, hreq, hmpn)
-        gained += (after if after < cap else cap) - (before if before < cap else cap)
-    for r in range(R):
-        cum[r] += st.ji[UNITS, j] * st.req[j, r]
-    return gained
+        change += (after if after < cap else cap) - (before if before < cap else cap)
+    return change
 
 
 @njit(cache=True)
@@ -455,10 +443,13 @@ def _reserve(st, head, now):
         while i < m and st.jf[REL_END, order[i]] == e:
             code = st.ji[REL_JOB, order[i]]
             if code >= 0:
-                hfit += _add_held(st, code, st.ji[ALLOC_OFF, code], st.ji[ALLOC_LEN, code], cum, head)
+                j, off, k = code, st.ji[ALLOC_OFF, code], st.ji[ALLOC_LEN, code]
             else:
                 d = -1 - code
-                hfit += _add_held(st, st.ji[DEC_JOB, d], st.ji[DEC_OFF, d], st.ji[DEC_LEN, d], cum, head)
+                j, off, k = st.ji[DEC_JOB, d], st.ji[DEC_OFF, d], st.ji[DEC_LEN, d]
+            hfit += _shift_held(st, j, off, k, 1, head)
+            for r in range(R):
+                cum[r] += st.ji[UNITS, j] * st.req[j, r]
             i += 1
         if hfit >= hunits:
             shadow = e
@@ -516,37 +507,15 @@ def _evaluate(st, j, head, now):
             return LONG_BLOCKED
     if not _is_short(st, j, now):
         # long: it may only take what the head does not need at the shadow time
-        R = st.req.shape[1]
-        hreq = st.req[head]
-        hmpn = st.ji[MPN, head]
-        cap = st.ji[UNITS, head]
         off = regs[NROWS] + regs[USED]
-        loss = 0
-        for i in range(off, off + k):
-            n = st.rows[NODE, i]
-            x = st.rows[ROW_UNITS, i]
-            before = node_fit(st.mat[SHADOW], n, hreq, hmpn)
-            after = UNBOUNDED
-            for r in range(R):
-                a = hreq[r]
-                if a > 0:
-                    f = (st.mat[SHADOW, n, r] - x * st.req[j, r]) // a
-                    if f < after:
-                        after = f
-            if hmpn > 0 and after > hmpn:
-                after = hmpn
-            loss += (before if before < cap else cap) - (after if after < cap else cap)
-        if regs[E_HFIT] - loss < cap:
+        lost = -_shift_held(st, j, off, k, -1, head)
+        if regs[E_HFIT] - lost < st.ji[UNITS, head]:
+            _shift_held(st, j, off, k, 1, head)  # give it back
             _memo_add(st, HURTS, j)
             return LONG_REFUSED
-        for i in range(off, off + k):
-            n = st.rows[NODE, i]
-            x = st.rows[ROW_UNITS, i]
-            for r in range(R):
-                st.mat[SHADOW, n, r] -= x * st.req[j, r]
-        for r in range(R):
+        for r in range(st.req.shape[1]):
             st.fregs[F_SPARE + r] -= st.ji[UNITS, j] * st.req[j, r]
-        regs[E_HFIT] -= loss
+        regs[E_HFIT] -= lost
     take(st, j, k)
     regs[E_BACKFILLED] += 1
     regs[E_NMEMO + HURTS] = 0
@@ -572,6 +541,17 @@ def _overdue(st, now):
 
 
 @njit(cache=True)
+def _scan(st, j, head, now):
+    """Backfill candidates from job ``j`` to the end of the queue, in queue order, until
+    nothing is free; the cheap rejections are made here, without a call."""
+    while j != -1:
+        if not _cheap_reject(st, j, now):
+            if _evaluate(st, j, head, now) == TOOK and nothing_free(st):
+                return
+        j = st.ji[QNEXT, j]
+
+
+@njit(cache=True)
 def easy(st, now):
     regs = st.regs
     begin_call(st)
@@ -580,13 +560,7 @@ def easy(st, now):
     if idle == 1 and regs[ENDED] == 0 and regs[E_HEAD] == regs[QHEAD] and not _overdue(st, now):
         # the state of the last call, which started nothing: only the new jobs can go
         head = regs[E_HEAD]
-        j = regs[NEWFIRST]
-        while j != -1:
-            # the cheap rejections first, without a call
-            if not _cheap_reject(st, j, now):
-                if _evaluate(st, j, head, now) == TOOK and nothing_free(st):
-                    break
-            j = st.ji[QNEXT, j]
+        _scan(st, regs[NEWFIRST], head, now)
         if regs[NDEC] == 0:
             regs[E_IDLE] = 1
         if regs[E_HAS_RES] == 1:
@@ -606,12 +580,7 @@ def easy(st, now):
     if head == -1:
         return
     if not nothing_free(st):
-        c = st.ji[QNEXT, head]
-        while c != -1:
-            if not _cheap_reject(st, c, now):
-                if _evaluate(st, c, head, now) == TOOK and nothing_free(st):
-                    break
-            c = st.ji[QNEXT, c]
+        _scan(st, st.ji[QNEXT, head], head, now)
         if regs[E_HAS_RES] == 1:
             _easy_info(st, head, regs[E_BACKFILLED])
     if regs[NDEC] == 0:

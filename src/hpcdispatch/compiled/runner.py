@@ -4,9 +4,7 @@ same run, decision for decision)."""
 
 from __future__ import annotations
 
-import gc
 import math
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -108,19 +106,15 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
     spec = dispatcher.kernel()
     st = build_state(sim)
     n = len(workload)
-    gc.freeze()
-    try:
-        while True:
-            outcome = run_steps(st, STEPS_PER_CHUNK)
-            if progress is not None:
-                t_now = float(st.dl[S.D_TIME, int(st.regs[S.NCALL]) - 1]) if st.regs[S.NCALL] else 0.0
-                progress(int(st.regs[S.DONE]), n, t_now)
-            if outcome == S.FINISHED:
-                break
-            if outcome == S.REFUSED:
-                _raise_refused(sim, st)
-    finally:
-        gc.unfreeze()
+    while True:  # no Python objects are made in the loop: no gc.freeze as in the Python engine
+        outcome = run_steps(st, STEPS_PER_CHUNK)
+        if progress is not None:
+            t_now = float(st.dl[S.D_TIME, int(st.regs[S.NCALL]) - 1]) if st.regs[S.NCALL] else 0.0
+            progress(int(st.regs[S.DONE]), n, t_now)
+        if outcome == S.FINISHED:
+            break
+        if outcome == S.REFUSED:
+            _raise_refused(sim, st)
 
     calls = int(st.regs[S.NCALL])
     started = int(st.regs[S.NSTARTED])
@@ -142,16 +136,16 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
         columns: dict[str, list] = {}
         values = st.dl[S.D_INFO:, :keep].T
         present = ~np.isnan(values)
+        ids = workload.ids
         for k, key in enumerate(spec.info):
-            column = values[:, k]
             if key in spec.info_jobs:
-                ids = workload.ids
-                col = [int(ids[int(v)]) if ok else MISSING for v, ok in zip(column.tolist(), present[:, k].tolist())]
+                convert = lambda v: int(ids[int(v)])  # noqa: E731 -- a job index, reported as its id
             elif key in spec.info_ints:
-                col = [int(v) if ok else MISSING for v, ok in zip(column.tolist(), present[:, k].tolist())]
+                convert = int
             else:
-                col = [v if ok else MISSING for v, ok in zip(column.tolist(), present[:, k].tolist())]
-            columns[key] = col
+                convert = float
+            columns[key] = [convert(v) if ok else MISSING
+                            for v, ok in zip(values[:, k].tolist(), present[:, k].tolist())]
         info = InfoLog.from_columns(keep, columns)
     elif keep:
         info = InfoLog.empty(keep)
@@ -182,21 +176,3 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
     result.extra["prediction_time_s"] = 0.0
     result.extra["engine"] = "compiled"
     return result
-
-
-def warm_up() -> float:
-    """Compile (or load from numba's cache) every compiled function; seconds taken."""
-    t0 = time.perf_counter()
-    from hpcdispatch.sim.simulator import SimulationOptions, Simulator
-    from hpcdispatch.system.model import NodeType, System
-    from hpcdispatch.dispatchers.registry import make_dispatcher
-    from hpcdispatch.workload.job import Job, Workload
-
-    system = System("warm-up", ("core",), (NodeType("n", 2, {"core": 2}),))
-    jobs = [Job(i, i, 10, 20, 1 + i % 3, (1,)) for i in range(6)]
-    workload = Workload(jobs, ("core",))
-    for policy in POLICIES:
-        for allocator in ("first-fit", "best-fit"):
-            Simulator(system, workload, make_dispatcher(policy, allocator=allocator),
-                      options=SimulationOptions(engine="compiled")).run()
-    return time.perf_counter() - t0
