@@ -42,6 +42,10 @@ def build_state(sim: Simulator) -> S.EngineState:
     ji[S.UNITS] = workload.units
     ji[S.MPN] = np.fromiter((job.max_units_per_node for job in workload.jobs), dtype=i64, count=n)
     ji[S.QNEXT] = ji[S.QPREV] = -1
+    unit_requests = np.ascontiguousarray(workload.unit_requests, dtype=i64)
+    shape_keys = np.column_stack([unit_requests, ji[S.MPN]]) if n else np.zeros((0, n_res + 1), dtype=i64)
+    shapes, shape_of_job = np.unique(shape_keys, axis=0, return_inverse=True)
+    ji[S.SHAPE] = shape_of_job.reshape(-1)
     jf = np.zeros((S.N_JF, n), dtype=np.float64)
     jf[S.SUBMIT] = workload.submit
     run = workload.run_time.astype(np.float64)
@@ -67,7 +71,7 @@ def build_state(sim: Simulator) -> S.EngineState:
     return S.EngineState(
         ji=ji,
         jf=jf,
-        req=np.ascontiguousarray(workload.unit_requests, dtype=i64),
+        req=unit_requests,
         mat=mat,
         tot=tot,
         weights=weights,
@@ -75,7 +79,7 @@ def build_state(sim: Simulator) -> S.EngineState:
         dl=np.zeros((S.D_INFO + len(spec.info), max_calls), dtype=np.float64),
         regs=regs,
         fregs=fregs,
-        memo=np.zeros((2, S.N_MEMO, n_res + 2), dtype=i64),
+        memo=np.full((2, 2, max(1, len(shapes))), -1, dtype=i64),
     )
 
 
