@@ -86,6 +86,11 @@ def write_csv_arrow(path: Path, frame: pd.DataFrame) -> None:
 
 
 def workload_frame(result: SimulationResult) -> pd.DataFrame:
+    return pd.DataFrame(workload_columns(result))
+
+
+def workload_columns(result: SimulationResult) -> dict[str, np.ndarray]:
+    """The columns of :func:`workload_frame`; some are the workload's own arrays (read only)."""
     w = result.workload
     data: dict[str, Any] = {
         "job_id": w.ids,
@@ -102,7 +107,14 @@ def workload_frame(result: SimulationResult) -> pd.DataFrame:
     data["contiguous"] = w.contiguous
     for r, name in enumerate(w.resources):
         data[f"pernode_{name}"] = w.per_node_requests[:, r]
-    return pd.DataFrame(data)
+    return data
+
+
+def shared_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """A frame over ``columns`` without copying them, for read-only use (writing, validating):
+    a whole-trace schedule's tables are hundreds of MB, and copies of them set the run's peak
+    memory."""
+    return pd.DataFrame(columns, copy=False)
 
 
 def run_record(result: SimulationResult) -> dict[str, Any]:
@@ -125,13 +137,14 @@ def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True
     """Write every output of ``result`` into ``out_dir``; returns the summary."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    jobs = result.jobs_frame()
+    jobs = shared_frame(result.jobs_columns())
     write_frame(out / "jobs.parquet", jobs)
     if csv:
         write_csv_arrow(out / "jobs.csv", jobs)
-    write_frame(out / "allocations.parquet", result.allocations_frame())
+    del jobs
+    write_frame(out / "allocations.parquet", shared_frame(result.allocations_columns()))
     write_frame(out / "decisions.parquet", result.decisions_frame())
-    write_frame(out / "workload.parquet", workload_frame(result))
+    write_frame(out / "workload.parquet", shared_frame(workload_columns(result)))
     _atomic(out / "system.toml", lambda p: dump_system(result.system, p))
     write_json(out / "run.json", run_record(result))
     real = result.end - result.start

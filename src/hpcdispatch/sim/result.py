@@ -61,6 +61,11 @@ class SimulationResult:
     def jobs_frame(self, allocation_text: bool = True) -> pd.DataFrame:
         """One row per job: times, request, outcome and (``allocation_text``) the allocation
         as ``"node:units node:units | ..."`` (segments separated by ``|``)."""
+        return pd.DataFrame(self.jobs_columns(allocation_text))
+
+    def jobs_columns(self, allocation_text: bool = True) -> dict[str, np.ndarray]:
+        """The columns of :meth:`jobs_frame`; some are the result's own arrays (read only,
+        or wrap them with ``pd.DataFrame(columns, copy=False)`` for a read-only frame)."""
         w = self.workload
         status = np.array([STATUS_NAMES[int(s)] for s in self.status], dtype=object)
         status[(self.status == 3) & self.killed] = "killed"
@@ -82,11 +87,16 @@ class SimulationResult:
         data["queue"] = np.fromiter((j.queue for j in w.jobs), dtype=np.int64, count=len(w))
         if allocation_text:
             data["allocation"] = _allocation_text(self.allocation_rows(), len(w))
-        return pd.DataFrame(data)
+        return data
 
     def allocations_frame(self) -> pd.DataFrame:
         """One row per job, allocation segment and node: ``[from, to)`` and the amounts held
         (``units x unit_request + per_node_request``)."""
+        return pd.DataFrame(self.allocations_columns())
+
+    def allocations_columns(self) -> dict[str, np.ndarray]:
+        """The columns of :meth:`allocations_frame` (some are the cached allocation rows: read
+        only, as :meth:`jobs_columns`)."""
         w = self.workload
         rows = self.allocation_rows()
         frame: dict[str, np.ndarray] = {
@@ -99,7 +109,7 @@ class SimulationResult:
         }
         for r, name in enumerate(w.resources):
             frame[name] = rows.held(w, r)
-        return pd.DataFrame(frame)
+        return frame
 
     def decisions_frame(self) -> pd.DataFrame:
         d = self.decisions

@@ -189,6 +189,7 @@ def validate_tables(
         report.add(t_from[k], "node", f"job {int(ids[row_job[k]])} uses node {int(node[k])}, the system has {system.n_nodes}")
     expected_amounts = units[:, None] * unit_req[row_job] + per_node[row_job]
     bad_amount = (amounts != expected_amounts).any(axis=1) | (units <= 0)
+    del expected_amounts
     for k in np.flatnonzero(bad_amount)[:20]:
         extra = per_node[row_job[k]]
         report.add(
@@ -261,7 +262,9 @@ def validate_tables(
 
     # ---- capacity sweep -------------------------------------------------------------------
     ok_rows = ~out_of_range & (t_to > t_from)
-    if ok_rows.any():
+    if ok_rows.all():  # the usual case: no copies of a million rows
+        _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts, ids[row_job])
+    elif ok_rows.any():
         _capacity_sweep(report, system, cap, resources, node[ok_rows], t_from[ok_rows], t_to[ok_rows],
                         amounts[ok_rows], ids[row_job[ok_rows]])
     report.violations.sort()
@@ -278,9 +281,11 @@ def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts,
     order = np.lexsort((acquire, times, nodes))
     del acquire
     times, nodes = times[order], nodes[order]
-    sign = np.where(order < m, 1, -1)
-    usage = amounts[order % m] * sign[:, None]
-    del order, sign
+    releases = order >= m
+    usage = amounts[order % m]
+    del order
+    np.negative(usage, out=usage, where=releases[:, None])
+    del releases
     np.cumsum(usage, axis=0, out=usage)
     group_start = np.r_[0, np.flatnonzero(nodes[1:] != nodes[:-1]) + 1]
     prior = np.vstack([np.zeros((1, usage.shape[1]), usage.dtype), usage[group_start[1:] - 1]])
@@ -320,13 +325,13 @@ def _positions(ids: np.ndarray, duplicated: np.ndarray, common: np.ndarray) -> n
 
 def validate_result(result: Any) -> ValidationReport:
     """Validate an in-memory :class:`~hpcdispatch.sim.result.SimulationResult`."""
-    from hpcdispatch.results.store import workload_frame
+    from hpcdispatch.results.store import shared_frame, workload_columns
 
     return validate_tables(
         result.system,
-        workload_frame(result),
-        result.jobs_frame(allocation_text=False),
-        result.allocations_frame(),
+        shared_frame(workload_columns(result)),
+        shared_frame(result.jobs_columns(allocation_text=False)),
+        shared_frame(result.allocations_columns()),
         walltime_kill=result.options.walltime_kill,
     )
 
