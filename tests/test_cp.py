@@ -55,6 +55,28 @@ def test_short_jobs_first_beats_the_rule():
         assert "fallback" not in info
 
 
+def test_keep_blocked_plans_around_a_wide_job_the_reduced_model_leaves_out():
+    # 4 nodes x 1 core; a running job holds nodes 0-1 until t = 10. At t = 0:
+    #   W: 4 units, 10 s, waited 1000 s (priority 101) -- cannot start now;
+    #   S: 2 units, 100 s, just arrived (priority 1) -- fits nodes 2-3 now.
+    # CP'19's reduced model leaves W out, so S starts now and W waits until t = 100.
+    # Keeping W in the model (objective: weight round(100 * d_max / d) x start): W at 10, S at
+    # 20 (1000 * 10 + 100 * 20 = 12,000) beats S now, W at 100 (1000 * 100 = 100,000), so
+    # nothing starts now.
+    system = cores_system(4, 1)
+    running = [RunningEntry(9, 10, -5.0, 10.0, (0, 1), (1, 1), (1,))]
+    inst = instance(system, [qj(0, -1000, 10, units=4), qj(1, 0, 100, units=2)], running)
+    for name in ["cp-rule", *CP_MODELS]:
+        placed, info = decide(name, system, inst)
+        assert placed == {1: [(2, 1), (3, 1)]}, (name, info)
+        assert info["in_model"] == 1
+        placed, info = decide(name, system, inst, keep_blocked=True)
+        assert placed == {}, (name, info)
+        assert info["in_model"] == 2 and "fallback" not in info, (name, info)
+        if name != "cp-rule":
+            assert info["objective"] == 12_000, (name, info)
+
+
 def test_node_level_models_place_units_on_real_nodes():
     # 2 nodes x 2 cores; a running job holds 1 core of node 0 for 5 s.
     # A: 2 units x 1 core, 4 s (priority 1); B: 1 unit x 2 cores, 4 s.

@@ -47,7 +47,7 @@ def model_size(disp: CPDispatcher, inst: DispatchInstance) -> tuple[int, int]:
         return 0, 0
     policy = Policy(inst, disp.settings, disp.FLAVOUR)
     node_level = getattr(disp.MODEL, "NODE_LEVEL_RULE", False)
-    jobs = [j for j in policy.order(inst.queued)[: disp.settings.m] if disp._fits_now(inst, j, node_level)]
+    jobs = disp.model_jobs(inst, policy, node_level)
     if not jobs:
         return 0, 0
     d_max = max(j.duration for j in jobs)

@@ -77,6 +77,7 @@ class CPDispatcher(Dispatcher):
         dump_instances: str | None = None,
         force_model: bool = False,
         deterministic: bool = False,
+        keep_blocked: bool = False,
     ):
         self.allocator = allocator
         self.version = version
@@ -92,6 +93,10 @@ class CPDispatcher(Dispatcher):
         #: decision cannot improve then; used to compare models on every instance)
         self.force_model = force_model
         self.deterministic = deterministic
+        #: keep the jobs that cannot start now in the model (CP'19's reduced model leaves them
+        #: out: then nothing is planned around them, and wide jobs wait until the machine
+        #: happens to drain -- see docs/RESULTS-CP.md, "Starvation")
+        self.keep_blocked = keep_blocked
 
     def _setup(self, system: System) -> None:
         self.settings = CPSettings(
@@ -129,9 +134,8 @@ class CPDispatcher(Dispatcher):
         settings = self.settings
         policy = Policy(inst, settings, self.FLAVOUR)
         info: dict[str, Any] = {"model": self.name, "version": settings.version, "queued": len(inst.queued)}
-        candidates = policy.order(inst.queued)[: settings.m]
         node_level = self.MODEL is not None and getattr(self.MODEL, "NODE_LEVEL_RULE", False)
-        jobs = [j for j in candidates if self._fits_now(inst, j, node_level)]
+        jobs = self.model_jobs(inst, policy, node_level)
         info["in_model"] = len(jobs)
         if not jobs:
             info.update(status="empty", dispatched=0)
@@ -192,6 +196,16 @@ class CPDispatcher(Dispatcher):
         return now
 
     # ------------------------------------------------------------------------------------
+    def model_jobs(self, inst: DispatchInstance, policy: Policy, node_level: bool) -> list[QueuedJob]:
+        """The jobs of the model: the first ``m`` queued jobs by priority, without those that
+        cannot start now (CP'19's reduced model) unless ``keep_blocked``; none when no job
+        can start now (nothing to decide)."""
+        candidates = policy.order(inst.queued)[: self.settings.m]
+        fitting = [j for j in candidates if self._fits_now(inst, j, node_level)]
+        if not fitting:
+            return []
+        return candidates if self.keep_blocked else fitting
+
     def _fits_now(self, inst: DispatchInstance, job: QueuedJob, node_level: bool) -> bool:
         """CP'19's reduced model: a job that cannot fit the free resources now is left out."""
         if not pooled_fits(inst.free.sum(axis=0).tolist(), job.unit_request, job.units):
