@@ -586,6 +586,13 @@ PENDING, QUEUED, RUNNING, COMPLETED = 0, 1, 2, 3
 
 
 @njit(cache=True)
+def _heap_set(ji, jf, i, t, seq, j):
+    jf[HEAP_T, i] = t
+    ji[HEAP_SEQ, i] = seq
+    ji[HEAP_JOB, i] = j
+
+
+@njit(cache=True)
 def _heap_push(st, t, j):
     regs, ji, jf = st.regs, st.ji, st.jf
     i = regs[HSIZE]
@@ -597,13 +604,9 @@ def _heap_push(st, t, j):
         tp = jf[HEAP_T, p]
         if tp < t or (tp == t and ji[HEAP_SEQ, p] < seq):
             break
-        jf[HEAP_T, i] = tp
-        ji[HEAP_SEQ, i] = ji[HEAP_SEQ, p]
-        ji[HEAP_JOB, i] = ji[HEAP_JOB, p]
+        _heap_set(ji, jf, i, tp, ji[HEAP_SEQ, p], ji[HEAP_JOB, p])
         i = p
-    jf[HEAP_T, i] = t
-    ji[HEAP_SEQ, i] = seq
-    ji[HEAP_JOB, i] = j
+    _heap_set(ji, jf, i, t, seq, j)
 
 
 @njit(cache=True)
@@ -625,13 +628,9 @@ def _heap_pop(st):
             c += 1
         if t < jf[HEAP_T, c] or (t == jf[HEAP_T, c] and s < ji[HEAP_SEQ, c]):
             break
-        jf[HEAP_T, i] = jf[HEAP_T, c]
-        ji[HEAP_SEQ, i] = ji[HEAP_SEQ, c]
-        ji[HEAP_JOB, i] = ji[HEAP_JOB, c]
+        _heap_set(ji, jf, i, jf[HEAP_T, c], ji[HEAP_SEQ, c], ji[HEAP_JOB, c])
         i = c
-    jf[HEAP_T, i] = t
-    ji[HEAP_SEQ, i] = s
-    ji[HEAP_JOB, i] = j
+    _heap_set(ji, jf, i, t, s, j)
     return top
 
 

@@ -262,11 +262,10 @@ def validate_tables(
 
     # ---- capacity sweep -------------------------------------------------------------------
     ok_rows = ~out_of_range & (t_to > t_from)
-    if ok_rows.all():  # the usual case: no copies of a million rows
-        _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts, ids[row_job])
-    elif ok_rows.any():
-        _capacity_sweep(report, system, cap, resources, node[ok_rows], t_from[ok_rows], t_to[ok_rows],
-                        amounts[ok_rows], ids[row_job[ok_rows]])
+    if ok_rows.any():
+        sel = slice(None) if ok_rows.all() else ok_rows  # the usual case: views, not copies of a million rows
+        _capacity_sweep(report, system, cap, resources, node[sel], t_from[sel], t_to[sel], amounts[sel],
+                        ids[row_job[sel]])
     report.violations.sort()
     return report
 
