@@ -121,6 +121,35 @@ def test_journal_of_another_run_is_refused(case, tmp_path):
         run(case, HCP(delta=0.3, deterministic=True), path)
 
 
+def test_journal_written_before_a_parameter_existed_resumes_at_its_default(case, tmp_path):
+    """A parameter added to a dispatcher later (e.g. ``keep_blocked``) does not orphan the
+    journals of long runs written before it, as long as the run keeps it at its default."""
+    path = tmp_path / "j.jsonl"
+    interrupted(case, path, after=5)
+    lines = path.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["run"]["dispatcher"] = header["run"]["dispatcher"].replace(", keep_blocked=False", "")
+    assert "keep_blocked" not in header["run"]["dispatcher"]
+    path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    CountingHCP.calls, CountingHCP.stop_after = 0, None
+    resumed = run(case, hcp(counting=True), path)
+    assert resumed.extra["journal"]["replayed"] == 5
+    np.testing.assert_array_equal(resumed.start, run(case, hcp()).start)
+    changed = HCP(delta=0.2, deterministic=True, keep_blocked=True)  # not the default: another run
+    with pytest.raises(JournalError, match="another run.*dispatcher"):
+        run(case, changed, path)
+
+
+def test_dispatcher_descriptions_match_by_name_values_and_defaults():
+    d = make_dispatcher("hcp:version=1")
+    old = d.describe().replace(", keep_blocked=False", "")
+    assert d.is_described_by(d.describe()) and d.is_described_by(old)
+    assert not d.is_described_by(old.replace("k=2", "k=3"))  # a value differs
+    assert not d.is_described_by(old.replace("hcp(", "pcp19("))  # another dispatcher
+    assert not d.is_described_by(old[:-1] + ", extra=1)")  # a parameter it does not have
+    assert not make_dispatcher("hcp:version=1,keep_blocked=true").is_described_by(old)
+
+
 def test_diverging_record_names_line_and_field(case, tmp_path):
     path = tmp_path / "j.jsonl"
     interrupted(case, path, after=10)

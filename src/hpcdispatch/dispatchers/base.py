@@ -16,6 +16,7 @@ Hooks with safe defaults leave room for richer policies:
 from __future__ import annotations
 
 import inspect
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -94,6 +95,26 @@ class Dispatcher(ABC):
     def describe(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.get_params().items())
         return f"{self.name}({params})"
+
+    def is_described_by(self, text: str) -> bool:
+        """Whether ``text`` (an earlier :meth:`describe`) describes this dispatcher: the same
+        text, or the same name and values where every parameter the text lacks is at its
+        default here -- a description written before that parameter existed, whose run this
+        one repeats (a decision journal resumes across such an addition)."""
+        if text == self.describe():
+            return True
+        match = re.fullmatch(r"([\w.-]+)\((.*)\)", text, flags=re.S)
+        if match is None or match[1] != self.name:
+            return False
+        theirs = dict(part.split("=", 1) for part in re.split(r", (?=\w+=)", match[2])) if match[2] else {}
+        ours = {k: str(v) for k, v in self.get_params().items()}
+        if not set(theirs) <= set(ours):
+            return False
+        defaults = inspect.signature(type(self).__init__).parameters
+        return all(
+            theirs[k] == v if k in theirs
+            else defaults[k].default is not inspect.Parameter.empty and str(defaults[k].default) == v
+            for k, v in ours.items())
 
     # ---- lifecycle -----------------------------------------------------------------------
     def setup(self, system: System) -> None:

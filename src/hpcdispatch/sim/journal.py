@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +65,16 @@ class DecisionJournal:
     """Records dispatcher calls to ``path`` and replays the ones already there.
 
     ``run`` describes the simulation (JSON-able); it is written as the header of a new
-    journal and must equal the header of an existing one.
+    journal and must equal the header of an existing one, except in the fields of
+    ``equivalent``, where a predicate of the existing header's value decides (e.g. a
+    dispatcher description written before a parameter, now at its default, was added).
     """
 
-    def __init__(self, path: str | Path, run: dict[str, Any]):
+    def __init__(self, path: str | Path, run: dict[str, Any],
+                 equivalent: dict[str, Callable[[Any], bool]] | None = None):
         self.path = Path(path)
         self.run = json.loads(json.dumps(run, default=json_default))
+        self.equivalent = equivalent or {}
         self._records: list[dict[str, Any]] = []
         self.replayed = 0
         self.recorded = 0
@@ -125,9 +130,10 @@ class DecisionJournal:
             raise JournalError(f"{self.path}, line 1: not a decision journal header") from None
         if not isinstance(header, dict) or header.get("journal") != FORMAT:
             raise JournalError(f"{self.path}, line 1: not a decision journal (format {FORMAT}) header")
-        if header.get("run") != self.run:
-            theirs, ours = header.get("run") or {}, self.run
-            fields = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k))
+        theirs, ours = header.get("run") or {}, self.run
+        fields = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k)
+                        and not (k in theirs and k in self.equivalent and self.equivalent[k](theirs[k])))
+        if fields:
             raise JournalError(
                 f"{self.path} was written for another run (differs in: {', '.join(fields)}); "
                 "use a new journal file or delete this one")

@@ -142,7 +142,8 @@ class Simulator:
         gc.freeze()
         journal = None
         if self.journal_path is not None:
-            journal = DecisionJournal(self.journal_path, self.journal_run())
+            journal = DecisionJournal(self.journal_path, self.journal_run(),
+                                      equivalent={"dispatcher": self.dispatcher.is_described_by})
         try:
             result = self._run(progress, journal)
         finally:
