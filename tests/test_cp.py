@@ -16,6 +16,7 @@ from hpcdispatch.cp.rule import earliest_alone, horizon_units, rule_schedule
 from hpcdispatch.allocators.base import make_allocator
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.dispatchers import cp as cp_dispatchers
+from hpcdispatch.errors import ConfigError
 
 CP_MODELS = ["hcp", "pcp19", "pcp20", "cp-hybrid"]
 
@@ -75,6 +76,24 @@ def test_keep_blocked_plans_around_a_wide_job_the_reduced_model_leaves_out():
         assert info["in_model"] == 2 and "fallback" not in info, (name, info)
         if name != "cp-rule":
             assert info["objective"] == 12_000, (name, info)
+
+
+def test_reserve_keeps_only_the_first_blocked_jobs_by_priority():
+    # The case above plus W2 (4 units, 10 s, waited 500 s: priority 51), also blocked.
+    # reserve=1 keeps W (priority 101) and S, leaves W2 out; W's planned start still holds
+    # nodes 2-3 back, so nothing starts now.
+    system = cores_system(4, 1)
+    running = [RunningEntry(9, 10, -5.0, 10.0, (0, 1), (1, 1), (1,))]
+    inst = instance(system, [qj(0, -1000, 10, units=4), qj(1, 0, 100, units=2), qj(2, -500, 10, units=4)], running)
+    for name in ["cp-rule", *CP_MODELS]:
+        for options, in_model in [({"reserve": 1}, 2), ({"reserve": 2}, 3), ({"reserve": 5}, 3), ({"keep_blocked": True}, 3)]:
+            placed, info = decide(name, system, inst, **options)
+            assert placed == {}, (name, options, info)
+            assert info["in_model"] == in_model, (name, options, info)
+        placed, info = decide(name, system, inst, reserve=0)
+        assert placed == {1: [(2, 1), (3, 1)]} and info["in_model"] == 1, (name, info)
+    with pytest.raises(ConfigError, match="reserve must be a whole number"):
+        decide("hcp", system, inst, reserve=-1)
 
 
 def test_node_level_models_place_units_on_real_nodes():
@@ -307,8 +326,6 @@ def test_deterministic_search_gives_the_same_schedule_twice(name):
 
 
 def test_slurm_style_jobs_are_refused_with_a_clear_error():
-    from hpcdispatch.errors import ConfigError
-
     system = cores_system(4, 4)
     jobs = [job(1, 0, 10, units=4, req=(1,)), job(2, 0, 10, units=4, req=(1,), node_count=2, contiguous=True)]
     for name in ("cp-rule", "pcp20"):

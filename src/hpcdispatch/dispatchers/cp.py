@@ -78,6 +78,7 @@ class CPDispatcher(Dispatcher):
         force_model: bool = False,
         deterministic: bool = False,
         keep_blocked: bool = False,
+        reserve: int = 0,
     ):
         self.allocator = allocator
         self.version = version
@@ -97,6 +98,9 @@ class CPDispatcher(Dispatcher):
         #: out: then nothing is planned around them, and wide jobs wait until the machine
         #: happens to drain -- see docs/RESULTS-CP.md, "Starvation")
         self.keep_blocked = keep_blocked
+        #: keep only the first ``reserve`` of those (by priority) in the model: a cheaper
+        #: middle way, like EASY's reservation for the head job (0: none; keep_blocked: all)
+        self.reserve = reserve
 
     def _setup(self, system: System) -> None:
         self.settings = CPSettings(
@@ -104,6 +108,8 @@ class CPDispatcher(Dispatcher):
             delta_max=float(self.delta_max), k=int(self.k), workers=int(self.workers), symmetry=bool(self.symmetry),
             deterministic=bool(self.deterministic),
         )
+        if not isinstance(self.reserve, int) or isinstance(self.reserve, bool) or self.reserve < 0:
+            raise ConfigError(f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}")
         self._best_fit = make_allocator("best-fit", system)
         self._calls = 0
         if self.dump_instances:
@@ -198,13 +204,21 @@ class CPDispatcher(Dispatcher):
     # ------------------------------------------------------------------------------------
     def model_jobs(self, inst: DispatchInstance, policy: Policy, node_level: bool) -> list[QueuedJob]:
         """The jobs of the model: the first ``m`` queued jobs by priority, without those that
-        cannot start now (CP'19's reduced model) unless ``keep_blocked``; none when no job
-        can start now (nothing to decide)."""
+        cannot start now (CP'19's reduced model) unless ``keep_blocked`` (all of them stay)
+        or ``reserve`` (the first ``reserve`` of them stay); none when no job can start now
+        (nothing to decide). Priority order is kept."""
         candidates = policy.order(inst.queued)[: self.settings.m]
-        fitting = [j for j in candidates if self._fits_now(inst, j, node_level)]
-        if not fitting:
+        fits = [self._fits_now(inst, j, node_level) for j in candidates]
+        if not any(fits):
             return []
-        return candidates if self.keep_blocked else fitting
+        if self.keep_blocked:
+            return candidates
+        kept, blocked = [], 0
+        for job, fit in zip(candidates, fits):
+            if fit or blocked < self.reserve:
+                kept.append(job)
+                blocked += not fit
+        return kept
 
     def _fits_now(self, inst: DispatchInstance, job: QueuedJob, node_level: bool) -> bool:
         """CP'19's reduced model: a job that cannot fit the free resources now is left out."""
