@@ -261,14 +261,14 @@ def test_pcp20_node_map_never_splits_a_unit(data):
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 10_000), st.sampled_from(CP_MODELS))
-def test_random_simulations_with_cp_dispatchers_are_valid(seed, name):
+@given(st.integers(0, 10_000), st.sampled_from(CP_MODELS), st.sampled_from(["", ",reserve=1", ",keep_blocked=true"]))
+def test_random_simulations_with_cp_dispatchers_are_valid(seed, name, option):
     rng = np.random.default_rng(seed)
     system = system_of([(3, {"core": 4, "gpu": 1})], ["core", "gpu"])
     jobs = [job(i + 1, int(rng.integers(0, 60)), int(rng.integers(1, 40)), units=int(rng.integers(1, 4)),
                 req=(int(rng.integers(1, 5)), int(rng.integers(0, 2))), wall=int(rng.integers(1, 60)))
             for i in range(12)]
-    r = simulate(system, jobs, make_dispatcher(f"{name}:time_unit=1,delta=0.2"))
+    r = simulate(system, jobs, make_dispatcher(f"{name}:time_unit=1,delta=0.2{option}"))
     assert not np.isnan(r.start).any()
     assert starts(r)  # every job started, every start verified by the simulator and the validator
 
