@@ -140,7 +140,7 @@ def test_journal_written_before_a_parameter_existed_resumes_at_its_default(case,
         run(case, changed, path)
 
 
-def test_dispatcher_descriptions_match_by_name_values_and_defaults():
+def test_dispatcher_descriptions_match_by_name_values_and_added_parameters():
     d = make_dispatcher("hcp:version=1")
     old = d.describe().replace(", keep_blocked=False", "")
     assert d.is_described_by(d.describe()) and d.is_described_by(old)
@@ -148,6 +148,11 @@ def test_dispatcher_descriptions_match_by_name_values_and_defaults():
     assert not d.is_described_by(old.replace("hcp(", "pcp19("))  # another dispatcher
     assert not d.is_described_by(old[:-1] + ", extra=1)")  # a parameter it does not have
     assert not make_dispatcher("hcp:version=1,keep_blocked=true").is_described_by(old)
+    # a description lacking both added parameters: only their values as added match
+    older = make_dispatcher("hcp").describe().replace(", keep_blocked=False", "").replace(", reserve=0", "")
+    assert make_dispatcher("hcp").is_described_by(older)
+    assert not make_dispatcher("hcp:reserve=1").is_described_by(older)
+    assert not make_dispatcher("easy").is_described_by("easy()")  # allocator was never added later
 
 
 def test_diverging_record_names_line_and_field(case, tmp_path):

@@ -68,6 +68,9 @@ class KernelSpec:
 class Dispatcher(ABC):
     name: ClassVar[str] = "dispatcher"
     tags: ClassVar[Tags] = Tags()
+    #: parameters added after runs had been journaled, each with the value that behaves as
+    #: the dispatcher did before it existed (see :meth:`is_described_by`)
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, allocator: str = "first-fit"):
         self.allocator = allocator
@@ -98,9 +101,10 @@ class Dispatcher(ABC):
 
     def is_described_by(self, text: str) -> bool:
         """Whether ``text`` (an earlier :meth:`describe`) describes this dispatcher: the same
-        text, or the same name and values where every parameter the text lacks is at its
-        default here -- a description written before that parameter existed, whose run this
-        one repeats (a decision journal resumes across such an addition)."""
+        text, or the same name and values where every parameter the text lacks is one of
+        :attr:`ADDED_PARAMS` at the value it was added with -- a description written before
+        that parameter existed, whose run this one repeats (a decision journal resumes across
+        such an addition; a later change of the parameter's default changes nothing here)."""
         if text == self.describe():
             return True
         match = re.fullmatch(r"([\w.-]+)\((.*)\)", text, flags=re.S)
@@ -110,11 +114,8 @@ class Dispatcher(ABC):
         ours = {k: str(v) for k, v in self.get_params().items()}
         if not set(theirs) <= set(ours):
             return False
-        defaults = inspect.signature(type(self).__init__).parameters
-        return all(
-            theirs[k] == v if k in theirs
-            else defaults[k].default is not inspect.Parameter.empty and str(defaults[k].default) == v
-            for k, v in ours.items())
+        added = self.ADDED_PARAMS
+        return all(theirs[k] == v if k in theirs else k in added and str(added[k]) == v for k, v in ours.items())
 
     # ---- lifecycle -----------------------------------------------------------------------
     def setup(self, system: System) -> None:

@@ -62,6 +62,7 @@ class CPDispatcher(Dispatcher):
     #: search (the models break the symmetries they know of themselves). Measured on dumped
     #: Eurora instances, see docs/RESULTS-CP.md.
     SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0}
 
     def __init__(
         self,
