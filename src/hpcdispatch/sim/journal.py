@@ -67,7 +67,8 @@ class DecisionJournal:
     ``run`` describes the simulation (JSON-able); it is written as the header of a new
     journal and must equal the header of an existing one, except in the fields of
     ``equivalent``, where a predicate of the existing header's value decides (e.g. a
-    dispatcher description written before a parameter, now at its default, was added).
+    dispatcher description written before a parameter was added, see
+    ``Dispatcher.is_described_by``).
     """
 
     def __init__(self, path: str | Path, run: dict[str, Any],
