@@ -2,7 +2,8 @@
 
 Runs a list of (trace, dispatcher spec) pairs, each in its own subprocess with a time limit,
 and appends one JSON line per finished run to ``--out`` (default ``cp_traces.jsonl``); runs
-already in that file are skipped, so an interrupted campaign resumes where it stopped.
+that finished ("ok") in that file are skipped, so an interrupted campaign resumes where it
+stopped; a run recorded as an error is tried again (its newest line is the one reported).
 
     python benchmarks/cp_traces.py --plan priority            # the runs the issue's bars need first
     python benchmarks/cp_traces.py --plan full                # + every version x predictor
@@ -103,6 +104,7 @@ def plan(name: str) -> list[tuple[str, str]]:
 
 
 def done(out: Path) -> dict[tuple[str, str], dict]:
+    """The newest record of each (trace, spec) in ``out``."""
     if not out.exists():
         return {}
     rows = {}
@@ -160,7 +162,7 @@ def main() -> None:
     runs = [tuple(r.split(":", 1)) for r in args.runs.split(";") if r.strip()] if args.runs else plan(args.plan)
     finished = done(args.out)
     for trace, spec in runs:
-        if (trace, spec) in finished:
+        if finished.get((trace, spec), {}).get("status") == "ok":
             continue
         path, max_jobs = trace_path(trace)
         t0 = time.perf_counter()
