@@ -7,9 +7,13 @@ knowledge base grows when jobs end) and prints:
 - prediction quality: mean absolute error, under- / over-estimation rates, share of jobs
   with accuracy A = real / predicted in [0.75, 1.25];
 - prediction overhead: time spent in predict + learn, as a share of the simulation time;
-- the QoS EASY reaches with it: mean wait, mean bounded slowdown.
+- the QoS EASY reaches with it: mean wait, mean bounded slowdown;
+- with ``--corrections none,walltime,ladder``: the same with each prediction correction
+  (``hpcdispatch.predictors.correction``: what a running job that outlived its prediction is
+  expected to need), and how many predictions were revised.
 
     python benchmarks/predictors.py [--traces HPC2N,SDSC-SP2] [--dispatcher easy] [--max-jobs N]
+                                    [--predictors W,L2,D,R] [--corrections none]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ def main() -> None:
     ap.add_argument("--predictors", default="W,L2,D,R")
     ap.add_argument("--dispatcher", default="easy")
     ap.add_argument("--max-jobs", type=int, default=0)
+    ap.add_argument("--corrections", default="none", help="comma-separated: none, walltime, ladder")
     ap.add_argument("--out", type=Path, default=Path("predictors.json"))
     args = ap.parse_args()
     console = Console()
@@ -45,24 +50,29 @@ def main() -> None:
             raise SystemExit(f"no trace matching {prefix}* in {args.traces_dir}")
         system = resolve_system("auto", str(path))
         wl = load_workload(str(path), system, SwfOptions(max_jobs=args.max_jobs or None))
-        for pred in [p.strip() for p in args.predictors.split(",")]:
+        for pred, corr in [(p.strip(), c.strip()) for p in args.predictors.split(",")
+                           for c in args.corrections.split(",")]:
             spec = f"{args.dispatcher}-{pred}"
-            with console.status(f"{path.name}: {spec} ..."):
-                out = run_simulation(system, wl, spec, options=SimulationOptions(record_decisions=False))
+            correction = None if corr == "none" else corr
+            label = spec if correction is None else f"{spec} +{correction}"
+            with console.status(f"{path.name}: {label} ..."):
+                out = run_simulation(system, wl, spec, options=SimulationOptions(record_decisions=False,
+                                                                                  prediction_correction=correction))
             s = out.summary
             row = {
-                "trace": path.name, "jobs": len(wl), "dispatcher": spec, "predictor": s["predictor"],
+                "trace": path.name, "jobs": len(wl), "dispatcher": label, "predictor": s["predictor"],
+                "correction": correction, "revisions": s.get("prediction_revisions", 0),
                 "mae_s": s["prediction_mae_s"], "under": s["prediction_under_rate"], "over": s["prediction_over_rate"],
                 "within_25pct": s["prediction_within_25pct"], "prediction_s": s["prediction_time_s"],
                 "sim_s": out.wall_seconds, "overhead": s["prediction_time_s"] / out.wall_seconds,
                 "wait_mean": s["wait_mean"], "bsld_mean": s["bounded_slowdown_mean"], "valid": out.validation.ok,
             }
             rows.append(row)
-            console.print(f"{path.name} {spec}: MAE {row['mae_s']:,.0f} s, under {row['under']:.3f}, "
+            console.print(f"{path.name} {label}: MAE {row['mae_s']:,.0f} s, under {row['under']:.3f}, "
                           f"bsld {row['bsld_mean']:.2f}, overhead {100 * row['overhead']:.1f} %")
             args.out.write_text(json.dumps(rows, indent=2))
     cols = ["trace", "dispatcher", "MAE s", "under-est.", "over-est.", "A in [0.75,1.25]", "predict+learn s",
-            "simulation s", "overhead", "mean wait s", "mean bsld", "valid"]
+            "simulation s", "overhead", "revisions", "mean wait s", "mean bsld", "valid"]
     table = Table(title="duration predictors")
     for c in cols:
         table.add_column(c, justify="left" if c in ("trace", "dispatcher") else "right")
@@ -70,7 +80,7 @@ def main() -> None:
     for r in rows:
         cells = [r["trace"], r["dispatcher"], f"{r['mae_s']:,.0f}", f"{r['under']:.3f}", f"{r['over']:.3f}",
                  f"{r['within_25pct']:.3f}", f"{r['prediction_s']:.2f}", f"{r['sim_s']:.1f}",
-                 f"{100 * r['overhead']:.1f} %", f"{r['wait_mean']:,.0f}", f"{r['bsld_mean']:.2f}",
+                 f"{100 * r['overhead']:.1f} %", f"{r['revisions']:,}", f"{r['wait_mean']:,.0f}", f"{r['bsld_mean']:.2f}",
                  "yes" if r["valid"] else "NO"]
         table.add_row(*cells)
         md.append("| " + " | ".join(cells) + " |")

@@ -67,6 +67,18 @@ def simulate(
     return result
 
 
+class Scaled(Predictor):
+    """Predicts ``factor`` x the real run time, at least 1 s (under-estimates when factor < 1)."""
+
+    name = "scaled"
+
+    def __init__(self, factor: float):
+        self.factor = factor
+
+    def predict(self, job: Job, now: float) -> float:
+        return max(1.0, job.run_time * self.factor)
+
+
 def starts(result: SimulationResult) -> dict[int, float]:
     """Job id -> start time."""
     return {int(j.id): float(result.start[j.index]) for j in result.workload.jobs}

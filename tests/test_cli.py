@@ -44,6 +44,18 @@ def test_simulate_then_validate(tmp_path):
     assert v.returncode == 1 and "capacity" in v.stdout
 
 
+def test_simulate_with_corrected_predictions(tmp_path):
+    out = tmp_path / "run"
+    p = run("simulate", "-w", str(trace("KTH-SP2-1996-2.1-cln.swf.gz")), "--max-jobs", "500", "-d", "easy-L2",
+            "--correct-predictions", "ladder", "-o", str(out), "-q")
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["prediction_correction"] == "ladder" and summary["prediction_revisions"] > 0
+    assert run("validate", str(out)).returncode == 0
+    bad = run("simulate", "-w", "synthetic:lublin,jobs=20", "-d", "easy", "--correct-predictions", "double", "-q")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
 def test_simulate_with_a_journal_replays_on_the_second_run(tmp_path):
     journal = tmp_path / "run.jsonl"
     args = ["simulate", "-w", "synthetic:lublin,jobs=150,seed=3,load=0.9", "-d", "cp-rule", "--journal", str(journal)]

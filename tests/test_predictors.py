@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import cores_system, job, simulate, workload
+from helpers import Scaled, cores_system, job, simulate, workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -202,25 +202,13 @@ def test_predictor_suffix_in_dispatcher_specs():
     assert out.summary["prediction_mae_s"] == 0.0 and out.summary["prediction_exact_rate"] == 1.0
 
 
-class Under(Predictor):
-    """Predicts a fraction of the real run time: every job outlives its prediction."""
-
-    name = "under"
-
-    def __init__(self, factor: float):
-        self.factor = factor
-
-    def predict(self, job, now):
-        return max(1.0, job.run_time * self.factor)
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["sjf", "easy", "conservative"]), st.floats(0.05, 0.9), st.integers(0, 10_000))
 def test_underestimated_jobs_keep_dispatchers_going(name, factor, seed):
     rng = np.random.default_rng(seed)
     jobs = [job(i + 1, int(rng.integers(0, 200)), int(rng.integers(1, 100)), units=int(rng.integers(1, 4)))
             for i in range(25)]
-    r = simulate(cores_system(4, 1), jobs, make_dispatcher(name), predictor=Under(factor))  # validated
+    r = simulate(cores_system(4, 1), jobs, make_dispatcher(name), predictor=Scaled(factor))  # validated
     assert not np.isnan(r.start).any()
     # a long gap without events must not make conservative wake up every second
     assert len(r.decisions["time"]) < 200

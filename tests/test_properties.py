@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import placement, simulate
+from helpers import Scaled, placement, simulate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import ReferenceEASY
@@ -53,18 +53,6 @@ def scenarios(draw, max_jobs: int = 25):
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-class Scaled(Predictor):
-    """Predicts ``factor`` x the real run time (under-estimates when factor < 1)."""
-
-    name = "scaled"
-
-    def __init__(self, factor: float):
-        self.factor = factor
-
-    def predict(self, job, now):
-        return max(1.0, job.run_time * self.factor)
-
-
 def predictor_for(name: str) -> Predictor:
     if name.startswith("scaled"):
         return Scaled(float(name.split(":")[1]))
@@ -72,26 +60,30 @@ def predictor_for(name: str) -> Predictor:
 
 
 PREDICTOR_NAMES = st.sampled_from(["walltime", "oracle", "last-two", "data-driven", "scaled:0.3", "scaled:1.7"])
+CORRECTIONS = st.sampled_from([None, None, "walltime", "ladder"])
 
 
 @SETTINGS
 @given(scenarios(), st.sampled_from(["fifo", "sjf", "easy", "conservative"]), st.sampled_from(["first-fit", "best-fit"]),
-       PREDICTOR_NAMES)
-def test_random_workloads_give_valid_reproducible_schedules(scenario, name, allocator, predictor):
+       PREDICTOR_NAMES, CORRECTIONS)
+def test_random_workloads_give_valid_reproducible_schedules(scenario, name, allocator, predictor, correction):
     system, wl, kill = scenario
-    a = simulate(system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), walltime_kill=kill)
-    b = simulate(system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), walltime_kill=kill)
+    opts = {"walltime_kill": kill, "prediction_correction": correction}
+    a = simulate(system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), **opts)
+    b = simulate(system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), **opts)
     assert np.array_equal(a.start, b.start, equal_nan=True)
     assert placement(a) == placement(b)
     assert not np.isnan(a.start).any()
 
 
 @SETTINGS
-@given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]), PREDICTOR_NAMES)
-def test_optimized_easy_takes_the_reference_decisions(scenario, allocator, predictor):
+@given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]), PREDICTOR_NAMES, CORRECTIONS)
+def test_optimized_easy_takes_the_reference_decisions(scenario, allocator, predictor, correction):
+    # with corrected predictions too: a revised end must drop the kept reservation
     system, wl, kill = scenario
-    fast = simulate(system, wl, make_dispatcher("easy", allocator=allocator), predictor_for(predictor), walltime_kill=kill)
-    ref = simulate(system, wl, ReferenceEASY(allocator=allocator), predictor_for(predictor), walltime_kill=kill)
+    opts = {"walltime_kill": kill, "prediction_correction": correction}
+    fast = simulate(system, wl, make_dispatcher("easy", allocator=allocator), predictor_for(predictor), **opts)
+    ref = simulate(system, wl, ReferenceEASY(allocator=allocator), predictor_for(predictor), **opts)
     assert np.array_equal(fast.start, ref.start)
     assert placement(fast) == placement(ref)
 

@@ -64,6 +64,16 @@ def test_expansion_is_the_full_cross_product(tmp_path):
     assert gen.config["workload"]["seed"] == 6 and gen.config["workload"]["interactive"] is True
 
 
+def test_a_prediction_correction_is_part_of_the_cell_config_only_when_set(tmp_path):
+    base = 'dispatchers = ["easy"]\npredictors = ["L2"]\n[[workloads]]\ngenerator = "lublin"\njobs = 50\n[simulation]\n'
+    plain = load_sweep(write_spec(tmp_path, base)).cells[0]
+    corrected = load_sweep(write_spec(tmp_path, base + 'prediction_correction = "walltime"\n')).cells[0]
+    assert "prediction_correction" not in plain.config["simulation"]  # older sweeps keep their cell ids
+    assert corrected.config["simulation"]["prediction_correction"] == "walltime"
+    assert corrected.id != plain.id
+    assert corrected.simulation_options().prediction_correction == "walltime"
+
+
 def test_ids_are_canonical():
     base = 'dispatchers = [{d}]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nseed = 1\n{extra}'
     ids = lambda d, extra="": parse_sweep(base.format(d=d, extra=extra)).cell_ids()  # noqa: E731
@@ -125,6 +135,10 @@ def test_ids_are_stable_across_processes(tmp_path):
         ('dispatchers = ["fifo"]\nrepetitions = 0\n[[workloads]]\ngenerator = "lublin"\n', r"repetitions: must be at least 1"),
         ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\ndispatch_interval = -5\n',
          r"line 4, simulation: dispatch_interval must be positive"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\nprediction_correction = "double"\n',
+         r"line 4, simulation: prediction_correction must be one of walltime, ladder"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\nprediction_correction = 1\n',
+         r"simulation.prediction_correction"),
         ('dispatchers = ["fifo", "fifo:allocator=first-fit"]\n[[workloads]]\ngenerator = "lublin"\n',
          r"have the same configuration"),
         ('dispatchers = ["easy", { name = "easy", allocator = "best-fit", label = "easy" }]\n[[workloads]]\n'

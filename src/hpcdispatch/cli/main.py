@@ -71,6 +71,10 @@ def sim_options(fn: Any) -> Any:
         click.option("--charge-dispatch-time", is_flag=True,
                      help="start decided jobs later by the dispatcher's measured wall-clock time"),
         click.option("--dispatch-interval", type=float, default=None, help="also call the dispatcher every N seconds"),
+        click.option("--correct-predictions", type=click.Choice(["walltime", "ladder"]), default=None,
+                     help="revise the planned end of a running job that outlived its prediction: to its "
+                          "wall-time end, or by growing steps (1 min, 5 min, 15 min, ...); default: expect "
+                          "it to end in the next second, as the papers do"),
         click.option("--engine", type=click.Choice(["auto", "python", "compiled"]), default="auto", show_default=True,
                      help="simulation engine: compiled (numba; FIFO and EASY with first/best fit, W or R, plain jobs), "
                           "python (everything), auto (compiled when it can and the workload has >= 20,000 jobs)"),
@@ -115,6 +119,7 @@ def make_options(kw: dict[str, Any]) -> SimulationOptions:
         charge_dispatch_time=kw["charge_dispatch_time"],
         dispatch_interval=kw["dispatch_interval"],
         engine=kw.get("engine") or "auto",
+        prediction_correction=kw.get("correct_predictions"),
     )
 
 

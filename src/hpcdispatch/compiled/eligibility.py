@@ -22,8 +22,8 @@ def refusal(sim: Simulator) -> str | None:
     journal; the dispatcher has a compiled kernel (:meth:`Dispatcher.kernel`) and admits
     every job; its allocator is first fit or best fit; the predictor's planned durations
     are fixed at submission (:attr:`Predictor.static`); no job has node constraints or
-    growth requests; the dispatcher is called at events only and dispatch time is not
-    charged."""
+    growth requests; the dispatcher is called at events only, dispatch time is not
+    charged and predictions are not corrected."""
     from hpcdispatch.allocators.base import BestFit, FirstFit, make_allocator
     from hpcdispatch.dispatchers.base import Dispatcher
 
@@ -46,6 +46,8 @@ def refusal(sim: Simulator) -> str | None:
     opts = sim.options
     if opts.charge_dispatch_time:
         return "charged dispatch time needs the Python engine"
+    if opts.prediction_correction is not None:
+        return "prediction correction needs the Python engine"
     if opts.dispatch_interval is not None or not opts.dispatch_on_events:
         return "periodic invocation needs the Python engine"
     workload = sim.workload

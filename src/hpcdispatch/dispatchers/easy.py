@@ -28,7 +28,9 @@ implementation in the tests checks it on random workloads) but avoids most of it
   submitted since are examined, with the previous call's shadow time and failure memos;
 - the head's reservation (shadow time and free capacity then) is kept from call to call
   while the head stays the same, no job planned to end at or after the shadow time ended,
-  and the shadow time is more than a second away (see :class:`Reservation`).
+  no running job's prediction was revised, and the shadow time is more than a second away
+  (see :class:`Reservation`). A revised prediction (``view.revised_running``) also rules
+  out the "same state as the last call" shortcut.
 """
 
 from __future__ import annotations
@@ -169,7 +171,8 @@ class Reservation:
     shadow time (less what long backfilled jobs took from it) and what is spare then.
 
     It stays exact at later calls while the head is the same, every job that ended since was
-    planned to end before the shadow time, and the shadow time is more than a second away:
+    planned to end before the shadow time, no prediction was revised (a revised end may
+    move a release past the shadow time) and the shadow time is more than a second away:
 
     - a job planned to end before the shadow time is among the releases the shadow time
       counts, so its ending early moves its capacity from "released by then" to "free now"
@@ -198,6 +201,7 @@ class Reservation:
             head is not None
             and head.index == self.head
             and self.shadow > view.now + 1.0
+            and not view.revised_running
             and all(rj.planned_end < self.shadow for rj in view.ended_running)
         )
 
@@ -347,6 +351,7 @@ class EASY(Dispatcher):
         if (
             idle is not None
             and not view.ended_jobs
+            and not view.revised_running
             and idle.head is view.queue.head()
             and not self._overdue(view)
         ):

@@ -7,7 +7,8 @@ submit time) and are merged in at priority 1. At one instant the order is:
 1. job ends (real end or wall-time kill), priority 0 -- so a job ending at ``t`` frees its
    resources for a job starting at ``t``;
 2. submissions, priority 1 (each offered to ``dispatcher.admit``);
-3. resize requests of running jobs (priority 2), wake-ups and interval ticks (priority 3);
+3. resize requests of running jobs and expired predictions (priority 2), wake-ups and
+   interval ticks (priority 3);
 4. then, once, the dispatcher -- when anything happened at ``t`` (AccaSim's behaviour), or
    at a tick of ``dispatch_interval``, or at a time the dispatcher asked for
    (``Decision.wakeup``) -- provided jobs are queued.
@@ -16,6 +17,11 @@ Every start is verified against the current free capacity before it is applied; 
 decision raises :class:`~hpcdispatch.errors.InvalidDecisionError` naming the dispatcher and
 the job. A job runs its real run time, or is killed at its requested wall-time
 (``walltime_kill``, default on).
+
+Prediction correction (``prediction_correction``, off by default): when a running job passes
+its planned end without ending, its planned end is revised
+(:mod:`hpcdispatch.predictors.correction`); the revision is an event, so the dispatcher is
+called then, and ``view.revised_running`` lists the revised records.
 
 Dispatch time: every call is timed (wall clock). With ``charge_dispatch_time`` the jobs of a
 decision start that much later in simulated time, and the dispatcher cannot be called again
@@ -41,6 +47,7 @@ import numpy as np
 from hpcdispatch.dispatchers.base import Dispatcher
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
 from hpcdispatch.predictors.base import Predictor, WallTimePredictor
+from hpcdispatch.predictors.correction import check_correction, revised_end
 from hpcdispatch.sim.allocation import Allocation, per_node_array
 from hpcdispatch.sim.cluster import ClusterState
 from hpcdispatch.sim.decision import Decision, RunningJob
@@ -53,6 +60,7 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, Workload
 
 END, SUBMIT, RESIZE, WAKEUP = 0, 1, 2, 3
+REVISE = 4  # an expired prediction (heap priority RESIZE)
 
 # job status codes (result arrays)
 PENDING, QUEUED, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
@@ -70,8 +78,13 @@ class SimulationOptions:
     #: Python loop; "python" / "compiled": that one (compiled fails with the reason when it
     #: cannot). Both take the same decisions.
     engine: str = "auto"
+    #: revise the planned end of a running job that outlived it: None (the papers': it is
+    #: expected to end in the next second), "walltime" or "ladder"
+    #: (:mod:`hpcdispatch.predictors.correction`)
+    prediction_correction: str | None = None
 
     def __post_init__(self) -> None:
+        check_correction(self.prediction_correction)
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got '{self.engine}'")
         if self.dispatch_interval is not None and self.dispatch_interval <= 0:
@@ -84,6 +97,8 @@ class SimulationOptions:
 
 
 ENGINES = ("auto", "python", "compiled")
+#: options added after decision journals existed, with the value that means "as before"
+ADDED_OPTIONS: dict[str, Any] = {"prediction_correction": None}
 
 ProgressCallback = Callable[[int, int, float], None]
 
@@ -179,8 +194,10 @@ class Simulator:
             "workload": {"kind": src.kind, "spec": src.spec, "options": src.options, "jobs": len(self.workload)},
             "dispatcher": self.dispatcher.describe(),
             "predictor": self.predictor.name,
-            # the engine changes no decision: a run may resume on the other one
-            "options": {k: v for k, v in self.options.to_dict().items() if k != "engine"},
+            # the engine changes no decision: a run may resume on the other one; options
+            # added later appear only when set, so older journals stay valid
+            "options": {k: v for k, v in self.options.to_dict().items()
+                        if k != "engine" and not (k in ADDED_OPTIONS and v == ADDED_OPTIONS[k])},
         }
 
     def _run(self, progress: ProgressCallback | None, journal: DecisionJournal | None) -> SimulationResult:
@@ -242,6 +259,10 @@ class Simulator:
         new_jobs: list[Job] = []
         ended_jobs: list[Job] = []
         ended_running: list[RunningJob] = []
+        revised_running: list[RunningJob] = []
+        real_end: dict[int, float] = {}  # jobs that will outlive their prediction: their real end
+        correction = opts.prediction_correction
+        revisions = 0
         inf = math.inf
         last_report = _time.perf_counter()
         t = -inf
@@ -329,7 +350,22 @@ class Simulator:
             # 3. resize requests, wake-ups and ticks
             while heap and heap[0][0] == t:
                 _, prio, _, kind, payload = heappop(heap)
-                if kind == RESIZE:
+                if kind == REVISE:
+                    idx, count = payload
+                    rj = running.get(idx)
+                    if rj is not None and rj.planned_end == t:
+                        job = jobs[idx]
+                        new_end = revised_end(correction, t, rj.start, wall_l[idx], count)
+                        revised = rj._replace(planned_end=new_end)
+                        running[idx] = revised
+                        running_removed(rj)
+                        running_added(revised)
+                        revised_running.append(revised)
+                        revisions += 1
+                        if new_end < real_end[idx]:
+                            heappush(heap, (new_end, RESIZE, next(seq), REVISE, (idx, count + 1)))
+                        happened = True
+                elif kind == RESIZE:
                     idx, request = payload
                     if idx in running:
                         granted = self._resize(idx, request, t, view, running, held, segments, state, requests)
@@ -351,6 +387,7 @@ class Simulator:
                     view.new_jobs = tuple(new_jobs)
                     view.ended_jobs = tuple(ended_jobs)
                     view.ended_running = tuple(ended_running)
+                    view.revised_running = tuple(revised_running)
                     queue_view._list = None
                     queue_before, running_before = len(queue), len(running)
                     if journal is not None and journal.has(calls):
@@ -365,6 +402,7 @@ class Simulator:
                     new_jobs.clear()
                     ended_jobs.clear()
                     ended_running.clear()
+                    revised_running.clear()
                     begin = t + elapsed if charge else t
                     if charge:
                         busy_until = begin
@@ -394,6 +432,9 @@ class Simulator:
                         running_added(rj)
                         segments.start(idx, begin, alloc)
                         heappush(heap, (end_t, END, next(seq), END, idx))
+                        if correction is not None and end_t > rj.planned_end:
+                            real_end[idx] = end_t
+                            heappush(heap, (rj.planned_end, RESIZE, next(seq), REVISE, (idx, 0)))
                         if job.growth:
                             for request in job.growth:
                                 at = begin + request.after
@@ -464,6 +505,9 @@ class Simulator:
             },
         )
         result.extra["prediction_time_s"] = predict_time[0]
+        if correction is not None:
+            result.extra["prediction_correction"] = correction
+            result.extra["prediction_revisions"] = revisions
         return result
 
     # ------------------------------------------------------------------------------------

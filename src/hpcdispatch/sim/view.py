@@ -65,7 +65,10 @@ class DispatchView:
     - ``expected_end(running_job)``: ``max(planned_end, now + 1)`` -- a running job that
       outlived its prediction is expected to need at least one more second (CP'19 sec. 4);
     - ``new_jobs`` / ``ended_jobs``: what was submitted / what ended since the last call
-      (``ended_running``: the ended jobs' last running records -- start, allocation, planned end).
+      (``ended_running``: the ended jobs' last running records -- start, allocation, planned end);
+    - ``revised_running``: running jobs whose planned end was revised since the last call
+      (prediction correction, :mod:`hpcdispatch.predictors.correction`): their new records.
+      A dispatcher that keeps a plan between calls must not trust it when this is not empty.
     """
 
     def __init__(
@@ -111,6 +114,7 @@ class DispatchView:
         self.new_jobs: tuple[Job, ...] = ()
         self.ended_jobs: tuple[Job, ...] = ()
         self.ended_running: tuple[RunningJob, ...] = ()
+        self.revised_running: tuple[RunningJob, ...] = ()
 
     @property
     def free_total(self) -> tuple[int, ...]:

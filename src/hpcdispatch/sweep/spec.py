@@ -16,6 +16,7 @@ The schema (every key except ``workloads`` and ``dispatchers`` is optional; see
     charge_dispatch_time = false
     dispatch_interval = 600             # omit for none
     record_decisions = true
+    prediction_correction = "ladder"    # or "walltime"; omit for none (the papers' behaviour)
 
     [[workloads]]                       # an SWF trace
     trace = "traces/KTH-SP2-1996-2.1-cln.swf.gz"   # relative to this file
@@ -70,7 +71,8 @@ TOP_KEYS = ("name", "description", "systems", "workloads", "dispatchers", "predi
 SWF_KEYS = ("processors", "units", "cores_per_unit", "missing_walltime", "memory", "max_jobs")
 AUCSCHED_KEYS = ("workload", "version", "runtime_h", "min_run", "max_run", "max_cores", "gpu_type", "walltime")
 LUBLIN_KEYS = ("jobs", "load", "interactive", "max_walltime", "p_max_walltime", "overestimate_max")
-SIM_KEYS = ("walltime_kill", "charge_dispatch_time", "dispatch_interval", "dispatch_on_events", "record_decisions")
+SIM_KEYS = ("walltime_kill", "charge_dispatch_time", "dispatch_interval", "dispatch_on_events", "record_decisions",
+            "prediction_correction")
 DISPATCHER_RESERVED = ("name", "label", "predictor")
 
 
@@ -558,6 +560,8 @@ def _simulation(doc: dict[str, Any], w: _Where) -> dict[str, Any]:
             _expect(w, f"simulation.{key}", raw[key], (bool,), "true/false")
     if "dispatch_interval" in raw:
         _expect(w, "simulation.dispatch_interval", raw["dispatch_interval"], (int, float), "a number of seconds")
+    if "prediction_correction" in raw:
+        _expect(w, "simulation.prediction_correction", raw["prediction_correction"], (str,), '"walltime" or "ladder"')
     try:
         opts = SimulationOptions(**{k: (float(v) if k == "dispatch_interval" else v) for k, v in raw.items()})
     except HpcDispatchError as exc:
@@ -565,6 +569,8 @@ def _simulation(doc: dict[str, Any], w: _Where) -> dict[str, Any]:
     out = asdict(opts)
     if out["engine"] == "auto":  # the default changes no result: keep the cell ids of older sweeps
         del out["engine"]
+    if out["prediction_correction"] is None:  # added later: unset keeps older sweeps' cell ids
+        del out["prediction_correction"]
     return out
 
 
