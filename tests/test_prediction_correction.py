@@ -49,8 +49,8 @@ def test_unknown_correction_is_a_config_error():
 # 3 nodes x 1 core. X (node 0) runs 100 s but is predicted 10 s; Y (node 1) runs and is
 # predicted 50 s; H needs all three nodes (head from t=1); L (t=5, 200 s, predicted 200 s)
 # fits on node 2 now.
-#   t=1: H's shadow time is 50 (X released at 10, Y at 50); L would hold node 2 past it and
-#        nothing is spare then: L refused.
+#   t=1: H waits; its shadow time is 50 (X released at 10, Y at 50).
+#   t=5: L would hold node 2 past the shadow time and nothing is spare then: L refused.
 # - no correction: X is only ever "ending in a second"; at 50 (Y ends) the shadow time is
 #   51 and L is refused again; X ends at 100: H starts at 100, L at 110.
 # - walltime: at 10 X's prediction expires and becomes its wall-time end, 1,000; the shadow
@@ -126,4 +126,20 @@ def test_cp_dispatchers_with_corrected_predictions_give_valid_schedules(seed, na
     r = simulate(system, jobs, make_dispatcher(f"{name}:time_unit=1,delta=0.2"), Scaled(factor),
                  prediction_correction=correction, walltime_kill=kill)  # validated
     assert not np.isnan(r.start).any()
-    assert r.extra["prediction_revisions"] >= 0
+    # every job that outlives its prediction is revised at least once, the others never
+    outliving = sum((min(j.run_time, j.wall_time) if kill else j.run_time) > max(1.0, j.run_time * factor)
+                    for j in jobs)
+    assert r.extra["prediction_revisions"] >= outliving
+    assert (r.extra["prediction_revisions"] > 0) == (outliving > 0)
+
+
+def test_a_negative_prediction_is_revised_at_the_start_not_in_the_past():
+    # a custom predictor says -10 s for X: without a floor the revision would be scheduled
+    # at t=-10 and time would run backwards
+    jobs = [job(1, 0, 100, wall=1000), job(2, 0, 50, wall=1000), job(3, 0, 10, units=3, wall=1000, max_units_per_node=1),
+            job(4, 0, 200, wall=1000)]
+    r = simulate(cores_system(3, 1), jobs, make_dispatcher("easy"), Fixed({1: -10.0, 2: 50.0, 3: 10.0, 4: 200.0}),
+                 prediction_correction="walltime")  # validated: nothing starts before its submission
+    times = r.decisions["time"].tolist()
+    assert times == sorted(times) and min(times) >= 0
+    assert r.extra["prediction_revisions"] == 1

@@ -18,7 +18,8 @@ plan changed):
   the wall-time end while that is still ahead.
 
 When the job outlives its wall-time end too (only without wall-time kills) there is no
-bound left: ``walltime`` then behaves like ``ladder``.
+bound left: both then grow it by the ladder's steps, from the step its number of revisions
+so far has reached (``walltime``'s first step past the wall-time end is 5 min).
 """
 
 from __future__ import annotations

@@ -259,7 +259,7 @@ class Simulator:
         new_jobs: list[Job] = []
         ended_jobs: list[Job] = []
         ended_running: list[RunningJob] = []
-        revised_running: list[RunningJob] = []
+        revised: dict[int, None] = {}  # jobs revised since the last call (ordered, no repeats)
         real_end: dict[int, float] = {}  # jobs that will outlive their prediction: their real end
         correction = opts.prediction_correction
         revisions = 0
@@ -353,14 +353,13 @@ class Simulator:
                 if kind == REVISE:
                     idx, count = payload
                     rj = running.get(idx)
-                    if rj is not None and rj.planned_end == t:
-                        job = jobs[idx]
+                    if rj is not None and rj.planned_end <= t:
                         new_end = revised_end(correction, t, rj.start, wall_l[idx], count)
-                        revised = rj._replace(planned_end=new_end)
-                        running[idx] = revised
+                        new_rj = rj._replace(planned_end=new_end)
+                        running[idx] = new_rj
                         running_removed(rj)
-                        running_added(revised)
-                        revised_running.append(revised)
+                        running_added(new_rj)
+                        revised[idx] = None
                         revisions += 1
                         if new_end < real_end[idx]:
                             heappush(heap, (new_end, RESIZE, next(seq), REVISE, (idx, count + 1)))
@@ -387,7 +386,8 @@ class Simulator:
                     view.new_jobs = tuple(new_jobs)
                     view.ended_jobs = tuple(ended_jobs)
                     view.ended_running = tuple(ended_running)
-                    view.revised_running = tuple(revised_running)
+                    # current records: a job revised, then grown or ended since, is listed as it is now
+                    view.revised_running = tuple(running[i] for i in revised if i in running)
                     queue_view._list = None
                     queue_before, running_before = len(queue), len(running)
                     if journal is not None and journal.has(calls):
@@ -402,7 +402,7 @@ class Simulator:
                     new_jobs.clear()
                     ended_jobs.clear()
                     ended_running.clear()
-                    revised_running.clear()
+                    revised.clear()
                     begin = t + elapsed if charge else t
                     if charge:
                         busy_until = begin
@@ -433,8 +433,9 @@ class Simulator:
                         segments.start(idx, begin, alloc)
                         heappush(heap, (end_t, END, next(seq), END, idx))
                         if correction is not None and end_t > rj.planned_end:
+                            # (a prediction <= 0 from a custom predictor: revised at the start)
                             real_end[idx] = end_t
-                            heappush(heap, (rj.planned_end, RESIZE, next(seq), REVISE, (idx, 0)))
+                            heappush(heap, (max(rj.planned_end, begin), RESIZE, next(seq), REVISE, (idx, 0)))
                         if job.growth:
                             for request in job.growth:
                                 at = begin + request.after

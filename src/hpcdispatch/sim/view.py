@@ -66,8 +66,9 @@ class DispatchView:
       outlived its prediction is expected to need at least one more second (CP'19 sec. 4);
     - ``new_jobs`` / ``ended_jobs``: what was submitted / what ended since the last call
       (``ended_running``: the ended jobs' last running records -- start, allocation, planned end);
-    - ``revised_running``: running jobs whose planned end was revised since the last call
-      (prediction correction, :mod:`hpcdispatch.predictors.correction`): their new records.
+    - ``revised_running``: the still running jobs whose planned end was revised since the last
+      call (prediction correction, :mod:`hpcdispatch.predictors.correction`), as they are now
+      (a revised job that ended since is in ``ended_running``, with its revised planned end).
       A dispatcher that keeps a plan between calls must not trust it when this is not empty.
     """
 
