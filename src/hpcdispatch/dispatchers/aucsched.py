@@ -432,7 +432,7 @@ class Aucsched(Dispatcher):
     # ---- the step ------------------------------------------------------------------------
     def _dispatch(self, view: DispatchView) -> Decision:
         self.steps += 1
-        if self._idle_state and not view.ended_jobs and not view.new_jobs and not view.revised_running:
+        if self._idle_state and not view.ended_jobs and not view.new_jobs:
             self.skipped += 1
             return Decision(info={"skipped": True})
         t0 = time.perf_counter()

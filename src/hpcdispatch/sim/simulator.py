@@ -95,6 +95,14 @@ class SimulationOptions:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def identity(self) -> dict[str, Any]:
+        """The options that identify a run (decision journal headers, sweep cell ids): all
+        but the engine, which changes no decision, and without the options added later
+        (``ADDED_OPTIONS``) while they have the value that behaves as before they existed,
+        so journals and sweeps written before an addition stay valid."""
+        return {k: v for k, v in asdict(self).items()
+                if k != "engine" and not (k in ADDED_OPTIONS and v == ADDED_OPTIONS[k])}
+
 
 ENGINES = ("auto", "python", "compiled")
 #: options added after decision journals existed, with the value that means "as before"
@@ -194,10 +202,8 @@ class Simulator:
             "workload": {"kind": src.kind, "spec": src.spec, "options": src.options, "jobs": len(self.workload)},
             "dispatcher": self.dispatcher.describe(),
             "predictor": self.predictor.name,
-            # the engine changes no decision: a run may resume on the other one; options
-            # added later appear only when set, so older journals stay valid
-            "options": {k: v for k, v in self.options.to_dict().items()
-                        if k != "engine" and not (k in ADDED_OPTIONS and v == ADDED_OPTIONS[k])},
+            # a run may resume on the other engine, and across options added later
+            "options": self.options.identity(),
         }
 
     def _run(self, progress: ProgressCallback | None, journal: DecisionJournal | None) -> SimulationResult:
@@ -260,7 +266,6 @@ class Simulator:
         ended_jobs: list[Job] = []
         ended_running: list[RunningJob] = []
         revised: dict[int, None] = {}  # jobs revised since the last call (ordered, no repeats)
-        real_end: dict[int, float] = {}  # jobs that will outlive their prediction: their real end
         correction = opts.prediction_correction
         revisions = 0
         inf = math.inf
@@ -361,7 +366,7 @@ class Simulator:
                         running_added(new_rj)
                         revised[idx] = None
                         revisions += 1
-                        if new_end < real_end[idx]:
+                        if new_end < rj.start + duration[idx]:  # still before its real end
                             heappush(heap, (new_end, RESIZE, next(seq), REVISE, (idx, count + 1)))
                         happened = True
                 elif kind == RESIZE:
@@ -434,7 +439,6 @@ class Simulator:
                         heappush(heap, (end_t, END, next(seq), END, idx))
                         if correction is not None and end_t > rj.planned_end:
                             # (a prediction <= 0 from a custom predictor: revised at the start)
-                            real_end[idx] = end_t
                             heappush(heap, (max(rj.planned_end, begin), RESIZE, next(seq), REVISE, (idx, 0)))
                         if job.growth:
                             for request in job.growth:

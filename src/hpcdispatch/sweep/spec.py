@@ -49,7 +49,7 @@ import json
 import os
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -566,12 +566,7 @@ def _simulation(doc: dict[str, Any], w: _Where) -> dict[str, Any]:
         opts = SimulationOptions(**{k: (float(v) if k == "dispatch_interval" else v) for k, v in raw.items()})
     except HpcDispatchError as exc:
         raise w.error("simulation", str(exc)) from None
-    out = asdict(opts)
-    if out["engine"] == "auto":  # the default changes no result: keep the cell ids of older sweeps
-        del out["engine"]
-    if out["prediction_correction"] is None:  # added later: unset keeps older sweeps' cell ids
-        del out["prediction_correction"]
-    return out
+    return opts.identity()  # (engine and unset later additions left out: older cell ids hold)
 
 
 def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) -> SweepSpec:
