@@ -796,3 +796,209 @@ def run_steps(st, max_steps):
         steps += 1
         if steps >= max_steps:
             return PAUSED
+
+
+# ======================================================================================
+# 6. Availability profile (conservative backfilling's search and compression)
+# ======================================================================================
+# The arrays of :class:`hpcdispatch.planning.profile.AvailabilityProfile`: ``times``
+# (segment starts, ``inf`` past ``hi``), ``free`` (segments x nodes x resources, one "node"
+# holding the pooled totals when the profile is not node-level), ``totals`` (segments x
+# resources); live segments are ``[lo, hi)``. The functions below are the profile's
+# ``_split``, ``_apply`` and ``earliest`` (unconstrained requests, first or best fit) with
+# the same float operations, so they return exactly what the Python methods return
+# (``tests/test_profile_compiled.py`` compares them).
+
+
+@njit(cache=True)
+def profile_split(times, free, totals, lo, hi, t):
+    """Make ``t`` a segment boundary; return (absolute index of the segment starting at
+    ``t``, new ``hi``). The caller guarantees room for one more segment."""
+    a, b = lo, hi
+    while a < b:  # searchsorted(times[lo:hi], t, "left")
+        m = (a + b) >> 1
+        if times[m] < t:
+            a = m + 1
+        else:
+            b = m
+    pos = a
+    if pos < hi and times[pos] == t:
+        return pos, hi
+    n_nodes, n_res = free.shape[1], free.shape[2]
+    for s in range(hi, pos, -1):
+        times[s] = times[s - 1]
+        for n in range(n_nodes):
+            for r in range(n_res):
+                free[s, n, r] = free[s - 1, n, r]
+        for r in range(n_res):
+            totals[s, r] = totals[s - 1, r]
+    times[pos] = t  # the new segment starts with the values of the one it splits
+    for n in range(n_nodes):
+        for r in range(n_res):
+            free[pos, n, r] = free[pos - 1, n, r]
+    for r in range(n_res):
+        totals[pos, r] = totals[pos - 1, r]
+    return pos, hi + 1
+
+
+@njit(cache=True)
+def profile_apply(times, free, totals, lo, hi, start, end, nodes, amounts, sign):
+    """Take (``sign`` +1) or give back (-1) ``amounts[i]`` on ``nodes[i]`` during
+    ``[start, end)``; return the new ``hi``. Room for two more segments is the caller's."""
+    if start < times[lo]:
+        start = times[lo]
+    if end <= start:
+        return hi
+    k, hi = profile_split(times, free, totals, lo, hi, start)
+    j = hi
+    if end != math.inf:
+        j, hi = profile_split(times, free, totals, lo, hi, end)
+    n_res = free.shape[2]
+    for s in range(k, j):
+        for i in range(nodes.shape[0]):
+            n = nodes[i]
+            for r in range(n_res):
+                a = amounts[i, r]
+                free[s, n, r] -= a if sign > 0 else -a
+                totals[s, r] -= a if sign > 0 else -a
+    return hi
+
+
+@njit(cache=True)
+def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, before, node_level,
+                     kind, weights, window, rows, suffix):
+    """Earliest live segment ``k`` (absolute index, ``-1``: none) with ``times[k] < before``
+    whose window ``[times[k], times[k] + duration)`` passes the pooled filter (every segment's
+    totals cover ``units x req``) and, when ``node_level``, where the allocator places the
+    units on the element-wise minimum of the window's free matrices. Returns ``(k, rows
+    written)``; the allocation is in ``rows[:, :count]`` (node, units).
+
+    Window minima: both ends of the windows only move forward, so they come from a queue
+    built of two stacks (each segment is read at most twice, rows in memory order):
+    ``suffix[s]`` holds the minimum of ``free[s:front_end]`` for the front part and ``back``
+    the minimum of ``free[front_end:pushed]``."""
+    n = hi - lo
+    n_res = totals.shape[1]
+    n_nodes = free.shape[1]
+    j = 0
+    scanned = 0
+    last_bad = -1
+    back = np.empty((n_nodes, n_res), dtype=np.int64)
+    back_empty = True
+    front_end = lo  # suffix minima are valid for [a, front_end) once a flip has happened
+    pushed = lo
+    for k in range(n):
+        t = times[lo + k]
+        if not t < before:
+            break
+        e = t + duration
+        if j < k + 1:
+            j = k + 1
+        while j < n and times[lo + j] < e:
+            j += 1
+        while scanned < j:
+            s = lo + scanned
+            for r in range(n_res):
+                if totals[s, r] < req[r] * units:
+                    last_bad = scanned
+                    break
+            scanned += 1
+        if last_bad >= k:
+            continue
+        if not node_level:
+            return lo + k, 0
+        a = lo + k
+        if pushed < a:  # segments before the window were never needed
+            pushed = a
+            front_end = a
+            back_empty = True
+        while pushed < lo + j:  # push the window's new segments onto the back stack
+            if back_empty:
+                for nd in range(n_nodes):
+                    for r in range(n_res):
+                        back[nd, r] = free[pushed, nd, r]
+                back_empty = False
+            else:
+                for nd in range(n_nodes):
+                    for r in range(n_res):
+                        v = free[pushed, nd, r]
+                        if v < back[nd, r]:
+                            back[nd, r] = v
+            pushed += 1
+        if a >= front_end:  # front exhausted: move the back stack to the front as suffix minima
+            for nd in range(n_nodes):
+                for r in range(n_res):
+                    suffix[pushed - 1, nd, r] = free[pushed - 1, nd, r]
+            for s in range(pushed - 2, a - 1, -1):
+                for nd in range(n_nodes):
+                    for r in range(n_res):
+                        v = free[s, nd, r]
+                        w = suffix[s + 1, nd, r]
+                        suffix[s, nd, r] = v if v < w else w
+            front_end = pushed
+            back_empty = True
+        for nd in range(n_nodes):
+            for r in range(n_res):
+                v = suffix[a, nd, r]
+                if not back_empty and back[nd, r] < v:
+                    v = back[nd, r]
+                window[nd, r] = v
+        count = allocate(kind, window, req, mpn, units, weights, rows, 0)
+        if count >= 0:
+            return lo + k, count
+    return -1, 0
+
+
+@njit(cache=True)
+def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
+                     q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts,
+                     moved, out_off, out_len, out_rows, window, rows, suffix):
+    """Conservative backfilling's compression over reservations in queue order: each one is
+    taken out, the earliest start strictly before its current start is searched
+    (:func:`profile_earliest`), and it moves there if one exists, else it is put back.
+
+    Reservation ``q`` holds ``q_amts[i]`` on ``q_nodes[i]`` for ``i`` in
+    ``[q_off[q], q_off[q + 1])`` during ``[q_start[q], q_end[q])``. A moved reservation gets
+    ``moved[q] = 1``, its new start and end in ``q_start``/``q_end`` and its allocation in
+    ``out_rows[:, out_off[q]:out_off[q] + out_len[q]]`` (empty for a pooled profile).
+    Returns the new ``hi``; the caller guarantees room for two more segments per reservation."""
+    n_res = totals.shape[1]
+    need_row = np.zeros((1, n_res), dtype=np.int64)
+    zero_node = np.zeros(1, dtype=np.int64)
+    w = 0
+    for q in range(q_units.shape[0]):
+        s0 = q_start[q]
+        e0 = q_end[q]
+        nodes = q_nodes[q_off[q]:q_off[q + 1]]
+        amts = q_amts[q_off[q]:q_off[q + 1]]
+        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, -1)
+        duration = e0 - s0
+        req = q_req[q]
+        units = q_units[q]
+        k, count = profile_earliest(times, free, totals, lo, hi, req, units, q_mpn[q], duration, s0,
+                                    node_level, kind, weights, window, rows, suffix)
+        if k >= 0 and times[k] < s0:
+            start = times[k]
+            moved[q] = 1
+            q_start[q] = start
+            q_end[q] = start + duration
+            if node_level:
+                new_nodes = np.empty(count, dtype=np.int64)
+                new_amts = np.empty((count, n_res), dtype=np.int64)
+                for i in range(count):
+                    out_rows[0, w + i] = rows[0, i]
+                    out_rows[1, w + i] = rows[1, i]
+                    new_nodes[i] = rows[0, i]
+                    for r in range(n_res):
+                        new_amts[i, r] = rows[1, i] * req[r]
+                out_off[q] = w
+                out_len[q] = count
+                w += count
+                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, new_nodes, new_amts, 1)
+            else:
+                for r in range(n_res):
+                    need_row[0, r] = req[r] * units
+                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, 1)
+        else:
+            hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, 1)
+    return hi

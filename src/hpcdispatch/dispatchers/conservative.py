@@ -160,10 +160,24 @@ class Conservative(Dispatcher):
         profile = self._profile
         assert profile is not None
         now = view.now
-        for job in view.queue:
-            res = self._res.get(job.index)
-            if res is None or res.start <= now:
-                continue
+        jobs = [job for job in view.queue if (res := self._res.get(job.index)) is not None and res.start > now]
+        if not any(job.constrained for job in jobs):
+            batch = []
+            for job in jobs:
+                res = self._res[job.index]
+                batch.append((res.start, res.end, _nodes(res), res.amounts, view.requests[job.index], job.units,
+                              job.max_units_per_node))
+            moved = profile.compress(batch, self._allocator)
+            if moved is not None:  # the compiled compression did it (same moves as the loop below)
+                for job, move in zip(jobs, moved):
+                    if move is not None:
+                        start, end, alloc = move
+                        req = view.requests[job.index]
+                        amounts = (req * job.units)[None, :] if alloc is None else held_amounts(alloc, req, job.per_node_request)
+                        self._res[job.index] = _Reservation(start, end, alloc, amounts)
+                return
+        for job in jobs:
+            res = self._res[job.index]
             req = view.requests[job.index]
             duration = res.end - res.start
             candidates = profile.candidate_starts(

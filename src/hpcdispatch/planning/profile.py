@@ -22,6 +22,13 @@ With ``node_level=False`` only the pooled totals are kept: exact when any free u
 capacity can host any unit of any job (one resource, 1-unit requests, no per-node limit),
 and then a search costs ``O(segments)`` instead of ``O(segments x nodes)``; ``earliest``
 returns no allocation (the caller places the job when it starts).
+
+Compiled paths: when numba is installed and the allocator is first fit or best fit, the
+search for an unconstrained request (:meth:`earliest`) and the compression of a batch of
+reservations (:meth:`compress`) run as compiled functions
+(:mod:`hpcdispatch.compiled.kernels`, section 6) over the same arrays, with the same float
+operations, so they return exactly what the Python code returns. ``COMPILED = False``
+(module attribute) forces the Python code, which the tests compare against.
 """
 
 from __future__ import annotations
@@ -31,8 +38,37 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from hpcdispatch.allocators.base import Allocator
+from hpcdispatch.allocators.base import Allocator, BestFit, FirstFit
 from hpcdispatch.sim.allocation import Allocation
+
+#: use the compiled search and compression when numba is importable (tests set it False)
+COMPILED = True
+_KERNELS: object | None = None
+
+
+def _kernels():
+    """The compiled kernels module, or ``None`` when numba cannot be imported."""
+    global _KERNELS
+    if _KERNELS is None:
+        try:
+            from hpcdispatch.compiled import kernels
+        except ImportError:  # numba missing or broken: the Python code does the work
+            _KERNELS = False
+        else:
+            _KERNELS = kernels
+    return _KERNELS or None
+
+
+def _compiled_allocator(allocator: Allocator) -> tuple[int, np.ndarray] | None:
+    """``(kind, weights)`` of the compiled allocator that places exactly like ``allocator``."""
+    if type(allocator) is FirstFit:
+        return 0, _NO_WEIGHTS
+    if type(allocator) is BestFit:
+        return 1, np.ascontiguousarray(allocator._weights, dtype=np.float64)
+    return None
+
+
+_NO_WEIGHTS = np.zeros(1, dtype=np.float64)
 
 
 _ZERO_NODE = np.zeros(1, dtype=np.int64)
@@ -73,6 +109,9 @@ class AvailabilityProfile:
         self._totals[:n_seg] = self._free[:n_seg].sum(axis=1)
         self.lo = 0
         self.hi = n_seg
+        self._window: np.ndarray | None = None  # scratch of the compiled search
+        self._rows: np.ndarray | None = None
+        self._suffix: np.ndarray | None = None
 
     # ---- views -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -119,6 +158,23 @@ class AvailabilityProfile:
             self._times, self._free, self._totals = times, free, totals
         self.lo, self.hi = 0, n
 
+    def _ensure_room(self, extra: int) -> None:
+        """Room for ``extra`` more segments after ``hi`` (compacting to the front first)."""
+        n = self.hi - self.lo
+        if self.hi + extra <= len(self._times):
+            return
+        cap = max(len(self._times), n + extra + 16)
+        if n + extra + 16 > len(self._times) * 3 // 4:
+            cap = max(2 * len(self._times), n + extra + 16)
+        times = np.full(cap, math.inf)
+        free = np.zeros((cap,) + self._free.shape[1:], dtype=self._free.dtype)
+        totals = np.zeros((cap, self._totals.shape[1]), dtype=self._totals.dtype)
+        times[:n] = self._times[self.lo : self.hi]
+        free[:n] = self._free[self.lo : self.hi]
+        totals[:n] = self._totals[self.lo : self.hi]
+        self._times, self._free, self._totals = times, free, totals
+        self.lo, self.hi = 0, n
+
     def _split(self, t: float) -> int:
         """Make ``t`` a segment boundary; return the absolute index of the segment starting at ``t``."""
         pos = self.lo + int(np.searchsorted(self.times, t, side="left"))
@@ -156,6 +212,91 @@ class AvailabilityProfile:
     def release(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray) -> None:
         """Give ``amounts`` on ``nodes`` back during ``[start, end)`` (undo a reservation)."""
         self._apply(start, end, nodes, amounts, -1)
+
+    # ---- compiled paths ------------------------------------------------------------------------
+    def _compiled(self, allocator: Allocator):
+        """``(kernels, kind, weights)`` when the compiled search applies, else ``None``."""
+        if not COMPILED:
+            return None
+        kernels = _kernels()
+        if kernels is None:
+            return None
+        spec = _compiled_allocator(allocator) if self.node_level else (0, _NO_WEIGHTS)
+        if spec is None:
+            return None
+        if self._window is None:
+            n_nodes, n_res = self._free.shape[1:]
+            self._window = np.zeros((n_nodes, n_res), dtype=np.int64)
+            self._rows = np.zeros((2, n_nodes), dtype=np.int64)
+        if self.node_level and (self._suffix is None or self._suffix.shape != self._free.shape):
+            # window minima's scratch, as large as the segments (re-made when they grow)
+            self._suffix = np.empty(self._free.shape, dtype=np.int64)
+        elif self._suffix is None:  # a pooled search takes no window minima
+            self._suffix = np.empty((1, 1, 1), dtype=np.int64)
+        return kernels, spec[0], spec[1]
+
+    def compress(
+        self,
+        batch: list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray, int, int]],
+        allocator: Allocator,
+    ) -> list[tuple[float, float, Allocation | None] | None] | None:
+        """Move reservations as early as they can go, in order, never later (compiled).
+
+        ``batch``: ``(start, end, nodes, amounts, unit_request, units, max_per_node)`` of
+        reservations held in this profile, none of them with node constraints. Each in turn
+        is taken out, the earliest start strictly before its current one is searched, and it
+        moves there (same duration) if one exists, else it is put back. Returns, per entry,
+        ``None`` (kept) or ``(start, end, allocation)`` (``None`` allocation in a pooled
+        profile); returns ``None`` altogether when the compiled path does not apply (no numba,
+        another allocator, ``COMPILED = False``): the caller then does the same in Python
+        with :meth:`candidate_starts`, :meth:`release`, :meth:`earliest` and :meth:`reserve`.
+        """
+        if self._compiled(allocator) is None:
+            return None
+        n = len(batch)
+        if n == 0:
+            return []
+        n_res = self._totals.shape[1]
+        self._ensure_room(2 * n + 2)
+        kernels, kind, weights = self._compiled(allocator)  # scratch sized for the arrays now
+        q_start = np.fromiter((b[0] for b in batch), dtype=np.float64, count=n)
+        q_end = np.fromiter((b[1] for b in batch), dtype=np.float64, count=n)
+        q_units = np.fromiter((b[5] for b in batch), dtype=np.int64, count=n)
+        q_mpn = np.fromiter((b[6] for b in batch), dtype=np.int64, count=n)
+        q_req = np.array([b[4] for b in batch], dtype=np.int64).reshape(n, n_res)
+        if self.node_level:
+            sizes = np.fromiter((len(b[2]) for b in batch), dtype=np.int64, count=n)
+            q_nodes = np.concatenate([b[2] for b in batch]).astype(np.int64, copy=False)
+            q_amts = np.concatenate([b[3] for b in batch]).astype(np.int64, copy=False)
+        else:  # one "node" holding the pooled totals, as :meth:`_apply` does
+            sizes = np.ones(n, dtype=np.int64)
+            q_nodes = np.zeros(n, dtype=np.int64)
+            amounts = [b[3] for b in batch]
+            if all(len(a) == 1 for a in amounts):  # pooled reservations: one row already
+                q_amts = np.concatenate(amounts).astype(np.int64, copy=False)
+            else:
+                q_amts = np.array([a.sum(axis=0) for a in amounts], dtype=np.int64).reshape(n, n_res)
+        q_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes, out=q_off[1:])
+        moved = np.zeros(n, dtype=np.int8)
+        out_off = np.zeros(n, dtype=np.int64)
+        out_len = np.zeros(n, dtype=np.int64)
+        n_nodes = self._free.shape[1]
+        # a moved reservation writes one row per node it uses: at most min(units, nodes)
+        out_rows = np.zeros((2, int(q_units.clip(max=n_nodes).sum()) if self.node_level else 1), dtype=np.int64)
+        self.hi = int(kernels.profile_compress(
+            self._times, self._free, self._totals, self.lo, self.hi, self.node_level, kind, weights,
+            q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts,
+            moved, out_off, out_len, out_rows, self._window, self._rows, self._suffix,
+        ))
+        out: list[tuple[float, float, Allocation | None] | None] = [None] * n
+        for q in np.flatnonzero(moved).tolist():
+            alloc = None
+            if self.node_level:
+                a, b = int(out_off[q]), int(out_off[q] + out_len[q])
+                alloc = Allocation.trusted(out_rows[0, a:b].copy(), out_rows[1, a:b].copy())
+            out[q] = (float(q_start[q]), float(q_end[q]), alloc)
+        return out
 
     # ---- search ------------------------------------------------------------------------------
     def candidate_starts(
@@ -217,6 +358,21 @@ class AvailabilityProfile:
         constrained = bool(node_count or contiguous or per_node is not None)
         if constrained and not self.node_level:
             raise ValueError("a pooled availability profile cannot place jobs with node constraints")
+        if candidates is None and not constrained and not_before == -math.inf:
+            compiled = self._compiled(allocator)
+            if compiled is not None:
+                kernels, kind, weights = compiled
+                k, count = kernels.profile_earliest(
+                    self._times, self._free, self._totals, self.lo, self.hi,
+                    np.ascontiguousarray(unit_request, dtype=np.int64), int(units), int(max_per_node),
+                    float(duration), float(before), self.node_level, kind, weights, self._window, self._rows,
+                    self._suffix,
+                )
+                if k < 0:
+                    return None
+                if not self.node_level:
+                    return float(self._times[k]), None
+                return float(self._times[k]), Allocation.trusted(self._rows[0, :count].copy(), self._rows[1, :count].copy())
         if candidates is None:
             need = np.asarray(unit_request, dtype=np.int64) * units
             candidates = self.candidate_starts(need, duration, before, not_before=not_before)

@@ -1,0 +1,111 @@
+"""The availability profile's compiled search and compression take exactly the Python code's
+decisions (``hpcdispatch.planning.profile.COMPILED = False`` forces the Python code)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hst
+from test_properties import SETTINGS, predictor_for, scenarios
+
+import hpcdispatch.planning.profile as profile_module
+from hpcdispatch.allocators.base import make_allocator
+from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.planning.profile import AvailabilityProfile
+from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.system.model import NodeType, System
+from hpcdispatch.validation import validate_result
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture
+def python_only(monkeypatch):
+    """Call ``python_only(True)`` to force the Python code for what follows."""
+    def switch(on: bool) -> None:
+        monkeypatch.setattr(profile_module, "COMPILED", not on)
+    return switch
+
+
+def _system(n_nodes: int, cores: int, gpus: int) -> System:
+    return System(name="p", resources=("core", "gpu"), node_types=(NodeType("t", n_nodes, {"core": cores, "gpu": gpus}),))
+
+
+def random_profile(rng: np.random.Generator, system: System, node_level: bool) -> AvailabilityProfile:
+    """A profile with random running jobs' releases and a few random reservations on top."""
+    cap = system.capacity
+    n_nodes = cap.shape[0]
+    used = np.minimum(rng.integers(0, cap + 1), cap)
+    releases = []
+    for node in range(n_nodes):
+        if used[node].any():
+            releases.append((float(rng.integers(1, 60)), np.array([node]), used[node][None, :].copy()))
+    prof = AvailabilityProfile(0.0, cap - used, releases, node_level=node_level)
+    for _ in range(int(rng.integers(0, 6))):  # reservations where they fit at the moment
+        node = int(rng.integers(0, n_nodes))
+        start = float(rng.integers(1, 80))
+        amounts = np.minimum(rng.integers(0, cap[node] + 1), cap[node])[None, :]
+        end = start + float(rng.integers(1, 40))
+        # only where it fits throughout (a real plan never over-books)
+        times = prof.times
+        nexts = np.append(times[1:], math.inf)
+        window = prof._free[prof.lo : prof.hi][(times < end) & (nexts > start)]
+        room = window.min(axis=0)[node if node_level else 0]
+        if (room >= amounts[0]).all():
+            prof.reserve(start, end, np.array([node]), amounts)
+    return prof
+
+
+@pytest.mark.parametrize("node_level", [True, False])
+@pytest.mark.parametrize("allocator", ["first-fit", "best-fit"])
+def test_compiled_earliest_equals_python_on_random_profiles(node_level, allocator, python_only):
+    rng = np.random.default_rng(7)
+    for case in range(150):
+        system = _system(int(rng.integers(1, 7)), int(rng.integers(1, 9)), int(rng.integers(0, 3)))
+        alloc = make_allocator(allocator, system)
+        seed = int(rng.integers(0, 2**31))
+        req = np.array([int(rng.integers(1, 9)), int(rng.integers(0, 2))], dtype=np.int64)
+        units, mpn = int(rng.integers(1, 5)), int(rng.choice([0, 0, 1, 2]))
+        duration = float(rng.integers(1, 50))
+        before = float(rng.choice([math.inf, float(rng.integers(1, 90))]))
+        answers = []
+        for python in (False, True):
+            python_only(python)
+            prof = random_profile(np.random.default_rng(seed), system, node_level)
+            found = prof.earliest(units, req, duration, alloc, mpn, before=before)
+            answers.append(None if found is None else (found[0], None if found[1] is None else found[1].pairs()))
+        assert answers[0] == answers[1], (case, answers)
+
+
+def _run(system, workload, allocator, predictor, kill, profile):
+    dispatcher = make_dispatcher(f"conservative:profile={profile}", allocator=allocator)
+    sim = Simulator(system, workload, dispatcher, predictor=predictor_for(predictor),
+                    options=SimulationOptions(walltime_kill=kill, engine="python"))
+    result = sim.run()
+    return result, dispatcher
+
+
+@SETTINGS
+@given(scenarios(max_jobs=30), hst.sampled_from(["first-fit", "best-fit"]),
+       hst.sampled_from(["walltime", "oracle", "scaled:0.3", "scaled:1.7"]), hst.sampled_from(["auto", "node"]))
+def test_compiled_compression_takes_the_python_decisions(scenario, allocator, predictor, profile):
+    system, workload, kill = scenario
+    runs = []
+    for python in (False, True):
+        profile_module.COMPILED = not python
+        try:
+            runs.append(_run(system, workload, allocator, predictor, kill, profile))
+        finally:
+            profile_module.COMPILED = True
+    (a, da), (b, db) = runs
+    np.testing.assert_array_equal(a.start, b.start)
+    np.testing.assert_array_equal(a.end, b.end)
+    ra, rb = a.allocation_rows(), b.allocation_rows()
+    for field in ("job", "segment", "node", "units", "t_from", "t_to"):
+        np.testing.assert_array_equal(getattr(ra, field), getattr(rb, field), err_msg=field)
+    assert list(a.decisions["info"]) == list(b.decisions["info"])
+    assert da.reservations() == db.reservations()
+    assert validate_result(a).ok
