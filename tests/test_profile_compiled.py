@@ -109,3 +109,23 @@ def test_compiled_compression_takes_the_python_decisions(scenario, allocator, pr
     assert list(a.decisions["info"]) == list(b.decisions["info"])
     assert da.reservations() == db.reservations()
     assert validate_result(a).ok
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_hand_computed_compressions_on_one_core(compiled, monkeypatch):
+    # 1 core, kills off, predictions = 1.7 x wall-time. J3 (t=3, runs 8, planned 13.6) starts
+    # at 3; J4 (t=3, runs 5, planned 8.5) is reserved at 16.6; J1 (t=5, runs 3, planned 10.2)
+    # at 25.1; J2 (t=7, runs 1, planned 1.7) at 35.3. J3 ends at 11: compression moves J4 to
+    # 11, J1 to 19.5, J2 to 29.7; J4 ends at 16: J1 to 16, J2 to 26.2; J1 ends at 19: J2 to 19.
+    # (A compiled split that did not copy the split segment's capacity left J2 at 25.1.)
+    from hpcdispatch.workload.job import Job, Workload
+
+    monkeypatch.setattr(profile_module, "COMPILED", compiled)
+    system = System(name="one", resources=("core",), node_types=(NodeType("t", 1, {"core": 1}),))
+    jobs = [Job(id=i, submit=s, run_time=r, wall_time=w, units=1, unit_request=(1,))
+            for i, s, r, w in [(1, 5, 3, 6), (2, 7, 1, 1), (3, 3, 8, 8), (4, 3, 5, 5)]]
+    workload = Workload(jobs, system.resources)
+    result, _ = _run(system, workload, "first-fit", "scaled:1.7", False, "auto")
+    starts = {job.id: float(result.start[job.index]) for job in workload.jobs}
+    assert starts == {3: 3.0, 4: 11.0, 1: 16.0, 2: 19.0}
+    assert validate_result(result).ok

@@ -865,13 +865,14 @@ def profile_apply(times, free, totals, lo, hi, start, end, nodes, amounts, sign)
 
 
 @njit(cache=True)
-def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, before, node_level,
+def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, before, not_before, node_level,
                      kind, weights, window, rows, suffix):
     """Earliest live segment ``k`` (absolute index, ``-1``: none) with ``times[k] < before``
     whose window ``[times[k], times[k] + duration)`` passes the pooled filter (every segment's
     totals cover ``units x req``) and, when ``node_level``, where the allocator places the
-    units on the element-wise minimum of the window's free matrices. Returns ``(k, rows
-    written)``; the allocation is in ``rows[:, :count]`` (node, units).
+    units on the element-wise minimum of the window's free matrices; starts before
+    ``not_before`` are not considered. Returns ``(k, rows written)``; the allocation is in
+    ``rows[:, :count]`` (node, units).
 
     Window minima: both ends of the windows only move forward, so they come from a queue
     built of two stacks (each segment is read at most twice, rows in memory order):
@@ -880,14 +881,18 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
     n = hi - lo
     n_res = totals.shape[1]
     n_nodes = free.shape[1]
-    j = 0
-    scanned = 0
-    last_bad = -1
+    k0 = 0
+    while k0 < n and times[lo + k0] < not_before:
+        k0 += 1
+    j = k0
+    scanned = k0  # segments [k, scanned) are known to pass the pooled filter
     back = np.empty((n_nodes, n_res), dtype=np.int64)
     back_empty = True
-    front_end = lo  # suffix minima are valid for [a, front_end) once a flip has happened
-    pushed = lo
-    for k in range(n):
+    front_end = lo + k0  # suffix minima are valid for [a, front_end) once a flip has happened
+    pushed = lo + k0
+    k = k0 - 1
+    while k + 1 < n:
+        k += 1
         t = times[lo + k]
         if not t < before:
             break
@@ -896,14 +901,21 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
             j = k + 1
         while j < n and times[lo + j] < e:
             j += 1
+        if scanned < k:
+            scanned = k
+        bad = -1
         while scanned < j:
             s = lo + scanned
             for r in range(n_res):
                 if totals[s, r] < req[r] * units:
-                    last_bad = scanned
+                    bad = scanned
                     break
+            if bad >= 0:
+                break
             scanned += 1
-        if last_bad >= k:
+        if bad >= 0:  # no window that contains segment ``bad`` passes: go on after it
+            k = bad
+            scanned = bad + 1
             continue
         if not node_level:
             return lo + k, 0
@@ -950,9 +962,55 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
 
 
 @njit(cache=True)
+def _pooled_candidate(times, totals, lo, hi, req, units, duration, before, not_before, c_start, c_end, c_amts):
+    """Is there a start in ``[not_before, before)`` whose window passes the pooled filter
+    when ``c_amts`` (rows summed) are counted as free during ``[c_start, c_end)``? (A
+    reservation about to be taken out: the test runs before the profile is touched.)"""
+    n = hi - lo
+    n_res = totals.shape[1]
+    credit = np.zeros(n_res, dtype=np.int64)
+    for i in range(c_amts.shape[0]):
+        for r in range(n_res):
+            credit[r] += c_amts[i, r]
+    k = 0
+    while k < n and times[lo + k] < not_before:
+        k += 1
+    j = k
+    scanned = k
+    while k < n:
+        t = times[lo + k]
+        if not t < before:
+            return False
+        e = t + duration
+        if j < k + 1:
+            j = k + 1
+        while j < n and times[lo + j] < e:
+            j += 1
+        if scanned < k:
+            scanned = k
+        bad = -1
+        while scanned < j:
+            s = lo + scanned
+            inside = times[s] >= c_start and times[s] < c_end
+            for r in range(n_res):
+                have = totals[s, r] + credit[r] if inside else totals[s, r]
+                if have < req[r] * units:
+                    bad = scanned
+                    break
+            if bad >= 0:
+                break
+            scanned += 1
+        if bad < 0:
+            return True
+        k = bad + 1
+        scanned = k
+    return False
+
+
+@njit(cache=True)
 def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
-                     q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts,
-                     moved, out_off, out_len, out_rows, window, rows, suffix):
+                     q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts, q_checked,
+                     log_a, log_b, log_n, moved, out_off, out_len, out_rows, window, rows, suffix):
     """Conservative backfilling's compression over reservations in queue order: each one is
     taken out, the earliest start strictly before its current start is searched
     (:func:`profile_earliest`), and it moves there if one exists, else it is put back.
@@ -961,7 +1019,15 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
     ``[q_off[q], q_off[q + 1])`` during ``[q_start[q], q_end[q])``. A moved reservation gets
     ``moved[q] = 1``, its new start and end in ``q_start``/``q_end`` and its allocation in
     ``out_rows[:, out_off[q]:out_off[q] + out_len[q]]`` (empty for a pooled profile).
-    Returns the new ``hi``; the caller guarantees room for two more segments per reservation."""
+
+    Pruning (exact): ``log_a/log_b[:log_n]`` are the intervals in which capacity was given
+    back, in order; reservation ``q`` was at its earliest possible start when the log had
+    ``q_checked[q]`` entries. Taking capacity never lets a job start earlier, so a window
+    that fits now but did not then overlaps an interval logged since: only starts in
+    ``(min a - duration, max b)`` are searched, and a reservation with nothing logged since
+    its check is skipped. A moved reservation logs its old interval. Returns the new ``hi``
+    and log length; the caller guarantees room for two more segments and one more log entry
+    per reservation."""
     n_res = totals.shape[1]
     need_row = np.zeros((1, n_res), dtype=np.int64)
     zero_node = np.zeros(1, dtype=np.int64)
@@ -969,14 +1035,29 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
     for q in range(q_units.shape[0]):
         s0 = q_start[q]
         e0 = q_end[q]
+        duration = e0 - s0
+        first_a = math.inf
+        last_b = -math.inf
+        for i in range(q_checked[q], log_n):
+            if log_a[i] < first_a:
+                first_a = log_a[i]
+            if log_b[i] > last_b:
+                last_b = log_b[i]
+        before = s0 if s0 < last_b else last_b
+        if not before > times[lo]:  # nothing given back since its check could let it start earlier
+            q_checked[q] = log_n
+            continue
         nodes = q_nodes[q_off[q]:q_off[q + 1]]
         amts = q_amts[q_off[q]:q_off[q + 1]]
-        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, -1)
-        duration = e0 - s0
         req = q_req[q]
         units = q_units[q]
-        k, count = profile_earliest(times, free, totals, lo, hi, req, units, q_mpn[q], duration, s0,
-                                    node_level, kind, weights, window, rows, suffix)
+        if not _pooled_candidate(times, totals, lo, hi, req, units, duration, before, first_a - duration,
+                                 s0, e0, amts):
+            q_checked[q] = log_n  # cannot move even by pooled capacity: the profile is not touched
+            continue
+        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, -1)
+        k, count = profile_earliest(times, free, totals, lo, hi, req, units, q_mpn[q], duration, before,
+                                    first_a - duration, node_level, kind, weights, window, rows, suffix)
         if k >= 0 and times[k] < s0:
             start = times[k]
             moved[q] = 1
@@ -999,6 +1080,10 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 for r in range(n_res):
                     need_row[0, r] = req[r] * units
                 hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, 1)
+            log_a[log_n] = s0  # its old interval is free now (where the new one does not overlap it)
+            log_b[log_n] = e0
+            log_n += 1
         else:
             hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, 1)
-    return hi
+        q_checked[q] = log_n
+    return hi, log_n

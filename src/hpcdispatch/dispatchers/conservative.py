@@ -54,13 +54,17 @@ from hpcdispatch.workload.job import Job
 
 
 class _Reservation:
-    __slots__ = ("start", "end", "alloc", "amounts")
+    """A queued job's slot; ``checked``: the profile's :attr:`~AvailabilityProfile.freed` count
+    when the slot was last known to be the earliest the job can have."""
 
-    def __init__(self, start: float, end: float, alloc: Allocation | None, amounts: np.ndarray):
+    __slots__ = ("start", "end", "alloc", "amounts", "checked")
+
+    def __init__(self, start: float, end: float, alloc: Allocation | None, amounts: np.ndarray, checked: int = 0):
         self.start = start
         self.end = end
         self.alloc = alloc
         self.amounts = amounts
+        self.checked = checked
 
 
 @register
@@ -124,6 +128,7 @@ class Conservative(Dispatcher):
             raise SimulationStalledError(f"conservative: job {job.id} fits nowhere in the availability profile")
         assert self._profile is not None
         self._profile.reserve(res.start, res.end, _nodes(res), res.amounts)
+        res.checked = self._profile.freed
         self._res[job.index] = res
 
     def _rebuild(self, view: DispatchView) -> None:
@@ -149,6 +154,7 @@ class Conservative(Dispatcher):
         now = view.now
         releases = [(t, nodes, amounts) for t, nodes, amounts in self._running.values()]
         profile = AvailabilityProfile(now, view.free, releases, node_level=self._profile.node_level)
+        profile.adopt_log(self._profile)
         for job in view.queue:
             res = self._res[job.index]
             profile.reserve(res.start, res.end, _nodes(res), res.amounts)
@@ -166,15 +172,18 @@ class Conservative(Dispatcher):
             for job in jobs:
                 res = self._res[job.index]
                 batch.append((res.start, res.end, _nodes(res), res.amounts, view.requests[job.index], job.units,
-                              job.max_units_per_node))
-            moved = profile.compress(batch, self._allocator)
-            if moved is not None:  # the compiled compression did it (same moves as the loop below)
-                for job, move in zip(jobs, moved):
-                    if move is not None:
+                              job.max_units_per_node, res.checked))
+            done = profile.compress(batch, self._allocator)
+            if done is not None:  # the compiled compression did it (same moves as the loop below)
+                moved, checked = done
+                for job, move, version in zip(jobs, moved, checked):
+                    if move is None:
+                        self._res[job.index].checked = version
+                    else:
                         start, end, alloc = move
                         req = view.requests[job.index]
                         amounts = (req * job.units)[None, :] if alloc is None else held_amounts(alloc, req, job.per_node_request)
-                        self._res[job.index] = _Reservation(start, end, alloc, amounts)
+                        self._res[job.index] = _Reservation(start, end, alloc, amounts, version)
                 return
         for job in jobs:
             res = self._res[job.index]
@@ -184,6 +193,7 @@ class Conservative(Dispatcher):
                 req * job.units, duration, before=res.start, credit=(res.start, res.end, res.amounts.sum(axis=0))
             )
             if len(candidates[0]) == 0:
+                res.checked = profile.freed
                 continue  # cannot move even by pooled capacity: skip the node-level search
             profile.release(res.start, res.end, _nodes(res), res.amounts)
             found = profile.earliest(job.units, req, duration, self._allocator, job.max_units_per_node,
@@ -194,6 +204,7 @@ class Conservative(Dispatcher):
                 res = _Reservation(start, start + duration, alloc, amounts)
                 self._res[job.index] = res
             profile.reserve(res.start, res.end, _nodes(res), res.amounts)
+            res.checked = profile.freed
 
     def _sync(self, view: DispatchView) -> None:
         now = view.now

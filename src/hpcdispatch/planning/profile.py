@@ -112,6 +112,10 @@ class AvailabilityProfile:
         self._window: np.ndarray | None = None  # scratch of the compiled search
         self._rows: np.ndarray | None = None
         self._suffix: np.ndarray | None = None
+        # intervals in which capacity was given back, in order (see :meth:`freed`)
+        self._log_a = np.zeros(64)
+        self._log_b = np.zeros(64)
+        self._log_n = 0
 
     # ---- views -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -212,6 +216,29 @@ class AvailabilityProfile:
     def release(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray) -> None:
         """Give ``amounts`` on ``nodes`` back during ``[start, end)`` (undo a reservation)."""
         self._apply(start, end, nodes, amounts, -1)
+        self._log_room(1)
+        self._log_a[self._log_n] = start
+        self._log_b[self._log_n] = end
+        self._log_n += 1
+
+    # ---- the log of freed intervals -----------------------------------------------------------
+    @property
+    def freed(self) -> int:
+        """How many intervals of given-back capacity were logged so far (a version number):
+        a request that fitted nowhere before ``t`` at version ``v`` can now fit at a start
+        before ``t`` only in a window that overlaps an interval logged since ``v`` (taking
+        capacity never helps). :meth:`compress` uses it to search only there."""
+        return self._log_n
+
+    def adopt_log(self, other: AvailabilityProfile) -> None:
+        """Continue ``other``'s log (a profile rebuilt with the same free capacity)."""
+        self._log_a, self._log_b, self._log_n = other._log_a.copy(), other._log_b.copy(), other._log_n
+
+    def _log_room(self, extra: int) -> None:
+        if self._log_n + extra > len(self._log_a):
+            cap = max(2 * len(self._log_a), self._log_n + extra)
+            self._log_a = np.concatenate((self._log_a[: self._log_n], np.zeros(cap - self._log_n)))
+            self._log_b = np.concatenate((self._log_b[: self._log_n], np.zeros(cap - self._log_n)))
 
     # ---- compiled paths ------------------------------------------------------------------------
     def _compiled(self, allocator: Allocator):
@@ -237,27 +264,32 @@ class AvailabilityProfile:
 
     def compress(
         self,
-        batch: list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray, int, int]],
+        batch: list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray, int, int, int]],
         allocator: Allocator,
-    ) -> list[tuple[float, float, Allocation | None] | None] | None:
+    ) -> tuple[list[tuple[float, float, Allocation | None] | None], list[int]] | None:
         """Move reservations as early as they can go, in order, never later (compiled).
 
-        ``batch``: ``(start, end, nodes, amounts, unit_request, units, max_per_node)`` of
-        reservations held in this profile, none of them with node constraints. Each in turn
-        is taken out, the earliest start strictly before its current one is searched, and it
-        moves there (same duration) if one exists, else it is put back. Returns, per entry,
-        ``None`` (kept) or ``(start, end, allocation)`` (``None`` allocation in a pooled
-        profile); returns ``None`` altogether when the compiled path does not apply (no numba,
-        another allocator, ``COMPILED = False``): the caller then does the same in Python
-        with :meth:`candidate_starts`, :meth:`release`, :meth:`earliest` and :meth:`reserve`.
+        ``batch``: ``(start, end, nodes, amounts, unit_request, units, max_per_node,
+        checked)`` of reservations held in this profile, none of them with node constraints;
+        ``checked`` is :attr:`freed` when the reservation was last known to be at its earliest
+        possible start. Each in turn is taken out, the earliest start strictly before its
+        current one is searched (only where capacity was given back since ``checked``), and
+        it moves there (same duration) if one exists, else it is put back. Returns, per
+        entry, ``None`` (kept) or ``(start, end, allocation)`` (``None`` allocation in a
+        pooled profile), and each entry's new ``checked``; returns ``None`` altogether when
+        the compiled path does not apply (no numba, another allocator, ``COMPILED = False``):
+        the caller then does the same in Python with :meth:`candidate_starts`,
+        :meth:`release`, :meth:`earliest` and :meth:`reserve`.
         """
         if self._compiled(allocator) is None:
             return None
         n = len(batch)
         if n == 0:
-            return []
+            return [], []
         n_res = self._totals.shape[1]
         self._ensure_room(2 * n + 2)
+        self._log_room(n)
+        q_checked = np.fromiter((b[7] for b in batch), dtype=np.int64, count=n)
         kernels, kind, weights = self._compiled(allocator)  # scratch sized for the arrays now
         q_start = np.fromiter((b[0] for b in batch), dtype=np.float64, count=n)
         q_end = np.fromiter((b[1] for b in batch), dtype=np.float64, count=n)
@@ -284,11 +316,13 @@ class AvailabilityProfile:
         n_nodes = self._free.shape[1]
         # a moved reservation writes one row per node it uses: at most min(units, nodes)
         out_rows = np.zeros((2, int(q_units.clip(max=n_nodes).sum()) if self.node_level else 1), dtype=np.int64)
-        self.hi = int(kernels.profile_compress(
+        hi, log_n = kernels.profile_compress(
             self._times, self._free, self._totals, self.lo, self.hi, self.node_level, kind, weights,
-            q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts,
+            q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts, q_checked,
+            self._log_a, self._log_b, self._log_n,
             moved, out_off, out_len, out_rows, self._window, self._rows, self._suffix,
-        ))
+        )
+        self.hi, self._log_n = int(hi), int(log_n)
         out: list[tuple[float, float, Allocation | None] | None] = [None] * n
         for q in np.flatnonzero(moved).tolist():
             alloc = None
@@ -296,7 +330,7 @@ class AvailabilityProfile:
                 a, b = int(out_off[q]), int(out_off[q] + out_len[q])
                 alloc = Allocation.trusted(out_rows[0, a:b].copy(), out_rows[1, a:b].copy())
             out[q] = (float(q_start[q]), float(q_end[q]), alloc)
-        return out
+        return out, q_checked.tolist()
 
     # ---- search ------------------------------------------------------------------------------
     def candidate_starts(
@@ -365,8 +399,8 @@ class AvailabilityProfile:
                 k, count = kernels.profile_earliest(
                     self._times, self._free, self._totals, self.lo, self.hi,
                     np.ascontiguousarray(unit_request, dtype=np.int64), int(units), int(max_per_node),
-                    float(duration), float(before), self.node_level, kind, weights, self._window, self._rows,
-                    self._suffix,
+                    float(duration), float(before), -math.inf, self.node_level, kind, weights, self._window,
+                    self._rows, self._suffix,
                 )
                 if k < 0:
                     return None
