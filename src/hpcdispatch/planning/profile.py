@@ -142,34 +142,15 @@ class AvailabilityProfile:
         if self._times[self.lo] < now:
             self._times[self.lo] = now
 
-    def _grow(self) -> None:
-        n = self.hi - self.lo
-        cap = len(self._times)
-        if self.lo > 0 and n + 2 < cap * 3 // 4:
-            # compact to the front
-            self._times[:n] = self._times[self.lo : self.hi]
-            self._free[:n] = self._free[self.lo : self.hi]
-            self._totals[:n] = self._totals[self.lo : self.hi]
-            self._times[n:] = math.inf
-        else:
-            new_cap = 2 * cap
-            times = np.full(new_cap, math.inf)
-            free = np.zeros((new_cap,) + self._free.shape[1:], dtype=self._free.dtype)
-            totals = np.zeros((new_cap, self._totals.shape[1]), dtype=self._totals.dtype)
-            times[:n] = self._times[self.lo : self.hi]
-            free[:n] = self._free[self.lo : self.hi]
-            totals[:n] = self._totals[self.lo : self.hi]
-            self._times, self._free, self._totals = times, free, totals
-        self.lo, self.hi = 0, n
-
     def _ensure_room(self, extra: int) -> None:
-        """Room for ``extra`` more segments after ``hi`` (compacting to the front first)."""
+        """Room for ``extra`` more segments after ``hi``: the live segments move to the front
+        of the arrays, which double in size unless that leaves a quarter of them free."""
         n = self.hi - self.lo
         if self.hi + extra <= len(self._times):
             return
-        cap = max(len(self._times), n + extra + 16)
-        if n + extra + 16 > len(self._times) * 3 // 4:
-            cap = max(2 * len(self._times), n + extra + 16)
+        cap = len(self._times)
+        if n + extra + 16 > cap * 3 // 4:
+            cap = max(2 * cap, n + extra + 16)
         times = np.full(cap, math.inf)
         free = np.zeros((cap,) + self._free.shape[1:], dtype=self._free.dtype)
         totals = np.zeros((cap, self._totals.shape[1]), dtype=self._totals.dtype)
@@ -202,7 +183,7 @@ class AvailabilityProfile:
         if end <= start:
             return
         if self.hi + 2 > len(self._times):
-            self._grow()  # both boundaries fit without moving the segments again
+            self._ensure_room(2)  # both boundaries fit without moving the segments again
         k = self._split(start)
         j = self._split(end) if end != math.inf else self.hi
         signed = amounts if sign > 0 else -amounts
