@@ -47,6 +47,8 @@ class CPSettings:
     k: int = 2  # stop after k restarts without a better solution
     workers: int = 1
     symmetry: bool = True
+    #: order interchangeable jobs' starts (models/common.py); not in the papers
+    job_symmetry: bool = True
     #: limit the search by CP-SAT's deterministic time only (the wall clock is then just a
     #: safety net at 10x the limit + 10 s): decisions are reproducible on a loaded machine too
     deterministic: bool = False

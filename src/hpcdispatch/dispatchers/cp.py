@@ -62,7 +62,7 @@ class CPDispatcher(Dispatcher):
     #: search (the models break the symmetries they know of themselves). Measured on dumped
     #: Eurora instances, see docs/RESULTS-CP.md.
     SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0}
-    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0, "job_symmetry": False}
 
     def __init__(
         self,
@@ -80,6 +80,7 @@ class CPDispatcher(Dispatcher):
         deterministic: bool = False,
         keep_blocked: bool = False,
         reserve: int = 0,
+        job_symmetry: bool = True,
     ):
         self.allocator = allocator
         self.version = version
@@ -102,12 +103,16 @@ class CPDispatcher(Dispatcher):
         #: keep only the first ``reserve`` of those (by priority) in the model: a cheaper
         #: middle way, like EASY's reservation for the head job (0: none; keep_blocked: all)
         self.reserve = reserve
+        #: start interchangeable jobs (same shape, duration and weight) in priority order: a
+        #: symmetry the papers leave to the solver (models/common.py); runs before it existed
+        #: behave as ``job_symmetry=False``
+        self.job_symmetry = job_symmetry
 
     def _setup(self, system: System) -> None:
         self.settings = CPSettings(
             version=int(self.version), m=int(self.m), time_unit=float(self.time_unit), delta=float(self.delta),
             delta_max=float(self.delta_max), k=int(self.k), workers=int(self.workers), symmetry=bool(self.symmetry),
-            deterministic=bool(self.deterministic),
+            deterministic=bool(self.deterministic), job_symmetry=bool(self.job_symmetry),
         )
         if not isinstance(self.reserve, int) or isinstance(self.reserve, bool) or self.reserve < 0:
             raise ConfigError(f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}")

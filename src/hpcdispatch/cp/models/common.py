@@ -7,6 +7,17 @@ search prefers the job of highest priority that can start first, at its earliest
 (a decision strategy on the starts in priority order), and the priority-rule schedule is a
 complete hint.
 
+Job symmetry (``job_symmetry=True``, beyond the papers): two jobs of the model with the same
+shape (units, per-unit request, units-per-node limit), the same model duration and the same
+objective weight (and, for the PCP v1/v2 objective, the same ``ewt``) are interchangeable:
+swapping their starts and allocations keeps every constraint and the objective (with the
+threshold objective ``w max(0, s - e)``, giving the earlier start to the job with the
+smaller ``e`` is never worse, since ``max(0, .)`` is convex). So some optimal schedule starts
+such jobs in priority order, and the model adds ``s_a <= s_b`` along each group. The
+priority rule places them in that order too (a job's earliest start can only grow as
+capacity is taken), so the hint stays feasible. This composes with the models' node
+symmetry breaking, which only restricts a job's own units or relabels idle nodes.
+
 A model is built by ``build(...) -> BuiltModel``, solved by :func:`hpcdispatch.cp.solve.solve`
 and read back by ``BuiltModel.decode(solver)``: three small steps, each testable alone.
 """
@@ -57,6 +68,7 @@ class Schedule:
         rule: RuleSchedule,
         model: cp_model.CpModel | None = None,
         earliest: dict[int, int] | None = None,
+        job_symmetry: bool = False,
     ):
         self.t0 = time.perf_counter()
         self.model = model or cp_model.CpModel()
@@ -88,6 +100,16 @@ class Schedule:
         m.minimize(sum(objective))
         ordered = [self.starts[j.index] for j in jobs]  # jobs come in priority order
         m.add_decision_strategy(ordered, cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+        self.notes: dict[str, object] = {}
+        if job_symmetry:
+            pairs = 0
+            for chain in interchangeable_jobs(jobs, policy, d_max):
+                for a, b in zip(chain, chain[1:]):
+                    if rule.starts[a.index] > rule.starts[b.index]:  # never seen; see the docstring
+                        raise RuntimeError(f"priority rule starts job {b.id} before the identical job {a.id}")
+                    m.add(self.starts[a.index] <= self.starts[b.index])
+                    pairs += 1
+            self.notes["job_symmetry_pairs"] = pairs
         # running jobs: fixed intervals [0, remaining)
         self.running: list[tuple[RunningEntry, int, cp_model.IntervalVar]] = []
         for r in inst.running:
@@ -98,6 +120,16 @@ class Schedule:
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.t0
+
+
+def interchangeable_jobs(jobs: list[QueuedJob], policy: Policy, d_max: float) -> list[list[QueuedJob]]:
+    """Groups (of two or more) of interchangeable jobs, each in the given (priority) order."""
+    groups: dict[tuple, list[QueuedJob]] = {}
+    for j in jobs:
+        key = (j.units, tuple(j.unit_request), j.max_units_per_node, policy.duration_units(j),
+               policy.weight(j, d_max), policy.ewt(j) if policy.uses_threshold() else None)
+        groups.setdefault(key, []).append(j)
+    return [g for g in groups.values() if len(g) > 1]
 
 
 def requested_resources(jobs: list[QueuedJob]) -> list[int]:

@@ -32,11 +32,12 @@ def add_pooled_cumulatives(m, sched: Schedule, inst: DispatchInstance, jobs: lis
 
 def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
           rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
-    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest)
+    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest,
+                     job_symmetry=settings.job_symmetry)
     m = sched.model
     add_pooled_cumulatives(m, sched, inst, jobs)
 
     def decode_now(solver):
         return {j.index: None for j in jobs if solver.value(sched.starts[j.index]) == 0}
 
-    return BuiltModel("hcp", m, jobs, sched.starts, decode_now, sched.elapsed())
+    return BuiltModel("hcp", m, jobs, sched.starts, decode_now, sched.elapsed(), dict(sched.notes))

@@ -44,7 +44,8 @@ def node_classes(free: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:
 
 def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
           rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
-    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest)
+    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest,
+                     job_symmetry=settings.job_symmetry)
     m = sched.model
     add_pooled_cumulatives(m, sched, inst, jobs)
     classes = node_classes(inst.free)
@@ -121,4 +122,4 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
         return out
 
     notes = {"node_classes": len(classes)}
-    return BuiltModel("cp-hybrid", m, jobs, sched.starts, decode_now, sched.elapsed(), notes)
+    return BuiltModel("cp-hybrid", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})

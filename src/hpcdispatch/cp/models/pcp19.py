@@ -69,7 +69,8 @@ def copies(cap: np.ndarray, job: QueuedJob) -> int:
 
 def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
           rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
-    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest)
+    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest,
+                     job_symmetry=settings.job_symmetry)
     m = sched.model
     nodes = usable_nodes(inst, jobs, settings.symmetry, rule)
     resources = requested_resources(jobs)
@@ -121,4 +122,4 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
         return out
 
     notes = {"nodes_in_model": len(nodes)}
-    return BuiltModel("pcp19", m, jobs, sched.starts, decode_now, sched.elapsed(), notes)
+    return BuiltModel("pcp19", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})

@@ -106,7 +106,8 @@ def _pack_hints(inst, policy, jobs, rule, running_boxes, offsets, resources):
 
 def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
           rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
-    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest)
+    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest,
+                     job_symmetry=settings.job_symmetry)
     m = sched.model
     resources = requested_resources(jobs)
     cap = inst.capacity
@@ -248,5 +249,5 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
         return out
 
     notes = {"element_pairs": elements, "unhinted_jobs": sum(1 for j in jobs if hints.get(j.index) is None)}
-    return BuiltModel("pcp20", m, jobs, sched.starts, decode_now, sched.elapsed(), notes)
+    return BuiltModel("pcp20", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})
 
