@@ -42,6 +42,8 @@ def trace_path(trace: str) -> tuple[Path, int | None]:
 WORKER = r"""
 import collections, json, sys, time
 import numpy as np
+from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.predictors import split_predictor_suffix
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.sim.simulator import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
@@ -67,6 +69,7 @@ print(json.dumps({
     "wait_mean": s["wait_mean"], "slowdown_mean": s["slowdown_mean"], "bsld_mean": s["bounded_slowdown_mean"],
     "predictor": s["predictor"], "prediction_mae_s": s.get("prediction_mae_s"),
     "journal": out.result.extra.get("journal"),
+    "dispatcher": make_dispatcher(split_predictor_suffix(spec)[0]).describe(),
 }))
 """
 
@@ -103,15 +106,37 @@ def plan(name: str) -> list[tuple[str, str]]:
     return unique
 
 
-def done(out: Path) -> dict[tuple[str, str], dict]:
-    """The newest record of each (trace, spec) in ``out``."""
+def same_dispatcher(record: dict, spec: str) -> bool:
+    """Whether ``record`` ran the dispatcher ``spec`` names today. Records carry the
+    dispatcher's description (``Dispatcher.describe``); older ones do not and ran before every
+    parameter of ``ADDED_PARAMS``, so they match only while those are at the values they were
+    added with (e.g. a record from before ``job_symmetry`` is a run with ``job_symmetry=false``)."""
+    from hpcdispatch.dispatchers import make_dispatcher
+    from hpcdispatch.predictors import split_predictor_suffix
+
+    disp = make_dispatcher(split_predictor_suffix(spec)[0])
+    if "dispatcher" in record:
+        return disp.is_described_by(record["dispatcher"])
+    params = disp.get_params()
+    return all(str(params[k]) == str(v) for k, v in disp.ADDED_PARAMS.items() if k in params)
+
+
+def job_symmetry_of(record: dict) -> str:
+    """'yes' / 'no' for CP runs (records from before the option: 'no'), '' otherwise."""
+    if record["spec"].split("-")[0] not in ("hcp", "pcp19", "pcp20", "cp") or record["spec"].startswith("cp-rule"):
+        return ""
+    return "yes" if "job_symmetry=True" in record.get("dispatcher", "") else "no"
+
+
+def done(out: Path) -> dict[tuple[str, str, str], dict]:
+    """The newest record of each (trace, spec, job symmetry) in ``out``."""
     if not out.exists():
         return {}
     rows = {}
     for line in out.read_text().splitlines():
         if line.strip():
             r = json.loads(line)
-            rows[(r["trace"], r["spec"])] = r
+            rows[(r["trace"], r["spec"], job_symmetry_of(r))] = r
     return rows
 
 
@@ -129,15 +154,15 @@ def report(out: Path, trace: str | None = None) -> str:
     rows = done(out)
     if trace:
         rows = {k: r for k, r in rows.items() if k[0] == trace}
-    cols = ["trace", "spec", "jobs", "valid", "wall s", "decisions", "mean ms", "p99 ms", "max ms",
+    cols = ["trace", "spec", "job sym.", "jobs", "valid", "wall s", "decisions", "mean ms", "p99 ms", "max ms",
             "fallbacks", "vars med/max", "mean wait s", "mean slowdown", "mean bsld"]
     md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for (trace, spec), r in rows.items():
+    for (trace, spec, _sym), r in rows.items():
         if r.get("status") != "ok":
-            md.append(f"| {trace} | {spec} | | | {r.get('status')} | | | | | | | | | |")
+            md.append(f"| {trace} | {spec} | {job_symmetry_of(r)} | | | {r.get('status')} | | | | | | | | | |")
             continue
         md.append("| " + " | ".join([
-            trace, spec, f"{r['jobs']:,}", "yes" if r["valid"] else "NO", f"{r['wall_s']:,.0f}", f"{r['decisions']:,}",
+            trace, spec, job_symmetry_of(r), f"{r['jobs']:,}", "yes" if r["valid"] else "NO", f"{r['wall_s']:,.0f}", f"{r['decisions']:,}",
             f"{r['decision_mean_ms']:.1f}", _ms(r["decision_p99_ms"]), f"{r['decision_max_ms']:,.0f}",
             str(sum(r["fallbacks"].values())), f"{r['variables_median']:.0f}/{r['variables_max']}",
             _wait(r['wait_mean']), f"{r['slowdown_mean']:.2f}", f"{r['bsld_mean']:.3f}"]) + " |")
@@ -162,7 +187,8 @@ def main() -> None:
     runs = [tuple(r.split(":", 1)) for r in args.runs.split(";") if r.strip()] if args.runs else plan(args.plan)
     finished = done(args.out)
     for trace, spec in runs:
-        if finished.get((trace, spec), {}).get("status") == "ok":
+        if any(k[:2] == (trace, spec) and r.get("status") == "ok" and same_dispatcher(r, spec)
+               for k, r in finished.items()):
             continue
         path, max_jobs = trace_path(trace)
         t0 = time.perf_counter()

@@ -269,6 +269,8 @@ class CPRule(CPDispatcher):
 
     name = "cp-rule"
     MODEL = None
+    #: no model, so job symmetry changes nothing: a run from before the option is either
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {**CPDispatcher.ADDED_PARAMS, "job_symmetry": True}
 
 
 @register
