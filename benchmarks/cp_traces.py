@@ -18,12 +18,18 @@ Every CP run writes a decision journal (``--journals``, outside the repository b
 a run stopped by its time limit or by the end of a session resumes from its last recorded
 decision the next time, replaying the recorded ones without solving again (the decision
 times reported are the recorded ones; ``wall_s`` is the last, resumed part only).
+
+Sessions on a fresh machine lose ``../cp-journals``; ``--park`` gzips the journals of the
+unfinished runs into ``benchmarks/results/cp/journals/`` (commit them), and a run whose journal
+is missing starts from its parked copy there (``--parked``).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -169,6 +175,35 @@ def report(out: Path, trace: str | None = None) -> str:
     return "\n".join(md)
 
 
+def is_finished(finished: dict, trace: str, spec: str) -> bool:
+    """A finished ("ok") record of this run, made by the dispatcher ``spec`` names today."""
+    return any(k[:2] == (trace, spec) and r.get("status") == "ok" and same_dispatcher(r, spec)
+               for k, r in finished.items())
+
+
+def journal_path(directory: Path, trace: str, spec: str) -> Path:
+    return directory / f"{trace}__{spec.replace(':', '_').replace('=', '')}.jsonl"
+
+
+def park(runs: list[tuple[str, str]], finished: dict, journals: Path, parked: Path) -> None:
+    """Keep the journals of unfinished runs in the repository (gzipped); drop parked copies of
+    runs that have finished since."""
+    parked.mkdir(parents=True, exist_ok=True)
+    for trace, spec in runs:
+        src = journal_path(journals, trace, spec)
+        dst = parked / (src.name + ".gz")
+        if is_finished(finished, trace, spec):
+            if dst.exists():
+                dst.unlink()
+                print(f"{trace} {spec}: finished; parked journal removed")
+            continue
+        if src.exists():
+            with open(src, "rb") as fin, gzip.open(dst, "wb", compresslevel=9) as fout:
+                shutil.copyfileobj(fin, fout)
+            lines = sum(1 for _ in open(src))
+            print(f"{trace} {spec}: {lines - 1} decisions parked in {dst} ({dst.stat().st_size / 1e6:.1f} MB)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plan", choices=["priority", "full"], default="priority")
@@ -177,6 +212,10 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=6 * 3600.0)
     ap.add_argument("--journals", type=Path, default=Path(__file__).resolve().parents[2] / "cp-journals",
                     help="directory of the runs' decision journals (default: ../cp-journals, outside the repo)")
+    ap.add_argument("--parked", type=Path, default=Path(__file__).resolve().parent / "results" / "cp" / "journals",
+                    help="gzipped journals of unfinished runs kept in the repository (see --park)")
+    ap.add_argument("--park", action="store_true",
+                    help="gzip the journals of the unfinished runs of --runs/--plan into --parked and stop")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--trace", default=None,
                     help="with --report: only this trace's rows (e.g. LLNL-Atlas)")
@@ -186,17 +225,24 @@ def main() -> None:
         return
     runs = [tuple(r.split(":", 1)) for r in args.runs.split(";") if r.strip()] if args.runs else plan(args.plan)
     finished = done(args.out)
+    if args.park:
+        park(runs, finished, args.journals, args.parked)
+        return
     for trace, spec in runs:
-        if any(k[:2] == (trace, spec) and r.get("status") == "ok" and same_dispatcher(r, spec)
-               for k, r in finished.items()):
+        if is_finished(finished, trace, spec):
             continue
         path, max_jobs = trace_path(trace)
         t0 = time.perf_counter()
+        print(f"{trace} {spec} ...", flush=True)
         journal = "-"
         if spec.split("-")[0] in ("cp", "hcp", "pcp19", "pcp20"):  # memoryless and slow: journal them
             args.journals.mkdir(parents=True, exist_ok=True)
-            journal = str(args.journals / f"{trace}__{spec.replace(':', '_').replace('=', '')}.jsonl")
-        print(f"{trace} {spec} ...", flush=True)
+            journal = str(journal_path(args.journals, trace, spec))
+            parked = args.parked / (Path(journal).name + ".gz")
+            if not Path(journal).exists() and parked.exists():
+                with gzip.open(parked, "rb") as src, open(journal, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                print(f"  resuming from the parked journal {parked}", flush=True)
         try:
             proc = subprocess.run([sys.executable, "-c", WORKER, str(path), spec, str(max_jobs or "all"), journal],
                                   capture_output=True, text=True, timeout=args.time_limit)
