@@ -129,3 +129,36 @@ def test_hand_computed_compressions_on_one_core(compiled, monkeypatch):
     starts = {job.id: float(result.start[job.index]) for job in workload.jobs}
     assert starts == {3: 3.0, 4: 11.0, 1: 16.0, 2: 19.0}
     assert validate_result(result).ok
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_compression_on_long_pooled_queues(seed):
+    # Long queues of pooled reservations (one core per unit), wall-times far above run times:
+    # every end is early and compresses hundreds of reservations, most of which cannot move,
+    # so the compiled pass skips starts that a smaller, shorter request already failed on
+    # (kernels._known_failing_until). Its moves must be the Python loop's, one by one.
+    from hpcdispatch.workload.job import Job, Workload
+
+    rng = np.random.default_rng(seed)
+    system = System(name="pool", resources=("core",), node_types=(NodeType("t", 4, {"core": 8}),))
+    jobs = []
+    t = 0.0
+    for i in range(260):
+        t += float(rng.integers(0, 40))
+        run = float(rng.integers(1, 400))
+        wall = run * float(rng.choice([1.0, 2.0, 5.0, 20.0]))
+        jobs.append(Job(id=i + 1, submit=t, run_time=run, wall_time=wall,
+                        units=int(rng.choice([1, 1, 2, 4, 8, 16, 32])), unit_request=(1,)))
+    workload = Workload(jobs, system.resources)
+    runs = []
+    for python in (False, True):
+        profile_module.COMPILED = not python
+        try:
+            runs.append(_run(system, workload, "first-fit", "walltime", True, "auto"))
+        finally:
+            profile_module.COMPILED = True
+    (a, da), (b, db) = runs
+    assert da.compressions > 100
+    np.testing.assert_array_equal(a.start, b.start)
+    assert da.reservations() == db.reservations()
+    assert validate_result(a).ok

@@ -1007,6 +1007,38 @@ def _pooled_candidate(times, totals, lo, hi, req, units, duration, before, not_b
     return False
 
 
+#: how many failed pooled tests :func:`profile_compress` remembers within one pass
+FAILS = 32
+
+
+@njit(cache=True)
+def _known_failing_until(f_need, f_dur, f_lo, f_hi, count, req, units, duration, not_before, s0):
+    """The first start the pooled test of a reservation (``req`` x ``units`` for ``duration``,
+    currently at ``s0``) still has to try, given the failures remembered in this pass: a
+    failure of a request no larger in any resource and no longer, whose range starts at or
+    before ``not_before``, rules out every start ``t`` in its range whose window's failing
+    segment lies before ``s0`` (``t + f_dur < s0``: the reservation's own slot, credited to
+    it, is not in that window). Splitting a segment inside a range keeps its starts failing
+    (the new start's window reaches the same failing segment), taking capacity keeps them
+    failing, and the ranges are cut where a moved reservation gave capacity back."""
+    best = not_before
+    n_res = req.shape[0]
+    for i in range(count):
+        if f_dur[i] > duration or f_lo[i] > not_before:
+            continue
+        ok = True
+        for r in range(n_res):
+            if f_need[i, r] > req[r] * units:
+                ok = False
+                break
+        if not ok:
+            continue
+        until = f_hi[i] if f_hi[i] < s0 - f_dur[i] else s0 - f_dur[i]
+        if until > best:
+            best = until
+    return best
+
+
 @njit(cache=True)
 def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                      q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts, q_checked,
@@ -1031,6 +1063,14 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
     n_res = totals.shape[1]
     need_row = np.zeros((1, n_res), dtype=np.int64)
     zero_node = np.zeros(1, dtype=np.int64)
+    # Failures of the pooled test seen in this pass (a ring of the last FAILS): no start in
+    # [f_lo, f_hi) has a window of f_dur with f_need free on every segment, counting no
+    # credit (the test counted the reservation's own slot as free, which only adds capacity).
+    f_need = np.zeros((FAILS, n_res), dtype=np.int64)
+    f_dur = np.zeros(FAILS)
+    f_lo = np.zeros(FAILS)
+    f_hi = np.zeros(FAILS)
+    f_n = 0
     w = 0
     for q in range(q_units.shape[0]):
         s0 = q_start[q]
@@ -1051,13 +1091,25 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
         amts = q_amts[q_off[q]:q_off[q + 1]]
         req = q_req[q]
         units = q_units[q]
-        if not _pooled_candidate(times, totals, lo, hi, req, units, duration, before, first_a - duration,
-                                 s0, e0, amts):
+        not_before = first_a - duration
+        if not_before < times[lo]:
+            not_before = times[lo]
+        search_from = _known_failing_until(f_need, f_dur, f_lo, f_hi, min(f_n, FAILS), req, units, duration,
+                                           not_before, s0)
+        if not search_from < before or not _pooled_candidate(
+                times, totals, lo, hi, req, units, duration, before, search_from, s0, e0, amts):
             q_checked[q] = log_n  # cannot move even by pooled capacity: the profile is not touched
+            slot = f_n % FAILS
+            for r in range(n_res):
+                f_need[slot, r] = req[r] * units
+            f_dur[slot] = duration
+            f_lo[slot] = not_before
+            f_hi[slot] = before
+            f_n += 1
             continue
         hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, -1)
         k, count = profile_earliest(times, free, totals, lo, hi, req, units, q_mpn[q], duration, before,
-                                    first_a - duration, node_level, kind, weights, window, rows, suffix)
+                                    search_from, node_level, kind, weights, window, rows, suffix)
         if k >= 0 and times[k] < s0:
             start = times[k]
             moved[q] = 1
@@ -1083,6 +1135,9 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
             log_a[log_n] = s0  # its old interval is free now (where the new one does not overlap it)
             log_b[log_n] = e0
             log_n += 1
+            for i in range(min(f_n, FAILS)):  # windows reaching into [s0, e0) may fit now
+                if f_hi[i] > s0 - f_dur[i]:
+                    f_hi[i] = s0 - f_dur[i]
         else:
             hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, 1)
         q_checked[q] = log_n
