@@ -65,9 +65,6 @@ def main() -> None:
                           load_workload(str(args.ricc), ricc, SwfOptions(max_jobs=args.ricc_node_jobs))))
     timed(cases[0][1], cases[0][2], True)  # load the compiled code once before timing
 
-    table = Table(title="conservative backfilling: compiled profile vs Python")
-    for col in ("workload", "compressions", "compiled s", "python s", "ratio", "same schedule", "valid", "mean bsld"):
-        table.add_column(col, justify="left" if col == "workload" else "right")
     if args.compiled_only:
         table = Table(title="conservative backfilling, compiled profile")
         for col in ("workload", "compressions", "compiled s", "valid", "mean wait s", "mean bsld"):
@@ -79,6 +76,9 @@ def main() -> None:
                           f"{summary['wait_mean']:,.1f}", f"{summary['bounded_slowdown_mean']:.3f}")
         Console(width=160).print(table)
         return
+    table = Table(title="conservative backfilling: compiled profile vs Python")
+    for col in ("workload", "compressions", "compiled s", "python s", "ratio", "same schedule", "valid", "mean bsld"):
+        table.add_column(col, justify="left" if col == "workload" else "right")
     for name, system, workload in cases:
         tc, rc, dc = timed(system, workload, True)
         tp, rp, _ = timed(system, workload, False)

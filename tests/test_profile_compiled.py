@@ -88,11 +88,8 @@ def _run(system, workload, allocator, predictor, kill, profile):
     return result, dispatcher
 
 
-@SETTINGS
-@given(scenarios(max_jobs=30), hst.sampled_from(["first-fit", "best-fit"]),
-       hst.sampled_from(["walltime", "oracle", "scaled:0.3", "scaled:1.7"]), hst.sampled_from(["auto", "node"]))
-def test_compiled_compression_takes_the_python_decisions(scenario, allocator, predictor, profile):
-    system, workload, kill = scenario
+def _compiled_and_python(system, workload, allocator, predictor, kill, profile):
+    """``((result, dispatcher) compiled, (result, dispatcher) Python)`` of the same run."""
     runs = []
     for python in (False, True):
         profile_module.COMPILED = not python
@@ -100,7 +97,15 @@ def test_compiled_compression_takes_the_python_decisions(scenario, allocator, pr
             runs.append(_run(system, workload, allocator, predictor, kill, profile))
         finally:
             profile_module.COMPILED = True
-    (a, da), (b, db) = runs
+    return runs
+
+
+@SETTINGS
+@given(scenarios(max_jobs=30), hst.sampled_from(["first-fit", "best-fit"]),
+       hst.sampled_from(["walltime", "oracle", "scaled:0.3", "scaled:1.7"]), hst.sampled_from(["auto", "node"]))
+def test_compiled_compression_takes_the_python_decisions(scenario, allocator, predictor, profile):
+    system, workload, kill = scenario
+    (a, da), (b, db) = _compiled_and_python(system, workload, allocator, predictor, kill, profile)
     np.testing.assert_array_equal(a.start, b.start)
     np.testing.assert_array_equal(a.end, b.end)
     ra, rb = a.allocation_rows(), b.allocation_rows()
@@ -150,14 +155,7 @@ def test_compiled_compression_on_long_pooled_queues(seed):
         jobs.append(Job(id=i + 1, submit=t, run_time=run, wall_time=wall,
                         units=int(rng.choice([1, 1, 2, 4, 8, 16, 32])), unit_request=(1,)))
     workload = Workload(jobs, system.resources)
-    runs = []
-    for python in (False, True):
-        profile_module.COMPILED = not python
-        try:
-            runs.append(_run(system, workload, "first-fit", "walltime", True, "auto"))
-        finally:
-            profile_module.COMPILED = True
-    (a, da), (b, db) = runs
+    (a, da), (b, db) = _compiled_and_python(system, workload, "first-fit", "walltime", True, "auto")
     assert da.compressions > 100
     np.testing.assert_array_equal(a.start, b.start)
     assert da.reservations() == db.reservations()
