@@ -44,16 +44,19 @@ def run_simulation(
     validate: bool = True,
     overrides: dict[str, Any] | None = None,
     journal: str | Path | None = None,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: float = 600.0,
 ) -> RunOutcome:
     """``overrides``: parameters set on the dispatcher when it has them and the spec does not.
-    ``journal``: decision journal file; an interrupted run started again with it resumes."""
+    ``journal``: decision journal file; ``checkpoint``: checkpoint file written every
+    ``checkpoint_every`` s -- an interrupted run started again with either resumes."""
     overrides = dict(overrides or {})
     if allocator:
         overrides["allocator"] = allocator
     base_spec, suffix_predictor = split_predictor_suffix(dispatcher_spec)
     dispatcher = make_dispatcher(base_spec, **overrides)
     sim = Simulator(system, workload, dispatcher, make_predictor(suffix_predictor or predictor), options or SimulationOptions(),
-                    journal=journal)
+                    journal=journal, checkpoint=checkpoint, checkpoint_every=checkpoint_every)
     t0 = time.perf_counter()
     result = sim.run(progress=progress)
     wall = time.perf_counter() - t0

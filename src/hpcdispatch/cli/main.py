@@ -211,6 +211,12 @@ def dispatchers() -> None:
 @click.option("--journal", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="decision journal: record every decision; started again after an interruption, the "
                    "run replays the recorded decisions and goes on from there (memoryless dispatchers)")
+@click.option("--checkpoint", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="checkpoint file: the whole simulation state is saved there every --checkpoint-every "
+                   "seconds; started again after an interruption, the run goes on from it (any dispatcher, "
+                   "also those that keep a plan between calls); deleted when the run finishes")
+@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              help="wall-clock seconds between two checkpoints")
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), required=True, help="output directory")
 def simulate(**kw: Any) -> None:
     """Simulate one dispatcher on one workload and write the schedule."""
@@ -220,12 +226,19 @@ def simulate(**kw: Any) -> None:
     with progress_bar(kw["dispatcher"], len(workload), kw["quiet"]) as update:
         outcome = run_simulation(system, workload, kw["dispatcher"], kw["predictor"], make_options(kw),
                                  out_dir=kw["out"], progress=update, allocator=kw["allocator"],
-                                 overrides=cp_overrides(kw, None), journal=kw["journal"])
+                                 overrides=cp_overrides(kw, None), journal=kw["journal"],
+                                 checkpoint=kw["checkpoint"], checkpoint_every=kw["checkpoint_every"])
     s = outcome.summary
     journal = outcome.result.extra.get("journal")
     if journal:
         console.print(f"journal {journal['path']}: {journal['replayed']} decisions replayed, "
                       f"{journal['recorded']} recorded")
+    checkpoint = outcome.result.extra.get("checkpoint")
+    if checkpoint:
+        at = checkpoint["resumed_at"]
+        console.print(f"checkpoint {checkpoint['path']}: " + (
+            f"resumed at t={at['t']:,.0f} ({at['done']:,} of {at['jobs']:,} jobs done, {at['wall_s']:,.0f} s "
+            f"simulated before), " if at else "") + f"{checkpoint['writes']} written, removed at the end")
     table = Table(title=f"{s['dispatcher_params']} on {system.name}")
     table.add_column("metric")
     table.add_column("value", justify="right")

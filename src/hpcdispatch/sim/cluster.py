@@ -21,6 +21,16 @@ class ClusterState:
         self._free_ro = self.free.view()
         self._free_ro.flags.writeable = False
 
+    def __getstate__(self) -> dict:  # a checkpoint: the read-only view is re-made, not copied
+        state = dict(vars(self))
+        del state["_free_ro"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        self._free_ro = self.free.view()
+        self._free_ro.flags.writeable = False
+
     @property
     def free_readonly(self) -> np.ndarray:
         return self._free_ro

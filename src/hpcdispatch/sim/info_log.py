@@ -19,6 +19,9 @@ class _Missing:
     def __repr__(self) -> str:
         return "<missing>"
 
+    def __reduce__(self) -> str:  # pickled as the module's one instance (it is compared by identity)
+        return "MISSING"
+
 
 MISSING: Any = _Missing()
 

@@ -61,6 +61,14 @@ def _head(queue: dict[int, Job]) -> int | None:
     return next(iter(queue.values())).id if queue else None
 
 
+def run_differences(theirs: dict[str, Any], ours: dict[str, Any],
+                    equivalent: dict[str, Callable[[Any], bool]]) -> list[str]:
+    """The fields in which a saved run description (``theirs``) differs from this run's,
+    except where ``equivalent``'s predicate accepts the saved value."""
+    return sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k)
+                  and not (k in theirs and k in equivalent and equivalent[k](theirs[k])))
+
+
 class DecisionJournal:
     """Records dispatcher calls to ``path`` and replays the ones already there.
 
@@ -131,9 +139,7 @@ class DecisionJournal:
             raise JournalError(f"{self.path}, line 1: not a decision journal header") from None
         if not isinstance(header, dict) or header.get("journal") != FORMAT:
             raise JournalError(f"{self.path}, line 1: not a decision journal (format {FORMAT}) header")
-        theirs, ours = header.get("run") or {}, self.run
-        fields = sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k)
-                        and not (k in theirs and k in self.equivalent and self.equivalent[k](theirs[k])))
+        fields = run_differences(header.get("run") or {}, self.run, self.equivalent)
         if fields:
             raise JournalError(
                 f"{self.path} was written for another run (differs in: {', '.join(fields)}); "

@@ -49,6 +49,7 @@ from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStal
 from hpcdispatch.predictors.base import Predictor, WallTimePredictor
 from hpcdispatch.predictors.correction import check_correction, revised_end
 from hpcdispatch.sim.allocation import Allocation, per_node_array
+from hpcdispatch.sim.checkpoint import LOOP_STATE, Checkpoint
 from hpcdispatch.sim.cluster import ClusterState
 from hpcdispatch.sim.decision import Decision, RunningJob
 from hpcdispatch.sim.info_log import InfoLog
@@ -133,9 +134,16 @@ class Simulator:
         predictor: Predictor | None = None,
         options: SimulationOptions | None = None,
         journal: str | Path | None = None,
+        checkpoint: str | Path | None = None,
+        checkpoint_every: float = 600.0,
     ):
         """``journal``: a decision journal file (:mod:`hpcdispatch.sim.journal`); calls already
-        recorded there are replayed, new ones appended, so an interrupted run resumes."""
+        recorded there are replayed, new ones appended, so an interrupted run resumes.
+
+        ``checkpoint``: a checkpoint file (:mod:`hpcdispatch.sim.checkpoint`), written every
+        ``checkpoint_every`` wall-clock seconds; when it exists the run continues from it
+        (any dispatcher, with memory or without), and it is deleted when the run finishes.
+        Checkpoints need the Python engine ("auto" then chooses it)."""
         if tuple(workload.resources) != tuple(system.resources):
             raise ConfigError(
                 f"workload resources {list(workload.resources)} do not match system '{system.name}' "
@@ -147,6 +155,10 @@ class Simulator:
         self.predictor = predictor or WallTimePredictor()
         self.options = resolve_options(dispatcher, options)
         self.journal_path = Path(journal) if journal is not None else None
+        self.checkpoint_path = Path(checkpoint) if checkpoint is not None else None
+        if checkpoint_every < 0:
+            raise ConfigError(f"checkpoint interval must be >= 0 s, got {checkpoint_every}")
+        self.checkpoint_every = float(checkpoint_every)
         if self.journal_path is not None and not dispatcher.tags.memoryless:
             raise ConfigError(
                 f"dispatcher '{dispatcher.name}' keeps state between calls: its runs cannot resume from a journal")
@@ -163,18 +175,23 @@ class Simulator:
         # and again as the decision log grows); cycles created during the run are still
         # collected.
         gc.freeze()
-        journal = None
+        journal = checkpoint = None
+        equivalent = {"dispatcher": self.dispatcher.is_described_by}
+        if self.checkpoint_path is not None:
+            checkpoint = Checkpoint(self.checkpoint_path, self.journal_run(), self.checkpoint_every, equivalent)
         if self.journal_path is not None:
-            journal = DecisionJournal(self.journal_path, self.journal_run(),
-                                      equivalent={"dispatcher": self.dispatcher.is_described_by})
+            journal = DecisionJournal(self.journal_path, self.journal_run(), equivalent=equivalent)
         try:
-            result = self._run(progress, journal)
+            result = self._run(progress, journal, checkpoint)
         finally:
             gc.unfreeze()
             if journal is not None:
                 journal.close()
         if journal is not None:
             result.extra["journal"] = journal.summary()
+        if checkpoint is not None:
+            result.extra["checkpoint"] = checkpoint.summary()
+            checkpoint.remove()
         result.extra["engine"] = "python"
         return result
 
@@ -182,6 +199,10 @@ class Simulator:
         """The engine :meth:`run` uses: "compiled" or "python" (see ``SimulationOptions.engine``)."""
         wanted = self.options.engine
         if wanted == "python":
+            return "python"
+        if self.checkpoint_path is not None:
+            if wanted == "compiled":
+                raise ConfigError("the compiled engine cannot write checkpoints: use the Python engine")
             return "python"
         from hpcdispatch.compiled import AUTO_MIN_JOBS, refusal
 
@@ -206,71 +227,114 @@ class Simulator:
             "options": self.options.identity(),
         }
 
-    def _run(self, progress: ProgressCallback | None, journal: DecisionJournal | None) -> SimulationResult:
+    def _fresh_loop(self) -> dict[str, Any]:
+        """The simulation loop's variables at the start of a run (see ``checkpoint.LOOP_STATE``)."""
+        n = len(self.workload)
+        nan = math.nan
+        loop: dict[str, Any] = {
+            "state": ClusterState(self.system),
+            "queue": {},  # job index -> job, in submission order
+            "running": {},  # job index -> RunningJob
+            "planned": [0.0] * n,  # Python lists in the loop (numpy scalar writes are slow)
+            "planned_np": np.zeros(n, dtype=np.float64),
+            "held": {},  # job index -> [(nodes, amounts)], one pair per allocation segment
+            "segments": SegmentLog(),
+            "start_at": [nan] * n,
+            "end_at": [nan] * n,
+            "killed": [False] * n,
+            "status": [PENDING] * n,
+            "reject_reason": {},
+            "resize_log": [],
+            "heap": [],  # (time, priority, sequence, kind, payload)
+            "next_seq": 0,
+            # decision log columns: typed arrays and a by-key info log, not lists of Python
+            # objects (a whole trace makes hundreds of thousands of calls)
+            "d_time": array("d"),
+            "d_queue": array("q"),
+            "d_running": array("q"),
+            "d_started": array("q"),
+            "d_elapsed": array("d"),
+            "d_info": InfoLog(),
+            "si": 0,  # next submission
+            "calls": 0,  # dispatcher calls so far (the journal numbers them)
+            "busy_until": -math.inf,
+            "wakeup_pending": set(),
+            "tick_pending": False,
+            "done": 0,
+            "new_jobs": [],
+            "ended_jobs": [],
+            "ended_running": [],
+            "revised": {},  # jobs revised since the last call (ordered, no repeats)
+            "revisions": 0,
+            "t": -math.inf,
+            "predict_time": [0.0],
+            "wall_s": 0.0,  # wall-clock seconds simulated before (by processes that wrote a checkpoint)
+        }
+        loop["view"] = DispatchView(
+            self.system, loop["state"].free_readonly, loop["state"].free_total, loop["queue"], loop["running"],
+            loop["planned"], self.workload.unit_requests, self.options.walltime_kill, loop["planned_np"],
+            self.workload.queue_ewt, loop["held"],
+        )
+        return loop
+
+    def _run(self, progress: ProgressCallback | None, journal: DecisionJournal | None,
+             checkpoint: Checkpoint | None = None) -> SimulationResult:
         system, workload, dispatcher, opts = self.system, self.workload, self.dispatcher, self.options
         jobs = workload.jobs
         n = len(jobs)
-        dispatcher.setup(system)
-        self.predictor.reset(workload, opts.walltime_kill)
         predictor = self.predictor
+        if checkpoint is not None and checkpoint.exists():
+            loop = checkpoint.load(dispatcher, predictor, system, workload)
+        else:
+            dispatcher.setup(system)
+            predictor.reset(workload, opts.walltime_kill)
+            loop = self._fresh_loop()
+        state: ClusterState = loop["state"]
+        queue: dict[int, Job] = loop["queue"]
+        running: dict[int, RunningJob] = loop["running"]
+        planned: list[float] = loop["planned"]
+        planned_np: np.ndarray = loop["planned_np"]
+        held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = loop["held"]
+        segments: SegmentLog = loop["segments"]
+        start_at: list[float] = loop["start_at"]
+        end_at: list[float] = loop["end_at"]
+        killed: list[bool] = loop["killed"]
+        status: list[int] = loop["status"]
+        reject_reason: dict[int, str] = loop["reject_reason"]
+        resize_log: list[tuple[float, int, int, bool]] = loop["resize_log"]
+        heap: list[tuple[float, int, int, int, Any]] = loop["heap"]
+        seq = itertools.count(loop["next_seq"])
+        d_time, d_queue, d_running = loop["d_time"], loop["d_queue"], loop["d_running"]
+        d_started, d_elapsed, d_info = loop["d_started"], loop["d_elapsed"], loop["d_info"]
+        si: int = loop["si"]
+        calls: int = loop["calls"]
+        busy_until: float = loop["busy_until"]
+        wakeup_pending: set[float] = loop["wakeup_pending"]
+        tick_pending: bool = loop["tick_pending"]
+        done: int = loop["done"]
+        new_jobs: list[Job] = loop["new_jobs"]
+        ended_jobs: list[Job] = loop["ended_jobs"]
+        ended_running: list[RunningJob] = loop["ended_running"]
+        revised: dict[int, None] = loop["revised"]
+        revisions: int = loop["revisions"]
+        t: float = loop["t"]
+        predict_time: list[float] = loop["predict_time"]
 
-        state = ClusterState(system)
         requests = workload.unit_requests
-        queue: dict[int, Job] = {}
-        running: dict[int, RunningJob] = {}
-        planned: list[float] = [0.0] * n
-        planned_np = np.zeros(n, dtype=np.float64)
-        held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
-        segments = SegmentLog()
-
-        nan = math.nan
-        start_at: list[float] = [nan] * n  # Python lists in the loop (numpy scalar writes are slow)
-        end_at: list[float] = [nan] * n
-        killed: list[bool] = [False] * n
-        status: list[int] = [PENDING] * n
-        reject_reason: dict[int, str] = {}
-        resize_log: list[tuple[float, int, int, bool]] = []
-
         kill = opts.walltime_kill
         submit_l = workload.submit.tolist()
         run_l = workload.run_time.tolist()
         wall_l = workload.wall_time.tolist()
         duration = [min(r, w) if kill else r for r, w in zip(run_l, wall_l)]
 
-        view = DispatchView(
-            system, state.free_readonly, state.free_total, queue, running, planned, requests, kill, planned_np,
-            workload.queue_ewt, held,
-        )
-        heap: list[tuple[float, int, int, int, Any]] = []
-        seq = itertools.count()
+        view: DispatchView = loop["view"]
         name = dispatcher.name
-
-        # decision log columns
-        # decision log columns: typed arrays and a by-key info log, not lists of Python
-        # objects (a whole trace makes hundreds of thousands of calls)
-        d_time = array("d")
-        d_queue = array("q")
-        d_running = array("q")
-        d_started = array("q")
-        d_elapsed = array("d")
-        d_info = InfoLog()
-
-        si = 0
-        calls = 0  # dispatcher calls so far (the journal numbers them)
-        busy_until = -math.inf
-        wakeup_pending: set[float] = set()
-        tick_pending = False
         interval = opts.dispatch_interval
-        done = 0
-        new_jobs: list[Job] = []
-        ended_jobs: list[Job] = []
-        ended_running: list[RunningJob] = []
-        revised: dict[int, None] = {}  # jobs revised since the last call (ordered, no repeats)
         correction = opts.prediction_correction
-        revisions = 0
         inf = math.inf
         last_report = _time.perf_counter()
-        t = -inf
+        last_checkpoint = began = last_report
+        earlier_wall: float = loop["wall_s"]
 
         heappush, heappop = heapq.heappush, heapq.heappop
         running_added, running_removed = view._running_added, view._running_removed
@@ -279,7 +343,6 @@ class Simulator:
         take_checked = state.take_checked
         raw_learn = predictor.learn
         raw_predict = predictor.predict
-        predict_time = [0.0]
 
         def learn(job: Job, run_time: float, now: float) -> None:
             t0 = perf()
@@ -481,6 +544,16 @@ class Simulator:
                 if now_wall - last_report > 0.2:
                     progress(done, n, t)
                     last_report = now_wall
+
+            if checkpoint is not None and perf() - last_checkpoint >= checkpoint.every:
+                # the containers in ``loop`` are the loop's own; only rebound names are updated
+                loop.update(si=si, calls=calls, busy_until=busy_until, tick_pending=tick_pending, done=done,
+                            revisions=revisions, t=t, next_seq=next(seq), wall_s=earlier_wall + perf() - began)
+                seq = itertools.count(loop["next_seq"])
+                checkpoint.save(loop, dispatcher, predictor, system, workload,
+                                {"t": t, "done": done, "jobs": n, "queued": len(queue), "calls": calls,
+                                 "wall_s": loop["wall_s"]})
+                last_checkpoint = perf()
 
         if progress is not None:
             progress(done, n, t if t != inf else 0.0)

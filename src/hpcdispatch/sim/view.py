@@ -117,6 +117,19 @@ class DispatchView:
         self.ended_running: tuple[RunningJob, ...] = ()
         self.revised_running: tuple[RunningJob, ...] = ()
 
+    def __getstate__(self) -> dict:
+        """For a checkpoint (:mod:`hpcdispatch.sim.checkpoint`): the read-only proxies are
+        re-made from the dicts they show, not copied."""
+        state = dict(vars(self))
+        del state["running"]
+        state["queue_ewt"] = dict(self.queue_ewt)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        self.running = MappingProxyType(self._running)
+        self.queue_ewt = MappingProxyType(state["queue_ewt"])
+
     @property
     def free_total(self) -> tuple[int, ...]:
         return tuple(self._free_total)

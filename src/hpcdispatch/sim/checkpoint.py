@@ -1,0 +1,218 @@
+"""Checkpoints: resume a simulation whose dispatcher keeps state between calls.
+
+A decision journal (:mod:`hpcdispatch.sim.journal`) resumes a run by replaying recorded
+decisions, which only works for dispatchers whose decisions depend on the view alone. A
+dispatcher with memory -- conservative backfilling keeps its whole plan between calls --
+needs its memory back. A checkpoint is that: the simulation loop's whole state (event heap,
+queue, running jobs, free capacity, the logs so far) together with the dispatcher's and the
+predictor's attributes, written every ``every`` seconds of wall clock at the end of an
+instant (all events of that time processed, the dispatcher called if it was due). Started
+again with the same checkpoint file, the simulator continues from the instant after the
+saved one, and the run is the one that would have happened without the interruption
+(tests/test_checkpoint.py compares every start, end and decision with an uninterrupted run).
+
+The file holds a header ``{"checkpoint": FORMAT, "version", "code", "run": {...}, "at": {...}}``
+(the package version and a digest of its sources, the run's identity as a decision journal
+names it, and where the run was), then the state, in two pickles (the arrays others hold
+numpy views of, then the rest). A checkpoint holds objects of the code's own classes, so
+it resumes only with the code that wrote it (same source digest); a long run that must
+survive code changes runs from a fixed checkout (``git worktree``).
+Jobs, the workload and the system are not stored: they are written as references (pickle
+persistent ids) and resolved against the simulation that loads the checkpoint, so a
+checkpoint of a 450,000-job trace stays a few MB. A checkpoint written for another run is
+refused naming the differing fields; a damaged one is an error naming the file. Writes go
+to ``<file>.tmp`` and replace the old checkpoint in one rename, so an interruption during a
+write leaves the previous checkpoint whole. Checkpoints are pickles: load only your own.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import os
+import pickle
+from array import array
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpcdispatch import __version__
+from hpcdispatch._util import json_default
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sim.journal import run_differences
+from hpcdispatch.sim.cluster import ClusterState
+from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Job, Workload
+
+FORMAT = 1
+
+#: the simulation loop's variables a checkpoint holds (see ``Simulator._run``)
+LOOP_STATE = (
+    "state", "queue", "running", "planned", "planned_np", "held", "segments", "start_at", "end_at",
+    "killed", "status", "reject_reason", "resize_log", "heap", "next_seq", "d_time", "d_queue",
+    "d_running", "d_started", "d_elapsed", "d_info", "si", "calls", "busy_until", "wakeup_pending",
+    "tick_pending", "done", "new_jobs", "ended_jobs", "ended_running", "revised", "revisions", "t",
+    "predict_time", "view", "wall_s",
+)
+#: per-job lists of the loop that nothing else holds, stored as typed arrays (one bytes blob
+#: each); ``planned`` is not one of them: the view reads the same list
+_TYPED = {"start_at": "d", "end_at": "d", "killed": "b", "status": "b"}
+
+
+class CheckpointError(ConfigError):
+    """A checkpoint that cannot be used: another run's, or damaged."""
+
+
+class Checkpoint:
+    """Where a simulation saves its state, and how often (``every``: wall-clock seconds
+    between two writes; 0 writes after every instant, which only tests want)."""
+
+    def __init__(self, path: str | Path, run: dict[str, Any], every: float = 600.0,
+                 equivalent: dict[str, Callable[[Any], bool]] | None = None):
+        if every < 0:
+            raise ConfigError(f"checkpoint interval must be >= 0 s, got {every}")
+        self.path = Path(path)
+        self.run = json.loads(json.dumps(run, default=json_default))  # as it reads back
+        self.every = float(every)
+        self.equivalent = equivalent or {}
+        self.writes = 0
+        self.restored_at: dict[str, Any] | None = None
+        self._tmp = self.path.with_name(self.path.name + ".tmp")
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    # ---- writing ---------------------------------------------------------------------------
+    def save(self, loop: dict[str, Any], dispatcher: object, predictor: object,
+             system: System, workload: Workload, at: dict[str, Any]) -> None:
+        """Write the loop's state (``loop``: the variables of ``LOOP_STATE``) and the
+        dispatcher's and predictor's attributes; ``at``: where the run is (for people)."""
+        state = {k: (array(_TYPED[k], loop[k]) if k in _TYPED else loop[k]) for k in LOOP_STATE}
+        state["dispatcher"] = vars(dispatcher)
+        state["predictor"] = vars(predictor)
+        header = {"checkpoint": FORMAT, "version": __version__, "code": source_digest(), "run": self.run, "at": at}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with self._tmp.open("wb") as fh:
+                pickle.dump(header, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                # the arrays others hold views of first, then everything else referring to them
+                _Pickler(fh, _shared(system, workload)).dump((loop["state"], loop["planned_np"]))
+                _Pickler(fh, _shared(system, workload, loop["state"], loop["planned_np"], loop["view"])).dump(state)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(self._tmp, self.path)
+        except OSError as exc:
+            raise CheckpointError(f"cannot write the checkpoint {self.path}: {exc}") from None
+        self.writes += 1
+
+    # ---- reading ---------------------------------------------------------------------------
+    def load(self, dispatcher: object, predictor: object, system: System,
+             workload: Workload) -> dict[str, Any]:
+        """The saved loop state; the dispatcher's and predictor's attributes are restored
+        in place (the caller's objects are the run's objects)."""
+        try:
+            with self.path.open("rb") as fh:
+                header = pickle.load(fh)
+                if not isinstance(header, dict) or header.get("checkpoint") != FORMAT:
+                    raise CheckpointError(f"{self.path}: not a simulation checkpoint (format {FORMAT})")
+                if header.get("code") != source_digest():
+                    raise CheckpointError(
+                        f"{self.path} was written by other code (hpcdispatch {header.get('version')}, source "
+                        f"digest {header.get('code')}; this is {__version__}, {source_digest()}): the state it "
+                        "holds may not fit this code. Resume it with the code that wrote it, or delete it")
+                fields = run_differences(header.get("run") or {}, self.run, self.equivalent)
+                if fields:
+                    raise CheckpointError(
+                        f"{self.path} was written for another run (differs in: {', '.join(fields)}); "
+                        "use a new checkpoint file or delete this one")
+                cluster, planned_np = _Unpickler(fh, _shared(system, workload), workload).load()
+                state = _Unpickler(fh, _shared(system, workload, cluster, planned_np), workload).load()
+        except CheckpointError:
+            raise
+        except Exception as exc:  # whatever a damaged pickle raises
+            raise CheckpointError(f"{self.path}: damaged checkpoint ({type(exc).__name__}: {exc}); "
+                                  "delete it to start the run from the beginning") from None
+        missing = [k for k in LOOP_STATE + ("dispatcher", "predictor") if k not in state]
+        if missing:
+            raise CheckpointError(f"{self.path}: damaged checkpoint (missing {', '.join(missing)})")
+        _replace_vars(dispatcher, state.pop("dispatcher"))
+        _replace_vars(predictor, state.pop("predictor"))
+        for k in _TYPED:
+            state[k] = state[k].tolist()
+        self.restored_at = header.get("at")
+        return state
+
+    def remove(self) -> None:
+        """Delete the checkpoint (the run finished)."""
+        for p in (self.path, self._tmp):
+            p.unlink(missing_ok=True)
+
+    def summary(self) -> dict[str, Any]:
+        return {"path": str(self.path), "every_s": self.every, "writes": self.writes,
+                "resumed_at": self.restored_at}
+
+
+@functools.cache
+def source_digest() -> str:
+    """A digest of the package's Python sources: a checkpoint holds objects of this code's
+    classes (a dispatcher's plan), so it only resumes with the code that wrote it."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _replace_vars(obj: object, saved: dict[str, Any]) -> None:
+    attrs = vars(obj)
+    attrs.clear()
+    attrs.update(saved)
+
+
+def _shared(system: System, workload: Workload, cluster: ClusterState | None = None,
+            planned_np: np.ndarray | None = None, view: DispatchView | None = None) -> dict[int, tuple[object, str]]:
+    """Objects written as references, by ``id``: the run's own (system, workload, its request
+    rows) and, once the cluster state and the planned durations are known, what others share
+    of them (the free-capacity view and pooled totals, the planned durations' read-only view)
+    -- a pickled numpy view would come back as a copy that no longer follows its base."""
+    objects: dict[str, object] = {"system": system, "workload": workload, "requests": workload.unit_requests}
+    if cluster is not None and planned_np is not None:
+        planned_ro = planned_np.view() if view is None else view.planned_durations
+        planned_ro.flags.writeable = False
+        objects.update(cluster=cluster, free_ro=cluster.free_readonly, free_total=cluster.free_total,
+                       planned_np=planned_np, planned_ro=planned_ro)
+    return {id(obj): (obj, key) for key, obj in objects.items()}
+
+
+class _Pickler(pickle.Pickler):
+    """Writes jobs (by index) and the shared objects (by name) as references."""
+
+    def __init__(self, fh: io.BufferedWriter, shared: dict[int, tuple[object, str]]):
+        super().__init__(fh, protocol=pickle.HIGHEST_PROTOCOL)
+        self._shared = shared
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is Job:
+            return ("job", obj.index)
+        entry = self._shared.get(id(obj))
+        return None if entry is None else (entry[1], 0)
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, fh: io.BufferedReader, shared: dict[int, tuple[object, str]], workload: Workload):
+        super().__init__(fh)
+        self._shared = {key: obj for obj, key in shared.values()}
+        self._jobs = workload.jobs
+
+    def persistent_load(self, pid: Any) -> Any:
+        kind, index = pid
+        if kind == "job":
+            return self._jobs[index]
+        if kind in self._shared:
+            return self._shared[kind]
+        raise pickle.UnpicklingError(f"unknown reference {pid!r}")
