@@ -53,20 +53,6 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
 
-class _Reservation:
-    """A queued job's slot; ``checked``: the profile's :attr:`~AvailabilityProfile.freed` count
-    when the slot was last known to be the earliest the job can have."""
-
-    __slots__ = ("start", "end", "alloc", "amounts", "checked")
-
-    def __init__(self, start: float, end: float, alloc: Allocation | None, amounts: np.ndarray, checked: int = 0):
-        self.start = start
-        self.end = end
-        self.alloc = alloc
-        self.amounts = amounts
-        self.checked = checked
-
-
 @register
 class Conservative(Dispatcher):
     """Conservative backfilling: every waiting job has a reservation no later job may delay."""
@@ -83,7 +69,19 @@ class Conservative(Dispatcher):
             raise ConfigError(f"conservative: profile must be 'auto' or 'node', got '{self.profile}'")
         self._single_resource = len(system.resources) == 1
         self._profile: AvailabilityProfile | None = None
-        self._res: dict[int, _Reservation] = {}
+        # The reservations, by job index (arrays grown as indices appear): start, end, the
+        # profile's freed count when the slot was last known to be the earliest the job can
+        # have, units and max units per node; ``_has``: whether the job holds one. Pinned
+        # (node-level) reservations also name their nodes: ``_pinned[index] = (allocation,
+        # amounts per node)``; a pooled one holds units x request of the pooled capacity.
+        self._start = np.zeros(0)
+        self._end = np.zeros(0)
+        self._checked = np.zeros(0, dtype=np.int64)
+        self._units = np.zeros(0, dtype=np.int64)
+        self._mpn = np.zeros(0, dtype=np.int64)
+        self._has = np.zeros(0, dtype=bool)
+        self._pinned: dict[int, tuple[Allocation, np.ndarray]] = {}
+        self._constrained: set[int] = set()  # reserved jobs with node constraints
         # running jobs started by this dispatcher: index -> (release time in the plan, nodes, amounts)
         self._running: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
         self.rebuilds = 0
@@ -106,30 +104,74 @@ class Conservative(Dispatcher):
         return {"node_count": job.node_count, "per_node": per_node_array(job.per_node_request),
                 "contiguous": job.contiguous}
 
-    def _place(self, view: DispatchView, job: Job, before: float | None = None) -> _Reservation | None:
+    # ---- the reservations --------------------------------------------------------------------
+    def _holding(self, view: DispatchView, idx: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(nodes, amounts)`` a reservation takes in the profile."""
+        pin = self._pinned.get(idx)
+        if pin is not None:
+            return pin[0].nodes, pin[1]
+        return _NO_NODES, (view.requests[idx] * self._units[idx])[None, :]
+
+    def _set(self, view: DispatchView, job: Job, start: float, end: float, alloc: Allocation | None,
+             checked: int) -> None:
+        idx = job.index
+        if idx >= len(self._has):
+            self._grow(idx + 1)
+        self._start[idx], self._end[idx], self._checked[idx] = start, end, checked
+        self._units[idx], self._mpn[idx] = job.units, job.max_units_per_node
+        self._has[idx] = True
+        if alloc is None:
+            self._pinned.pop(idx, None)
+        else:
+            self._pinned[idx] = (alloc, held_amounts(alloc, view.requests[idx], job.per_node_request))
+        if job.constrained:
+            self._constrained.add(idx)
+
+    def _grow(self, size: int) -> None:
+        size = max(size, 2 * len(self._has), 1024)
+        for name in ("_start", "_end", "_checked", "_units", "_mpn", "_has"):
+            old = getattr(self, name)
+            new = np.zeros(size, dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+
+    def _drop(self, idx: int) -> None:
+        self._has[idx] = False
+        self._pinned.pop(idx, None)
+        self._constrained.discard(idx)
+
+    def _clear(self) -> None:
+        self._has[:] = False
+        self._pinned.clear()
+        self._constrained.clear()
+
+    def _reserved(self, view: DispatchView) -> np.ndarray:
+        """Indices of the queued jobs holding a reservation, in queue order."""
+        q = view.queue.indices()
+        if len(q) and int(q.max()) >= len(self._has):
+            self._grow(int(q.max()) + 1)
+        return q[self._has[q]]
+
+    # ------------------------------------------------------------------------------------
+    def _place(self, view: DispatchView, job: Job, before: float | None = None) -> tuple[float, Allocation | None] | None:
         profile = self._profile
         assert profile is not None
-        duration = self._duration(view, job)
         req = view.requests[job.index]
-        found = profile.earliest(
-            job.units, req, duration, self._allocator, job.max_units_per_node, before=math.inf if before is None else before,
-            **self._constraints(job),
+        return profile.earliest(
+            job.units, req, self._duration(view, job), self._allocator, job.max_units_per_node,
+            before=math.inf if before is None else before, **self._constraints(job),
         )
-        if found is None:
-            return None
-        start, alloc = found
-        if alloc is None:  # pooled profile: the nodes are chosen when the job starts
-            return _Reservation(start, start + duration, None, (req * job.units)[None, :])
-        return _Reservation(start, start + duration, alloc, held_amounts(alloc, req, job.per_node_request))
 
     def _reserve_new(self, view: DispatchView, job: Job) -> None:
-        res = self._place(view, job)
-        if res is None:
+        found = self._place(view, job)
+        if found is None:
             raise SimulationStalledError(f"conservative: job {job.id} fits nowhere in the availability profile")
         assert self._profile is not None
-        self._profile.reserve(res.start, res.end, _nodes(res), res.amounts)
-        res.checked = self._profile.freed
-        self._res[job.index] = res
+        start, alloc = found
+        self._set(view, job, start, start + self._duration(view, job), alloc, 0)
+        nodes, amounts = self._holding(view, job.index)
+        self._profile.reserve(start, float(self._end[job.index]), nodes, amounts)
+        self._checked[job.index] = self._profile.freed
 
     def _rebuild(self, view: DispatchView) -> None:
         """Plan from scratch: running jobs at their expected ends, queued jobs in order."""
@@ -145,7 +187,7 @@ class Conservative(Dispatcher):
         self._running = running
         pooled = self._pooled_exact(view.queue) and self._pooled_exact(rj.job for rj in view.running.values())
         self._profile = AvailabilityProfile(now, view.free, releases, node_level=not pooled)
-        self._res = {}
+        self._clear()
         for job in view.queue:
             self._reserve_new(view, job)
 
@@ -155,9 +197,9 @@ class Conservative(Dispatcher):
         releases = [(t, nodes, amounts) for t, nodes, amounts in self._running.values()]
         profile = AvailabilityProfile(now, view.free, releases, node_level=self._profile.node_level)
         profile.adopt_log(self._profile)
-        for job in view.queue:
-            res = self._res[job.index]
-            profile.reserve(res.start, res.end, _nodes(res), res.amounts)
+        for idx in self._reserved(view).tolist():
+            nodes, amounts = self._holding(view, idx)
+            profile.reserve(float(self._start[idx]), float(self._end[idx]), nodes, amounts)
         self._profile = profile
 
     def _compress(self, view: DispatchView) -> None:
@@ -166,45 +208,40 @@ class Conservative(Dispatcher):
         profile = self._profile
         assert profile is not None
         now = view.now
-        jobs = [job for job in view.queue if (res := self._res.get(job.index)) is not None and res.start > now]
-        if not any(job.constrained for job in jobs):
-            batch = []
-            for job in jobs:
-                res = self._res[job.index]
-                batch.append((res.start, res.end, _nodes(res), res.amounts, view.requests[job.index], job.units,
-                              job.max_units_per_node, res.checked))
-            done = profile.compress(batch, self._allocator)
+        sel = self._reserved(view)
+        sel = sel[self._start[sel] > now]
+        if not self._constrained:
+            q_start, q_end, q_checked = self._start[sel], self._end[sel], self._checked[sel]
+            pins = [self._pinned[idx] for idx in sel.tolist()] if profile.node_level else None
+            done = profile.compress(q_start, q_end, view.requests[sel], self._units[sel], self._mpn[sel], q_checked,
+                                    self._allocator, pins)
             if done is not None:  # the compiled compression did it (same moves as the loop below)
-                moved, checked = done
-                for job, move, version in zip(jobs, moved, checked):
-                    if move is None:
-                        self._res[job.index].checked = version
-                    else:
-                        start, end, alloc = move
-                        req = view.requests[job.index]
-                        amounts = (req * job.units)[None, :] if alloc is None else held_amounts(alloc, req, job.per_node_request)
-                        self._res[job.index] = _Reservation(start, end, alloc, amounts, version)
+                self._start[sel], self._end[sel], self._checked[sel] = q_start, q_end, q_checked
+                for pos, alloc in done:
+                    idx = int(sel[pos])
+                    self._pinned[idx] = (alloc, held_amounts(alloc, view.requests[idx], None))
                 return
-        for job in jobs:
-            res = self._res[job.index]
-            req = view.requests[job.index]
-            duration = res.end - res.start
+        for idx in sel.tolist():
+            job = view.queue.get(idx)
+            start, end = float(self._start[idx]), float(self._end[idx])
+            req = view.requests[idx]
+            duration = end - start
+            nodes, amounts = self._holding(view, idx)
             candidates = profile.candidate_starts(
-                req * job.units, duration, before=res.start, credit=(res.start, res.end, res.amounts.sum(axis=0))
+                req * job.units, duration, before=start, credit=(start, end, amounts.sum(axis=0))
             )
             if len(candidates[0]) == 0:
-                res.checked = profile.freed
+                self._checked[idx] = profile.freed
                 continue  # cannot move even by pooled capacity: skip the node-level search
-            profile.release(res.start, res.end, _nodes(res), res.amounts)
+            profile.release(start, end, nodes, amounts)
             found = profile.earliest(job.units, req, duration, self._allocator, job.max_units_per_node,
-                                     before=res.start, candidates=candidates, **self._constraints(job))
-            if found is not None and found[0] < res.start:
+                                     before=start, candidates=candidates, **self._constraints(job))
+            if found is not None and found[0] < start:
                 start, alloc = found
-                amounts = (req * job.units)[None, :] if alloc is None else held_amounts(alloc, req, job.per_node_request)
-                res = _Reservation(start, start + duration, alloc, amounts)
-                self._res[job.index] = res
-            profile.reserve(res.start, res.end, _nodes(res), res.amounts)
-            res.checked = profile.freed
+                self._set(view, job, start, start + duration, alloc, 0)
+                nodes, amounts = self._holding(view, idx)
+            profile.reserve(start, float(self._end[idx]), nodes, amounts)
+            self._checked[idx] = profile.freed
 
     def _sync(self, view: DispatchView) -> None:
         now = view.now
@@ -215,10 +252,11 @@ class Conservative(Dispatcher):
             if t <= now and idx in view.running:  # outlived its planned end
                 self._rebuild(view)
                 return
-        for res in self._res.values():
-            if res.start < now:  # a reservation passed without its job starting: the plan is stale
-                self._rebuild(view)
-                return
+        reserved = self._reserved(view)
+        if len(reserved) and self._start[reserved].min() < now:
+            # a reservation passed without its job starting: the plan is stale
+            self._rebuild(view)
+            return
         profile = self._profile
         profile.advance(now)
         changed = False
@@ -236,31 +274,34 @@ class Conservative(Dispatcher):
             self._rebuild(view)  # a job that needs node-level packing arrived
             return
         for job in view.new_jobs:
-            if job.index not in self._res:
+            if job.index >= len(self._has) or not self._has[job.index]:
                 self._reserve_new(view, job)
-        if len(profile) > 4 * (len(self._running) + len(self._res)) + 64:
+        if len(profile) > 4 * (len(self._running) + len(reserved) + len(view.new_jobs)) + 64:
             self._rematerialize(view)
 
     def _dispatch(self, view: DispatchView) -> Decision:
         now = view.now
         self._sync(view)
         scratch = Scratch(view, self._allocator)
-        next_start = math.inf
-        for job in view.queue:
-            res = self._res[job.index]
-            if res.start <= now:
-                if res.alloc is None:  # pooled reservation: any nodes will do, and some must
-                    alloc = scratch.try_start(job)
-                    if alloc is None:
-                        raise RuntimeError(f"conservative: the pooled reservation of job {job.id} does not fit at {now}")
-                    res.alloc, res.amounts = alloc, held_amounts(alloc, view.requests[job.index], job.per_node_request)
-                else:
-                    scratch.take(job, res.alloc)
-            elif res.start < next_start:
-                next_start = res.start
-        for s in scratch.starts:
-            res = self._res.pop(s.job.index)
-            self._running[s.job.index] = (res.end, res.alloc.nodes, res.amounts)
+        q = view.queue.indices()
+        starts = self._start[q]
+        due = starts <= now
+        later = starts[~due]
+        next_start = float(later.min()) if len(later) else math.inf
+        queued = view.queue.as_list()
+        for pos in np.flatnonzero(due).tolist():
+            job = queued[pos]
+            pin = self._pinned.get(job.index)
+            if pin is None:  # pooled reservation: any nodes will do, and some must
+                alloc = scratch.try_start(job)
+                if alloc is None:
+                    raise RuntimeError(f"conservative: the pooled reservation of job {job.id} does not fit at {now}")
+                amounts = held_amounts(alloc, view.requests[job.index], job.per_node_request)
+            else:
+                alloc, amounts = pin
+                scratch.take(job, alloc)
+            self._running[job.index] = (float(self._end[job.index]), alloc.nodes, amounts)
+            self._drop(job.index)
         # Reservations normally start when a running job ends (an event). A wake-up is only
         # needed for starts not tied to an end; starts at now + 1 come from the under-estimation
         # clamp (a job past its planned end) and would make the simulator tick every second.
@@ -274,11 +315,11 @@ class Conservative(Dispatcher):
 
     def reservations(self) -> dict[int, tuple[float, list[tuple[int, int]] | None]]:
         """Current reservations (job index -> (start, node/unit pairs or None when pooled))."""
-        return {idx: (r.start, r.alloc.pairs() if r.alloc is not None else None) for idx, r in self._res.items()}
-
-
-def _nodes(res: _Reservation) -> np.ndarray:
-    return res.alloc.nodes if res.alloc is not None else _NO_NODES
+        out = {}
+        for idx in np.flatnonzero(self._has).tolist():
+            pin = self._pinned.get(idx)
+            out[idx] = (float(self._start[idx]), pin[0].pairs() if pin is not None else None)
+        return out
 
 
 _NO_NODES = np.zeros(1, dtype=np.int64)

@@ -245,58 +245,61 @@ class AvailabilityProfile:
 
     def compress(
         self,
-        batch: list[tuple[float, float, np.ndarray, np.ndarray, np.ndarray, int, int, int]],
+        q_start: np.ndarray,
+        q_end: np.ndarray,
+        q_req: np.ndarray,
+        q_units: np.ndarray,
+        q_mpn: np.ndarray,
+        q_checked: np.ndarray,
         allocator: Allocator,
-    ) -> tuple[list[tuple[float, float, Allocation | None] | None], list[int]] | None:
+        pins: list[tuple[Allocation, np.ndarray]] | None = None,
+    ) -> list[tuple[int, Allocation]] | None:
         """Move reservations as early as they can go, in order, never later (compiled).
 
-        ``batch``: ``(start, end, nodes, amounts, unit_request, units, max_per_node,
-        checked)`` of reservations held in this profile, none of them with node constraints;
-        ``checked`` is :attr:`freed` when the reservation was last known to be at its earliest
-        possible start. Each in turn is taken out, the earliest start strictly before its
-        current one is searched (only where capacity was given back since ``checked``), and
-        it moves there (same duration) if one exists, else it is put back. Returns, per
-        entry, ``None`` (kept) or ``(start, end, allocation)`` (``None`` allocation in a
-        pooled profile), and each entry's new ``checked``; returns ``None`` altogether when
-        the compiled path does not apply (no numba, another allocator, ``COMPILED = False``):
-        the caller then does the same in Python with :meth:`candidate_starts`,
-        :meth:`release`, :meth:`earliest` and :meth:`reserve`.
+        One entry per reservation held in this profile, none of them with node constraints:
+        ``q_start`` / ``q_end`` (float64), per-unit request rows ``q_req``, ``q_units``, max
+        units per node ``q_mpn``, and ``q_checked``: :attr:`freed` when the reservation was
+        last known to be at its earliest possible start; in a node-level profile ``pins``
+        gives each one's ``(allocation, amounts per node)`` (a pooled one holds units x
+        request of the pooled capacity). Each in turn is taken out, the earliest start
+        strictly before its current one is searched (only where capacity was given back since
+        its ``checked``), and it moves there (same duration) if one exists, else it is put
+        back. ``q_start``, ``q_end`` and ``q_checked`` are updated in place; returns the new
+        allocations of the moved reservations of a node-level profile as ``[(position,
+        allocation)]`` (empty for a pooled one), or ``None`` altogether when the compiled path
+        does not apply (no numba, another allocator, ``COMPILED = False``): the caller then
+        does the same in Python with :meth:`candidate_starts`, :meth:`release`,
+        :meth:`earliest` and :meth:`reserve`.
         """
         if self._compiled(allocator) is None:
             return None
-        n = len(batch)
+        n = len(q_start)
         if n == 0:
-            return [], []
-        n_res = self._totals.shape[1]
+            return []
         self._ensure_room(2 * n + 2)
         self._log_room(n)
-        q_checked = np.fromiter((b[7] for b in batch), dtype=np.int64, count=n)
         kernels, kind, weights = self._compiled(allocator)  # scratch sized for the arrays now
-        q_start = np.fromiter((b[0] for b in batch), dtype=np.float64, count=n)
-        q_end = np.fromiter((b[1] for b in batch), dtype=np.float64, count=n)
-        q_units = np.fromiter((b[5] for b in batch), dtype=np.int64, count=n)
-        q_mpn = np.fromiter((b[6] for b in batch), dtype=np.int64, count=n)
-        q_req = np.array([b[4] for b in batch], dtype=np.int64).reshape(n, n_res)
+        i64 = np.int64
+        q_req = np.ascontiguousarray(q_req, dtype=i64)
+        q_units = np.ascontiguousarray(q_units, dtype=i64)
+        q_mpn = np.ascontiguousarray(q_mpn, dtype=i64)
         if self.node_level:
-            sizes = np.fromiter((len(b[2]) for b in batch), dtype=np.int64, count=n)
-            q_nodes = np.concatenate([b[2] for b in batch]).astype(np.int64, copy=False)
-            q_amts = np.concatenate([b[3] for b in batch]).astype(np.int64, copy=False)
+            assert pins is not None and len(pins) == n
+            sizes = np.fromiter((len(alloc.nodes) for alloc, _ in pins), dtype=i64, count=n)
+            q_nodes = np.concatenate([alloc.nodes for alloc, _ in pins]).astype(i64, copy=False)
+            q_amts = np.concatenate([amounts for _, amounts in pins]).astype(i64, copy=False)
         else:  # one "node" holding the pooled totals, as :meth:`_apply` does
-            sizes = np.ones(n, dtype=np.int64)
-            q_nodes = np.zeros(n, dtype=np.int64)
-            amounts = [b[3] for b in batch]
-            if all(len(a) == 1 for a in amounts):  # pooled reservations: one row already
-                q_amts = np.concatenate(amounts).astype(np.int64, copy=False)
-            else:
-                q_amts = np.array([a.sum(axis=0) for a in amounts], dtype=np.int64).reshape(n, n_res)
-        q_off = np.zeros(n + 1, dtype=np.int64)
+            sizes = np.ones(n, dtype=i64)
+            q_nodes = np.zeros(n, dtype=i64)
+            q_amts = q_req * q_units[:, None]
+        q_off = np.zeros(n + 1, dtype=i64)
         np.cumsum(sizes, out=q_off[1:])
         moved = np.zeros(n, dtype=np.int8)
-        out_off = np.zeros(n, dtype=np.int64)
-        out_len = np.zeros(n, dtype=np.int64)
+        out_off = np.zeros(n, dtype=i64)
+        out_len = np.zeros(n, dtype=i64)
         n_nodes = self._free.shape[1]
         # a moved reservation writes one row per node it uses: at most min(units, nodes)
-        out_rows = np.zeros((2, int(q_units.clip(max=n_nodes).sum()) if self.node_level else 1), dtype=np.int64)
+        out_rows = np.zeros((2, int(q_units.clip(max=n_nodes).sum()) if self.node_level else 1), dtype=i64)
         hi, log_n = kernels.profile_compress(
             self._times, self._free, self._totals, self.lo, self.hi, self.node_level, kind, weights,
             q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts, q_checked,
@@ -304,14 +307,13 @@ class AvailabilityProfile:
             moved, out_off, out_len, out_rows, self._window, self._rows, self._suffix,
         )
         self.hi, self._log_n = int(hi), int(log_n)
-        out: list[tuple[float, float, Allocation | None] | None] = [None] * n
+        if not self.node_level:
+            return []
+        out = []
         for q in np.flatnonzero(moved).tolist():
-            alloc = None
-            if self.node_level:
-                a, b = int(out_off[q]), int(out_off[q] + out_len[q])
-                alloc = Allocation.trusted(out_rows[0, a:b].copy(), out_rows[1, a:b].copy())
-            out[q] = (float(q_start[q]), float(q_end[q]), alloc)
-        return out, q_checked.tolist()
+            a, b = int(out_off[q]), int(out_off[q] + out_len[q])
+            out.append((q, Allocation.trusted(out_rows[0, a:b].copy(), out_rows[1, a:b].copy())))
+        return out
 
     # ---- search ------------------------------------------------------------------------------
     def candidate_starts(

@@ -456,7 +456,7 @@ class Simulator:
                     view.ended_running = tuple(ended_running)
                     # current records: a job revised, then grown or ended since, is listed as it is now
                     view.revised_running = tuple(running[i] for i in revised if i in running)
-                    queue_view._list = None
+                    queue_view._invalidate()
                     queue_before, running_before = len(queue), len(running)
                     if journal is not None and journal.has(calls):
                         decision, elapsed = journal.replay(calls, t, queue, jobs)

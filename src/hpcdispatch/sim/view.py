@@ -19,14 +19,17 @@ from hpcdispatch.workload.job import Job
 class QueueView:
     """Queued jobs in arrival order (submit time, then workload order). Read-only."""
 
-    __slots__ = ("_jobs", "_list")
+    __slots__ = ("_jobs", "_list", "_indices")
 
     def __init__(self, jobs: dict[int, Job]):
         self._jobs = jobs
         self._list: list[Job] | None = None
+        self._indices: np.ndarray | None = None
 
     def _invalidate(self) -> None:
+        """The queue changed (the simulator calls this before every dispatcher call)."""
         self._list = None
+        self._indices = None
 
     def __iter__(self) -> Iterator[Job]:
         return iter(self._jobs.values())
@@ -48,6 +51,17 @@ class QueueView:
         if self._list is None:
             self._list = list(self._jobs.values())
         return self._list
+
+    def indices(self) -> np.ndarray:
+        """The queued jobs' indices in queue order (built once per dispatcher call). Do not
+        modify it."""
+        if self._indices is None:
+            self._indices = np.fromiter(self._jobs, dtype=np.int64, count=len(self._jobs))
+        return self._indices
+
+    def get(self, index: int) -> Job:
+        """The queued job with workload index ``index`` (KeyError when it is not queued)."""
+        return self._jobs[index]
 
     def head(self) -> Job | None:
         return next(iter(self._jobs.values()), None)
