@@ -220,6 +220,7 @@ class Conservative(Dispatcher):
                 for pos, alloc in done:
                     idx = int(sel[pos])
                     self._pinned[idx] = (alloc, held_amounts(alloc, view.requests[idx], None))
+                self._trim_log(view)
                 return
         for idx in sel.tolist():
             job = view.queue.get(idx)
@@ -242,6 +243,13 @@ class Conservative(Dispatcher):
                 nodes, amounts = self._holding(view, idx)
             profile.reserve(start, float(self._end[idx]), nodes, amounts)
             self._checked[idx] = profile.freed
+        self._trim_log(view)
+
+    def _trim_log(self, view: DispatchView) -> None:
+        """Let the profile forget the given-back intervals no reservation can still ask for."""
+        reserved = self._reserved(view)
+        if len(reserved):
+            self._profile.trim_log(int(self._checked[reserved].min()))
 
     def _sync(self, view: DispatchView) -> None:
         now = view.now

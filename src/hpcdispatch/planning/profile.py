@@ -116,6 +116,7 @@ class AvailabilityProfile:
         self._log_a = np.zeros(64)
         self._log_b = np.zeros(64)
         self._log_n = 0
+        self._log_base = 0  # the version of _log_a[0] (entries before it were trimmed)
 
     # ---- views -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -209,11 +210,27 @@ class AvailabilityProfile:
         a request that fitted nowhere before ``t`` at version ``v`` can now fit at a start
         before ``t`` only in a window that overlaps an interval logged since ``v`` (taking
         capacity never helps). :meth:`compress` uses it to search only there."""
-        return self._log_n
+        return self._log_base + self._log_n
 
     def adopt_log(self, other: AvailabilityProfile) -> None:
         """Continue ``other``'s log (a profile rebuilt with the same free capacity)."""
         self._log_a, self._log_b, self._log_n = other._log_a.copy(), other._log_b.copy(), other._log_n
+        self._log_base = other._log_base
+
+    def trim_log(self, oldest: int) -> None:
+        """Forget the log's intervals before version ``oldest`` (no reservation was checked
+        earlier than that), when that drops at least half of them: the log otherwise grows by
+        every moved reservation for the whole run (RICC: over 8 million intervals after 50,000
+        jobs, most of the plan's memory)."""
+        drop = oldest - self._log_base
+        if drop <= 0 or 2 * drop < self._log_n:
+            return
+        keep = self._log_n - drop
+        self._log_a[:keep] = self._log_a[drop : self._log_n]
+        self._log_b[:keep] = self._log_b[drop : self._log_n]
+        self._log_n, self._log_base = keep, oldest
+        if len(self._log_a) > max(64, 4 * keep):  # give the memory back
+            self._log_a, self._log_b = self._log_a[: 2 * keep + 64].copy(), self._log_b[: 2 * keep + 64].copy()
 
     def _log_room(self, extra: int) -> None:
         if self._log_n + extra > len(self._log_a):
@@ -300,12 +317,14 @@ class AvailabilityProfile:
         n_nodes = self._free.shape[1]
         # a moved reservation writes one row per node it uses: at most min(units, nodes)
         out_rows = np.zeros((2, int(q_units.clip(max=n_nodes).sum()) if self.node_level else 1), dtype=i64)
+        q_checked -= self._log_base  # the kernel indexes the log arrays
         hi, log_n = kernels.profile_compress(
             self._times, self._free, self._totals, self.lo, self.hi, self.node_level, kind, weights,
             q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts, q_checked,
             self._log_a, self._log_b, self._log_n,
             moved, out_off, out_len, out_rows, self._window, self._rows, self._suffix,
         )
+        q_checked += self._log_base
         self.hi, self._log_n = int(hi), int(log_n)
         if not self.node_level:
             return []
