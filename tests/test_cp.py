@@ -326,6 +326,34 @@ def test_deterministic_search_gives_the_same_schedule_twice(name):
     assert "feasible" in runs[0][2] or "optimal" in runs[0][2]
 
 
+@pytest.mark.parametrize("name", ["hcp", "pcp20"])
+def test_version_2_is_version_1_unless_predictions_under_estimate(name):
+    # Version 2 only changes the remaining duration of a running job that outlived its
+    # prediction (max(1, s + d - t) instead of dropping it). With wall-time predictions and
+    # kills, or with the oracle, no job outlives its prediction, so v1 and v2 are the same
+    # model and (deterministic search) take the same decisions: the whole-trace v2-W / v2-R
+    # runs measure search noise only. Predictions at 0.3 x the run time make them differ.
+    from helpers import Scaled
+    from hpcdispatch.predictors import make_predictor
+
+    rng = np.random.default_rng(11)
+    system = system_of([(4, {"core": 8})], ["core"])
+    jobs = [job(i + 1, int(rng.integers(0, 150)), int(rng.integers(10, 200)), units=int(rng.integers(1, 9)),
+                req=(1,), wall=int(rng.integers(200, 500))) for i in range(30)]
+    keys = ("status", "objective", "rule_objective", "in_model", "dispatched")
+
+    def run(version: int, predictor):
+        d = make_dispatcher(f"{name}:version={version},time_unit=5,delta=0.05,delta_max=0.1,deterministic=true")
+        r = simulate(system, jobs, d, predictor)
+        return starts(r), [tuple(i.get(k) for k in keys) for i in r.decisions["info"]]
+
+    for predictor in ("walltime", "oracle"):
+        v1 = run(1, make_predictor(predictor))
+        assert sum(info[0] in ("optimal", "feasible") for info in v1[1]) >= 10  # CP-SAT decided
+        assert v1 == run(2, make_predictor(predictor)), predictor
+    assert run(1, Scaled(0.3))[0] != run(2, Scaled(0.3))[0]
+
+
 def test_slurm_style_jobs_are_refused_with_a_clear_error():
     system = cores_system(4, 4)
     jobs = [job(1, 0, 10, units=4, req=(1,)), job(2, 0, 10, units=4, req=(1,), node_count=2, contiguous=True)]
