@@ -155,10 +155,8 @@ class Simulator:
         self.predictor = predictor or WallTimePredictor()
         self.options = resolve_options(dispatcher, options)
         self.journal_path = Path(journal) if journal is not None else None
-        self.checkpoint_path = Path(checkpoint) if checkpoint is not None else None
-        if checkpoint_every < 0:
-            raise ConfigError(f"checkpoint interval must be >= 0 s, got {checkpoint_every}")
-        self.checkpoint_every = float(checkpoint_every)
+        self.checkpoint = None if checkpoint is None else Checkpoint(
+            checkpoint, self.journal_run(), checkpoint_every, {"dispatcher": dispatcher.is_described_by})
         if self.journal_path is not None and not dispatcher.tags.memoryless:
             raise ConfigError(
                 f"dispatcher '{dispatcher.name}' keeps state between calls: its runs cannot resume from a journal")
@@ -175,12 +173,11 @@ class Simulator:
         # and again as the decision log grows); cycles created during the run are still
         # collected.
         gc.freeze()
-        journal = checkpoint = None
-        equivalent = {"dispatcher": self.dispatcher.is_described_by}
-        if self.checkpoint_path is not None:
-            checkpoint = Checkpoint(self.checkpoint_path, self.journal_run(), self.checkpoint_every, equivalent)
+        journal = None
+        checkpoint = self.checkpoint
         if self.journal_path is not None:
-            journal = DecisionJournal(self.journal_path, self.journal_run(), equivalent=equivalent)
+            journal = DecisionJournal(self.journal_path, self.journal_run(),
+                                      equivalent={"dispatcher": self.dispatcher.is_described_by})
         try:
             result = self._run(progress, journal, checkpoint)
         finally:
@@ -200,7 +197,7 @@ class Simulator:
         wanted = self.options.engine
         if wanted == "python":
             return "python"
-        if self.checkpoint_path is not None:
+        if self.checkpoint is not None:
             if wanted == "compiled":
                 raise ConfigError("the compiled engine cannot write checkpoints: use the Python engine")
             return "python"
