@@ -39,6 +39,7 @@ under-estimation clamp ``now + 1``, which would make the simulation tick every s
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
@@ -84,6 +85,9 @@ class Conservative(Dispatcher):
         self._constrained: set[int] = set()  # reserved jobs with node constraints
         # running jobs started by this dispatcher: index -> (release time in the plan, nodes, amounts)
         self._running: dict[int, tuple[float, np.ndarray, np.ndarray]] = {}
+        # (release time, index) of those, a heap: the earliest planned release without a scan
+        # (entries of jobs that ended are dropped when they reach the top)
+        self._releases: list[tuple[float, int]] = []
         self.rebuilds = 0
         self.compressions = 0
 
@@ -185,6 +189,8 @@ class Conservative(Dispatcher):
             releases.append((t, rj.allocation.nodes, amounts))
             running[rj.job.index] = (t, rj.allocation.nodes, amounts)
         self._running = running
+        self._releases = [(t, idx) for idx, (t, _, _) in running.items()]
+        heapq.heapify(self._releases)
         pooled = self._pooled_exact(view.queue) and self._pooled_exact(rj.job for rj in view.running.values())
         self._profile = AvailabilityProfile(now, view.free, releases, node_level=not pooled)
         self._clear()
@@ -256,10 +262,14 @@ class Conservative(Dispatcher):
         if self._profile is None:
             self._rebuild(view)
             return
-        for idx, (t, _, _) in self._running.items():
-            if t <= now and idx in view.running:  # outlived its planned end
+        releases = self._releases
+        while releases and releases[0][0] <= now:
+            t, idx = releases[0]
+            entry = self._running.get(idx)
+            if entry is not None and entry[0] == t and idx in view.running:  # outlived its planned end
                 self._rebuild(view)
                 return
+            heapq.heappop(releases)  # it ended (now or before)
         reserved = self._reserved(view)
         if len(reserved) and self._start[reserved].min() < now:
             # a reservation passed without its job starting: the plan is stale
@@ -308,14 +318,22 @@ class Conservative(Dispatcher):
             else:
                 alloc, amounts = pin
                 scratch.take(job, alloc)
-            self._running[job.index] = (float(self._end[job.index]), alloc.nodes, amounts)
+            end = float(self._end[job.index])
+            self._running[job.index] = (end, alloc.nodes, amounts)
+            heapq.heappush(self._releases, (end, job.index))
             self._drop(job.index)
-        # Reservations normally start when a running job ends (an event). A wake-up is only
-        # needed for starts not tied to an end; starts at now + 1 come from the under-estimation
-        # clamp (a job past its planned end) and would make the simulator tick every second.
+        # Reservations normally start when a running job ends (an event). A wake-up is needed
+        # for starts not tied to an end (a job ended before its planned end and nothing could
+        # move into its slot). While a running job is past its planned end, the plan expects it
+        # to end at now + 1 (the under-estimation clamp): waking up then would make the
+        # simulator tick every second until it ends, so starts at now + 1 wait for an event
+        # then -- only then (otherwise a reservation at now + 1 would start late).
+        order = view.running_end_order()
+        clamped = bool(order) and order[0][0] <= now
+        wake = now < next_start < math.inf and (now + 1.0 < next_start or not clamped)
         return Decision(
             scratch.starts,
-            wakeup=next_start if now + 1.0 < next_start < math.inf else None,
+            wakeup=next_start if wake else None,
             info={"rebuilds": self.rebuilds, "compressions": self.compressions,
                   "segments": len(self._profile) if self._profile else 0,
                   "pooled": bool(self._profile is not None and not self._profile.node_level)},
