@@ -865,6 +865,74 @@ def profile_apply(times, free, totals, lo, hi, start, end, nodes, amounts, sign)
 
 
 @njit(cache=True)
+def _window_end(times, lo, n, j, e):
+    """First relative index ``>= j`` whose segment starts at or after ``e`` (``n`` if none):
+    galloping from ``j``, then a binary search (windows' ends only move forward)."""
+    if j >= n or times[lo + j] >= e:
+        return j
+    step = 1
+    a = j  # times[lo + a] < e
+    b = j + 1
+    while b < n and times[lo + b] < e:
+        a = b
+        step *= 2
+        b = a + step
+    if b > n:
+        b = n
+    a += 1
+    while a < b:  # first index in [a, b) with times >= e
+        m = (a + b) >> 1
+        if times[lo + m] < e:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@njit(cache=True)
+def _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, need, credit, c_start, c_end):
+    """The first relative segment ``k' >= k`` with ``times[lo + k'] < before`` whose window
+    (the segments starting before ``times[lo + k'] + duration``) passes the pooled filter
+    (every segment's totals, plus ``credit`` on segments starting in ``[c_start, c_end)``,
+    cover ``need``); segments ``[k, passed)`` are known to pass and ``j`` is a
+    window end no later than ``k``'s. Returns ``(k', window end, passed)``, ``k' = -1``
+    when there is none.
+
+    Each window is read from its end backwards, down to what is known to pass: a failing
+    segment ``b`` rules out every start up to ``b`` (their windows all contain it), so the
+    next candidate is ``b + 1``, and the segments between ``b`` and the window's end are
+    known to pass. On a crowded profile a window is rejected after reading one segment or a
+    few, where a forward scan reads every segment up to the first failing one."""
+    n_res = totals.shape[1]
+    while k < n:
+        if not times[lo + k] < before:
+            return -1, j, passed
+        if j < k + 1:
+            j = k + 1
+        j = _window_end(times, lo, n, j, times[lo + k] + duration)
+        if passed < k:
+            passed = k
+        bad = -1
+        s = j - 1
+        while s >= passed:
+            a = lo + s
+            inside = times[a] >= c_start and times[a] < c_end
+            for r in range(n_res):
+                have = totals[a, r] + credit[r] if inside else totals[a, r]
+                if have < need[r]:
+                    bad = s
+                    break
+            if bad >= 0:
+                break
+            s -= 1
+        passed = j
+        if bad < 0:
+            return k, j, passed
+        k = bad + 1
+    return -1, j, passed
+
+
+@njit(cache=True)
 def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, before, not_before, node_level,
                      kind, weights, window, rows, suffix):
     """Earliest live segment ``k`` (absolute index, ``-1``: none) with ``times[k] < before``
@@ -881,42 +949,23 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
     n = hi - lo
     n_res = totals.shape[1]
     n_nodes = free.shape[1]
-    k0 = 0
-    while k0 < n and times[lo + k0] < not_before:
-        k0 += 1
+    k0 = _window_end(times, lo, n, 0, not_before)  # the first segment starting at or after not_before
+    need = np.empty(n_res, dtype=np.int64)
+    for r in range(n_res):
+        need[r] = req[r] * units
+    no_credit = np.zeros(n_res, dtype=np.int64)
     j = k0
-    scanned = k0  # segments [k, scanned) are known to pass the pooled filter
+    passed = k0  # segments [k, passed) are known to pass the pooled filter
     back = np.empty((n_nodes, n_res), dtype=np.int64)
     back_empty = True
     front_end = lo + k0  # suffix minima are valid for [a, front_end) once a flip has happened
     pushed = lo + k0
-    k = k0 - 1
-    while k + 1 < n:
-        k += 1
-        t = times[lo + k]
-        if not t < before:
+    k = k0
+    while True:
+        k, j, passed = _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, need,
+                                           no_credit, math.inf, math.inf)
+        if k < 0:
             break
-        e = t + duration
-        if j < k + 1:
-            j = k + 1
-        while j < n and times[lo + j] < e:
-            j += 1
-        if scanned < k:
-            scanned = k
-        bad = -1
-        while scanned < j:
-            s = lo + scanned
-            for r in range(n_res):
-                if totals[s, r] < req[r] * units:
-                    bad = scanned
-                    break
-            if bad >= 0:
-                break
-            scanned += 1
-        if bad >= 0:  # no window that contains segment ``bad`` passes: go on after it
-            k = bad
-            scanned = bad + 1
-            continue
         if not node_level:
             return lo + k, 0
         a = lo + k
@@ -958,53 +1007,28 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
         count = allocate(kind, window, req, mpn, units, weights, rows, 0)
         if count >= 0:
             return lo + k, count
+        k += 1
     return -1, 0
 
 
 @njit(cache=True)
 def _pooled_candidate(times, totals, lo, hi, req, units, duration, before, not_before, c_start, c_end, c_amts):
-    """Is there a start in ``[not_before, before)`` whose window passes the pooled filter
-    when ``c_amts`` (rows summed) are counted as free during ``[c_start, c_end)``? (A
-    reservation about to be taken out: the test runs before the profile is touched.)"""
+    """The first start (relative segment, ``-1``: none) in ``[not_before, before)`` whose
+    window passes the pooled filter when ``c_amts`` (rows summed) are counted as free during
+    ``[c_start, c_end)``. (A reservation about to be taken out: the test runs before the
+    profile is touched; once it is out, this is where a pooled profile's earliest start is.)"""
     n = hi - lo
     n_res = totals.shape[1]
     credit = np.zeros(n_res, dtype=np.int64)
+    need = np.empty(n_res, dtype=np.int64)
+    for r in range(n_res):
+        need[r] = req[r] * units
     for i in range(c_amts.shape[0]):
         for r in range(n_res):
             credit[r] += c_amts[i, r]
-    k = 0
-    while k < n and times[lo + k] < not_before:
-        k += 1
-    j = k
-    scanned = k
-    while k < n:
-        t = times[lo + k]
-        if not t < before:
-            return False
-        e = t + duration
-        if j < k + 1:
-            j = k + 1
-        while j < n and times[lo + j] < e:
-            j += 1
-        if scanned < k:
-            scanned = k
-        bad = -1
-        while scanned < j:
-            s = lo + scanned
-            inside = times[s] >= c_start and times[s] < c_end
-            for r in range(n_res):
-                have = totals[s, r] + credit[r] if inside else totals[s, r]
-                if have < req[r] * units:
-                    bad = scanned
-                    break
-            if bad >= 0:
-                break
-            scanned += 1
-        if bad < 0:
-            return True
-        k = bad + 1
-        scanned = k
-    return False
+    k = _window_end(times, lo, n, 0, not_before)
+    k, _, _ = _next_pooled_window(times, totals, lo, n, k, k, k, before, duration, need, credit, c_start, c_end)
+    return k
 
 
 #: how many failed pooled tests :func:`profile_compress` remembers within one pass
@@ -1057,7 +1081,8 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
     ``q_checked[q]`` entries. Taking capacity never lets a job start earlier, so a window
     that fits now but did not then overlaps an interval logged since: only starts in
     ``(min a - duration, max b)`` are searched, and a reservation with nothing logged since
-    its check is skipped. A moved reservation logs its old interval. Returns the new ``hi``
+    its check is skipped. A moved reservation logs the part of its old interval it gave back
+    (all of it on a node-level profile, where it may use other nodes now). Returns the new ``hi``
     and log length; the caller guarantees room for two more segments and one more log entry
     per reservation."""
     n_res = totals.shape[1]
@@ -1072,17 +1097,37 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
     f_hi = np.zeros(FAILS)
     f_n = 0
     w = 0
+    # The hull of the log since a reservation's check, in O(1): suffix minima / maxima of the
+    # log as it is at the start of the pass, and the hull of what the pass appends (every
+    # check index is at most the length at the start: checks are set after the pass reads them).
+    log_n0 = log_n
+    suffix_a = np.empty(log_n0 + 1)
+    suffix_b = np.empty(log_n0 + 1)
+    suffix_a[log_n0] = math.inf
+    suffix_b[log_n0] = -math.inf
+    for i in range(log_n0 - 1, -1, -1):
+        suffix_a[i] = log_a[i] if log_a[i] < suffix_a[i + 1] else suffix_a[i + 1]
+        suffix_b[i] = log_b[i] if log_b[i] > suffix_b[i + 1] else suffix_b[i + 1]
+    added_a = math.inf
+    added_b = -math.inf
     for q in range(q_units.shape[0]):
         s0 = q_start[q]
         e0 = q_end[q]
         duration = e0 - s0
-        first_a = math.inf
-        last_b = -math.inf
-        for i in range(q_checked[q], log_n):
-            if log_a[i] < first_a:
-                first_a = log_a[i]
-            if log_b[i] > last_b:
-                last_b = log_b[i]
+        first_a = added_a
+        last_b = added_b
+        c = q_checked[q]
+        if c <= log_n0:
+            if suffix_a[c] < first_a:
+                first_a = suffix_a[c]
+            if suffix_b[c] > last_b:
+                last_b = suffix_b[c]
+        else:  # not reached by the callers; read the log itself
+            for i in range(c, log_n):
+                if log_a[i] < first_a:
+                    first_a = log_a[i]
+                if log_b[i] > last_b:
+                    last_b = log_b[i]
         before = s0 if s0 < last_b else last_b
         if not before > times[lo]:  # nothing given back since its check could let it start earlier
             q_checked[q] = log_n
@@ -1096,8 +1141,11 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
             not_before = times[lo]
         search_from = _known_failing_until(f_need, f_dur, f_lo, f_hi, min(f_n, FAILS), req, units, duration,
                                            not_before, s0)
-        if not search_from < before or not _pooled_candidate(
-                times, totals, lo, hi, req, units, duration, before, search_from, s0, e0, amts):
+        candidate = -1
+        if search_from < before:
+            candidate = _pooled_candidate(times, totals, lo, hi, req, units, duration, before, search_from, s0, e0,
+                                          amts)
+        if candidate < 0:
             q_checked[q] = log_n  # cannot move even by pooled capacity: the profile is not touched
             slot = f_n % FAILS
             for r in range(n_res):
@@ -1107,9 +1155,12 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
             f_hi[slot] = before
             f_n += 1
             continue
-        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, -1)
-        k, count = profile_earliest(times, free, totals, lo, hi, req, units, q_mpn[q], duration, before,
-                                    search_from, node_level, kind, weights, window, rows, suffix)
+        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, -1)  # splits only after it
+        if node_level:  # no start before the candidate passes the pooled filter
+            k, count = profile_earliest(times, free, totals, lo, hi, req, units, q_mpn[q], duration, before,
+                                        times[lo + candidate], node_level, kind, weights, window, rows, suffix)
+        else:  # taken out, its slot is free: the pooled filter with credit was the whole test
+            k, count = lo + candidate, 0
         if k >= 0 and times[k] < s0:
             start = times[k]
             moved[q] = 1
@@ -1132,12 +1183,22 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 for r in range(n_res):
                     need_row[0, r] = req[r] * units
                 hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, 1)
-            log_a[log_n] = s0  # its old interval is free now (where the new one does not overlap it)
+            # capacity was given back where the old interval is not covered by the new one: all
+            # of [s0, e0) on a node-level profile (other nodes may be used now), only its
+            # uncovered end [max(s0, start + duration), e0) on a pooled one
+            gave = s0
+            if not node_level and start + duration > gave:
+                gave = start + duration
+            log_a[log_n] = gave
             log_b[log_n] = e0
             log_n += 1
-            for i in range(min(f_n, FAILS)):  # windows reaching into [s0, e0) may fit now
-                if f_hi[i] > s0 - f_dur[i]:
-                    f_hi[i] = s0 - f_dur[i]
+            if gave < added_a:
+                added_a = gave
+            if e0 > added_b:
+                added_b = e0
+            for i in range(min(f_n, FAILS)):  # windows reaching into [gave, e0) may fit now
+                if f_hi[i] > gave - f_dur[i]:
+                    f_hi[i] = gave - f_dur[i]
         else:
             hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, 1)
         q_checked[q] = log_n
