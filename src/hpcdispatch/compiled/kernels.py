@@ -811,9 +811,11 @@ def run_steps(st, max_steps):
 
 
 @njit(cache=True)
-def profile_split(times, free, totals, lo, hi, t):
+def profile_split(times, free, totals, lo, hi, t, blocks):
     """Make ``t`` a segment boundary; return (absolute index of the segment starting at
-    ``t``, new ``hi``). The caller guarantees room for one more segment."""
+    ``t``, new ``hi``). The caller guarantees room for one more segment. ``blocks``
+    (:func:`_block_minima`; none when it has no rows) are kept up to date: the blocks from
+    the split on are made concrete first (segments move across them), then recomputed."""
     a, b = lo, hi
     while a < b:  # searchsorted(times[lo:hi], t, "left")
         m = (a + b) >> 1
@@ -824,6 +826,11 @@ def profile_split(times, free, totals, lo, hi, t):
     pos = a
     if pos < hi and times[pos] == t:
         return pos, hi
+    with_blocks = blocks.shape[0] > 0
+    if with_blocks:
+        first = (pos - 1 - lo) // BLOCK if pos > lo else 0
+        for blk in range(first, (hi - lo + BLOCK - 1) // BLOCK):
+            _block_concrete(free, totals, lo, hi, blocks, blk)
     n_nodes, n_res = free.shape[1], free.shape[2]
     for s in range(hi, pos, -1):
         times[s] = times[s - 1]
@@ -838,30 +845,104 @@ def profile_split(times, free, totals, lo, hi, t):
             free[pos, n, r] = free[pos - 1, n, r]
     for r in range(n_res):
         totals[pos, r] = totals[pos - 1, r]
+    if with_blocks:  # the segments from pos on moved up by one: their blocks changed
+        _block_minima(totals, lo, hi + 1, blocks, (pos - lo) // BLOCK)
     return pos, hi + 1
 
 
 @njit(cache=True)
-def profile_apply(times, free, totals, lo, hi, start, end, nodes, amounts, sign):
+def profile_apply(times, free, totals, lo, hi, start, end, nodes, amounts, sign, blocks, lazy):
     """Take (``sign`` +1) or give back (-1) ``amounts[i]`` on ``nodes[i]`` during
-    ``[start, end)``; return the new ``hi``. Room for two more segments is the caller's."""
+    ``[start, end)``; return the new ``hi``. Room for two more segments is the caller's.
+
+    ``blocks`` (none when it has no rows) are kept up to date: the minimum of a block wholly
+    inside the interval changes by the amounts, the (at most two) others are recomputed.
+    With ``lazy`` (a pooled profile: one "node", node 0), a block wholly inside takes the
+    change in its pending add instead of in each of its segments."""
     if start < times[lo]:
         start = times[lo]
     if end <= start:
         return hi
-    k, hi = profile_split(times, free, totals, lo, hi, start)
+    k, hi = profile_split(times, free, totals, lo, hi, start, blocks)
     j = hi
     if end != math.inf:
-        j, hi = profile_split(times, free, totals, lo, hi, end)
+        j, hi = profile_split(times, free, totals, lo, hi, end, blocks)
     n_res = free.shape[2]
-    for s in range(k, j):
-        for i in range(nodes.shape[0]):
-            n = nodes[i]
-            for r in range(n_res):
-                a = amounts[i, r]
-                free[s, n, r] -= a if sign > 0 else -a
-                totals[s, r] -= a if sign > 0 else -a
+    with_blocks = blocks.shape[0] > 0 and j > k
+    first = last = 0
+    if with_blocks:
+        first, last = (k - lo) // BLOCK, (j - 1 - lo) // BLOCK
+    for blk in range(first, last + 1):
+        whole = with_blocks and blk * BLOCK >= k - lo and (blk + 1) * BLOCK <= j - lo
+        if whole:
+            for i in range(nodes.shape[0]):
+                for r in range(n_res):
+                    a = amounts[i, r]
+                    d = -a if sign > 0 else a
+                    blocks[blk, 0, r] += d
+                    if lazy:
+                        blocks[blk, 1, r] += d
+            if lazy:
+                continue
+        s_from, s_to = k, j
+        if with_blocks:
+            s_from = lo + blk * BLOCK if lo + blk * BLOCK > k else k
+            s_to = lo + (blk + 1) * BLOCK if lo + (blk + 1) * BLOCK < j else j
+        for s in range(s_from, s_to):
+            for i in range(nodes.shape[0]):
+                n = nodes[i]
+                for r in range(n_res):
+                    a = amounts[i, r]
+                    free[s, n, r] -= a if sign > 0 else -a
+                    totals[s, r] -= a if sign > 0 else -a
+    if with_blocks:
+        _block_minima_one(totals, lo, hi, blocks, first)
+        if last != first:
+            _block_minima_one(totals, lo, hi, blocks, last)
     return hi
+
+
+#: segments per block of the block minima that let the compression's pooled test skip a
+#: whole block of segments that all pass
+BLOCK = 32
+
+
+@njit(cache=True)
+def _block_minima_one(totals, lo, hi, blocks, b):
+    """``blocks[b, 0]``: the minimum over the live segments of block ``b`` (``[lo + b *
+    BLOCK, lo + (b + 1) * BLOCK)`` before ``hi``) of ``totals`` plus the block's pending add
+    ``blocks[b, 1]``."""
+    end = lo + (b + 1) * BLOCK
+    if end > hi:
+        end = hi
+    for r in range(totals.shape[1]):
+        m = np.iinfo(np.int64).max
+        for x in range(lo + b * BLOCK, end):
+            if totals[x, r] < m:
+                m = totals[x, r]
+        blocks[b, 0, r] = m + blocks[b, 1, r]
+
+
+@njit(cache=True)
+def _block_minima(totals, lo, hi, blocks, first):
+    """Recompute the block minima of the blocks from ``first`` to the last live one."""
+    for b in range(first, (hi - lo + BLOCK - 1) // BLOCK):
+        _block_minima_one(totals, lo, hi, blocks, b)
+
+
+@njit(cache=True)
+def _block_concrete(free, totals, lo, hi, blocks, b):
+    """Add block ``b``'s pending add (a pooled profile's: node 0) to its segments."""
+    end = lo + (b + 1) * BLOCK
+    if end > hi:
+        end = hi
+    for r in range(totals.shape[1]):
+        d = blocks[b, 1, r]
+        if d != 0:
+            for x in range(lo + b * BLOCK, end):
+                totals[x, r] += d
+                free[x, 0, r] += d
+            blocks[b, 1, r] = 0
 
 
 @njit(cache=True)
@@ -890,7 +971,7 @@ def _window_end(times, lo, n, j, e):
 
 
 @njit(cache=True)
-def _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, need, credit, c_start, c_end):
+def _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, need, credit, c_start, c_end, blocks):
     """The first relative segment ``k' >= k`` with ``times[lo + k'] < before`` whose window
     (the segments starting before ``times[lo + k'] + duration``) passes the pooled filter
     (every segment's totals, plus ``credit`` on segments starting in ``[c_start, c_end)``,
@@ -902,8 +983,11 @@ def _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, ne
     segment ``b`` rules out every start up to ``b`` (their windows all contain it), so the
     next candidate is ``b + 1``, and the segments between ``b`` and the window's end are
     known to pass. On a crowded profile a window is rejected after reading one segment or a
-    few, where a forward scan reads every segment up to the first failing one."""
+    few, where a forward scan reads every segment up to the first failing one. With block
+    minima (``blocks`` has rows: :func:`_block_minima`), a block whose minimum covers
+    ``need`` is passed over whole, and a segment's value includes its block's pending add."""
     n_res = totals.shape[1]
+    with_blocks = blocks.shape[0] > 0
     while k < n:
         if not times[lo + k] < before:
             return -1, j, passed
@@ -915,10 +999,22 @@ def _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, ne
         bad = -1
         s = j - 1
         while s >= passed:
+            blk = s // BLOCK
+            if with_blocks:
+                covered = True
+                for r in range(n_res):
+                    if blocks[blk, 0, r] < need[r]:
+                        covered = False
+                        break
+                if covered:
+                    s = blk * BLOCK - 1
+                    continue
             a = lo + s
             inside = times[a] >= c_start and times[a] < c_end
             for r in range(n_res):
-                have = totals[a, r] + credit[r] if inside else totals[a, r]
+                have = totals[a, r] + blocks[blk, 1, r] if with_blocks else totals[a, r]
+                if inside:
+                    have += credit[r]
                 if have < need[r]:
                     bad = s
                     break
@@ -934,13 +1030,14 @@ def _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, ne
 
 @njit(cache=True)
 def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, before, not_before, node_level,
-                     kind, weights, window, rows, suffix):
+                     kind, weights, window, rows, suffix, blocks):
     """Earliest live segment ``k`` (absolute index, ``-1``: none) with ``times[k] < before``
     whose window ``[times[k], times[k] + duration)`` passes the pooled filter (every segment's
     totals cover ``units x req``) and, when ``node_level``, where the allocator places the
     units on the element-wise minimum of the window's free matrices; starts before
     ``not_before`` are not considered. Returns ``(k, rows written)``; the allocation is in
-    ``rows[:, :count]`` (node, units).
+    ``rows[:, :count]`` (node, units). ``blocks``: block minima of ``totals`` kept by the
+    caller (:func:`_block_minima`; none pending on a node-level profile), or no rows.
 
     Window minima: both ends of the windows only move forward, so they come from a queue
     built of two stacks (each segment is read at most twice, rows in memory order):
@@ -963,7 +1060,7 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
     k = k0
     while True:
         k, j, passed = _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, need,
-                                           no_credit, math.inf, math.inf)
+                                           no_credit, math.inf, math.inf, blocks)
         if k < 0:
             break
         if not node_level:
@@ -1012,7 +1109,8 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
 
 
 @njit(cache=True)
-def _pooled_candidate(times, totals, lo, hi, req, units, duration, before, not_before, c_start, c_end, c_amts):
+def _pooled_candidate(times, totals, lo, hi, req, units, duration, before, not_before, c_start, c_end, c_amts,
+                      blocks):
     """The first start (relative segment, ``-1``: none) in ``[not_before, before)`` whose
     window passes the pooled filter when ``c_amts`` (rows summed) are counted as free during
     ``[c_start, c_end)``. (A reservation about to be taken out: the test runs before the
@@ -1027,7 +1125,8 @@ def _pooled_candidate(times, totals, lo, hi, req, units, duration, before, not_b
         for r in range(n_res):
             credit[r] += c_amts[i, r]
     k = _window_end(times, lo, n, 0, not_before)
-    k, _, _ = _next_pooled_window(times, totals, lo, n, k, k, k, before, duration, need, credit, c_start, c_end)
+    k, _, _ = _next_pooled_window(times, totals, lo, n, k, k, k, before, duration, need, credit, c_start, c_end,
+                                  blocks)
     return k
 
 
@@ -1100,6 +1199,11 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
     # The hull of the log since a reservation's check, in O(1): suffix minima / maxima of the
     # log as it is at the start of the pass, and the hull of what the pass appends (every
     # check index is at most the length at the start: checks are set after the pass reads them).
+    # block minima of the totals over the room the caller made (segments may be added); on a
+    # pooled profile, changes to whole blocks wait in the blocks' pending adds until the end
+    blocks = np.zeros(((times.shape[0] - lo) // BLOCK + 1, 2, n_res), dtype=np.int64)
+    _block_minima(totals, lo, hi, blocks, 0)
+    lazy = not node_level
     log_n0 = log_n
     suffix_a = np.empty(log_n0 + 1)
     suffix_b = np.empty(log_n0 + 1)
@@ -1144,7 +1248,7 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
         candidate = -1
         if search_from < before:
             candidate = _pooled_candidate(times, totals, lo, hi, req, units, duration, before, search_from, s0, e0,
-                                          amts)
+                                          amts, blocks)
         if candidate < 0:
             q_checked[q] = log_n  # cannot move even by pooled capacity: the profile is not touched
             slot = f_n % FAILS
@@ -1155,10 +1259,11 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
             f_hi[slot] = before
             f_n += 1
             continue
-        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, -1)  # splits only after it
+        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, -1, blocks, lazy)  # splits only after it
         if node_level:  # no start before the candidate passes the pooled filter
             k, count = profile_earliest(times, free, totals, lo, hi, req, units, q_mpn[q], duration, before,
-                                        times[lo + candidate], node_level, kind, weights, window, rows, suffix)
+                                        times[lo + candidate], node_level, kind, weights, window, rows, suffix,
+                                        blocks)
         else:  # taken out, its slot is free: the pooled filter with credit was the whole test
             k, count = lo + candidate, 0
         if k >= 0 and times[k] < s0:
@@ -1178,11 +1283,12 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 out_off[q] = w
                 out_len[q] = count
                 w += count
-                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, new_nodes, new_amts, 1)
+                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, new_nodes, new_amts, 1,
+                                   blocks, lazy)
             else:
                 for r in range(n_res):
                     need_row[0, r] = req[r] * units
-                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, 1)
+                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, 1, blocks, lazy)
             # capacity was given back where the old interval is not covered by the new one: all
             # of [s0, e0) on a node-level profile (other nodes may be used now), only its
             # uncovered end [max(s0, start + duration), e0) on a pooled one
@@ -1200,6 +1306,8 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 if f_hi[i] > gave - f_dur[i]:
                     f_hi[i] = gave - f_dur[i]
         else:
-            hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, 1)
+            hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, 1, blocks, lazy)
         q_checked[q] = log_n
+    for blk in range((hi - lo + BLOCK - 1) // BLOCK):
+        _block_concrete(free, totals, lo, hi, blocks, blk)
     return hi, log_n
