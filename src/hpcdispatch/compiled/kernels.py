@@ -1108,28 +1108,6 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
     return -1, 0
 
 
-@njit(cache=True)
-def _pooled_candidate(times, totals, lo, hi, req, units, duration, before, not_before, c_start, c_end, c_amts,
-                      blocks):
-    """The first start (relative segment, ``-1``: none) in ``[not_before, before)`` whose
-    window passes the pooled filter when ``c_amts`` (rows summed) are counted as free during
-    ``[c_start, c_end)``. (A reservation about to be taken out: the test runs before the
-    profile is touched; once it is out, this is where a pooled profile's earliest start is.)"""
-    n = hi - lo
-    n_res = totals.shape[1]
-    credit = np.zeros(n_res, dtype=np.int64)
-    need = np.empty(n_res, dtype=np.int64)
-    for r in range(n_res):
-        need[r] = req[r] * units
-    for i in range(c_amts.shape[0]):
-        for r in range(n_res):
-            credit[r] += c_amts[i, r]
-    k = _window_end(times, lo, n, 0, not_before)
-    k, _, _ = _next_pooled_window(times, totals, lo, n, k, k, k, before, duration, need, credit, c_start, c_end,
-                                  blocks)
-    return k
-
-
 #: how many failed pooled tests :func:`profile_compress` remembers within one pass
 FAILS = 32
 
@@ -1196,14 +1174,17 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
     f_hi = np.zeros(FAILS)
     f_n = 0
     w = 0
-    # The hull of the log since a reservation's check, in O(1): suffix minima / maxima of the
-    # log as it is at the start of the pass, and the hull of what the pass appends (every
-    # check index is at most the length at the start: checks are set after the pass reads them).
-    # block minima of the totals over the room the caller made (segments may be added); on a
-    # pooled profile, changes to whole blocks wait in the blocks' pending adds until the end
+    # Block minima of the totals over the room the caller made (segments may be added); on a
+    # pooled profile, changes to whole blocks wait in the blocks' pending adds until the end.
     blocks = np.zeros(((times.shape[0] - lo) // BLOCK + 1, 2, n_res), dtype=np.int64)
     _block_minima(totals, lo, hi, blocks, 0)
     lazy = not node_level
+    need = np.empty(n_res, dtype=np.int64)  # a reservation's units x request ...
+    credit = np.empty(n_res, dtype=np.int64)  # ... and its own slot's capacity, summed over nodes
+    # The hull of the log since a reservation's check, in O(1): suffix minima / maxima of the
+    # log as it is at the start of the pass, and the hull of what the pass appends (checks are
+    # set after the pass reads them, so none is past the length at the start; one that were
+    # would only widen the hull, which prunes less, never wrongly).
     log_n0 = log_n
     suffix_a = np.empty(log_n0 + 1)
     suffix_b = np.empty(log_n0 + 1)
@@ -1218,20 +1199,9 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
         s0 = q_start[q]
         e0 = q_end[q]
         duration = e0 - s0
-        first_a = added_a
-        last_b = added_b
-        c = q_checked[q]
-        if c <= log_n0:
-            if suffix_a[c] < first_a:
-                first_a = suffix_a[c]
-            if suffix_b[c] > last_b:
-                last_b = suffix_b[c]
-        else:  # not reached by the callers; read the log itself
-            for i in range(c, log_n):
-                if log_a[i] < first_a:
-                    first_a = log_a[i]
-                if log_b[i] > last_b:
-                    last_b = log_b[i]
+        c = q_checked[q] if q_checked[q] < log_n0 else log_n0
+        first_a = suffix_a[c] if suffix_a[c] < added_a else added_a
+        last_b = suffix_b[c] if suffix_b[c] > added_b else added_b
         before = s0 if s0 < last_b else last_b
         if not before > times[lo]:  # nothing given back since its check could let it start earlier
             q_checked[q] = log_n
@@ -1246,9 +1216,15 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
         search_from = _known_failing_until(f_need, f_dur, f_lo, f_hi, min(f_n, FAILS), req, units, duration,
                                            not_before, s0)
         candidate = -1
-        if search_from < before:
-            candidate = _pooled_candidate(times, totals, lo, hi, req, units, duration, before, search_from, s0, e0,
-                                          amts, blocks)
+        if search_from < before:  # the pooled test, with its own slot counted as free
+            for r in range(n_res):
+                need[r] = req[r] * units
+                credit[r] = 0
+                for i in range(amts.shape[0]):
+                    credit[r] += amts[i, r]
+            k = _window_end(times, lo, hi - lo, 0, search_from)
+            candidate, _, _ = _next_pooled_window(times, totals, lo, hi - lo, k, k, k, before, duration, need,
+                                                  credit, s0, e0, blocks)
         if candidate < 0:
             q_checked[q] = log_n  # cannot move even by pooled capacity: the profile is not touched
             slot = f_n % FAILS
@@ -1287,8 +1263,9 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                                    blocks, lazy)
             else:
                 for r in range(n_res):
-                    need_row[0, r] = req[r] * units
-                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, 1, blocks, lazy)
+                    need_row[0, r] = need[r]
+                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, 1,
+                                   blocks, lazy)
             # capacity was given back where the old interval is not covered by the new one: all
             # of [s0, e0) on a node-level profile (other nodes may be used now), only its
             # uncovered end [max(s0, start + duration), e0) on a pooled one
