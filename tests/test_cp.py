@@ -11,7 +11,7 @@ from ortools.sat.python import cp_model
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
 from hpcdispatch.cp.models import pcp20
-from hpcdispatch.cp.models.common import interchangeable_jobs
+from hpcdispatch.cp.models.common import interchangeable_jobs, rule_in_group_order
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import earliest_alone, horizon_units, rule_schedule
 from hpcdispatch.allocators.base import make_allocator
@@ -423,6 +423,34 @@ def test_interchangeable_jobs_start_in_priority_order_with_the_same_optimum():
             assert info["status"] == "optimal" and info["objective"] == 2_500, (name, info)
         assert with_sym[1]["job_symmetry_pairs"] == 2, (name, with_sym[1])
         assert "job_symmetry_pairs" not in without[1]
+
+
+def test_a_rule_schedule_with_twins_out_of_order_is_realigned_not_refused(monkeypatch):
+    # The instance above. The rule's schedule is made to start the identical jobs B3, B2, B1
+    # at 5, 5, 15 the wrong way round (B1 at 15, B3 at 5), as PCP v1 with last-two predictions
+    # once did on SDSC-SP2. Job symmetry (B1 <= B2 <= B3) would make that hint infeasible; the
+    # dispatcher hands the twins' starts out in priority order instead of falling back to the
+    # rule, and still reaches the optimum of 2,500.
+    system = cores_system(1, 2)
+    inst = instance(system, [qj(0, 0, 10), qj(1, 0, 10), qj(2, 0, 10), qj(3, -20, 5, req=(2,))])
+    real = cp_dispatchers.rule_schedule
+    seen = {}
+
+    def reversed_twins(inst, policy, jobs, allocator, node_level, d_max):
+        rule = real(inst, policy, jobs, allocator, node_level, d_max)
+        assert [rule.starts[i] for i in (0, 1, 2)] == [5, 5, 15], rule.starts
+        rule.starts[0], rule.starts[2] = rule.starts[2], rule.starts[0]
+        seen["objective"] = rule.objective
+        aligned = rule_in_group_order(rule, jobs, policy, d_max)
+        seen["aligned"] = [aligned.starts[i] for i in (0, 1, 2)], aligned.objective
+        return rule
+
+    monkeypatch.setattr(cp_dispatchers, "rule_schedule", reversed_twins)
+    for name in CP_MODELS:
+        placed, info = decide(name, system, inst, force_model=True)
+        assert seen["aligned"] == ([5, 5, 15], seen["objective"]), (name, seen)
+        assert "fallback" not in info, (name, info)
+        assert placed == {3: [(0, 1)]} and info["objective"] == 2_500, (name, info)
 
 
 @st.composite

@@ -33,6 +33,7 @@ import numpy as np
 
 from hpcdispatch.allocators.base import make_allocator
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
+from hpcdispatch.cp.models.common import rule_in_group_order
 from hpcdispatch.cp.models import hcp as hcp_model
 from hpcdispatch.cp.models import pcp19 as pcp19_model
 from hpcdispatch.cp.models import hybrid as hybrid_model
@@ -172,6 +173,8 @@ class CPDispatcher(Dispatcher):
 
     def _solve(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
                d_max: float, info: dict[str, Any]) -> dict[int, Allocation | None]:
+        if self.settings.job_symmetry:
+            rule = rule_in_group_order(rule, jobs, policy, d_max)
         fallback = {j.index: rule.allocations.get(j.index) for j in rule.now()}
         try:
             horizon = horizon_units(policy, inst, jobs)
