@@ -30,6 +30,7 @@ import argparse
 import gzip
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -205,6 +206,10 @@ def park(runs: list[tuple[str, str]], finished: dict, journals: Path, parked: Pa
 
 
 def main() -> None:
+    # `kill`/`pkill` of this script must not orphan the worker of the current run: it would go
+    # on writing the journal, hold its lock and lose its result. SIGTERM becomes SystemExit,
+    # on which subprocess.run kills the worker.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plan", choices=["priority", "full"], default="priority")
     ap.add_argument("--runs", default="", help="explicit TRACE:SPEC list separated by ';'")
