@@ -19,9 +19,8 @@ import numpy as np
 import pandas as pd
 
 from hpcdispatch.cp.instance import DispatchInstance
-from hpcdispatch.cp.models.common import rule_in_group_order
 from hpcdispatch.cp.policy import Policy
-from hpcdispatch.cp.rule import earliest_alone, horizon_units, rule_schedule
+from hpcdispatch.cp.rule import horizon_units, rule_schedule
 from hpcdispatch.dispatchers.cp import CPDispatcher
 from hpcdispatch.dispatchers.registry import make_dispatcher
 from hpcdispatch.errors import ConfigError
@@ -52,12 +51,8 @@ def model_size(disp: CPDispatcher, inst: DispatchInstance) -> tuple[int, int]:
     if not jobs:
         return 0, 0
     d_max = max(j.duration for j in jobs)
-    rule = rule_schedule(inst, policy, jobs, disp._best_fit, node_level, d_max)
-    if disp.settings.job_symmetry:
-        rule = rule_in_group_order(rule, jobs, policy, d_max)
-    est = earliest_alone(inst, policy, jobs, disp._best_fit, node_level)
-    built = disp.MODEL.build(inst, policy, jobs, horizon_units(policy, inst, jobs), d_max, rule, disp.settings, est)
-    return built.size()
+    rule = disp.hint_rule(rule_schedule(inst, policy, jobs, disp._best_fit, node_level, d_max), jobs, policy, d_max)
+    return disp.build_model(inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs)).size()
 
 
 def evaluate(

@@ -33,7 +33,7 @@ import numpy as np
 
 from hpcdispatch.allocators.base import make_allocator
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import rule_in_group_order
+from hpcdispatch.cp.models.common import BuiltModel, rule_in_group_order
 from hpcdispatch.cp.models import hcp as hcp_model
 from hpcdispatch.cp.models import pcp19 as pcp19_model
 from hpcdispatch.cp.models import hybrid as hybrid_model
@@ -171,16 +171,25 @@ class CPDispatcher(Dispatcher):
         info["dispatched"] = len(placed)
         return placed, info
 
+    def hint_rule(self, rule: RuleSchedule, jobs: list[QueuedJob], policy: Policy, d_max: float) -> RuleSchedule:
+        """The rule's schedule as the model's hint (and fallback): with job symmetry, identical
+        jobs take its starts in priority order, as the model requires."""
+        return rule_in_group_order(rule, jobs, policy, d_max) if self.settings.job_symmetry else rule
+
+    def build_model(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
+                    d_max: float, horizon: int) -> BuiltModel:
+        """This dispatcher's CP model of ``inst`` with ``rule`` (from :meth:`hint_rule`) as hint."""
+        node_level = getattr(self.MODEL, "NODE_LEVEL_RULE", False)
+        est = earliest_alone(inst, policy, jobs, self._best_fit, node_level)
+        return self.MODEL.build(inst, policy, jobs, horizon, d_max, rule, self.settings, est)  # type: ignore[union-attr]
+
     def _solve(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
                d_max: float, info: dict[str, Any]) -> dict[int, Allocation | None]:
-        if self.settings.job_symmetry:
-            rule = rule_in_group_order(rule, jobs, policy, d_max)
+        rule = self.hint_rule(rule, jobs, policy, d_max)
         fallback = {j.index: rule.allocations.get(j.index) for j in rule.now()}
         try:
             horizon = horizon_units(policy, inst, jobs)
-            node_level = getattr(self.MODEL, "NODE_LEVEL_RULE", False)
-            est = earliest_alone(inst, policy, jobs, self._best_fit, node_level)
-            built = self.MODEL.build(inst, policy, jobs, horizon, d_max, rule, self.settings, est)  # type: ignore[union-attr]
+            built = self.build_model(inst, policy, jobs, rule, d_max, horizon)
             n_vars, n_cons = built.size()
             info.update(variables=n_vars, constraints=n_cons, build_s=built.build_s, horizon=horizon, **built.notes)
             outcome = solve(built.model, self.settings, self.SOLVER_PARAMS)

@@ -144,17 +144,19 @@ def rule_in_group_order(rule: RuleSchedule, jobs: list[QueuedJob], policy: Polic
     yields this order already; PCP version 1 with last-two predictions on SDSC-SP2 did not in
     15 of 100,781 decisions, which made the model refuse its hint."""
     starts, allocations = dict(rule.starts), dict(rule.allocations)
+    changed = False
     for chain in interchangeable_jobs(jobs, policy, d_max):
         slots = sorted(((rule.starts[j.index], k) for k, j in enumerate(chain)))
         if [k for _, k in slots] == list(range(len(chain))):
             continue  # already in priority order (ties keep the rule's own assignment)
+        changed = True
         placed = [(rule.starts[chain[k].index], rule.allocations.get(chain[k].index)) for _, k in slots]
         for j, (start, alloc) in zip(chain, placed):
             starts[j.index] = start
             allocations.pop(j.index, None)
             if alloc is not None:
                 allocations[j.index] = alloc
-    if starts == rule.starts:
+    if not changed:
         return rule
     aligned = RuleSchedule(order=list(rule.order), starts=starts, allocations=allocations)
     aligned.objective = policy.objective_of(jobs, starts, d_max)
