@@ -453,6 +453,47 @@ def test_a_rule_schedule_with_twins_out_of_order_is_realigned_not_refused(monkey
         assert placed == {3: [(0, 1)]} and info["objective"] == 2_500, (name, info)
 
 
+
+def rule_starts(name, version, system, inst):
+    d = make_dispatcher(f"{name}:version={version},time_unit=1")
+    d.setup(system)
+    policy = Policy(inst, d.settings, d.FLAVOUR)
+    node_level = getattr(d.MODEL, "NODE_LEVEL_RULE", False)
+    jobs = d.model_jobs(inst, policy, node_level)
+    return rule_schedule(inst, policy, jobs, d._best_fit, node_level, max(j.duration for j in jobs)).starts
+
+
+def test_a_job_the_real_nodes_refuse_now_takes_the_next_unit_so_its_twin_never_overtakes_it():
+    # 4 single-core nodes. Node 0 runs an overdue job (version 1: the model counts it as gone),
+    # node 1 a job that ends at 10; nodes 2 and 3 are really free. Queue by wait (priority):
+    # D (1 node, 10 s), A (2 nodes, 5 s), C (1 node, 2 s), B (2 nodes, 5 s); A and B identical.
+    # D starts now on node 2. A fits the model now (nodes 0 and 3) but not the real free nodes
+    # (node 3 only), so the rule plans it from t = 1: [1, 6) on nodes 0 and 3. C then fits
+    # nowhere before 6 ([6, 8)), and B takes [8, 13). Before the fix A was planned from the next
+    # segment start after now (10, the end of node 1's job) and B, taken later, started at 2
+    # (the end of C's reservation), before its identical twin -- job symmetry's order.
+    system = cores_system(4, 1)
+    running = [RunningEntry(10, 11, -5.0, -1.0, (0,), (1,), (1,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (1,))]
+    inst = instance(system, [qj(0, -30, 10), qj(1, -20, 5, units=2), qj(2, -10, 2), qj(3, 0, 5, units=2)], running)
+    for name in CP_MODELS:
+        assert rule_starts(name, 1, system, inst) == {0: 0, 1: 1, 2: 6, 3: 8}, name
+
+
+def test_a_job_the_real_nodes_refuse_when_every_running_job_is_overdue_is_planned_not_refused():
+    # 3 nodes x 3 cores; node 2's job is overdue (version 1: gone in the model). A job of
+    # 3 units x 2 cores fits the pooled models now (7 free cores) but not the real nodes (one
+    # unit on each of nodes 0 and 1). The profile has no segment start after now (no running
+    # job ends in the model, nothing else is planned): the rule raised "fits nowhere after
+    # now", which stopped the simulation. Now the job is planned at 1 and nothing starts.
+    # (The node-level models leave a job that does not fit the real nodes out of the model.)
+    system = cores_system(3, 3)
+    inst = instance(system, [qj(0, -5, 5, units=3, req=(2,))], [RunningEntry(10, 11, -5.0, -1.0, (2,), (2,), (1,))])
+    for name in ("hcp", "cp-hybrid"):
+        assert rule_starts(name, 1, system, inst) == {0: 1}, name
+        placed, info = decide(name, system, inst, version=1)
+        assert placed == {} and "fallback" not in info, (name, info)
+
+
 @st.composite
 def instances_with_twins(draw):
     """Small instances in which some jobs come in copies (same shape, duration, submit), and

@@ -80,6 +80,38 @@ def test_compiled_earliest_equals_python_on_random_profiles(node_level, allocato
         assert answers[0] == answers[1], (case, answers)
 
 
+
+@pytest.mark.parametrize("node_level", [True, False])
+def test_not_before_finds_the_exact_earliest_start_not_the_next_segment_start(node_level):
+    """``earliest(not_before=t0)`` is the first integer time >= t0 at which the job fits for
+    its whole duration (brute force over every time, on the same allocator): ``t0`` itself
+    counts even inside a segment. It used to skip to the next segment start after ``t0``,
+    which let the CP priority rule start a job before an identical one taken earlier."""
+    rng = np.random.default_rng(11)
+    inside = 0
+    for case in range(150):
+        system = _system(int(rng.integers(1, 5)), int(rng.integers(1, 6)), 0)
+        alloc = make_allocator("best-fit", system)
+        prof = random_profile(np.random.default_rng(int(rng.integers(0, 2**31))), system, node_level)
+        req = np.array([int(rng.integers(1, 6)), 0], dtype=np.int64)
+        units, duration, t0 = int(rng.integers(1, 4)), float(rng.integers(1, 30)), float(rng.integers(1, 20))
+        expected = None
+        for t in range(int(t0), 200):
+            window = np.stack([prof.free_at(float(u)) for u in range(t, t + int(duration))]).min(axis=0)
+            if node_level:
+                fits = alloc.allocate(units, req, window, 0) is not None
+            else:
+                fits = bool((window[0] >= req * units).all())
+            if fits:
+                expected = float(t)
+                break
+        boundaries = set(prof.times.tolist())
+        found = prof.earliest(units, req, duration, alloc, 0, not_before=t0)
+        assert (None if found is None else found[0]) == expected, (case, found, expected)
+        inside += found is not None and found[0] not in boundaries
+    assert inside > 10  # many answers lay inside a segment (the case that used to fail)
+
+
 def _run(system, workload, allocator, predictor, kill, profile):
     dispatcher = make_dispatcher(f"conservative:profile={profile}", allocator=allocator)
     sim = Simulator(system, workload, dispatcher, predictor=predictor_for(predictor),

@@ -3,7 +3,9 @@
 Jobs are taken in priority order; each gets the earliest start at which it fits for its
 planned duration next to the running jobs and the jobs already placed (an availability
 profile in model time units), and jobs that start now are placed node by node with best fit
-on the *actual* free capacity. The result is a complete schedule for the model's jobs:
+on the *actual* free capacity; a job that fits the model now but not the real free nodes
+(version 1 counts overdue jobs as gone; pooled models ignore fragmentation) gets its earliest
+model start from the next time unit on. The result is a complete schedule for the model's jobs:
 
 - ``cp-rule`` applies its "start now" part;
 - every CP model gets it as a complete hint (starts, and node placements for the node-level
@@ -82,6 +84,9 @@ def rule_schedule(
             now_alloc = alloc if alloc is not None and _fits(actual, alloc, req) else allocator.allocate(
                 job.units, req, actual, job.max_units_per_node)
             if now_alloc is None:
+                # the earliest model start from the next time unit on -- exactly, not the next
+                # segment start (the profile gets a boundary at 1): a job taken later never
+                # starts before an identical one taken first (job symmetry relies on that)
                 found = profile.earliest(job.units, req, dur, allocator, job.max_units_per_node, not_before=1.0)
                 if found is None:
                     raise RuntimeError(f"priority rule: job {job.id} fits nowhere after now")

@@ -177,6 +177,15 @@ class AvailabilityProfile:
         self.hi += 1
         return pos
 
+    def add_boundary(self, t: float) -> None:
+        """Make ``t`` a segment boundary (the capacity at every time stays as it is), so that
+        searches consider a start at ``t`` even when no reservation begins or ends there."""
+        if not self._times[self.lo] < t < math.inf:
+            return
+        if self.hi + 1 > len(self._times):
+            self._ensure_room(1)
+        self._split(t)
+
     def _apply(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray, sign: int) -> None:
         if not self.node_level:
             nodes, amounts = _ZERO_NODE, amounts.sum(axis=0, keepdims=True)
@@ -390,6 +399,8 @@ class AvailabilityProfile:
         :meth:`candidate_starts` computed for the current state (it is not recomputed).
         ``node_count``, ``per_node`` and ``contiguous`` are Slurm-style constraints passed on to
         the allocator (a pooled profile cannot honour them: use ``node_level=True``).
+        With ``not_before``, only starts at or after it are considered, ``not_before`` itself
+        included (it becomes a segment boundary, see :meth:`add_boundary`).
         """
         constrained = bool(node_count or contiguous or per_node is not None)
         if constrained and not self.node_level:
@@ -410,6 +421,8 @@ class AvailabilityProfile:
                     return float(self._times[k]), None
                 return float(self._times[k]), Allocation.trusted(self._rows[0, :count].copy(), self._rows[1, :count].copy())
         if candidates is None:
+            if not_before != -math.inf:
+                self.add_boundary(not_before)  # the earliest start is a boundary or not_before
             need = np.asarray(unit_request, dtype=np.int64) * units
             candidates = self.candidate_starts(need, duration, before, not_before=not_before)
         cand, ends = candidates
