@@ -454,13 +454,22 @@ def test_a_rule_schedule_with_twins_out_of_order_is_realigned_not_refused(monkey
 
 
 
-def rule_starts(name, version, system, inst):
-    d = make_dispatcher(f"{name}:version={version},time_unit=1")
+def rule_of(spec, system, inst):
+    """``(model jobs, policy, d_max, rule schedule)`` of dispatcher ``spec`` on ``inst``
+    (``None`` when no job is in the model)."""
+    d = make_dispatcher(spec)
     d.setup(system)
     policy = Policy(inst, d.settings, d.FLAVOUR)
     node_level = getattr(d.MODEL, "NODE_LEVEL_RULE", False)
     jobs = d.model_jobs(inst, policy, node_level)
-    return rule_schedule(inst, policy, jobs, d._best_fit, node_level, max(j.duration for j in jobs)).starts
+    if not jobs:
+        return None
+    d_max = max(j.duration for j in jobs)
+    return jobs, policy, d_max, rule_schedule(inst, policy, jobs, d._best_fit, node_level, d_max)
+
+
+def rule_starts(name, version, system, inst):
+    return rule_of(f"{name}:version={version},time_unit=1", system, inst)[3].starts
 
 
 def test_a_job_the_real_nodes_refuse_now_takes_the_next_unit_so_its_twin_never_overtakes_it():
@@ -520,15 +529,10 @@ def test_the_rule_never_starts_a_job_before_an_identical_one_of_higher_priority(
     and it always finds a schedule. On the old "next segment start" search this failed within
     a few hundred examples ("fits nowhere after now")."""
     system, inst = data
-    d = make_dispatcher(f"{name}:version={version},time_unit=1,reserve=10")
-    d.setup(system)
-    policy = Policy(inst, d.settings, d.FLAVOUR)
-    node_level = getattr(d.MODEL, "NODE_LEVEL_RULE", False)
-    jobs = d.model_jobs(inst, policy, node_level)
-    if not jobs:
+    found = rule_of(f"{name}:version={version},time_unit=1,reserve=10", system, inst)
+    if found is None:
         return
-    d_max = max(j.duration for j in jobs)
-    rule = rule_schedule(inst, policy, jobs, d._best_fit, node_level, d_max)
+    jobs, policy, d_max, rule = found
     for chain in interchangeable_jobs(jobs, policy, d_max):
         values = [rule.starts[j.index] for j in chain]
         assert values == sorted(values), ([j.index for j in chain], values, rule.starts)
