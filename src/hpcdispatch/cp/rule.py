@@ -3,9 +3,10 @@
 Jobs are taken in priority order; each gets the earliest start at which it fits for its
 planned duration next to the running jobs and the jobs already placed (an availability
 profile in model time units), and jobs that start now are placed node by node with best fit
-on the *actual* free capacity; a job that fits the model now but not the real free nodes
-(version 1 counts overdue jobs as gone; pooled models ignore fragmentation) gets its earliest
-model start from the next time unit on. The result is a complete schedule for the model's jobs:
+on the *actual* free capacity (node-level plans: on nodes also free in the plan for the job's
+whole duration, so a job started now never takes a node planned for an earlier one); a job
+that fits the model now but not the real free nodes (version 1 counts overdue jobs as gone;
+pooled models ignore fragmentation) gets its earliest model start from the next time unit on. The result is a complete schedule for the model's jobs:
 
 - ``cp-rule`` applies its "start now" part;
 - every CP model gets it as a complete hint (starts, and node placements for the node-level
@@ -80,9 +81,13 @@ def rule_schedule(
             raise RuntimeError(f"priority rule: job {job.id} fits nowhere in the availability profile")
         start, alloc = found
         if start == 0:
-            # "now" must hold on the real free capacity, node by node
-            now_alloc = alloc if alloc is not None and _fits(actual, alloc, req) else allocator.allocate(
-                job.units, req, actual, job.max_units_per_node)
+            # "now" must hold on the real free capacity, node by node, and (node-level plans)
+            # leave the nodes planned for the jobs already placed alone for the whole duration
+            if alloc is not None and _fits(actual, alloc, req):
+                now_alloc = alloc
+            else:
+                room = np.minimum(actual, profile.min_free(0.0, float(dur))) if node_level else actual
+                now_alloc = allocator.allocate(job.units, req, room, job.max_units_per_node)
             if now_alloc is None:
                 # the earliest model start from the next time unit on -- exactly, not the next
                 # segment start (the profile gets a boundary at 1): a job taken later never

@@ -134,6 +134,13 @@ class AvailabilityProfile:
         k = max(int(np.searchsorted(self.times, t, side="right")) - 1, 0)
         return self._free[self.lo + k]
 
+    def min_free(self, start: float, end: float) -> np.ndarray:
+        """The least free amounts (per node; pooled: one row) at any time in ``[start, end)``."""
+        times = self.times
+        k0 = max(int(np.searchsorted(times, start, side="right")) - 1, 0)
+        k1 = max(int(np.searchsorted(times, end, side="left")), k0 + 1)
+        return self._free[self.lo + k0 : self.lo + k1].min(axis=0)
+
     # ---- maintenance ---------------------------------------------------------------------
     def advance(self, now: float) -> None:
         """Drop segments that ended before ``now``; the first segment then starts at ``now``."""
