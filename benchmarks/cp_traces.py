@@ -71,6 +71,7 @@ print(json.dumps({
     "decision_max_ms": float(1000 * dt.max()),
     "statuses": dict(collections.Counter(str(i.get("status")) for i in infos)),
     "fallbacks": dict(collections.Counter(str(i.get("fallback")) for i in infos if i.get("fallback"))),
+    "hint_infeasible": sum(i.get("hint_feasible") is False for i in infos),
     "variables_median": float(np.median(variables)) if variables else 0.0,
     "variables_max": int(max(variables)) if variables else 0,
     "wait_mean": s["wait_mean"], "slowdown_mean": s["slowdown_mean"], "bsld_mean": s["bounded_slowdown_mean"],
@@ -171,9 +172,16 @@ def report(out: Path, trace: str | None = None) -> str:
         md.append("| " + " | ".join([
             trace, spec, job_symmetry_of(r), f"{r['jobs']:,}", "yes" if r["valid"] else "NO", f"{r['wall_s']:,.0f}", f"{r['decisions']:,}",
             f"{r['decision_mean_ms']:.1f}", _ms(r["decision_p99_ms"]), f"{r['decision_max_ms']:,.0f}",
-            str(sum(r["fallbacks"].values())), f"{r['variables_median']:.0f}/{r['variables_max']}",
+            _fallbacks(r), f"{r['variables_median']:.0f}/{r['variables_max']}",
             _wait(r['wait_mean']), f"{r['slowdown_mean']:.2f}", f"{r['bsld_mean']:.3f}"]) + " |")
     return "\n".join(md)
+
+
+def _fallbacks(r: dict) -> str:
+    """Rule fallbacks, and of them those whose hint the model rejected (a defect, not the
+    solver's limit; counted since the fifteenth session)."""
+    n = str(sum(r["fallbacks"].values()))
+    return f"{n} ({r['hint_infeasible']} bad hint)" if r.get("hint_infeasible") else n
 
 
 def is_finished(finished: dict, trace: str, spec: str) -> bool:

@@ -148,6 +148,29 @@ def test_no_solution_in_time_falls_back_to_the_rule(monkeypatch):
     inst = instance(system, [qj(0, -100, 10, req=(3,)), qj(1, 0, 1), qj(2, 0, 1)])
     placed, info = decide("pcp20", system, inst)
     assert set(placed) == {0} and info["fallback"] == "no solution (unknown)"
+    assert info["hint_feasible"] is True  # the solver's limit, not a bad hint
+
+
+def test_a_fallback_with_an_infeasible_hint_says_so(monkeypatch):
+    # The record tells a solver that ran out of time from a rule schedule the model rejects
+    # (a defect of the rule or the model): here the rule is made to start both 3-core jobs at
+    # 0 on the one 3-core node.
+    from hpcdispatch.cp.solve import SolveOutcome
+
+    monkeypatch.setattr(cp_dispatchers, "solve", lambda *a, **k: SolveOutcome("unknown", None, attempts=[(1.0, "unknown")]))
+    real = cp_dispatchers.rule_schedule
+
+    def overbooked(inst, policy, jobs, allocator, node_level, d_max):
+        rule = real(inst, policy, jobs, allocator, node_level, d_max)
+        rule.starts = {j.index: 0 for j in jobs}
+        return rule
+
+    monkeypatch.setattr(cp_dispatchers, "rule_schedule", overbooked)
+    system = cores_system(1, 3)
+    inst = instance(system, [qj(0, -100, 10, req=(3,)), qj(1, -50, 10, req=(3,))])
+    for name in CP_MODELS:
+        _, info = decide(name, system, inst, force_model=True, job_symmetry=False)
+        assert info["fallback"] == "no solution (unknown)" and info["hint_feasible"] is False, (name, info)
 
 
 def test_the_solution_is_never_worse_than_the_rule():

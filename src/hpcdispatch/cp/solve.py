@@ -92,3 +92,26 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
             break
         delta *= 2
     return SolveOutcome(attempts[-1][1], None, None, None, time.perf_counter() - t0, attempts, fired)
+
+
+def hint_is_solution(model: cp_model.CpModel, time_limit: float = 5.0) -> bool | None:
+    """Whether the model's hint is a solution (every hinted variable fixed to its hint):
+    ``None`` when CP-SAT could not tell within ``time_limit``. The dispatcher asks this when a
+    search returns nothing or worse than the rule, whose schedule is the hint: an infeasible
+    hint is a defect of the rule or the model, not the solver's limit, and the record says so."""
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = time_limit
+    watchdog = threading.Timer(time_limit * 1.5 + 0.25, solver.stop_search)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        code = solver.solve(model)
+    finally:
+        watchdog.cancel()
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return True
+    if code == cp_model.INFEASIBLE:
+        return False
+    return None

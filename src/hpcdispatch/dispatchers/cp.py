@@ -40,7 +40,7 @@ from hpcdispatch.cp.models import hybrid as hybrid_model
 from hpcdispatch.cp.models import pcp20 as pcp20_model
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule, earliest_alone, horizon_units, rule_schedule
-from hpcdispatch.cp.solve import solve
+from hpcdispatch.cp.solve import hint_is_solution, solve
 from hpcdispatch.dispatchers.base import Dispatcher, Tags, register
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.sim.allocation import Allocation, pooled_fits, units_fit_per_node
@@ -202,6 +202,7 @@ class CPDispatcher(Dispatcher):
             info["watchdog"] = True
         if not outcome.has_solution:
             info["fallback"] = f"no solution ({outcome.status})"
+            info["hint_feasible"] = hint_is_solution(built.model)
             return fallback
         solver = outcome.solver
         assert solver is not None
@@ -210,6 +211,7 @@ class CPDispatcher(Dispatcher):
         info.update(objective=objective, bound=outcome.bound)
         if objective > rule.objective:
             info["fallback"] = "rule better"
+            info["hint_feasible"] = hint_is_solution(built.model)
             return fallback
         now = built.decode_now(solver)
         if not now and fallback and not inst.running:
