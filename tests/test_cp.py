@@ -550,21 +550,46 @@ def test_a_job_started_now_leaves_the_nodes_planned_for_an_earlier_job_alone():
         assert solver.solve(built.model) == cp_model.OPTIMAL, name
 
 
+
+def test_pcp20_lays_out_a_rule_schedule_that_lowest_first_packing_fragments():
+    # 2 nodes x 4 cores; node 0 has 1 core busy until 1 (its box at position 0), node 1 has 3
+    # cores busy until 2. A then B, 2 cores for 4 s each: the rule starts A at 0 and B at 1,
+    # both on node 0 (pcp19 takes that hint as it is). Packed lowest first, A takes positions
+    # 1-2 and leaves B only positions 0 and 3 during [1, 5): not adjacent, so B went unhinted
+    # and the hint was not a solution. Packed from the top, A takes 2-3 and B 0-1.
+    system = cores_system(2, 4)
+    running = [RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (1,)), RunningEntry(11, 12, -5.0, 2.0, (1,), (3,), (1,))]
+    inst = instance(system, [qj(0, -30, 4, req=(2,)), qj(1, -20, 4, req=(2,))], running)
+    for name in ("pcp19", "pcp20"):
+        d, jobs, policy, d_max, rule = rule_of(f"{name}:version=3,time_unit=1", system, inst)
+        assert rule.starts == {0: 0, 1: 1} and {k: a.pairs() for k, a in rule.allocations.items()} == {0: [(0, 1)], 1: [(0, 1)]}
+        built = d.build_model(inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs))
+        assert built.notes.get("unhinted_jobs", 0) == 0, name
+        solver = cp_model.CpSolver()
+        solver.parameters.fix_variables_to_their_hinted_value = True
+        assert solver.solve(built.model) == cp_model.OPTIMAL, name
+
+
 @st.composite
 def instances_with_overdue_jobs_and_twins(draw):
-    """Single-core nodes; running jobs that end later or are overdue (version 1 counts them as
-    gone); queued jobs in copies that waited different times, interleaved with other jobs."""
+    """Single-core nodes (half the time) or multi-core ones; running jobs that end later or are
+    overdue (version 1 counts them as gone); queued jobs in copies that waited different times,
+    interleaved with other jobs, some with a units-per-node limit."""
     n_nodes = draw(st.integers(3, 8))
-    system = cores_system(n_nodes, 1)
+    cores = draw(st.sampled_from([1, 1, 2, 4]))
+    system = cores_system(n_nodes, cores)
     running = []
     for node in range(n_nodes):
         if draw(st.booleans()):
             end = float(draw(st.sampled_from([-2, -1, -1, 1, 3, 5, 8, 12])))
-            running.append(RunningEntry(100 + node, 200 + node, -20.0, end, (node,), (1,), (1,)))
-    shapes = [(draw(st.integers(1, n_nodes)), draw(st.integers(1, 12))) for _ in range(draw(st.integers(1, 3)))]
+            used = draw(st.integers(1, cores))
+            running.append(RunningEntry(100 + node, 200 + node, -20.0, end, (node,), (1,), (used,)))
+    shapes = [(draw(st.integers(1, n_nodes)), draw(st.integers(1, 12)), draw(st.integers(1, cores)),
+               draw(st.sampled_from([0, 0, 1]))) for _ in range(draw(st.integers(1, 3)))]
     picks = draw(st.lists(st.integers(0, len(shapes) - 1), min_size=2, max_size=7))
     waits = draw(st.lists(st.integers(0, 40), min_size=len(picks), max_size=len(picks), unique=True))
-    queued = [qj(i, -w, shapes[k][1], units=shapes[k][0]) for i, (k, w) in enumerate(zip(picks, waits))]
+    queued = [qj(i, -w, shapes[k][1], units=shapes[k][0], req=(shapes[k][2],), maxpn=shapes[k][3])
+              for i, (k, w) in enumerate(zip(picks, waits))]
     return system, instance(system, queued, running)
 
 
@@ -585,6 +610,8 @@ def test_the_rule_is_a_feasible_hint_with_identical_jobs_in_priority_order(data,
         values = [rule.starts[j.index] for j in chain]
         assert values == sorted(values), ([j.index for j in chain], values, rule.starts)
     built = d.build_model(inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs))
+    if built.notes.get("unhinted_jobs"):
+        return  # pcp20 could not lay the schedule out in adjacent positions (its packing limit)
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1

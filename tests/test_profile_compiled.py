@@ -112,6 +112,22 @@ def test_not_before_finds_the_exact_earliest_start_not_the_next_segment_start(no
     assert inside > 10  # many answers lay inside a segment (the case that used to fail)
 
 
+
+@pytest.mark.parametrize("node_level", [True, False])
+def test_min_free_is_the_least_free_capacity_over_the_interval(node_level):
+    """``min_free(a, b)`` equals the element-wise minimum of ``free_at(t)`` over every integer
+    ``t`` in ``[a, b)`` (the random profiles change only at integer times), with ``a`` and
+    ``b`` on and between segment boundaries."""
+    rng = np.random.default_rng(5)
+    for case in range(200):
+        system = _system(int(rng.integers(1, 5)), int(rng.integers(1, 6)), int(rng.integers(0, 3)))
+        prof = random_profile(np.random.default_rng(int(rng.integers(0, 2**31))), system, node_level)
+        a = int(rng.integers(0, 100))
+        b = a + int(rng.integers(1, 60))
+        expected = np.stack([prof.free_at(float(t)) for t in range(a, b)]).min(axis=0)
+        assert (prof.min_free(float(a), float(b)) == expected).all(), (case, a, b)
+
+
 def _run(system, workload, allocator, predictor, kill, profile):
     dispatcher = make_dispatcher(f"conservative:profile={profile}", allocator=allocator)
     sim = Simulator(system, workload, dispatcher, predictor=predictor_for(predictor),

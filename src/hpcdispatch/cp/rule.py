@@ -6,7 +6,8 @@ profile in model time units), and jobs that start now are placed node by node wi
 on the *actual* free capacity (node-level plans: on nodes also free in the plan for the job's
 whole duration, so a job started now never takes a node planned for an earlier one); a job
 that fits the model now but not the real free nodes (version 1 counts overdue jobs as gone;
-pooled models ignore fragmentation) gets its earliest model start from the next time unit on. The result is a complete schedule for the model's jobs:
+pooled models ignore fragmentation) gets its earliest model start from the next time unit
+on. The result is a complete schedule for the model's jobs:
 
 - ``cp-rule`` applies its "start now" part;
 - every CP model gets it as a complete hint (starts, and node placements for the node-level

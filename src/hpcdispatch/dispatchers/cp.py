@@ -202,7 +202,7 @@ class CPDispatcher(Dispatcher):
             info["watchdog"] = True
         if not outcome.has_solution:
             info["fallback"] = f"no solution ({outcome.status})"
-            info["hint_feasible"] = hint_is_solution(built.model)
+            self._check_hint(built, info)
             return fallback
         solver = outcome.solver
         assert solver is not None
@@ -211,7 +211,7 @@ class CPDispatcher(Dispatcher):
         info.update(objective=objective, bound=outcome.bound)
         if objective > rule.objective:
             info["fallback"] = "rule better"
-            info["hint_feasible"] = hint_is_solution(built.model)
+            self._check_hint(built, info)
             return fallback
         now = built.decode_now(solver)
         if not now and fallback and not inst.running:
@@ -220,6 +220,20 @@ class CPDispatcher(Dispatcher):
             info["fallback"] = "solution starts nothing on an idle machine"
             return fallback
         return now
+
+    @staticmethod
+    def _check_hint(built: BuiltModel, info: dict[str, Any]) -> None:
+        """Record whether the model accepts the rule's schedule (only after a fallback, which
+        is rare; the check loads the model once more, and its time counts in the decision's).
+        ``hint_feasible`` False with pcp20's ``unhinted_jobs`` > 0 is that model's position
+        packing, which cannot always lay the rule's schedule out (docs/RESULTS-CP.md)."""
+        t0 = time.perf_counter()
+        try:
+            info["hint_feasible"] = hint_is_solution(built.model)
+        except Exception as exc:  # a diagnostic must never stop the system
+            info["hint_feasible"] = None
+            info["hint_check_error"] = f"{type(exc).__name__}: {exc}"
+        info["hint_check_s"] = time.perf_counter() - t0
 
     # ------------------------------------------------------------------------------------
     def model_jobs(self, inst: DispatchInstance, policy: Policy, node_level: bool) -> list[QueuedJob]:

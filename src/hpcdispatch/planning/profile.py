@@ -406,8 +406,9 @@ class AvailabilityProfile:
         :meth:`candidate_starts` computed for the current state (it is not recomputed).
         ``node_count``, ``per_node`` and ``contiguous`` are Slurm-style constraints passed on to
         the allocator (a pooled profile cannot honour them: use ``node_level=True``).
-        With ``not_before``, only starts at or after it are considered, ``not_before`` itself
-        included (it becomes a segment boundary, see :meth:`add_boundary`).
+        With ``not_before``, only starts at or after it are considered; unless ``candidates``
+        are passed, ``not_before`` itself is one (it becomes a segment boundary, see
+        :meth:`add_boundary`).
         """
         constrained = bool(node_count or contiguous or per_node is not None)
         if constrained and not self.node_level:
