@@ -5,12 +5,18 @@
    recorded decisions, so reaching decision 80,000 takes seconds); ``--sample N`` picks N
    decisions that reached the solver, stratified by model size (small <= 300 variables,
    mid <= 2,000, big), with a fixed seed.
-2. ``compare``: solve every instance with the dispatcher as configured and with extra solver
+   ``--fallbacks`` picks the decisions that fell back to the priority rule instead.
+2. ``hints``: for every dumped instance, whether the model accepts the rule's schedule (its
+   hint, every hinted variable fixed) and pcp20's unhinted jobs, then the dispatcher's own
+   decision: status, fallback, time. Run it with an older checkout on ``PYTHONPATH`` to see
+   what a rule fix changed on the same instances.
+3. ``compare``: solve every instance with the dispatcher as configured and with extra solver
    parameters, alternating which goes first, and print decision time, status and objective
    per instance and in total (one run, so both sides see the same machine load).
 
     python benchmarks/cp_solver_params.py dump --journal /work/cp-journals/SDSC-SP2__pcp20-R_version1.jsonl \\
         --trace SDSC-SP2-1998-4.2-cln.swf.gz --spec pcp20-R:version=1 --sample 70 --out /tmp/pcp20-inst
+    python benchmarks/cp_solver_params.py hints /tmp/pcp20-inst --spec pcp20:version=1
     python benchmarks/cp_solver_params.py compare /tmp/pcp20-inst --spec pcp20:version=1 \\
         --param max_alldiff_domain_size=1
 """
@@ -27,6 +33,9 @@ from pathlib import Path
 
 from hpcdispatch.cp.evaluate import system_of_instance
 from hpcdispatch.cp.instance import DispatchInstance
+from hpcdispatch.cp.policy import Policy
+from hpcdispatch.cp.rule import horizon_units, rule_schedule
+from hpcdispatch.cp.solve import hint_is_solution
 from hpcdispatch.dispatchers import cp as cp_dispatchers
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.runner import run_simulation
@@ -51,6 +60,13 @@ def solver_decisions(journal: Path) -> list[tuple[int, int]]:
             if "variables" in info:
                 out.append((rec["k"], info["variables"]))
     return out
+
+
+def fallback_decisions(journal: Path) -> list[int]:
+    """The journal's decisions that fell back to the priority rule."""
+    with journal.open() as f:
+        next(f)
+        return [rec["k"] for rec in map(json.loads, f) if (rec.get("info") or {}).get("fallback")]
 
 
 def sample(decisions: list[tuple[int, int]], n: int, seed: int = 7) -> list[int]:
@@ -104,6 +120,33 @@ def _params(pairs: list[str]) -> dict:
     return out
 
 
+def hints(directory: Path, spec: str) -> None:
+    """Per instance: does the model accept the rule's schedule, and what does the dispatcher decide."""
+    accepted = fallbacks = 0
+    files = sorted(directory.glob("instance-*.json"))
+    for f in files:
+        inst = DispatchInstance.load(f)
+        d = make_dispatcher(spec)
+        d.setup(system_of_instance(inst))
+        policy = Policy(inst, d.settings, d.FLAVOUR)
+        node_level = getattr(d.MODEL, "NODE_LEVEL_RULE", False)
+        jobs = d.model_jobs(inst, policy, node_level)
+        if not jobs or d.MODEL is None:
+            print(f"| {f.stem} | no model | | | | |")
+            continue
+        d_max = max(j.duration for j in jobs)
+        rule = d.hint_rule(rule_schedule(inst, policy, jobs, d._best_fit, node_level, d_max), jobs, policy, d_max)
+        built = d.build_model(inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs))
+        ok = hint_is_solution(built.model, time_limit=10.0)
+        accepted += ok is True
+        t0 = time.perf_counter()
+        _, info = d.decide(inst)
+        fallbacks += bool(info.get("fallback"))
+        print(f"| {f.stem} | {built.size()[0]} | {ok} | {built.notes.get('unhinted_jobs', '')} | "
+              f"{info.get('status')} {info.get('fallback', '')} | {time.perf_counter() - t0:.1f} |")
+    print(f"hint accepted on {accepted} of {len(files)} instances; {fallbacks} decisions fell back to the rule")
+
+
 def compare(directory: Path, spec: str, extra: dict, baseline: dict) -> None:
     files = sorted(directory.glob("instance-*.json"))
     totals: dict[str, list[float]] = {"baseline": [], "with params": []}
@@ -140,7 +183,11 @@ def main() -> None:
     d.add_argument("--spec", required=True, help="the journal's dispatcher spec, e.g. pcp20-R:version=1")
     d.add_argument("--decisions", default="", help="comma-separated decision numbers")
     d.add_argument("--sample", type=int, default=0, help="or: this many solver decisions, by model size")
+    d.add_argument("--fallbacks", action="store_true", help="or: every decision that fell back to the rule")
     d.add_argument("--out", type=Path, required=True)
+    h = sub.add_parser("hints")
+    h.add_argument("directory", type=Path)
+    h.add_argument("--spec", required=True, help="e.g. pcp20:version=1 (the instance holds the predictions)")
     c = sub.add_parser("compare")
     c.add_argument("directory", type=Path)
     c.add_argument("--spec", required=True)
@@ -149,8 +196,13 @@ def main() -> None:
     a = ap.parse_args()
     if a.cmd == "dump":
         trace = Path(a.trace) if Path(a.trace).exists() else TRACES / a.trace
-        ks = [int(x) for x in a.decisions.split(",") if x] or sample(solver_decisions(a.journal), a.sample)
+        ks = ([int(x) for x in a.decisions.split(",") if x]
+              or (fallback_decisions(a.journal) if a.fallbacks else sample(solver_decisions(a.journal), a.sample)))
         dump(a.journal, trace, a.spec, ks, a.out)
+    elif a.cmd == "hints":
+        print("| instance | variables | hint accepted | unhinted jobs | decision | s |")
+        print("|---|---:|---|---:|---|---:|")
+        hints(a.directory, a.spec)
     else:
         print("| instance | variables | baseline s | baseline status | with params s | status | baseline objective | objective |")
         print("|---|---:|---:|---|---:|---|---:|---:|")
