@@ -53,6 +53,10 @@ def workload_options(default_workload: str | None) -> Any:
             click.option("--memory", type=click.Choice(["ignore", "requested", "used"]), default="ignore",
                          show_default=True, help="map SWF memory fields onto a 'mem' resource"),
             click.option("--max-jobs", type=int, default=None, help="only the first N jobs by submit time"),
+            click.option("--submit-jitter", type=click.IntRange(min=0), default=0, show_default=True,
+                         help="move each submission by up to this many seconds (a perturbed replica of the "
+                         "workload, to measure how far a metric moves; see --jitter-seed)"),
+            click.option("--jitter-seed", type=int, default=0, show_default=True, help="seed of --submit-jitter"),
         ]
         for opt in reversed(opts):
             fn = opt(fn)
@@ -98,6 +102,8 @@ def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
         missing_walltime=kw["missing_walltime"],
         memory=kw["memory"],
         max_jobs=kw["max_jobs"],
+        submit_jitter=kw["submit_jitter"],
+        jitter_seed=kw["jitter_seed"],
     )
     system = resolve_system(kw["system"], kw["workload"])
     with console.status(f"reading {kw['workload']} ..."):

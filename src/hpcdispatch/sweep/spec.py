@@ -22,6 +22,8 @@ The schema (every key except ``workloads`` and ``dispatchers`` is optional; see
     trace = "traces/KTH-SP2-1996-2.1-cln.swf.gz"   # relative to this file
     max_jobs = 5000                     # and any SWF option: processors, units, cores_per_unit,
                                         # missing_walltime, memory
+    # submit_jitter = 60                # perturbed replicas: each submission moved by up to 60 s,
+    # seeds = { from = 1, count = 5 }   # one replica per seed (a metric's spread, not just its value)
     [[workloads]]                       # the AUCSCHED paper's Table 4 workloads (see workload/slurm.py)
     generator = "aucsched"
     workload = ["I", "V"]               # I-V, one or a list
@@ -105,6 +107,8 @@ class Cell:
             missing_walltime=str(s["missing_walltime"]),
             memory=s["memory"],
             max_jobs=s["max_jobs"],
+            submit_jitter=s.get("submit_jitter", 0),
+            jitter_seed=s.get("jitter_seed", 0),
         )
 
     def simulation_options(self) -> SimulationOptions:
@@ -321,14 +325,26 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
         if name is not None:
             _expect(w, f"{fld}.name", name, (str,), "a string")
         if "trace" in entry:
-            known = ("trace", "name", *SWF_KEYS)
+            known = ("trace", "name", "submit_jitter", "seed", "seeds", *SWF_KEYS)
             _check_keys(entry, known, w, fld)
             trace = _expect(w, f"{fld}.trace", entry["trace"], (str,), "a path to an SWF file")
             swf = _swf_canonical(entry, w, fld, SWF_KEYS)
             written = os.path.normpath(trace)
             label = name or _trace_label(trace, swf)
-            config = {"trace": written, **swf}
-            out.append(_Workload(label, None, config, _resolve_path(trace, base), swf))
+            jitter = _expect(w, f"{fld}.submit_jitter", entry.get("submit_jitter", 0), (int,), "whole seconds")
+            if jitter < 0:
+                raise w.error(f"{fld}.submit_jitter", f"must be >= 0 seconds, got {jitter}")
+            if not jitter:
+                if "seed" in entry or "seeds" in entry:
+                    raise w.error(fld, "seeds on a trace need submit_jitter > 0 (they seed the jitter; "
+                                  "without it every seed is the same trace)")
+                config = {"trace": written, **swf}
+                out.append(_Workload(label, None, config, _resolve_path(trace, base), swf))
+                continue
+            for seed in _seeds(entry, w, fld):  # perturbed replicas; unjittered ids stay as they were
+                jittered = {**swf, "submit_jitter": jitter, "jitter_seed": seed}
+                config = {"trace": written, **jittered}
+                out.append(_Workload(label, seed, config, _resolve_path(trace, base), jittered))
             continue
         generator = _expect(w, f"{fld}.generator", entry["generator"], (str,), "a string")
         if generator == "aucsched":

@@ -120,8 +120,15 @@ def resolve_system(system_spec: str, workload_spec: str) -> System:
 
 
 def load_workload(spec: str, system: System, swf_options: SwfOptions | None = None) -> Workload:
-    """Load the workload named by ``spec`` onto ``system``."""
+    """Load the workload named by ``spec`` onto ``system`` (``max_jobs``, then ``submit_jitter``)."""
     swf_options = swf_options or SwfOptions()
+    workload = _load(spec, system, swf_options)
+    if swf_options.submit_jitter:
+        workload = workload.jittered(swf_options.submit_jitter, swf_options.jitter_seed)
+    return workload
+
+
+def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
     spec = str(spec)
     if is_synthetic(spec) and spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip() == "aucsched":
         workload = aucsched_workload(system, parse_aucsched(spec), spec_string=spec)
@@ -155,5 +162,7 @@ def workload_from_source(source_kind: str, spec: str, options: dict[str, Any], s
         missing_walltime=str(options.get("missing_walltime", "queue-max")),
         memory=options.get("memory", "ignore"),
         max_jobs=options.get("max_jobs"),
+        submit_jitter=int(options.get("submit_jitter", 0)),
+        jitter_seed=int(options.get("jitter_seed", 0)),
     )
     return load_workload(spec, system, swf)

@@ -88,6 +88,10 @@ class SwfOptions:
     missing_walltime: str = "queue-max"
     memory: str = "ignore"
     max_jobs: int | None = None
+    #: move every submission by up to this many seconds (seeded; 0 = the trace as recorded),
+    #: after ``max_jobs``: replicas for measuring a metric's spread (:meth:`Workload.jittered`)
+    submit_jitter: int = 0
+    jitter_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.processors not in ("requested", "allocated"):
@@ -101,6 +105,8 @@ class SwfOptions:
             )
         if self.max_jobs is not None and self.max_jobs <= 0:
             raise ConfigError(f"max_jobs must be positive, got {self.max_jobs}")
+        if self.submit_jitter < 0:
+            raise ConfigError(f"submit_jitter must be >= 0 seconds, got {self.submit_jitter}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -1,0 +1,95 @@
+"""Perturbed replicas of a workload: submission times moved by a seeded jitter, reproducible
+from the run's recorded source (the validator re-reads it), and seeded replicas in sweeps."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from helpers import cores_system, job, trace
+from sweeps import write_spec
+
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.sweep import SweepSpecError, load_sweep
+from hpcdispatch.workload.job import Workload, WorkloadSource
+from hpcdispatch.workload.loader import load_workload, workload_from_source
+from hpcdispatch.workload.swf import SwfOptions
+
+
+def small() -> Workload:
+    jobs = [job(1, 100, 50), job(2, 100, 60), job(3, 130, 10), job(4, 500, 20)]
+    return Workload(jobs, ("core",), WorkloadSource("memory", "<test>", {"max_jobs": None}))
+
+
+def test_each_submission_moves_by_the_seeded_draw_never_before_the_first():
+    w = small()
+    shift = np.random.default_rng(5).integers(-40, 41, size=4).tolist()  # the documented draw, job by job
+    moved = w.jittered(40, seed=5)
+    expected = {j.id: max(100, j.submit + dt) for j, dt in zip(w.jobs, shift)}
+    assert {j.id: j.submit for j in moved} == expected
+    assert list(moved.submit) == sorted(expected.values())  # kept in submission order
+    assert [j.index for j in moved] == [0, 1, 2, 3]
+    # everything but the submission is untouched
+    assert {j.id: (j.run_time, j.wall_time, j.units) for j in moved} == {j.id: (j.run_time, j.wall_time, j.units) for j in w}
+    assert moved.source.options == {"max_jobs": None, "submit_jitter": 40, "jitter_seed": 5}
+    assert "jittered by up to 40 s (seed 5)" in moved.report.describe()
+    assert not any("jittered" in n for n in w.report.notes)  # the original's report is left alone
+
+
+def test_a_seed_is_a_replica_and_zero_jitter_is_the_trace():
+    w = small()
+    assert [j.submit for j in w.jittered(40, 5)] == [j.submit for j in w.jittered(40, 5)]
+    replicas = {tuple(sorted((j.id, j.submit) for j in w.jittered(40, s))) for s in range(8)}
+    assert len(replicas) > 1
+    assert w.jittered(0, 5) is w
+    with pytest.raises(ConfigError, match="submit jitter must be >= 0"):
+        w.jittered(-1, 0)
+    with pytest.raises(ConfigError, match="submit_jitter must be >= 0"):
+        SwfOptions(submit_jitter=-3)
+
+
+def test_a_jittered_trace_reloads_from_its_recorded_source():
+    system = cores_system(128, 1)
+    path = trace("SDSC-SP2-1998-4.2-cln.swf.gz")
+    plain = load_workload(str(path), system, SwfOptions(max_jobs=300))
+    moved = load_workload(str(path), system, SwfOptions(max_jobs=300, submit_jitter=60, jitter_seed=2))
+    assert len(moved) == 300 and sorted(moved.ids) == sorted(plain.ids)  # max_jobs first, then the jitter
+    before = dict(zip(plain.ids.tolist(), plain.submit.tolist()))
+    after = dict(zip(moved.ids.tolist(), moved.submit.tolist()))
+    assert max(abs(after[i] - before[i]) for i in before) <= 60 and after != before
+    again = workload_from_source(moved.source.kind, moved.source.spec, moved.source.options, system)
+    assert [(j.id, j.submit) for j in again] == [(j.id, j.submit) for j in moved]
+
+
+def test_simulate_with_jitter_validates_against_the_re_read_workload(tmp_path):
+    env = {"COLUMNS": "120", "PATH": "/usr/bin:/bin"}
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "hpcdispatch", "simulate", "-w", "synthetic:lublin,jobs=200,seed=4",
+            "--submit-jitter", "120", "--jitter-seed", "9", "-d", "easy", "-o", str(out), "-q"]
+    p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((out / "run.json").read_text())["workload"]["options"]["submit_jitter"] == 120
+    v = subprocess.run([sys.executable, "-m", "hpcdispatch", "validate", str(out)], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert v.returncode == 0 and "schedule valid" in v.stdout and "re-read" in v.stdout, v.stdout
+    bad = subprocess.run(args[:-4] + ["--submit-jitter", "-5", "-q"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_sweep_seeds_replicate_a_trace_only_with_jitter(tmp_path):
+    base = 'dispatchers = ["easy"]\n[[workloads]]\ntrace = "traces/x.swf.gz"\nmax_jobs = 100\n'
+    plain = load_sweep(write_spec(tmp_path, base)).cells
+    assert len(plain) == 1 and "submit_jitter" not in plain[0].config["workload"]  # older sweeps keep their ids
+    assert plain[0].swf_options().submit_jitter == 0
+    replicas = load_sweep(write_spec(tmp_path, base + "submit_jitter = 60\nseeds = { from = 1, count = 3 }\n")).cells
+    assert len({c.id for c in replicas}) == 3 and plain[0].id not in {c.id for c in replicas}
+    assert [c.labels["seed"] for c in replicas] == [1, 2, 3]
+    assert [(c.swf_options().submit_jitter, c.swf_options().jitter_seed) for c in replicas] == [(60, 1), (60, 2), (60, 3)]
+    assert replicas[0].config["workload"]["submit_jitter"] == 60
+    with pytest.raises(SweepSpecError, match=r"seeds on a trace need submit_jitter > 0"):
+        load_sweep(write_spec(tmp_path, base + "seeds = [1, 2]\n"))
+    with pytest.raises(SweepSpecError, match=r"submit_jitter: must be >= 0"):
+        load_sweep(write_spec(tmp_path, base + "submit_jitter = -1\n"))
