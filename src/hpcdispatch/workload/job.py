@@ -23,7 +23,7 @@ GPUs), one per node.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -306,9 +306,9 @@ class Workload:
             deadline = None if job.deadline is None else job.deadline + moved
             jobs.append(job._replace(submit=submit, deadline=deadline))
         options = {**self.source.options, "submit_jitter": int(seconds), "jitter_seed": int(seed)}
-        report = SkipReport(self.report.total_records, dict(self.report.skipped),
-                            {k: list(v) for k, v in self.report.first_lines.items()}, dict(self.report.patched),
-                            [*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"])
+        report = replace(self.report, skipped=dict(self.report.skipped), patched=dict(self.report.patched),
+                         first_lines={k: list(v) for k, v in self.report.first_lines.items()},
+                         notes=[*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"])
         return Workload(jobs, self.resources, WorkloadSource(self.source.kind, self.source.spec, options), report,
                         self.queue_names, self.header, self.queue_ewt)
 
