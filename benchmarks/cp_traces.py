@@ -166,16 +166,27 @@ def report(out: Path, trace: str | None = None) -> str:
     cols = ["trace", "spec", "job sym.", "jobs", "valid", "wall s", "decisions", "mean ms", "p99 ms", "max ms",
             "fallbacks", "vars med/max", "mean wait s", "mean slowdown", "mean bsld"]
     md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    resumed = False
     for (trace, spec, _sym), r in rows.items():
         if r.get("status") != "ok":
             md.append(f"| {trace} | {spec} | {job_symmetry_of(r)} | | | {r.get('status')} | | | | | | | | | |")
             continue
         md.append("| " + " | ".join([
-            trace, spec, job_symmetry_of(r), f"{r['jobs']:,}", "yes" if r["valid"] else "NO", f"{r['wall_s']:,.0f}", f"{r['decisions']:,}",
+            trace, spec, job_symmetry_of(r), f"{r['jobs']:,}", "yes" if r["valid"] else "NO", _wall(r), f"{r['decisions']:,}",
             f"{r['decision_mean_ms']:.1f}", _ms(r["decision_p99_ms"]), f"{r['decision_max_ms']:,.0f}",
             _fallbacks(r), f"{r['variables_median']:.0f}/{r['variables_max']}",
             _wait(r['wait_mean']), f"{r['slowdown_mean']:.2f}", f"{r['bsld_mean']:.3f}"]) + " |")
+        resumed = resumed or _wall(r).endswith("*")
+    if resumed:
+        md += ["", "\\* resumed from its decision journal: wall s covers the last part only (the "
+               "decision times are the recorded ones)."]
     return "\n".join(md)
+
+
+def _wall(r: dict) -> str:
+    """Wall seconds of the run, starred when it replayed journalled decisions."""
+    replayed = (r.get("journal") or {}).get("replayed", 0)
+    return f"{r['wall_s']:,.0f}" + ("*" if replayed else "")
 
 
 def _fallbacks(r: dict) -> str:
