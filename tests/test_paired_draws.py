@@ -1,0 +1,39 @@
+"""benchmarks/paired_draws.py: draws of a run across perturbed replicas, paired wins."""
+
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "paired_draws", Path(__file__).resolve().parents[1] / "benchmarks" / "paired_draws.py")
+paired_draws = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(paired_draws)
+
+
+def _summary(values: dict[str, list[float]], valid: bool = True) -> pd.DataFrame:
+    """Cells of one trace: draw 0 as recorded, draws 1.. as replicas (seed = draw)."""
+    rows = []
+    for run, vals in values.items():
+        for draw, v in enumerate(vals):
+            rows.append({"label": f"x/{run}/{draw}", "status": "done", "valid": valid, "run_label": run,
+                         "workload_label": "T" if draw == 0 else "T jittered 60 s",
+                         "seed": float("nan") if draw == 0 else float(draw), "bsld": v})
+    return pd.DataFrame(rows)
+
+
+def test_paired_wins_and_mean_relative_difference_are_counted_per_draw():
+    rows = paired_draws.draws(_summary({"a": [1.0, 2.0, 4.0], "b": [2.0, 1.0, 5.0]}))
+    assert sorted(rows["draw"]) == [0, 0, 1, 1, 2, 2] and set(rows["trace"]) == {"T"}
+    [r] = paired_draws.paired(rows, "a", "b", "bsld")
+    # a lower in draws 0 and 2; (1-2)/2 = -50 %, (2-1)/1 = +100 %, (4-5)/5 = -20 %: mean +10 %
+    assert r["a wins"] == "2 of 3" and r["mean diff"] == "+10.00%" and r["min..max diff"] == "-50.00% .. +100.00%"
+    [a] = paired_draws.per_run(rows, "bsld").query("run == 'a'").to_dict("records")
+    assert a["draws"] == "1.000, 2.000, 4.000" and a["replicas"].startswith("3.000 ± 1.414")
+    assert a["range / median"] == "150%"  # (4 - 1) / 2
+
+
+def test_failed_or_invalid_cells_are_refused_not_dropped():
+    with pytest.raises(SystemExit, match="not valid"):
+        paired_draws.draws(_summary({"a": [1.0, 2.0]}, valid=False))
