@@ -4,8 +4,8 @@ A sweep whose workloads are a trace as recorded plus ``submit_jitter`` replicas 
 ``benchmarks/trace_noise.toml``, ``cp_orderings_noise.toml``, ``cp_hybrid_noise.toml``) gives
 every run several draws of the same workload. This prints, per trace, each run's metric in
 every draw (draw 0 = as recorded, then the replicas' seeds) with the mean and sd of the
-replicas, and for each pair ``A:B`` in how many draws A beats B (lower is better) and by how
-much on average. A difference that does not hold in (nearly) every draw is not evidence.
+replicas, and for each pair ``A:B`` in how many draws A beats B (lower is better), ties or loses, and
+by how much on average. A difference that does not hold in (nearly) every draw is not evidence.
 
     python benchmarks/paired_draws.py OUT --pairs cp-hybrid:cp-rule,cp-hybrid-R:cp-rule-R
     python benchmarks/paired_draws.py OUT --metrics bounded_slowdown_mean,wait_mean --csv runs.csv
@@ -55,8 +55,8 @@ def per_run(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 def paired(rows: pd.DataFrame, a: str, b: str, metric: str) -> list[dict]:
-    """For every trace where both runs exist: draws where ``a`` is lower than ``b``, and the
-    mean relative difference (a - b) / b over the common draws."""
+    """For every trace where both runs exist: the draws where ``a`` is lower than, equal to and
+    higher than ``b``, and the mean relative difference (a - b) / b over the common draws."""
     result = []
     for trace, g in rows.groupby("trace", sort=False):
         va = g[g["run_label"] == a].set_index("draw")[metric]
@@ -66,7 +66,9 @@ def paired(rows: pd.DataFrame, a: str, b: str, metric: str) -> list[dict]:
             continue
         diff = (va[common] - vb[common]) / vb[common]
         result.append({"trace": trace, "pair": f"{a} vs {b}", "metric": metric,
-                       "a wins": f"{int((va[common] < vb[common]).sum())} of {len(common)}",
+                       "a wins / ties / loses": f"{int((va[common] < vb[common]).sum())} / "
+                                                f"{int((va[common] == vb[common]).sum())} / "
+                                                f"{int((va[common] > vb[common]).sum())}",
                        "mean diff": f"{diff.mean():+.2%}", "min..max diff": f"{diff.min():+.2%} .. {diff.max():+.2%}"})
     return result
 

@@ -24,14 +24,16 @@ def _summary(values: dict[str, list[float]], valid: bool = True) -> pd.DataFrame
 
 
 def test_paired_wins_and_mean_relative_difference_are_counted_per_draw():
-    rows = paired_draws.draws(_summary({"a": [1.0, 2.0, 4.0], "b": [2.0, 1.0, 5.0]}))
-    assert sorted(rows["draw"]) == [0, 0, 1, 1, 2, 2] and set(rows["trace"]) == {"T"}
+    rows = paired_draws.draws(_summary({"a": [1.0, 2.0, 4.0, 3.0], "b": [2.0, 1.0, 5.0, 3.0]}))
+    assert sorted(rows["draw"]) == [0, 0, 1, 1, 2, 2, 3, 3] and set(rows["trace"]) == {"T"}
     [r] = paired_draws.paired(rows, "a", "b", "bsld")
-    # a lower in draws 0 and 2; (1-2)/2 = -50 %, (2-1)/1 = +100 %, (4-5)/5 = -20 %: mean +10 %
-    assert r["a wins"] == "2 of 3" and r["mean diff"] == "+10.00%" and r["min..max diff"] == "-50.00% .. +100.00%"
+    # a lower in draws 0 and 2, higher in 1, equal in 3;
+    # (1-2)/2 = -50 %, (2-1)/1 = +100 %, (4-5)/5 = -20 %, 0: mean +7.5 %
+    assert r["a wins / ties / loses"] == "2 / 1 / 1"
+    assert r["mean diff"] == "+7.50%" and r["min..max diff"] == "-50.00% .. +100.00%"
     [a] = paired_draws.per_run(rows, "bsld").query("run == 'a'").to_dict("records")
-    assert a["draws"] == "1.000, 2.000, 4.000" and a["replicas"].startswith("3.000 ± 1.414")
-    assert a["range / median"] == "150%"  # (4 - 1) / 2
+    assert a["draws"] == "1.000, 2.000, 4.000, 3.000" and a["replicas"] == "3.000 ± 1.000"
+    assert a["range / median"] == "120%"  # (4 - 1) / 2.5
 
 
 def test_failed_or_invalid_cells_are_refused_not_dropped():
