@@ -14,7 +14,7 @@ by how much on average. A difference that does not hold in (nearly) every draw i
 from __future__ import annotations
 
 import argparse
-import re
+import json
 import sys
 from pathlib import Path
 
@@ -23,23 +23,29 @@ import pandas as pd
 
 from hpcdispatch.report.tables import markdown_rows
 
-JITTER_SUFFIX = re.compile(r"\s+jittered\b.*$")
+JITTER_KEYS = ("submit_jitter", "jitter_seed")
 
 
 def draws(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per (trace, run label, draw) of the finished cells: ``trace`` is the workload
-    label without its " jittered ..." suffix, ``draw`` 0 for the recorded trace and the seed
-    for a replica. Failed cells and invalid schedules are refused, not silently dropped."""
+    """One row per (trace, run label, draw) of the finished cells. Cells whose workload differs
+    only in its jitter are draws of one ``trace`` (named after the recorded workload's label
+    when the sweep has it); ``draw`` is 0 for the trace as recorded and the jitter seed for a
+    replica. Failed cells and invalid schedules are refused, not silently dropped."""
     bad = summary[(summary["status"] != "done") | (summary["valid"] != True)]  # noqa: E712
     if len(bad):
         raise SystemExit(f"{len(bad)} cells failed or are not valid, e.g. {bad['label'].iloc[0]}")
     out = summary.copy()
-    out["trace"] = out["workload_label"].str.replace(JITTER_SUFFIX, "", regex=True)
-    out["draw"] = out["seed"].fillna(0).astype(int)
+    workloads = [json.loads(c)["workload"] for c in out["config"]]
+    out["draw"] = [int(w.get("jitter_seed", 0)) for w in workloads]
+    out["_key"] = [json.dumps({k: v for k, v in w.items() if k not in JITTER_KEYS}, sort_keys=True)
+                   for w in workloads]
+    out["_key"] = out["system_spec"].astype(str) + out["_key"]
+    names = {k: g.sort_values("draw")["workload_label"].iloc[0] for k, g in out.groupby("_key")}
+    out["trace"] = out["_key"].map(names)
     dup = out.duplicated(["trace", "run_label", "draw"])
     if dup.any():
         raise SystemExit(f"two cells for one draw: {out.loc[dup, 'label'].iloc[0]}")
-    return out
+    return out.drop(columns="_key")
 
 
 def per_run(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
@@ -99,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n### {metric} (draw 0 = as recorded)\n")
         print(_markdown(per_run(rows, metric)))
     pairs = [p.split(":") for p in args.pairs.split(",") if p]
+    unknown = {label for pair in pairs for label in pair} - set(rows["run_label"])
+    if unknown:
+        raise SystemExit(f"--pairs: no run labelled {sorted(unknown)}; the runs are {sorted(set(rows['run_label']))}")
     if pairs:
         table = [r for a, b in pairs for metric in metrics for r in paired(rows, a, b, metric)]
         print("\n### paired draws\n")

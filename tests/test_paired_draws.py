@@ -1,6 +1,7 @@
 """benchmarks/paired_draws.py: draws of a run across perturbed replicas, paired wins."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -17,9 +18,13 @@ def _summary(values: dict[str, list[float]], valid: bool = True) -> pd.DataFrame
     rows = []
     for run, vals in values.items():
         for draw, v in enumerate(vals):
+            workload = {"trace": "t.swf", "max_jobs": 10}
+            if draw:
+                workload |= {"submit_jitter": 60, "jitter_seed": draw}
             rows.append({"label": f"x/{run}/{draw}", "status": "done", "valid": valid, "run_label": run,
+                         "system_spec": "auto", "config": json.dumps({"workload": workload}),
                          "workload_label": "T" if draw == 0 else "T jittered 60 s",
-                         "seed": float("nan") if draw == 0 else float(draw), "bsld": v})
+                         "bsld": v})
     return pd.DataFrame(rows)
 
 
@@ -34,6 +39,14 @@ def test_paired_wins_and_mean_relative_difference_are_counted_per_draw():
     [a] = paired_draws.per_run(rows, "bsld").query("run == 'a'").to_dict("records")
     assert a["draws"] == "1.000, 2.000, 4.000, 3.000" and a["replicas"] == "3.000 ± 1.000"
     assert a["range / median"] == "120%"  # (4 - 1) / 2.5
+
+
+def test_replicas_are_grouped_by_their_workload_not_by_label():
+    frame = _summary({"a": [1.0, 2.0]})
+    other = frame.assign(config=[json.dumps({"workload": {"trace": "u.swf", "max_jobs": 10}})] * 2,
+                         workload_label="U")
+    rows = paired_draws.draws(pd.concat([frame, other.iloc[:1]]))
+    assert sorted(zip(rows["trace"], rows["draw"])) == [("T", 0), ("T", 1), ("U", 0)]
 
 
 def test_failed_or_invalid_cells_are_refused_not_dropped():
