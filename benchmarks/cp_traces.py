@@ -10,6 +10,8 @@ stopped; a run recorded as an error is tried again (its newest line is the one r
     python benchmarks/cp_traces.py --runs "SDSC-SP2:hcp-R:version=1;LLNL-Atlas:easy;KTH-SP2@10000:hcp"
     python benchmarks/cp_traces.py --report                   # table (markdown) of what is done
     python benchmarks/cp_traces.py --report --trace LLNL-Atlas  # ... of one trace only
+    python benchmarks/cp_traces.py --matrix --trace SDSC-SP2    # dispatcher x version x predictor:
+                                                              # mean bsld / wait, or journal progress
 
 Each record: trace, spec, jobs, simulation wall time, decisions, decision time mean / p99 /
 max, solver statuses, fallbacks, model size, validity, mean wait, mean (bounded) slowdown.
@@ -183,6 +185,79 @@ def report(out: Path, trace: str | None = None) -> str:
     return "\n".join(md)
 
 
+MODELS = ["hcp", "cp-hybrid", "pcp19", "pcp20"]
+ISSUE_MODELS = ["hcp", "pcp19", "pcp20"]  # the matrix issue 4 asks for on both whole traces
+PREDICTORS = ["W", "L2", "R", "D"]
+
+
+def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
+    """``hcp-L2:version=2,job_symmetry=false`` -> ("hcp", "L2", {"version": "2", "job_symmetry": "false"})."""
+    head, _, tail = spec.partition(":")
+    name, _, pred = head.rpartition("-")
+    params = dict(kv.split("=", 1) for kv in tail.split(",") if kv)
+    return name, pred, params
+
+
+def journal_progress(trace: str, spec: str, journals: Path, parked: Path) -> tuple[str, int] | None:
+    """("started", n) or ("parked", n): decisions in the longer of the run's local and parked
+    journals (the one a resumed run would start from); None when there is neither."""
+    best = None
+    local = journal_path(journals, trace, spec)
+    for where, path, opener in (("started", local, open), ("parked", parked / (local.name + ".gz"), gzip.open)):
+        if path.exists():
+            with opener(path, "rb") as fh:
+                n = sum(1 for _ in fh) - 1  # the first line is the run's header
+            if best is None or n > best[1]:
+                best = (where, n)
+    return best
+
+
+def matrix(out: Path, trace: str, journals: Path, parked: Path) -> str:
+    """Where the whole-trace matrix stands: one row per CP model and version (and the
+    baselines), one column per predictor; a cell is the finished run's mean bsld and mean
+    wait (the newest valid record with default options; with job symmetry where both exist,
+    † marks a run without it), or the progress of its decision journal, or "-"."""
+    cells: dict[tuple[str, str, str], tuple[int, str]] = {}
+    for (tr, spec, sym), r in done(out).items():
+        if tr != trace or r.get("status") != "ok" or not r["valid"]:
+            continue
+        name, pred, params = parse_spec(spec)
+        version = params.pop("version", "3")
+        symmetric = params.pop("job_symmetry", None) != "false" and sym != "no"
+        if params:  # reserve=1, keep_blocked=true, ...: not the matrix's default settings
+            continue
+        text = f"{r['bsld_mean']:.2f} / {_wait(r['wait_mean'])}" + ("" if symmetric or not sym else " †")
+        key = (name, version, pred)
+        if key not in cells or symmetric >= cells[key][0]:
+            cells[key] = (int(symmetric), text)
+    journalled = {parse_spec(f.name.split("__", 1)[1].split("_")[0].removesuffix(".jsonl").removesuffix(".gz"))[1]
+                  for d in (journals, parked) if d.exists() for f in d.glob(f"{trace}__*.jsonl*")
+                  if not f.name.endswith(".lock")}
+    preds = [p for p in PREDICTORS if p in journalled or any(k[2] == p for k in cells)]
+    md = ["| dispatcher | version | " + " | ".join(preds) + " |", "|---|---|" + "---|" * len(preds)]
+    counts = {"done": 0, "started": 0, "parked": 0, "to run": 0}
+    for name in BASE + CP:
+        versions = ["1", "2", "3"] if name in MODELS else ["3"]
+        for v in versions:
+            row = []
+            for p in preds:
+                spec = f"{name}-{p}" + (f":version={v}" if v != "3" else "")
+                progress = journal_progress(trace, spec, journals, parked) if name in MODELS else None
+                state = "done" if (name, v, p) in cells else progress[0] if progress else "to run"
+                row.append(cells[(name, v, p)][1] if state == "done" else
+                           f"{progress[0]} {progress[1]:,}" if progress else "-")
+                if name in ISSUE_MODELS:
+                    counts[state] += 1
+            if name not in MODELS and all(c == "-" for c in row):
+                continue
+            md.append(f"| {name} | {v if name in MODELS else ''} | " + " | ".join(row) + " |")
+    md += ["", f"Cells: mean bounded slowdown / mean wait s of the finished, valid run (default options; "
+           f"† without job symmetry); \"started N\" / \"parked N\": decisions in its local / parked journal; \"-\": not run. "
+           f"hcp, pcp19 and pcp20 x versions 1-3 x {', '.join(preds)}: "
+           + ", ".join(f"{v} {k}" for k, v in counts.items()) + "."]
+    return "\n".join(md)
+
+
 def _wall(r: dict) -> str:
     """Wall seconds of the run, starred when it replayed journalled decisions."""
     replayed = (r.get("journal") or {}).get("replayed", 0)
@@ -242,9 +317,16 @@ def main() -> None:
     ap.add_argument("--park", action="store_true",
                     help="gzip the journals of the unfinished runs of --runs/--plan into --parked and stop")
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--matrix", action="store_true",
+                    help="with --trace: dispatcher x version x predictor table of finished and journalled runs")
     ap.add_argument("--trace", default=None,
-                    help="with --report: only this trace's rows (e.g. LLNL-Atlas)")
+                    help="with --report: only this trace's rows (e.g. LLNL-Atlas); needed by --matrix")
     args = ap.parse_args()
+    if args.matrix:
+        if not args.trace:
+            ap.error("--matrix needs --trace (e.g. --trace SDSC-SP2)")
+        print(matrix(args.out, args.trace, args.journals, args.parked))
+        return
     if args.report:
         print(report(args.out, args.trace))
         return
