@@ -211,6 +211,13 @@ def test_v1_with_overdue_jobs_still_gives_valid_starts():
     for name in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
         r = simulate(cores_system(2, 4), jobs, make_dispatcher(f"{name}:version=1,time_unit=1"), predictor=Short())
         assert not np.isnan(r.start).any()
+        # CP'19's own version 1: the overdue jobs shorten the horizon, whole decisions are
+        # lost, yet every job starts once the overdue ones end (validated by the simulator)
+        paper = simulate(cores_system(2, 4), jobs, make_dispatcher(f"{name}:version=1,time_unit=1,paper_v1=true"),
+                         predictor=Short())
+        assert not np.isnan(paper.start).any()
+        assert any("postponed_all" in i for i in paper.decisions["info"]), name
+        assert paper.start.mean() > r.start.mean(), name
 
 
 @st.composite
@@ -527,6 +534,42 @@ def test_a_job_the_real_nodes_refuse_when_every_running_job_is_overdue_is_planne
         assert placed == {} and "fallback" not in info, (name, info)
 
 
+
+
+def test_paper_v1_horizon_shrinks_with_overdue_jobs_and_postpones_everything():
+    # CP'19 sec. 4, by hand (1 s units): 2 single-core nodes at t = 0; node 0 runs a job
+    # planned to end at -9 (overdue: remaining -9). A (1 core, 2 s) fits node 1 now. The
+    # paper's version 1 has eoh - t = -9 + 2 = -7 < 2: no schedule, A waits for the next
+    # dispatching time. Our version 1 (and version 2) start A now on node 1.
+    system = cores_system(2, 1)
+    inst = instance(system, [qj(0, -1, 2)], [RunningEntry(10, 11, -10.0, -9.0, (0,), (1,), (1,))])
+    for name in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
+        placed, info = decide(name, system, inst, version=1, paper_v1=True)
+        assert placed == {} and info["paper_horizon"] == -7 and not info["rule_in_paper_horizon"], (name, info)
+        assert "version-1 horizon" in info["postponed_all"] and "fallback" not in info, (name, info)
+        for version in (1, 2):
+            assert decide(name, system, inst, version=version)[0] == {0: [(1, 1)]}, (name, version)
+
+
+def test_paper_v1_keeps_the_rule_decision_when_the_short_horizon_still_fits_it():
+    # 2 single-core nodes; node 0's job is overdue by 1 (remaining -1). B (older, 3 s) and A
+    # (2 s): eoh - t = -1 + 3 + 2 = 4. The rule starts B now on the really free node 1 and
+    # plans A (free in the model on node 0, really busy) from 1: both end by 3 <= 4, so the
+    # paper's model has that schedule too and B starts now, as without paper_v1.
+    system = cores_system(2, 1)
+    inst = instance(system, [qj(0, -1, 2), qj(1, -2, 3)], [RunningEntry(10, 11, -10.0, -1.0, (0,), (1,), (1,))])
+    for name in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
+        placed, info = decide(name, system, inst, version=1, paper_v1=True)
+        assert info["paper_horizon"] == 4 and info["rule_in_paper_horizon"], (name, info)
+        assert placed == {1: [(1, 1)]} == decide(name, system, inst, version=1)[0], (name, info)
+        assert "postponed_all" not in info
+
+
+@pytest.mark.parametrize("spec", ["hcp:version=2,paper_v1=true", "hcp:paper_v1=true", "cp-rule:version=1,paper_v1=true"])
+def test_paper_v1_is_refused_outside_version_1_models(spec):
+    d = make_dispatcher(spec)
+    with pytest.raises(ConfigError, match="paper_v1"):
+        d.setup(cores_system(2, 1))
 
 
 def test_a_job_started_now_leaves_the_nodes_planned_for_an_earlier_job_alone():

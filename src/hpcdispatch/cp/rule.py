@@ -21,6 +21,8 @@ their hints).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -120,6 +122,18 @@ def horizon_units(policy: Policy, inst: DispatchInstance, jobs: list[QueuedJob])
     """A valid end of horizon: every job run one after the other after the last running job."""
     longest = max((policy.remaining_units(r) or 0 for r in inst.running), default=0)
     return longest + sum(policy.duration_units(j) for j in jobs) + 1
+
+
+def paper_horizon_units(policy: Policy, inst: DispatchInstance, jobs: list[QueuedJob]) -> int:
+    """CP'19's end of horizon, ``eoh - t = sum d(tau_i)`` over the running jobs and ``jobs``
+    (model units), where a running job past its planned end counts in version 1 with its
+    negative remaining duration ``ceil((s + d - t) / unit)``: a horizon that can be shorter
+    than any schedule needs (the defect version 2 fixes with ``max(1, .)``)."""
+    running = 0
+    for r in inst.running:
+        left = policy.remaining_units(r)
+        running += left if left is not None else math.ceil((r.planned_end - policy.t) / policy.s.time_unit - 1e-9)
+    return running + sum(policy.duration_units(j) for j in jobs)
 
 
 

@@ -39,7 +39,7 @@ from hpcdispatch.cp.models import pcp19 as pcp19_model
 from hpcdispatch.cp.models import hybrid as hybrid_model
 from hpcdispatch.cp.models import pcp20 as pcp20_model
 from hpcdispatch.cp.policy import CPSettings, Policy
-from hpcdispatch.cp.rule import RuleSchedule, earliest_alone, horizon_units, rule_schedule
+from hpcdispatch.cp.rule import RuleSchedule, earliest_alone, horizon_units, paper_horizon_units, rule_schedule
 from hpcdispatch.cp.solve import hint_is_solution, solve
 from hpcdispatch.dispatchers.base import Dispatcher, Tags, register
 from hpcdispatch.errors import ConfigError
@@ -63,7 +63,8 @@ class CPDispatcher(Dispatcher):
     #: search (the models break the symmetries they know of themselves). Measured on dumped
     #: Eurora instances, see docs/RESULTS-CP.md.
     SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0}
-    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0, "job_symmetry": False}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0, "job_symmetry": False,
+                                              "paper_v1": False}
 
     def __init__(
         self,
@@ -82,6 +83,7 @@ class CPDispatcher(Dispatcher):
         keep_blocked: bool = False,
         reserve: int = 0,
         job_symmetry: bool = True,
+        paper_v1: bool = False,
     ):
         self.allocator = allocator
         self.version = version
@@ -108,6 +110,15 @@ class CPDispatcher(Dispatcher):
         #: symmetry the papers leave to the solver (models/common.py); runs before it existed
         #: behave as ``job_symmetry=False``
         self.job_symmetry = job_symmetry
+        #: version 1 exactly as CP'19 describes it, defect included: the end of horizon is
+        #: ``t + sum d(tau_i)`` over the running and the model's jobs, where a running job that
+        #: outlived its prediction counts with its negative ``s + d - t``, so the horizon can be
+        #: shorter than any schedule needs; the model then has no solution and every job waits
+        #: for the next dispatching time (CP'19 sec. 4). Off, version 1 plans on a horizon that
+        #: always fits the rule's schedule and falls back to the rule, which hides the defect
+        #: version 2 fixes (docs/RESULTS-CP.md, "CP'19's orderings"). Breaks "never lose to the
+        #: rule" on purpose: a research option, not for production
+        self.paper_v1 = paper_v1
 
     def _setup(self, system: System) -> None:
         self.settings = CPSettings(
@@ -115,6 +126,9 @@ class CPDispatcher(Dispatcher):
             delta_max=float(self.delta_max), k=int(self.k), workers=int(self.workers), symmetry=bool(self.symmetry),
             deterministic=bool(self.deterministic), job_symmetry=bool(self.job_symmetry),
         )
+        if self.paper_v1 and (self.settings.version != 1 or self.MODEL is None):
+            raise ConfigError(f"{self.name}: paper_v1 reproduces CP'19's version-1 horizon; it needs "
+                              f"version=1 and a CP model (got version={self.version})")
         if not isinstance(self.reserve, int) or isinstance(self.reserve, bool) or self.reserve < 0:
             raise ConfigError(f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}")
         self._best_fit = make_allocator("best-fit", system)
@@ -158,15 +172,21 @@ class CPDispatcher(Dispatcher):
         rule = rule_schedule(inst, policy, jobs, self._best_fit, node_level, d_max)
         info["rule_s"] = time.perf_counter() - t0
         info["rule_objective"] = rule.objective
+        paper_horizon, rule_fits = None, True
+        if self.paper_v1:
+            paper_horizon = paper_horizon_units(policy, inst, jobs)
+            rule_fits = all(rule.starts[j.index] + policy.duration_units(j) <= paper_horizon for j in jobs)
+            info.update(paper_horizon=paper_horizon, rule_in_paper_horizon=rule_fits)
         chosen: dict[int, Allocation | None]
-        if all(s == 0 for s in rule.starts.values()) and not (self.force_model and self.MODEL is not None):
+        if (all(s == 0 for s in rule.starts.values()) and rule_fits
+                and not (self.force_model and self.MODEL is not None)):
             info["status"] = "rule-optimal"  # everyone starts now: nothing to improve
             chosen = {j.index: rule.allocations.get(j.index) for j in jobs}
         elif self.MODEL is None:
             info["status"] = "rule"
             chosen = {j.index: rule.allocations.get(j.index) for j in rule.now()}
         else:
-            chosen = self._solve(inst, policy, jobs, rule, d_max, info)
+            chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits)
         placed = self._place(inst, jobs, chosen, info)
         info["dispatched"] = len(placed)
         return placed, info
@@ -184,12 +204,21 @@ class CPDispatcher(Dispatcher):
         return self.MODEL.build(inst, policy, jobs, horizon, d_max, rule, self.settings, est)  # type: ignore[union-attr]
 
     def _solve(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
-               d_max: float, info: dict[str, Any]) -> dict[int, Allocation | None]:
+               d_max: float, info: dict[str, Any], paper_horizon: int | None = None,
+               rule_fits: bool = True) -> dict[int, Allocation | None]:
+        """The model's decision, or the rule's (``info["fallback"]`` says why). With
+        ``paper_v1`` every job must end within ``paper_horizon``; when the rule's schedule
+        does not (``rule_fits`` False) and the model finds nothing, every job waits."""
         rule = self.hint_rule(rule, jobs, policy, d_max)
         fallback = {j.index: rule.allocations.get(j.index) for j in rule.now()}
+        if not rule_fits:
+            fallback = {}
         try:
             horizon = horizon_units(policy, inst, jobs)
             built = self.build_model(inst, policy, jobs, rule, d_max, horizon)
+            if paper_horizon is not None:  # CP'19's domains s in [t, eoh - d]
+                for j in jobs:
+                    built.model.add(built.starts[j.index] + policy.duration_units(j) <= paper_horizon)
             n_vars, n_cons = built.size()
             info.update(variables=n_vars, constraints=n_cons, build_s=built.build_s, horizon=horizon, **built.notes)
             outcome = solve(built.model, self.settings, self.SOLVER_PARAMS)
@@ -201,6 +230,9 @@ class CPDispatcher(Dispatcher):
         if outcome.watchdog_fired:
             info["watchdog"] = True
         if not outcome.has_solution:
+            if not rule_fits:
+                info["postponed_all"] = f"no schedule within CP'19's version-1 horizon ({outcome.status})"
+                return {}
             info["fallback"] = f"no solution ({outcome.status})"
             self._check_hint(built, info)
             return fallback
@@ -209,7 +241,7 @@ class CPDispatcher(Dispatcher):
         starts = built.start_values(solver)
         objective = policy.objective_of(jobs, starts, d_max)
         info.update(objective=objective, bound=outcome.bound)
-        if objective > rule.objective:
+        if objective > rule.objective and rule_fits:
             info["fallback"] = "rule better"
             self._check_hint(built, info)
             return fallback
