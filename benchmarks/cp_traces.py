@@ -85,6 +85,8 @@ print(json.dumps({
 """
 
 BASE = ["fifo", "easy"]
+#: traces whose jobs have names for the data-driven predictor (D): SWF executable numbers
+NAMED = ("LLNL-Atlas", "SDSC-SP2")
 CP = ["cp-rule", "hcp", "cp-hybrid", "pcp20", "pcp19"]
 
 
@@ -104,7 +106,7 @@ def plan(name: str) -> list[tuple[str, str]]:
             runs.append((trace, f"{d}-L2"))
     if name == "full":
         for trace in traces:
-            preds = ["W", "L2", "R"] + (["D"] if trace in ("LLNL-Atlas", "SDSC-SP2") else [])
+            preds = ["W", "L2", "R"] + (["D"] if trace in NAMED else [])
             for d in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
                 for v in (1, 2, 3):
                     for p in preds:
@@ -233,7 +235,8 @@ def matrix(out: Path, trace: str, journals: Path, parked: Path) -> str:
     journalled = {parse_spec(f.name.split("__", 1)[1].split("_")[0].removesuffix(".jsonl").removesuffix(".gz"))[1]
                   for d in (journals, parked) if d.exists() for f in d.glob(f"{trace}__*.jsonl*")
                   if not f.name.endswith(".lock")}
-    preds = [p for p in PREDICTORS if p in journalled or any(k[2] == p for k in cells)]
+    preds = [p for p in PREDICTORS if p in journalled or any(k[2] == p for k in cells)
+             or (p != "D" or trace in NAMED)]
     md = ["| dispatcher | version | " + " | ".join(preds) + " |", "|---|---|" + "---|" * len(preds)]
     counts = {"done": 0, "started": 0, "parked": 0, "to run": 0}
     for name in BASE + CP:
