@@ -75,6 +75,8 @@ print(json.dumps({
     "fallbacks": dict(collections.Counter(str(i.get("fallback")) for i in infos if i.get("fallback"))),
     # rejected hints of a complete rule schedule (pcp20 leaves jobs it cannot lay out unhinted)
     "hint_infeasible": sum(i.get("hint_feasible") is False and not i.get("unhinted_jobs") for i in infos),
+    # paper_v1: decisions where no schedule fitted CP'19's version-1 horizon (every job waited)
+    "postponed_all": sum("postponed_all" in i for i in infos),
     "variables_median": float(np.median(variables)) if variables else 0.0,
     "variables_max": int(max(variables)) if variables else 0,
     "wait_mean": s["wait_mean"], "slowdown_mean": s["slowdown_mean"], "bsld_mean": s["bounded_slowdown_mean"],
@@ -271,7 +273,8 @@ def _fallbacks(r: dict) -> str:
     """Rule fallbacks, and of them those whose hint the model rejected (a defect, not the
     solver's limit; counted since the fifteenth session)."""
     n = str(sum(r["fallbacks"].values()))
-    return f"{n} ({r['hint_infeasible']} bad hint)" if r.get("hint_infeasible") else n
+    n = f"{n} ({r['hint_infeasible']} bad hint)" if r.get("hint_infeasible") else n
+    return f"{n}; {r['postponed_all']:,} all waited" if r.get("postponed_all") else n
 
 
 def is_finished(finished: dict, trace: str, spec: str) -> bool:
