@@ -672,6 +672,30 @@ def test_the_rule_is_a_feasible_hint_with_identical_jobs_in_priority_order(data,
     assert hint_is_solution(built.model, time_limit=10) is True, (rule.starts, {k: a.pairs() for k, a in rule.allocations.items()})
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances_with_overdue_jobs_and_twins(), st.sampled_from(CP_MODELS), st.integers(1, 40))
+def test_a_paper_horizon_called_too_short_makes_the_model_infeasible(data, name, horizon):
+    """paper_v1 skips the model when two sound tests prove that no schedule ends within CP'19's
+    version-1 horizon; whenever they say so, the model with every job ending by then has no
+    solution (CP-SAT proves it)."""
+    from hpcdispatch.cp.rule import paper_horizon_too_short
+
+    system, inst = data
+    found = rule_of(f"{name}:version=1,time_unit=1,paper_v1=true", system, inst)
+    if found is None:
+        return
+    d, jobs, policy, d_max, rule = found
+    if paper_horizon_too_short(inst, policy, jobs, horizon, d._best_fit, getattr(d.MODEL, "NODE_LEVEL_RULE", False)) is None:
+        return
+    built = d.build_model(inst, policy, jobs, d.hint_rule(rule, jobs, policy, d_max), d_max,
+                          horizon_units(policy, inst, jobs))
+    for j in jobs:
+        built.model.add(built.starts[j.index] + policy.duration_units(j) <= horizon)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = 20
+    assert solver.solve(built.model) == cp_model.INFEASIBLE
+
+
 @st.composite
 def instances_with_twins(draw):
     """Small instances in which some jobs come in copies (same shape, duration, submit), and

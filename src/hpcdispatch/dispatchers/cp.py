@@ -39,7 +39,8 @@ from hpcdispatch.cp.models import pcp19 as pcp19_model
 from hpcdispatch.cp.models import hybrid as hybrid_model
 from hpcdispatch.cp.models import pcp20 as pcp20_model
 from hpcdispatch.cp.policy import CPSettings, Policy
-from hpcdispatch.cp.rule import RuleSchedule, earliest_alone, horizon_units, paper_horizon_units, rule_schedule
+from hpcdispatch.cp.rule import (RuleSchedule, earliest_alone, horizon_units, paper_horizon_too_short,
+                                 paper_horizon_units, rule_schedule)
 from hpcdispatch.cp.solve import hint_is_solution, solve
 from hpcdispatch.dispatchers.base import Dispatcher, Tags, register
 from hpcdispatch.errors import ConfigError
@@ -177,8 +178,13 @@ class CPDispatcher(Dispatcher):
             paper_horizon = paper_horizon_units(policy, inst, jobs)
             rule_fits = all(rule.starts[j.index] + policy.duration_units(j) <= paper_horizon for j in jobs)
             info.update(paper_horizon=paper_horizon, rule_in_paper_horizon=rule_fits)
+        too_short = None if rule_fits else paper_horizon_too_short(inst, policy, jobs, paper_horizon,
+                                                                   self._best_fit, node_level)
         chosen: dict[int, Allocation | None]
-        if (all(s == 0 for s in rule.starts.values()) and rule_fits
+        if too_short:  # the model would be infeasible: every job waits (CP'19 version 1)
+            info.update(status="infeasible", postponed_all=f"no schedule within CP'19's version-1 horizon ({too_short})")
+            chosen = {}
+        elif (all(s == 0 for s in rule.starts.values()) and rule_fits
                 and not (self.force_model and self.MODEL is not None)):
             info["status"] = "rule-optimal"  # everyone starts now: nothing to improve
             chosen = {j.index: rule.allocations.get(j.index) for j in jobs}
