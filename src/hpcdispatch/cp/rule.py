@@ -22,7 +22,6 @@ their hints).
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 import numpy as np
