@@ -234,11 +234,7 @@ def matrix(out: Path, trace: str, journals: Path, parked: Path) -> str:
         key = (name, version, pred)
         if key not in cells or symmetric >= cells[key][0]:
             cells[key] = (int(symmetric), text)
-    journalled = {parse_spec(f.name.split("__", 1)[1].split("_")[0].removesuffix(".jsonl").removesuffix(".gz"))[1]
-                  for d in (journals, parked) if d.exists() for f in d.glob(f"{trace}__*.jsonl*")
-                  if not f.name.endswith(".lock")}
-    preds = [p for p in PREDICTORS if p in journalled or any(k[2] == p for k in cells)
-             or (p != "D" or trace in NAMED)]
+    preds = [p for p in PREDICTORS if p != "D" or trace in NAMED or any(k[2] == "D" for k in cells)]
     md = ["| dispatcher | version | " + " | ".join(preds) + " |", "|---|---|" + "---|" * len(preds)]
     counts = {"done": 0, "started": 0, "parked": 0, "to run": 0}
     for name in BASE + CP:
@@ -247,10 +243,12 @@ def matrix(out: Path, trace: str, journals: Path, parked: Path) -> str:
             row = []
             for p in preds:
                 spec = f"{name}-{p}" + (f":version={v}" if v != "3" else "")
-                progress = journal_progress(trace, spec, journals, parked) if name in MODELS else None
-                state = "done" if (name, v, p) in cells else progress[0] if progress else "to run"
-                row.append(cells[(name, v, p)][1] if state == "done" else
-                           f"{progress[0]} {progress[1]:,}" if progress else "-")
+                if (name, v, p) in cells:
+                    state, text = "done", cells[(name, v, p)][1]
+                else:  # read a journal only for a run that has not finished
+                    progress = journal_progress(trace, spec, journals, parked) if name in MODELS else None
+                    state, text = (progress[0], f"{progress[0]} {progress[1]:,}") if progress else ("to run", "-")
+                row.append(text)
                 if name in ISSUE_MODELS:
                     counts[state] += 1
             if name not in MODELS and all(c == "-" for c in row):

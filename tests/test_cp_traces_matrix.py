@@ -48,7 +48,7 @@ def test_matrix_cells_are_finished_runs_or_journal_progress(tmp_path):
     _journal(parked / (cp_traces.journal_path(journals, "T", "pcp19-R:version=1").name + ".gz"), 5, gz=True)
 
     lines = cp_traces.matrix(out, "T", journals, parked).splitlines()
-    assert lines[0] == "| dispatcher | version | W | L2 | R |"  # W, L2, R always; D on traces with names (or once run)
+    assert lines[0] == "| dispatcher | version | W | L2 | R |"  # W, L2, R always; D on traces with names (or once it ran)
     rows = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): [c.strip() for c in line.strip("|").split("|")[2:]]
             for line in lines[2:] if line.startswith("| ")}
     assert rows[("easy", "")] == ["9.00 / 500", "-", "-"]

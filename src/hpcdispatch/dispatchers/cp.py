@@ -229,8 +229,9 @@ class CPDispatcher(Dispatcher):
             info.update(variables=n_vars, constraints=n_cons, build_s=built.build_s, horizon=horizon, **built.notes)
             outcome = solve(built.model, self.settings, self.SOLVER_PARAMS)
         except Exception as exc:  # a crashed model or solver must never stop the system
-            info.update(status="error", fallback=f"solver error: {type(exc).__name__}: {exc}",
-                        traceback=traceback.format_exc(limit=3))
+            why = f"solver error: {type(exc).__name__}: {exc}"
+            info.update(status="error", traceback=traceback.format_exc(limit=3),
+                        **({"fallback": why} if rule_fits else {"postponed_all": why}))
             return fallback
         info.update(status=outcome.status, solve_s=outcome.solve_s, attempts=outcome.attempts)
         if outcome.watchdog_fired:
