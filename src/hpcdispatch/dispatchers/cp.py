@@ -216,9 +216,7 @@ class CPDispatcher(Dispatcher):
         ``paper_v1`` every job must end within ``paper_horizon``; when the rule's schedule
         does not (``rule_fits`` False) and the model finds nothing, every job waits."""
         rule = self.hint_rule(rule, jobs, policy, d_max)
-        fallback = {j.index: rule.allocations.get(j.index) for j in rule.now()}
-        if not rule_fits:
-            fallback = {}
+        fallback = {j.index: rule.allocations.get(j.index) for j in rule.now()} if rule_fits else {}
         try:
             horizon = horizon_units(policy, inst, jobs)
             built = self.build_model(inst, policy, jobs, rule, d_max, horizon)
