@@ -83,7 +83,7 @@ from rich.table import Table
 from sortedcontainers import SortedList
 
 from hpcdispatch.dispatchers import make_dispatcher
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload

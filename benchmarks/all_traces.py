@@ -32,9 +32,10 @@ DEFAULT_TRACES = HERE.parents[1] / "shared" / "traces"
 WORKER = r"""
 import json, resource, sys, time
 from hpcdispatch.dispatchers import make_dispatcher
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload, resolve_system
+from hpcdispatch.metrics import summarize
 
 path, disp, max_jobs, units = sys.argv[1], sys.argv[2], (int(sys.argv[3]) or None), sys.argv[4]
 checkpoint, every = (sys.argv[5] or None), float(sys.argv[6])
@@ -53,7 +54,7 @@ t2 = time.perf_counter()
 resumed = (res.extra.get("checkpoint") or {}).get("resumed_at") or {}
 report = validate_result(res)
 t3 = time.perf_counter()
-s = res.summary()
+s = summarize(res)
 print(json.dumps({
     "system": system.name, "jobs": len(wl), "skipped": wl.report.n_skipped,
     "load_s": t1 - t0, "sim_s": t2 - t1 + resumed.get("wall_s", 0.0), "validate_s": t3 - t2,

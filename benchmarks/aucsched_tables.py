@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from hpcdispatch.runner import run_simulation
-from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.system import load_system
 from hpcdispatch.workload import load_workload
 
@@ -144,7 +144,7 @@ def step_check(machine: str, states: int, time_limit: float, window: int, consol
     jobs of workload V.2 on ``machine``, on ``states`` random fragmented free states (each node
     busy with probability 1/2, then a random share of its cores and GPUs taken)."""
     from hpcdispatch.dispatchers import Aucsched
-    from hpcdispatch.sim.view import DispatchView
+    from hpcdispatch.protocol.view import DispatchView
     from hpcdispatch.workload.job import Workload
 
     system = load_system(machine)

@@ -25,7 +25,7 @@ from rich.table import Table
 
 import hpcdispatch.planning.profile as profile_module
 from hpcdispatch.dispatchers import make_dispatcher
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload, resolve_system
 
 RICC = Path(__file__).resolve().parents[2] / "shared" / "traces" / "RICC-2010-2.swf.gz"

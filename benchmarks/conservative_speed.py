@@ -27,9 +27,10 @@ from rich.table import Table
 
 import hpcdispatch.planning.profile as profile_module
 from hpcdispatch.dispatchers import make_dispatcher
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload, resolve_system
+from hpcdispatch.metrics import summarize
 
 RICC = Path(__file__).resolve().parents[2] / "shared" / "traces" / "RICC-2010-2.swf.gz"
 
@@ -71,7 +72,7 @@ def main() -> None:
             table.add_column(col, justify="left" if col == "workload" else "right")
         for name, system, workload in cases:
             tc, rc, dc = timed(system, workload, True)
-            summary = rc.summary()
+            summary = summarize(rc)
             table.add_row(name, f"{dc.compressions:,}", f"{tc:.1f}", "yes" if validate_result(rc).ok else "NO",
                           f"{summary['wait_mean']:,.1f}", f"{summary['bounded_slowdown_mean']:.3f}")
         Console(width=160).print(table)
@@ -84,7 +85,7 @@ def main() -> None:
         tp, rp, _ = timed(system, workload, False)
         same = bool(np.array_equal(rc.start, rp.start) and np.array_equal(rc.end, rp.end))
         table.add_row(name, f"{dc.compressions:,}", f"{tc:.1f}", f"{tp:.1f}", f"{tp / tc:.1f}x", "yes" if same else "NO",
-                      "yes" if validate_result(rc).ok else "NO", f"{rc.summary()['bounded_slowdown_mean']:.2f}")
+                      "yes" if validate_result(rc).ok else "NO", f"{summarize(rc)['bounded_slowdown_mean']:.2f}")
     profile_module.COMPILED = True
     Console(width=160).print(table)
 

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hpcdispatch.cp.evaluate import system_of_instance
+from hpcdispatch.instance_eval import system_of_instance
 from hpcdispatch.cp.instance import DispatchInstance
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.runner import run_simulation

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from hpcdispatch.runner import run_simulation
-from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
 from hpcdispatch.workload.swf import SwfOptions
 

@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from hpcdispatch.cp.evaluate import system_of_instance
+from hpcdispatch.instance_eval import system_of_instance
 from hpcdispatch.cp.instance import DispatchInstance
 from hpcdispatch.cp.policy import Policy
 from hpcdispatch.cp.rule import horizon_units, rule_schedule
@@ -39,7 +39,7 @@ from hpcdispatch.cp.solve import hint_is_solution
 from hpcdispatch.dispatchers import cp as cp_dispatchers
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.runner import run_simulation
-from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"

@@ -54,7 +54,7 @@ import numpy as np
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.predictors import split_predictor_suffix
 from hpcdispatch.runner import run_simulation
-from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
 from hpcdispatch.workload.swf import SwfOptions
 path, spec, max_jobs, journal = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]

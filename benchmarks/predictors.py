@@ -9,7 +9,7 @@ knowledge base grows when jobs end) and prints:
 - prediction overhead: time spent in predict + learn, as a share of the simulation time;
 - the QoS EASY reaches with it: mean wait, mean bounded slowdown;
 - with ``--corrections none,walltime,ladder``: the same with each prediction correction
-  (``hpcdispatch.predictors.correction``: what a running job that outlived its prediction is
+  (``hpcdispatch.sim.correction``: what a running job that outlived its prediction is
   expected to need), and how many predictions were revised.
 
     python benchmarks/predictors.py [--traces HPC2N,SDSC-SP2] [--dispatcher easy] [--max-jobs N]
@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hpcdispatch.runner import run_simulation
-from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload import SwfOptions, load_workload, resolve_system
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"

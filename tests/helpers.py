@@ -9,7 +9,7 @@ from typing import Any
 from hpcdispatch.dispatchers import Dispatcher, make_dispatcher
 from hpcdispatch.predictors import Predictor
 from hpcdispatch.sim.result import SimulationResult
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload.job import Job, Workload

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcdispatch.dispatchers.base import Dispatcher, Scratch
-from hpcdispatch.sim.allocation import held_amounts, request_fits
-from hpcdispatch.sim.decision import Decision
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.protocol import Dispatcher, Scratch
+from hpcdispatch.system.allocation import held_amounts, request_fits
+from hpcdispatch.protocol.decision import Decision
+from hpcdispatch.protocol.view import DispatchView
 
 
 def head_fits(free: np.ndarray, view: DispatchView, head) -> bool:

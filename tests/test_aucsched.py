@@ -12,12 +12,13 @@ from helpers import placement, simulate, starts, system_of
 from hpcdispatch.allocators.slurm_linear import slurm_select
 from hpcdispatch.dispatchers import Aucsched, SlurmBackfill, make_dispatcher
 from hpcdispatch.dispatchers.aucsched import generate_bids, paper_nodesets, preference
-from hpcdispatch.sim.allocation import node_units, per_node_array
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.system.allocation import node_units, per_node_array
+from hpcdispatch.protocol.view import DispatchView
 from hpcdispatch.system import load_system
 from hpcdispatch.workload import load_workload
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.slurm import SlurmRequest, request_of, slurm_job
+from hpcdispatch.metrics import summarize
 
 RES = ("core", "gpu")
 
@@ -387,9 +388,9 @@ def test_aucsched_honours_every_request_exactly():
 def test_aucsched_contiguous_only_bids_give_unfragmented_allocations():
     system = load_system("machine-s")
     w = load_workload("synthetic:aucsched,workload=IV,version=1,seed=2,runtime_h=0.2", system)
-    s = simulate(system, w, "aucsched:contiguous_only=True,slurm_bids=False,time_limit=2").summary()
+    s = summarize(simulate(system, w, "aucsched:contiguous_only=True,slurm_bids=False,time_limit=2"))
     assert s["fragmentation_mean"] == 1.0 and s["spread_mean"] == 1.0
-    s2 = simulate(system, w, "aucsched:time_limit=2").summary()
+    s2 = summarize(simulate(system, w, "aucsched:time_limit=2"))
     assert s2["fragmentation_mean"] >= 1.0
 
 

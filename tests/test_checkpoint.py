@@ -18,7 +18,9 @@ from hpcdispatch.errors import ConfigError
 from hpcdispatch.predictors import make_predictor
 from hpcdispatch.sim import checkpoint as checkpoint_module
 from hpcdispatch.sim.checkpoint import CheckpointError
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+import hpcdispatch
+from hpcdispatch.engine import choose_engine
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import load_workload
@@ -132,7 +134,7 @@ def test_killed_process_resumes_from_its_last_checkpoint(tmp_path):
     spec = "synthetic:lublin,jobs=600,seed=12,load=1.2"
     code = (
         "from hpcdispatch.dispatchers import make_dispatcher\n"
-        "from hpcdispatch.sim.simulator import SimulationOptions, Simulator\n"
+        "from hpcdispatch.sim import SimulationOptions, Simulator\n"
         "from hpcdispatch.system import load_system\n"
         "from hpcdispatch.workload import load_workload\n"
         "s = load_system('eurora')\n"
@@ -194,9 +196,9 @@ def test_checkpoint_of_another_run_is_refused(eurora_case, tmp_path, monkeypatch
 def test_checkpoints_need_the_python_engine(eurora_case, tmp_path):
     system, workload = eurora_case
     with pytest.raises(ConfigError, match="compiled engine cannot write checkpoints"):
-        Simulator(system, workload, make_dispatcher("easy"), options=SimulationOptions(engine="compiled"),
-                  checkpoint=tmp_path / "c.ckpt").run()
+        hpcdispatch.simulate(system, workload, make_dispatcher("easy"), options=SimulationOptions(engine="compiled"),
+                             checkpoint=tmp_path / "c.ckpt")
     sim = Simulator(system, workload, make_dispatcher("easy"), checkpoint=tmp_path / "c.ckpt")
-    assert sim.engine() == "python"
+    assert choose_engine(sim) == "python"
     with pytest.raises(ConfigError, match="checkpoint interval"):
         Simulator(system, workload, make_dispatcher("easy"), checkpoint=tmp_path / "c.ckpt", checkpoint_every=-1)

@@ -15,15 +15,15 @@ from test_properties import SETTINGS, scenarios
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.predictors import make_predictor
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.engine import choose_engine, simulate
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload.job import Workload
 
 
 def run(system, workload, spec, allocator, engine, predictor="walltime", kill=True, journal=None):
-    sim = Simulator(system, workload, make_dispatcher(spec, allocator=allocator), predictor=make_predictor(predictor),
-                    options=SimulationOptions(engine=engine, walltime_kill=kill), journal=journal)
-    return sim.run()
+    return simulate(system, workload, make_dispatcher(spec, allocator=allocator), make_predictor(predictor),
+                    SimulationOptions(engine=engine, walltime_kill=kill), journal=journal)
 
 
 def assert_same_run(a, b) -> None:
@@ -112,14 +112,13 @@ def test_compiled_engine_refuses_what_it_cannot_run(case, reason, tmp_path):
         options = {"charge_dispatch_time": True}
     else:
         journal = tmp_path / "j.jsonl"
-    sim = Simulator(system, workload, make_dispatcher(spec, allocator=allocator), predictor=make_predictor(predictor),
-                    options=SimulationOptions(engine="compiled", **options), journal=journal)
     with pytest.raises(ConfigError, match=reason):
-        sim.run()
+        simulate(system, workload, make_dispatcher(spec, allocator=allocator), make_predictor(predictor),
+                 SimulationOptions(engine="compiled", **options), journal=journal)
     # auto falls back to the Python loop, which runs it
     sim = Simulator(system, workload, make_dispatcher(spec, allocator=allocator), predictor=make_predictor(predictor),
                     options=SimulationOptions(engine="auto", **options), journal=journal)
-    assert sim.engine() == "python"
+    assert choose_engine(sim) == "python"
 
 
 def test_unknown_engine_is_a_config_error():

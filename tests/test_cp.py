@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from helpers import cores_system, job, simulate, starts, system_of
@@ -9,16 +11,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
+from hpcdispatch.allocators import make_allocator
+from hpcdispatch.cp import pipeline as cp_pipeline
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
 from hpcdispatch.cp.models import pcp20
-from hpcdispatch.cp.models.common import interchangeable_jobs, rule_in_group_order
+from hpcdispatch.cp.models.common import ModelInput, interchangeable_jobs, rule_in_group_order
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import earliest_alone, horizon_units, rule_schedule
 from hpcdispatch.cp.solve import hint_is_solution
-from hpcdispatch.allocators.base import make_allocator
-from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.dispatchers import cp as cp_dispatchers
-from hpcdispatch.errors import ConfigError
+from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.errors import ConfigError, UnsupportedJobError
 
 CP_MODELS = ["hcp", "pcp19", "pcp20", "cp-hybrid"]
 
@@ -134,7 +137,7 @@ def test_a_crashing_solver_falls_back_to_the_rule(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("solver exploded")
 
-    monkeypatch.setattr(cp_dispatchers, "solve", broken)
+    monkeypatch.setattr(cp_pipeline, "solve", broken)
     for name in CP_MODELS:
         placed, info = decide(name, system, inst)
         assert set(placed) == {0}  # the rule's decision: H now
@@ -144,7 +147,7 @@ def test_a_crashing_solver_falls_back_to_the_rule(monkeypatch):
 def test_no_solution_in_time_falls_back_to_the_rule(monkeypatch):
     from hpcdispatch.cp.solve import SolveOutcome
 
-    monkeypatch.setattr(cp_dispatchers, "solve", lambda *a, **k: SolveOutcome("unknown", None, attempts=[(1.0, "unknown")]))
+    monkeypatch.setattr(cp_pipeline, "solve", lambda *a, **k: SolveOutcome("unknown", None, attempts=[(1.0, "unknown")]))
     system = cores_system(1, 3)
     inst = instance(system, [qj(0, -100, 10, req=(3,)), qj(1, 0, 1), qj(2, 0, 1)])
     placed, info = decide("pcp20", system, inst)
@@ -158,15 +161,15 @@ def test_a_fallback_with_an_infeasible_hint_says_so(monkeypatch):
     # 0 on the one 3-core node.
     from hpcdispatch.cp.solve import SolveOutcome
 
-    monkeypatch.setattr(cp_dispatchers, "solve", lambda *a, **k: SolveOutcome("unknown", None, attempts=[(1.0, "unknown")]))
-    real = cp_dispatchers.rule_schedule
+    monkeypatch.setattr(cp_pipeline, "solve", lambda *a, **k: SolveOutcome("unknown", None, attempts=[(1.0, "unknown")]))
+    real = cp_pipeline.rule_schedule
 
     def overbooked(inst, policy, jobs, allocator, node_level, d_max):
         rule = real(inst, policy, jobs, allocator, node_level, d_max)
         rule.starts = {j.index: 0 for j in jobs}
         return rule
 
-    monkeypatch.setattr(cp_dispatchers, "rule_schedule", overbooked)
+    monkeypatch.setattr(cp_pipeline, "rule_schedule", overbooked)
     system = cores_system(1, 3)
     inst = instance(system, [qj(0, -100, 10, req=(3,)), qj(1, -50, 10, req=(3,))])
     for name in CP_MODELS:
@@ -256,8 +259,8 @@ def test_pcp20_node_map_never_splits_a_unit(data):
         return
     d_max = max(j.duration for j in jobs)
     rule = rule_schedule(inst, policy, jobs, bf, True, d_max)
-    built = pcp20.build(inst, policy, jobs, horizon_units(policy, inst, jobs), d_max, rule, s,
-                        earliest_alone(inst, policy, jobs, bf, True))
+    built = pcp20.build(ModelInput(inst, policy, jobs, horizon_units(policy, inst, jobs), d_max, rule, s,
+                                   earliest_alone(inst, policy, jobs, bf, True)))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 5
     solver.parameters.symmetry_level = 0
@@ -315,7 +318,7 @@ def test_dumped_instances_round_trip_and_evaluate(tmp_path):
     files = sorted(dump.glob("instance-*.json"))
     assert len(files) == len(result.decisions["info"]) > 0
     # the dump holds what the dispatcher saw: re-deciding a dumped instance gives the same starts
-    from hpcdispatch.cp.evaluate import evaluate, ratios, system_of_instance
+    from hpcdispatch.instance_eval import evaluate, ratios, system_of_instance
 
     fresh = make_dispatcher("hcp", time_unit=1.0)
     fresh.setup(system)
@@ -386,10 +389,12 @@ def test_version_2_is_version_1_unless_predictions_under_estimate(name):
 
 
 def test_slurm_style_jobs_are_refused_with_a_clear_error():
+    # refused before the run (Tags.node_constraints=False), naming the job and the reason
     system = cores_system(4, 4)
     jobs = [job(1, 0, 10, units=4, req=(1,)), job(2, 0, 10, units=4, req=(1,), node_count=2, contiguous=True)]
     for name in ("cp-rule", "pcp20"):
-        with pytest.raises(ConfigError, match=r"job 2 has Slurm-style constraints"):
+        with pytest.raises(UnsupportedJobError, match=rf"dispatcher '{name}' cannot run job 2: it has Slurm-style "
+                                                      r"node constraints"):
             simulate(system, jobs, make_dispatcher(name))
 
 
@@ -399,16 +404,12 @@ def test_a_solution_that_leaves_an_idle_machine_idle_is_replaced_by_the_rule(mon
     # again, so the system would stall. Simulated here by a model that decodes no start.
     from hpcdispatch.cp.models import hybrid
 
-    class StartsNothing:
-        NODE_LEVEL_RULE = False
+    def starts_nothing(x):
+        built = hybrid.build(x)
+        built.decode_now = lambda solver: {}
+        return built
 
-        @staticmethod
-        def build(*args, **kwargs):
-            built = hybrid.build(*args, **kwargs)
-            built.decode_now = lambda solver: {}
-            return built
-
-    monkeypatch.setattr(cp_dispatchers.CPHybrid, "MODEL", StartsNothing)
+    monkeypatch.setattr(cp_dispatchers.CPHybrid, "MODEL", replace(hybrid.MODEL, build=starts_nothing))
     system = cores_system(1, 3)
     inst = instance(system, [qj(0, -100, 10, req=(3,)), qj(1, 0, 1), qj(2, 0, 1)])
     placed, info = decide("cp-hybrid", system, inst)
@@ -464,7 +465,7 @@ def test_a_rule_schedule_with_twins_out_of_order_is_realigned_not_refused(monkey
     # rule, and still reaches the optimum of 2,500.
     system = cores_system(1, 2)
     inst = instance(system, [qj(0, 0, 10), qj(1, 0, 10), qj(2, 0, 10), qj(3, -20, 5, req=(2,))])
-    real = cp_dispatchers.rule_schedule
+    real = cp_pipeline.rule_schedule
     seen = {}
 
     def reversed_twins(inst, policy, jobs, allocator, node_level, d_max):
@@ -476,7 +477,7 @@ def test_a_rule_schedule_with_twins_out_of_order_is_realigned_not_refused(monkey
         seen["aligned"] = [aligned.starts[i] for i in (0, 1, 2)], aligned.objective
         return rule
 
-    monkeypatch.setattr(cp_dispatchers, "rule_schedule", reversed_twins)
+    monkeypatch.setattr(cp_pipeline, "rule_schedule", reversed_twins)
     for name in CP_MODELS:
         placed, info = decide(name, system, inst, force_model=True)
         assert seen["aligned"] == ([5, 5, 15], seen["objective"]), (name, seen)
@@ -490,8 +491,8 @@ def rule_of(spec, system, inst):
     ``inst`` (``None`` when no job is in the model)."""
     d = make_dispatcher(spec)
     d.setup(system)
-    policy = Policy(inst, d.settings, d.FLAVOUR)
-    node_level = getattr(d.MODEL, "NODE_LEVEL_RULE", False)
+    policy = Policy(inst, d.settings, d.flavour)
+    node_level = d.node_level
     jobs = d.model_jobs(inst, policy, node_level)
     if not jobs:
         return None
@@ -685,7 +686,7 @@ def test_a_paper_horizon_called_too_short_makes_the_model_infeasible(data, name,
     if found is None:
         return
     d, jobs, policy, d_max, rule = found
-    if paper_horizon_too_short(inst, policy, jobs, horizon, d._best_fit, getattr(d.MODEL, "NODE_LEVEL_RULE", False)) is None:
+    if paper_horizon_too_short(inst, policy, jobs, horizon, d._best_fit, d.node_level) is None:
         return
     built = d.build_model(inst, policy, jobs, d.hint_rule(rule, jobs, policy, d_max), d_max,
                           horizon_units(policy, inst, jobs))
@@ -735,12 +736,12 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
         return  # nothing was solved (empty model) or not proven in time: nothing to compare
     assert results[True][1]["objective"] == results[False][1]["objective"]
     d, _ = results[True]
-    policy = Policy(inst, d.settings, d.FLAVOUR)
-    jobs = d.model_jobs(inst, policy, getattr(d.MODEL, "NODE_LEVEL_RULE", False))
+    policy = Policy(inst, d.settings, d.flavour)
+    jobs = d.model_jobs(inst, policy, d.node_level)
     d_max = max(j.duration for j in jobs)
-    rule = rule_schedule(inst, policy, jobs, d._best_fit, getattr(d.MODEL, "NODE_LEVEL_RULE", False), d_max)
-    built = d.MODEL.build(inst, policy, jobs, horizon_units(policy, inst, jobs), d_max, rule, d.settings,
-                          earliest_alone(inst, policy, jobs, d._best_fit, getattr(d.MODEL, "NODE_LEVEL_RULE", False)))
+    rule = rule_schedule(inst, policy, jobs, d._best_fit, d.node_level, d_max)
+    built = d.MODEL.build(ModelInput(inst, policy, jobs, horizon_units(policy, inst, jobs), d_max, rule, d.settings,
+                                     earliest_alone(inst, policy, jobs, d._best_fit, d.node_level)))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 10
     solver.parameters.symmetry_level = 0

@@ -12,7 +12,7 @@ from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.dispatchers.cp import HCP
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.sim.journal import JournalError
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import load_workload
@@ -128,8 +128,7 @@ def test_journal_written_before_a_parameter_existed_resumes_at_its_default(case,
     interrupted(case, path, after=5)
     lines = path.read_text().splitlines(keepends=True)
     header = json.loads(lines[0])
-    header["run"]["dispatcher"] = header["run"]["dispatcher"].replace(", keep_blocked=False", "")
-    assert "keep_blocked" not in header["run"]["dispatcher"]
+    del header["run"]["dispatcher"]["params"]["keep_blocked"]
     path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     CountingHCP.calls, CountingHCP.stop_after = 0, None
     resumed = run(case, hcp(counting=True), path)
@@ -140,19 +139,36 @@ def test_journal_written_before_a_parameter_existed_resumes_at_its_default(case,
         run(case, changed, path)
 
 
-def test_dispatcher_descriptions_match_by_name_values_and_added_parameters():
+def without(identity, *keys):
+    return {"name": identity["name"], "params": {k: v for k, v in identity["params"].items() if k not in keys}}
+
+
+def test_dispatcher_identities_match_by_name_values_and_added_parameters():
     d = make_dispatcher("hcp:version=1")
-    old = d.describe().replace(", keep_blocked=False", "")
-    assert d.is_described_by(d.describe()) and d.is_described_by(old)
-    assert not d.is_described_by(old.replace("k=2", "k=3"))  # a value differs
-    assert not d.is_described_by(old.replace("hcp(", "pcp19("))  # another dispatcher
-    assert not d.is_described_by(old[:-1] + ", extra=1)")  # a parameter it does not have
-    assert not make_dispatcher("hcp:version=1,keep_blocked=true").is_described_by(old)
-    # a description lacking both added parameters: only their values as added match
-    older = make_dispatcher("hcp").describe().replace(", keep_blocked=False", "").replace(", reserve=0", "")
-    assert make_dispatcher("hcp").is_described_by(older)
-    assert not make_dispatcher("hcp:reserve=1").is_described_by(older)
-    assert not make_dispatcher("easy").is_described_by("easy()")  # allocator was never added later
+    old = without(d.identity(), "keep_blocked")
+    assert d.matches_identity(d.identity()) and d.matches_identity(old)
+    assert not d.matches_identity({**old, "params": {**old["params"], "k": 3}})  # a value differs
+    assert not d.matches_identity({**old, "name": "pcp19"})  # another dispatcher
+    assert not d.matches_identity({**old, "params": {**old["params"], "extra": 1}})  # a parameter it does not have
+    assert not make_dispatcher("hcp:version=1,keep_blocked=true").matches_identity(old)
+    # an identity lacking both added parameters: only their values as added match
+    older = without(make_dispatcher("hcp").identity(), "keep_blocked", "reserve")
+    assert make_dispatcher("hcp").matches_identity(older)
+    assert not make_dispatcher("hcp:reserve=1").matches_identity(older)
+    assert not make_dispatcher("easy").matches_identity({"name": "easy", "params": {}})  # allocator was never added later
+    assert not d.matches_identity(d.describe())  # printed text is not an identity
+
+
+def test_a_journal_of_the_old_format_is_refused_with_a_clear_message(case, tmp_path):
+    path = tmp_path / "j.jsonl"
+    interrupted(case, path, after=5)
+    lines = path.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["journal"] = 1
+    header["run"]["dispatcher"] = make_dispatcher("hcp").describe()  # format 1 stored the printed text
+    path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    with pytest.raises(JournalError, match=r"line 1: a decision journal of format 1; this version reads format 2"):
+        run(case, hcp(), path)
 
 
 def test_diverging_record_names_line_and_field(case, tmp_path):

@@ -7,6 +7,7 @@ import pytest
 from helpers import cores_system, job, simulate
 
 from hpcdispatch.metrics import bounded_slowdowns, queue_length_profile, slowdowns
+from hpcdispatch.metrics import summarize
 
 
 def test_slowdown_and_bounded_slowdown():
@@ -29,7 +30,7 @@ def test_queue_length_profile():
 def test_run_summary_by_hand():
     # 1 node x 1 core: J1 [0, 10), J2 waits 10 -> [10, 15), J3 (submit 20) [20, 30)
     r = simulate(cores_system(1, 1), [job(1, 0, 10), job(2, 0, 5), job(3, 20, 10)], "fifo")
-    s = r.summary()
+    s = summarize(r)
     assert s["wait_mean"] == pytest.approx(10 / 3)
     assert s["slowdown_mean"] == pytest.approx((1 + 3 + 1) / 3)
     assert s["bounded_slowdown_mean"] == pytest.approx((1 + 1.5 + 1) / 3)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import cores_system, job, simulate, starts
 
-from hpcdispatch.dispatchers import DISPATCHERS, dispatcher_function, make_dispatcher, split_dispatcher_list
+from hpcdispatch.dispatchers import DISPATCHERS, DispatcherSpec, dispatcher_function, make_dispatcher, parse_dispatcher_list
 from hpcdispatch.errors import ConfigError, SimulationStalledError
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "ADD_A_DISPATCHER.md"
@@ -32,10 +32,39 @@ def test_init_only_stores_parameters(name):
 def test_specs_and_lists():
     d = make_dispatcher("sjf:allocator=best-fit,blocking=false")
     assert d.get_params() == {"allocator": "best-fit", "blocking": False}
-    assert split_dispatcher_list("fifo,sjf:allocator=best-fit,blocking=false,easy") == [
-        "fifo", "sjf:allocator=best-fit,blocking=false", "easy"]
+    specs = parse_dispatcher_list("fifo,sjf:allocator=best-fit,blocking=false,easy-L2")
+    assert [(s.name, s.params, s.predictor) for s in specs] == [
+        ("fifo", {}, None), ("sjf", {"allocator": "best-fit", "blocking": False}, None), ("easy", {}, "last-two")]
+    assert [s.run_label for s in specs] == ["fifo", "sjf-allocator_best-fit-blocking_false", "easy-L2"]
+    assert specs[2].dispatcher_label == "easy"
     with pytest.raises(ConfigError, match="must be bool"):
         make_dispatcher("fifo:blocking=perhaps")
+    with pytest.raises(ConfigError, match="names a predictor"):
+        make_dispatcher("easy-L2")
+
+
+def test_a_spec_is_parsed_once_into_typed_values_and_identity_is_data():
+    text = DispatcherSpec.parse("hcp-R:version=2,delta=2,deterministic=yes,dump_instances=none")
+    table = DispatcherSpec.from_table({"name": "hcp", "predictor": "R", "version": 2, "delta": 2,
+                                       "deterministic": True, "dump_instances": None})
+    assert text.params == table.params == {"version": 2, "delta": 2.0, "deterministic": True, "dump_instances": None}
+    assert type(text.params["delta"]) is float and type(table.params["delta"]) is float
+    assert text.predictor == table.predictor == "oracle"
+    assert text.identity() == table.identity() == text.build().identity()
+    identity = text.identity()
+    assert identity["name"] == "hcp" and identity["params"]["version"] == 2 and identity["params"]["m"] == 100
+    # a parameter added later, absent from an older identity, matches only at the value it was added with
+    default = make_dispatcher("hcp").identity()
+    older = {"name": "hcp", "params": {k: v for k, v in default["params"].items() if k != "paper_v1"}}
+    assert make_dispatcher("hcp").matches_identity(older)
+    assert not make_dispatcher("hcp:paper_v1=true,version=1").matches_identity(
+        {"name": "hcp", "params": {**older["params"], "version": 1}})
+    assert not make_dispatcher("hcp").matches_identity({"name": "hcp", "params": {**default["params"], "m": 5}})
+    assert not text.build().matches_identity(default)
+    with pytest.raises(ConfigError, match="must be bool"):
+        DispatcherSpec.from_table({"name": "sjf", "blocking": "no"})
+    with pytest.raises(ConfigError, match="has no parameter 'depth'"):
+        DispatcherSpec.from_table({"name": "easy", "depth": 3})
 
 
 def test_the_documented_template_works():

@@ -14,8 +14,9 @@ from reference import ReferenceEASY
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.predictors import Predictor
-from hpcdispatch.predictors.correction import LADDER_S, revised_end
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.sim.correction import LADDER_S, revised_end
+from hpcdispatch.engine import choose_engine
+from hpcdispatch.sim import SimulationOptions, Simulator
 
 
 class Fixed(Predictor):
@@ -98,10 +99,10 @@ def test_correction_needs_the_python_engine():
     system = cores_system(3, 1)
     sim = Simulator(system, workload(JOBS), make_dispatcher("easy"),
                     options=SimulationOptions(prediction_correction="walltime", engine="auto"))
-    assert sim.engine() == "python"
+    assert choose_engine(sim) == "python"
     with pytest.raises(ConfigError, match="prediction correction needs the Python engine"):
-        Simulator(system, workload(JOBS), make_dispatcher("easy"),
-                  options=SimulationOptions(prediction_correction="walltime", engine="compiled")).engine()
+        choose_engine(Simulator(system, workload(JOBS), make_dispatcher("easy"),
+                                options=SimulationOptions(prediction_correction="walltime", engine="compiled")))
 
 
 def test_journal_header_names_the_correction_only_when_set(tmp_path):

@@ -12,10 +12,10 @@ from hypothesis import strategies as hst
 from test_properties import SETTINGS, predictor_for, scenarios
 
 import hpcdispatch.planning.profile as profile_module
-from hpcdispatch.allocators.base import make_allocator
+from hpcdispatch.allocators import make_allocator
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.planning.profile import AvailabilityProfile
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.validation import validate_result
 

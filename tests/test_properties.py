@@ -174,7 +174,7 @@ def test_conservative_wakes_up_for_a_reservation_one_second_after_a_call():
 def brute_force_shadow(view, scratch, head):
     """EASY's shadow time by definition: release group after group (running jobs at
     max(planned end, now + 1), jobs just started at now + planned duration) until the head fits."""
-    from hpcdispatch.sim.allocation import held_amounts, job_fits
+    from hpcdispatch.system.allocation import held_amounts, job_fits
 
     now1 = view.now + 1.0
     releases = [(max(rj.planned_end, now1), view.holdings(rj)) for rj in view.running.values()]

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcdispatch.sim.release_order import ReleaseOrder
+from hpcdispatch.protocol.release_order import ReleaseOrder
 
 N_NODES, N_RES = 6, 2
 
@@ -75,7 +75,7 @@ def observed(order: ReleaseOrder):
 def test_release_order_matches_a_rebuild(ops, many):
     from unittest import mock
 
-    from hpcdispatch.sim import release_order
+    from hpcdispatch.protocol import release_order
 
     with mock.patch.object(release_order, "_MANY", many):  # 0: the mask path, 16: slice by slice
         replay(ops)

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.sim.segments import SegmentLog
 
 

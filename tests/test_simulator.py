@@ -11,10 +11,11 @@ from helpers import cores_system, job, placement, simulate, starts, system_of, w
 
 from hpcdispatch.dispatchers import Dispatcher, Scratch, Tags
 from hpcdispatch.errors import InvalidDecisionError, SimulationStalledError
-from hpcdispatch.sim.allocation import Allocation
-from hpcdispatch.sim.decision import Admission, Decision, Start
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.system.allocation import Allocation
+from hpcdispatch.protocol.decision import Admission, Decision, Start
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.workload.job import GrowthRequest
+from hpcdispatch.metrics import summarize
 
 
 class Scripted(Dispatcher):
@@ -183,7 +184,6 @@ def test_wakeup_is_honoured():
 
 class RejectWide(Dispatcher):
     name = "reject-wide"
-    tags = Tags(supports_admission=True)
 
     def _dispatch(self, view):
         return greedy(view, self)
@@ -196,13 +196,12 @@ def test_admission_rejections_are_recorded():
     r = simulate(cores_system(2, 1), [job(1, 0, 5, units=2), job(2, 0, 5)], RejectWide())
     assert np.isnan(r.start[0]) and r.start[1] == 0
     assert r.reject_reason[0] == "too wide"
-    assert r.summary()["rejected"] == 1
+    assert summarize(r)["rejected"] == 1
     assert r.jobs_frame()["status"].tolist() == ["rejected", "completed"]
 
 
 class GrowFirstFit(Dispatcher):
     name = "grow"
-    tags = Tags(supports_resize=True)
 
     def __init__(self, grant: bool = True, allocator: str = "first-fit"):
         self.grant = grant
@@ -257,7 +256,7 @@ def test_dispatcher_is_called_only_when_something_happened_and_jobs_wait():
 
 def test_decision_log_and_summary():
     r = simulate(cores_system(1, 1), [job(1, 0, 10), job(2, 0, 10)], "fifo")
-    s = r.summary()
+    s = summarize(r)
     assert s["jobs"] == 2 and s["started"] == 2 and s["makespan"] == 20
     assert s["wait_mean"] == 5 and s["utilization_core"] == 1.0
     assert placement(r) == {1: [(0, 1)], 2: [(0, 1)]}
@@ -271,7 +270,7 @@ def test_tables_and_metrics_of_a_grown_job_by_hand():
     frame = r.jobs_frame()
     assert frame["allocation"].tolist() == ["0:1 | 3:1", "1:1 2:1"]
     assert "allocation" not in r.jobs_frame(allocation_text=False).columns
-    s = r.summary()
+    s = summarize(r)
     # J1: nodes {0, 3} -> 2 blocks, spread (3 - 0 + 1) / 2 = 2; J2: nodes {1, 2} -> 1 block, spread 1
     assert s["fragmentation_mean"] == pytest.approx(1.5) and s["spread_mean"] == pytest.approx(1.5)
     # core-seconds: J1 20 + 15, J2 2 x 10 = 55 over 4 cores x 20 s

@@ -13,9 +13,9 @@ from helpers import placement, simulate, starts, system_of
 from hpcdispatch.allocators import make_allocator
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, TraceFormatError
 from hpcdispatch.results.store import workload_frame
-from hpcdispatch.sim.allocation import Allocation, request_fits
-from hpcdispatch.sim.decision import Start
-from hpcdispatch.sim.simulator import SimulationOptions, Simulator
+from hpcdispatch.system.allocation import Allocation, request_fits
+from hpcdispatch.protocol.decision import Start
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_tables
 from hpcdispatch.workload import load_workload
@@ -31,6 +31,7 @@ from hpcdispatch.workload.slurm import (
     write_slurm_requests,
 )
 from hpcdispatch.workload.swf import fits_empty_system
+from hpcdispatch.metrics import summarize
 
 RES = ("core", "gpu")
 
@@ -159,7 +160,7 @@ def test_first_fit_and_best_fit_choices_by_hand():
 
 
 def _run_with(system, job, alloc):
-    from hpcdispatch.dispatchers.base import Dispatcher
+    from hpcdispatch.protocol import Dispatcher
 
     class Scripted(Dispatcher):
         name = "scripted-alloc"
@@ -370,7 +371,7 @@ def test_baselines_run_slurm_style_workloads(name):
     w = load_workload("synthetic:aucsched,workload=V,version=2,seed=1,runtime_h=0.4", system)
     r = simulate(system, w, name)  # validated
     assert not np.isnan(r.start).any()
-    s = r.summary()
+    s = summarize(r)
     assert s["fragmentation_mean"] >= 1 and s["spread_mean"] >= 1
 
 
@@ -378,7 +379,7 @@ def test_jobs_frame_and_summary_of_a_contiguous_workload():
     system = load_system("machine-s")
     w = load_workload("synthetic:aucsched,workload=III,version=3,seed=1,runtime_h=0.3", system)
     r = simulate(system, w, "easy")
-    s = r.summary()
+    s = summarize(r)
     assert s["fragmentation_mean"] == 1.0 and s["fragmentation_std"] == 0.0
     assert s["spread_mean"] == 1.0 and s["spread_std"] == 0.0
     assert s["theoretical_runtime_s"] == pytest.approx(theoretical_runtime(w, system))

@@ -58,7 +58,7 @@ def test_expansion_is_the_full_cross_product(tmp_path):
     }
     # paths are resolved against the spec file for running, but hashed as written
     assert cell.workload_spec == str(tmp_path / "traces" / "x.swf.gz")
-    assert cell.dispatcher_spec == "easy:allocator=best-fit" and cell.predictor == "last-two"
+    assert (cell.dispatcher.name, cell.dispatcher.params, cell.predictor) == ("easy", {"allocator": "best-fit"}, "last-two")
     gen = next(c for c in spec.cells if c.labels["seed"] == 6)
     assert gen.workload_spec.startswith("synthetic:lublin,jobs=50,load=0.8,") and gen.workload_spec.endswith(",seed=6")
     assert gen.config["workload"]["seed"] == 6 and gen.config["workload"]["interactive"] is True
@@ -117,7 +117,7 @@ def test_ids_are_stable_across_processes(tmp_path):
         ('dispatchers = ["fifo", "easy:depth=3"]\n[[workloads]]\ngenerator = "lublin"\n',
          r"line 1, dispatchers\[1\]: dispatcher 'easy' has no parameter 'depth'"),
         ('dispatchers = [{ name = "sjf", blocking = "no" }]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"dispatchers\[0\]: parameter 'blocking' = 'no' is read as False"),
+         r"dispatchers\[0\]: parameter 'blocking' = 'no' must be bool"),
         ('dispatchers = ["fifo"]\npredictors = ["W", "X"]\n[[workloads]]\ngenerator = "lublin"\n',
          r"line 2, predictors\[1\]: unknown predictor 'X'"),
         ('dispatchers = ["fifo"]\n\n[[workloads]]\ngenerator = "lublin"\nseed = 1\n\n[[workloads]]\ngenerator = "lublin"\n'

@@ -13,7 +13,7 @@ import pytest
 from helpers import TRACES
 
 from hpcdispatch.runner import run_simulation
-from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload, resolve_system
 
 pytestmark = pytest.mark.slow

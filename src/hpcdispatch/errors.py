@@ -47,3 +47,13 @@ class SimulationStalledError(HpcDispatchError):
 
 class ScheduleValidationError(HpcDispatchError):
     """A schedule violates a hard rule (capacity, start before submit, wrong duration ...)."""
+
+
+class UnsupportedJobError(ConfigError):
+    """A dispatcher cannot handle a job of the workload (refused before the run; names both)."""
+
+    def __init__(self, dispatcher: str, job_id: int, reason: str):
+        self.dispatcher = dispatcher
+        self.job_id = job_id
+        self.reason = reason
+        super().__init__(f"dispatcher '{dispatcher}' cannot run job {job_id}: {reason}")

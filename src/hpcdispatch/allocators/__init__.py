@@ -1,17 +1,12 @@
-"""Allocators: where a job's units go (first fit, best fit, Slurm's linear best-fit sets)."""
+"""Allocators: where a job's units go (first fit, best fit, Slurm's linear best-fit sets).
 
-from hpcdispatch.allocators.base import (
-    ALLOCATORS,
-    Allocator,
-    BestFit,
-    FirstFit,
-    allocate_job,
-    fill_in_order,
-    make_allocator,
-)
+An allocator is a pure function of a free-capacity matrix; it sits below the protocol so
+that every dispatcher (and the planning profile) can place jobs with any of them.
+"""
+
+from hpcdispatch.allocators.base import Allocator, BestFit, FirstFit, allocate_job, fill_in_order
+from hpcdispatch.allocators.registry import ALLOCATORS, make_allocator
 from hpcdispatch.allocators.slurm_linear import SlurmLinear, slurm_select
-
-ALLOCATORS.setdefault(SlurmLinear.name, SlurmLinear)
 
 __all__ = ["ALLOCATORS", "Allocator", "BestFit", "FirstFit", "SlurmLinear", "allocate_job", "fill_in_order",
            "make_allocator", "slurm_select"]

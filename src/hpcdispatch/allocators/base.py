@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from hpcdispatch.sim.allocation import (
+from hpcdispatch.system.allocation import (
     Allocation,
     contiguous_windows,
     node_units,
@@ -216,29 +216,3 @@ _ONE = np.ones(1, dtype=np.int64)
 _ONE.flags.writeable = False
 _ZERO = np.zeros(1, dtype=np.int64)
 _ZERO.flags.writeable = False
-
-ALLOCATORS: dict[str, type[Allocator]] = {"first-fit": FirstFit, "best-fit": BestFit}
-
-
-def _register_slurm() -> None:
-    from hpcdispatch.allocators.slurm_linear import SlurmLinear
-
-    ALLOCATORS.setdefault(SlurmLinear.name, SlurmLinear)
-
-
-def make_allocator(name: str | Allocator, system: System) -> Allocator:
-    from hpcdispatch.errors import ConfigError
-
-    _register_slurm()
-    if isinstance(name, Allocator):
-        allocator = name
-    else:
-        key = str(name).lower().replace("_", "-")
-        aliases = {"ff": "first-fit", "bf": "best-fit", "firstfit": "first-fit", "bestfit": "best-fit",
-                   "slurm": "slurm-linear"}
-        key = aliases.get(key, key)
-        if key not in ALLOCATORS:
-            raise ConfigError(f"unknown allocator '{name}'; available: {', '.join(sorted(ALLOCATORS))}")
-        allocator = ALLOCATORS[key]()
-    allocator.setup(system)
-    return allocator

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpcdispatch.allocators.base import Allocator
-from hpcdispatch.sim.allocation import Allocation, node_units, runs_of
+from hpcdispatch.system.allocation import Allocation, node_units, runs_of
 
 
 def _eval_nodes(avail: np.ndarray, units: int, min_nodes: int, max_nodes: int, contiguous: bool,

@@ -37,13 +37,12 @@ def instances() -> None:
 def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | None, min_queued: int,
              force_model: bool, out: Path | None) -> None:
     """Per-instance model size, decision time and objective, and their ratios (PCP'20 Figs 6-7)."""
-    from hpcdispatch.cp.evaluate import evaluate, ratios
-    from hpcdispatch.dispatchers import split_dispatcher_list
-    from hpcdispatch.runner import label_for
+    from hpcdispatch.dispatchers import DispatcherSpec, parse_dispatcher_list
+    from hpcdispatch.instance_eval import evaluate, ratios
 
-    spec_list = split_dispatcher_list(specs)
-    labels = [label_for(s) for s in spec_list]
-    base = label_for(baseline) if baseline else (labels[1] if len(labels) > 1 else labels[0])
+    spec_list = parse_dispatcher_list(specs)
+    labels = [s.run_label for s in spec_list]
+    base = DispatcherSpec.parse(baseline).run_label if baseline else (labels[1] if len(labels) > 1 else labels[0])
     if base not in labels:
         raise click.BadParameter(f"baseline '{base}' is not among {labels}")
     out = out or directory / "eval"

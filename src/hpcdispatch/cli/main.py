@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from hpcdispatch import __version__
+from hpcdispatch._version import __version__
 from hpcdispatch.errors import HpcDispatchError
-from hpcdispatch.sim.simulator import SimulationOptions
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
 from hpcdispatch.workload.swf import SwfOptions
 
@@ -86,11 +86,21 @@ def sim_options(fn: Any) -> Any:
                      help="CP dispatchers: CP'19 version 1, 2 or 3 (default 3)"),
         click.option("--dump-instances", type=click.Path(file_okay=False, path_type=Path), default=None,
                      help="CP dispatchers: write every dispatching instance as JSON into this directory"),
+        click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+                     help="a .py file (or an importable module) that registers dispatchers of your own "
+                          "(docs/ADD_A_DISPATCHER.md); repeat for several"),
         click.option("--quiet", "-q", is_flag=True, help="no progress bar"),
     ]
     for opt in reversed(opts):
         fn = opt(fn)
     return fn
+
+
+def load_plugin_options(kw: dict[str, Any]) -> None:
+    """Load the ``--plugin`` files before any dispatcher spec is read."""
+    from hpcdispatch.plugins import load_plugins, resolve_plugin
+
+    load_plugins(tuple(resolve_plugin(str(p), Path.cwd()) for p in kw.get("plugins") or ()))
 
 
 def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
@@ -226,11 +236,14 @@ def dispatchers() -> None:
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), required=True, help="output directory")
 def simulate(**kw: Any) -> None:
     """Simulate one dispatcher on one workload and write the schedule."""
+    from hpcdispatch.dispatchers import DispatcherSpec
     from hpcdispatch.runner import run_simulation
 
+    load_plugin_options(kw)
+    spec = DispatcherSpec.parse(kw["dispatcher"])
     system, workload = load_inputs(kw)
-    with progress_bar(kw["dispatcher"], len(workload), kw["quiet"]) as update:
-        outcome = run_simulation(system, workload, kw["dispatcher"], kw["predictor"], make_options(kw),
+    with progress_bar(spec.run_label, len(workload), kw["quiet"]) as update:
+        outcome = run_simulation(system, workload, spec, kw["predictor"], make_options(kw),
                                  out_dir=kw["out"], progress=update, allocator=kw["allocator"],
                                  overrides=cp_overrides(kw, None), journal=kw["journal"],
                                  checkpoint=kw["checkpoint"], checkpoint_every=kw["checkpoint_every"])
@@ -273,17 +286,18 @@ def compare(**kw: Any) -> None:
     """Compare several dispatchers on one workload: table, plots and report."""
     import numpy as np
 
-    from hpcdispatch.dispatchers import split_dispatcher_list
+    from hpcdispatch.dispatchers import parse_dispatcher_list
     from hpcdispatch.report.compare import comparison_frame, display_rows, write_comparison_report
-    from hpcdispatch.runner import label_for, run_simulation
+    from hpcdispatch.runner import run_simulation
 
+    load_plugin_options(kw)
+    specs = parse_dispatcher_list(kw["dispatcher_list"])
     system, workload = load_inputs(kw)
-    specs = split_dispatcher_list(kw["dispatcher_list"])
     out: Path = kw["out"]
     summaries, waits, notes, accuracies = [], {}, [], {}
     invalid = False
     for spec in specs:
-        label = label_for(spec)
+        label = spec.run_label
         with progress_bar(label, len(workload), kw["quiet"]) as update:
             outcome = run_simulation(system, workload, spec, kw["predictor"], make_options(kw),
                                      out_dir=out / label, progress=update, allocator=kw["allocator"],

@@ -1,8 +1,8 @@
 """The compiled engine: the simulator's event loop and the baseline policies (FIFO, EASY)
 with first fit and best fit, compiled with numba, for plain runs on whole traces.
 
-:func:`refusal` says why a simulation cannot run on it (``None`` when it can); the
-simulator then uses it (``engine="auto"``, the default) or the Python loop. The compiled
+:func:`refusal` says why a simulation cannot run on it (``None`` when it can);
+:func:`hpcdispatch.simulate` then uses it (``engine="auto"``, the default) or the Python loop. The compiled
 engine takes the same decisions as the Python classes and applies them with the same
 checks; ``tests/test_compiled.py`` compares the two on random workloads. Importing this
 package does not import numba; :mod:`hpcdispatch.compiled.runner` does.

@@ -6,6 +6,9 @@ import importlib.util
 import sys
 from typing import TYPE_CHECKING
 
+from hpcdispatch.allocators import BestFit, FirstFit, make_allocator
+from hpcdispatch.protocol import Dispatcher
+
 if TYPE_CHECKING:
     from hpcdispatch.sim.simulator import Simulator
 
@@ -24,9 +27,6 @@ def refusal(sim: Simulator) -> str | None:
     are fixed at submission (:attr:`Predictor.static`); no job has node constraints or
     growth requests; the dispatcher is called at events only, dispatch time is not
     charged and predictions are not corrected."""
-    from hpcdispatch.allocators.base import BestFit, FirstFit, make_allocator
-    from hpcdispatch.dispatchers.base import Dispatcher
-
     if importlib.util.find_spec("numba") is None:
         return "numba is not installed"
     if sys.platform == "win32":

@@ -19,7 +19,7 @@ Sections:
    ``regs[NROWS]`` on) and its info values (``dl[D_INFO + k, regs[NCALL]]``).
    :func:`call_policy` maps a policy number to its function: a new compiled policy adds a
    function, a branch there and its name in ``POLICIES``, and its dispatcher class returns a
-   :class:`~hpcdispatch.dispatchers.base.KernelSpec` naming it.
+   :class:`~hpcdispatch.protocol.dispatcher.KernelSpec` naming it.
 5. **Event loop** -- :func:`run_steps`: the semantics of
    :class:`hpcdispatch.sim.simulator.Simulator` (ends, then submissions, then one call per
    instant with events while jobs are queued), without admission control, resizing, wake-ups,

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcdispatch.allocators.base import BestFit, make_allocator
+from hpcdispatch.allocators import BestFit, make_allocator
 from hpcdispatch.compiled import kernels as S
 from hpcdispatch.compiled.kernels import POLICIES, run_steps
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
 from hpcdispatch.sim.info_log import MISSING, InfoLog
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.sim.segments import SegmentLog
+from hpcdispatch.sim.state import DecisionLog, LoopState
 
 if TYPE_CHECKING:
     from hpcdispatch.sim.simulator import Simulator
@@ -153,30 +154,19 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
         info = InfoLog.from_columns(keep, columns)
     elif keep:
         info = InfoLog.empty(keep)
-    result = SimulationResult(
-        system=system,
-        workload=workload,
-        dispatcher=dispatcher.describe(),
-        dispatcher_name=dispatcher.name,
-        predictor=predictor.name,
-        options=opts,
-        start=st.jf[S.START].copy(),
-        end=st.jf[S.END].copy(),
-        killed=np.asarray(killed, dtype=bool),
-        status=status,
-        planned=st.jf[S.PLANNED].copy(),
-        segment_log=segments,
-        reject_reason={},
-        resize_log=[],
-        decisions={
-            "time": st.dl[S.D_TIME, :keep].copy(),
-            "queue_length": st.dl[S.D_QUEUE, :keep].astype(np.int64),
-            "running": st.dl[S.D_RUNNING, :keep].astype(np.int64),
-            "started": st.dl[S.D_STARTED, :keep].astype(np.int64),
-            "elapsed": st.dl[S.D_ELAPSED, :keep].copy(),
-            "info": info,
-        },
-    )
+    # the hand-off: the compiled outcome goes into the Python engine's state, which makes the result
+    state = LoopState.start(system, workload, opts)
+    state.start_at = st.jf[S.START].copy()
+    state.end_at = st.jf[S.END].copy()
+    state.killed = np.asarray(killed, dtype=bool)
+    state.status = status
+    state.planned = st.jf[S.PLANNED].copy()
+    state.segments = segments
+    state.decisions = DecisionLog.from_columns(st.dl[S.D_TIME, :keep], st.dl[S.D_QUEUE, :keep],
+                                               st.dl[S.D_RUNNING, :keep], st.dl[S.D_STARTED, :keep],
+                                               st.dl[S.D_ELAPSED, :keep], info)
+    state.done, state.calls = int(st.regs[S.DONE]), calls
+    result = state.result(system, workload, dispatcher, predictor, opts)
     result.extra["prediction_time_s"] = 0.0
     result.extra["engine"] = "compiled"
     return result

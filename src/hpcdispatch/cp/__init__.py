@@ -1,3 +1,4 @@
 """Constraint-programming dispatching: instances, policies (CP'19 versions), the priority rule,
-the models (HCP'19, PCP'19, PCP'20, cp-hybrid) and the solve loop. The dispatchers that use
-them live in :mod:`hpcdispatch.dispatchers.cp`."""
+the models (HCP'19, PCP'19, PCP'20, cp-hybrid), the solve loop, and the pipeline that ties
+them into one decision (:class:`~hpcdispatch.cp.pipeline.CPDispatcher`). The registered
+dispatchers are in :mod:`hpcdispatch.dispatchers.cp`."""

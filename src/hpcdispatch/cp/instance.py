@@ -2,7 +2,7 @@
 
 It is a plain snapshot (queued jobs with their arrival and planned duration, running jobs
 with their allocations and planned ends, free and total capacity, the queues' expected
-waiting times), built from a :class:`~hpcdispatch.sim.view.DispatchView` or read back from
+waiting times), built from a :class:`~hpcdispatch.protocol.view.DispatchView` or read back from
 JSON, so the same instance can be solved by several dispatchers (``hpcdispatch instances
 eval``, PCP'20 section 5.3).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.protocol.view import DispatchView
 
 
 @dataclass(frozen=True)

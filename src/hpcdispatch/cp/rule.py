@@ -30,7 +30,7 @@ from hpcdispatch.allocators.base import Allocator
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
 from hpcdispatch.cp.policy import Policy
 from hpcdispatch.planning.profile import AvailabilityProfile
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.system.allocation import Allocation
 
 
 @dataclass

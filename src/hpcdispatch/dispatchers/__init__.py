@@ -1,35 +1,37 @@
 """Dispatchers: the policies. Importing this package registers the built-in ones.
 
 Where a new dispatcher goes: one module here, a class deriving from
-:class:`~hpcdispatch.dispatchers.base.Dispatcher` with ``@register`` (see
-``docs/ARCHITECTURE.md`` and ``docs/ADD_A_DISPATCHER.md``).
+:class:`~hpcdispatch.protocol.Dispatcher` with ``@register`` (see ``docs/ARCHITECTURE.md``
+and ``docs/ADD_A_DISPATCHER.md``), imported below. :mod:`hpcdispatch.dispatchers.spec` turns
+what a user writes (``easy:allocator=best-fit``, a sweep table) into a typed
+:class:`DispatcherSpec` and builds dispatchers from it.
 """
 
 from hpcdispatch.dispatchers import aucsched, conservative, cp, easy, priority, slurm_bf  # noqa: F401  (registration)
-from hpcdispatch.dispatchers.base import DISPATCHERS, Dispatcher, Scratch, Tags, dispatcher_function, register
+from hpcdispatch.dispatchers.aucsched import Aucsched
 from hpcdispatch.dispatchers.conservative import Conservative
 from hpcdispatch.dispatchers.easy import EASY
 from hpcdispatch.dispatchers.priority import FIFO, SJF
-from hpcdispatch.planning.profile import AvailabilityProfile
-from hpcdispatch.dispatchers.aucsched import Aucsched
 from hpcdispatch.dispatchers.slurm_bf import SlurmBackfill
-from hpcdispatch.dispatchers.registry import dispatcher_class, make_dispatcher, split_dispatcher_list
+from hpcdispatch.dispatchers.spec import DispatcherSpec, label_for, make_dispatcher, parse_dispatcher_list
+from hpcdispatch.protocol import DISPATCHERS, Dispatcher, Scratch, Tags, dispatcher_class, dispatcher_function, register
 
 __all__ = [
     "Aucsched",
+    "Conservative",
     "DISPATCHERS",
+    "Dispatcher",
+    "DispatcherSpec",
     "EASY",
     "FIFO",
     "SJF",
-    "SlurmBackfill",
-    "AvailabilityProfile",
-    "Conservative",
-    "Dispatcher",
     "Scratch",
+    "SlurmBackfill",
     "Tags",
     "dispatcher_class",
     "dispatcher_function",
+    "label_for",
     "make_dispatcher",
+    "parse_dispatcher_list",
     "register",
-    "split_dispatcher_list",
 ]

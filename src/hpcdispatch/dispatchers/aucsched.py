@@ -105,13 +105,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcdispatch.dispatchers.base import Dispatcher, Tags, register
 from hpcdispatch.dispatchers.slurm_bf import slurm_allocate
 from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.sim.allocation import Allocation, held_amounts, node_units, per_node_array, runs_of
-from hpcdispatch.sim.decision import Decision, Start
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.protocol import Allocation, Decision, DispatchView, Dispatcher, Start, Tags, register
+from hpcdispatch.system.allocation import held_amounts, node_units, per_node_array, runs_of
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
@@ -322,7 +320,7 @@ class Aucsched(Dispatcher):
     """AUCSCHED: a window of jobs bids for nodesets; an integer program (CP-SAT) picks winners."""
 
     name = "aucsched"
-    tags = Tags(uses_solver=True, deterministic=False, contiguous=True, periodic=True)
+    tags = Tags(uses_solver=True, deterministic=False)  # a wall-clock solver limit
 
     def __init__(
         self,

@@ -44,12 +44,10 @@ import math
 
 import numpy as np
 
-from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
-from hpcdispatch.planning.profile import AvailabilityProfile
 from hpcdispatch.errors import ConfigError, SimulationStalledError
-from hpcdispatch.sim.allocation import Allocation, held_amounts, per_node_array
-from hpcdispatch.sim.decision import Decision, Start
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.planning.profile import AvailabilityProfile
+from hpcdispatch.protocol import Allocation, Decision, DispatchView, Dispatcher, Scratch, Start, Tags, register
+from hpcdispatch.system.allocation import held_amounts, per_node_array
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
@@ -59,7 +57,7 @@ class Conservative(Dispatcher):
     """Conservative backfilling: every waiting job has a reservation no later job may delay."""
 
     name = "conservative"
-    tags = Tags(backfilling=True)
+    tags = Tags()  # keeps its plan between calls: checkpoints resume it, journals cannot
 
     def __init__(self, allocator: str = "first-fit", profile: str = "auto"):
         self.allocator = allocator

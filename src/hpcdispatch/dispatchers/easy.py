@@ -43,11 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcdispatch.allocators.base import Allocator
-from hpcdispatch.dispatchers.base import Dispatcher, KernelSpec, Scratch, Tags, register
 from hpcdispatch.dispatchers.queue_index import ShapeIndex
-from hpcdispatch.sim.allocation import held_amounts, job_fits
-from hpcdispatch.sim.decision import Decision, Start
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.protocol import Decision, DispatchView, Dispatcher, KernelSpec, Scratch, Start, Tags, register
+from hpcdispatch.system.allocation import held_amounts, job_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
@@ -321,7 +319,7 @@ class EASY(Dispatcher):
     """EASY backfilling: FIFO plus backfilling that never delays the first waiting job."""
 
     name = "easy"
-    tags = Tags(backfilling=True, memoryless=True)  # the kept reservation is an exact cache
+    tags = Tags(memoryless=True)  # the kept reservation is an exact cache
 
     def __init__(self, allocator: str = "first-fit"):
         self.allocator = allocator

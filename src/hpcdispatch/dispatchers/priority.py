@@ -8,9 +8,7 @@ never overtaken by a lower-priority one. With ``blocking=False`` they skip it an
 
 from __future__ import annotations
 
-from hpcdispatch.dispatchers.base import Dispatcher, KernelSpec, Scratch, Tags, register
-from hpcdispatch.sim.decision import Start
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.protocol import DispatchView, Dispatcher, KernelSpec, Scratch, Start, Tags, register
 from hpcdispatch.workload.job import Job
 
 
@@ -30,7 +28,7 @@ class FIFO(Dispatcher):
     """First come, first served: queue order (submit time, then workload order)."""
 
     name = "fifo"
-    tags = Tags(needs_walltime=False, memoryless=True)  # _blocked is a shortcut cache
+    tags = Tags(memoryless=True)  # _blocked is a shortcut cache
 
     def __init__(self, allocator: str = "first-fit", blocking: bool = True):
         self.allocator = allocator

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 from sortedcontainers import SortedList
 
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.protocol import DispatchView
 from hpcdispatch.workload.job import Job
 
 Shape = tuple  # (unit_request, max_units_per_node, units[, node_count, per_node_request, contiguous])

@@ -53,11 +53,9 @@ import math
 import numpy as np
 
 from hpcdispatch.allocators.slurm_linear import SlurmLinear, slurm_select
-from hpcdispatch.dispatchers.base import Dispatcher, Scratch, Tags, register
 from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
-from hpcdispatch.sim.allocation import Allocation, held_amounts, node_units, per_node_array
-from hpcdispatch.sim.decision import ACCEPT, Admission, Decision
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.protocol import ACCEPT, Admission, Allocation, Decision, DispatchView, Dispatcher, Scratch, Tags, register
+from hpcdispatch.system.allocation import held_amounts, node_units, per_node_array
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
@@ -181,7 +179,7 @@ class SlurmBackfill(Dispatcher):
     """Slurm's main scheduler (FIFO at events) plus its backfill pass every bf_interval."""
 
     name = "slurm-bf"
-    tags = Tags(backfilling=True, contiguous=True)
+    tags = Tags()
 
     def __init__(self, bf_interval: float = 30.0, bf_window: float = 86400.0, bf_resolution: float = 60.0,
                  bf_max_job_test: int = 100, priority: str = "basic", weight_age: float = 1000.0,

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from hpcdispatch.metrics.jobs import BSLD_TAU, job_metrics
 from hpcdispatch.metrics.prediction import prediction_quality
-
-if TYPE_CHECKING:
-    from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.sim.result import SimulationResult
 
 
 def describe(values: np.ndarray) -> dict[str, float]:
@@ -124,7 +122,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
         "system": result.system.name,
         "workload": w.source.spec,
         "dispatcher": result.dispatcher_name,
-        "dispatcher_params": result.dispatcher,
+        "dispatcher_params": result.describe_dispatcher(),  # for people; run.json holds the identity
         "predictor": result.predictor,
         "jobs": int(len(w)),
         "started": int(started.sum()),

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from hpcdispatch.allocators.base import Allocator, BestFit, FirstFit
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.system.allocation import Allocation
 
 #: use the compiled search and compression when numba is importable (tests set it False)
 COMPILED = True

@@ -8,7 +8,8 @@ A predictor is chosen by name or short name (``walltime``/``W``, ``last-two``/``
 from __future__ import annotations
 
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.predictors.base import OraclePredictor, Predictor, WallTimePredictor
+from hpcdispatch.predictors.oracle import OraclePredictor
+from hpcdispatch.protocol.predictor import Predictor, WallTimePredictor
 from hpcdispatch.predictors.data_driven import DataDrivenPredictor
 from hpcdispatch.predictors.last_two import LastTwoPredictor
 

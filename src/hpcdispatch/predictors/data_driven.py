@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from hpcdispatch.predictors.base import Predictor
+from hpcdispatch.protocol.predictor import Predictor
 from hpcdispatch.workload.job import Job, Workload
 
 Request = tuple[int, tuple[int, ...]]  # (units, per-unit request)

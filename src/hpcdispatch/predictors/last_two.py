@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from hpcdispatch.predictors.base import Predictor
+from hpcdispatch.protocol.predictor import Predictor
 from hpcdispatch.workload.job import Job, Workload
 
 

@@ -33,9 +33,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from hpcdispatch import __version__
+from hpcdispatch._version import __version__
 from hpcdispatch._util import json_default
 from hpcdispatch.errors import ConfigError
+from hpcdispatch.metrics import summarize
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.system.io import dump_system, load_system
 from hpcdispatch.system.model import System
@@ -125,8 +126,7 @@ def run_record(result: SimulationResult) -> dict[str, Any]:
         "system": result.system.name,
         "workload": {"kind": src.kind, "spec": src.spec, "options": src.options},
         "workload_report": result.workload.report.to_dict(),
-        "dispatcher": result.dispatcher_name,
-        "dispatcher_params": result.dispatcher,
+        "dispatcher": result.dispatcher,  # identity: {"name": ..., "params": {...}}
         "predictor": result.predictor,
         "options": result.options.to_dict(),
         "resources": list(result.workload.resources),
@@ -155,7 +155,7 @@ def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True
         "real": real[started],
         "accuracy": real[started] / np.maximum(result.planned[started], 1e-9),
     }))
-    summary = result.summary()
+    summary = summarize(result)
     write_json(out / "summary.json", summary)
     return summary
 

@@ -1,32 +1,35 @@
-"""The discrete-event simulator and what flows through it (view, decisions, results)."""
+"""The simulator's Python engine and what it produces.
 
-from hpcdispatch.sim.allocation import Allocation, fits, pooled_fits, units_fit_per_node
-from hpcdispatch.sim.decision import ACCEPT, Admission, Decision, RunningJob, Start
+- :class:`Simulator` (simulator.py): the event loop, one handler per kind of event;
+  :class:`LoopState` (state.py): everything the loop changes, named once;
+  :class:`SimulationOptions` (options.py);
+- :class:`ClusterState` (cluster.py): free capacity as numpy arrays, every start checked;
+- :class:`SimulationResult` (result.py), :class:`SegmentLog` (segments.py), the decision
+  log's per-call info (info_log.py);
+- resuming an interrupted run: :class:`DecisionJournal` (journal.py), :class:`Checkpoint`
+  (checkpoint.py); prediction correction (correction.py).
+
+The simulator imports the protocol (:mod:`hpcdispatch.protocol`), never a package of
+policies. :func:`hpcdispatch.simulate` picks this engine or the compiled one.
+"""
+
+from hpcdispatch.sim.checkpoint import Checkpoint
+from hpcdispatch.sim.cluster import ClusterState
+from hpcdispatch.sim.journal import DecisionJournal
+from hpcdispatch.sim.options import SimulationOptions, resolve_options
 from hpcdispatch.sim.result import SimulationResult
-from hpcdispatch.sim.view import DispatchView, QueueView
+from hpcdispatch.sim.simulator import ProgressCallback, Simulator
+from hpcdispatch.sim.state import DecisionLog, LoopState
 
 __all__ = [
-    "ACCEPT",
-    "Admission",
-    "Allocation",
-    "Decision",
-    "DispatchView",
-    "QueueView",
-    "RunningJob",
+    "Checkpoint",
+    "ClusterState",
+    "DecisionJournal",
+    "DecisionLog",
+    "LoopState",
+    "ProgressCallback",
     "SimulationOptions",
     "SimulationResult",
     "Simulator",
-    "Start",
-    "fits",
-    "pooled_fits",
-    "units_fit_per_node",
+    "resolve_options",
 ]
-
-
-def __getattr__(name: str):
-    # Simulator imports the dispatcher base, which imports sim.*: resolve lazily to avoid a cycle.
-    if name in ("Simulator", "SimulationOptions"):
-        from hpcdispatch.sim import simulator
-
-        return getattr(simulator, name)
-    raise AttributeError(name)

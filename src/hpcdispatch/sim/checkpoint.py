@@ -27,6 +27,7 @@ write leaves the previous checkpoint whole. Checkpoints are pickles: load only y
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -40,25 +41,20 @@ from typing import Any
 
 import numpy as np
 
-from hpcdispatch import __version__
 from hpcdispatch._util import json_default
+from hpcdispatch._version import __version__
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.sim.journal import run_differences
+from hpcdispatch.protocol import DispatchView
 from hpcdispatch.sim.cluster import ClusterState
-from hpcdispatch.sim.view import DispatchView
+from hpcdispatch.sim.journal import run_differences
+from hpcdispatch.sim.state import LoopState
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, Workload
 
-FORMAT = 1
+FORMAT = 2  # 2: the state is LoopState's fields, the run's dispatcher is its identity (data)
 
-#: the simulation loop's variables a checkpoint holds (see ``Simulator._run``)
-LOOP_STATE = (
-    "state", "queue", "running", "planned", "planned_np", "held", "segments", "start_at", "end_at",
-    "killed", "status", "reject_reason", "resize_log", "heap", "next_seq", "d_time", "d_queue",
-    "d_running", "d_started", "d_elapsed", "d_info", "si", "calls", "busy_until", "wakeup_pending",
-    "tick_pending", "done", "new_jobs", "ended_jobs", "ended_running", "revised", "revisions", "t",
-    "predict_time", "view", "wall_s",
-)
+#: the loop's state a checkpoint holds: every field of :class:`LoopState`
+LOOP_STATE = tuple(f.name for f in dataclasses.fields(LoopState))
 #: per-job lists of the loop that nothing else holds, stored as typed arrays (one bytes blob
 #: each); ``planned`` is not one of them: the view reads the same list
 _TYPED = {"start_at": "d", "end_at": "d", "killed": "b", "status": "b"}
@@ -88,11 +84,11 @@ class Checkpoint:
         return self.path.exists()
 
     # ---- writing ---------------------------------------------------------------------------
-    def save(self, loop: dict[str, Any], dispatcher: object, predictor: object,
+    def save(self, loop: LoopState, dispatcher: object, predictor: object,
              system: System, workload: Workload, at: dict[str, Any]) -> None:
-        """Write the loop's state (``loop``: the variables of ``LOOP_STATE``) and the
-        dispatcher's and predictor's attributes; ``at``: where the run is (for people)."""
-        state = {k: (array(_TYPED[k], loop[k]) if k in _TYPED else loop[k]) for k in LOOP_STATE}
+        """Write the loop's state and the dispatcher's and predictor's attributes; ``at``:
+        where the run is (for people)."""
+        state = {k: (array(_TYPED[k], getattr(loop, k)) if k in _TYPED else getattr(loop, k)) for k in LOOP_STATE}
         state["dispatcher"] = vars(dispatcher)
         state["predictor"] = vars(predictor)
         header = {"checkpoint": FORMAT, "version": __version__, "code": source_digest(), "run": self.run, "at": at}
@@ -101,8 +97,8 @@ class Checkpoint:
             with self._tmp.open("wb") as fh:
                 pickle.dump(header, fh, protocol=pickle.HIGHEST_PROTOCOL)
                 # the arrays others hold views of first, then everything else referring to them
-                _Pickler(fh, _shared(system, workload)).dump((loop["state"], loop["planned_np"]))
-                _Pickler(fh, _shared(system, workload, loop["state"], loop["planned_np"], loop["view"])).dump(state)
+                _Pickler(fh, _shared(system, workload)).dump((loop.cluster, loop.planned_np))
+                _Pickler(fh, _shared(system, workload, loop.cluster, loop.planned_np, loop.view)).dump(state)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(self._tmp, self.path)
@@ -112,14 +108,19 @@ class Checkpoint:
 
     # ---- reading ---------------------------------------------------------------------------
     def load(self, dispatcher: object, predictor: object, system: System,
-             workload: Workload) -> dict[str, Any]:
+             workload: Workload) -> LoopState:
         """The saved loop state; the dispatcher's and predictor's attributes are restored
         in place (the caller's objects are the run's objects)."""
         try:
             with self.path.open("rb") as fh:
                 header = pickle.load(fh)
-                if not isinstance(header, dict) or header.get("checkpoint") != FORMAT:
+                if not isinstance(header, dict) or "checkpoint" not in header:
                     raise CheckpointError(f"{self.path}: not a simulation checkpoint (format {FORMAT})")
+                if header.get("checkpoint") != FORMAT:
+                    raise CheckpointError(
+                        f"{self.path} is a checkpoint of format {header.get('checkpoint')} (hpcdispatch "
+                        f"{header.get('version')}); this version reads format {FORMAT}. Resume it with the "
+                        "code that wrote it, or delete it")
                 if header.get("code") != source_digest():
                     raise CheckpointError(
                         f"{self.path} was written by other code (hpcdispatch {header.get('version')}, source "
@@ -145,7 +146,7 @@ class Checkpoint:
         for k in _TYPED:
             state[k] = state[k].tolist()
         self.restored_at = header.get("at")
-        return state
+        return LoopState(**state)
 
     def remove(self) -> None:
         """Delete the checkpoint (the run finished)."""

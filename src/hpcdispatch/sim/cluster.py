@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.model import System
 
 

@@ -17,9 +17,10 @@ refused with a clear error, since a replay would leave their memory behind.
 
 File format (JSON lines):
 
-- line 1, the header: ``{"journal": 1, "run": {...}}`` -- what the run is (system,
-  workload, dispatcher with its parameters, predictor, options); a journal written for a
-  different run is refused;
+- line 1, the header: ``{"journal": 2, "run": {...}}`` -- what the run is (system,
+  workload, the dispatcher's identity ``{"name", "params"}``, predictor, options); a journal
+  written for a different run is refused, and so is one of another format (format 1 stored
+  the dispatcher as printed text: finish such a run with the version that wrote it);
 - then one record per call: ``{"k": call number, "t": time, "queue": queue length,
   "head": id of the first queued job, "starts": [[job index, job id, [nodes], [units]], ...],
   "wakeup": t or null, "elapsed": s, "info": {...}}``.
@@ -45,11 +46,11 @@ except ImportError:  # pragma: no cover - Windows: no lock
 
 from hpcdispatch._util import json_default
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.sim.allocation import Allocation
-from hpcdispatch.sim.decision import Decision, Start
+from hpcdispatch.system.allocation import Allocation
+from hpcdispatch.protocol.decision import Decision, Start
 from hpcdispatch.workload.job import Job
 
-FORMAT = 1
+FORMAT = 2  # 2: the run's dispatcher is its identity, {"name": ..., "params": {...}}
 
 
 class JournalError(ConfigError):
@@ -75,8 +76,8 @@ class DecisionJournal:
     ``run`` describes the simulation (JSON-able); it is written as the header of a new
     journal and must equal the header of an existing one, except in the fields of
     ``equivalent``, where a predicate of the existing header's value decides (e.g. a
-    dispatcher description written before a parameter was added, see
-    ``Dispatcher.is_described_by``).
+    dispatcher identity written before a parameter was added, see
+    ``Dispatcher.matches_identity``).
     """
 
     def __init__(self, path: str | Path, run: dict[str, Any],
@@ -137,8 +138,13 @@ class DecisionJournal:
             header = json.loads(lines[0])
         except (json.JSONDecodeError, IndexError):
             raise JournalError(f"{self.path}, line 1: not a decision journal header") from None
-        if not isinstance(header, dict) or header.get("journal") != FORMAT:
+        if not isinstance(header, dict) or "journal" not in header:
             raise JournalError(f"{self.path}, line 1: not a decision journal (format {FORMAT}) header")
+        if header.get("journal") != FORMAT:
+            raise JournalError(
+                f"{self.path}, line 1: a decision journal of format {header.get('journal')}; this version "
+                f"reads format {FORMAT} (format 1 named the dispatcher by its printed description). Finish "
+                "the run with the version that wrote the journal, or delete it to start again")
         fields = run_differences(header.get("run") or {}, self.run, self.equivalent)
         if fields:
             raise JournalError(

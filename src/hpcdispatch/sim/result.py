@@ -4,30 +4,31 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.protocol import describe_identity
+from hpcdispatch.sim.options import SimulationOptions
 from hpcdispatch.sim.segments import AllocationRows, SegmentLog
+from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
-
-if TYPE_CHECKING:
-    from hpcdispatch.sim.simulator import SimulationOptions
 
 STATUS_NAMES = {0: "pending", 1: "queued", 2: "running", 3: "completed", 4: "rejected"}
 
 
 @dataclass
 class SimulationResult:
+    """What a run produced (either engine). Metrics: :func:`hpcdispatch.metrics.summarize`;
+    check: :func:`hpcdispatch.validation.validate_result`; write: :func:`hpcdispatch.results.write_result`."""
+
     system: System
     workload: Workload
-    dispatcher: str  # description with parameters
-    dispatcher_name: str
+    dispatcher: dict[str, Any]  # identity: {"name": ..., "params": {...}}
     predictor: str
     options: SimulationOptions
     start: np.ndarray
@@ -42,6 +43,14 @@ class SimulationResult:
     extra: dict[str, Any] = field(default_factory=dict)
     _rows: AllocationRows | None = field(default=None, init=False, repr=False, compare=False)
     _segments: dict[int, list[tuple[float, Allocation]]] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def dispatcher_name(self) -> str:
+        return str(self.dispatcher["name"])
+
+    def describe_dispatcher(self) -> str:
+        """``name(key=value, ...)``, for people."""
+        return describe_identity(self.dispatcher)
 
     def allocation_rows(self) -> AllocationRows:
         """The allocation segments as flat columns (built once, then cached)."""
@@ -123,11 +132,6 @@ class SimulationResult:
                 "info": [json.dumps(i, default=str) if i else "" for i in d["info"]],
             }
         )
-
-    def summary(self) -> dict[str, Any]:
-        from hpcdispatch.metrics.summary import summarize
-
-        return summarize(self)
 
 
 def _allocation_text(rows: AllocationRows, n_jobs: int) -> np.ndarray:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.workload.job import Workload
 
 

@@ -5,7 +5,7 @@
 - :mod:`~hpcdispatch.sweep.store`: the output directory and the Parquet summary;
 - :mod:`~hpcdispatch.sweep.executors`: local processes or Dask;
 - :mod:`~hpcdispatch.sweep.run`: :func:`run_sweep` and :func:`sweep_status`;
-- :mod:`~hpcdispatch.sweep.plugins`: user modules that register dispatchers.
+- :mod:`~hpcdispatch.plugins`: user modules that register dispatchers.
 """
 
 from hpcdispatch.sweep.executors import DaskExecutor, LocalExecutor, make_executor

@@ -17,10 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from hpcdispatch import __version__
+from hpcdispatch._version import __version__
 from hpcdispatch.errors import HpcDispatchError
 from hpcdispatch.results.store import write_json
-from hpcdispatch.sweep.plugins import load_plugins
+from hpcdispatch.plugins import load_plugins
 from hpcdispatch.sweep.spec import Cell
 from hpcdispatch.sweep.store import CELLS, RECORD, publish, read_record, temp_dir_name, worker_tag
 
@@ -70,7 +70,7 @@ def run_cell(cell: Cell, out_root: str | Path, replace_failed: bool = False) -> 
     try:
         load_plugins(cell.plugins)
         system, workload = _inputs(cell)
-        outcome = run_simulation(system, workload, cell.dispatcher_spec, cell.predictor,
+        outcome = run_simulation(system, workload, cell.dispatcher, cell.predictor,
                                  cell.simulation_options(), out_dir=tmp)
         summary = outcome.summary
         if not outcome.validation.ok:

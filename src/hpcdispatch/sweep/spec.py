@@ -55,12 +55,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpcdispatch.dispatchers.registry import dispatcher_class, make_dispatcher
+from hpcdispatch.dispatchers import DispatcherSpec
 from hpcdispatch.errors import ConfigError, HpcDispatchError
-from hpcdispatch.predictors import predictor_class, split_predictor_suffix
-from hpcdispatch.runner import label_for
-from hpcdispatch.sim.simulator import SimulationOptions
-from hpcdispatch.sweep.plugins import load_plugins, resolve_plugin
+from hpcdispatch.plugins import load_plugins, resolve_plugin
+from hpcdispatch.predictors import predictor_class
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload.lublin import LublinSpec
 from hpcdispatch.workload.slurm import CONTIGUOUS_FRACTION, WORKLOAD_MIXES, AucschedSpec
 from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
@@ -75,7 +74,6 @@ AUCSCHED_KEYS = ("workload", "version", "runtime_h", "min_run", "max_run", "max_
 LUBLIN_KEYS = ("jobs", "load", "interactive", "max_walltime", "p_max_walltime", "overestimate_max")
 SIM_KEYS = ("walltime_kill", "charge_dispatch_time", "dispatch_interval", "dispatch_on_events", "record_decisions",
             "prediction_correction")
-DISPATCHER_RESERVED = ("name", "label", "predictor")
 
 
 class SweepSpecError(ConfigError):
@@ -94,7 +92,7 @@ class Cell:
     system_spec: str
     workload_spec: str
     swf: dict[str, Any]
-    dispatcher_spec: str  # without predictor suffix
+    dispatcher: DispatcherSpec  # its predictor (if any) is already in ``predictor``
     predictor: str
     simulation: dict[str, Any]
     plugins: tuple[str, ...] = ()
@@ -463,80 +461,31 @@ def _lublin_label(params: dict[str, Any]) -> str:
     return label
 
 
-@dataclass(frozen=True)
-class _Dispatcher:
-    label: str
-    spec: str  # runnable spec, no predictor suffix
-    config: dict[str, Any]
-    predictor: str | None  # fixed by a suffix or a 'predictor' key
-
-
-def _value_text(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if v is None:
-        return "none"
-    text = repr(v) if isinstance(v, float) else str(v)
-    if "," in text or "=" in text:
-        raise ConfigError(f"value {v!r} contains ',' or '=' which a dispatcher spec cannot carry")
-    return text
-
-
-def _dispatcher_entries(doc: dict[str, Any], w: _Where) -> list[_Dispatcher]:
+def _dispatcher_entries(doc: dict[str, Any], w: _Where) -> list[DispatcherSpec]:
     raw = doc.get("dispatchers")
     if raw is None:
         raise w.error("", "missing required key 'dispatchers' (a list of dispatcher specs)")
     _expect(w, "dispatchers", raw, (list,), "a list of dispatcher specs or tables")
     if not raw:
         raise w.error("dispatchers", "is empty")
-    out: list[_Dispatcher] = []
+    out: list[DispatcherSpec] = []
     for i, entry in enumerate(raw):
         fld = f"dispatchers[{i}]"
         try:
             if isinstance(entry, str):
-                base_spec, fixed = split_predictor_suffix(entry.strip())
-                label = label_for(base_spec)
+                spec = DispatcherSpec.parse(entry)
             elif isinstance(entry, dict):
-                if "name" not in entry:
-                    raise ConfigError("a dispatcher table needs 'name'")
-                name = _expect(w, f"{fld}.name", entry["name"], (str,), "a dispatcher name")
-                base_name, fixed = split_predictor_suffix(name)
-                pred = entry.get("predictor")
-                if pred is not None:
-                    _expect(w, f"{fld}.predictor", pred, (str,), "a predictor name")
-                    if fixed is not None:
-                        raise ConfigError(f"'{name}' already names a predictor; drop 'predictor' or the suffix")
-                    fixed = _predictor_name(pred)
-                params = {k: v for k, v in entry.items() if k not in DISPATCHER_RESERVED}
-                cls = dispatcher_class(base_name)
-                unknown = sorted(set(params) - set(cls.param_names()))
-                if unknown:
-                    raise ConfigError(f"dispatcher '{cls.name}' has no parameter(s) {unknown} "
-                                      f"(parameters: {', '.join(cls.param_names())})")
-                base_spec = base_name + (":" + ",".join(f"{k}={_value_text(v)}" for k, v in params.items())
-                                         if params else "")
-                label = entry.get("label") or label_for(base_spec)
-                _expect(w, f"{fld}.label", label, (str,), "a string")
-                made = make_dispatcher(base_spec)
-                for k, v in params.items():
-                    got = made.get_params()[k]
-                    same = got == v and (type(got) is type(v) or isinstance(got, float) and isinstance(v, int))
-                    if not same:
-                        raise ConfigError(f"parameter '{k}' = {v!r} is read as {got!r} ({type(got).__name__}); "
-                                          "give it with the parameter's type")
+                spec = DispatcherSpec.from_table(entry)
             else:
                 raise ConfigError(f"must be a spec string or a table, got {_type_name(entry)} {entry!r}")
-            dispatcher = make_dispatcher(base_spec)
+            config = spec.identity()
         except HpcDispatchError as exc:
-            if isinstance(exc, SweepSpecError):
-                raise
             raise w.error(fld, str(exc)) from None
-        config = {"name": dispatcher.name, "params": dispatcher.get_params()}
         try:
             canonical_json(config)
         except (TypeError, ValueError):
             raise w.error(fld, f"parameters {config['params']!r} are not plain values") from None
-        out.append(_Dispatcher(label, base_spec, config, fixed))
+        out.append(spec)
     return out
 
 
@@ -627,28 +576,30 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
                                      "have none; list those in a sweep with a preset system")
     labels_seen: dict[str, dict[str, Any]] = {}
     for d in dispatchers:
-        if labels_seen.setdefault(d.label, d.config) != d.config:
-            raise w.error("dispatchers", f"label '{d.label}' names two different dispatchers; give each a 'label'")
+        if labels_seen.setdefault(d.dispatcher_label, d.identity()) != d.identity():
+            raise w.error("dispatchers", f"label '{d.dispatcher_label}' names two different dispatchers; "
+                                         "give each a 'label'")
     cells: list[Cell] = []
     seen: dict[str, str] = {}
     for sys_written, sys_spec in systems:
         for wl in workloads:
             for d in dispatchers:
                 preds = [d.predictor] if d.predictor else predictors
+                d_config = d.identity()
                 for pred in preds:
                     for rep in range(repetitions):
                         config = {
                             "schema": CELL_SCHEMA,
                             "system": sys_written,
                             "workload": wl.config,
-                            "dispatcher": d.config,
+                            "dispatcher": d_config,
                             "predictor": pred,
                             "simulation": simulation,
                             "repetition": rep,
                         }
                         cid = cell_id(config)
                         pred_short = predictor_class(pred).short  # type: ignore[union-attr]
-                        run_label = d.label if pred == "walltime" else f"{d.label}-{pred_short}"
+                        run_label = d.dispatcher_label if pred == "walltime" else f"{d.dispatcher_label}-{pred_short}"
                         seed = f"/seed{wl.seed}" if wl.seed is not None else ""
                         label = f"{sys_written}/{wl.label}{seed}/{run_label}" + (f"/r{rep}" if repetitions > 1 else "")
                         if cid in seen:
@@ -658,10 +609,10 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
                         cells.append(Cell(
                             id=cid, index=len(cells), config=config,
                             labels={"system": sys_written, "workload": wl.label, "seed": wl.seed,
-                                    "dispatcher": d.label, "predictor": pred, "run": run_label,
+                                    "dispatcher": d.dispatcher_label, "predictor": pred, "run": run_label,
                                     "repetition": rep, "label": label},
                             system_spec=sys_spec, workload_spec=wl.spec, swf=wl.swf,
-                            dispatcher_spec=d.spec, predictor=pred, simulation=simulation,
+                            dispatcher=d, predictor=pred, simulation=simulation,
                             plugins=tuple(plugins),
                         ))
     return SweepSpec(name=name, description=description, path=None, cells=cells, text=text)

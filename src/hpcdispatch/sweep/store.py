@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from hpcdispatch import __version__
+from hpcdispatch._version import __version__
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.results.store import write_frame, write_json, write_text
 from hpcdispatch.sweep.spec import SweepSpec

@@ -322,6 +322,14 @@ def _positions(ids: np.ndarray, duplicated: np.ndarray, common: np.ndarray) -> n
     return order[np.searchsorted(ids[order], common)]
 
 
+def validate(target: Any) -> ValidationReport:
+    """Validate a :class:`~hpcdispatch.sim.result.SimulationResult` in memory, or a run's
+    output directory (a path; its workload re-read from its source when possible)."""
+    if isinstance(target, (str, Path)):
+        return validate_run_dir(target)
+    return validate_result(target)
+
+
 def validate_result(result: Any) -> ValidationReport:
     """Validate an in-memory :class:`~hpcdispatch.sim.result.SimulationResult`."""
     from hpcdispatch.results.store import shared_frame, workload_columns

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from hpcdispatch.errors import ConfigError, TraceFormatError
-from hpcdispatch.sim.allocation import request_fits
+from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, SkipReport, Workload, WorkloadSource
 

@@ -46,7 +46,7 @@ import pyarrow.csv as pacsv
 
 from hpcdispatch._util import gc_paused
 from hpcdispatch.errors import ConfigError, TraceFormatError
-from hpcdispatch.sim.allocation import request_fits
+from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.workload.job import SkipReport, Workload, WorkloadSource, make_job
 from hpcdispatch.workload.mapping import UnitMapping

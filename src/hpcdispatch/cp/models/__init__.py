@@ -1,1 +1,2 @@
-"""The CP models: each module has ``build(...) -> BuiltModel`` and ``NODE_LEVEL_RULE``."""
+"""The CP models: each module defines ``build(x: ModelInput) -> BuiltModel`` and ``MODEL``,
+its :class:`~hpcdispatch.cp.models.common.CPModel`."""

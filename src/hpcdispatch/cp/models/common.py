@@ -20,8 +20,10 @@ rule's starts and allocations out within each group in priority order
 (:func:`rule_in_group_order`) before the rule becomes the hint. This composes with the models' node
 symmetry breaking, which only restricts a job's own units or relabels idle nodes.
 
-A model is built by ``build(...) -> BuiltModel``, solved by :func:`hpcdispatch.cp.solve.solve`
-and read back by ``BuiltModel.decode(solver)``: three small steps, each testable alone.
+A model is a :class:`CPModel`: ``build(x: ModelInput) -> BuiltModel``, solved by
+:func:`hpcdispatch.cp.solve.solve` and read back by ``BuiltModel.decode_now(solver)``: three
+small steps, each testable alone. :class:`ModelInput` is what the pipeline hands every model
+(instance, policy, jobs, horizon, rule schedule, settings): the shared prologue, once.
 """
 
 from __future__ import annotations
@@ -35,7 +37,27 @@ from ortools.sat.python import cp_model
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.system.allocation import Allocation
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """What every CP model is built from, computed once by the pipeline (:mod:`hpcdispatch.cp.pipeline`).
+
+    ``jobs``: the model's jobs in priority order; ``horizon``: the end of horizon (model
+    units); ``d_max``: the longest planned duration (seconds, for v3 weights); ``rule``: the
+    priority-rule schedule, the complete hint (with job symmetry, in group order);
+    ``earliest``: each job's earliest start next to the running jobs alone (a lower bound).
+    """
+
+    inst: DispatchInstance
+    policy: Policy
+    jobs: list[QueuedJob]
+    horizon: int
+    d_max: float
+    rule: RuleSchedule
+    settings: CPSettings
+    earliest: dict[int, int] | None = None
 
 
 @dataclass
@@ -57,24 +79,28 @@ class BuiltModel:
         return len(proto.variables), len(proto.constraints)
 
 
+@dataclass(frozen=True)
+class CPModel:
+    """A CP model the pipeline can use: its ``name``; whether the priority rule must plan node
+    placements for its hint (``node_level``: PCP'19, PCP'20); its v1/v2 objective family
+    (``flavour``: "hcp" pooled, "pcp" node-level, see :mod:`hpcdispatch.cp.policy`); and
+    ``build``."""
+
+    name: str
+    node_level: bool
+    flavour: str
+    build: Callable[[ModelInput], BuiltModel]
+
+
 class Schedule:
     """Variables and constraints of the scheduling part, shared by every model."""
 
-    def __init__(
-        self,
-        inst: DispatchInstance,
-        policy: Policy,
-        jobs: list[QueuedJob],
-        horizon: int,
-        d_max: float,
-        rule: RuleSchedule,
-        model: cp_model.CpModel | None = None,
-        earliest: dict[int, int] | None = None,
-        job_symmetry: bool = False,
-    ):
+    def __init__(self, x: ModelInput, model: cp_model.CpModel | None = None):
         self.t0 = time.perf_counter()
         self.model = model or cp_model.CpModel()
         m = self.model
+        inst, policy, jobs, horizon, d_max, rule = x.inst, x.policy, x.jobs, x.horizon, x.d_max, x.rule
+        earliest, job_symmetry = x.earliest, x.settings.job_symmetry
         self.inst, self.policy, self.jobs, self.horizon = inst, policy, jobs, horizon
         self.starts: dict[int, cp_model.IntVar] = {}
         self.intervals: dict[int, cp_model.IntervalVar] = {}

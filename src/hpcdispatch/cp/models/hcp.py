@@ -9,11 +9,10 @@ postponed to the next decision (the pooled model cannot see fragmentation).
 from __future__ import annotations
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, Schedule, requested_resources
+from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, Schedule, requested_resources
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule
 
-NODE_LEVEL_RULE = False
 
 
 def add_pooled_cumulatives(m, sched: Schedule, inst: DispatchInstance, jobs: list[QueuedJob]) -> None:
@@ -30,10 +29,9 @@ def add_pooled_cumulatives(m, sched: Schedule, inst: DispatchInstance, jobs: lis
         m.add_cumulative(intervals, demands, int(total[r]))
 
 
-def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
-          rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
-    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest,
-                     job_symmetry=settings.job_symmetry)
+def build(x: ModelInput) -> BuiltModel:
+    inst, policy, jobs, horizon, rule, settings = x.inst, x.policy, x.jobs, x.horizon, x.rule, x.settings
+    sched = Schedule(x)
     m = sched.model
     add_pooled_cumulatives(m, sched, inst, jobs)
 
@@ -41,3 +39,6 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
         return {j.index: None for j in jobs if solver.value(sched.starts[j.index]) == 0}
 
     return BuiltModel("hcp", m, jobs, sched.starts, decode_now, sched.elapsed(), dict(sched.notes))
+
+
+MODEL = CPModel("hcp", node_level=False, flavour="hcp", build=build)

@@ -24,13 +24,12 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, Schedule, per_node_units, requested_resources
+from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, Schedule, per_node_units, requested_resources
 from hpcdispatch.cp.models.hcp import add_pooled_cumulatives
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.system.allocation import Allocation
 
-NODE_LEVEL_RULE = False
 
 
 def node_classes(free: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:
@@ -42,10 +41,9 @@ def node_classes(free: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:
     return sorted(groups.items(), key=lambda kv: kv[1][0])
 
 
-def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
-          rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
-    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest,
-                     job_symmetry=settings.job_symmetry)
+def build(x: ModelInput) -> BuiltModel:
+    inst, policy, jobs, horizon, rule, settings = x.inst, x.policy, x.jobs, x.horizon, x.rule, x.settings
+    sched = Schedule(x)
     m = sched.model
     add_pooled_cumulatives(m, sched, inst, jobs)
     classes = node_classes(inst.free)
@@ -123,3 +121,6 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
 
     notes = {"node_classes": len(classes)}
     return BuiltModel("cp-hybrid", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})
+
+
+MODEL = CPModel("cp-hybrid", node_level=False, flavour="hcp", build=build)

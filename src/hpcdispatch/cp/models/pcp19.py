@@ -22,12 +22,11 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, Schedule, per_node_units, requested_resources
+from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, Schedule, per_node_units, requested_resources
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.system.allocation import Allocation
 
-NODE_LEVEL_RULE = True
 
 
 def idle_node_groups(inst: DispatchInstance) -> list[list[int]]:
@@ -67,10 +66,9 @@ def copies(cap: np.ndarray, job: QueuedJob) -> int:
     return min(job.units, per_node_units(cap, job))
 
 
-def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
-          rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
-    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest,
-                     job_symmetry=settings.job_symmetry)
+def build(x: ModelInput) -> BuiltModel:
+    inst, policy, jobs, horizon, rule, settings = x.inst, x.policy, x.jobs, x.horizon, x.rule, x.settings
+    sched = Schedule(x)
     m = sched.model
     nodes = usable_nodes(inst, jobs, settings.symmetry, rule)
     resources = requested_resources(jobs)
@@ -123,3 +121,6 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
 
     notes = {"nodes_in_model": len(nodes)}
     return BuiltModel("pcp19", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})
+
+
+MODEL = CPModel("pcp19", node_level=True, flavour="pcp", build=build)

@@ -39,13 +39,12 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, Schedule, requested_resources
+from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, Schedule, requested_resources
 from hpcdispatch.cp.models.pcp19 import usable_nodes
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule
-from hpcdispatch.sim.allocation import Allocation
+from hpcdispatch.system.allocation import Allocation
 
-NODE_LEVEL_RULE = True
 
 
 def _affine(values: np.ndarray, nodes: list[int]) -> tuple[int, int] | None:
@@ -145,10 +144,9 @@ def _highest_gap(busy: list[tuple[int, int]], lo: int, hi: int, q: int) -> int |
 GAP_RULES = {"lowest": _lowest_gap, "highest": _highest_gap}
 
 
-def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int, d_max: float,
-          rule: RuleSchedule, settings: CPSettings, earliest: dict[int, int] | None = None) -> BuiltModel:
-    sched = Schedule(inst, policy, jobs, horizon, d_max, rule, earliest=earliest,
-                     job_symmetry=settings.job_symmetry)
+def build(x: ModelInput) -> BuiltModel:
+    inst, policy, jobs, horizon, rule, settings = x.inst, x.policy, x.jobs, x.horizon, x.rule, x.settings
+    sched = Schedule(x)
     m = sched.model
     resources = requested_resources(jobs)
     cap = inst.capacity
@@ -292,3 +290,5 @@ def build(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon
     notes = {"element_pairs": elements, "unhinted_jobs": sum(1 for j in jobs if hints.get(j.index) is None)}
     return BuiltModel("pcp20", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})
 
+
+MODEL = CPModel("pcp20", node_level=True, flavour="pcp", build=build)

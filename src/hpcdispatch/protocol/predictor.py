@@ -1,4 +1,4 @@
-"""Job-duration predictors: one small protocol the simulator drives.
+"""The predictor contract: one small protocol the simulator drives, and its default, W.
 
 ``predict(job, now)`` is called once, when the job is submitted; the value is the planning
 duration every dispatcher sees (``view.planned_duration``). ``learn(job, run_time, now)`` is
@@ -50,19 +50,3 @@ class WallTimePredictor(Predictor):
 
     def predict(self, job: Job, now: float) -> float:
         return float(job.wall_time)
-
-
-class OraclePredictor(Predictor):
-    """R: the real duration (the run time, or the wall-time when the job will be killed).
-
-    A baseline only: it reads the future.
-    """
-
-    name = "oracle"
-    short = "R"
-    aliases = ("real",)
-    timed = False
-    static = True
-
-    def predict(self, job: Job, now: float) -> float:
-        return float(min(job.run_time, job.wall_time) if self.walltime_kill else job.run_time)

@@ -1,4 +1,4 @@
-"""Solve the same dumped instances with several dispatchers and compare (PCP'20 sec. 5.3).
+"""Solve the same dumped CP instances with several dispatchers and compare (PCP'20 sec. 5.3).
 
 A simulation with ``dump_instances=DIR`` (``--dump-instances DIR``) writes every dispatching
 instance as JSON. :func:`evaluate` reads them back and, for each instance and dispatcher,
@@ -21,10 +21,9 @@ import pandas as pd
 from hpcdispatch.cp.instance import DispatchInstance
 from hpcdispatch.cp.policy import Policy
 from hpcdispatch.cp.rule import horizon_units, rule_schedule
-from hpcdispatch.dispatchers.cp import CPDispatcher
-from hpcdispatch.dispatchers.registry import make_dispatcher
+from hpcdispatch.cp.pipeline import CPDispatcher
+from hpcdispatch.dispatchers import DispatcherSpec
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.runner import label_for
 from hpcdispatch.system.model import NodeType, System
 
 
@@ -45,8 +44,8 @@ def model_size(disp: CPDispatcher, inst: DispatchInstance) -> tuple[int, int]:
     """Variables and constraints of the dispatcher's model for ``inst`` (0, 0 without a model)."""
     if disp.MODEL is None:
         return 0, 0
-    policy = Policy(inst, disp.settings, disp.FLAVOUR)
-    node_level = getattr(disp.MODEL, "NODE_LEVEL_RULE", False)
+    policy = Policy(inst, disp.settings, disp.flavour)
+    node_level = disp.node_level
     jobs = disp.model_jobs(inst, policy, node_level)
     if not jobs:
         return 0, 0
@@ -57,7 +56,7 @@ def model_size(disp: CPDispatcher, inst: DispatchInstance) -> tuple[int, int]:
 
 def evaluate(
     directory: str | Path,
-    specs: list[str],
+    specs: list[DispatcherSpec | str],
     limit: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     force_model: bool = True,
@@ -70,11 +69,12 @@ def evaluate(
     themselves on every instance, as PCP'20 section 5.3 does). Instances with fewer than
     ``min_queued`` queued jobs are left out; ``limit`` counts the instances kept.
     """
+    parsed = [s if isinstance(s, DispatcherSpec) else DispatcherSpec.parse(s) for s in specs]
     files = sorted(Path(directory).glob("instance-*.json"))
     if not files:
         raise ConfigError(f"{directory}: no instance-*.json files (simulate with --dump-instances first)")
     rows: list[dict[str, Any]] = []
-    dispatchers: dict[str, CPDispatcher] = {}
+    dispatchers: dict[str, CPDispatcher] = {}  # by run label
     system_key = None
     kept = 0
     for k, path in enumerate(files):
@@ -90,15 +90,15 @@ def evaluate(
         if key != system_key:
             system = system_of_instance(inst)
             dispatchers = {}
-            for spec in specs:
-                d = make_dispatcher(spec)
+            for spec in parsed:
+                d = spec.build()
                 if not isinstance(d, CPDispatcher):
-                    raise ConfigError(f"'{spec}' is not a CP dispatcher (instances are CP dispatching instances)")
+                    raise ConfigError(f"'{spec.written}' is not a CP dispatcher (instances are CP dispatching instances)")
                 d.setup(system)
                 d.force_model = force_model
-                dispatchers[spec] = d
+                dispatchers[spec.run_label] = d
             system_key = key
-        for spec, d in dispatchers.items():
+        for label, d in dispatchers.items():
             t0 = time.perf_counter()
             placed, info = d.decide(inst)
             took = time.perf_counter() - t0
@@ -106,7 +106,7 @@ def evaluate(
             objective = info.get("objective", info.get("rule_objective", 0)) if not info.get("fallback") else info.get("rule_objective", 0)
             rows.append({
                 "instance": path.name, "time": inst.time, "queued": len(inst.queued), "in_model": info.get("in_model", 0),
-                "dispatcher": label_for(spec), "variables": variables, "constraints": constraints,
+                "dispatcher": label, "variables": variables, "constraints": constraints,
                 "decision_s": took, "objective": objective, "rule_objective": info.get("rule_objective", 0), "status": info.get("status"),
                 "dispatched": len(placed), "fallback": info.get("fallback", ""),
             })

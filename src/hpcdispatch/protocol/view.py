@@ -8,9 +8,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-from hpcdispatch.sim.allocation import held_amounts, job_fits, pooled_fits
-from hpcdispatch.sim.decision import RunningJob
-from hpcdispatch.sim.release_order import ReleaseOrder
+from hpcdispatch.system.allocation import held_amounts, job_fits, pooled_fits
+from hpcdispatch.protocol.decision import RunningJob
+from hpcdispatch.protocol.release_order import ReleaseOrder
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
@@ -81,7 +81,7 @@ class DispatchView:
     - ``new_jobs`` / ``ended_jobs``: what was submitted / what ended since the last call
       (``ended_running``: the ended jobs' last running records -- start, allocation, planned end);
     - ``revised_running``: the still running jobs whose planned end was revised since the last
-      call (prediction correction, :mod:`hpcdispatch.predictors.correction`), as they are now
+      call (prediction correction, :mod:`hpcdispatch.sim.correction`), as they are now
       (a revised job that ended since is in ``ended_running``, with its revised planned end).
       A dispatcher that keeps a plan between calls must not trust it when this is not empty.
     """
@@ -179,7 +179,7 @@ class DispatchView:
 
     def release_arrays(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray, list[np.ndarray]]:
         """What running jobs hold, flattened in ascending planned end (see
-        :class:`~hpcdispatch.sim.release_order.ReleaseOrder`): ``(ends, lengths, totals,
+        :class:`~hpcdispatch.protocol.release_order.ReleaseOrder`): ``(ends, lengths, totals,
         nodes, amounts)`` -- per running job its planned end, its number of rows and its
         total per resource (``totals[r]``); per row a node and the amount of resource ``r``
         held there (``amounts[r]``). Do not modify them."""

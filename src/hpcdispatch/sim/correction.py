@@ -2,7 +2,7 @@
 
 Without correction (the papers' behaviour, CP'19 version 2's under-estimation fix), a job
 past its predicted end is expected to end in the next second (``max(planned end, now + 1)``
-in :class:`~hpcdispatch.sim.view.DispatchView`, ``max(1, s + d - t)`` in the CP models).
+in :class:`~hpcdispatch.protocol.view.DispatchView`, ``max(1, s + d - t)`` in the CP models).
 With a predictor that under-estimates often (last-two, data-driven), that keeps a
 reservation "one second away" for as long as the job keeps running: nothing may be
 backfilled into resources the reservation is about to use, and the machine idles.

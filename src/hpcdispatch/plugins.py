@@ -1,4 +1,5 @@
-"""User modules that register dispatchers, loaded where cells are parsed and where they run.
+"""User modules that register dispatchers: ``--plugin FILE.py`` of ``simulate`` and
+``compare``, and a sweep's ``plugins`` (loaded where cells are parsed and where they run).
 
 A plugin is a ``.py`` file (loaded by path, so a worker needs no ``PYTHONPATH``; on a cluster
 the path must be visible to the workers) or an importable module name. Loading is

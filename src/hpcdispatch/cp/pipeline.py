@@ -1,0 +1,339 @@
+"""The CP dispatching pipeline shared by HCP'19, PCP'19, PCP'20 (CP'19 versions 1-3),
+cp-hybrid and cp-rule (registered in :mod:`hpcdispatch.dispatchers.cp`).
+
+Every call builds a :class:`~hpcdispatch.cp.instance.DispatchInstance` and runs the same
+pipeline; the models differ only in how they represent allocation:
+
+1. priorities (version-dependent) order the queue; the first ``m`` jobs are the model's
+   candidates, and those that cannot fit the free resources now are dropped (CP'19 v1);
+2. the priority-rule schedule (highest priority first, earliest start, best fit) is
+   computed; if it starts every candidate now it is optimal and no model is built;
+3. the model is built with the rule schedule as a complete hint and solved under CP'19's
+   search control (:mod:`hpcdispatch.cp.solve`);
+4. the solution is used only if its objective is at least as good as the rule's under the
+   same objective; otherwise, or when the solver returned nothing (time-out, error, crash),
+   the rule's decision is used and ``Decision.info["fallback"]`` says why -- the dispatcher
+   never stalls and never does worse than the rule;
+5. the jobs that start now are placed on the *real* free capacity: with the model's nodes
+   when it has them and they fit, else with best fit; a job that does not fit is postponed.
+
+``Decision.info`` records the model size (variables, constraints), build and solve time,
+status, objective and bound, the rule's objective, and the fallback reason.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hpcdispatch.allocators import make_allocator
+from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
+from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, rule_in_group_order
+from hpcdispatch.cp.policy import CPSettings, Policy
+from hpcdispatch.cp.rule import (RuleSchedule, earliest_alone, horizon_units, paper_horizon_too_short,
+                                 paper_horizon_units, rule_schedule)
+from hpcdispatch.cp.solve import hint_is_solution, solve
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.protocol import Allocation, Decision, DispatchView, Dispatcher, Start, Tags
+from hpcdispatch.system.allocation import pooled_fits, units_fit_per_node
+from hpcdispatch.system.model import System
+
+
+class CPDispatcher(Dispatcher):
+    """Shared pipeline of the CP-based dispatchers (not registered itself)."""
+
+    name = "cp"
+    tags = Tags(uses_solver=True, memoryless=True, deterministic=False, node_constraints=False)
+    #: the CP model (:class:`~hpcdispatch.cp.models.common.CPModel`); None: the rule alone
+    MODEL: ClassVar[CPModel | None] = None
+    #: one worker interleaving CP-SAT's subsolvers: deterministic, and on congested instances
+    #: it finds better schedules in 1 s than the single default strategy; presolve off: only
+    #: then is the complete rule hint picked up at once by the node-level models; CP-SAT's
+    #: own symmetry detection off: on PCP'20 models it used the whole time limit before any
+    #: search (the models break the symmetries they know of themselves). Measured on dumped
+    #: Eurora instances, see docs/RESULTS-CP.md.
+    SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0, "job_symmetry": False,
+                                              "paper_v1": False}
+
+    def __init__(
+        self,
+        allocator: str = "best-fit",
+        version: int = 3,
+        m: int = 100,
+        time_unit: float = 60.0,
+        delta: float = 1.0,
+        delta_max: float = 16.0,
+        k: int = 2,
+        workers: int = 1,
+        symmetry: bool = True,
+        dump_instances: str | None = None,
+        force_model: bool = False,
+        deterministic: bool = False,
+        keep_blocked: bool = False,
+        reserve: int = 0,
+        job_symmetry: bool = True,
+        paper_v1: bool = False,
+    ):
+        self.allocator = allocator
+        self.version = version
+        self.m = m
+        self.time_unit = time_unit
+        self.delta = delta
+        self.delta_max = delta_max
+        self.k = k
+        self.workers = workers
+        self.symmetry = symmetry
+        self.dump_instances = dump_instances
+        #: build and solve the model even when the rule already starts every job now (the
+        #: decision cannot improve then; used to compare models on every instance)
+        self.force_model = force_model
+        self.deterministic = deterministic
+        #: keep the jobs that cannot start now in the model (CP'19's reduced model leaves them
+        #: out: then nothing is planned around them, and wide jobs wait until the machine
+        #: happens to drain -- see docs/RESULTS-CP.md, "Starvation")
+        self.keep_blocked = keep_blocked
+        #: keep only the first ``reserve`` of those (by priority) in the model: a cheaper
+        #: middle way, like EASY's reservation for the head job (0: none; keep_blocked: all)
+        self.reserve = reserve
+        #: start interchangeable jobs (same shape, duration and weight) in priority order: a
+        #: symmetry the papers leave to the solver (models/common.py); runs before it existed
+        #: behave as ``job_symmetry=False``
+        self.job_symmetry = job_symmetry
+        #: version 1 exactly as CP'19 describes it, defect included: the end of horizon is
+        #: ``t + sum d(tau_i)`` over the running and the model's jobs, where a running job that
+        #: outlived its prediction counts with its negative ``s + d - t``, so the horizon can be
+        #: shorter than any schedule needs; the model then has no solution and every job waits
+        #: for the next dispatching time (CP'19 sec. 4). Off, version 1 plans on a horizon that
+        #: always fits the rule's schedule and falls back to the rule, which hides the defect
+        #: version 2 fixes (docs/RESULTS-CP.md, "CP'19's orderings"). Breaks "never lose to the
+        #: rule" on purpose: a research option, not for production
+        self.paper_v1 = paper_v1
+
+    @property
+    def node_level(self) -> bool:
+        """Whether the rule plans node placements for the model's hint (PCP'19, PCP'20)."""
+        return self.MODEL is not None and self.MODEL.node_level
+
+    @property
+    def flavour(self) -> str:
+        """The v1/v2 objective family: "hcp" (pooled future; also cp-rule's) or "pcp"."""
+        return self.MODEL.flavour if self.MODEL is not None else "hcp"
+
+    def get_tags(self) -> Tags:
+        # a wall-clock time limit makes decisions depend on the machine's load; the
+        # deterministic limit with one worker does not
+        return replace(self.tags, deterministic=bool(self.deterministic) and int(self.workers) == 1)
+
+    @classmethod
+    def test_params(cls) -> list[dict[str, Any]]:
+        return [{"deterministic": True, "delta": 0.2, "delta_max": 0.4, "m": 20},
+                {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "version": 1, "reserve": 1}]
+
+    def _setup(self, system: System) -> None:
+        self.settings = CPSettings(
+            version=int(self.version), m=int(self.m), time_unit=float(self.time_unit), delta=float(self.delta),
+            delta_max=float(self.delta_max), k=int(self.k), workers=int(self.workers), symmetry=bool(self.symmetry),
+            deterministic=bool(self.deterministic), job_symmetry=bool(self.job_symmetry),
+        )
+        if self.paper_v1 and (self.settings.version != 1 or self.MODEL is None):
+            raise ConfigError(f"{self.name}: paper_v1 reproduces CP'19's version-1 horizon; it needs "
+                              f"version=1 and a CP model (got version={self.version})")
+        if not isinstance(self.reserve, int) or isinstance(self.reserve, bool) or self.reserve < 0:
+            raise ConfigError(f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}")
+        self._best_fit = make_allocator("best-fit", system)
+        self._calls = 0
+        if self.dump_instances:
+            path = Path(self.dump_instances)
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"cannot create the instance directory {path}: {exc}") from None
+
+    # ------------------------------------------------------------------------------------
+    def _dispatch(self, view: DispatchView) -> Decision:
+        # (jobs with Slurm-style node constraints never get here: the papers' model has rn
+        # identical units and nothing else, so the tags refuse them before the run)
+        inst = DispatchInstance.from_view(view)
+        self._calls += 1
+        if self.dump_instances:
+            inst.dump(Path(self.dump_instances) / f"instance-{self._calls:07d}.json")
+        placed, info = self.decide(inst)
+        jobs = {j.index: j for j in view.queue}
+        return Decision([Start(jobs[idx], alloc) for idx, alloc in placed], info=info)
+
+    def decide(self, inst: DispatchInstance) -> tuple[list[tuple[int, Allocation]], dict[str, Any]]:
+        """The decision for one instance: ``[(job index, allocation)]`` to start now, and the record."""
+        settings = self.settings
+        policy = Policy(inst, settings, self.flavour)
+        info: dict[str, Any] = {"model": self.name, "version": settings.version, "queued": len(inst.queued)}
+        node_level = self.node_level
+        jobs = self.model_jobs(inst, policy, node_level)
+        info["in_model"] = len(jobs)
+        if not jobs:
+            info.update(status="empty", dispatched=0)
+            return [], info
+        d_max = max(j.duration for j in jobs)
+        t0 = time.perf_counter()
+        rule = rule_schedule(inst, policy, jobs, self._best_fit, node_level, d_max)
+        info["rule_s"] = time.perf_counter() - t0
+        info["rule_objective"] = rule.objective
+        paper_horizon, rule_fits = None, True
+        if self.paper_v1:
+            paper_horizon = paper_horizon_units(policy, inst, jobs)
+            rule_fits = all(rule.starts[j.index] + policy.duration_units(j) <= paper_horizon for j in jobs)
+            info.update(paper_horizon=paper_horizon, rule_in_paper_horizon=rule_fits)
+        too_short = None if rule_fits else paper_horizon_too_short(inst, policy, jobs, paper_horizon,
+                                                                   self._best_fit, node_level)
+        chosen: dict[int, Allocation | None]
+        if too_short:  # the model would be infeasible: every job waits (CP'19 version 1)
+            info.update(status="infeasible", postponed_all=f"no schedule within CP'19's version-1 horizon ({too_short})")
+            chosen = {}
+        elif (all(s == 0 for s in rule.starts.values()) and rule_fits
+                and not (self.force_model and self.MODEL is not None)):
+            info["status"] = "rule-optimal"  # everyone starts now: nothing to improve
+            chosen = {j.index: rule.allocations.get(j.index) for j in jobs}
+        elif self.MODEL is None:
+            info["status"] = "rule"
+            chosen = {j.index: rule.allocations.get(j.index) for j in rule.now()}
+        else:
+            chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits)
+        placed = self._place(inst, jobs, chosen, info)
+        info["dispatched"] = len(placed)
+        return placed, info
+
+    def hint_rule(self, rule: RuleSchedule, jobs: list[QueuedJob], policy: Policy, d_max: float) -> RuleSchedule:
+        """The rule's schedule as the model's hint (and fallback): with job symmetry, identical
+        jobs take its starts in priority order, as the model requires."""
+        return rule_in_group_order(rule, jobs, policy, d_max) if self.settings.job_symmetry else rule
+
+    def build_model(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
+                    d_max: float, horizon: int) -> BuiltModel:
+        """This dispatcher's CP model of ``inst`` with ``rule`` (from :meth:`hint_rule`) as hint."""
+        if self.MODEL is None:
+            raise ConfigError(f"{self.name} has no CP model")
+        est = earliest_alone(inst, policy, jobs, self._best_fit, self.node_level)
+        return self.MODEL.build(ModelInput(inst, policy, jobs, horizon, d_max, rule, self.settings, est))
+
+    def _solve(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
+               d_max: float, info: dict[str, Any], paper_horizon: int | None = None,
+               rule_fits: bool = True) -> dict[int, Allocation | None]:
+        """The model's decision, or the rule's (``info["fallback"]`` says why). With
+        ``paper_v1`` every job must end within ``paper_horizon``; when the rule's schedule
+        does not (``rule_fits`` False) and the model finds nothing, every job waits."""
+        rule = self.hint_rule(rule, jobs, policy, d_max)
+        fallback = {j.index: rule.allocations.get(j.index) for j in rule.now()} if rule_fits else {}
+        try:
+            horizon = horizon_units(policy, inst, jobs)
+            built = self.build_model(inst, policy, jobs, rule, d_max, horizon)
+            if paper_horizon is not None:  # CP'19's domains s in [t, eoh - d]
+                for j in jobs:
+                    built.model.add(built.starts[j.index] + policy.duration_units(j) <= paper_horizon)
+            n_vars, n_cons = built.size()
+            info.update(variables=n_vars, constraints=n_cons, build_s=built.build_s, horizon=horizon, **built.notes)
+            outcome = solve(built.model, self.settings, self.SOLVER_PARAMS)
+        except Exception as exc:  # a crashed model or solver must never stop the system
+            why = f"solver error: {type(exc).__name__}: {exc}"
+            info.update(status="error", traceback=traceback.format_exc(limit=3),
+                        **({"fallback": why} if rule_fits else {"postponed_all": why}))
+            return fallback
+        info.update(status=outcome.status, solve_s=outcome.solve_s, attempts=outcome.attempts)
+        if outcome.watchdog_fired:
+            info["watchdog"] = True
+        if not outcome.has_solution:
+            if not rule_fits:
+                info["postponed_all"] = f"no schedule within CP'19's version-1 horizon ({outcome.status})"
+                return {}
+            info["fallback"] = f"no solution ({outcome.status})"
+            self._check_hint(built, info)
+            return fallback
+        solver = outcome.solver
+        assert solver is not None
+        starts = built.start_values(solver)
+        objective = policy.objective_of(jobs, starts, d_max)
+        info.update(objective=objective, bound=outcome.bound)
+        if objective > rule.objective and rule_fits:
+            info["fallback"] = "rule better"
+            self._check_hint(built, info)
+            return fallback
+        now = built.decode_now(solver)
+        if not now and fallback and not inst.running:
+            # a time-limited solution may leave an idle machine idle (every start > 0); shifting
+            # it left would be better, and nothing running means no event would call us again
+            info["fallback"] = "solution starts nothing on an idle machine"
+            return fallback
+        return now
+
+    @staticmethod
+    def _check_hint(built: BuiltModel, info: dict[str, Any]) -> None:
+        """Record whether the model accepts the rule's schedule (only after a fallback, which
+        is rare; the check loads the model once more, and its time counts in the decision's).
+        ``hint_feasible`` False with pcp20's ``unhinted_jobs`` > 0 is that model's position
+        packing, which cannot always lay the rule's schedule out (docs/RESULTS-CP.md)."""
+        t0 = time.perf_counter()
+        try:
+            info["hint_feasible"] = hint_is_solution(built.model)
+        except Exception as exc:  # a diagnostic must never stop the system
+            info["hint_feasible"] = None
+            info["hint_check_error"] = f"{type(exc).__name__}: {exc}"
+        info["hint_check_s"] = time.perf_counter() - t0
+
+    # ------------------------------------------------------------------------------------
+    def model_jobs(self, inst: DispatchInstance, policy: Policy, node_level: bool) -> list[QueuedJob]:
+        """The jobs of the model: the first ``m`` queued jobs by priority, without those that
+        cannot start now (CP'19's reduced model) unless ``keep_blocked`` (all of them stay)
+        or ``reserve`` (the first ``reserve`` of them stay); none when no job can start now
+        (nothing to decide). Priority order is kept."""
+        candidates = policy.order(inst.queued)[: self.settings.m]
+        fits = [self._fits_now(inst, j, node_level) for j in candidates]
+        if not any(fits):
+            return []
+        if self.keep_blocked:
+            return candidates
+        kept, blocked = [], 0
+        for job, fit in zip(candidates, fits):
+            if fit or blocked < self.reserve:
+                kept.append(job)
+                blocked += not fit
+        return kept
+
+    def _fits_now(self, inst: DispatchInstance, job: QueuedJob, node_level: bool) -> bool:
+        """CP'19's reduced model: a job that cannot fit the free resources now is left out."""
+        if not pooled_fits(inst.free.sum(axis=0).tolist(), job.unit_request, job.units):
+            return False
+        if not node_level:
+            return True
+        fits = units_fit_per_node(inst.free, job.unit_request, job.max_units_per_node)
+        return int(fits.sum()) >= job.units
+
+    def _place(self, inst: DispatchInstance, jobs: list[QueuedJob], chosen: dict[int, Allocation | None],
+               info: dict[str, Any]) -> list[tuple[int, Allocation]]:
+        """Put the jobs that start now on the real free capacity, in priority order."""
+        free = np.array(inst.free, dtype=np.int64, order="F")
+        placed: list[tuple[int, Allocation]] = []
+        postponed = 0
+        for job in jobs:
+            if job.index not in chosen:
+                continue
+            req = np.asarray(job.unit_request, dtype=np.int64)
+            alloc = chosen[job.index]
+            if alloc is not None and (
+                not bool((free[alloc.nodes] >= alloc.units[:, None] * req).all())
+                or (job.max_units_per_node > 0 and int(alloc.units.max()) > job.max_units_per_node)
+            ):
+                alloc = None  # the model's nodes are not free any more (v1) -> best fit
+            if alloc is None:
+                alloc = self._best_fit.allocate(job.units, req, free, job.max_units_per_node)
+            if alloc is None:
+                postponed += 1
+                continue
+            free[alloc.nodes] -= alloc.units[:, None] * req
+            placed.append((job.index, alloc))
+        if postponed:
+            info["postponed_at_allocation"] = postponed
+        return placed

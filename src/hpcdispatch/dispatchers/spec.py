@@ -1,0 +1,242 @@
+"""A dispatcher as a user names it, parsed once into a typed value.
+
+Text (command line, ``--dispatchers`` lists, dispatcher suffixes): ``easy``,
+``easy:allocator=best-fit``, ``easy-L2`` (a predictor suffix: W, L2, D, R),
+``sjf-R:allocator=best-fit,blocking=false``. A list is comma-separated, and ``key=value``
+items after a ``name:key=value`` belong to that dispatcher: ``fifo,easy:allocator=best-fit,
+blocking=false`` is invalid (easy has no ``blocking``) while ``sjf:allocator=best-fit,
+blocking=false,easy`` names two. Values are converted to the type of the parameter's default.
+
+Tables (sweep files): ``{ name = "sjf", blocking = false, label = "sjf-nb", predictor = "L2" }``;
+the values keep their TOML types, which must be the parameters' types (an integer is
+accepted for a float parameter).
+
+Either way the result is a :class:`DispatcherSpec` -- name, the parameters given (typed),
+the predictor a suffix named, a label -- which the CLI, sweeps and the runner pass around.
+What a run stores of its dispatcher is :meth:`Dispatcher.identity` (name and every
+parameter), data that is compared as data and never parsed back.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.predictors import predictor_class
+from hpcdispatch.protocol.dispatcher import Dispatcher
+from hpcdispatch.protocol.registry import dispatcher_class
+
+#: keys of a sweep table that are not dispatcher parameters
+TABLE_KEYS = ("name", "label", "predictor")
+
+
+@dataclass(frozen=True)
+class DispatcherSpec:
+    """A registered dispatcher ``name`` with the ``params`` given (typed as the dispatcher's
+    parameters; the others keep their defaults), the ``predictor`` a suffix or a table named
+    (``None``: the run's default), the ``label`` a sweep table gave, and the text as
+    ``written`` (only for labels: output directories are named after what the user wrote)."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    predictor: str | None = None
+    label: str | None = None
+    written: str = ""
+
+    def __post_init__(self) -> None:
+        cls = dispatcher_class(self.name)
+        object.__setattr__(self, "name", cls.name)
+        object.__setattr__(self, "params", dict(self.params))
+        unknown = [k for k in self.params if k not in cls.param_names()]
+        if unknown:
+            raise ConfigError(f"dispatcher '{cls.name}' has no parameter '{unknown[0]}' "
+                              f"(parameters: {', '.join(cls.param_names())})")
+        if not self.written:
+            object.__setattr__(self, "written", self.text)
+
+    @property
+    def run_label(self) -> str:
+        """The label of a run of this spec (predictor suffix included): the given label, or
+        the written text made file-system friendly (``easy:allocator=best-fit`` ->
+        ``easy-allocator_best-fit``)."""
+        return self.label or label_for(self.written)
+
+    @property
+    def dispatcher_label(self) -> str:
+        """The label of the dispatcher alone (a sweep adds the predictor to it)."""
+        if self.label:
+            return self.label
+        head, sep, rest = self.written.partition(":")
+        return label_for(_split_suffix(head.strip())[0] + sep + rest)
+
+    # ---- parsing -------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str) -> DispatcherSpec:
+        """``name[-P][:key=value,...]`` (see the module docstring)."""
+        head, _, rest = text.strip().partition(":")
+        name, predictor = _split_suffix(head.strip())
+        dcls = dispatcher_class(name)
+        params: dict[str, Any] = {}
+        for item in filter(None, (x.strip() for x in rest.split(","))):
+            if "=" not in item:
+                raise ConfigError(f"dispatcher spec '{text}': expected key=value, got '{item}'")
+            key, value = (part.strip() for part in item.split("=", 1))
+            params[key] = _convert(dcls, key, value)
+        return cls(dcls.name, params, predictor, None, text.strip())
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any]) -> DispatcherSpec:
+        """A sweep file's dispatcher table: ``name`` (with an optional predictor suffix),
+        optional ``label`` and ``predictor``, and parameters with their own types."""
+        if "name" not in table:
+            raise ConfigError("a dispatcher table needs 'name'")
+        if not isinstance(table["name"], str):
+            raise ConfigError(f"'name' must be a dispatcher name, got {table['name']!r}")
+        name, predictor = _split_suffix(table["name"].strip())
+        if table.get("predictor") is not None:
+            if not isinstance(table["predictor"], str):
+                raise ConfigError(f"'predictor' must be a predictor name, got {table['predictor']!r}")
+            if predictor is not None:
+                raise ConfigError(f"'{table['name']}' already names a predictor; drop 'predictor' or the suffix")
+            pcls = predictor_class(table["predictor"])
+            if pcls is None:
+                raise ConfigError(f"unknown predictor '{table['predictor']}'")
+            predictor = pcls.name
+        label = table.get("label") or None
+        if label is not None and not isinstance(label, str):
+            raise ConfigError(f"'label' must be a string, got {label!r}")
+        dcls = dispatcher_class(name)
+        params = {k: _check_type(dcls, k, v) for k, v in table.items() if k not in TABLE_KEYS}
+        return cls(dcls.name, params, predictor, label)
+
+    # ---- use -----------------------------------------------------------------------------
+    def with_defaults(self, **params: Any) -> DispatcherSpec:
+        """This spec with ``params`` added where the dispatcher has them and the spec does not
+        set them (the CLI's ``--allocator``, ``--version``, ``--dump-instances``)."""
+        names = dispatcher_class(self.name).param_names()
+        extra = {k: v for k, v in params.items() if k in names and k not in self.params}
+        if not extra:
+            return self
+        return DispatcherSpec(self.name, {**self.params, **extra}, self.predictor, self.label, self.written)
+
+    def build(self) -> Dispatcher:
+        """A new dispatcher instance with these parameters."""
+        return dispatcher_class(self.name)(**self.params)
+
+    def identity(self) -> dict[str, Any]:
+        """The dispatcher's identity (name and every parameter, defaults included)."""
+        return self.build().identity()
+
+    @property
+    def text(self) -> str:
+        """The spec as it would be written: ``name[-P][:key=value,...]``."""
+        head = self.name
+        if self.predictor is not None:
+            pcls = predictor_class(self.predictor)
+            head += f"-{pcls.short if pcls is not None else self.predictor}"
+        if self.params:
+            head += ":" + ",".join(f"{k}={_value_text(v)}" for k, v in self.params.items())
+        return head
+
+
+def parse_dispatcher_list(text: str) -> list[DispatcherSpec]:
+    """``a,b:k=v,k2=v2,c`` -> three specs (see the module docstring)."""
+    pieces: list[str] = []
+    for token in filter(None, (t.strip() for t in text.split(","))):
+        if "=" in token and ":" not in token:
+            if not pieces:
+                raise ConfigError(f"dispatcher list '{text}': parameter '{token}' comes before any dispatcher")
+            pieces[-1] += "," + token
+        else:
+            pieces.append(token)
+    return [DispatcherSpec.parse(p) for p in pieces]
+
+
+def make_dispatcher(spec: str | DispatcherSpec, **defaults: Any) -> Dispatcher:
+    """One dispatcher from a spec (``defaults``: parameters set where the spec does not)."""
+    parsed = spec if isinstance(spec, DispatcherSpec) else DispatcherSpec.parse(spec)
+    if parsed.predictor is not None:
+        raise ConfigError(f"'{parsed.written}' names a predictor ({parsed.predictor}): a dispatcher has none; "
+                          "give the spec to hpcdispatch.simulate or the runner, or drop the suffix")
+    return parsed.with_defaults(**defaults).build()
+
+
+def label_for(text: str) -> str:
+    """A file-system friendly label for a spec's text: ``easy:allocator=best-fit`` ->
+    ``easy-allocator_best-fit``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text.replace("=", "_")).strip("-")
+
+
+# ---- helpers ---------------------------------------------------------------------------
+def _split_suffix(head: str) -> tuple[str, str | None]:
+    """``easy-L2`` -> ``("easy", "last-two")``; a registered name with a dash stays whole
+    (``cp-rule``), and so does any suffix that is not a predictor's short name."""
+    base, dash, suffix = head.rpartition("-")
+    if dash and base and len(suffix) <= 2:
+        pcls = predictor_class(suffix)
+        if pcls is not None:
+            return base, pcls.name
+    return head, None
+
+
+def _default(cls: type[Dispatcher], key: str) -> Any:
+    defaults = cls.param_defaults()
+    if key not in defaults:
+        raise ConfigError(f"dispatcher '{cls.name}' has no parameter '{key}' "
+                          f"(parameters: {', '.join(cls.param_names())})")
+    return defaults[key]
+
+
+def _convert(cls: type[Dispatcher], key: str, value: str) -> Any:
+    """``value`` (text) as the type of the parameter's default."""
+    default = _default(cls, key)
+    kind = type(default) if default is not inspect.Parameter.empty and default is not None else str
+    try:
+        if kind is bool:
+            low = value.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if kind in (int, float):
+            return kind(value)
+    except ValueError:
+        raise ConfigError(f"dispatcher '{cls.name}': parameter '{key}' must be {kind.__name__}, got '{value}'") from None
+    if default is None and value.lower() in ("none", "null"):
+        return None
+    if default is None:
+        for conv in (int, float):
+            try:
+                return conv(value)
+            except ValueError:
+                pass
+    return value
+
+
+def _check_type(cls: type[Dispatcher], key: str, value: Any) -> Any:
+    """A table value with the parameter's type (an int is accepted for a float)."""
+    default = _default(cls, key)
+    if default is inspect.Parameter.empty or default is None:
+        if not isinstance(value, (str, int, float, bool)) and value is not None:
+            raise ConfigError(f"parameter '{key}' must be a plain value, got {value!r}")
+        return value
+    kind = type(default)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if type(value) is not kind:
+        raise ConfigError(f"parameter '{key}' = {value!r} must be {kind.__name__} "
+                          f"(like its default, {default!r}); give it with the parameter's type")
+    return value
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
+    return repr(value) if isinstance(value, float) else str(value)

@@ -1,0 +1,167 @@
+"""The simulation loop's state, named once: :class:`LoopState`.
+
+The Python engine (:mod:`hpcdispatch.sim.simulator`) binds it once and its event handlers
+read and write it; a checkpoint (:mod:`hpcdispatch.sim.checkpoint`) pickles its fields
+(``dataclasses.fields(LoopState)``); the compiled engine (:mod:`hpcdispatch.compiled`) hands
+its outcome over by filling the same per-job fields and logs, so that one method,
+:meth:`LoopState.result`, makes the :class:`~hpcdispatch.sim.result.SimulationResult` of
+either engine.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hpcdispatch.protocol import DispatchView, Dispatcher, Predictor, RunningJob
+from hpcdispatch.sim.cluster import ClusterState
+from hpcdispatch.sim.info_log import InfoLog
+from hpcdispatch.sim.options import SimulationOptions
+from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.sim.segments import SegmentLog
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Job, Workload
+
+# event kinds, which are also their heap priorities at one instant (REVISE shares RESIZE's)
+END, SUBMIT, RESIZE, WAKEUP = 0, 1, 2, 3
+REVISE = 4  # an expired prediction (heap priority RESIZE)
+TICK = -1  # an interval tick (heap priority WAKEUP)
+
+# job status codes (result arrays)
+PENDING, QUEUED, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
+
+
+class DecisionLog:
+    """One row per dispatcher call: time, queue length and running jobs before the call,
+    jobs started, wall-clock seconds, and the call's ``info`` (typed arrays and a by-key
+    :class:`InfoLog`, not lists of Python objects: a whole trace makes hundreds of thousands
+    of calls)."""
+
+    __slots__ = ("time", "queue_length", "running", "started", "elapsed", "info")
+
+    def __init__(self) -> None:
+        self.time = array("d")
+        self.queue_length = array("q")
+        self.running = array("q")
+        self.started = array("q")
+        self.elapsed = array("d")
+        self.info = InfoLog()
+
+    def append(self, t: float, queue_length: int, running: int, started: int, elapsed: float,
+               info: dict[str, Any]) -> None:
+        self.time.append(t)
+        self.queue_length.append(queue_length)
+        self.running.append(running)
+        self.started.append(started)
+        self.elapsed.append(elapsed)
+        self.info.append(info)
+
+    @classmethod
+    def from_columns(cls, time: np.ndarray, queue_length: np.ndarray, running: np.ndarray, started: np.ndarray,
+                     elapsed: np.ndarray, info: InfoLog) -> DecisionLog:
+        log = cls()
+        log.time = array("d", np.asarray(time, dtype=np.float64).tobytes())
+        log.queue_length = array("q", np.asarray(queue_length, dtype=np.int64).tobytes())
+        log.running = array("q", np.asarray(running, dtype=np.int64).tobytes())
+        log.started = array("q", np.asarray(started, dtype=np.int64).tobytes())
+        log.elapsed = array("d", np.asarray(elapsed, dtype=np.float64).tobytes())
+        log.info = info
+        return log
+
+    def columns(self) -> dict[str, Any]:
+        """The result's ``decisions``: numpy columns and the info log."""
+        return {
+            "time": np.array(self.time, dtype=np.float64),
+            "queue_length": np.array(self.queue_length, dtype=np.int64),
+            "running": np.array(self.running, dtype=np.int64),
+            "started": np.array(self.started, dtype=np.int64),
+            "elapsed": np.array(self.elapsed, dtype=np.float64),
+            "info": self.info,
+        }
+
+
+@dataclass(slots=True)
+class LoopState:
+    """Everything the event loop changes while it runs (see :mod:`hpcdispatch.sim.simulator`).
+
+    Per-job values are Python lists in the loop (numpy scalar writes are slow); ``planned``
+    and ``planned_np`` hold the same planned durations for the loop and for the view."""
+
+    # the machine and the jobs in it
+    cluster: ClusterState
+    view: DispatchView
+    queue: dict[int, Job]  # job index -> job, in submission order
+    running: dict[int, RunningJob]  # job index -> its running record
+    held: dict[int, list[tuple[np.ndarray, np.ndarray]]]  # job index -> [(nodes, amounts)], one per segment
+    planned: list[float]
+    planned_np: np.ndarray
+    # events: the heap of (time, priority, sequence, kind, payload) and the next submission
+    heap: list[tuple[float, int, int, int, Any]] = field(default_factory=list)
+    next_seq: int = 0
+    next_submit: int = 0
+    t: float = -math.inf
+    # per-job outcomes and the logs (what the result is made of)
+    start_at: list[float] = field(default_factory=list)
+    end_at: list[float] = field(default_factory=list)
+    killed: list[bool] = field(default_factory=list)
+    status: list[int] = field(default_factory=list)
+    reject_reason: dict[int, str] = field(default_factory=dict)
+    resize_log: list[tuple[float, int, int, bool]] = field(default_factory=list)
+    segments: SegmentLog = field(default_factory=SegmentLog)
+    decisions: DecisionLog = field(default_factory=DecisionLog)
+    done: int = 0  # jobs ended or rejected
+    # the dispatcher's calls: how many, when it may be called again, what it will be told
+    calls: int = 0  # the journal numbers them
+    busy_until: float = -math.inf  # charged dispatch time
+    wakeup_pending: set[float] = field(default_factory=set)
+    tick_pending: bool = False
+    new_jobs: list[Job] = field(default_factory=list)
+    ended_jobs: list[Job] = field(default_factory=list)
+    ended_running: list[RunningJob] = field(default_factory=list)
+    revised: dict[int, None] = field(default_factory=dict)  # jobs revised since the last call (ordered set)
+    revisions: int = 0
+    # costs measured so far
+    predict_time_s: float = 0.0
+    wall_s: float = 0.0  # wall-clock seconds simulated by processes that wrote a checkpoint
+
+    @classmethod
+    def start(cls, system: System, workload: Workload, options: SimulationOptions) -> LoopState:
+        """The state at the start of a run: an empty machine, nothing submitted."""
+        n = len(workload)
+        cluster = ClusterState(system)
+        queue: dict[int, Job] = {}
+        running: dict[int, RunningJob] = {}
+        held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        planned = [0.0] * n
+        planned_np = np.zeros(n, dtype=np.float64)
+        view = DispatchView(system, cluster.free_readonly, cluster.free_total, queue, running, planned,
+                            workload.unit_requests, options.walltime_kill, planned_np, workload.queue_ewt, held)
+        nan = math.nan
+        return cls(cluster=cluster, view=view, queue=queue, running=running, held=held, planned=planned,
+                   planned_np=planned_np, start_at=[nan] * n, end_at=[nan] * n, killed=[False] * n,
+                   status=[PENDING] * n)
+
+    def result(self, system: System, workload: Workload, dispatcher: Dispatcher, predictor: Predictor,
+               options: SimulationOptions) -> SimulationResult:
+        """The run's result from its outcome fields."""
+        return SimulationResult(
+            system=system,
+            workload=workload,
+            dispatcher=dispatcher.identity(),
+            predictor=predictor.name,
+            options=options,
+            start=np.asarray(self.start_at, dtype=np.float64),
+            end=np.asarray(self.end_at, dtype=np.float64),
+            killed=np.asarray(self.killed, dtype=bool),
+            status=np.asarray(self.status, dtype=np.int8),
+            planned=np.asarray(self.planned, dtype=np.float64),
+            segment_log=self.segments,
+            reject_reason=self.reject_reason,
+            resize_log=self.resize_log,
+            decisions=self.decisions.columns(),
+            extra={"prediction_time_s": self.predict_time_s},
+        )
