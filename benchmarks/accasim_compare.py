@@ -23,7 +23,7 @@ off on the hpcdispatch side because AccaSim has none.
    includes AccaSim's own streaming read of the SWF file (not the interpreter start, the
    ``import accasim`` or the venv creation). hpcdispatch runs FIFO and EASY
    (``make_dispatcher("easy", allocator="first-fit")``) with ``record_decisions=False``;
-   the timed span is ``Simulator(...).run()`` and the workload load time is reported
+   the timed span is ``hpcdispatch.simulate(...)`` and the workload load time is reported
    separately. Both are timed in the same run of this script; jobs/s and the ratio
    hpcdispatch / AccaSim are printed.
 3. **EASY analysis.** AccaSim's EASY does not protect the head job's reservation (it
@@ -83,7 +83,8 @@ from rich.table import Table
 from sortedcontainers import SortedList
 
 from hpcdispatch.dispatchers import make_dispatcher
-from hpcdispatch.sim import SimulationOptions, Simulator
+from hpcdispatch.engine import simulate
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload
@@ -361,14 +362,9 @@ ENGINE = "auto"  # --engine: hpcdispatch's engine (auto: compiled for >= 20,000 
 
 
 def run_hpcdispatch(system, wl, policy: str):
-    sim = Simulator(
-        system,
-        wl,
-        make_dispatcher(policy, allocator="first-fit"),
-        options=SimulationOptions(walltime_kill=False, record_decisions=False, engine=ENGINE),
-    )
     t0 = time.perf_counter()
-    res = sim.run()
+    res = simulate(system, wl, make_dispatcher(policy, allocator="first-fit"),
+                   options=SimulationOptions(walltime_kill=False, record_decisions=False, engine=ENGINE))
     return res, time.perf_counter() - t0
 
 

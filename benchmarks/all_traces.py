@@ -32,7 +32,8 @@ DEFAULT_TRACES = HERE.parents[1] / "shared" / "traces"
 WORKER = r"""
 import json, resource, sys, time
 from hpcdispatch.dispatchers import make_dispatcher
-from hpcdispatch.sim import SimulationOptions, Simulator
+from hpcdispatch.engine import simulate
+from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload, resolve_system
 from hpcdispatch.metrics import summarize
@@ -48,8 +49,8 @@ def progress(done, n, t):  # one line a minute on stderr (the checkpoint's log f
     if time.perf_counter() - last[0] >= 60:
         last[0] = time.perf_counter()
         print(f"{time.strftime('%H:%M:%S')} t={t:,.0f} s, {done:,} of {n:,} jobs done", file=sys.stderr, flush=True)
-res = Simulator(system, wl, make_dispatcher(disp), options=SimulationOptions(record_decisions=False),
-                checkpoint=checkpoint, checkpoint_every=every).run(progress if checkpoint else None)
+res = simulate(system, wl, make_dispatcher(disp), options=SimulationOptions(record_decisions=False),
+               checkpoint=checkpoint, checkpoint_every=every, progress=progress if checkpoint else None)
 t2 = time.perf_counter()
 resumed = (res.extra.get("checkpoint") or {}).get("resumed_at") or {}
 report = validate_result(res)

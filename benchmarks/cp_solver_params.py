@@ -128,8 +128,8 @@ def hints(directory: Path, spec: str) -> None:
         inst = DispatchInstance.load(f)
         d = make_dispatcher(spec)
         d.setup(system_of_instance(inst))
-        policy = Policy(inst, d.settings, d.FLAVOUR)
-        node_level = getattr(d.MODEL, "NODE_LEVEL_RULE", False)
+        policy = Policy(inst, d.settings, d.flavour)
+        node_level = d.node_level
         jobs = d.model_jobs(inst, policy, node_level)
         if not jobs or d.MODEL is None:
             print(f"| {f.stem} | no model | | | | |")

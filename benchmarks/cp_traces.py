@@ -51,8 +51,7 @@ def trace_path(trace: str) -> tuple[Path, int | None]:
 WORKER = r"""
 import collections, json, sys, time
 import numpy as np
-from hpcdispatch.dispatchers import make_dispatcher
-from hpcdispatch.predictors import split_predictor_suffix
+from hpcdispatch.dispatchers import DispatcherSpec
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
@@ -82,7 +81,7 @@ print(json.dumps({
     "wait_mean": s["wait_mean"], "slowdown_mean": s["slowdown_mean"], "bsld_mean": s["bounded_slowdown_mean"],
     "predictor": s["predictor"], "prediction_mae_s": s.get("prediction_mae_s"),
     "journal": out.result.extra.get("journal"),
-    "dispatcher": make_dispatcher(split_predictor_suffix(spec)[0]).describe(),
+    "dispatcher": DispatcherSpec.parse(spec).identity(),
 }))
 """
 
@@ -123,24 +122,25 @@ def plan(name: str) -> list[tuple[str, str]]:
 
 def same_dispatcher(record: dict, spec: str) -> bool:
     """Whether ``record`` ran the dispatcher ``spec`` names today. Records carry the
-    dispatcher's description (``Dispatcher.describe``); older ones do not and ran before every
-    parameter of ``ADDED_PARAMS``, so they match only while those are at the values they were
-    added with (e.g. a record from before ``job_symmetry`` is a run with ``job_symmetry=false``)."""
-    from hpcdispatch.dispatchers import make_dispatcher
-    from hpcdispatch.predictors import split_predictor_suffix
+    dispatcher's identity (``Dispatcher.identity``: name and parameters, compared as data,
+    a parameter added later counting at the value it was added with); the oldest ones carry
+    none and ran before every parameter of ``ADDED_PARAMS``, so they match only while those
+    are at the values they were added with (a record from before ``job_symmetry`` is a run
+    with ``job_symmetry=false``)."""
+    from hpcdispatch.dispatchers import DispatcherSpec
 
-    disp = make_dispatcher(split_predictor_suffix(spec)[0])
+    disp = DispatcherSpec.parse(spec).build()
     if "dispatcher" in record:
-        return disp.is_described_by(record["dispatcher"])
+        return disp.matches_identity(record["dispatcher"])
     params = disp.get_params()
-    return all(str(params[k]) == str(v) for k, v in disp.ADDED_PARAMS.items() if k in params)
+    return all(params[k] == v for k, v in disp.ADDED_PARAMS.items() if k in params)
 
 
 def job_symmetry_of(record: dict) -> str:
     """'yes' / 'no' for CP runs (records from before the option: 'no'), '' otherwise."""
     if record["spec"].split("-")[0] not in ("hcp", "pcp19", "pcp20", "cp") or record["spec"].startswith("cp-rule"):
         return ""
-    return "yes" if "job_symmetry=True" in record.get("dispatcher", "") else "no"
+    return "yes" if (record.get("dispatcher") or {}).get("params", {}).get("job_symmetry") is True else "no"
 
 
 def done(out: Path) -> dict[tuple[str, str, str], dict]:

@@ -10,15 +10,21 @@ import pytest
 from helpers import placement, simulate, starts, system_of
 
 from hpcdispatch.allocators.slurm_linear import slurm_select
-from hpcdispatch.dispatchers import Aucsched, SlurmBackfill, make_dispatcher
-from hpcdispatch.dispatchers.aucsched import generate_bids, paper_nodesets, preference
-from hpcdispatch.system.allocation import node_units, per_node_array
+from hpcdispatch.dispatchers import Aucsched, make_dispatcher
+from hpcdispatch.dispatchers.aucsched import (
+    decode,
+    generate_bids,
+    paper_nodesets,
+    preference,
+    solve_program,
+)
+from hpcdispatch.metrics import summarize
 from hpcdispatch.protocol.view import DispatchView
 from hpcdispatch.system import load_system
+from hpcdispatch.system.allocation import node_units, per_node_array
 from hpcdispatch.workload import load_workload
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.slurm import SlurmRequest, request_of, slurm_job
-from hpcdispatch.metrics import summarize
 
 RES = ("core", "gpu")
 
@@ -196,6 +202,43 @@ def test_paper_example_auction_gives_figure_4(slurm_bids):
     assert sorted(j1) == list(range(64)) + list(range(80, 144))
     assert all(j1[n] == 5 for n in j2_side) and all(j1[n] == 3 for n in j3_side)
     assert dec.info["status"] == "OPTIMAL"
+
+
+def test_auction_program_build_solve_decode_by_hand():
+    # 4 nodes x 4 cores, node 2 busy: nodesets [0, 1] and [3]. J1 -N 2 --ntasks-per-node=4,
+    # J2 -n 4, J3 -n 2 (priority/basic: P1 > P2 > P3); 14 cores wanted, 12 free
+    system = system_of([(4, {"core": 4, "gpu": 0})], RES)
+    jobs = [sjob(1, nodes=2, ntasks_per_node=4), sjob(2, ntasks=4), sjob(3, ntasks=2)]
+    disp = Aucsched(window=3, slurm_bids=False)
+    disp.setup(system)
+    view, wl = view_of(system, jobs, [[4, 0], [4, 0], [0, 0], [4, 0]])
+    job_bids = disp.build_bids(view, wl.jobs)
+    # J1: A {0,1}; J2: A {3}, A {0}, A {1}, C {0,1,3}; J3: A {3}, A {0}, A {1}
+    assert [[b.nodes.tolist() for b in jb.bids] for jb in job_bids] == [
+        [[0, 1]], [[3], [0], [1], [0, 1, 3]], [[3], [0], [1]]]
+
+    program = disp.build_program(view, job_bids)
+    assert len(program.plans) == 3 and program.n_bids == 8
+    j1, j2, j3 = program.plans
+    # every class uses all its nodes (exact); a bid whose nodes hold exactly the job's units is
+    # fixed; r_jn (units beyond the first) only on the nodes of the other bids
+    assert (j1.exact, j1.fixed, j1.r) == (True, [True], {})
+    assert (j2.exact, j2.fixed, sorted(j2.r)) == (True, [True, True, True, False], [0, 1, 3])
+    assert (j3.exact, j3.fixed, sorted(j3.r)) == (True, [False, False, False], [0, 1, 3])
+    assert not (j1.u or j2.u or j3.u)
+    # 8 bid booleans + 6 r; (2) x 2, J2's (4), J3's (7) x 3 and (4), (5) on nodes 0, 1, 3, aggregate cut
+    assert (program.n_variables, program.n_constraints) == (14, 11)
+
+    status, solver, solve_s = solve_program(program, time_limit=10, workers=1, seed=0, probing_level=0)
+    assert solver.status_name(status) == "OPTIMAL" and solve_s >= 0
+    # three jobs cannot fit (14 > 12 cores); the pair of highest priorities, J1 and J2, can only
+    # as J1 on its one class {0, 1} (one unit of 4 cores per node) and J2 on node 3 (4 cores)
+    winners = [(jp, bp, nodes.tolist(), units.tolist()) for jp, bp, nodes, units in decode(program, solver)]
+    assert winners == [(0, 0, [0, 1], [1, 1]), (1, 0, [3], [4])]
+
+    starts, info = disp.solve(view, job_bids)
+    assert [(s.job.id, s.allocation.nodes.tolist()) for s in starts] == [(1, [0, 1]), (2, [3])]
+    assert (info["variables"], info["constraints"], info["winning_kinds"]) == (14, 11, "AA")
 
 
 def test_slurm_selection_cons_res_sets_variant_by_hand():

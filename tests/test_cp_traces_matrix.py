@@ -14,7 +14,7 @@ _spec.loader.exec_module(cp_traces)
 def _record(spec: str, bsld: float, wait: float, symmetric: bool | None = True, valid: bool = True) -> dict:
     rec = {"status": "ok", "trace": "T", "spec": spec, "valid": valid, "bsld_mean": bsld, "wait_mean": wait}
     if symmetric is not None:
-        rec["dispatcher"] = f"x(version=3, job_symmetry={symmetric})"
+        rec["dispatcher"] = {"name": "x", "params": {"version": 3, "job_symmetry": symmetric}}
     return rec
 
 

@@ -3,7 +3,10 @@ from docs/ADD_A_DISPATCHER.md and the function decorator give working dispatcher
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,8 +72,11 @@ def test_a_spec_is_parsed_once_into_typed_values_and_identity_is_data():
 
 def test_the_documented_template_works():
     code = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+    template = code[0]
+    imports = [line for line in template.splitlines() if line.startswith(("import ", "from "))]
+    assert imports == ["from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, Scratch, Tags, register"]
     namespace: dict = {}
-    exec(compile(code[0], "ADD_A_DISPATCHER.md", "exec"), namespace)
+    exec(compile(template, "ADD_A_DISPATCHER.md", "exec"), namespace)
     try:
         jobs = [job(1, 0, 5, units=2), job(2, 0, 5)]
         r = simulate(cores_system(2, 1), jobs, make_dispatcher("my-policy:threshold=2"))
@@ -79,8 +85,34 @@ def test_the_documented_template_works():
         # threshold 1: the 2-unit job is never started, which the simulator reports
         with pytest.raises(SimulationStalledError, match="first waiting job: 1"):
             simulate(cores_system(2, 1), jobs, make_dispatcher("my-policy:threshold=1"))
+        # the conformance suite, as the document shows it
+        exec(compile(code[1], "ADD_A_DISPATCHER.md", "exec"), namespace)
     finally:
         DISPATCHERS.pop("my-policy", None)
+
+
+def test_plugin_option_loads_an_out_of_tree_dispatcher(tmp_path):
+    template = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)[0]
+    plugin = tmp_path / "my_policy.py"
+    plugin.write_text(template)
+    env = {"COLUMNS": "120", "PATH": "/usr/bin:/bin"}
+    out = tmp_path / "run"
+    p = subprocess.run([sys.executable, "-m", "hpcdispatch", "simulate", "--plugin", str(plugin), "-d",
+                        "my-policy:threshold=1024", "-w", "synthetic:lublin,jobs=150,seed=1", "-o", str(out), "-q"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["dispatcher"] == {"name": "my-policy", "params": {"allocator": "first-fit", "threshold": 1024}}
+    cmp_out = tmp_path / "cmp"
+    p = subprocess.run([sys.executable, "-m", "hpcdispatch", "compare", "--plugin", str(plugin), "-d",
+                        "easy,my-policy:threshold=1024", "-w", "synthetic:lublin,jobs=150,seed=1", "-o", str(cmp_out), "-q"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert (cmp_out / "my-policy-threshold_1024" / "summary.json").is_file()
+    missing = subprocess.run([sys.executable, "-m", "hpcdispatch", "simulate", "--plugin", str(tmp_path / "nope.py"),
+                              "-d", "easy", "-w", "synthetic:lublin,jobs=20", "-o", str(tmp_path / "x"), "-q"],
+                             capture_output=True, text=True, env=env, timeout=600)
+    assert missing.returncode == 2 and "nope.py' does not exist" in missing.stderr and "Traceback" not in missing.stderr
 
 
 def test_function_dispatcher():

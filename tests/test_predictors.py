@@ -8,14 +8,13 @@ from helpers import Scaled, cores_system, job, simulate, workload
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.dispatchers import DispatcherSpec, make_dispatcher
 from hpcdispatch.predictors import (
     DataDrivenPredictor,
     LastTwoPredictor,
     OraclePredictor,
     Predictor,
     make_predictor,
-    split_predictor_suffix,
 )
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.system import load_system
@@ -191,10 +190,15 @@ def test_predictions_never_see_the_future(name):
 
 
 def test_predictor_suffix_in_dispatcher_specs():
-    assert split_predictor_suffix("easy-L2") == ("easy", "last-two")
-    assert split_predictor_suffix("sjf-R:allocator=best-fit") == ("sjf:allocator=best-fit", "oracle")
-    assert split_predictor_suffix("easy-d") == ("easy", "data-driven")
-    assert split_predictor_suffix("easy") == ("easy", None)
+    def parsed(text):
+        spec = DispatcherSpec.parse(text)
+        return spec.name, spec.params, spec.predictor
+
+    assert parsed("easy-L2") == ("easy", {}, "last-two")
+    assert parsed("sjf-R:allocator=best-fit") == ("sjf", {"allocator": "best-fit"}, "oracle")
+    assert parsed("easy-d") == ("easy", {}, "data-driven")
+    assert parsed("easy") == ("easy", {}, None)
+    assert parsed("cp-rule") == ("cp-rule", {}, None)  # a dash in the name is not a suffix
     system = load_system("machine-s")
     wl = load_workload("synthetic:lublin,jobs=200,seed=1", system)
     out = run_simulation(system, wl, "easy-R")

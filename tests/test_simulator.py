@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers import cores_system, job, placement, simulate, starts, system_of, workload
 
-from hpcdispatch.dispatchers import Dispatcher, Scratch, Tags
+from hpcdispatch.dispatchers import Dispatcher, Scratch
 from hpcdispatch.errors import InvalidDecisionError, SimulationStalledError
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.protocol.decision import Admission, Decision, Start

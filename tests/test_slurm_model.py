@@ -15,7 +15,7 @@ from hpcdispatch.errors import ConfigError, InvalidDecisionError, TraceFormatErr
 from hpcdispatch.results.store import workload_frame
 from hpcdispatch.system.allocation import Allocation, request_fits
 from hpcdispatch.protocol.decision import Start
-from hpcdispatch.sim import SimulationOptions, Simulator
+from hpcdispatch.sim import Simulator
 from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_tables
 from hpcdispatch.workload import load_workload

@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from hpcdispatch.cp.instance import DispatchInstance
+from hpcdispatch.cp.pipeline import CPDispatcher
 from hpcdispatch.cp.policy import Policy
 from hpcdispatch.cp.rule import horizon_units, rule_schedule
-from hpcdispatch.cp.pipeline import CPDispatcher
 from hpcdispatch.dispatchers import DispatcherSpec
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.system.model import NodeType, System

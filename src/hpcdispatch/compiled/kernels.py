@@ -41,7 +41,6 @@ from numba import njit
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-
 # ======================================================================================
 # 1. State
 # ======================================================================================

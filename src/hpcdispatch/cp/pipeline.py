@@ -35,11 +35,17 @@ from hpcdispatch.allocators import make_allocator
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
 from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, rule_in_group_order
 from hpcdispatch.cp.policy import CPSettings, Policy
-from hpcdispatch.cp.rule import (RuleSchedule, earliest_alone, horizon_units, paper_horizon_too_short,
-                                 paper_horizon_units, rule_schedule)
+from hpcdispatch.cp.rule import (
+    RuleSchedule,
+    earliest_alone,
+    horizon_units,
+    paper_horizon_too_short,
+    paper_horizon_units,
+    rule_schedule,
+)
 from hpcdispatch.cp.solve import hint_is_solution, solve
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.protocol import Allocation, Decision, DispatchView, Dispatcher, Start, Tags
+from hpcdispatch.protocol import Allocation, Decision, Dispatcher, DispatchView, Start, Tags
 from hpcdispatch.system.allocation import pooled_fits, units_fit_per_node
 from hpcdispatch.system.model import System
 

@@ -13,8 +13,21 @@ from hpcdispatch.dispatchers.conservative import Conservative
 from hpcdispatch.dispatchers.easy import EASY
 from hpcdispatch.dispatchers.priority import FIFO, SJF
 from hpcdispatch.dispatchers.slurm_bf import SlurmBackfill
-from hpcdispatch.dispatchers.spec import DispatcherSpec, label_for, make_dispatcher, parse_dispatcher_list
-from hpcdispatch.protocol import DISPATCHERS, Dispatcher, Scratch, Tags, dispatcher_class, dispatcher_function, register
+from hpcdispatch.dispatchers.spec import (
+    DispatcherSpec,
+    label_for,
+    make_dispatcher,
+    parse_dispatcher_list,
+)
+from hpcdispatch.protocol import (
+    DISPATCHERS,
+    Dispatcher,
+    Scratch,
+    Tags,
+    dispatcher_class,
+    dispatcher_function,
+    register,
+)
 
 __all__ = [
     "Aucsched",

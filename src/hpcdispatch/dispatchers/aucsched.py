@@ -72,6 +72,12 @@ paper's type 1/2 jobs and one node's share ``(R_cpn cores, g GPUs)`` for type 3 
 - (7) ``0 <= r_jn <= u_jn min(fit_jn - 1, U_j - 1)``, ``fit_jn`` the units of ``j`` that fit on
   ``n`` alone.
 
+A step runs three small steps, each testable alone (as the CP models of
+:mod:`hpcdispatch.cp.models` do): :meth:`Aucsched.build_program` builds an
+:class:`AuctionProgram` (the CP-SAT model, one :class:`BidPlan` per job -- its ``b_jc``,
+``u_jn`` and ``r_jn`` variables -- and the greedy hint), :func:`solve_program` solves it and
+:func:`decode` reads the winners' nodes and units back.
+
 Priorities ``P_j`` are Slurm's job priorities, as the plug-in reads them (``job_ptr->priority``),
 and the window is the front of the queue sorted by them (option ``priority``, see
 :mod:`hpcdispatch.dispatchers.slurm_priority`): ``basic`` (default; Slurm's FIFO
@@ -101,14 +107,24 @@ state is the same and so is the (empty) outcome; the step is skipped (counted in
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
+from ortools.sat.python import cp_model
 
 from hpcdispatch.dispatchers.slurm_bf import slurm_allocate
 from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.protocol import Allocation, Decision, DispatchView, Dispatcher, Start, Tags, register
+from hpcdispatch.protocol import (
+    Allocation,
+    Decision,
+    Dispatcher,
+    DispatchView,
+    Start,
+    Tags,
+    register,
+)
 from hpcdispatch.system.allocation import held_amounts, node_units, per_node_array, runs_of
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
@@ -311,6 +327,290 @@ def generate_bids(job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, c
 
 
 # ---------------------------------------------------------------------------------------
+# the integer program: build -> solve -> decode
+# ---------------------------------------------------------------------------------------
+
+#: a winning bid: (job position, bid position in the job's bids, nodes, units per node)
+Winner = tuple[int, int, np.ndarray, np.ndarray]
+#: node -> [(variable, amounts per resource when the variable is 1 (per unit for r), largest value)]
+NodeTerms = dict[int, list[tuple[cp_model.IntVar, np.ndarray, int]]]
+
+
+@dataclass
+class BidPlan:
+    """One job's variables in the program and how its units are read back.
+
+    The units job ``j`` places on node ``n`` are ``u_jn + r_jn``. ``b``: the bid booleans
+    ``b_jc``, one per bid of the job, in its bid order. ``exact``: every class of the job has
+    exactly ``R^node`` nodes, so ``u_jn`` is the sum of the job's bids containing ``n`` and has
+    no variable (``u`` stays empty). ``fixed`` (exact jobs only, one per bid): the bid's nodes
+    hold exactly the job's units, so a winning fixed bid puts ``fit_jn`` units on each of its
+    nodes and uses no ``r``. ``r``: node -> ``r_jn``, the units beyond the first (eq. 7), only on
+    nodes where more than one unit fits (for exact jobs: nodes of bids that are not fixed).
+    ``u``: node -> the boolean ``u_jn`` (node used, eq. 3), for jobs that are not exact.
+    """
+
+    b: list[cp_model.IntVar]
+    exact: bool
+    fixed: list[bool] = field(default_factory=list)
+    r: dict[int, cp_model.IntVar] = field(default_factory=dict)
+    u: dict[int, cp_model.IntVar] = field(default_factory=dict)
+
+
+@dataclass
+class AuctionProgram:
+    """The integer program of one scheduling step (eqs. 1-8), built by
+    :meth:`Aucsched.build_program`: the CP-SAT ``model`` (objective and hint set), the window's
+    ``job_bids`` and their ``plans`` (same order), the greedy solution given as the ``hint``
+    (also the fallback when the solver finds nothing) and the build time ``build_s``
+    (priorities, variables, constraints, greedy solution and hint)."""
+
+    model: cp_model.CpModel
+    job_bids: list[JobBids]
+    plans: list[BidPlan]
+    hint: list[Winner]
+    build_s: float
+
+    @property
+    def n_bids(self) -> int:
+        return sum(len(jb.bids) for jb in self.job_bids)
+
+    @property
+    def n_variables(self) -> int:
+        return len(self.model.proto.variables)
+
+    @property
+    def n_constraints(self) -> int:
+        return len(self.model.proto.constraints)
+
+
+def add_bid_plan(model: cp_model.CpModel, jb: JobBids, req: np.ndarray, extra: np.ndarray,
+                 node_terms: NodeTerms) -> BidPlan:
+    """One job's bid booleans with (2) and its units: (3), (4) and (7); adds the job's terms of
+    (5)/(6) to ``node_terms`` (``req``: amounts per unit, ``extra``: per node)."""
+    b = [model.new_bool_var("") for _ in jb.bids]
+    if len(b) > 1:
+        model.add_at_most_one(b)  # (2)
+    plan = BidPlan(b, exact=all(bid.r_node == len(bid.nodes) for bid in jb.bids))
+    if plan.exact:
+        add_exact_units(model, jb, plan, req, extra, node_terms)
+    else:
+        add_chosen_nodes(model, jb, plan, req, extra, node_terms)
+    return plan
+
+
+def add_exact_units(model: cp_model.CpModel, jb: JobBids, plan: BidPlan, req: np.ndarray, extra: np.ndarray,
+                    node_terms: NodeTerms) -> None:
+    """A job whose bids use all their nodes: ``u_jn`` is the sum of the bids containing ``n``;
+    bids without slack fix their units (``fit_jn`` per node); the others share ``r`` variables
+    with (7) and (4)."""
+    LE = cp_model.LinearExpr
+    job, fit, bs = jb.job, jb.fit, plan.b
+    U = job.units
+    plan.fixed = fixed = [int(fit[bid.nodes].sum()) == U for bid in jb.bids]
+    flex_nodes: dict[int, list[int]] = {}
+    for c, bid in enumerate(jb.bids):
+        nodes = bid.nodes.tolist()
+        if fixed[c]:
+            for n, fn in zip(nodes, fit[bid.nodes].tolist()):
+                node_terms.setdefault(n, []).append((bs[c], fn * req + extra, 1))
+        else:
+            for n in nodes:
+                node_terms.setdefault(n, []).append((bs[c], req + extra, 1))
+                flex_nodes.setdefault(n, []).append(c)
+    n_flex = sum(1 for f in fixed if not f)
+    r_list = []
+    for n, cs in flex_nodes.items():
+        ub = min(int(fit[n]) - 1, U - 1)
+        if ub <= 0:
+            continue
+        r = model.new_int_var(0, ub, "")
+        plan.r[n] = r
+        r_list.append(r)
+        node_terms[n].append((r, req, ub))
+        if len(cs) != n_flex:  # (7): r only on nodes of the chosen class
+            model.add(r <= ub * (bs[cs[0]] if len(cs) == 1 else LE.sum([bs[c] for c in cs])))
+    flex = [c for c in range(len(bs)) if not fixed[c]]
+    need = [U - len(jb.bids[c].nodes) for c in flex]
+    if r_list:  # (4): the flexible bids' remaining units
+        model.add(LE.sum(r_list) == LE.weighted_sum([bs[c] for c in flex], need))
+    elif any(need):
+        raise AssertionError(f"aucsched: job {job.id} has a bid that cannot hold its units")
+
+
+def add_chosen_nodes(model: cp_model.CpModel, jb: JobBids, plan: BidPlan, req: np.ndarray, extra: np.ndarray,
+                     node_terms: NodeTerms) -> None:
+    """A job with a bid that uses only ``R^node`` of its class's nodes (type 2 C bids): a
+    ``u_jn`` boolean on every node of its classes, with (3), (4) and (7)."""
+    LE = cp_model.LinearExpr
+    job, fit, bs = jb.job, jb.fit, plan.b
+    U = job.units
+    containing: dict[int, list[int]] = {}
+    for c, bid in enumerate(jb.bids):
+        for n in bid.nodes.tolist():
+            containing.setdefault(n, []).append(c)
+    u_list, r_list = [], []
+    for n, cs in containing.items():
+        u = model.new_bool_var("")
+        model.add(u <= (bs[cs[0]] if len(cs) == 1 else LE.sum([bs[c] for c in cs])))  # (3)
+        plan.u[n] = u
+        u_list.append(u)
+        node_terms.setdefault(n, []).append((u, req + extra, 1))
+        ub = min(int(fit[n]) - 1, U - 1)
+        if ub > 0:
+            r = model.new_int_var(0, ub, "")
+            model.add(r <= ub * u)  # (7)
+            plan.r[n] = r
+            r_list.append(r)
+            node_terms[n].append((r, req, ub))
+    model.add(LE.sum(u_list) == LE.weighted_sum(bs, [bid.r_node for bid in jb.bids]))  # (3)
+    model.add(LE.sum(u_list + r_list) == LE.weighted_sum(bs, [U] * len(bs)))  # (4)
+
+
+def add_capacity_constraints(model: cp_model.CpModel, node_terms: NodeTerms, free: np.ndarray) -> None:
+    """(5)/(6): per node and resource, only where the window's classes could overflow it."""
+    LE = cp_model.LinearExpr
+    for n, terms in node_terms.items():
+        if len(terms) < 2:
+            continue
+        for res in range(free.shape[1]):
+            vs, cs = [], []
+            worst = 0
+            for v, amounts, vmax in terms:
+                a = int(amounts[res])
+                if a:
+                    vs.append(v)
+                    cs.append(a)
+                    worst += a * vmax
+            if worst <= free[n, res]:
+                continue
+            model.add(LE.weighted_sum(vs, cs) <= int(free[n, res]))
+
+
+def add_symmetry_cuts(model: cp_model.CpModel, job_bids: list[JobBids], plans: list[BidPlan],
+                      prio: list[int]) -> None:
+    """Symmetry breaking: of two jobs with the same request, the same A/B/C bids and priorities
+    ``P_j1 >= P_j2``, ``j2`` wins with an A/B/C bid only if ``j1`` wins (swapping them otherwise
+    keeps feasibility and does not lower the objective)."""
+    LE = cp_model.LinearExpr
+    groups: dict[tuple, list[int]] = {}
+    for jp, jb in enumerate(job_bids):
+        job = jb.job
+        key = (job.unit_request, job.max_units_per_node, job.units, job.node_count, job.per_node_request,
+               job.contiguous, tuple(b.key for b in jb.bids if b.kind != "S"))
+        groups.setdefault(key, []).append(jp)
+    for members in groups.values():
+        members.sort(key=lambda jp: -prio[jp])
+        for j1, j2 in zip(members, members[1:]):
+            abc = [b for b, bid in zip(plans[j2].b, job_bids[j2].bids) if bid.kind != "S"]
+            if abc:
+                model.add(LE.sum(abc) <= LE.sum(plans[j1].b))
+
+
+def add_aggregate_cut(model: cp_model.CpModel, job_bids: list[JobBids], plans: list[BidPlan],
+                      requests: np.ndarray, free: np.ndarray, class_nodes: Collection[int]) -> None:
+    """Implied cut: the winners' total need fits the free capacity of all the classes' nodes
+    (lets the LP relaxation see that "one more job" cannot fit)."""
+    LE = cp_model.LinearExpr
+    all_nodes = np.fromiter(class_nodes, dtype=np.int64, count=len(class_nodes))
+    room = free[all_nodes].sum(axis=0)
+    for res in range(free.shape[1]):
+        vs, cs = [], []
+        for jb, plan in zip(job_bids, plans):
+            job = jb.job
+            q = int(requests[job.index][res]) * job.units
+            p = int(job.per_node_request[res]) if job.per_node_request else 0
+            for b, bid in zip(plan.b, jb.bids):
+                need = q + p * bid.r_node
+                if need:
+                    vs.append(b)
+                    cs.append(need)
+        if vs and sum(cs) > room[res]:
+            model.add(LE.weighted_sum(vs, cs) <= int(room[res]))
+
+
+def set_objective(model: cp_model.CpModel, job_bids: list[JobBids], plans: list[BidPlan],
+                  prio: list[int]) -> None:
+    """(1) with eq. 10's alpha, scaled to integers: ``P_j (|B|+1) S + round(P_min F_jc S)``."""
+    n_bids = sum(len(jb.bids) for jb in job_bids)
+    p_min = min(prio)
+    scale = objective_scale(max(prio), n_bids)
+    big = (n_bids + 1) * scale
+    obj_vars, obj_coefs = [], []
+    for jp, (jb, plan) in enumerate(zip(job_bids, plans)):
+        for b, bid in zip(plan.b, jb.bids):
+            obj_vars.append(b)
+            obj_coefs.append(prio[jp] * big + int(round(p_min * bid.pref * scale)))
+    model.maximize(cp_model.LinearExpr.weighted_sum(obj_vars, obj_coefs))
+
+
+def set_hint(model: cp_model.CpModel, plans: list[BidPlan], hint: list[Winner]) -> None:
+    """``hint`` (a feasible solution) as CP-SAT's solution hint, complete: every variable gets a
+    value (``r_jn`` = units beyond the first, ``u_jn`` = node used)."""
+    by_job = {jp: (bp, nodes, units) for jp, bp, nodes, units in hint}
+    h_vars: list[int] = []
+    h_vals: list[int] = []
+    for jp, plan in enumerate(plans):
+        chosen = by_job.get(jp)
+        for bp, b in enumerate(plan.b):
+            h_vars.append(b.index)
+            h_vals.append(int(chosen is not None and chosen[0] == bp))
+        units_at = {} if chosen is None else dict(zip(chosen[1].tolist(), chosen[2].tolist()))
+        fixed_win = chosen is not None and plan.exact and plan.fixed[chosen[0]]
+        for n, r in plan.r.items():
+            h_vars.append(r.index)
+            h_vals.append(0 if fixed_win else max(units_at.get(n, 0) - 1, 0))
+        for n, u in plan.u.items():
+            h_vars.append(u.index)
+            h_vals.append(int(n in units_at))
+    model.proto.solution_hint.vars.extend(h_vars)
+    model.proto.solution_hint.values.extend(h_vals)
+
+
+def solve_program(program: AuctionProgram, time_limit: float, workers: int, seed: int, probing_level: int,
+                  started_at: float | None = None) -> tuple[cp_model.CpSolverStatus, cp_model.CpSolver, float]:
+    """Solve ``program`` with CP-SAT within ``time_limit`` seconds counted from ``started_at``
+    (``time.perf_counter()``; default: now), at least 0.05 s; ``workers`` search workers,
+    ``seed``, presolve probing ``probing_level`` (-1: CP-SAT's default). Returns ``(status,
+    solver, solve seconds)``."""
+    if started_at is None:
+        started_at = time.perf_counter()
+    solver = cp_model.CpSolver()
+    params = solver.parameters
+    params.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started_at))
+    params.num_workers = workers
+    params.random_seed = seed
+    if probing_level >= 0:
+        params.cp_model_probing_level = probing_level
+    t1 = time.perf_counter()
+    status = solver.solve(program.model)
+    return status, solver, time.perf_counter() - t1
+
+
+def decode(program: AuctionProgram, solver: cp_model.CpSolver) -> list[Winner]:
+    """The winners of a solved ``program``: per job with a winning bid, the nodes it uses
+    and its units on each (``u_jn + r_jn``: one, plus ``r_jn``; ``fit_jn`` on a fixed bid)."""
+    winners = []
+    for jp, (jb, plan) in enumerate(zip(program.job_bids, program.plans)):
+        bp = next((i for i, b in enumerate(plan.b) if solver.boolean_value(b)), None)
+        if bp is None:
+            continue
+        nodes, units = [], []
+        for n in jb.bids[bp].nodes.tolist():
+            if plan.exact and plan.fixed[bp]:
+                k = int(jb.fit[n])
+            else:
+                if not plan.exact and not solver.boolean_value(plan.u[n]):
+                    continue
+                r = plan.r.get(n)
+                k = 1 + (solver.value(r) if r is not None else 0)
+            nodes.append(n)
+            units.append(k)
+        winners.append((jp, bp, np.asarray(nodes, np.int64), np.asarray(units, np.int64)))
+    return winners
+
+
+# ---------------------------------------------------------------------------------------
 # the dispatcher
 # ---------------------------------------------------------------------------------------
 
@@ -449,7 +749,7 @@ class Aucsched(Dispatcher):
         """``P_j`` of eq. 1 (:mod:`hpcdispatch.dispatchers.slurm_priority`, option ``priority``)."""
         return self._prio.of_all(jobs, view.now)
 
-    def greedy(self, view: DispatchView, job_bids: list[JobBids]) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+    def greedy(self, view: DispatchView, job_bids: list[JobBids]) -> list[Winner]:
         """A feasible solution, the documented fallback: first the SLURM bids (jointly feasible
         by construction), then, in priority order, each job left out takes its first bid that
         still fits (its roomiest nodes of the class). ``[(job pos, bid pos, nodes, units)]``."""
@@ -490,234 +790,62 @@ class Aucsched(Dispatcher):
                 break
         return out
 
-    def solve(self, view: DispatchView, job_bids: list[JobBids], deadline_start: float | None = None) -> tuple[list[Start], dict]:
-        """Build the integer program of eqs. 1-8 for the bids, solve it, return the winners.
+    # ---- the integer program ----------------------------------------------------------
+    def build_program(self, view: DispatchView, job_bids: list[JobBids]) -> AuctionProgram:
+        """The integer program of eqs. 1-8 for the bids: per job its :class:`BidPlan`, then
+        (5)/(6), the symmetry cuts (``symmetry_cuts``), the aggregate cut (``aggregate_cut``),
+        the objective with the jobs' priorities (:meth:`priorities`) and the greedy solution
+        (:meth:`greedy`) as the hint.
 
-        Units placed by job ``j`` on node ``n`` are ``u_jn + r_jn``. Two exact simplifications
-        keep the model small: when every class of a job has exactly ``R^node`` nodes, ``u_jn``
-        is the sum of the job's bids containing ``n`` (no variable); and a bid whose nodes
-        hold exactly the job's units (no slack: ``sum fit = U``) fixes the units on each of
-        its nodes to ``fit_jn``, so ``r_jn`` is needed only on nodes of bids with slack.
+        Two exact simplifications keep the model small: when every class of a job has exactly
+        ``R^node`` nodes, ``u_jn`` is the sum of the job's bids containing ``n`` (no variable);
+        and a bid whose nodes hold exactly the job's units (no slack: ``sum fit = U``) fixes the
+        units on each of its nodes to ``fit_jn``, so ``r_jn`` is needed only on nodes of bids
+        with slack.
         """
-        from ortools.sat.python import cp_model
-
         t0 = time.perf_counter()
-        started_at = deadline_start if deadline_start is not None else t0
         model = cp_model.CpModel()
-        LE = cp_model.LinearExpr
         requests = view.requests
         free = np.asarray(view.free)
         n_res = free.shape[1]
         prio = self.priorities(view, [jb.job for jb in job_bids])
-        n_bids = sum(len(jb.bids) for jb in job_bids)
-        p_min = min(prio)
-        scale = objective_scale(max(prio), n_bids)
-        big = (n_bids + 1) * scale
-
-        b_vars: list[list] = []
-        plans: list[dict] = []  # per job: how to read its units back
-        # node -> list of (variable, amounts per resource when the variable is 1 (per unit for r), max value)
-        node_terms: dict[int, list[tuple]] = {}
-        obj_vars, obj_coefs = [], []
-        n_vars = n_cons = 0
-        for jp, jb in enumerate(job_bids):
+        node_terms: NodeTerms = {}
+        plans: list[BidPlan] = []
+        for jb in job_bids:
             job = jb.job
-            req = requests[job.index]
             extra = np.zeros(n_res, np.int64) if not job.per_node_request else np.asarray(job.per_node_request, np.int64)
-            bs = [model.new_bool_var("") for _ in jb.bids]
-            n_vars += len(bs)
-            b_vars.append(bs)
-            if len(bs) > 1:
-                model.add_at_most_one(bs)  # (2)
-                n_cons += 1
-            for b, bid in zip(bs, jb.bids):
-                obj_vars.append(b)
-                obj_coefs.append(prio[jp] * big + int(round(p_min * bid.pref * scale)))
-            U = job.units
-            fit = jb.fit
-            exact = all(bid.r_node == len(bid.nodes) for bid in jb.bids)
-            plan: dict = {"exact": exact, "r": {}, "u": {}, "fixed": []}
-            if exact:
-                slack = [int(fit[bid.nodes].sum()) - U for bid in jb.bids]
-                fixed = [sl == 0 for sl in slack]
-                plan["fixed"] = fixed
-                flex_nodes: dict[int, list[int]] = {}
-                for c, bid in enumerate(jb.bids):
-                    nodes = bid.nodes.tolist()
-                    if fixed[c]:
-                        f = fit[bid.nodes]
-                        for n, fn in zip(nodes, f.tolist()):
-                            node_terms.setdefault(n, []).append((bs[c], fn * req + extra, 1))
-                    else:
-                        for n in nodes:
-                            node_terms.setdefault(n, []).append((bs[c], req + extra, 1))
-                            flex_nodes.setdefault(n, []).append(c)
-                n_flex = sum(1 for f in fixed if not f)
-                r_list = []
-                for n, cs in flex_nodes.items():
-                    ub = min(int(fit[n]) - 1, U - 1)
-                    if ub <= 0:
-                        continue
-                    r = model.new_int_var(0, ub, "")
-                    n_vars += 1
-                    plan["r"][n] = r
-                    r_list.append(r)
-                    node_terms[n].append((r, req, ub))
-                    if len(cs) != n_flex:  # (7): r only on nodes of the chosen class
-                        model.add(r <= ub * (bs[cs[0]] if len(cs) == 1 else LE.sum([bs[c] for c in cs])))
-                        n_cons += 1
-                flex = [c for c in range(len(bs)) if not fixed[c]]
-                need = [U - len(jb.bids[c].nodes) for c in flex]
-                if r_list:  # (4): the flexible bids' remaining units
-                    model.add(LE.sum(r_list) == LE.weighted_sum([bs[c] for c in flex], need))
-                    n_cons += 1
-                elif any(need):
-                    raise AssertionError(f"aucsched: job {job.id} has a bid that cannot hold its units")
-            else:
-                containing: dict[int, list[int]] = {}
-                for c, bid in enumerate(jb.bids):
-                    for n in bid.nodes.tolist():
-                        containing.setdefault(n, []).append(c)
-                u_list, r_list = [], []
-                for n, cs in containing.items():
-                    u = model.new_bool_var("")
-                    model.add(u <= (bs[cs[0]] if len(cs) == 1 else LE.sum([bs[c] for c in cs])))  # (3)
-                    n_vars += 1
-                    n_cons += 1
-                    plan["u"][n] = u
-                    u_list.append(u)
-                    node_terms.setdefault(n, []).append((u, req + extra, 1))
-                    ub = min(int(fit[n]) - 1, U - 1)
-                    if ub > 0:
-                        r = model.new_int_var(0, ub, "")
-                        model.add(r <= ub * u)  # (7)
-                        n_vars += 1
-                        n_cons += 1
-                        plan["r"][n] = r
-                        r_list.append(r)
-                        node_terms[n].append((r, req, ub))
-                model.add(LE.sum(u_list) == LE.weighted_sum(bs, [bid.r_node for bid in jb.bids]))  # (3)
-                model.add(LE.sum(u_list + r_list) == LE.weighted_sum(bs, [U] * len(bs)))  # (4)
-                n_cons += 2
-            plans.append(plan)
-        # (5)/(6): per node and resource, where the window's classes could overflow it
-        for n, terms in node_terms.items():
-            if len(terms) < 2:
-                continue
-            for res in range(n_res):
-                vs, cs = [], []
-                worst = 0
-                for v, amounts, vmax in terms:
-                    a = int(amounts[res])
-                    if a:
-                        vs.append(v)
-                        cs.append(a)
-                        worst += a * vmax
-                if worst <= free[n, res]:
-                    continue
-                model.add(LE.weighted_sum(vs, cs) <= int(free[n, res]))
-                n_cons += 1
-        # symmetry breaking: of two jobs with the same request, the same A/B/C bids and
-        # priorities P_j1 >= P_j2, j2 wins with an A/B/C bid only if j1 wins (swapping them
-        # otherwise keeps feasibility and does not lower the objective)
+            plans.append(add_bid_plan(model, jb, requests[job.index], extra, node_terms))
+        add_capacity_constraints(model, node_terms, free)
         if self.symmetry_cuts:
-            groups: dict[tuple, list[int]] = {}
-            for jp, jb in enumerate(job_bids):
-                job = jb.job
-                key = (job.unit_request, job.max_units_per_node, job.units, job.node_count, job.per_node_request,
-                       job.contiguous, tuple(b.key for b in jb.bids if b.kind != "S"))
-                groups.setdefault(key, []).append(jp)
-            for members in groups.values():
-                members.sort(key=lambda jp: -prio[jp])
-                for j1, j2 in zip(members, members[1:]):
-                    abc = [b for b, bid in zip(b_vars[j2], job_bids[j2].bids) if bid.kind != "S"]
-                    if abc:
-                        model.add(LE.sum(abc) <= LE.sum(b_vars[j1]))
-                        n_cons += 1
-        # implied cut: the winners' total need fits the free capacity of all the classes' nodes
-        # (lets the LP relaxation see that "one more job" cannot fit)
+            add_symmetry_cuts(model, job_bids, plans, prio)
         if self.aggregate_cut:
-            all_nodes = np.fromiter(node_terms.keys(), dtype=np.int64, count=len(node_terms))
-            room = free[all_nodes].sum(axis=0)
-            for res in range(n_res):
-                vs, cs = [], []
-                for jp, jb in enumerate(job_bids):
-                    job = jb.job
-                    q = int(requests[job.index][res]) * job.units
-                    p = int(job.per_node_request[res]) if job.per_node_request else 0
-                    for b, bid in zip(b_vars[jp], jb.bids):
-                        need = q + p * bid.r_node
-                        if need:
-                            vs.append(b)
-                            cs.append(need)
-                if vs and sum(cs) > room[res]:
-                    model.add(LE.weighted_sum(vs, cs) <= int(room[res]))
-                    n_cons += 1
-        model.maximize(LE.weighted_sum(obj_vars, obj_coefs))
-        # hint: the greedy solution (complete: every variable gets a value)
+            add_aggregate_cut(model, job_bids, plans, requests, free, node_terms.keys())
+        set_objective(model, job_bids, plans, prio)
         hint = self.greedy(view, job_bids)
-        by_job = {jp: (bp, nodes, units) for jp, bp, nodes, units in hint}
-        h_vars: list[int] = []
-        h_vals: list[int] = []
-        for jp, jb in enumerate(job_bids):
-            chosen = by_job.get(jp)
-            for bp, b in enumerate(b_vars[jp]):
-                h_vars.append(b.index)
-                h_vals.append(int(chosen is not None and chosen[0] == bp))
-            units_at = {} if chosen is None else dict(zip(chosen[1].tolist(), chosen[2].tolist()))
-            plan = plans[jp]
-            fixed_win = chosen is not None and plan["exact"] and plan["fixed"][chosen[0]]
-            for n, r in plan["r"].items():
-                h_vars.append(r.index)
-                h_vals.append(0 if fixed_win else max(units_at.get(n, 0) - 1, 0))
-            for n, u in plan["u"].items():
-                h_vars.append(u.index)
-                h_vals.append(int(n in units_at))
-        model.proto.solution_hint.vars.extend(h_vars)
-        model.proto.solution_hint.values.extend(h_vals)
-        build = time.perf_counter() - t0
-        solver = cp_model.CpSolver()
-        params = solver.parameters
-        params.max_time_in_seconds = max(0.05, self.time_limit - (time.perf_counter() - started_at))
-        params.num_workers = self.workers
-        params.random_seed = self.seed
-        if self.probing_level >= 0:
-            params.cp_model_probing_level = self.probing_level
-        t1 = time.perf_counter()
-        status = solver.solve(model)
-        solve = time.perf_counter() - t1
+        set_hint(model, plans, hint)
+        return AuctionProgram(model, job_bids, plans, hint, time.perf_counter() - t0)
+
+    def solve(self, view: DispatchView, job_bids: list[JobBids], deadline_start: float | None = None) -> tuple[list[Start], dict]:
+        """Build the integer program for the bids (:meth:`build_program`), solve it within
+        ``time_limit`` counted from ``deadline_start`` (default: now; :func:`solve_program`) and
+        read the winners back (:func:`decode`), or take the greedy hint when the solver found
+        no solution. Returns the winners' starts and the step's ``info``."""
+        started_at = deadline_start if deadline_start is not None else time.perf_counter()
+        program = self.build_program(view, job_bids)
+        status, solver, solve_s = solve_program(program, self.time_limit, self.workers, self.seed,
+                                                self.probing_level, started_at=started_at)
         self.solves += 1
-        info: dict[str, object] = {"jobs": len(job_bids), "bids": n_bids, "variables": n_vars, "constraints": n_cons,
-                                   "build_s": build, "solve_s": solve, "status": solver.status_name(status)}
+        info: dict[str, object] = {"jobs": len(job_bids), "bids": program.n_bids,
+                                   "variables": program.n_variables, "constraints": program.n_constraints,
+                                   "build_s": program.build_s, "solve_s": solve_s,
+                                   "status": solver.status_name(status)}
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             info["objective"] = solver.objective_value
-            winners = []
-            for jp, jb in enumerate(job_bids):
-                bp = next((i for i, b in enumerate(b_vars[jp]) if solver.boolean_value(b)), None)
-                if bp is None:
-                    continue
-                bid = jb.bids[bp]
-                plan = plans[jp]
-                nodes, units = [], []
-                for n in bid.nodes.tolist():
-                    if plan["exact"]:
-                        if plan["fixed"][bp]:
-                            k = int(jb.fit[n])
-                        else:
-                            r = plan["r"].get(n)
-                            k = 1 + (solver.value(r) if r is not None else 0)
-                    else:
-                        if not solver.boolean_value(plan["u"][n]):
-                            continue
-                        r = plan["r"].get(n)
-                        k = 1 + (solver.value(r) if r is not None else 0)
-                    nodes.append(n)
-                    units.append(k)
-                winners.append((jp, bp, np.asarray(nodes, np.int64), np.asarray(units, np.int64)))
+            winners = decode(program, solver)
         else:
             self.fallbacks += 1
             info["fallback"] = "greedy: SLURM bids, then first fitting bids" if self.slurm_bids else "greedy: first fitting bids"
-            winners = hint
+            winners = program.hint
         starts = []
         kinds = []
         for jp, bp, nodes, units in winners:

@@ -46,7 +46,15 @@ import numpy as np
 
 from hpcdispatch.errors import ConfigError, SimulationStalledError
 from hpcdispatch.planning.profile import AvailabilityProfile
-from hpcdispatch.protocol import Allocation, Decision, DispatchView, Dispatcher, Scratch, Start, Tags, register
+from hpcdispatch.protocol import (
+    Allocation,
+    Decision,
+    Dispatcher,
+    DispatchView,
+    Scratch,
+    Tags,
+    register,
+)
 from hpcdispatch.system.allocation import held_amounts, per_node_array
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job

@@ -44,7 +44,16 @@ import numpy as np
 
 from hpcdispatch.allocators.base import Allocator
 from hpcdispatch.dispatchers.queue_index import ShapeIndex
-from hpcdispatch.protocol import Decision, DispatchView, Dispatcher, KernelSpec, Scratch, Start, Tags, register
+from hpcdispatch.protocol import (
+    Decision,
+    Dispatcher,
+    DispatchView,
+    KernelSpec,
+    Scratch,
+    Start,
+    Tags,
+    register,
+)
 from hpcdispatch.system.allocation import held_amounts, job_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job

@@ -8,7 +8,15 @@ never overtaken by a lower-priority one. With ``blocking=False`` they skip it an
 
 from __future__ import annotations
 
-from hpcdispatch.protocol import DispatchView, Dispatcher, KernelSpec, Scratch, Start, Tags, register
+from hpcdispatch.protocol import (
+    Dispatcher,
+    DispatchView,
+    KernelSpec,
+    Scratch,
+    Start,
+    Tags,
+    register,
+)
 from hpcdispatch.workload.job import Job
 
 

@@ -54,7 +54,17 @@ import numpy as np
 
 from hpcdispatch.allocators.slurm_linear import SlurmLinear, slurm_select
 from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
-from hpcdispatch.protocol import ACCEPT, Admission, Allocation, Decision, DispatchView, Dispatcher, Scratch, Tags, register
+from hpcdispatch.protocol import (
+    ACCEPT,
+    Admission,
+    Allocation,
+    Decision,
+    Dispatcher,
+    DispatchView,
+    Scratch,
+    Tags,
+    register,
+)
 from hpcdispatch.system.allocation import held_amounts, node_units, per_node_array
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job

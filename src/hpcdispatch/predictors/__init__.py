@@ -2,16 +2,17 @@
 
 A predictor is chosen by name or short name (``walltime``/``W``, ``last-two``/``L2``,
 ``data-driven``/``D``, ``oracle``/``R``); a dispatcher spec may carry one as a suffix:
-``easy-L2``, ``sjf-R:allocator=best-fit``.
+``easy-L2``, ``sjf-R:allocator=best-fit`` (parsed by :mod:`hpcdispatch.dispatchers.spec`).
+The contract every predictor implements, and W, are in :mod:`hpcdispatch.protocol.predictor`.
 """
 
 from __future__ import annotations
 
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.predictors.oracle import OraclePredictor
-from hpcdispatch.protocol.predictor import Predictor, WallTimePredictor
 from hpcdispatch.predictors.data_driven import DataDrivenPredictor
 from hpcdispatch.predictors.last_two import LastTwoPredictor
+from hpcdispatch.predictors.oracle import OraclePredictor
+from hpcdispatch.protocol.predictor import Predictor, WallTimePredictor
 
 PREDICTORS: dict[str, type[Predictor]] = {
     cls.name: cls for cls in (WallTimePredictor, LastTwoPredictor, DataDrivenPredictor, OraclePredictor)
@@ -34,17 +35,6 @@ def make_predictor(name: str) -> Predictor:
     return cls()
 
 
-def split_predictor_suffix(spec: str) -> tuple[str, str | None]:
-    """``"easy-L2:allocator=best-fit"`` -> ``("easy:allocator=best-fit", "last-two")``."""
-    head, sep, params = spec.partition(":")
-    base, dash, suffix = head.rpartition("-")
-    if dash and base:
-        cls = predictor_class(suffix)
-        if cls is not None and len(suffix) <= 2:
-            return base + sep + params, cls.name
-    return spec, None
-
-
 __all__ = [
     "PREDICTORS",
     "DataDrivenPredictor",
@@ -54,5 +44,4 @@ __all__ = [
     "WallTimePredictor",
     "make_predictor",
     "predictor_class",
-    "split_predictor_suffix",
 ]

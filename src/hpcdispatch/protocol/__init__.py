@@ -22,7 +22,12 @@ The protocol imports the models below it (system, workload, allocators) and noth
 from hpcdispatch.protocol.decision import ACCEPT, Admission, Decision, RunningJob, Start
 from hpcdispatch.protocol.dispatcher import Dispatcher, KernelSpec, Tags, describe_identity
 from hpcdispatch.protocol.predictor import Predictor, WallTimePredictor
-from hpcdispatch.protocol.registry import DISPATCHERS, dispatcher_class, dispatcher_function, register
+from hpcdispatch.protocol.registry import (
+    DISPATCHERS,
+    dispatcher_class,
+    dispatcher_function,
+    register,
+)
 from hpcdispatch.protocol.release_order import ReleaseOrder
 from hpcdispatch.protocol.scratch import Scratch
 from hpcdispatch.protocol.view import DispatchView, QueueView

@@ -8,12 +8,11 @@ from types import MappingProxyType
 
 import numpy as np
 
-from hpcdispatch.system.allocation import held_amounts, job_fits, pooled_fits
 from hpcdispatch.protocol.decision import RunningJob
 from hpcdispatch.protocol.release_order import ReleaseOrder
+from hpcdispatch.system.allocation import held_amounts, job_fits, pooled_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
-
 
 
 class QueueView:

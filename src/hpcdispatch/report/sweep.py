@@ -19,7 +19,14 @@ from hpcdispatch.errors import ConfigError
 from hpcdispatch.report import plots
 from hpcdispatch.report.document import Bullets, Document, Figure, Items, Table, Text
 from hpcdispatch.report.html import write_html
-from hpcdispatch.report.tables import FAMILIES, FAMILY_TITLES, aggregate, aggregate_rows, family_metrics, markdown_rows
+from hpcdispatch.report.tables import (
+    FAMILIES,
+    FAMILY_TITLES,
+    aggregate,
+    aggregate_rows,
+    family_metrics,
+    markdown_rows,
+)
 from hpcdispatch.results.store import write_frame, write_text
 
 MAX_CELLS_PER_RUN = 50  # distributions read the logs of at most this many cells per run label

@@ -33,8 +33,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from hpcdispatch._version import __version__
 from hpcdispatch._util import json_default
+from hpcdispatch._version import __version__
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics import summarize
 from hpcdispatch.sim.result import SimulationResult

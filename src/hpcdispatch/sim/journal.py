@@ -46,8 +46,8 @@ except ImportError:  # pragma: no cover - Windows: no lock
 
 from hpcdispatch._util import json_default
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.protocol.decision import Decision, Start
+from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.workload.job import Job
 
 FORMAT = 2  # 2: the run's dispatcher is its identity, {"name": ..., "params": {...}}

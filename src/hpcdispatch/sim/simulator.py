@@ -46,15 +46,30 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError, UnsupportedJobError
+from hpcdispatch.errors import (
+    ConfigError,
+    InvalidDecisionError,
+    SimulationStalledError,
+    UnsupportedJobError,
+)
 from hpcdispatch.protocol import Allocation, Dispatcher, Predictor, RunningJob, WallTimePredictor
 from hpcdispatch.sim.checkpoint import Checkpoint
 from hpcdispatch.sim.correction import revised_end
 from hpcdispatch.sim.journal import DecisionJournal
 from hpcdispatch.sim.options import SimulationOptions, resolve_options
 from hpcdispatch.sim.result import SimulationResult
-from hpcdispatch.sim.state import (DONE, END, QUEUED, REJECTED, RESIZE, REVISE, RUNNING, TICK, WAKEUP,
-                                   LoopState)
+from hpcdispatch.sim.state import (
+    DONE,
+    END,
+    QUEUED,
+    REJECTED,
+    RESIZE,
+    REVISE,
+    RUNNING,
+    TICK,
+    WAKEUP,
+    LoopState,
+)
 from hpcdispatch.system.allocation import per_node_array
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import GrowthRequest, Workload
@@ -171,6 +186,7 @@ class Simulator:
         self._duration = [min(r, w) if kill else r for r, w in zip(self._run_l, self._wall_l)]
         self._requests = workload.unit_requests
         self._on_events = opts.dispatch_on_events
+        self._interval = opts.dispatch_interval
         self._record = opts.record_decisions
         self._timed = self.predictor.timed  # a field lookup (W, R) costs less than its timer
         return self._st
@@ -223,8 +239,9 @@ class Simulator:
         st = self._st
         heap = st.heap
         si = st.next_submit
+        n = self._n
         t_heap = heap[0][0] if heap else _INF
-        t_sub = self._submit_l[si] if si < self._n else _INF
+        t_sub = self._submit_l[si] if si < n else _INF
         t = t_heap if t_heap < t_sub else t_sub
         if t == _INF:
             return False
@@ -238,14 +255,17 @@ class Simulator:
             happened = True
         if heap and heap[0][0] == t:
             happened, woken = self._timed_events(t, happened)
-        if st.queue and ((happened and self._on_events) or woken):
+        queue = st.queue
+        if not queue:
+            return True
+        if (happened and self._on_events) or woken:
             self._call_dispatcher(t)
-        interval = self.options.dispatch_interval
-        if interval is not None and st.queue and not st.tick_pending:
+        interval = self._interval
+        if interval is not None and queue and not st.tick_pending:
             _heappush(heap, ((math.floor(t / interval) + 1) * interval, WAKEUP, st.next_seq, TICK, None))
             st.next_seq += 1
             st.tick_pending = True
-        if st.queue and not heap and st.next_submit >= self._n:
+        if queue and not heap and st.next_submit >= n:
             raise SimulationStalledError(
                 f"dispatcher '{self.dispatcher.name}' left {len(st.queue)} job(s) queued at t={t:g} with nothing "
                 f"running and no more events (first waiting job: {next(iter(st.queue.values())).id})"

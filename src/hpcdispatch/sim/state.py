@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcdispatch.protocol import DispatchView, Dispatcher, Predictor, RunningJob
+from hpcdispatch.protocol import Dispatcher, DispatchView, Predictor, RunningJob
 from hpcdispatch.sim.cluster import ClusterState
 from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.sim.options import SimulationOptions

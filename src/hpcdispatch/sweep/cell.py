@@ -19,8 +19,8 @@ from typing import Any
 
 from hpcdispatch._version import __version__
 from hpcdispatch.errors import HpcDispatchError
-from hpcdispatch.results.store import write_json
 from hpcdispatch.plugins import load_plugins
+from hpcdispatch.results.store import write_json
 from hpcdispatch.sweep.spec import Cell
 from hpcdispatch.sweep.store import CELLS, RECORD, publish, read_record, temp_dir_name, worker_tag
 

@@ -61,8 +61,8 @@ from hpcdispatch.plugins import load_plugins, resolve_plugin
 from hpcdispatch.predictors import predictor_class
 from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload.lublin import LublinSpec
-from hpcdispatch.workload.slurm import CONTIGUOUS_FRACTION, WORKLOAD_MIXES, AucschedSpec
 from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
+from hpcdispatch.workload.slurm import CONTIGUOUS_FRACTION, WORKLOAD_MIXES, AucschedSpec
 from hpcdispatch.workload.swf import SwfOptions
 
 CELL_SCHEMA = 1  # part of every cell id: bump only if the meaning of a configuration changes

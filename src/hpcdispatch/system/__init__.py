@@ -1,7 +1,13 @@
 """System model, TOML loading, bundled presets and systems derived from SWF headers."""
 
+from hpcdispatch.system.io import (
+    dump_system,
+    load_system,
+    parse_system,
+    preset_names,
+    system_to_dict,
+)
 from hpcdispatch.system.model import NodeType, System, Topology
-from hpcdispatch.system.io import dump_system, load_system, parse_system, preset_names, system_to_dict
 
 __all__ = [
     "NodeType",

@@ -1,6 +1,13 @@
 """Jobs, workloads and their sources: SWF traces and the Lublin-Feitelson generator."""
 
-from hpcdispatch.workload.job import GrowthRequest, Job, SkipReport, Workload, WorkloadSource, make_job
+from hpcdispatch.workload.job import (
+    GrowthRequest,
+    Job,
+    SkipReport,
+    Workload,
+    WorkloadSource,
+    make_job,
+)
 from hpcdispatch.workload.loader import load_workload, resolve_system
 from hpcdispatch.workload.mapping import UnitMapping
 from hpcdispatch.workload.swf import SwfOptions, load_swf, read_swf_header, system_from_swf_header

@@ -9,10 +9,13 @@ postponed to the next decision (the pooled model cannot see fragmentation).
 from __future__ import annotations
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, Schedule, requested_resources
-from hpcdispatch.cp.policy import CPSettings, Policy
-from hpcdispatch.cp.rule import RuleSchedule
-
+from hpcdispatch.cp.models.common import (
+    BuiltModel,
+    CPModel,
+    ModelInput,
+    Schedule,
+    requested_resources,
+)
 
 
 def add_pooled_cumulatives(m, sched: Schedule, inst: DispatchInstance, jobs: list[QueuedJob]) -> None:
@@ -30,7 +33,7 @@ def add_pooled_cumulatives(m, sched: Schedule, inst: DispatchInstance, jobs: lis
 
 
 def build(x: ModelInput) -> BuiltModel:
-    inst, policy, jobs, horizon, rule, settings = x.inst, x.policy, x.jobs, x.horizon, x.rule, x.settings
+    inst, jobs = x.inst, x.jobs
     sched = Schedule(x)
     m = sched.model
     add_pooled_cumulatives(m, sched, inst, jobs)

@@ -23,13 +23,16 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
-from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, Schedule, per_node_units, requested_resources
+from hpcdispatch.cp.models.common import (
+    BuiltModel,
+    CPModel,
+    ModelInput,
+    Schedule,
+    per_node_units,
+    requested_resources,
+)
 from hpcdispatch.cp.models.hcp import add_pooled_cumulatives
-from hpcdispatch.cp.policy import CPSettings, Policy
-from hpcdispatch.cp.rule import RuleSchedule
 from hpcdispatch.system.allocation import Allocation
-
 
 
 def node_classes(free: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:
@@ -42,7 +45,7 @@ def node_classes(free: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:
 
 
 def build(x: ModelInput) -> BuiltModel:
-    inst, policy, jobs, horizon, rule, settings = x.inst, x.policy, x.jobs, x.horizon, x.rule, x.settings
+    inst, jobs, rule = x.inst, x.jobs, x.rule
     sched = Schedule(x)
     m = sched.model
     add_pooled_cumulatives(m, sched, inst, jobs)

@@ -22,11 +22,16 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, Schedule, per_node_units, requested_resources
-from hpcdispatch.cp.policy import CPSettings, Policy
+from hpcdispatch.cp.models.common import (
+    BuiltModel,
+    CPModel,
+    ModelInput,
+    Schedule,
+    per_node_units,
+    requested_resources,
+)
 from hpcdispatch.cp.rule import RuleSchedule
 from hpcdispatch.system.allocation import Allocation
-
 
 
 def idle_node_groups(inst: DispatchInstance) -> list[list[int]]:
@@ -67,7 +72,7 @@ def copies(cap: np.ndarray, job: QueuedJob) -> int:
 
 
 def build(x: ModelInput) -> BuiltModel:
-    inst, policy, jobs, horizon, rule, settings = x.inst, x.policy, x.jobs, x.horizon, x.rule, x.settings
+    inst, jobs, rule, settings = x.inst, x.jobs, x.rule, x.settings
     sched = Schedule(x)
     m = sched.model
     nodes = usable_nodes(inst, jobs, settings.symmetry, rule)

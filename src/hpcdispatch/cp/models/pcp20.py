@@ -38,13 +38,16 @@ from __future__ import annotations
 import numpy as np
 from ortools.sat.python import cp_model
 
-from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
-from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, Schedule, requested_resources
+from hpcdispatch.cp.instance import QueuedJob
+from hpcdispatch.cp.models.common import (
+    BuiltModel,
+    CPModel,
+    ModelInput,
+    Schedule,
+    requested_resources,
+)
 from hpcdispatch.cp.models.pcp19 import usable_nodes
-from hpcdispatch.cp.policy import CPSettings, Policy
-from hpcdispatch.cp.rule import RuleSchedule
 from hpcdispatch.system.allocation import Allocation
-
 
 
 def _affine(values: np.ndarray, nodes: list[int]) -> tuple[int, int] | None:
