@@ -132,9 +132,7 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
         node=st.rows[S.NODE, :n_rows],
         units=st.rows[S.ROW_UNITS, :n_rows],
     )
-    kill = opts.walltime_kill
     status = st.ji[S.STATUS].astype(np.int8)
-    killed = (status == 3) & (workload.run_time > workload.wall_time) if kill else np.zeros(n, dtype=bool)
     keep = calls if opts.record_decisions else 0
     info = InfoLog()
     if keep and spec.info:
@@ -158,7 +156,6 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
     state = LoopState.start(system, workload, opts)
     state.start_at = st.jf[S.START].copy()
     state.end_at = st.jf[S.END].copy()
-    state.killed = np.asarray(killed, dtype=bool)
     state.status = status
     state.planned = st.jf[S.PLANNED].copy()
     state.segments = segments

@@ -57,7 +57,7 @@ FORMAT = 2  # 2: the state is LoopState's fields, the run's dispatcher is its id
 LOOP_STATE = tuple(f.name for f in dataclasses.fields(LoopState))
 #: per-job lists of the loop that nothing else holds, stored as typed arrays (one bytes blob
 #: each); ``planned`` is not one of them: the view reads the same list
-_TYPED = {"start_at": "d", "end_at": "d", "killed": "b", "status": "b"}
+_TYPED = {"start_at": "d", "end_at": "d", "status": "b"}
 
 
 class CheckpointError(ConfigError):

@@ -187,6 +187,11 @@ class Simulator:
         self._requests = workload.unit_requests
         self._on_events = opts.dispatch_on_events
         self._interval = opts.dispatch_interval
+        self._charge = opts.charge_dispatch_time
+        self._correction = opts.prediction_correction
+        self._dispatch = self.dispatcher.dispatch
+        self._running_added = self._st.view._running_added
+        self._running_removed = self._st.view._running_removed
         self._record = opts.record_decisions
         self._timed = self.predictor.timed  # a field lookup (W, R) costs less than its timer
         return self._st
@@ -275,13 +280,9 @@ class Simulator:
     def _end_jobs(self, t: float) -> None:
         """The jobs that end at ``t`` give their nodes back; the predictor learns their run time."""
         st = self._st
-        heap, running, held, jobs = st.heap, st.running, st.held, self._jobs
-        end_at, status, killed, start_at = st.end_at, st.status, st.killed, st.start_at
-        give, removed = st.cluster.give, st.view._running_removed
-        kill, run_l, wall_l = self.options.walltime_kill, self._run_l, self._wall_l
-        learn = self.predictor.learn
-        timed = self._timed
-        ended_jobs, ended_running = st.ended_jobs, st.ended_running
+        heap, running, held, jobs, end_at, status = st.heap, st.running, st.held, self._jobs, st.end_at, st.status
+        give, removed, learn, timed = st.cluster.give, self._running_removed, self.predictor.learn, self._timed
+        ended = 0
         while heap and heap[0][0] == t and heap[0][1] == END:
             idx = _heappop(heap)[4]
             rj = running.pop(idx)
@@ -291,24 +292,23 @@ class Simulator:
             end_at[idx] = t
             status[idx] = DONE
             job = jobs[idx]
-            if kill and run_l[idx] > wall_l[idx]:
-                killed[idx] = True
             if timed:
                 t0 = _perf()
-                learn(job, t - start_at[idx], t)
+                learn(job, t - st.start_at[idx], t)
                 st.predict_time_s += _perf() - t0
             else:
-                learn(job, t - start_at[idx], t)
-            ended_jobs.append(job)
-            ended_running.append(rj)
-            st.done += 1
+                learn(job, t - st.start_at[idx], t)
+            st.ended_jobs.append(job)
+            st.ended_running.append(rj)
+            ended += 1
+        st.done += ended
 
     def _submit_jobs(self, t: float) -> None:
         """The jobs submitted at ``t`` get their planned duration and are offered to the dispatcher."""
         st = self._st
-        jobs, submit_l, n = self._jobs, self._submit_l, self._n
+        jobs, submit_l, n, timed = self._jobs, self._submit_l, self._n, self._timed
         planned, planned_np, queue, status, view = st.planned, st.planned_np, st.queue, st.status, st.view
-        predict, admit, timed = self.predictor.predict, self.dispatcher.admit, self._timed
+        predict, admit = self.predictor.predict, self.dispatcher.admit
         si = st.next_submit
         while si < n and submit_l[si] == t:
             job = jobs[si]
@@ -345,11 +345,11 @@ class Simulator:
                 idx, count = payload
                 rj = running.get(idx)
                 if rj is not None and rj.planned_end <= t:
-                    new_end = revised_end(self.options.prediction_correction, t, rj.start, self._wall_l[idx], count)
+                    new_end = revised_end(self._correction, t, rj.start, self._wall_l[idx], count)
                     new_rj = rj._replace(planned_end=new_end)
                     running[idx] = new_rj
-                    st.view._running_removed(rj)
-                    st.view._running_added(new_rj)
+                    self._running_removed(rj)
+                    self._running_added(new_rj)
                     st.revised[idx] = None
                     st.revisions += 1
                     if new_end < rj.start + self._duration[idx]:  # still before its real end
@@ -376,20 +376,20 @@ class Simulator:
         if t < st.busy_until:  # still deciding (charged dispatch time): called again when done
             self._push_wakeup(st.busy_until)
             return
-        queue, running, view, journal = st.queue, st.running, st.view, self._journal
+        queue, running, view, journal, revised = st.queue, st.running, st.view, self._journal, st.revised
         view.now = t
         view.new_jobs = tuple(st.new_jobs)
         view.ended_jobs = tuple(st.ended_jobs)
         view.ended_running = tuple(st.ended_running)
         # current records: a job revised, then grown or ended since, is listed as it is now
-        view.revised_running = tuple(running[i] for i in st.revised if i in running)
+        view.revised_running = tuple(running[i] for i in revised if i in running) if revised else ()
         view.queue._invalidate()
         queue_before, running_before = len(queue), len(running)
         if journal is not None and journal.has(st.calls):
             decision, elapsed = journal.replay(st.calls, t, queue, self._jobs)
         else:
             t0 = _perf()
-            decision = self.dispatcher.dispatch(view)
+            decision = self._dispatch(view)
             elapsed = _perf() - t0
             if journal is not None:  # the queue is still the one the dispatcher saw
                 journal.append(st.calls, t, queue, decision, elapsed)
@@ -397,27 +397,33 @@ class Simulator:
         st.new_jobs.clear()
         st.ended_jobs.clear()
         st.ended_running.clear()
-        st.revised.clear()
+        revised.clear()
         begin = t
-        if self.options.charge_dispatch_time:
+        if self._charge:
             begin = st.busy_until = t + elapsed
-        if decision.starts:
-            self._start_jobs(t, begin, decision.starts)
-        name = self.dispatcher.name
+        starts = decision.starts
+        if starts:
+            self._start_jobs(t, begin, starts)
         if decision.wakeup is not None:
             if decision.wakeup <= t:
-                raise InvalidDecisionError(name, None, t, f"wakeup {decision.wakeup} is not in the future")
+                raise InvalidDecisionError(self.dispatcher.name, None, t, f"wakeup {decision.wakeup} is not in the future")
             self._push_wakeup(float(decision.wakeup))
-        elif (self.options.dispatch_interval is not None and not decision.starts and not running
+        elif (self._interval is not None and not starts and not running
               and st.next_submit >= self._n and not st.wakeup_pending and queue):
             # only interval ticks are left and the state cannot change any more
             raise SimulationStalledError(
-                f"dispatcher '{name}' left {len(queue)} job(s) queued at t={t:g} with nothing running, "
+                f"dispatcher '{self.dispatcher.name}' left {len(queue)} job(s) queued at t={t:g} with nothing running, "
                 f"no more submissions and no wake-up requested (first waiting job: "
                 f"{next(iter(queue.values())).id})"
             )
         if self._record:
-            st.decisions.append(t, queue_before, running_before, len(decision.starts), elapsed, decision.info)
+            log = st.decisions
+            log.time.append(t)
+            log.queue_length.append(queue_before)
+            log.running.append(running_before)
+            log.started.append(len(starts))
+            log.elapsed.append(elapsed)
+            log.info.append(decision.info)
 
     def _start_jobs(self, t: float, begin: float, starts: list) -> None:
         """Verify every start of a decision made at ``t`` and apply it (the jobs start at
@@ -425,26 +431,26 @@ class Simulator:
         st = self._st
         queue, running, held, heap, status, start_at = st.queue, st.running, st.held, st.heap, st.status, st.start_at
         planned, duration, requests = st.planned, self._duration, self._requests
-        take_checked, added, segments = st.cluster.take_checked, st.view._running_added, st.segments
-        correction = self.options.prediction_correction
-        name = self.dispatcher.name
+        take_checked, added, segments = st.cluster.take_checked, self._running_added, st.segments
+        correction = self._correction
         seq = st.next_seq
         for start in starts:
             job = start.job
             idx = job.index
             if idx not in queue:
                 why = "it is not queued" if status[idx] != RUNNING else "it is already running"
-                raise InvalidDecisionError(name, job.id, t, f"cannot start it: {why}")
+                raise InvalidDecisionError(self.dispatcher.name, job.id, t, f"cannot start it: {why}")
             alloc = start.allocation
             if not isinstance(alloc, Allocation):
-                raise InvalidDecisionError(name, job.id, t, f"allocation must be an Allocation, got {type(alloc).__name__}")
+                raise InvalidDecisionError(self.dispatcher.name, job.id, t,
+                                           f"allocation must be an Allocation, got {type(alloc).__name__}")
             if job.node_count or job.contiguous or job.per_node_request:
                 amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node,
                                        job.node_count, per_node_array(job.per_node_request), job.contiguous)
             else:
                 amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node)
             if isinstance(amounts, str):
-                raise InvalidDecisionError(name, job.id, t, amounts)
+                raise InvalidDecisionError(self.dispatcher.name, job.id, t, amounts)
             del queue[idx]
             status[idx] = RUNNING
             start_at[idx] = begin

@@ -51,15 +51,6 @@ class DecisionLog:
         self.elapsed = array("d")
         self.info = InfoLog()
 
-    def append(self, t: float, queue_length: int, running: int, started: int, elapsed: float,
-               info: dict[str, Any]) -> None:
-        self.time.append(t)
-        self.queue_length.append(queue_length)
-        self.running.append(running)
-        self.started.append(started)
-        self.elapsed.append(elapsed)
-        self.info.append(info)
-
     @classmethod
     def from_columns(cls, time: np.ndarray, queue_length: np.ndarray, running: np.ndarray, started: np.ndarray,
                      elapsed: np.ndarray, info: InfoLog) -> DecisionLog:
@@ -107,7 +98,6 @@ class LoopState:
     # per-job outcomes and the logs (what the result is made of)
     start_at: list[float] = field(default_factory=list)
     end_at: list[float] = field(default_factory=list)
-    killed: list[bool] = field(default_factory=list)
     status: list[int] = field(default_factory=list)
     reject_reason: dict[int, str] = field(default_factory=dict)
     resize_log: list[tuple[float, int, int, bool]] = field(default_factory=list)
@@ -142,12 +132,16 @@ class LoopState:
                             workload.unit_requests, options.walltime_kill, planned_np, workload.queue_ewt, held)
         nan = math.nan
         return cls(cluster=cluster, view=view, queue=queue, running=running, held=held, planned=planned,
-                   planned_np=planned_np, start_at=[nan] * n, end_at=[nan] * n, killed=[False] * n,
-                   status=[PENDING] * n)
+                   planned_np=planned_np, start_at=[nan] * n, end_at=[nan] * n, status=[PENDING] * n)
 
     def result(self, system: System, workload: Workload, dispatcher: Dispatcher, predictor: Predictor,
                options: SimulationOptions) -> SimulationResult:
-        """The run's result from its outcome fields."""
+        """The run's result from its outcome fields (a job that ended and ran past its
+        wall-time was killed at it, when jobs are killed)."""
+        status = np.asarray(self.status, dtype=np.int8)
+        killed = (status == DONE) & (workload.run_time > workload.wall_time)
+        if not options.walltime_kill:
+            killed[:] = False
         return SimulationResult(
             system=system,
             workload=workload,
@@ -156,8 +150,8 @@ class LoopState:
             options=options,
             start=np.asarray(self.start_at, dtype=np.float64),
             end=np.asarray(self.end_at, dtype=np.float64),
-            killed=np.asarray(self.killed, dtype=bool),
-            status=np.asarray(self.status, dtype=np.int8),
+            killed=killed,
+            status=status,
             planned=np.asarray(self.planned, dtype=np.float64),
             segment_log=self.segments,
             reject_reason=self.reject_reason,
