@@ -5,6 +5,7 @@ state between calls (conservative backfilling's plan) and predictors that learn.
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -191,6 +192,12 @@ def test_checkpoint_of_another_run_is_refused(eurora_case, tmp_path, monkeypatch
     (tmp_path / "x.ckpt").write_bytes(b"not a pickle")
     with pytest.raises(CheckpointError, match="damaged checkpoint"):
         simulate(eurora_case, cls(), checkpoint=tmp_path / "x.ckpt")
+    # a checkpoint of the format before LoopState (1): refused, saying so, not loaded as damaged
+    old = tmp_path / "old.ckpt"
+    with old.open("wb") as fh:
+        pickle.dump({"checkpoint": 1, "version": "0.1.0", "code": "x", "run": {}, "at": {}}, fh)
+    with pytest.raises(CheckpointError, match=r"a checkpoint of format 1 .*this version reads format 2"):
+        simulate(eurora_case, cls(), checkpoint=old)
 
 
 def test_checkpoints_need_the_python_engine(eurora_case, tmp_path):

@@ -282,7 +282,7 @@ class Simulator:
         st = self._st
         heap, running, held, jobs, end_at, status = st.heap, st.running, st.held, self._jobs, st.end_at, st.status
         give, removed, learn, timed = st.cluster.give, self._running_removed, self.predictor.learn, self._timed
-        ended = 0
+        ended, spent, start_at = 0, 0.0, st.start_at
         while heap and heap[0][0] == t and heap[0][1] == END:
             idx = _heappop(heap)[4]
             rj = running.pop(idx)
@@ -294,14 +294,16 @@ class Simulator:
             job = jobs[idx]
             if timed:
                 t0 = _perf()
-                learn(job, t - st.start_at[idx], t)
-                st.predict_time_s += _perf() - t0
+                learn(job, t - start_at[idx], t)
+                spent += _perf() - t0
             else:
-                learn(job, t - st.start_at[idx], t)
+                learn(job, t - start_at[idx], t)
             st.ended_jobs.append(job)
             st.ended_running.append(rj)
             ended += 1
         st.done += ended
+        if spent:
+            st.predict_time_s += spent
 
     def _submit_jobs(self, t: float) -> None:
         """The jobs submitted at ``t`` get their planned duration and are offered to the dispatcher."""
@@ -309,14 +311,14 @@ class Simulator:
         jobs, submit_l, n, timed = self._jobs, self._submit_l, self._n, self._timed
         planned, planned_np, queue, status, view = st.planned, st.planned_np, st.queue, st.status, st.view
         predict, admit = self.predictor.predict, self.dispatcher.admit
-        si = st.next_submit
+        si, spent = st.next_submit, 0.0
         while si < n and submit_l[si] == t:
             job = jobs[si]
             si += 1
             if timed:
                 t0 = _perf()
                 p_dur = float(predict(job, t))
-                st.predict_time_s += _perf() - t0
+                spent += _perf() - t0
             else:
                 p_dur = float(predict(job, t))
             planned[job.index] = p_dur
@@ -332,6 +334,8 @@ class Simulator:
                 st.reject_reason[job.index] = answer.reason or "rejected"
                 st.done += 1
         st.next_submit = si
+        if spent:
+            st.predict_time_s += spent
 
     def _timed_events(self, t: float, happened: bool) -> tuple[bool, bool]:
         """Resize requests, expired predictions, wake-ups and ticks at ``t``; returns whether
