@@ -180,10 +180,9 @@ class Simulator:
         self._jobs = workload.jobs
         self._n = len(workload)
         self._submit_l = workload.submit.tolist()
-        self._run_l = workload.run_time.tolist()
         self._wall_l = workload.wall_time.tolist()
         kill = opts.walltime_kill
-        self._duration = [min(r, w) if kill else r for r, w in zip(self._run_l, self._wall_l)]
+        self._duration = [min(r, w) if kill else r for r, w in zip(workload.run_time.tolist(), self._wall_l)]
         self._requests = workload.unit_requests
         self._on_events = opts.dispatch_on_events
         self._interval = opts.dispatch_interval
@@ -192,6 +191,7 @@ class Simulator:
         self._dispatch = self.dispatcher.dispatch
         self._running_added = self._st.view._running_added
         self._running_removed = self._st.view._running_removed
+        self._invalidate_queue = self._st.view.queue._invalidate
         self._record = opts.record_decisions
         self._timed = self.predictor.timed  # a field lookup (W, R) costs less than its timer
         return self._st
@@ -280,26 +280,35 @@ class Simulator:
     def _end_jobs(self, t: float) -> None:
         """The jobs that end at ``t`` give their nodes back; the predictor learns their run time."""
         st = self._st
-        heap, running, held, jobs, end_at, status = st.heap, st.running, st.held, self._jobs, st.end_at, st.status
-        give, removed, learn, timed = st.cluster.give, self._running_removed, self.predictor.learn, self._timed
-        ended, spent, start_at = 0, 0.0, st.start_at
+        heap = st.heap
+        running = st.running
+        held = st.held
+        jobs = self._jobs
+        give = st.cluster.give
+        removed = self._running_removed
+        learn = self.predictor.learn
+        timed = self._timed
+        ended_jobs = st.ended_jobs
+        ended_running = st.ended_running
+        ended = 0
+        spent = 0.0
         while heap and heap[0][0] == t and heap[0][1] == END:
             idx = _heappop(heap)[4]
             rj = running.pop(idx)
             removed(rj)
             for nodes, amounts in held.pop(idx):
                 give(nodes, amounts)
-            end_at[idx] = t
-            status[idx] = DONE
+            st.end_at[idx] = t
+            st.status[idx] = DONE
             job = jobs[idx]
             if timed:
                 t0 = _perf()
-                learn(job, t - start_at[idx], t)
+                learn(job, t - rj.start, t)
                 spent += _perf() - t0
             else:
-                learn(job, t - start_at[idx], t)
-            st.ended_jobs.append(job)
-            st.ended_running.append(rj)
+                learn(job, t - rj.start, t)
+            ended_jobs.append(job)
+            ended_running.append(rj)
             ended += 1
         st.done += ended
         if spent:
@@ -308,10 +317,19 @@ class Simulator:
     def _submit_jobs(self, t: float) -> None:
         """The jobs submitted at ``t`` get their planned duration and are offered to the dispatcher."""
         st = self._st
-        jobs, submit_l, n, timed = self._jobs, self._submit_l, self._n, self._timed
-        planned, planned_np, queue, status, view = st.planned, st.planned_np, st.queue, st.status, st.view
-        predict, admit = self.predictor.predict, self.dispatcher.admit
-        si, spent = st.next_submit, 0.0
+        jobs = self._jobs
+        submit_l = self._submit_l
+        n = self._n
+        timed = self._timed
+        planned = st.planned
+        planned_np = st.planned_np
+        queue = st.queue
+        status = st.status
+        view = st.view
+        predict = self.predictor.predict
+        admit = self.dispatcher.admit
+        si = st.next_submit
+        spent = 0.0
         while si < n and submit_l[si] == t:
             job = jobs[si]
             si += 1
@@ -380,27 +398,36 @@ class Simulator:
         if t < st.busy_until:  # still deciding (charged dispatch time): called again when done
             self._push_wakeup(st.busy_until)
             return
-        queue, running, view, journal, revised = st.queue, st.running, st.view, self._journal, st.revised
+        queue = st.queue
+        running = st.running
+        view = st.view
+        journal = self._journal
+        new_jobs = st.new_jobs
+        ended_jobs = st.ended_jobs
+        ended_running = st.ended_running
+        revised = st.revised
+        calls = st.calls
         view.now = t
-        view.new_jobs = tuple(st.new_jobs)
-        view.ended_jobs = tuple(st.ended_jobs)
-        view.ended_running = tuple(st.ended_running)
+        view.new_jobs = tuple(new_jobs)
+        view.ended_jobs = tuple(ended_jobs)
+        view.ended_running = tuple(ended_running)
         # current records: a job revised, then grown or ended since, is listed as it is now
         view.revised_running = tuple(running[i] for i in revised if i in running) if revised else ()
-        view.queue._invalidate()
-        queue_before, running_before = len(queue), len(running)
-        if journal is not None and journal.has(st.calls):
-            decision, elapsed = journal.replay(st.calls, t, queue, self._jobs)
+        self._invalidate_queue()
+        queue_before = len(queue)
+        running_before = len(running)
+        if journal is not None and journal.has(calls):
+            decision, elapsed = journal.replay(calls, t, queue, self._jobs)
         else:
             t0 = _perf()
             decision = self._dispatch(view)
             elapsed = _perf() - t0
             if journal is not None:  # the queue is still the one the dispatcher saw
-                journal.append(st.calls, t, queue, decision, elapsed)
-        st.calls += 1
-        st.new_jobs.clear()
-        st.ended_jobs.clear()
-        st.ended_running.clear()
+                journal.append(calls, t, queue, decision, elapsed)
+        st.calls = calls + 1
+        new_jobs.clear()
+        ended_jobs.clear()
+        ended_running.clear()
         revised.clear()
         begin = t
         if self._charge:
@@ -433,9 +460,18 @@ class Simulator:
         """Verify every start of a decision made at ``t`` and apply it (the jobs start at
         ``begin``: ``t``, or later by the charged dispatch time)."""
         st = self._st
-        queue, running, held, heap, status, start_at = st.queue, st.running, st.held, st.heap, st.status, st.start_at
-        planned, duration, requests = st.planned, self._duration, self._requests
-        take_checked, added, segments = st.cluster.take_checked, self._running_added, st.segments
+        queue = st.queue
+        running = st.running
+        held = st.held
+        heap = st.heap
+        status = st.status
+        start_at = st.start_at
+        planned = st.planned
+        duration = self._duration
+        requests = self._requests
+        take_checked = st.cluster.take_checked
+        added = self._running_added
+        segments = st.segments
         correction = self._correction
         seq = st.next_seq
         for start in starts:
