@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -750,3 +751,32 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
     for chain in interchangeable_jobs(jobs, policy, d_max):
         values = [starts_of[j.index] for j in chain]
         assert values == sorted(values), (chain, values)
+
+
+def test_deterministic_search_solves_one_model_the_same_way_every_time(monkeypatch):
+    # A PCP'20 instance (dumped from pcp20:deterministic=true,version=1 on
+    # synthetic:lublin,jobs=120,seed=5,load=0.9, decision 133). With CP-SAT's packing
+    # neighbourhood searches on, solving its model again in the same process gave 6 different
+    # outcomes in 8 (their rectangles come in a hash map's iteration order); and a wall-clock
+    # limit cut the deterministic search short on a loaded machine. Deterministic runs leave
+    # both out (cp/solve.py), so every solve of the model is the same search.
+    from hpcdispatch.cp.solve import solve
+    from hpcdispatch.instance_eval import system_of_instance
+
+    inst = DispatchInstance.load(Path(__file__).parent / "data" / "cp" / "pcp20-lublin120-seed5-instance133.json")
+    d = make_dispatcher("pcp20:deterministic=true,version=1,delta=0.2,delta_max=0.4")
+    d.setup(system_of_instance(inst))
+    captured = {}
+
+    def capture(model, settings, params=None):
+        captured.update(model=model, settings=settings, params=params)
+        return solve(model, settings, params)
+
+    monkeypatch.setattr(cp_pipeline, "solve", capture)
+    placed, info = d.decide(inst)
+    assert info["status"] in ("optimal", "feasible") and "variables" in info
+    outcomes = set()
+    for _ in range(12):  # without the fix, 3 outcomes in 10 solves (7 / 2 / 1)
+        out = solve(captured["model"], captured["settings"], captured["params"])
+        outcomes.add((out.status, out.objective, out.solver.num_branches, out.solver.num_conflicts))
+    assert len(outcomes) == 1, outcomes

@@ -218,12 +218,14 @@ def dispatchers() -> None:
     from hpcdispatch.dispatchers import DISPATCHERS
 
     table = Table(title="dispatchers")
-    for col in ("name", "parameters (defaults)", "description"):
+    for col in ("name", "parameters (defaults)", "tags", "description"):
         table.add_column(col, overflow="fold")
     for name, cls in sorted(DISPATCHERS.items()):
-        params = ", ".join(f"{k}={v}" for k, v in cls().get_params().items())
+        d = cls()
+        params = ", ".join(f"{k}={v}" for k, v in d.get_params().items())
+        tags = ", ".join(k.replace("_", " ") for k, v in vars(d.get_tags()).items() if v)
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        table.add_row(name, params, doc)
+        table.add_row(name, params, tags, doc)
     console.print(table)
 
 
