@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers import cores_system, job, placement, simulate, starts, system_of, workload
 
-from hpcdispatch.dispatchers import Dispatcher, Scratch
+from hpcdispatch.dispatchers import Dispatcher, Scratch, Tags
 from hpcdispatch.errors import InvalidDecisionError, SimulationStalledError
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.protocol.decision import Admission, Decision, Start
@@ -184,6 +184,7 @@ def test_wakeup_is_honoured():
 
 class RejectWide(Dispatcher):
     name = "reject-wide"
+    tags = Tags(rejects=True)
 
     def _dispatch(self, view):
         return greedy(view, self)
@@ -198,6 +199,23 @@ def test_admission_rejections_are_recorded():
     assert r.reject_reason[0] == "too wide"
     assert summarize(r)["rejected"] == 1
     assert r.jobs_frame()["status"].tolist() == ["rejected", "completed"]
+    assert r.jobs_frame()["reject_reason"].tolist() == ["too wide", ""]
+    assert r.tags["rejects"] is True
+
+
+def test_a_dispatcher_that_says_it_never_rejects_cannot_reject():
+    class Silent(RejectWide):
+        tags = Tags()
+
+    with pytest.raises(InvalidDecisionError, match="job 1: rejected at submission, but its tags say it never rejects"):
+        simulate(cores_system(2, 1), [job(1, 0, 5, units=2), job(2, 0, 5)], Silent())
+
+    class Mute(RejectWide):
+        def admit(self, job, view):
+            return Admission(False, "")
+
+    with pytest.raises(InvalidDecisionError, match="job 1: rejected without a reason"):
+        simulate(cores_system(2, 1), [job(1, 0, 5, units=2), job(2, 0, 5)], Mute())
 
 
 class GrowFirstFit(Dispatcher):

@@ -189,7 +189,7 @@ class SlurmBackfill(Dispatcher):
     """Slurm's main scheduler (FIFO at events) plus its backfill pass every bf_interval."""
 
     name = "slurm-bf"
-    tags = Tags()
+    tags = Tags(rejects=True)  # jobs Slurm's node selection cannot place even on the empty machine
 
     def __init__(self, bf_interval: float = 30.0, bf_window: float = 86400.0, bf_resolution: float = 60.0,
                  bf_max_job_test: int = 100, priority: str = "basic", weight_age: float = 1000.0,

@@ -56,13 +56,18 @@ class Tags:
     - ``node_constraints``: the dispatcher handles Slurm-style node constraints (an exact
       node count, per-node extras such as GPUs per node, contiguity). When False, the
       simulator refuses a workload with such a job before the run, naming the job and the
-      reason (:meth:`Dispatcher.unsupported`), and the suite checks that it does.
+      reason (:meth:`Dispatcher.unsupported`), and the suite checks that it does;
+    - ``rejects``: :meth:`Dispatcher.admit` may turn jobs away at submission. A dispatcher
+      without it rejects nothing: the simulator refuses such a rejection as an invalid
+      decision, and the validator refuses a schedule with rejected jobs from such a
+      dispatcher (every rejection must carry the dispatcher's reason).
     """
 
     deterministic: bool = True
     memoryless: bool = False
     uses_solver: bool = False
     node_constraints: bool = True
+    rejects: bool = False
 
 
 @dataclass(frozen=True)

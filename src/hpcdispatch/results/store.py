@@ -127,6 +127,7 @@ def run_record(result: SimulationResult) -> dict[str, Any]:
         "workload": {"kind": src.kind, "spec": src.spec, "options": src.options},
         "workload_report": result.workload.report.to_dict(),
         "dispatcher": result.dispatcher,  # identity: {"name": ..., "params": {...}}
+        "dispatcher_tags": result.tags,  # what it declared (``rejects``: it may turn jobs away)
         "predictor": result.predictor,
         "options": result.options.to_dict(),
         "resources": list(result.workload.resources),

@@ -41,6 +41,8 @@ class SimulationResult:
     resize_log: list[tuple[float, int, int, bool]]
     decisions: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the dispatcher's tags (``Tags`` as a dict): what it declared it does (e.g. ``rejects``)
+    tags: dict[str, bool] = field(default_factory=dict)
     _rows: AllocationRows | None = field(default=None, init=False, repr=False, compare=False)
     _segments: dict[int, list[tuple[float, Allocation]]] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -92,6 +94,10 @@ class SimulationResult:
         }
         for r, name in enumerate(w.resources):
             data[f"unit_{name}"] = w.unit_requests[:, r]
+        reason = np.full(len(w), "", dtype=object)
+        for idx, why in self.reject_reason.items():
+            reason[idx] = why
+        data["reject_reason"] = reason
         data["user"] = np.fromiter((j.user for j in w.jobs), dtype=np.int64, count=len(w))
         data["queue"] = np.fromiter((j.queue for j in w.jobs), dtype=np.int64, count=len(w))
         if allocation_text:

@@ -194,6 +194,7 @@ class Simulator:
         self._invalidate_queue = self._st.view.queue._invalidate
         self._record = opts.record_decisions
         self._timed = self.predictor.timed  # a field lookup (W, R) costs less than its timer
+        self._rejects = self.dispatcher.get_tags().rejects
         return self._st
 
     def close(self) -> None:
@@ -328,6 +329,7 @@ class Simulator:
         view = st.view
         predict = self.predictor.predict
         admit = self.dispatcher.admit
+        rejects = self._rejects
         si = st.next_submit
         spent = 0.0
         while si < n and submit_l[si] == t:
@@ -348,8 +350,14 @@ class Simulator:
                 status[job.index] = QUEUED
                 st.new_jobs.append(job)
             else:
+                if not rejects:
+                    raise InvalidDecisionError(self.dispatcher.name, job.id, t,
+                                               "rejected at submission, but its tags say it never rejects "
+                                               "(Tags.rejects)")
+                if not answer.reason:
+                    raise InvalidDecisionError(self.dispatcher.name, job.id, t, "rejected without a reason")
                 status[job.index] = REJECTED
-                st.reject_reason[job.index] = answer.reason or "rejected"
+                st.reject_reason[job.index] = answer.reason
                 st.done += 1
         st.next_submit = si
         if spent:

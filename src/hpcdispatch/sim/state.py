@@ -158,4 +158,5 @@ class LoopState:
             resize_log=self.resize_log,
             decisions=self.decisions.columns(),
             extra={"prediction_time_s": self.predict_time_s},
+            tags=dict(vars(dispatcher.get_tags())),
         )
