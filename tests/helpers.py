@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hpcdispatch.dispatchers import Dispatcher, make_dispatcher
 from hpcdispatch.predictors import Predictor
 from hpcdispatch.sim.result import SimulationResult
@@ -18,7 +20,18 @@ TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 def trace(name: str) -> Path:
-    return TRACES / name
+    """A real trace of ``../shared/traces``; the calling test is skipped, saying why, when it
+    is not there (a clone without the shared folder beside it)."""
+    path = TRACES / name
+    if not path.is_file():
+        pytest.skip(f"real trace {path} is absent: ../shared/traces is not beside this repository")
+    return path
+
+
+def all_traces() -> list[str]:
+    """The names of the real traces in ``../shared/traces`` (empty when the folder is absent;
+    a test that needs one of them skips through :func:`trace`)."""
+    return sorted(p.name for p in TRACES.glob("*.swf*")) if TRACES.is_dir() else []
 
 
 def cores_system(nodes: int, cores: int, name: str = "test") -> System:

@@ -83,10 +83,27 @@ def test_errors_are_one_clear_line(tmp_path):
         (["simulate", "-w", "synthetic:lublin,jobs=10", "-d", "magic", "-o", str(tmp_path / "o")], "unknown dispatcher 'magic'"),
         (["simulate", "-w", "synthetic:lublin,jobs=10", "-s", "from-trace", "-o", str(tmp_path / "o")], "needs an SWF trace"),
     ]
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\n')
+    run_dir = tmp_path / "run"
+    assert run("simulate", "-w", "synthetic:lublin,jobs=20", "-o", str(run_dir), "-q").returncode == 0
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in run_dir.iterdir():
+        (broken / f.name).write_bytes(f.read_bytes()[:200] if f.name == "jobs.parquet" else f.read_bytes())
+    cases += [
+        (["simulate", "-w", "synthetic:lublin,jobs=10", "-o", str(blocker / "o")], "is a file, not a directory"),
+        (["compare", "-w", "synthetic:lublin,jobs=10", "-d", "", "-o", str(tmp_path / "c")], "names no dispatcher"),
+        (["compare", "-w", "synthetic:lublin,jobs=10", "-d", "easy,easy", "-o", str(tmp_path / "c")], "names 'easy' twice"),
+        (["sweep", "run", str(sweep), "--out", str(tmp_path / "sw"), "--dask", "bogus"], "cannot reach the Dask scheduler"),
+        (["validate", str(broken)], "jobs.parquet: damaged Parquet file"),
+    ]
     for args, expected in cases:
-        p = run(*args, "-q")
+        p = run(*args, *(["-q"] if args[0] in ("simulate", "compare", "sweep") else []))
         assert p.returncode == 2, (args, p.stdout, p.stderr)
-        assert expected in p.stderr and "Traceback" not in p.stderr, p.stderr
+        assert expected in " ".join(p.stderr.split()) and "Traceback" not in p.stderr, p.stderr
 
 
 def test_systems_lists_the_presets():

@@ -33,6 +33,7 @@ def simulate(
     journal: str | Path | None = None,
     checkpoint: str | Path | None = None,
     checkpoint_every: float = 600.0,
+    keep_checkpoint: bool = False,
     progress: ProgressCallback | None = None,
 ) -> SimulationResult:
     """Simulate ``workload`` on ``system`` with ``dispatcher`` and return the result.
@@ -42,7 +43,8 @@ def simulate(
     ``dispatcher``: an instance, a :class:`DispatcherSpec` or its text (``easy-L2:allocator=
     best-fit``: a predictor suffix counts when ``predictor`` is not given); ``predictor``:
     an instance or a name (W, L2, D, R; default W). ``journal`` / ``checkpoint``: resume an
-    interrupted run (Python engine). The result is not validated: see :func:`hpcdispatch.validate`.
+    interrupted run (Python engine; the checkpoint is deleted at the end unless
+    ``keep_checkpoint``). The result is not validated: see :func:`hpcdispatch.validate`.
     """
     if isinstance(system, str):
         system = load_system(system)
@@ -55,7 +57,7 @@ def simulate(
     if isinstance(predictor, str):
         predictor = make_predictor(predictor)
     sim = Simulator(system, workload, dispatcher, predictor, options, journal=journal, checkpoint=checkpoint,
-                    checkpoint_every=checkpoint_every)
+                    checkpoint_every=checkpoint_every, keep_checkpoint=keep_checkpoint)
     if choose_engine(sim) == "python":
         return sim.run(progress)
     from hpcdispatch.compiled.runner import run_compiled  # imports numba: only when it runs

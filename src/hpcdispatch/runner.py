@@ -10,8 +10,10 @@ from typing import Any
 from hpcdispatch.dispatchers import DispatcherSpec
 from hpcdispatch.engine import simulate
 from hpcdispatch.metrics import summarize
+from hpcdispatch.results.outdir import check_output_dir
 from hpcdispatch.results.store import write_result
 from hpcdispatch.sim import ProgressCallback, SimulationOptions, SimulationResult
+from hpcdispatch.sim.checkpoint import Checkpoint
 from hpcdispatch.system.model import System
 from hpcdispatch.validation.validator import ValidationReport, validate_result
 from hpcdispatch.workload.job import Workload
@@ -40,11 +42,16 @@ def run_simulation(
     journal: str | Path | None = None,
     checkpoint: str | Path | None = None,
     checkpoint_every: float = 600.0,
+    force: bool = False,
 ) -> RunOutcome:
     """``dispatcher``: a spec (its predictor suffix, if any, wins over ``predictor``).
     ``overrides``: parameters set on the dispatcher when it has them and the spec does not.
     ``journal``: decision journal file; ``checkpoint``: checkpoint file written every
-    ``checkpoint_every`` s -- an interrupted run started again with either resumes."""
+    ``checkpoint_every`` s -- an interrupted run started again with either resumes.
+    ``out_dir``: checked before simulating (it must be writable and hold no result, unless
+    ``force``), written as a whole; the checkpoint is deleted only once it is written."""
+    if out_dir is not None:
+        check_output_dir(out_dir, force)
     spec = dispatcher if isinstance(dispatcher, DispatcherSpec) else DispatcherSpec.parse(dispatcher)
     overrides = dict(overrides or {})
     if allocator:
@@ -52,13 +59,16 @@ def run_simulation(
     spec = spec.with_defaults(**overrides)
     t0 = time.perf_counter()
     result = simulate(system, workload, spec.build(), spec.predictor or predictor, options or SimulationOptions(),
-                      journal=journal, checkpoint=checkpoint, checkpoint_every=checkpoint_every, progress=progress)
+                      journal=journal, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                      keep_checkpoint=out_dir is not None, progress=progress)
     wall = time.perf_counter() - t0
     result.extra["sim_wall_s"] = wall
     report = validate_result(result) if validate else ValidationReport(jobs=len(workload))
     result.extra["valid"] = report.ok if validate else None
     if out_dir is not None:
-        summary = write_result(result, out_dir)
+        summary = write_result(result, out_dir, force=force)
+        if checkpoint is not None:
+            Checkpoint(checkpoint, {}).remove()  # the results are safe: the checkpoint is no longer needed
     else:
         summary = summarize(result)
     summary["label"] = spec.run_label

@@ -242,20 +242,25 @@ def dispatchers() -> None:
                    "also those that keep a plan between calls); deleted when the run finishes")
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=600.0, show_default=True,
               help="wall-clock seconds between two checkpoints")
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), required=True, help="output directory")
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="output directory (written as a whole when the run ends)")
+@click.option("--force", is_flag=True, help="replace the output directory if it already holds files")
 def simulate(**kw: Any) -> None:
     """Simulate one dispatcher on one workload and write the schedule."""
     from hpcdispatch.dispatchers import DispatcherSpec
+    from hpcdispatch.results.outdir import check_output_dir
     from hpcdispatch.runner import run_simulation
 
     load_plugin_options(kw)
     spec = DispatcherSpec.parse(kw["dispatcher"])
+    check_output_dir(kw["out"], kw["force"])  # before simulating: a run is not lost at the end
     system, workload = load_inputs(kw)
     with progress_bar(spec.run_label, len(workload), kw["quiet"]) as update:
         outcome = run_simulation(system, workload, spec, kw["predictor"], make_options(kw),
                                  out_dir=kw["out"], progress=update, allocator=kw["allocator"],
                                  overrides=cp_overrides(kw, None), journal=kw["journal"],
-                                 checkpoint=kw["checkpoint"], checkpoint_every=kw["checkpoint_every"])
+                                 checkpoint=kw["checkpoint"], checkpoint_every=kw["checkpoint_every"],
+                                 force=kw["force"])
     s = outcome.summary
     journal = outcome.result.extra.get("journal")
     if journal:
@@ -266,7 +271,7 @@ def simulate(**kw: Any) -> None:
         at = checkpoint["resumed_at"]
         console.print(f"checkpoint {checkpoint['path']}: " + (
             f"resumed at t={at['t']:,.0f} ({at['done']:,} of {at['jobs']:,} jobs done, {at['wall_s']:,.0f} s "
-            f"simulated before), " if at else "") + f"{checkpoint['writes']} written, removed at the end")
+            f"simulated before), " if at else "") + f"{checkpoint['writes']} written, removed once the outputs were written")
     table = Table(title=f"{s['dispatcher_params']} on {system.name}")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -290,19 +295,41 @@ def simulate(**kw: Any) -> None:
               help="comma-separated dispatcher specs")
 @sim_options
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=Path("hpcdispatch-out"),
-              show_default=True, help="output directory (one sub-directory per dispatcher)")
+              show_default=True, help="output directory (one sub-directory per dispatcher; written as a whole "
+                                      "when every run has ended)")
+@click.option("--force", is_flag=True, help="replace the output directory if it already holds files")
 def compare(**kw: Any) -> None:
     """Compare several dispatchers on one workload: table, plots and report."""
-    import numpy as np
-
     from hpcdispatch.dispatchers import parse_dispatcher_list
-    from hpcdispatch.report.compare import comparison_frame, display_rows, write_comparison_report
-    from hpcdispatch.runner import run_simulation
+    from hpcdispatch.results.outdir import atomic_dir, check_output_dir, remove_stale_writing_dirs
 
     load_plugin_options(kw)
     specs = parse_dispatcher_list(kw["dispatcher_list"])
-    system, workload = load_inputs(kw)
+    if not specs:
+        raise HpcDispatchError("--dispatchers names no dispatcher")
+    labels = [spec.run_label for spec in specs]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise HpcDispatchError(f"--dispatchers names '{twice[0]}' twice")
     out: Path = kw["out"]
+    check_output_dir(out, kw["force"])  # before simulating: the runs are not lost at the end
+    remove_stale_writing_dirs(out.parent)
+    system, workload = load_inputs(kw)
+    with atomic_dir(out, kw["force"]) as tmp:
+        invalid = _compare_into(tmp, specs, system, workload, kw)
+    console.print(f"report: [bold]{out / 'report.md'}[/]  (per-dispatcher outputs under {out}/)")
+    if invalid:
+        raise click.exceptions.Exit(1)
+
+
+def _compare_into(out: Path, specs: list[Any], system: Any, workload: Any, kw: dict[str, Any]) -> bool:
+    """Run every spec into ``out/<label>``, write the comparison report into ``out`` and print
+    the table; returns whether some schedule was invalid."""
+    import numpy as np
+
+    from hpcdispatch.report.compare import comparison_frame, display_rows, write_comparison_report
+    from hpcdispatch.runner import run_simulation
+
     summaries, waits, notes, accuracies = [], {}, [], {}
     invalid = False
     for spec in specs:
@@ -322,7 +349,7 @@ def compare(**kw: Any) -> None:
         if not kw["quiet"]:
             console.print(f"  {label}: done in {outcome.wall_seconds:.1f} s")
     frame = comparison_frame(summaries)
-    report = write_comparison_report(out, frame, waits, notes, accuracies)
+    write_comparison_report(out, frame, waits, notes, accuracies)
     header, rows = display_rows(frame, compact=True)
     table = Table(title=f"{len(workload)} jobs of {workload.source.spec} on {system.name}")
     for h in header:
@@ -330,9 +357,7 @@ def compare(**kw: Any) -> None:
     for row in rows:
         table.add_row(*row)
     console.print(table)
-    console.print(f"report: [bold]{report}[/]  (per-dispatcher outputs under {out}/)")
-    if invalid:
-        raise click.exceptions.Exit(1)
+    return invalid
 
 
 @cli.command()
@@ -390,8 +415,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        err_console.print("aborted")
+    except click.exceptions.Abort:  # (click's name for Ctrl-C)
+        err_console.print("interrupted")
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()

@@ -85,17 +85,8 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
                 p.search_branching = getattr(type(p), value)
             else:
                 setattr(p, key, value)
-        watchdog = threading.Timer(wall * 1.5 + 0.25, solver.stop_search)
-        watchdog.daemon = True
-        start = time.perf_counter()
-        watchdog.start()
-        try:
-            code = solver.solve(model)
-        finally:
-            watchdog.cancel()
-        took = time.perf_counter() - start
-        if took > wall * 1.5 + 0.25:
-            fired = True
+        code, stopped = solve_interruptibly(solver, model, wall * 1.5 + 0.25)
+        fired = fired or stopped
         status = STATUS.get(code, "unknown")
         attempts.append((delta, status))
         if status in ("optimal", "feasible"):
@@ -119,15 +110,55 @@ def hint_is_solution(model: cp_model.CpModel, time_limit: float = 5.0) -> bool |
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = time_limit
-    watchdog = threading.Timer(time_limit * 1.5 + 0.25, solver.stop_search)
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        code = solver.solve(model)
-    finally:
-        watchdog.cancel()
+    code, _ = solve_interruptibly(solver, model, time_limit * 1.5 + 0.25)
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return True
     if code == cp_model.INFEASIBLE:
         return False
     return None
+
+
+def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel,
+                        watchdog_s: float | None = None) -> tuple[cp_model.CpSolverStatus, bool]:
+    """``solver.solve(model)``, stoppable: returns ``(status code, whether the watchdog
+    stopped it)``.
+
+    CP-SAT catches SIGINT itself by default and only ends the current search, so Ctrl-C did
+    not stop a CP run (the next decision started a new search). Here CP-SAT leaves SIGINT
+    alone and searches in a worker thread while the main thread waits in an interruptible
+    join: Ctrl-C raises ``KeyboardInterrupt`` in the main thread at once, the search is
+    stopped and joined, and the interrupt goes on up (the simulator's journal and checkpoint
+    are left as they were after the last decision). ``watchdog_s``: wall-clock seconds after
+    which the search is stopped (a safety net against hangs; CP-SAT's own limits are in its
+    parameters)."""
+    solver.parameters.catch_sigint_signal = False
+    box: dict[str, object] = {}
+    done = threading.Event()
+
+    def search() -> None:
+        try:
+            box["code"] = solver.solve(model)
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    # (waiting on an event, not Thread.join: a join interrupted by Ctrl-C marks the thread
+    # as stopped in CPython 3.11 while it still runs, and the process then aborts at exit)
+    deadline = None if watchdog_s is None else time.monotonic() + watchdog_s
+    stopped = False
+    threading.Thread(target=search, name="cp-sat", daemon=True).start()
+    try:
+        while not done.is_set():
+            wait = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
+            done.wait(wait)
+            if deadline is not None and not stopped and not done.is_set() and time.monotonic() >= deadline:
+                solver.stop_search()
+                stopped = True
+    except BaseException:  # Ctrl-C (or any interruption of the waiting thread)
+        solver.stop_search()
+        done.wait()
+        raise
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["code"], stopped  # type: ignore[return-value]

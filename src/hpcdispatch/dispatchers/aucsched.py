@@ -113,6 +113,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
+from hpcdispatch.cp.solve import solve_interruptibly
 from hpcdispatch.dispatchers.slurm_bf import slurm_allocate
 from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
 from hpcdispatch.errors import ConfigError
@@ -583,7 +584,7 @@ def solve_program(program: AuctionProgram, time_limit: float, workers: int, seed
     if probing_level >= 0:
         params.cp_model_probing_level = probing_level
     t1 = time.perf_counter()
-    status = solver.solve(program.model)
+    status, _ = solve_interruptibly(solver, program.model)
     return status, solver, time.perf_counter() - t1
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpcdispatch.errors import ConfigError
+from hpcdispatch.results.outdir import atomic_dir
 
 
 def report_kind(path: str | Path) -> str:
@@ -33,19 +34,24 @@ def report_kind(path: str | Path) -> str:
 
 def write_report(path: str | Path, out: str | Path | None = None, window: tuple[float, float] | None = None,
                  nodes: tuple[int, int] | None = None) -> Path:
-    """Write the report of ``path`` into ``out`` (default ``PATH/report``); returns report.html."""
+    """Write the report of ``path`` into ``out`` (default ``PATH/report``); returns report.html.
+    The report directory is written as a whole and replaces the previous one, so no file of
+    an older report stays beside the new ones."""
     kind = report_kind(path)
     out = Path(out) if out is not None else Path(path) / "report"
-    if kind == "run":
-        from hpcdispatch.report.run import write_run_report
-
-        return write_run_report(path, out, window=window, nodes=nodes)
-    if window is not None or nodes is not None:
+    if kind != "run" and (window is not None or nodes is not None):
         raise ConfigError("--window and --nodes apply to the report of a single run directory")
-    from hpcdispatch.report.sweep import load_run_collection, load_sweep_runs, write_runset_report
+    with atomic_dir(out, force=True) as tmp:
+        if kind == "run":
+            from hpcdispatch.report.run import write_run_report
 
-    runs = load_sweep_runs(path) if kind == "sweep" else load_run_collection(path)
-    return write_runset_report(runs, out)
+            html = write_run_report(path, tmp, window=window, nodes=nodes)
+        else:
+            from hpcdispatch.report.sweep import load_run_collection, load_sweep_runs, write_runset_report
+
+            runs = load_sweep_runs(path) if kind == "sweep" else load_run_collection(path)
+            html = write_runset_report(runs, tmp)
+    return out / html.relative_to(tmp)
 
 
 __all__ = ["report_kind", "write_report"]

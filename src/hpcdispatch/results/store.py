@@ -14,7 +14,11 @@
 - ``prediction_accuracy.parquet``: per job, the planned (predicted) and the real duration
   and the accuracy ``real / predicted`` (CP'19 Fig. 1).
 
-Every file is written to a temporary name and renamed, so a reader never sees half a file.
+The directory is written as a whole (:mod:`hpcdispatch.results.outdir`): into a temporary
+directory beside it, then renamed, so a reader -- and an interrupted run -- sees the old
+directory or the new one, never a mix; an existing result is replaced only with ``force``.
+Single files written elsewhere (reports) go to a temporary name and are renamed. Everything
+gets the permissions the user's umask gives.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from hpcdispatch._util import json_default
 from hpcdispatch._version import __version__
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics import summarize
+from hpcdispatch.results.outdir import atomic_dir, make_readable
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.system.io import dump_system, load_system
 from hpcdispatch.system.model import System
@@ -48,6 +53,7 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        make_readable(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -134,10 +140,14 @@ def run_record(result: SimulationResult) -> dict[str, Any]:
     }
 
 
-def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True) -> dict[str, Any]:
-    """Write every output of ``result`` into ``out_dir``; returns the summary."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True, force: bool = False) -> dict[str, Any]:
+    """Write every output of ``result`` into the directory ``out_dir``, as a whole (an
+    existing result there is replaced only with ``force``); returns the summary."""
+    with atomic_dir(out_dir, force) as out:
+        return _write_files(result, out, csv)
+
+
+def _write_files(result: SimulationResult, out: Path, csv: bool) -> dict[str, Any]:
     jobs = shared_frame(result.jobs_columns())
     write_frame(out / "jobs.parquet", jobs)
     if csv:
@@ -177,19 +187,60 @@ class StoredRun:
         return pd.read_parquet(self.path / "decisions.parquet")
 
 
+#: columns every run directory's tables have (the validator and the reports read them)
+REQUIRED_COLUMNS = {
+    "jobs.parquet": ("job_id", "submit", "start", "end", "status"),
+    "allocations.parquet": ("job_id", "segment", "node", "units", "from", "to"),
+    "workload.parquet": ("job_id", "submit", "run_time", "wall_time", "units"),
+}
+
+
 def read_run(out_dir: str | Path) -> StoredRun:
+    """A run directory read back; a damaged or incomplete one is a :class:`ConfigError`
+    naming the file (and the column)."""
     out = Path(out_dir)
+    if not out.is_dir():
+        raise ConfigError(f"{out}: not a directory")
     needed = ["run.json", "system.toml", "jobs.parquet", "allocations.parquet", "workload.parquet"]
     missing = [n for n in needed if not (out / n).is_file()]
     if missing:
         raise ConfigError(f"{out}: not a complete hpcdispatch output directory (missing {', '.join(missing)})")
     summary_path = out / "summary.json"
-    return StoredRun(
+    system = load_system(out / "system.toml")
+    stored = StoredRun(
         path=out,
-        system=load_system(out / "system.toml"),
-        run=json.loads((out / "run.json").read_text()),
-        summary=json.loads(summary_path.read_text()) if summary_path.is_file() else {},
-        jobs=pd.read_parquet(out / "jobs.parquet"),
-        allocations=pd.read_parquet(out / "allocations.parquet"),
-        workload=pd.read_parquet(out / "workload.parquet"),
+        system=system,
+        run=_read_json(out / "run.json"),
+        summary=_read_json(summary_path) if summary_path.is_file() else {},
+        jobs=_read_table(out / "jobs.parquet"),
+        allocations=_read_table(out / "allocations.parquet"),
+        workload=_read_table(out / "workload.parquet"),
     )
+    for name, frame, columns in (("allocations.parquet", stored.allocations, system.resources),
+                                 ("workload.parquet", stored.workload, [f"unit_{r}" for r in system.resources])):
+        absent = [c for c in columns if c not in frame.columns]
+        if absent:
+            raise ConfigError(f"{out / name}: column {absent[0]} is missing (the system has resources "
+                              f"{', '.join(system.resources)})")
+    return stored
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: damaged ({type(exc).__name__}: {exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: damaged (a JSON object was expected, got {type(data).__name__})")
+    return data
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow's errors for a truncated or foreign file
+        raise ConfigError(f"{path}: damaged Parquet file ({type(exc).__name__}: {exc})") from None
+    absent = [c for c in REQUIRED_COLUMNS.get(path.name, ()) if c not in frame.columns]
+    if absent:
+        raise ConfigError(f"{path}: column {absent[0]} is missing")
+    return frame

@@ -94,13 +94,16 @@ class Simulator:
         journal: str | Path | None = None,
         checkpoint: str | Path | None = None,
         checkpoint_every: float = 600.0,
+        keep_checkpoint: bool = False,
     ):
         """``journal``: a decision journal file (:mod:`hpcdispatch.sim.journal`); calls already
         recorded there are replayed, new ones appended, so an interrupted run resumes.
 
         ``checkpoint``: a checkpoint file (:mod:`hpcdispatch.sim.checkpoint`), written every
         ``checkpoint_every`` wall-clock seconds; when it exists the run continues from it
-        (any dispatcher, with memory or without), and it is deleted when the run finishes."""
+        (any dispatcher, with memory or without), and it is deleted when the run finishes --
+        unless ``keep_checkpoint``: then the caller deletes it once the results are safe
+        (:func:`hpcdispatch.runner.run_simulation` does, after writing them)."""
         if tuple(workload.resources) != tuple(system.resources):
             raise ConfigError(
                 f"workload resources {list(workload.resources)} do not match system '{system.name}' "
@@ -120,6 +123,7 @@ class Simulator:
         if self.journal_path is not None and not dispatcher.get_tags().memoryless:
             raise ConfigError(
                 f"dispatcher '{dispatcher.name}' keeps state between calls: its runs cannot resume from a journal")
+        self.keep_checkpoint = keep_checkpoint
         self._st: LoopState | None = None
         self._journal: DecisionJournal | None = None
 
@@ -159,7 +163,8 @@ class Simulator:
             result.extra["journal"] = self._journal.summary()
         if self.checkpoint is not None:
             result.extra["checkpoint"] = self.checkpoint.summary()
-            self.checkpoint.remove()
+            if not self.keep_checkpoint:
+                self.checkpoint.remove()
         result.extra["engine"] = "python"
         return result
 

@@ -208,8 +208,9 @@ class DaskExecutor:
         elif address:
             try:
                 self.client = distributed.Client(address, timeout="20s")
-            except (OSError, TimeoutError) as exc:
-                raise ConfigError(f"cannot reach the Dask scheduler at '{address}': {exc}") from None
+            except (OSError, TimeoutError, ValueError) as exc:  # ValueError: not an address at all
+                raise ConfigError(f"cannot reach the Dask scheduler at '{address}' (tcp://HOST:PORT or local:N): "
+                                  f"{exc}") from None
             self.description = f"Dask scheduler {address}"
         else:
             raise ConfigError("DaskExecutor needs an address (tcp://host:port or local:N) or a client")

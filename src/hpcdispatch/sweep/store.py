@@ -32,6 +32,7 @@ import pandas as pd
 
 from hpcdispatch._version import __version__
 from hpcdispatch.errors import ConfigError
+from hpcdispatch.results.outdir import remove_stale_writing_dirs
 from hpcdispatch.results.store import write_frame, write_json, write_text
 from hpcdispatch.sweep.spec import SweepSpec
 
@@ -196,6 +197,7 @@ class SweepStore:
                 if p.name.startswith(OLD_PREFIX) and "-replaced-" in p.name:
                     shutil.rmtree(p, ignore_errors=True)
                     removed.append(p)
+            removed += remove_stale_writing_dirs(self.cells)  # a run directory's, half written
         return removed
 
     # ---- summary -------------------------------------------------------------------------

@@ -1,0 +1,162 @@
+"""Output directories: checked before a run, written as a whole, never half overwritten,
+readable under the user's umask; a checkpoint outlives a run until its outputs are safe."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from helpers import cores_system, job, workload
+
+import hpcdispatch as h
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.results import store
+from hpcdispatch.results.outdir import WRITING_PREFIX, atomic_dir, check_output_dir, remove_stale_writing_dirs
+from hpcdispatch.runner import run_simulation
+
+
+def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True, cwd=cwd,
+                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, timeout=600)
+
+
+def small():
+    system = cores_system(4, 2)
+    return system, workload([job(i, i, 10 + i, units=1 + i % 3) for i in range(1, 15)])
+
+
+def test_a_bad_output_location_fails_at_once_and_keeps_the_checkpoint(tmp_path):
+    blocker = tmp_path / "plain-file"
+    blocker.write_text("not a directory")
+    checkpoint = tmp_path / "run.ckpt"
+    checkpoint.write_bytes(b"the state of an interrupted run")
+    t0 = time.monotonic()
+    p = cli("simulate", "-w", "synthetic:lublin,jobs=3000,seed=1", "-d", "conservative", "-o", str(blocker / "out"),
+            "--checkpoint", str(checkpoint), "-q")
+    took = time.monotonic() - t0
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert f"{blocker / 'out'}: cannot be created, {blocker} is a file" in " ".join(p.stderr.split())
+    assert took < 5.0, took  # before simulating (3,000 jobs of conservative take longer)
+    assert checkpoint.read_bytes() == b"the state of an interrupted run"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere: an unwritable directory cannot be made")
+def test_an_unwritable_parent_fails_before_simulating(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        with pytest.raises(ConfigError, match="permission denied"):
+            check_output_dir(locked / "out")
+    finally:
+        locked.chmod(0o755)
+
+
+def test_an_existing_result_is_replaced_only_with_force_and_as_a_whole(tmp_path):
+    system, wl = small()
+    out = tmp_path / "run"
+    run_simulation(system, wl, "fifo", out_dir=out)
+    (out / "report").mkdir()
+    (out / "report" / "old.md").write_text("a report of the old run")
+    with pytest.raises(ConfigError, match="already holds files"):
+        run_simulation(system, wl, "easy", out_dir=out)
+    assert json.loads((out / "run.json").read_text())["dispatcher"]["name"] == "fifo"
+    run_simulation(system, wl, "easy", out_dir=out, force=True)
+    assert json.loads((out / "run.json").read_text())["dispatcher"]["name"] == "easy"
+    assert not (out / "report").exists()  # nothing of the old run stays beside the new one
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
+    assert h.validate(out).ok
+
+
+def test_an_interrupted_write_leaves_the_old_result_whole(tmp_path, monkeypatch):
+    system, wl = small()
+    out = tmp_path / "run"
+    run_simulation(system, wl, "fifo", out_dir=out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = store.write_json
+
+    def crash_on_summary(path, data):
+        if path.name == "summary.json":
+            raise KeyboardInterrupt  # Ctrl-C in the middle of writing the new run
+        real(path, data)
+
+    monkeypatch.setattr(store, "write_json", crash_on_summary)
+    with pytest.raises(KeyboardInterrupt):
+        run_simulation(system, wl, "easy", out_dir=out, force=True)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
+
+
+def test_the_checkpoint_is_removed_only_once_the_outputs_are_written(tmp_path, monkeypatch):
+    system, wl = small()
+    checkpoint = tmp_path / "run.ckpt"
+
+    def failing_write(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("hpcdispatch.runner.write_result", failing_write)
+    with pytest.raises(OSError, match="No space left"):
+        run_simulation(system, wl, "conservative", out_dir=tmp_path / "run", checkpoint=checkpoint,
+                       checkpoint_every=0.0)
+    assert checkpoint.is_file()  # the run can be finished from it
+    monkeypatch.undo()
+    done = run_simulation(system, wl, "conservative", out_dir=tmp_path / "run", checkpoint=checkpoint)
+    assert done.result.extra["checkpoint"]["resumed_at"] is not None and done.validation.ok
+    assert not checkpoint.exists()
+
+
+@pytest.mark.parametrize("mask, others_read", [(0o022, True), (0o077, False)])
+def test_outputs_follow_the_umask(tmp_path, mask, others_read):
+    system, wl = small()
+    old = os.umask(mask)
+    try:
+        out = tmp_path / "run"
+        run_simulation(system, wl, "easy", out_dir=out)
+        from hpcdispatch.report import write_report
+
+        write_report(out)
+    finally:
+        os.umask(old)
+    paths = [out, *out.rglob("*")]
+    assert len(paths) > 10
+    for path in paths:
+        mode = path.stat().st_mode
+        assert bool(mode & 0o004) == others_read, (path, oct(mode))
+        assert bool(mode & 0o040) == (mask == 0o022), (path, oct(mode))
+        if path.is_dir():
+            assert bool(mode & 0o001) == others_read, (path, oct(mode))
+
+
+def test_a_report_replaces_the_previous_one_as_a_whole(tmp_path):
+    system, wl = small()
+    out = tmp_path / "run"
+    run_simulation(system, wl, "easy", out_dir=out)
+    from hpcdispatch.report import write_report
+
+    write_report(out)
+    (out / "report" / "stale.png").write_bytes(b"from an older version")
+    html = write_report(out)
+    assert html == out / "report" / "report.html" and html.is_file()
+    assert not (out / "report" / "stale.png").exists()
+
+
+def test_atomic_dir_removes_what_it_wrote_on_failure_and_stale_dirs_of_dead_writers(tmp_path):
+    with pytest.raises(RuntimeError):
+        with atomic_dir(tmp_path / "x") as tmp:
+            (tmp / "half").write_text("half")
+            raise RuntimeError("disk full")
+    assert not (tmp_path / "x").exists() and list(tmp_path.iterdir()) == []
+    # a writer killed before it could clean up: found by host and pid, removed once dead
+    import socket
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f"{WRITING_PREFIX}{socket.gethostname()}-{int(dead.stdout)}-abc"
+    stale.mkdir()
+    mine = tmp_path / f"{WRITING_PREFIX}{socket.gethostname()}-{os.getpid()}-def"
+    mine.mkdir()
+    assert remove_stale_writing_dirs(tmp_path) == [stale]
+    assert mine.exists()
