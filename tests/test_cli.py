@@ -109,3 +109,18 @@ def test_errors_are_one_clear_line(tmp_path):
 def test_systems_lists_the_presets():
     p = run("systems")
     assert p.returncode == 0 and "eurora" in p.stdout and "kit-forhlr2" in p.stdout and "machine-l" in p.stdout
+
+
+def test_console_output_in_a_log_file(tmp_path):
+    # not a terminal (a pipe, as in a log file): plain progress lines, units in the headers,
+    # long names wrapped rather than cut at 80 columns, and a note on runs that cannot repeat
+    p = subprocess.run([sys.executable, "-m", "hpcdispatch", "compare", "-w", "synthetic:lublin,jobs=150,seed=2",
+                        "-d", "fifo,easy:allocator=best-fit,hcp", "-o", str(tmp_path / "out")],
+                       capture_output=True, text=True, env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "fifo: 150 / 150 jobs done (100 %)" in p.stdout
+    header = p.stdout[p.stdout.index("dispatcher"):]
+    assert "[s]" in header and "[ms]" in header
+    assert "easy-allocator_best-fit" in p.stdout and "…" not in p.stdout
+    assert "note: hcp searched with wall-clock time limits" in " ".join(p.stderr.split())
+    assert "deterministic=true makes it repeatable" in " ".join(p.stderr.split())

@@ -158,8 +158,13 @@ def cp_overrides(kw: dict[str, Any], label: str | None) -> dict[str, Any]:
 
 @contextmanager
 def progress_bar(label: str, total: int, quiet: bool) -> Iterator[Any]:
+    """A progress bar on a terminal; elsewhere (a log file, a pipe) a plain line at every
+    5 % of the jobs and at least every minute."""
     if quiet:
         yield None
+        return
+    if not console.is_terminal:
+        yield plain_progress(label)
         return
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -177,6 +182,55 @@ def progress_bar(label: str, total: int, quiet: bool) -> Iterator[Any]:
             progress.update(task, completed=done, t=f"{t:,.0f}")
 
         yield update
+
+
+def plain_progress(label: str, step: float = 0.05, every_s: float = 60.0) -> Any:
+    """``update(done, n, t)`` printing ``label: done / n jobs done (pct), sim t=...`` lines."""
+    import time
+
+    state = {"next": 0.0, "at": time.monotonic()}
+
+    def update(done: int, n: int, t: float) -> None:
+        share = done / n if n else 1.0
+        now = time.monotonic()
+        if share >= state["next"] or now - state["at"] >= every_s or done == n:
+            state["next"] = (int(share / step) + 1) * step
+            state["at"] = now
+            print(f"{label}: {done:,} / {n:,} jobs done ({100 * share:.0f} %), sim t={t:,.0f} s", flush=True)
+
+    return update
+
+
+def plain_table(title: str, header: list[str], rows: list[list[str]], first_left: bool = True) -> Table:
+    """A table whose texts are printed as they are (no rich markup: ``[s]`` stays a unit) and
+    wrapped, not cut, when the terminal is narrow (the first column gets the most room)."""
+    from rich import box
+    from rich.text import Text
+
+    natural = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
+    widths: list[int | None] = [None] * len(header)
+    if sum(natural) + 2 * len(header) > console.width:  # narrow: headers wrap at words, names fold
+        least = [max([len(w) for w in h.split()] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
+        widths = least[:]
+        widths[0] = max(least[0] // 3, 8, console.width - 2 * len(header) - sum(least[1:]))
+        widths[0] = min(widths[0], natural[0])
+    table = Table(title=Text(title), box=box.SIMPLE_HEAD, pad_edge=False)
+    for k, h in enumerate(header):
+        table.add_column(Text(h), justify="left" if k == 0 and first_left else "right", overflow="fold",
+                         width=widths[k])
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
+
+
+def note_repeatability(label: str, result: Any) -> None:
+    """Say so when a run cannot be repeated exactly (a solver stopped by the wall clock)."""
+    tags = result.tags
+    if tags.get("uses_solver") and not tags.get("deterministic", True):
+        err_console.print(f"note: {label} searched with wall-clock time limits, so another run may give another "
+                          "schedule (the machine's load decides how far each search gets); "
+                          + ("deterministic=true makes it repeatable" if "deterministic" in result.dispatcher["params"]
+                             else "its results are samples of a noisy search"), markup=False)
 
 
 def print_validation(report: Any) -> None:
@@ -262,6 +316,7 @@ def simulate(**kw: Any) -> None:
                                  checkpoint=kw["checkpoint"], checkpoint_every=kw["checkpoint_every"],
                                  force=kw["force"])
     s = outcome.summary
+    note_repeatability(spec.run_label, outcome.result)
     journal = outcome.result.extra.get("journal")
     if journal:
         console.print(f"journal {journal['path']}: {journal['replayed']} decisions replayed, "
@@ -339,6 +394,7 @@ def _compare_into(out: Path, specs: list[Any], system: Any, workload: Any, kw: d
                                      out_dir=out / label, progress=update, allocator=kw["allocator"],
                                      overrides=cp_overrides(kw, label))
         summaries.append(outcome.summary)
+        note_repeatability(label, outcome.result)
         started = ~np.isnan(outcome.result.start)
         waits[label] = outcome.result.start[started] - workload.submit[started]
         real = outcome.result.end[started] - outcome.result.start[started]
@@ -351,12 +407,7 @@ def _compare_into(out: Path, specs: list[Any], system: Any, workload: Any, kw: d
     frame = comparison_frame(summaries)
     write_comparison_report(out, frame, waits, notes, accuracies)
     header, rows = display_rows(frame, compact=True)
-    table = Table(title=f"{len(workload)} jobs of {workload.source.spec} on {system.name}")
-    for h in header:
-        table.add_column(h, justify="left" if h == "dispatcher" else "right")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    console.print(plain_table(f"{len(workload)} jobs of {workload.source.spec} on {system.name}", header, rows))
     return invalid
 
 
