@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import pandas as pd
 import pytest
-from helpers import cores_system, job, simulate
+from helpers import cores_system, job, simulate, trace
 
 from hpcdispatch.errors import ScheduleValidationError
 from hpcdispatch.results import write_result
 from hpcdispatch.results.store import workload_frame
 from hpcdispatch.system import load_system
-from hpcdispatch.validation import validate_run_dir, validate_tables
+from hpcdispatch.validation import validate_result, validate_run_dir, validate_tables
 from hpcdispatch.workload import load_workload
+from hpcdispatch.workload.job import GrowthRequest, Workload
+from hpcdispatch.workload.loader import resolve_system
+from hpcdispatch.workload.swf import SwfOptions
 
 
 @pytest.fixture()
@@ -127,3 +133,264 @@ def test_node_listed_twice_unknown_rows_and_per_node_limit_are_caught():
     stray = pd.concat([allocs, allocs[allocs.job_id == 1].assign(job_id=99)], ignore_index=True)
     report = check(system, wl, jobs, stray)
     assert any(v.kind == "unknown" and "99" in v.message for v in report.violations)
+
+
+# ---- issue 33: nothing lost, nothing false ------------------------------------------------
+
+def kinds(report):
+    return {v.kind for v in report.violations}
+
+
+def test_nan_times_never_drop_a_row_out_of_the_capacity_sweep():
+    # 2 single-core nodes, jobs 1 and 2 both run [0, 10): job 2 moved onto job 1's node
+    system = cores_system(2, 1)
+    r = simulate(system, [job(1, 0, 10), job(2, 0, 10)], "fifo")
+    wl, jobs, allocs = workload_frame(r), r.jobs_frame(), r.allocations_frame()
+    assert check(system, wl, jobs, allocs).ok
+    for cols in (["from"], ["to"], ["from", "to"]):
+        a = allocs.copy()
+        a.loc[a.job_id == 2, "node"] = 0
+        a.loc[a.job_id == 2, cols] = float("nan")
+        report = check(system, wl, jobs, a)
+        assert not report.ok, cols
+        assert any(v.kind == "time" and "job 2" in v.message and "node 0" in v.message for v in report.violations), cols
+        # the row still takes part in the sweep (at the job's own start and end)
+        assert any(v.kind == "capacity" and "node 0" in v.message for v in report.violations), cols
+    for value in (float("inf"), float("-inf")):
+        a = allocs.copy()
+        a.loc[a.job_id == 2, "to"] = value
+        report = check(system, wl, jobs, a)
+        assert any(v.kind == "time" and "job 2" in v.message for v in report.violations)
+    # an empty or negative interval is reported, not silently left out
+    a = allocs.copy()
+    a.loc[a.job_id == 2, ["node", "from", "to"]] = [0, 5.0, 5.0]
+    assert any(v.kind == "time" and "job 2" in v.message for v in check(system, wl, jobs, a).violations)
+    # a node (or a unit count) that is not an integer: reported, never a crash
+    for col, value in (("node", float("nan")), ("units", 1.5)):
+        a = allocs.astype({col: float})
+        a.loc[a.job_id == 2, col] = value
+        report = check(system, wl, jobs, a)
+        assert any(v.kind == "row" and "job 2" in v.message for v in report.violations), col
+    # a non-finite start or end of a started job
+    for col in ("start", "end"):
+        j = jobs.copy()
+        j.loc[j.job_id == 1, col] = float("inf")
+        report = check(system, wl, j, allocs)
+        assert any(v.kind == "time" and "job 1" in v.message for v in report.violations), col
+
+
+def test_nan_from_in_a_run_directory_is_caught(tmp_path):
+    # a row moved onto a node busy with another job: caught as a capacity violation, and
+    # still caught once its ``from`` is NaN
+    system = load_system("machine-s")
+    r = simulate(system, load_workload("synthetic:lublin,jobs=80,seed=3,load=1.2", system), "easy")
+    write_result(r, tmp_path / "run")
+    allocs = pd.read_parquet(tmp_path / "run" / "allocations.parquet")
+    wl, jobs = pd.read_parquet(tmp_path / "run" / "workload.parquet"), pd.read_parquet(tmp_path / "run" / "jobs.parquet")
+    for k in allocs.index:
+        b_job = allocs.job_id[k]
+        busy = allocs[(allocs["from"] < allocs.to[k]) & (allocs.to > allocs["from"][k]) & (allocs.job_id != b_job)
+                      & ~allocs.node.isin(allocs.node[allocs.job_id == b_job])]
+        moved = [allocs.assign(node=allocs.node.where(allocs.index != k, n)) for n in busy.node.unique()]
+        moved = [a for a in moved if "capacity" in kinds(check(system, wl, jobs, a))]
+        if moved:
+            break
+    a = moved[0]
+    node = int(a.node[k])
+    a.loc[k, "from"] = float("nan")
+    assert check(system, wl, jobs, a).violations  # (fails before the fix: the row drops out)
+    a.to_parquet(tmp_path / "run" / "allocations.parquet", index=False)
+    report = validate_run_dir(tmp_path / "run")
+    assert not report.ok
+    assert any(f"job {b_job}" in v.message and f"node {node}" in v.message for v in report.violations)
+
+
+def rejected_tables(tables, reason=""):
+    system, wl, jobs, allocs = tables
+    jobs = jobs.copy()
+    jobs.loc[jobs.job_id == 3, ["start", "end"]] = float("nan")
+    jobs.loc[jobs.job_id == 3, ["status", "reject_reason"]] = ["rejected", reason]
+    jobs.loc[jobs.job_id == 3, "killed"] = False
+    return system, wl, jobs, allocs[allocs.job_id != 3]
+
+
+def test_rejections_must_be_declared_and_explained(tables):
+    system, wl, jobs, allocs = rejected_tables(tables)
+    # EASY / FIFO never reject: a job removed from the schedule and marked rejected is caught
+    report = validate_tables(system, wl, jobs, allocs, dispatcher_tags={"rejects": False})
+    assert any(v.kind == "rejected" and "job 3" in v.message and "never rejects" in v.message for v in report.violations)
+    assert any(v.kind == "rejected" and "job 3" in v.message and "without a reason" in v.message for v in report.violations)
+    # a dispatcher that may reject: only with a reason
+    report = validate_tables(system, wl, jobs, allocs, dispatcher_tags={"rejects": True})
+    assert [v.kind for v in report.violations] == ["rejected"] and "without a reason" in report.violations[0].message
+    system, wl, jobs, allocs = rejected_tables(tables, reason="too wide")
+    assert validate_tables(system, wl, jobs, allocs, dispatcher_tags={"rejects": True}).ok
+    # tags unknown (an old run): said in the notes, no verdict invented
+    report = validate_tables(system, wl, jobs, allocs)
+    assert report.ok and any("rejects" in n and "unknown" in n for n in report.notes)
+    # a rejected job that still holds allocation rows or has a start
+    allocs0 = tables[3]
+    report = validate_tables(system, wl, jobs, allocs0, dispatcher_tags={"rejects": True})
+    assert any(v.kind == "rejected" and "job 3" in v.message and "allocation" in v.message for v in report.violations)
+
+
+def test_run_dir_rejections_are_checked_against_run_json(tmp_path):
+    system = cores_system(2, 2)
+    r = simulate(system, [job(1, 0, 10, units=2, req=(2,)), job(2, 1, 5, req=(2,)), job(3, 2, 5, req=(1,))], "fifo")
+    write_result(r, tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["dispatcher_tags"]["rejects"] is False
+    jobs = pd.read_parquet(tmp_path / "run" / "jobs.parquet")
+    jobs.loc[jobs.job_id == 3, ["start", "end"]] = float("nan")
+    jobs.loc[jobs.job_id == 3, ["status", "reject_reason"]] = ["rejected", "no room"]
+    jobs.to_parquet(tmp_path / "run" / "jobs.parquet", index=False)
+    allocs = pd.read_parquet(tmp_path / "run" / "allocations.parquet")
+    allocs[allocs.job_id != 3].to_parquet(tmp_path / "run" / "allocations.parquet", index=False)
+    report = validate_run_dir(tmp_path / "run")
+    assert any(v.kind == "rejected" and "job 3" in v.message for v in report.violations)
+
+
+def test_validate_result_reads_the_tags_of_the_result():
+    from test_simulator import RejectWide
+
+    r = simulate(cores_system(2, 1), [job(1, 0, 5, units=2), job(2, 0, 5)], RejectWide())  # valid
+    r.tags = {**r.tags, "rejects": False}
+    report = validate_result(r)
+    assert any(v.kind == "rejected" and "job 1" in v.message for v in report.violations)
+
+
+def test_an_extra_segment_for_a_job_that_never_grows_is_caught(tmp_path):
+    system = load_system("machine-s")
+    r = simulate(system, load_workload("synthetic:lublin,jobs=40,seed=3", system), "easy")
+    write_result(r, tmp_path / "run")
+    allocs = pd.read_parquet(tmp_path / "run" / "allocations.parquet")
+    jobs = pd.read_parquet(tmp_path / "run" / "jobs.parquet")
+    victim = jobs.iloc[0]
+    during = allocs[(allocs["from"] < victim.end) & (allocs.to > victim.start + 1)]
+    free_node = next(n for n in range(system.n_nodes) if n not in set(during.node))
+    extra = allocs[allocs.job_id == victim.job_id].iloc[[0]].assign(segment=1, node=free_node)
+    extra["from"] = victim.start + 1
+    pd.concat([allocs, extra], ignore_index=True).to_parquet(tmp_path / "run" / "allocations.parquet", index=False)
+    report = validate_run_dir(tmp_path / "run")
+    assert any(v.kind == "growth" and f"job {int(victim.job_id)}" in v.message for v in report.violations)
+    # without the workload's source (growth requests unknown): a note, not a silent pass
+    report = validate_run_dir(tmp_path / "run", reload_workload=False)
+    assert any("segment" in n and f"job {int(victim.job_id)}" in n for n in report.notes)
+
+
+def grown_run():
+    from test_simulator import GrowFirstFit
+
+    j1 = job(1, 0, 20, growth=(GrowthRequest(after=3, units=1), GrowthRequest(after=5, units=1)))
+    r = simulate(cores_system(4, 1), [j1, job(2, 6, 5)], GrowFirstFit())
+    return r
+
+
+def test_growth_segments_must_match_the_growth_requests():
+    r = grown_run()
+    system, wl, jobs, allocs = r.system, workload_frame(r), r.jobs_frame(), r.allocations_frame()
+    growth = {1: [(3.0, 1), (5.0, 1)]}
+    assert validate_tables(system, wl, jobs, allocs, growth=growth).ok
+    assert validate_tables(system, wl, jobs, allocs, growth={1: [(3.0, 1), (4.0, 1), (5.0, 1)]}).ok  # one refused
+    # a segment at another time than its request's
+    a = allocs.copy()
+    a.loc[(a.job_id == 1) & (a.segment == 2), "from"] = 6.0
+    report = validate_tables(system, wl, jobs, a, growth=growth)
+    assert any(v.kind == "growth" and "job 1" in v.message and "segment 2" in v.message for v in report.violations)
+    # more units than requested
+    a = allocs.copy()
+    a.loc[(a.job_id == 1) & (a.segment == 1), ["units", "core"]] = 2
+    report = validate_tables(system, wl, jobs, a, growth=growth)
+    assert any(v.kind == "growth" and "job 1" in v.message for v in report.violations)
+    # more segments than requests
+    report = validate_tables(system, wl, jobs, allocs, growth={1: [(3.0, 1)]})
+    assert any(v.kind == "growth" and "job 1" in v.message for v in report.violations)
+    # growth unknown: a note
+    report = validate_tables(system, wl, jobs, allocs)
+    assert report.ok and any("job 1" in n and "segment" in n for n in report.notes)
+
+
+def test_validate_result_reads_the_growth_requests_of_the_workload():
+    r = grown_run()
+    assert validate_result(r).ok
+    plain = Workload([j._replace(growth=()) for j in r.workload.jobs], r.workload.resources)
+    report = validate_result(dataclasses.replace(r, workload=plain))
+    assert any(v.kind == "growth" and "job 1" in v.message for v in report.violations)
+
+
+def kth_run(tmp_path):
+    system = load_system("kth-sp2")
+    r = simulate(system, load_workload("synthetic:lublin,jobs=60,seed=2", system), "easy")
+    write_result(r, tmp_path / "run")
+    return tmp_path / "run"
+
+
+def test_the_stored_system_is_checked_against_the_preset_the_run_names(tmp_path):
+    run = kth_run(tmp_path)
+    toml = (run / "system.toml").read_text()
+    assert "count = 100" in toml
+    (run / "system.toml").write_text(toml.replace("count = 100", "count = 101"))
+    allocs = pd.read_parquet(run / "allocations.parquet")
+    j = int(allocs.job_id.iloc[-1])
+    allocs.loc[allocs.index[-1], "node"] = 100
+    allocs.to_parquet(run / "allocations.parquet", index=False)
+    report = validate_run_dir(run)
+    assert any(v.kind == "system" and "kth-sp2" in v.message and "101" in v.message for v in report.violations)
+    assert any(v.kind == "node" and f"job {j}" in v.message and "node 100" in v.message for v in report.violations)
+
+
+def test_every_workload_column_is_compared_with_the_source(tmp_path):
+    run = kth_run(tmp_path)
+    stored = pd.read_parquet(run / "workload.parquet")
+    stored.loc[3, "max_units_per_node"] = 1
+    stored.to_parquet(run / "workload.parquet", index=False)
+    report = validate_run_dir(run)
+    assert any("max_units_per_node" in v.message and "differs from its source" in v.message for v in report.violations)
+
+
+@pytest.mark.parametrize("status", ["queued", "pending", "running", "finished"])
+def test_unfinished_or_unknown_status_is_caught(tables, status):
+    system, wl, jobs, allocs = tables
+    j = jobs.copy()
+    j.loc[j.job_id == 3, "status"] = status
+    report = check(system, wl, j, allocs)
+    assert any(v.kind == "status" and "job 3" in v.message and status in v.message for v in report.violations)
+
+
+def test_status_must_agree_with_start_and_end(tables):
+    system, wl, jobs, allocs = tables
+    j = jobs.copy()
+    j.loc[j.job_id == 3, "status"] = "killed"  # ran its full run time
+    assert any(v.kind == "status" and "job 3" in v.message for v in check(system, wl, j, allocs).violations)
+    j = jobs.copy()
+    j.loc[j.job_id == 3, "end"] = float("nan")
+    assert any(v.kind == "status" and "job 3" in v.message for v in check(system, wl, j, allocs).violations)
+
+
+@pytest.mark.parametrize("field", ["jobs", "started", "rejected", "killed", "wait_mean", "slowdown_mean",
+                                   "bounded_slowdown_mean", "makespan"])
+def test_the_summary_is_recomputed_from_the_tables(tmp_path, field):
+    system = load_system("machine-s")
+    r = simulate(system, load_workload("synthetic:lublin,jobs=60,seed=3,load=1.2", system), "easy")
+    write_result(r, tmp_path / "run")
+    assert validate_run_dir(tmp_path / "run").ok
+    path = tmp_path / "run" / "summary.json"
+    summary = json.loads(path.read_text())
+    true = summary[field]
+    summary[field] = true + 1
+    path.write_text(json.dumps(summary))
+    report = validate_run_dir(tmp_path / "run")
+    assert [v.kind for v in report.violations] == ["summary"]
+    msg = report.violations[0].message
+    assert field in msg and f"{true + 1:.12g}" in msg and f"{true:.12g}" in msg
+
+
+def test_a_system_derived_from_the_trace_header_is_derived_again(tmp_path):
+    path = str(trace("KTH-SP2-1996-2.1-cln.swf.gz"))
+    system = resolve_system("from-trace", path)
+    r = simulate(system, load_workload(path, system, SwfOptions(max_jobs=60)), "easy")
+    write_result(r, tmp_path / "run")
+    assert validate_run_dir(tmp_path / "run").ok
+    toml = (tmp_path / "run" / "system.toml").read_text()
+    (tmp_path / "run" / "system.toml").write_text(toml.replace("core = 1", "core = 2"))
+    report = validate_run_dir(tmp_path / "run")
+    assert any(v.kind == "system" and "SWF header" in v.message and "core = 2" in v.message for v in report.violations)

@@ -7,21 +7,44 @@ with the simulator's bookkeeping. It reports every violation it finds, earliest 
 - a job of the workload missing from the schedule, listed twice, or unknown;
 - a job started before its submission, never started (without being rejected), or started
   twice (two first allocation segments);
+- a started job whose start or end is not a finite time, an allocation row whose ``from`` or
+  ``to`` is not finite or that does not end after it begins (no row leaves the capacity sweep
+  unreported: a non-finite ``from`` of a first segment is swept from its job's start, a
+  non-finite ``to`` until its job's end);
+- a job whose status is not ``completed``, ``killed`` or ``rejected`` (every job has one of
+  them when a run ends), or disagrees with its times: completed and killed jobs started and
+  ended, rejected ones did neither; ``killed`` exactly when the job ran into its wall-time;
+- a rejected job without a reason, rejected by a dispatcher whose tags say it never rejects
+  (``rejects: false``), or holding allocation rows (tags unknown: said in the notes);
 - a job that ran other than ``min(run time, wall-time)`` (or its run time when wall-time kills
   are off), or whose ``killed`` flag disagrees;
 - an allocation that does not hold exactly the job's units, amounts other than
   ``units x per-unit request + per-node request``, a node out of range or used twice by one
-  segment, more units on a node than ``max_units_per_node``;
+  segment, more units on a node than ``max_units_per_node``, a negative segment number, a
+  node, unit count, segment or amount that is not an integer;
+- a later allocation segment (``segment k >= 1``, a growth grant) that no growth request of
+  the job's workload entry explains: the ``k``-th granted request (requests in order of
+  ``after``; a refused one has no segment) must start the segment at ``start + after`` with
+  exactly its units (growth requests unknown: said in the notes);
 - Slurm-style constraints: a job with ``node_count`` on another number of distinct nodes, a
   ``contiguous`` job on nodes that are not consecutive indices (the per-node extras are part of
   the amount rule above);
 - at any instant, on any node, for any resource, more in use than the node's capacity
   (a job ending at ``t`` releases before a job starting at ``t`` acquires).
+
+A run directory (:func:`validate_run_dir`) is checked against what it can re-derive, not
+against its stored copies: the system the run names (a preset, or ``from-trace:...`` derived
+again from the trace's SWF header: a stored ``system.toml`` that differs from it is a
+violation), the workload re-read from its source (every stored column compared with it; the
+schedule is checked against the source), and ``summary.json``'s job counts, mean wait,
+slowdown, bounded slowdown and makespan recomputed from the tables.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +93,15 @@ class ValidationReport:
         if self.ok:
             return f"valid: {self.jobs} jobs, {self.allocation_rows} allocation rows checked"
         lines = [f"INVALID: {len(self.violations)} violation(s); earliest first:"]
-        lines += [f"  t={v.time:g} [{v.kind}] {v.message}" for v in sorted(self.violations)[:20]]
+        lines += [f"  t={v.time:.15g} [{v.kind}] {v.message}" for v in sorted(self.violations)[:20]]
         return "\n".join(lines)
+
+
+def _jobs(values: np.ndarray, limit: int = 5) -> str:
+    """``"job 3, job 7 ... (12 in all)"``: messages name every job they are about."""
+    vals = [f"job {int(v)}" for v in values[:limit]]
+    more = f" ... ({len(values)} in all)" if len(values) > limit else ""
+    return ", ".join(vals) + more
 
 
 def _ids(values: np.ndarray, limit: int = 5) -> str:
@@ -80,14 +110,34 @@ def _ids(values: np.ndarray, limit: int = 5) -> str:
     return ", ".join(map(str, vals)) + more
 
 
+#: the statuses a job can have when a run has ended
+FINAL_STATUSES = ("completed", "killed", "rejected")
+#: summary fields recomputed from the tables by :func:`validate_run_dir`
+SUMMARY_COUNTS = ("jobs", "started", "rejected", "killed")
+SUMMARY_MEANS = ("wait_mean", "slowdown_mean", "bounded_slowdown_mean", "makespan")
+SUMMARY_RTOL = 1e-9
+
+Growth = Mapping[int, Sequence[Any]]
+
+
 def validate_tables(
     system: System,
     workload: pd.DataFrame,
     jobs: pd.DataFrame,
     allocations: pd.DataFrame,
     walltime_kill: bool = True,
+    *,
+    dispatcher_tags: Mapping[str, Any] | None = None,
+    growth: Growth | None = None,
 ) -> ValidationReport:
-    """Validate a schedule given as tables (see the module docstring for the rules)."""
+    """Validate a schedule given as tables (see the module docstring for the rules).
+
+    ``dispatcher_tags``: the tags the dispatcher declared (``run.json``'s ``dispatcher_tags``,
+    ``SimulationResult.tags``); ``rejects`` says whether it may reject jobs. ``growth``: job id
+    -> its growth requests, each ``(after, units)`` or an object with ``after`` and ``units``
+    (jobs without any may be left out). ``None`` for either: unknown, said in the notes when
+    the schedule needs it (rejected jobs, later allocation segments); no verdict is invented.
+    """
     report = ValidationReport(jobs=len(workload), allocation_rows=len(allocations))
     resources = list(system.resources)
     cap = system.capacity
@@ -99,17 +149,17 @@ def validate_tables(
     wl_ids = workload["job_id"].to_numpy()
     wl_dup = pd.Index(wl_ids).duplicated()
     if wl_dup.any():
-        report.add(-np.inf, "workload", f"duplicate job ids in the workload: {_ids(wl_ids[wl_dup])}")
+        report.add(-np.inf, "workload", f"duplicate job ids in the workload: {_jobs(wl_ids[wl_dup])}")
     job_ids = jobs["job_id"].to_numpy()
     job_dup = pd.Index(job_ids).duplicated()
     if job_dup.any():
-        report.add(-np.inf, "twice", f"jobs listed more than once in the schedule: {_ids(job_ids[job_dup])}")
+        report.add(-np.inf, "twice", f"jobs listed more than once in the schedule: {_jobs(job_ids[job_dup])}")
     missing = np.setdiff1d(wl_ids, job_ids)
     if len(missing):
-        report.add(-np.inf, "missing", f"jobs of the workload missing from the schedule: {_ids(missing)}")
+        report.add(-np.inf, "missing", f"jobs of the workload missing from the schedule: {_jobs(missing)}")
     unknown = np.setdiff1d(job_ids, wl_ids)
     if len(unknown):
-        report.add(-np.inf, "unknown", f"schedule lists jobs not in the workload: {_ids(unknown)}")
+        report.add(-np.inf, "unknown", f"schedule lists jobs not in the workload: {_jobs(unknown)}")
     common = np.intersect1d(wl_ids, job_ids)
     w_pos = _positions(wl_ids, wl_dup, common)
     j_pos = _positions(job_ids, job_dup, common)
@@ -130,31 +180,78 @@ def validate_tables(
     wall = w_col("wall_time", np.float64)
     ids = common
 
+    def job_name(i: int) -> str:
+        return f"job {int(ids[i])}"
+
     rejected = status == "rejected"
     never = np.isnan(start) & ~rejected
     for i in np.flatnonzero(never)[:20]:
-        report.add(submit[i], "never", f"job {int(ids[i])} (submitted at {submit[i]:g}) never started and was not rejected")
+        report.add(submit[i], "never", f"job {int(ids[i])} (submitted at {submit[i]:.15g}) never started and was not rejected")
     started = ~np.isnan(start)
-    bad_rej = rejected & started
+    ended = ~np.isnan(end)
+    # a started job has a finite start and a finite end (NaN / inf never drop out of a check)
+    timed = started & np.isfinite(start) & np.isfinite(end)
+    for i in np.flatnonzero(started & ~timed)[:20]:
+        report.add(start[i], "time", f"{job_name(i)} has start {start[i]:.15g} and end {end[i]:.15g}: a started job needs "
+                                     "finite start and end times")
+    bad_rej = rejected & (started | ended)
     for i in np.flatnonzero(bad_rej)[:20]:
-        report.add(start[i], "rejected", f"job {int(ids[i])} is marked rejected but has a start time {start[i]:g}")
+        report.add(start[i] if started[i] else end[i], "rejected",
+                   f"job {int(ids[i])} is marked rejected but has a start time {start[i]:.15g} (end {end[i]:.15g})")
     early = started & (start < submit - TOL)
     for i in np.flatnonzero(early)[:20]:
-        report.add(start[i], "early", f"job {int(ids[i])} started at {start[i]:g}, before its submission at {submit[i]:g}")
+        report.add(start[i], "early", f"job {int(ids[i])} started at {start[i]:.15g}, before its submission at {submit[i]:.15g}")
     expected = np.minimum(run, wall) if walltime_kill else run
-    wrong = started & ~(np.abs((end - start) - expected) <= TOL * np.maximum(1.0, np.abs(expected)))
+    wrong = timed & ~(np.abs((end - start) - expected) <= TOL * np.maximum(1.0, np.abs(expected)))
     for i in np.flatnonzero(wrong)[:20]:
         report.add(
             start[i],
             "duration",
-            f"job {int(ids[i])} ran {end[i] - start[i]:g} s ({start[i]:g} -> {end[i]:g}); it should run "
-            f"{expected[i]:g} s (run time {run[i]:g}, wall-time {wall[i]:g}, kills {'on' if walltime_kill else 'off'})",
+            f"job {int(ids[i])} ran {end[i] - start[i]:.15g} s ({start[i]:.15g} -> {end[i]:.15g}); it should run "
+            f"{expected[i]:.15g} s (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills {'on' if walltime_kill else 'off'})",
         )
+    should_kill = started & (walltime_kill & (run > wall))
     if "killed" in jobs.columns:
-        should_kill = started & (walltime_kill & (run > wall))
         flag = j_col("killed", bool)
         for i in np.flatnonzero(started & (flag != should_kill))[:20]:
-            report.add(start[i], "killed", f"job {int(ids[i])}: killed flag is {bool(flag[i])}, expected {bool(should_kill[i])}")
+            report.add(start[i], "killed", f"job {int(ids[i])} (started at {start[i]:.15g}): killed flag is {bool(flag[i])}, expected {bool(should_kill[i])}")
+
+    # ---- statuses: every job ended the run completed, killed or rejected -------------------
+    final = np.isin(status, FINAL_STATUSES)
+    for i in np.flatnonzero(~final)[:20]:
+        report.add(start[i] if started[i] else submit[i], "status",
+                   f"{job_name(i)} ends the run with status '{status[i]}'; every job ends it "
+                   f"{', '.join(FINAL_STATUSES[:-1])} or {FINAL_STATUSES[-1]}")
+    ran_status = (status == "completed") | (status == "killed")
+    for i in np.flatnonzero(ran_status & ~(started & ended))[:20]:
+        report.add(start[i] if started[i] else submit[i], "status",
+                   f"{job_name(i)} is '{status[i]}' but has start {start[i]:.15g} and end {end[i]:.15g} (a {status[i]} job "
+                   "started and ended)")
+    for i in np.flatnonzero(ran_status & started & ((status == "killed") != should_kill))[:20]:
+        report.add(start[i], "status",
+                   f"{job_name(i)} is '{status[i]}', but it {'ran into' if should_kill[i] else 'did not run into'} its "
+                   f"wall-time (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills {'on' if walltime_kill else 'off'})")
+
+    # ---- rejections: declared by the dispatcher, always with a reason ----------------------
+    if rejected.any():
+        rej = np.flatnonzero(rejected)
+        if "reject_reason" in jobs.columns:
+            reasons = pd.Series(j_col("reject_reason")[rej], dtype=object).fillna("").astype(str).str.strip()
+            for i in rej[(reasons == "").to_numpy()][:20]:
+                report.add(submit[i], "rejected", f"{job_name(i)} (submitted at {submit[i]:.15g}) is rejected without a "
+                                                  "reason (every rejection carries the dispatcher's reason)")
+        else:
+            report.notes.append(f"the jobs table has no reject_reason column: the reasons of {len(rej)} rejected "
+                                f"job(s) ({_jobs(ids[rej])}) were not checked")
+        rejects = dispatcher_tags.get("rejects") if isinstance(dispatcher_tags, Mapping) else None
+        if rejects is None:
+            report.notes.append(f"the dispatcher's tags are unknown (no dispatcher_tags 'rejects'): whether it may "
+                                f"reject jobs is unknown; {len(rej)} rejected job(s) ({_jobs(ids[rej])}) were not checked "
+                                "against it")
+        elif not rejects:
+            for i in rej[:20]:
+                report.add(submit[i], "rejected", f"{job_name(i)} (submitted at {submit[i]:.15g}) is rejected, but the "
+                                                  "dispatcher's tags say it never rejects (rejects: false)")
 
     # ---- allocations ----------------------------------------------------------------------
     a = allocations
@@ -164,16 +261,26 @@ def validate_tables(
     known = row_job < len(common)
     known[known] = common[row_job[known]] == row_ids[known]
     if not known.all():
-        report.add(-np.inf, "unknown", f"allocation rows for unknown jobs: {_ids(np.unique(row_ids[~known]))}")
+        report.add(-np.inf, "unknown", f"allocation rows for unknown jobs: {_jobs(np.unique(row_ids[~known]))}")
         a = a[known]
         row_job = row_job[known]
     del row_ids
-    node = a["node"].to_numpy(np.int64)
-    units = a["units"].to_numpy(np.int64)
     t_from = a["from"].to_numpy(np.float64)
     t_to = a["to"].to_numpy(np.float64)
-    seg = a["segment"].to_numpy(np.int64)
-    amounts = np.stack([a[r].to_numpy(np.int64) for r in resources], axis=1) if len(a) else np.zeros((0, len(resources)), np.int64)
+    node, bad_node = _int_column(a, "node")
+    units, bad_units = _int_column(a, "units")
+    seg, bad_seg = _int_column(a, "segment")
+    n_rows = len(a)
+    amount_cols = [_int_column(a, r) for r in resources]
+    amounts = np.stack([c[0] for c in amount_cols], axis=1) if n_rows else np.zeros((0, len(resources)), np.int64)
+    bad_amount_value = np.zeros(n_rows, bool)
+    for _, bad in amount_cols:
+        bad_amount_value |= bad
+    del amount_cols
+    for k in np.flatnonzero(bad_node | bad_units | bad_seg | bad_amount_value)[:20]:
+        report.add(t_from[k], "row", f"job {int(ids[row_job[k]])}: an allocation row holds values that are not "
+                                     f"integers (node {a['node'].iloc[k]}, units {a['units'].iloc[k]}, segment "
+                                     f"{a['segment'].iloc[k]}, amounts {[a[r].iloc[k] for r in resources]})")
     n_common = len(common)
     unit_req = np.stack([w_col(f"unit_{r}", np.int64) for r in resources], axis=1)
     max_pn = w_col("max_units_per_node", np.int64) if "max_units_per_node" in workload.columns else np.zeros(n_common, np.int64)
@@ -184,9 +291,16 @@ def validate_tables(
     node_count = w_col("node_count", np.int64) if "node_count" in workload.columns else np.zeros(n_common, np.int64)
     contiguous = w_col("contiguous", bool) if "contiguous" in workload.columns else np.zeros(n_common, bool)
 
-    out_of_range = (node < 0) | (node >= system.n_nodes)
+    out_of_range = ((node < 0) | (node >= system.n_nodes)) & ~bad_node
     for k in np.flatnonzero(out_of_range)[:20]:
-        report.add(t_from[k], "node", f"job {int(ids[row_job[k]])} uses node {int(node[k])}, the system has {system.n_nodes}")
+        report.add(t_from[k], "node", f"job {int(ids[row_job[k]])} uses node {int(node[k])} from {t_from[k]:.15g}, the system has {system.n_nodes} "
+                                     f"(nodes 0 to {system.n_nodes - 1})")
+    # every row holds its node from a finite ``from`` to a finite, later ``to``
+    bad_times = ~(np.isfinite(t_from) & np.isfinite(t_to) & (t_to > t_from))
+    for k in np.flatnonzero(bad_times)[:20]:
+        report.add(t_from[k], "time",
+                   f"job {int(ids[row_job[k]])} holds node {int(node[k])} from {t_from[k]:.15g} to {t_to[k]:.15g} (segment "
+                   f"{int(seg[k])}): an allocation row needs finite times, 'to' after 'from'")
     expected_amounts = units[:, None] * unit_req[row_job] + per_node[row_job]
     bad_amount = (amounts != expected_amounts).any(axis=1) | (units <= 0)
     del expected_amounts
@@ -194,41 +308,57 @@ def validate_tables(
         extra = per_node[row_job[k]]
         report.add(
             t_from[k], "amount",
-            f"job {int(ids[row_job[k]])} on node {int(node[k])}: {int(units[k])} unit(s) but amounts "
+            f"job {int(ids[row_job[k]])} on node {int(node[k])} from {t_from[k]:.15g}: {int(units[k])} unit(s) but amounts "
             f"{amounts[k].tolist()} (per-unit request {unit_req[row_job[k]].tolist()}"
             + (f", per-node request {extra.tolist()})" if extra.any() else ")"),
         )
     seg0 = seg == 0
+    for k in np.flatnonzero(seg < 0)[:20]:
+        report.add(t_from[k], "segment", f"job {int(ids[row_job[k]])} holds node {int(node[k])} in allocation segment "
+                                         f"{int(seg[k])} (segments are numbered from 0)")
     # units per job in segment 0 and agreement with start/end
     units_first = np.bincount(row_job[seg0], weights=units[seg0], minlength=len(common))
     req_units = w_col("units", np.int64)
     wrong_units = started & (units_first != req_units)
     for i in np.flatnonzero(wrong_units)[:20]:
-        report.add(start[i], "units", f"job {int(ids[i])} got {int(units_first[i])} unit(s) at its start, it requests {int(req_units[i])}")
-    has_rows = np.bincount(row_job, minlength=len(common)) > 0
-    for i in np.flatnonzero(~started & has_rows)[:20]:
+        report.add(start[i], "units", f"job {int(ids[i])} got {int(units_first[i])} unit(s) at its start at {start[i]:.15g}, it requests "
+                                      f"{int(req_units[i])}")
+    rows_per_job = np.bincount(row_job, minlength=len(common))
+    has_rows = rows_per_job > 0
+    for i in np.flatnonzero(~started & has_rows & ~rejected)[:20]:
         report.add(submit[i], "never", f"job {int(ids[i])} has allocation rows but no start time")
+    if rejected.any():
+        first_row = np.full(len(common), -1, np.int64)
+        first_row[row_job[::-1]] = np.arange(len(row_job))[::-1]
+        for i in np.flatnonzero(rejected & has_rows)[:20]:
+            k = first_row[i]
+            report.add(t_from[k], "rejected", f"{job_name(i)} is marked rejected but holds {int(rows_per_job[i])} "
+                                              f"allocation row(s) (node {int(node[k])} from {t_from[k]:.15g})")
     first_from_mismatch = seg0 & (np.abs(t_from - start[row_job]) > TOL)
     for k in np.flatnonzero(first_from_mismatch)[:20]:
         i = row_job[k]
-        report.add(t_from[k], "twice", f"job {int(ids[i])} holds node {int(node[k])} from {t_from[k]:g}, but started at {start[i]:g} (started twice?)")
+        report.add(t_from[k], "twice", f"job {int(ids[i])} holds node {int(node[k])} from {t_from[k]:.15g}, but started at {start[i]:.15g} (started twice?)")
     later = ~seg0 & ((t_from < start[row_job] - TOL) | (t_from >= end[row_job]))
     for k in np.flatnonzero(later)[:20]:
-        report.add(t_from[k], "segment", f"job {int(ids[row_job[k]])}: allocation segment {int(seg[k])} starts outside its run")
+        report.add(t_from[k], "segment", f"job {int(ids[row_job[k]])}: allocation segment {int(seg[k])} on node "
+                                         f"{int(node[k])} starts at {t_from[k]:.15g}, outside its run "
+                                         f"[{start[row_job[k]]:.15g}, {end[row_job[k]]:.15g})")
     to_mismatch = np.abs(t_to - end[row_job]) > TOL
     for k in np.flatnonzero(to_mismatch)[:20]:
-        report.add(t_to[k], "release", f"job {int(ids[row_job[k]])} releases node {int(node[k])} at {t_to[k]:g}, but ended at {end[row_job[k]]:g}")
+        report.add(t_to[k], "release", f"job {int(ids[row_job[k]])} releases node {int(node[k])} at {t_to[k]:.15g}, but ended at {end[row_job[k]]:.15g}")
     # (job, segment, node) listed twice; units per (job, node) over all segments -- one int64
     # key per row, sorted (numpy, not pandas: a million rows hash into hundreds of MB)
     width = int(max(system.n_nodes, int(node.max()) + 1 if len(node) else 1, 1))
     pair = row_job.astype(np.int64) * width + np.clip(node, 0, width - 1)
-    n_segs = int(seg.max()) + 1 if len(seg) else 1
-    triple = pair * n_segs + seg
+    seg_key = np.maximum(seg, 0)
+    n_segs = int(seg_key.max()) + 1 if len(seg) else 1
+    triple = pair * n_segs + seg_key
     order = np.argsort(triple, kind="stable")
     twice = order[1:][triple[order[1:]] == triple[order[:-1]]]
     del triple, order
     for k in np.sort(twice)[:20]:
-        report.add(t_from[k], "node-twice", f"job {int(ids[row_job[k]])} lists node {int(node[k])} twice in segment {int(seg[k])}")
+        report.add(t_from[k], "node-twice", f"job {int(ids[row_job[k]])} lists node {int(node[k])} twice in segment {int(seg[k])} "
+                                               f"(from {t_from[k]:.15g})")
     if (max_pn > 0).any():
         order = np.argsort(pair, kind="stable")
         sorted_pair = pair[order]
@@ -239,9 +369,14 @@ def validate_tables(
         limit = max_pn[pair_job]
         for k in np.flatnonzero((limit > 0) & (pair_units > limit))[:20]:
             ji = int(pair_job[k])
-            report.add(start[ji], "per-node", f"job {int(ids[ji])} has more than {int(max_pn[ji])} unit(s) on node {int(pair_node[k])}")
+            report.add(start[ji], "per-node", f"job {int(ids[ji])} has {int(pair_units[k])} unit(s) on node {int(pair_node[k])} (started at "
+                                                  f"{start[ji]:.15g}), at most {int(max_pn[ji])} allowed")
         del order, sorted_pair
     del pair
+
+    # ---- later segments: growth grants, each explained by a growth request ----------------------
+    if (seg > 0).any():
+        _check_growth(report, growth, ids, start, row_job, seg, node, units, t_from)
 
     # ---- Slurm-style constraints on the first segment ------------------------------------------
     if (node_count > 0).any() or contiguous.any():
@@ -253,21 +388,134 @@ def validate_tables(
             used = int(n_used.get(ji, 0))
             if used != node_count[ji]:
                 report.add(start[ji], "node-count",
-                           f"job {int(ids[ji])} uses {used} node(s), it requests exactly {int(node_count[ji])}")
+                           f"job {int(ids[ji])} uses {used} node(s) from {start[ji]:.15g}, it requests exactly {int(node_count[ji])}")
         for ji in np.flatnonzero(contiguous & started):
             if ji in span.index and int(span[ji]) != int(n_used[ji]):
                 nodes_used = sorted(first.loc[first.j == ji, "n"].tolist())
                 report.add(start[ji], "contiguous",
-                           f"job {int(ids[ji])} requests contiguous nodes, it uses {_ids(np.asarray(nodes_used), 8)}")
+                           f"job {int(ids[ji])} requests contiguous nodes, it uses nodes {_ids(np.asarray(nodes_used), 8)} "
+                           f"from {start[ji]:.15g}")
 
     # ---- capacity sweep -------------------------------------------------------------------
-    ok_rows = ~out_of_range & (t_to > t_from)
+    # A row whose ``from`` / ``to`` is not finite (reported above) still holds its node: for the
+    # sweep it runs from its job's start (first segment) to its job's end when those are finite.
+    # Rows left out -- a node out of range or not an integer, no finite interval even so -- are
+    # all reported.
+    sweep_from, sweep_to = t_from, t_to
+    if bad_times.any():
+        sweep_from = np.where(np.isfinite(t_from), t_from, np.where(seg0, start[row_job], np.nan))
+        sweep_to = np.where(np.isfinite(t_to), t_to, end[row_job])
+    ok_rows = ~out_of_range & ~bad_node & np.isfinite(sweep_from) & np.isfinite(sweep_to) & (sweep_to > sweep_from)
     if ok_rows.any():
         sel = slice(None) if ok_rows.all() else ok_rows  # the usual case: views, not copies of a million rows
-        _capacity_sweep(report, system, cap, resources, node[sel], t_from[sel], t_to[sel], amounts[sel],
+        _capacity_sweep(report, system, cap, resources, node[sel], sweep_from[sel], sweep_to[sel], amounts[sel],
                         ids[row_job[sel]])
     report.violations.sort()
     return report
+
+
+def _int_column(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """An integer column as int64, and where its values are not integers (NaN, inf, 2.5: read
+    as 0 there, and reported by the caller)."""
+    column = frame[name]
+    if pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
+        return column.to_numpy(np.int64), np.zeros(len(column), bool)
+    values = pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    return np.where(bad, 0, values).astype(np.int64), bad
+
+
+def growth_requests(workload: Any) -> dict[int, list[tuple[float, int]]]:
+    """Job id -> its growth requests ``(after, units)``, for the jobs of ``workload`` (a
+    :class:`~hpcdispatch.workload.job.Workload`) that have any."""
+    return {int(j.id): [(float(g.after), int(g.units)) for g in j.growth] for j in workload.jobs if j.growth}
+
+
+def _request(r: Any) -> tuple[float, int]:
+    if hasattr(r, "after"):
+        return float(r.after), int(r.units)
+    after, units = r
+    return float(after), int(units)
+
+
+def _check_growth(report, growth, ids, start, row_job, seg, node, units, t_from) -> None:
+    """Every later allocation segment (``segment k >= 1``) is a granted growth request: the
+    simulator meets a job's requests in order of ``after`` (ties: their order in the job) at
+    exactly ``start + after``, and grants each with exactly its units or refuses it (no
+    segment). So segment ``k`` is the ``k``-th granted request: segments ``1..K`` of a job match
+    an increasing sequence of its requests, each by time and units."""
+    later = np.flatnonzero(seg > 0)
+    grown = np.unique(row_job[later])
+    if growth is None:
+        report.notes.append(
+            "the workload's growth requests are unknown (not given, or its source not re-read): the later allocation "
+            f"segments (segment >= 1) of {', '.join(f'job {int(ids[i])}' for i in grown[:5])}"
+            + (f" ... ({len(grown)} jobs in all)" if len(grown) > 5 else "") + " were not checked against them")
+        return
+    # number of requests per job position (jobs without requests: 0); a segment beyond it is a violation
+    by_id = {int(k): [_request(r) for r in v] for k, v in growth.items() if len(v)}
+    n_req = np.zeros(len(ids), np.int64)
+    if by_id:
+        keys = np.fromiter(by_id.keys(), np.int64, len(by_id))
+        counts = np.fromiter((len(v) for v in by_id.values()), np.int64, len(by_id))
+        pos = np.searchsorted(ids, keys)
+        inside = pos < len(ids)
+        inside[inside] = ids[pos[inside]] == keys[inside]
+        n_req[pos[inside]] = counts[inside]
+    beyond = later[seg[later] > n_req[row_job[later]]]
+    for k in beyond[:20]:
+        i = row_job[k]
+        report.add(t_from[k], "growth",
+                   f"job {int(ids[i])} holds node {int(node[k])} in allocation segment {int(seg[k])} from {t_from[k]:.15g}, "
+                   f"but its workload entry has {int(n_req[i])} growth request(s): no grant explains it")
+    # jobs whose later segments are all within their number of requests: match them in order
+    # (a loop over jobs that grow; their requests come from the workload, so it is bounded by it)
+    bad_jobs = set(row_job[beyond].tolist())
+    cand = later[n_req[row_job[later]] > 0]
+    if not len(cand):
+        return
+    order = cand[np.lexsort((seg[cand], row_job[cand]))]
+    found = 0
+    boundaries = np.flatnonzero(np.r_[True, row_job[order][1:] != row_job[order][:-1], True])
+    for b0, b1 in pairwise(boundaries):
+        rows = order[b0:b1]
+        i = int(row_job[rows[0]])
+        if i in bad_jobs:
+            continue
+        job_id, t0 = int(ids[i]), float(start[i])
+        requests = sorted(by_id[job_id], key=lambda r: r[0])  # stable: ties keep the job's order
+        next_req = 0
+        expected_seg = 1
+        seg_rows = np.split(rows, np.flatnonzero(np.diff(seg[rows])) + 1)
+        for srows in seg_rows:
+            k = int(seg[srows[0]])
+            at = float(t_from[srows[0]])
+            got = int(units[srows].sum())
+            problem = None
+            if k != expected_seg:
+                problem = f"allocation segment {k} from {at:.15g} on node(s) {_ids(node[srows], 8)}, but no segment {expected_seg}"
+            else:
+                match = next((p for p in range(next_req, len(requests))
+                              if abs(t0 + requests[p][0] - at) <= TOL * max(1.0, abs(at)) and requests[p][1] == got),
+                             None)
+                if match is None:
+                    left = ", ".join(f"after {a:.15g} s: {u} unit(s)" for a, u in requests[next_req:]) or "none"
+                    problem = (f"allocation segment {k} (from {at:.15g}, {got} unit(s) on node(s) "
+                               f"{_ids(node[srows], 8)}) matches none of its remaining growth requests ({left}); "
+                               f"a grant starts at start ({t0:.15g}) + after with exactly the requested units")
+                else:
+                    next_req = match + 1
+                    off = srows[np.abs(t_from[srows] - at) > TOL * max(1.0, abs(at))]
+                    if len(off):
+                        problem = (f"allocation segment {k} holds node {int(node[off[0]])} from {t_from[off[0]]:.15g}, "
+                                   f"its other nodes from {at:.15g}")
+            if problem is not None:
+                report.add(at, "growth", f"job {job_id}: {problem}")
+                found += 1
+                break
+            expected_seg += 1
+        if found >= 20:
+            break
 
 
 def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts, job_ids) -> None:
@@ -292,7 +540,7 @@ def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts,
     usage -= np.repeat(prior, lengths, axis=0)
     over = usage > cap[nodes]
     if over.any():
-        rows, cols = np.nonzero(over)
+        rows = np.nonzero(over)[0]
         first = rows[np.argsort(times[rows], kind="stable")][:20]
         seen = set()
         for k in first:
@@ -304,12 +552,12 @@ def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts,
             holders = np.flatnonzero((node == n) & (t_from <= t) & (t_to > t) & (amounts[:, r] > 0))
             report.add(
                 t, "capacity",
-                f"node {n} ({system.node_name(n)}) at t={t:g}: {int(usage[k, r])} {resources[r]} in use, capacity "
-                f"{int(cap[n, r])} (jobs {_ids(job_ids[holders])})",
+                f"node {n} ({system.node_name(n)}) at t={t:.15g}: {int(usage[k, r])} {resources[r]} in use, capacity "
+                f"{int(cap[n, r])} (held by {_jobs(job_ids[holders])})",
             )
     if (usage < 0).any():
         k = int(np.flatnonzero((usage < 0).any(axis=1))[0])
-        report.add(times[k], "internal", f"node {int(nodes[k])}: negative usage at t={times[k]:g} (inconsistent allocation rows)")
+        report.add(times[k], "internal", f"node {int(nodes[k])}: negative usage at t={times[k]:.15g} (inconsistent allocation rows)")
 
 
 def _positions(ids: np.ndarray, duplicated: np.ndarray, common: np.ndarray) -> np.ndarray | None:
@@ -331,7 +579,8 @@ def validate(target: Any) -> ValidationReport:
 
 
 def validate_result(result: Any) -> ValidationReport:
-    """Validate an in-memory :class:`~hpcdispatch.sim.result.SimulationResult`."""
+    """Validate an in-memory :class:`~hpcdispatch.sim.result.SimulationResult` (the dispatcher's
+    tags from ``result.tags``, the growth requests from its workload's jobs)."""
     from hpcdispatch.results.store import shared_frame, workload_columns
 
     return validate_tables(
@@ -340,65 +589,230 @@ def validate_result(result: Any) -> ValidationReport:
         shared_frame(result.jobs_columns(allocation_text=False)),
         shared_frame(result.allocations_columns()),
         walltime_kill=result.options.walltime_kill,
+        dispatcher_tags=result.tags or None,
+        growth=growth_requests(result.workload),
     )
 
 
 def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> ValidationReport:
-    """Validate an output directory; re-reads the workload from its source when possible."""
+    """Validate an output directory against what it can re-derive: the system ``run.json``
+    names (a preset: the stored ``system.toml`` must equal it), the workload re-read from its
+    source when possible (every stored column must equal it; its growth requests), and the
+    summary recomputed from the tables."""
     from hpcdispatch.results.store import read_run
     from hpcdispatch.workload.loader import workload_from_source
 
     stored = read_run(out_dir)
+    early: list[tuple[str, str]] = []  # (kind, message) found before the tables are checked
+    notes: list[str] = []
+    system_notes: list[str] = []
+    system = _trusted_system(stored, early, system_notes)
     workload_table = stored.workload
-    notes = []
+    growth: Growth | None = None
     src = stored.run.get("workload", {})
     if reload_workload and src.get("kind") in ("swf", "synthetic", "slurm"):
         try:
-            fresh = workload_from_source(src["kind"], src["spec"], src.get("options", {}), stored.system)
+            fresh = workload_from_source(src["kind"], src["spec"], src.get("options", {}), system)
         except HpcDispatchError as exc:
             notes.append(f"could not re-read the workload source ({exc}); checked against the stored workload table")
         else:
-            mismatch = _compare_workloads(fresh, workload_table, stored.system)
+            columns = _workload_table(fresh, system)
+            mismatch = _compare_workloads(columns, workload_table, system)
             if mismatch:
-                report = ValidationReport(jobs=len(workload_table))
-                report.add(-np.inf, "workload", f"the stored workload differs from its source {src['spec']}: {mismatch}")
-                return report
-            notes.append(f"workload re-read from {src['spec']} and matches the stored one ({len(fresh)} jobs)")
+                early.append(("workload", f"the stored workload differs from its source {src['spec']}: {mismatch}"))
+            else:
+                notes.append(f"workload re-read from {src['spec']} and matches the stored one ({len(fresh)} jobs)")
+            extra = sorted(set(workload_table.columns) - set(columns))
+            if extra:
+                notes.append(f"stored workload columns not derived from the source (not used): {', '.join(extra)}")
+            # the schedule is checked against the source, never against the stored copy
+            workload_table = pd.DataFrame(columns, copy=False)
+            growth = growth_requests(fresh)
+    else:
+        why = "not asked to" if not reload_workload else f"a '{src.get('kind')}' workload source cannot be re-read"
+        notes.append(f"workload not re-read ({why}); checked against the stored workload table")
     report = validate_tables(
-        stored.system,
+        system,
         workload_table,
         stored.jobs,
         stored.allocations,
         walltime_kill=bool(stored.run.get("options", {}).get("walltime_kill", True)),
+        dispatcher_tags=stored.run.get("dispatcher_tags"),
+        growth=growth,
     )
-    report.notes.extend(notes)
+    for kind, message in early:
+        report.add(-np.inf, kind, message)
+    _check_summary(report, stored.summary, workload_table, stored.jobs)
+    report.violations.sort()
+    report.notes[:0] = notes + system_notes
     return report
 
 
-def _compare_workloads(fresh: Any, table: pd.DataFrame, system: System) -> str:
-    if len(fresh) != len(table):
-        return f"{len(fresh)} jobs in the source, {len(table)} stored"
-    checks = {
+def _trusted_system(stored: Any, problems: list[tuple[str, str]], notes: list[str]) -> System:
+    """The system to validate against: the preset ``run.json`` names, or the system derived
+    from the SWF header of its trace (``from-trace:...``) -- the stored ``system.toml`` must
+    equal it -- else the stored one (said in the notes)."""
+    from hpcdispatch.system.io import load_system, preset_names
+    from hpcdispatch.workload.swf import system_from_swf_header
+
+    name = stored.run.get("system")
+    src = stored.run.get("workload", {})
+    if isinstance(name, str) and name in preset_names():
+        trusted, label = load_system(name), f"the preset '{name}' the run names"
+    elif isinstance(name, str) and name.startswith("from-trace:") and src.get("kind") == "swf":
+        try:
+            trusted = system_from_swf_header(src["spec"])
+        except HpcDispatchError as exc:
+            notes.append(f"could not derive the system {name!r} from its trace ({exc}); checked against the "
+                         "stored system.toml")
+            trusted = None
+        label = f"the system '{name}' derived from the SWF header of {src.get('spec')}"
+    else:
+        trusted = None
+        notes.append(f"system {stored.system.name!r} is not a preset: checked against the stored system.toml")
+    if trusted is None:
+        if isinstance(name, str) and name != stored.system.name:
+            problems.append(("system", (f"run.json names the system {name!r}, the stored system.toml is "
+                                        f"{stored.system.name!r}")))
+        return stored.system
+    diff = _compare_systems(trusted, stored.system)
+    if diff:
+        problems.append(("system", f"the stored system.toml differs from {label}: {diff}"))
+    return trusted
+
+
+def _compare_systems(want: System, got: System) -> str:
+    """The first difference of ``got`` (stored) from ``want`` (resources, node types in order:
+    names, counts, capacities; topology), or ``""``."""
+    if tuple(want.resources) != tuple(got.resources):
+        return f"resources {list(got.resources)}, expected {list(want.resources)}"
+    if len(want.node_types) != len(got.node_types):
+        return f"{len(got.node_types)} node type(s), expected {len(want.node_types)}"
+    for k, (w, g) in enumerate(zip(want.node_types, got.node_types)):
+        if w.name != g.name:
+            return f"node type {k} is named {g.name!r}, expected {w.name!r}"
+        if w.count != g.count:
+            return f"node type {g.name!r} has count = {g.count}, expected {w.count}"
+        for r in want.resources:
+            if int(w.capacity.get(r, 0)) != int(g.capacity.get(r, 0)):
+                return (f"node type {g.name!r} has capacity {r} = {int(g.capacity.get(r, 0))}, "
+                        f"expected {int(w.capacity.get(r, 0))}")
+    if (want.topology.kind, tuple(want.topology.shape)) != (got.topology.kind, tuple(got.topology.shape)):
+        return (f"topology {got.topology.kind} {list(got.topology.shape)}, expected {want.topology.kind} "
+                f"{list(want.topology.shape)}")
+    if want.n_nodes != got.n_nodes or not np.array_equal(want.capacity, got.capacity):  # (implied by the above)
+        return "node capacities differ"
+    return ""
+
+
+def _workload_table(fresh: Any, system: System) -> dict[str, np.ndarray]:
+    """The workload table's columns, from the workload itself (every column the validator reads)."""
+    data: dict[str, Any] = {
         "job_id": fresh.ids,
         "submit": fresh.submit,
         "run_time": fresh.run_time,
         "wall_time": fresh.wall_time,
         "units": fresh.units,
+        "max_units_per_node": np.fromiter((j.max_units_per_node for j in fresh.jobs), np.int64, len(fresh)),
     }
-    for r, name in enumerate(system.resources):
-        checks[f"unit_{name}"] = fresh.unit_requests[:, r]
-    optional = {"node_count": fresh.node_counts, "contiguous": fresh.contiguous}
-    for r, name in enumerate(system.resources):
-        optional[f"pernode_{name}"] = fresh.per_node_requests[:, r]
-    for col, values in optional.items():
-        if col in table.columns or bool(np.any(values)):
-            checks[col] = values
-    for col, values in checks.items():
+    res = list(fresh.resources)
+    for name in system.resources:
+        data[f"unit_{name}"] = fresh.unit_requests[:, res.index(name)] if name in res else np.zeros(len(fresh), np.int64)
+    data["node_count"] = fresh.node_counts
+    data["contiguous"] = fresh.contiguous
+    for name in system.resources:
+        data[f"pernode_{name}"] = (fresh.per_node_requests[:, res.index(name)] if name in res
+                                   else np.zeros(len(fresh), np.int64))
+    return data
+
+
+def _compare_workloads(fresh: dict[str, np.ndarray], table: pd.DataFrame, system: System) -> str:
+    """The first difference between the stored workload table and the workload re-read from
+    its source (``fresh``: :func:`_workload_table`), over every column the source determines
+    (a column missing from the table is a difference, unless the source holds only its default
+    there: zeros, False)."""
+    ids = fresh["job_id"]
+    if len(ids) != len(table):
+        return f"{len(ids)} jobs in the source, {len(table)} stored"
+    required = ("job_id", "submit", "run_time", "wall_time", "units", *(f"unit_{r}" for r in system.resources))
+    for col, values in fresh.items():
+        values = np.asarray(values)
         if col not in table.columns:
-            return f"column {col} is missing from the stored workload"
+            if col in required or values.any():
+                return f"column {col} is missing from the stored workload"
+            continue
         stored = table[col].to_numpy()
         diff = np.flatnonzero(stored != values)
         if len(diff):
             k = int(diff[0])
-            return f"column {col} differs first at job {int(table['job_id'].iloc[k])}: source {values[k]}, stored {stored[k]}"
+            return f"column {col} differs first at job {int(ids[k])}: source {values[k]}, stored {stored[k]}"
     return ""
+
+
+def _check_summary(report: ValidationReport, summary: dict[str, Any], workload: pd.DataFrame, jobs: pd.DataFrame) -> None:
+    """``summary.json``'s job counts, mean wait, slowdown, bounded slowdown and makespan,
+    recomputed from the tables (own arithmetic, per job in workload order):
+
+    - wait = start - submit; run = end - start; turnaround = end - submit;
+    - slowdown = turnaround / max(run, 1 s); bounded slowdown = max(1, turnaround / max(run, tau))
+      with the summary's ``bsld_tau``; means over the jobs that started;
+    - makespan = last end - first submit (first submit when no job started).
+    """
+    if not summary:
+        report.notes.append("no summary.json: the run's summary was not checked")
+        return
+    ids = workload["job_id"].to_numpy()
+    submit = workload["submit"].to_numpy(np.float64)
+    first = jobs.drop_duplicates("job_id")
+    at = pd.Index(first["job_id"].to_numpy()).get_indexer(ids)
+    listed = at >= 0
+    take = np.where(listed, at, 0)
+
+    def aligned(name: str, fill: Any, dtype: Any = None) -> np.ndarray:
+        values = first[name].to_numpy(dtype)[take] if len(first) else np.zeros(len(ids), dtype)
+        return np.where(listed, values, fill)
+
+    start = aligned("start", np.nan, np.float64)
+    end = aligned("end", np.nan, np.float64)
+    status = aligned("status", "", object).astype(str)
+    killed = aligned("killed", False, bool) if "killed" in first.columns else status == "killed"
+    ran = ~np.isnan(start)
+    s, b, e = submit[ran], start[ran], end[ran]
+    run = e - b
+    turnaround = e - s
+    recomputed: dict[str, Any] = {
+        "jobs": len(ids),
+        "started": int(ran.sum()),
+        "rejected": int((status == "rejected").sum()),
+        "killed": int(killed.sum()),
+        "wait_mean": float(np.mean(b - s)) if ran.any() else float("nan"),
+        "slowdown_mean": float(np.mean(turnaround / np.maximum(run, 1.0))) if ran.any() else float("nan"),
+        "makespan": (float(np.max(e)) if ran.any() else float(submit.min()) if len(submit) else 0.0)
+        - (float(submit.min()) if len(submit) else 0.0),
+    }
+    tau = summary.get("bsld_tau")
+    if isinstance(tau, (int, float)) and not isinstance(tau, bool):
+        recomputed["bounded_slowdown_mean"] = (
+            float(np.mean(np.maximum(1.0, turnaround / np.maximum(run, float(tau))))) if ran.any() else float("nan"))
+    else:
+        report.notes.append("summary.json has no bsld_tau: bounded_slowdown_mean was not checked")
+    unchecked = []
+    for key in (*SUMMARY_COUNTS, *SUMMARY_MEANS):
+        if key not in recomputed:
+            continue
+        if key not in summary:
+            unchecked.append(key)
+            continue
+        value, want = summary[key], recomputed[key]
+        if key in SUMMARY_COUNTS:
+            same = isinstance(value, int) and not isinstance(value, bool) and value == want
+        else:
+            same = (isinstance(value, (int, float)) and not isinstance(value, bool)
+                    and ((np.isnan(value) and np.isnan(want))
+                         or abs(value - want) <= SUMMARY_RTOL * max(1.0, abs(value), abs(want))))
+        if not same:
+            shown = f"{value:.12g}" if isinstance(value, float) else repr(value)
+            report.add(-np.inf, "summary", f"summary.json: {key} is {shown}, recomputed from the tables "
+                                           f"{want:.12g}")
+    if unchecked:
+        report.notes.append(f"summary.json has no {', '.join(unchecked)}: not checked")
