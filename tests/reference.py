@@ -22,17 +22,16 @@ It handles plain jobs and the one Slurm-style constraint the property tests gene
 ``max_units_per_node``; it declares ``node_constraints=False``, so the simulator refuses a
 workload with node counts, per-node extras or contiguity for it.
 
-Remaining capacity is summed in floating point as ``free * (1 / maxcap)``, in resource
-order. Mathematically equal scores can round differently: with ``maxcap = (6 cores, 2 GPUs)``
-a node with (4, 1) free scores 1.1666666666666665 and one with (1, 2) free 1.1666666666666667,
-although both are 7/6 -- and so does the production allocator, which prefers the first node
-even at a higher index. Exact arithmetic here would make the reference disagree with it on
-such ties (a known limitation of the production best fit, reported with issue 33).
+Remaining capacity is summed exactly (fractions): mathematically equal scores are ties and go
+to the lower index, as the docstring says (with ``maxcap = (6 cores, 2 GPUs)`` the free vectors
+(4, 1) and (1, 2) both score 7/6; floating point once made the production allocator prefer
+the higher node).
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, Start, Tags
 from hpcdispatch.system.allocation import Allocation
@@ -64,11 +63,11 @@ def fits(free: list[list[int]], job) -> bool:
     return False
 
 
-def remaining(row: list[int], maxcap: list[int]) -> float:
-    score = 0.0
+def remaining(row: list[int], maxcap: list[int]) -> Fraction:
+    score = Fraction(0)
     for have, most in zip(row, maxcap):
         if most > 0:
-            score += have * (1.0 / most)
+            score += Fraction(have, most)
     return score
 
 

@@ -219,3 +219,14 @@ def test_easy_backfills_a_job_that_ends_exactly_at_the_shadow_time_despite_float
     s = starts(r)
     assert s[3] == 88 and s[5] == 88
     assert placement(r)[3] == [(0, 1)] and placement(r)[5] == [(1, 1)]
+
+
+def test_best_fit_ties_go_to_the_lower_node_exactly():
+    # maxcap (6 cores, 2 GPUs): after the first two jobs node 0 has (1, 2) free and node 1
+    # (4, 1): both leave 1/6 + 2/2 = 4/6 + 1/2 = 7/6 -- a tie, so the third job goes to
+    # node 0 (in floating point the two scores differed in their last bit and it went to 1)
+    system = system_of([(2, {"core": 6, "gpu": 2})], ["core", "gpu"])
+    jobs = [job(1, 0, 10, req=(5, 0)), job(2, 0, 10, req=(2, 1)), job(3, 0, 10, req=(1, 0))]
+    for engine in ("python", "compiled"):
+        r = simulate(system, jobs, "easy:allocator=best-fit", engine=engine)
+        assert placement(r) == {1: [(0, 1)], 2: [(1, 1)], 3: [(0, 1)]}, (engine, placement(r))

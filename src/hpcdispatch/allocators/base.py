@@ -7,6 +7,7 @@ An allocator is a pure function of its inputs: it never modifies ``free`` and it
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -180,7 +181,10 @@ class BestFit(Allocator):
     normalised by the largest per-node capacity of that type, so MiB of memory do not drown
     cores). Placing a unit only lowers its node's remaining capacity, so unit-by-unit best fit
     fills the fullest fitting node first: nodes are taken in ascending order of that score
-    (ties: lower node index), each with as many units as fit.
+    (ties: lower node index), each with as many units as fit. The score is computed exactly
+    (:func:`capacity_weights`), so equal scores are ties: with ``maxcap = (6, 2)`` the free
+    vectors (4, 1) and (1, 2) both score 7/6, which in floating point came out as
+    1.1666666666666665 and 1.1666666666666667 and put a job on the higher node.
     """
 
     name = "best-fit"
@@ -188,8 +192,7 @@ class BestFit(Allocator):
 
     def setup(self, system: System) -> None:
         super().setup(system)
-        maxcap = system.max_node_capacity.astype(np.float64)
-        self._weights = np.where(maxcap > 0, 1.0 / np.where(maxcap > 0, maxcap, 1.0), 0.0)
+        self._weights = capacity_weights(system.max_node_capacity)
 
     def _node_order(self, free, candidates):
         score = free[candidates] @ self._weights
@@ -210,6 +213,21 @@ class BestFit(Allocator):
         score = free[candidates] @ self._weights
         order = candidates[np.argsort(score, kind="stable")]
         return fill_in_order(order, fits, units)
+
+
+def capacity_weights(maxcap: np.ndarray) -> np.ndarray:
+    """Weights ``w`` with ``free @ w`` proportional to ``sum_r free[r] / maxcap[r]`` (0 for a
+    resource no node has), exact: ``w[r] = L / maxcap[r]`` with ``L`` the least common multiple
+    of the capacities, integers held in float64, whose sums stay exact below 2**53 (the
+    compiled engine scores in float64 with the same weights). Capacities whose common
+    multiple is too large for that fall back to ``1 / maxcap[r]`` (then scores that should tie
+    may differ in their last bit)."""
+    caps = [int(v) for v in np.asarray(maxcap).tolist()]
+    positive = [c for c in caps if c > 0]
+    scale = math.lcm(*positive) if positive else 1
+    if positive and scale * max(positive) * len(caps) < 2**53:
+        return np.array([scale // c if c > 0 else 0 for c in caps], dtype=np.float64)
+    return np.array([1.0 / c if c > 0 else 0.0 for c in caps], dtype=np.float64)
 
 
 _ONE = np.ones(1, dtype=np.int64)

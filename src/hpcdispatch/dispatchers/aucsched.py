@@ -113,6 +113,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
+from hpcdispatch.allocators.base import capacity_weights
 from hpcdispatch.cp.solve import solve_interruptibly
 from hpcdispatch.dispatchers.slurm_bf import slurm_allocate
 from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
@@ -679,8 +680,7 @@ class Aucsched(Dispatcher):
                                    weight_age=self.weight_age, weight_size=self.weight_size,
                                    max_age=self.max_age, favor_small=self.favor_small)
         self.n_nodes = system.n_nodes
-        maxcap = system.max_node_capacity.astype(np.float64)
-        self._weights = np.where(maxcap > 0, 1.0 / np.where(maxcap > 0, maxcap, 1.0), 0.0)
+        self._weights = capacity_weights(system.max_node_capacity)  # remaining capacity, exact
         self._idle_state = False
         self.steps = self.solves = self.skipped = self.fallbacks = 0
 
