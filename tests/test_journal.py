@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -11,8 +12,8 @@ import pytest
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.dispatchers.cp import HCP
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.sim.journal import JournalError
 from hpcdispatch.sim import SimulationOptions, Simulator
+from hpcdispatch.sim.journal import JournalError
 from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import load_workload
@@ -191,6 +192,71 @@ def test_damaged_record_in_the_middle_is_an_error(case, tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(JournalError, match="line 4: damaged record"):
         run(case, hcp(), path)
+
+
+def _renamed(rec):
+    rec["time"] = rec.pop("t")
+
+
+def _node_twice(rec):
+    start = rec["starts"][0]
+    start[2], start[3] = [start[2][0], start[2][0]], [1, 1]
+
+
+def _index_as_text(rec):
+    rec["starts"][0][0] = str(rec["starts"][0][0])
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (_renamed, r"field 't': missing \(a record has k, t, queue"),
+    (_node_twice, r"field 'starts': entry 0 \(job \d+\) lists a node twice: \[(\d+), \1\]"),
+    (_index_as_text, r"field 'starts': entry 0 must be \[job index, job id, \[nodes\], \[units\]\]"),
+    (lambda rec: rec.update(elapsed="slow"), r"field 'elapsed': must be seconds"),
+    (lambda rec: rec.update(wakeup=[1]), r"field 'wakeup': must be a time or null"),
+    (lambda rec: rec.update(info=[1, 2]), r"field 'info': must be an object or null"),
+])
+def test_a_record_of_the_wrong_form_names_file_line_and_field(case, tmp_path, edit, expected):
+    path = tmp_path / "j.jsonl"
+    run(case, make_dispatcher("fifo"), path)  # a complete journal of a memoryless dispatcher
+    lines = path.read_text().splitlines()
+    n = next(i for i, line in enumerate(lines[1:], start=1) if json.loads(line)["starts"])
+    rec = json.loads(lines[n])
+    edit(rec)
+    lines[n] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(JournalError, match=rf"^{re.escape(str(path))}, line {n + 1}, {expected}"):
+        run(case, make_dispatcher("fifo"), path)
+
+
+def test_a_journal_that_is_not_text_names_file_and_line(case, tmp_path):
+    path = tmp_path / "j.jsonl"
+    run(case, make_dispatcher("fifo"), path)
+    lines = path.read_bytes().split(b"\n")
+    lines[4] = lines[4][:10] + b"\xff" + lines[4][10:]
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(JournalError, match=rf"{re.escape(str(path))}, line 5: damaged record \(not UTF-8 text\)"):
+        run(case, make_dispatcher("fifo"), path)
+    path.write_bytes(b"\xff\xfe" + bytes(100) + b"\n")
+    with pytest.raises(JournalError, match="line 1: not a decision journal header"):
+        run(case, make_dispatcher("fifo"), path)
+    with pytest.raises(JournalError, match="is a directory"):
+        run(case, make_dispatcher("fifo"), tmp_path)
+
+
+def test_a_file_that_is_not_this_runs_journal_is_left_as_it_was(tmp_path):
+    from hpcdispatch.sim.journal import DecisionJournal
+
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"some notes\nwithout a last newline")
+    with pytest.raises(JournalError, match="line 1: not a decision journal header"):
+        DecisionJournal(path, {"run": 1})
+    other = tmp_path / "other.jsonl"
+    DecisionJournal(other, {"run": 2}).close()
+    other.write_bytes(other.read_bytes() + b'{"k": 0, "t"')
+    before = other.read_bytes()
+    with pytest.raises(JournalError, match="another run"):
+        DecisionJournal(other, {"run": 1})
+    assert path.read_bytes() == b"some notes\nwithout a last newline" and other.read_bytes() == before
 
 
 def test_dispatcher_with_memory_cannot_be_journaled(case, tmp_path):

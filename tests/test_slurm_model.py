@@ -5,6 +5,7 @@ workload generator."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -12,11 +13,12 @@ from helpers import placement, simulate, starts, system_of
 
 from hpcdispatch.allocators import make_allocator
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, TraceFormatError
-from hpcdispatch.results.store import workload_frame
-from hpcdispatch.system.allocation import Allocation, request_fits
+from hpcdispatch.metrics import summarize
 from hpcdispatch.protocol.decision import Start
+from hpcdispatch.results.store import workload_frame
 from hpcdispatch.sim import Simulator
 from hpcdispatch.system import load_system
+from hpcdispatch.system.allocation import Allocation, request_fits
 from hpcdispatch.validation import validate_tables
 from hpcdispatch.workload import load_workload
 from hpcdispatch.workload.job import Job, Workload
@@ -31,7 +33,6 @@ from hpcdispatch.workload.slurm import (
     write_slurm_requests,
 )
 from hpcdispatch.workload.swf import fits_empty_system
-from hpcdispatch.metrics import summarize
 
 RES = ("core", "gpu")
 
@@ -313,6 +314,62 @@ def test_jsonl_request_file_and_round_trip(tmp_path):
         p = tmp_path / "x.csv"
         p.write_text("id,cores\n1,4\n")
         read_slurm_requests(p, system)
+
+
+@pytest.mark.parametrize("suffix", ["csv", "jsonl"])
+def test_a_stray_byte_skips_its_line_and_keeps_the_others(tmp_path, suffix):
+    system = gpu_system(nodes=8)
+    if suffix == "csv":
+        rows = [b"id,submit,run_time,ntasks", b"1,0,100,16", b"2,5,2\xff00,4", b"3,5,200,8", b"4,6,50\x00,2",
+                b"5,7,50,\r2", b"6,8,60,2\r"]
+    else:
+        rows = [b'{"id": 1, "run_time": 100, "ntasks": 16}', b'{"id": 2, "run_time": 2\xff00, "ntasks": 4}',
+                b'{"id": 3, "run_time": 200, "ntasks": 8}', b'{"id": 4, "run_time": 50, "ntasks": 2}\x00',
+                b"[" * 100000, b'{"id": 6, "run_time": 60, "ntasks": 2}\r', b'{"id": 7, "run_time": 1' + b"0" * 5000 + b"}"]
+    path = tmp_path / f"jobs.{suffix}"
+    path.write_bytes(b"\n".join(rows) + b"\n")
+    w = read_slurm_requests(path, system)
+    assert [j.id for j in w] == [1, 3, 6]
+    bad = next(k for k, row in enumerate(rows, start=1) if b"\xff" in row)
+    if suffix == "csv":  # a NUL makes its field bad; a lone CR inside a line is no CSV
+        assert w.report.skipped == {"malformed": 2, "bad-run_time": 1}
+        assert w.report.first_lines == {"malformed": [3, 6], "bad-run_time": [5]}
+    else:  # a NUL after the object, nesting too deep, a 5000-digit number
+        assert w.report.skipped == {"malformed": 4} and w.report.first_lines["malformed"] == [2, 4, 5, 7]
+    assert len(w) + w.report.n_skipped == w.report.total_records == len(rows) - (suffix == "csv")
+    column = rows[bad - 1].index(b"\xff") + 1
+    assert f"{path}, line {bad}: byte 0xff at column {column} is not UTF-8 text" in w.report.notes
+
+
+def test_a_request_file_that_is_not_text_is_one_clear_error(tmp_path):
+    system = gpu_system()
+    for name, data in (("bin.csv", bytes(range(256)) * 4), ("bin.jsonl", b"\x1f\x8b\x08\x00" + bytes(500)),
+                       ("one.csv", b"\x1f")):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(TraceFormatError, match=re.escape(str(path)) + ": is not a text file"):
+            read_slurm_requests(path, system)
+    header = tmp_path / "header.csv"
+    header.write_bytes(b"id,run_t\xefme,ntasks\n1,10,4\n")
+    with pytest.raises(TraceFormatError, match=re.escape(str(header)) + ", line 1: the header line is not text"):
+        read_slurm_requests(header, system)
+    twice = tmp_path / "twice.csv"
+    twice.write_text("id,run_time,runtime,ntasks\n1,10,20,4\n")
+    with pytest.raises(TraceFormatError, match="line 1, field runtime: columns 'run_time' and 'runtime' are the same"):
+        read_slurm_requests(twice, system)
+    with pytest.raises(TraceFormatError, match=re.escape(str(tmp_path)) + ": is a directory"):
+        read_slurm_requests(tmp_path, system)
+
+
+def test_values_too_large_for_a_time_are_named(tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"id": 1, "run_time": 100, "ntasks": 4}\n{"id": 2, "run_time": 1e30, "ntasks": 4}\n'
+                    '{"id": 3, "run_time": 10, "submit": ' + "9" * 400 + ', "ntasks": 4}\n'
+                    '{"id": 4, "run_time": NaN, "ntasks": 4}\n')
+    w = read_slurm_requests(path, gpu_system())
+    assert [j.id for j in w] == [1]
+    assert w.report.skipped == {"run_time-too-large": 1, "submit-too-large": 1, "bad-run_time": 1}
+    assert any("line 2: column 'run_time': 1e+30 is too large" in n for n in w.report.notes)
 
 
 # ---- the paper's workload generator -------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -147,6 +148,27 @@ def test_ids_are_stable_across_processes(tmp_path):
          r"plugins: plugin file '.*nope.py' does not exist"),
         ('dispatchers = ["fifo"]\nsystems = ["from-trace"]\n[[workloads]]\ngenerator = "lublin"\n',
          r"line 2, systems: 'from-trace' reads the system from an SWF header"),
+        # values of the wrong kind that used to end in a traceback
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "aucsched"\nruntime_h = nan\n',
+         r"line 4, workloads\[0\].runtime_h: must be a number \(a finite number\), got nan"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\noverestimate_max = inf\n',
+         r"line 4, workloads\[0\].overestimate_max: must be a number \(a finite number\), got inf"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\ndispatch_interval = inf\n',
+         r"line 5, simulation.dispatch_interval: must be a number of seconds \(a finite number\)"),
+        ('dispatchers = ["fifo"]\nsystems = ["a\\u0000.toml"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"line 2, systems\[0\]: a file name cannot hold a NUL byte"),
+        ('dispatchers = ["fifo"]\nsystems = ["' + "a" * 300 + '.toml"]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"line 2, systems\[0\]: .*File name too long"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a\\u0000.swf"\n',
+         r"line 3, workloads\[0\].trace: a file name cannot hold a NUL byte"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a.swf"\nsubmit_jitter = 9223372036854775807\nseed = 1\n',
+         r"line 4, workloads\[0\].submit_jitter: must be >= 0 seconds \(at most 2\^50\)"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "aucsched"\nworkload = []\n',
+         r"line 4, workloads\[0\].workload: is empty"),
+        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "aucsched"\nversion = []\n',
+         r"line 4, workloads\[0\].version: is empty"),
+        ('dispatchers = [{ name = "cp-rule", delta = nan }]\n[[workloads]]\ngenerator = "lublin"\n',
+         r"line 1, dispatchers\[0\]: "),
     ],
 )
 def test_errors_name_file_line_and_field(tmp_path, text, expected):
@@ -154,6 +176,15 @@ def test_errors_name_file_line_and_field(tmp_path, text, expected):
     with pytest.raises(SweepSpecError, match=expected) as info:
         load_sweep(path)
     assert str(path) in str(info.value)
+
+
+def test_a_sweep_file_that_is_no_text_or_no_file_is_named(tmp_path):
+    path = write_spec(tmp_path, "")
+    path.write_bytes(b'dispatchers = ["fifo"]\n# caf\xe9\n[[workloads]]\ngenerator = "lublin"\n')
+    with pytest.raises(SweepSpecError, match=re.escape(str(path)) + r", line 2: byte 0xe9 is not UTF-8 text"):
+        load_sweep(path)
+    with pytest.raises(SweepSpecError, match=re.escape(str(tmp_path)) + ": is a directory"):
+        load_sweep(tmp_path)
 
 
 def test_plugins_register_dispatchers(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hpcdispatch.errors import ConfigError
@@ -48,6 +50,8 @@ def test_heterogeneous_trace_presets_match_their_headers():
 def test_every_trace_has_a_preset(tmp_path):
     from helpers import TRACES
 
+    if not TRACES.is_dir():
+        pytest.skip(f"the real traces are not here ({TRACES})")
     for path in sorted(TRACES.glob("*.swf*")):
         system = resolve_system("auto", str(path))
         assert not system.name.startswith("from-trace"), path.name
@@ -74,6 +78,53 @@ def test_broken_system_files_name_the_problem(tmp_path):
         load_system(bad)
     with pytest.raises(ConfigError, match="unknown system preset 'nope'"):
         load_system("nope")
+
+
+GOOD = 'name = "x"\nresources = ["core"]\n\n[topology]\nkind = "grid2d"\nshape = [2, 3]\n\n' \
+       '[[node_types]]\nname = "a"\ncount = 2\ncapacity = { core = 4 }\n\n' \
+       '[[node_types]]\nname = "b"\ncount = 4\ncapacity = { core = 8 }\n'
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (("shape = [2, 3]", 'shape = ["2", "3"]'), r"line 6, topology.shape: must be a list of integers"),
+    (("shape = [2, 3]", 'shape = "23"'), r"line 6, topology.shape: must be a list of integers \[rows, cols\], got a string"),
+    (("shape = [2, 3]", "shape = [2, 4]"), r"line 6, topology.shape: topology grid2d 2x4 does not hold 6 nodes"),
+    (("shape = [2, 3]", "shape = [true, 6]"), r"line 6, topology.shape: must be a list of integers"),
+    (('kind = "grid2d"', "kind = 2"), r"line 5, topology.kind: must be \"linear\" or \"grid2d\", got 2"),
+    (("count = 4", "count = 0"), r"line 15, node_types\[1\].count: node type 'b': count must be a positive integer"),
+    (("count = 4", "count = 99999999999999999999"), r"line 15, node_types\[1\].count: .*at most 10,000,000"),
+    (("count = 4", 'count = "4"'), r"line 15, node_types\[1\].count: must be int, got a string '4'"),
+    (("core = 8", "core = 8.5"), r"line 16, node_types\[1\].capacity: .*capacity of 'core' must be a non-negative"),
+    (("core = 8", "gpu = 8"), r"line 16, node_types\[1\].capacity: unknown resource\(s\) \['gpu'\]"),
+    (('name = "b"', 'name = "a"'), r"line 14, node_types\[1\].name: a second node type named 'a'"),
+    (('resources = ["core"]', 'resources = "core"'), r"line 2, resources: must be list, got a string"),
+    (('name = "x"', 'name = "x"\ncolour = 1'), r"unknown key\(s\) \['colour'\]"),
+])
+def test_system_file_errors_name_file_line_and_field(tmp_path, change, expected):
+    path = tmp_path / "s.toml"
+    assert change[0] in GOOD
+    path.write_text(GOOD.replace(change[0], change[1], 1))
+    with pytest.raises(ConfigError, match=expected) as info:
+        load_system(path)
+    assert str(info.value).startswith(str(path))
+    assert load_system(GOOD_path(tmp_path)).n_nodes == 6
+
+
+def GOOD_path(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(GOOD)
+    return path
+
+
+def test_a_system_file_that_is_no_text_or_no_file_is_named(tmp_path):
+    path = tmp_path / "bin.toml"
+    path.write_bytes(GOOD.encode() + b"\n# caf\xe9\n")
+    with pytest.raises(ConfigError, match=re.escape(str(path)) + r", line 18: byte 0xe9 is not UTF-8 text"):
+        load_system(path)
+    with pytest.raises(ConfigError, match=re.escape(str(tmp_path)) + "' is a directory"):
+        load_system(tmp_path)
+    with pytest.raises(ConfigError, match="NUL"):
+        load_system("a\0.toml")
 
 
 def test_grid_topology_leaves_node_order_alone():

@@ -210,7 +210,7 @@ def read_run(out_dir: str | Path) -> StoredRun:
     stored = StoredRun(
         path=out,
         system=system,
-        run=_read_json(out / "run.json"),
+        run=_checked_run_record(out / "run.json", _read_json(out / "run.json")),
         summary=_read_json(summary_path) if summary_path.is_file() else {},
         jobs=_read_table(out / "jobs.parquet"),
         allocations=_read_table(out / "allocations.parquet"),
@@ -225,11 +225,51 @@ def read_run(out_dir: str | Path) -> StoredRun:
     return stored
 
 
+#: the shape of run.json's fields that readers use: field -> (types, what it must be)
+_RUN_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "system": ((str,), "the system's name"),
+    "workload": ((dict,), "a table (kind, spec, options)"),
+    "workload.kind": ((str,), "a string"),
+    "workload.spec": ((str,), "a string"),
+    "workload.options": ((dict,), "a table"),
+    "options": ((dict,), "a table"),
+    "options.walltime_kill": ((bool,), "true or false"),
+    "dispatcher": ((dict, str), "a table (name, params)"),
+    "dispatcher_tags": ((dict, type(None)), "a table of true/false"),
+}
+
+
+def _checked_run_record(path: Path, run: dict[str, Any]) -> dict[str, Any]:
+    """``run`` when every field readers use has its type (absent fields are allowed: older
+    runs lack some), else a :class:`ConfigError` naming the file and the field."""
+    for name, (kinds, what) in _RUN_FIELDS.items():
+        parent, _, key = name.rpartition(".")
+        holder = run.get(parent) if parent else run
+        if not isinstance(holder, dict) or key not in holder:
+            continue
+        value = holder[key]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise ConfigError(f"{path}: field '{name}' must be {what}, got {json.dumps(value)[:60]}")
+    workload = run.get("workload")
+    if isinstance(workload, dict) and "kind" in workload and "spec" not in workload:
+        raise ConfigError(f"{path}: field 'workload.spec' is missing (the workload's {workload['kind']} source)")
+    tags = run.get("dispatcher_tags")
+    if isinstance(tags, dict) and not all(isinstance(v, bool) for v in tags.values()):
+        raise ConfigError(f"{path}: field 'dispatcher_tags' must be a table of true/false, got {json.dumps(tags)[:60]}")
+    return run
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    """A library's message on one line (pyarrow's span several), at most ``limit`` characters."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: damaged ({type(exc).__name__}: {exc})") from None
+        raise ConfigError(f"{path}: damaged ({type(exc).__name__}: {_one_line(exc)})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: damaged (a JSON object was expected, got {type(data).__name__})")
     return data
@@ -239,8 +279,59 @@ def _read_table(path: Path) -> pd.DataFrame:
     try:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow's errors for a truncated or foreign file
-        raise ConfigError(f"{path}: damaged Parquet file ({type(exc).__name__}: {exc})") from None
+        raise ConfigError(f"{path}: damaged Parquet file ({type(exc).__name__}: {_one_line(exc)})") from None
     absent = [c for c in REQUIRED_COLUMNS.get(path.name, ()) if c not in frame.columns]
     if absent:
         raise ConfigError(f"{path}: column {absent[0]} is missing")
+    return _typed(path, frame)
+
+
+#: the kind of value of each column the readers use (others are left as they are): times are
+#: numbers (NaN where a job has none), ids and counts integers, flags true/false, status text
+_NUMBER_COLUMNS = ("submit", "start", "end", "planned_duration", "from", "to")
+_FLAG_COLUMNS = ("killed", "contiguous")
+_TEXT_COLUMNS = ("status",)
+_INT_PREFIXES = ("unit_", "pernode_")
+_INT_COLUMNS = ("job_id", "segment", "node", "units", "run_time", "wall_time", "user", "queue",
+                "max_units_per_node", "node_count")
+
+
+def _typed(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each known column in its kind (see above); a value of another kind is a
+    :class:`ConfigError` naming the file, column and row. Resource columns of the allocations
+    table (every column not listed above) are integers too."""
+    for name in frame.columns:
+        column = frame[name]
+        if name in _TEXT_COLUMNS:
+            kind = "text"
+            bad = ~column.map(lambda v: isinstance(v, str)).to_numpy(bool)
+        elif name in _FLAG_COLUMNS:
+            if pd.api.types.is_bool_dtype(column.dtype) and not column.hasnans:
+                continue
+            kind = "true/false"
+            bad = ~column.map(lambda v: isinstance(v, (bool, np.bool_))).to_numpy(bool)
+            if not bad.any():
+                frame[name] = column.astype(bool)
+        else:
+            is_int = name in _INT_COLUMNS or name.startswith(_INT_PREFIXES) or (
+                path.name == "allocations.parquet" and name not in _NUMBER_COLUMNS)
+            if name not in _NUMBER_COLUMNS and not is_int:
+                continue
+            if (is_int and pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans) or (
+                    not is_int and pd.api.types.is_float_dtype(column.dtype) and column.dtype == np.float64):
+                continue
+            values = pd.to_numeric(column.where(~column.map(lambda v: isinstance(v, (bool, np.bool_)))),
+                                   errors="coerce").to_numpy(np.float64, na_value=np.nan)
+            bad = column.notna().to_numpy(bool) & np.isnan(values)
+            if is_int:
+                kind = "integers"
+                bad |= ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > 2.0**62)
+            else:
+                kind = "numbers"
+            if not bad.any():
+                frame[name] = values.astype(np.int64) if is_int else values
+        if bad.any():
+            rows = np.flatnonzero(bad)
+            raise ConfigError(f"{path}: column '{name}' must hold {kind}; row {rows[0]} is {column.iloc[rows[0]]!r}"
+                              + (f" ({len(rows)} rows in all)" if len(rows) > 1 else ""))
     return frame

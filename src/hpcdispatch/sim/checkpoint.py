@@ -91,6 +91,7 @@ class Checkpoint:
         state = {k: (array(_TYPED[k], getattr(loop, k)) if k in _TYPED else getattr(loop, k)) for k in LOOP_STATE}
         state["dispatcher"] = vars(dispatcher)
         state["predictor"] = vars(predictor)
+        at = json.loads(json.dumps(at, default=json_default))  # plain data (the header is read without classes)
         header = {"checkpoint": FORMAT, "version": __version__, "code": source_digest(), "run": self.run, "at": at}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -111,9 +112,11 @@ class Checkpoint:
              workload: Workload) -> LoopState:
         """The saved loop state; the dispatcher's and predictor's attributes are restored
         in place (the caller's objects are the run's objects)."""
+        if self.path.is_dir():
+            raise CheckpointError(f"{self.path} is a directory, not a checkpoint")
         try:
             with self.path.open("rb") as fh:
-                header = pickle.load(fh)
+                header = _HeaderUnpickler(fh).load()
                 if not isinstance(header, dict) or "checkpoint" not in header:
                     raise CheckpointError(f"{self.path}: not a simulation checkpoint (format {FORMAT})")
                 if header.get("checkpoint") != FORMAT:
@@ -126,27 +129,27 @@ class Checkpoint:
                         f"{self.path} was written by other code (hpcdispatch {header.get('version')}, source "
                         f"digest {header.get('code')}; this is {__version__}, {source_digest()}): the state it "
                         "holds may not fit this code. Resume it with the code that wrote it, or delete it")
-                fields = run_differences(header.get("run") or {}, self.run, self.equivalent)
+                saved_run = header.get("run") or {}
+                if not isinstance(saved_run, dict):
+                    raise CheckpointError(f"{self.path}: damaged checkpoint (its header's run is {saved_run!r})")
+                fields = run_differences(saved_run, self.run, self.equivalent)
                 if fields:
                     raise CheckpointError(
                         f"{self.path} was written for another run (differs in: {', '.join(fields)}); "
                         "use a new checkpoint file or delete this one")
                 cluster, planned_np = _Unpickler(fh, _shared(system, workload), workload).load()
                 state = _Unpickler(fh, _shared(system, workload, cluster, planned_np), workload).load()
+            saved = _checked_state(self.path, state)
+            loop = LoopState(**{k: saved[k] for k in LOOP_STATE})
         except CheckpointError:
             raise
         except Exception as exc:  # whatever a damaged pickle raises
-            raise CheckpointError(f"{self.path}: damaged checkpoint ({type(exc).__name__}: {exc}); "
+            raise CheckpointError(f"{self.path}: damaged checkpoint ({type(exc).__name__}: {str(exc)[:200]}); "
                                   "delete it to start the run from the beginning") from None
-        missing = [k for k in LOOP_STATE + ("dispatcher", "predictor") if k not in state]
-        if missing:
-            raise CheckpointError(f"{self.path}: damaged checkpoint (missing {', '.join(missing)})")
-        _replace_vars(dispatcher, state.pop("dispatcher"))
-        _replace_vars(predictor, state.pop("predictor"))
-        for k in _TYPED:
-            state[k] = state[k].tolist()
+        _replace_vars(dispatcher, saved["dispatcher"])
+        _replace_vars(predictor, saved["predictor"])
         self.restored_at = header.get("at")
-        return LoopState(**state)
+        return loop
 
     def remove(self) -> None:
         """Delete the checkpoint (the run finished)."""
@@ -169,6 +172,26 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+def _checked_state(path: Path, state: Any) -> dict[str, Any]:
+    """The saved state as :class:`LoopState`'s fields plus the dispatcher's and predictor's
+    attributes (typed arrays back to lists), or a :class:`CheckpointError` saying what is
+    missing -- before anything of the run is touched."""
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: damaged checkpoint (its state is {type(state).__name__}, not a table)")
+    missing = [k for k in LOOP_STATE + ("dispatcher", "predictor") if k not in state]
+    if missing:
+        raise CheckpointError(f"{path}: damaged checkpoint (missing {', '.join(missing)})")
+    for k in ("dispatcher", "predictor"):
+        if not isinstance(state[k], dict) or not all(isinstance(a, str) for a in state[k]):
+            raise CheckpointError(f"{path}: damaged checkpoint (the {k}'s attributes are not a table)")
+    out = dict(state)
+    for k in _TYPED:
+        if not isinstance(state[k], array):
+            raise CheckpointError(f"{path}: damaged checkpoint ({k} is {type(state[k]).__name__})")
+        out[k] = state[k].tolist()
+    return out
+
+
 def _replace_vars(obj: object, saved: dict[str, Any]) -> None:
     attrs = vars(obj)
     attrs.clear()
@@ -188,6 +211,17 @@ def _shared(system: System, workload: Workload, cluster: ClusterState | None = N
         objects.update(cluster=cluster, free_ro=cluster.free_readonly, free_total=cluster.free_total,
                        planned_np=planned_np, planned_ro=planned_ro)
     return {id(obj): (obj, key) for key, obj in objects.items()}
+
+
+class _HeaderUnpickler(pickle.Unpickler):
+    """The header is plain data (dicts, strings, numbers): an object of any class in it is
+    damage (or not a checkpoint), never something to import and build."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"the header holds an object of {module}.{name}, not plain data")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("the header holds a reference, not plain data")
 
 
 class _Pickler(pickle.Pickler):

@@ -25,14 +25,16 @@ File format (JSON lines):
   "head": id of the first queued job, "starts": [[job index, job id, [nodes], [units]], ...],
   "wakeup": t or null, "elapsed": s, "info": {...}}``.
 
-A last line cut short by the interruption is dropped (and cut from the file) with a warning;
-a damaged line anywhere else is an error naming the file and line, as is a record that does
-not match the state the replay reached.
+A last line cut short by the interruption is dropped (and cut from the file, once the file is
+known to be this run's journal) with a warning; a damaged line anywhere else, or a record of
+the wrong form (a missing field, a node listed twice ...), is an error naming the file, line
+and field, as is a record that does not match the state the replay reached.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 from collections.abc import Callable
@@ -70,6 +72,52 @@ def run_differences(theirs: dict[str, Any], ours: dict[str, Any],
                   and not (k in theirs and k in equivalent and equivalent[k](theirs[k])))
 
 
+_RECORD_KEYS = ("k", "t", "queue", "head", "starts", "wakeup", "elapsed")
+_BIG = 2**62  # integers beyond this are no index, id or node (and no int64)
+
+
+def _is_int(v: Any, low: int = -_BIG) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v < _BIG
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, float) and math.isnan(v))
+
+
+def _record_problem(rec: dict[str, Any]) -> tuple[str, str] | None:
+    """``(field, what is wrong)`` with a record's form, or None (its content is checked
+    against the simulation when it is replayed)."""
+    for key in _RECORD_KEYS:
+        if key not in rec:
+            return key, f"missing (a record has {', '.join(_RECORD_KEYS)} and info)"
+    if not _is_number(rec["t"]) or not math.isfinite(rec["t"]):
+        return "t", f"must be a time (a finite number), got {str(rec['t'])[:60]}"
+    if not _is_int(rec["queue"], 0):
+        return "queue", f"must be a queue length, got {str(rec['queue'])[:60]}"
+    if rec["head"] is not None and not _is_int(rec["head"]):
+        return "head", f"must be a job id or null, got {str(rec['head'])[:60]}"
+    if rec["wakeup"] is not None and not _is_number(rec["wakeup"]):
+        return "wakeup", f"must be a time or null, got {str(rec['wakeup'])[:60]}"
+    if not _is_number(rec["elapsed"]) or not 0 <= rec["elapsed"] < math.inf:
+        return "elapsed", f"must be seconds (a finite number >= 0), got {str(rec['elapsed'])[:60]}"
+    if rec.get("info") is not None and not isinstance(rec["info"], dict):
+        return "info", f"must be an object or null, got {str(rec['info'])[:60]}"
+    starts = rec["starts"]
+    if not isinstance(starts, list):
+        return "starts", f"must be a list of [job index, job id, [nodes], [units]], got {str(starts)[:60]}"
+    for i, start in enumerate(starts):
+        if not (isinstance(start, list) and len(start) == 4 and _is_int(start[0], 0) and _is_int(start[1])
+                and isinstance(start[2], list) and isinstance(start[3], list)
+                and all(_is_int(n, 0) for n in start[2]) and all(_is_int(u) for u in start[3])):
+            return "starts", f"entry {i} must be [job index, job id, [nodes], [units]], got {str(start)[:80]}"
+        nodes, units = start[2], start[3]
+        if len(nodes) != len(units):
+            return "starts", f"entry {i} has {len(nodes)} nodes but {len(units)} unit counts"
+        if len(set(nodes)) != len(nodes):
+            return "starts", f"entry {i} (job {start[1]}) lists a node twice: {nodes}"
+    return None
+
+
 class DecisionJournal:
     """Records dispatcher calls to ``path`` and replays the ones already there.
 
@@ -88,6 +136,8 @@ class DecisionJournal:
         self._records: list[dict[str, Any]] = []
         self.replayed = 0
         self.recorded = 0
+        if self.path.is_dir():
+            raise JournalError(f"{self.path} is a directory, not a decision journal")
         self._lock = self._acquire()
         try:
             if self.path.exists() and self.path.stat().st_size > 0:
@@ -125,26 +175,21 @@ class DecisionJournal:
     def _load(self) -> None:
         raw = self.path.read_bytes()
         lines = raw.split(b"\n")
-        complete = raw.endswith(b"\n")
-        if not complete:
-            # the interruption cut the last record short: keep everything before it
-            cut = len(raw) - len(lines[-1])
-            warnings.warn(f"{self.path}: line {len(lines)} is incomplete (interrupted write); dropped",
-                          stacklevel=3)
-            with self.path.open("r+b") as fh:
-                fh.truncate(cut)
+        cut = None if raw.endswith(b"\n") else len(raw) - len(lines[-1])
         lines = lines[:-1]  # after the last newline: empty, or the dropped partial line
         try:
             header = json.loads(lines[0])
-        except (json.JSONDecodeError, IndexError):
+        except (ValueError, RecursionError, IndexError):  # (not JSON, not UTF-8 text, nested too deep)
             raise JournalError(f"{self.path}, line 1: not a decision journal header") from None
         if not isinstance(header, dict) or "journal" not in header:
             raise JournalError(f"{self.path}, line 1: not a decision journal (format {FORMAT}) header")
         if header.get("journal") != FORMAT:
             raise JournalError(
-                f"{self.path}, line 1: a decision journal of format {header.get('journal')}; this version "
+                f"{self.path}, line 1: a decision journal of format {str(header.get('journal'))[:20]}; this version "
                 f"reads format {FORMAT} (format 1 named the dispatcher by its printed description). Finish "
                 "the run with the version that wrote the journal, or delete it to start again")
+        if not isinstance(header.get("run") or {}, dict):
+            raise JournalError(f"{self.path}, line 1, field 'run': must be an object, got {header.get('run')!r}")
         fields = run_differences(header.get("run") or {}, self.run, self.equivalent)
         if fields:
             raise JournalError(
@@ -155,10 +200,26 @@ class DecisionJournal:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise JournalError(f"{self.path}, line {lineno}: damaged record ({exc.msg})") from None
-            if not isinstance(rec, dict) or rec.get("k") != len(self._records):
+            except UnicodeDecodeError:
+                raise JournalError(f"{self.path}, line {lineno}: damaged record (not UTF-8 text)") from None
+            except (ValueError, RecursionError) as exc:  # a 5000-digit number, nesting too deep
+                raise JournalError(f"{self.path}, line {lineno}: damaged record ({type(exc).__name__})") from None
+            if not isinstance(rec, dict) or rec.get("k") != len(self._records) or isinstance(rec.get("k"), bool):
+                got = rec.get("k") if isinstance(rec, dict) else rec
                 raise JournalError(f"{self.path}, line {lineno}: field 'k' should be call {len(self._records)}, "
-                                   f"got {rec.get('k') if isinstance(rec, dict) else rec!r}")
+                                   f"got {str(got)[:60]}")
+            problem = _record_problem(rec)
+            if problem:
+                field, message = problem
+                raise JournalError(f"{self.path}, line {lineno}, field '{field}': {message}")
             self._records.append(rec)
+        if cut is not None:
+            # the interruption cut the last record short: keep everything before it (the file
+            # is only changed once it is known to be this run's journal)
+            warnings.warn(f"{self.path}: line {len(lines) + 1} is incomplete (interrupted write); dropped",
+                          stacklevel=3)
+            with self.path.open("r+b") as fh:
+                fh.truncate(cut)
 
     def __len__(self) -> int:
         return len(self._records)

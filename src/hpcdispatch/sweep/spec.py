@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import tomllib
@@ -207,6 +208,16 @@ def _expect(w: _Where, fld: str, value: Any, kinds: tuple[type, ...], what: str)
     ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
     if not ok:
         raise w.error(fld, f"must be {what}, got {_type_name(value)} {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise w.error(fld, f"must be {what} (a finite number), got {value!r}")
+    return value
+
+
+def _expect_path(w: _Where, fld: str, value: Any, what: str) -> str:
+    """A string that can name a file (no NUL byte)."""
+    _expect(w, fld, value, (str,), what)
+    if "\0" in value:
+        raise w.error(fld, f"a file name cannot hold a NUL byte, got {value!r}")
     return value
 
 
@@ -227,16 +238,18 @@ def _system_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[tuple[st
     from hpcdispatch.system.io import load_system
 
     for i, s in enumerate(raw):
-        _expect(w, f"systems[{i}]", s, (str,), "a preset name, a system TOML file, 'auto' or 'from-trace'")
+        _expect_path(w, f"systems[{i}]", s, "a preset name, a system TOML file, 'auto' or 'from-trace'")
         if s in ("auto", "from-trace"):
             out.append((s, s))
             continue
         is_file = s.endswith(".toml")
-        spec = _resolve_path(s, base) if is_file else s
         try:
+            spec = _resolve_path(s, base) if is_file else s
             load_system(spec)
         except HpcDispatchError as exc:
             raise w.error(f"systems[{i}]", str(exc)) from None
+        except OSError as exc:  # a name too long ...
+            raise w.error(f"systems[{i}]", f"cannot be read: {exc.strerror or exc}") from None
         out.append((os.path.normpath(s) if is_file else s, spec))
     return out
 
@@ -325,24 +338,28 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
         if "trace" in entry:
             known = ("trace", "name", "submit_jitter", "seed", "seeds", *SWF_KEYS)
             _check_keys(entry, known, w, fld)
-            trace = _expect(w, f"{fld}.trace", entry["trace"], (str,), "a path to an SWF file")
+            trace = _expect_path(w, f"{fld}.trace", entry["trace"], "a path to an SWF file")
+            try:
+                trace_path = _resolve_path(trace, base)
+            except (OSError, RuntimeError) as exc:  # a name too long, a symlink loop
+                raise w.error(f"{fld}.trace", f"cannot be a file name: {exc}") from None
             swf = _swf_canonical(entry, w, fld, SWF_KEYS)
             written = os.path.normpath(trace)
             label = name or _trace_label(trace, swf)
             jitter = _expect(w, f"{fld}.submit_jitter", entry.get("submit_jitter", 0), (int,), "whole seconds")
-            if jitter < 0:
-                raise w.error(f"{fld}.submit_jitter", f"must be >= 0 seconds, got {jitter}")
+            if not 0 <= jitter <= 2**50:
+                raise w.error(f"{fld}.submit_jitter", f"must be >= 0 seconds (at most 2^50), got {jitter}")
             if not jitter:
                 if "seed" in entry or "seeds" in entry:
                     raise w.error(fld, "seeds on a trace need submit_jitter > 0 (they seed the jitter; "
                                   "without it every seed is the same trace)")
                 config = {"trace": written, **swf}
-                out.append(_Workload(label, None, config, _resolve_path(trace, base), swf))
+                out.append(_Workload(label, None, config, trace_path, swf))
                 continue
             for seed in _seeds(entry, w, fld):  # perturbed replicas; unjittered ids stay as they were
                 jittered = {**swf, "submit_jitter": jitter, "jitter_seed": seed}
                 config = {"trace": written, **jittered}
-                out.append(_Workload(label, seed, config, _resolve_path(trace, base), jittered))
+                out.append(_Workload(label, seed, config, trace_path, jittered))
             continue
         generator = _expect(w, f"{fld}.generator", entry["generator"], (str,), "a string")
         if generator == "aucsched":
@@ -386,6 +403,10 @@ def _aucsched_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | No
     names = names if isinstance(names, list) else [names]
     versions = entry.get("version", d.version)
     versions = versions if isinstance(versions, list) else [versions]
+    if not names:
+        raise w.error(f"{fld}.workload", "is empty (give I-V or a list of them)")
+    if not versions:
+        raise w.error(f"{fld}.version", "is empty (give 1, 2, 3 or a list of them)")
     for n in names:
         _expect(w, f"{fld}.workload", n, (str,), "a string I-V or a list of them")
         if n.upper() not in WORKLOAD_MIXES:
@@ -484,7 +505,8 @@ def _dispatcher_entries(doc: dict[str, Any], w: _Where) -> list[DispatcherSpec]:
         try:
             canonical_json(config)
         except (TypeError, ValueError):
-            raise w.error(fld, f"parameters {config['params']!r} are not plain values") from None
+            raise w.error(fld, f"parameters {config['params']!r} are not plain values (strings, finite numbers, "
+                               "true/false, lists, tables)") from None
         out.append(spec)
     return out
 
@@ -553,8 +575,11 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
     _expect(w, "plugins", raw_plugins, (list,), "a list of .py files or module names")
     plugins = []
     for i, p in enumerate(raw_plugins):
-        _expect(w, f"plugins[{i}]", p, (str,), "a .py file or a module name")
-        plugins.append(resolve_plugin(p, base))
+        _expect_path(w, f"plugins[{i}]", p, "a .py file or a module name")
+        try:
+            plugins.append(resolve_plugin(p, base))
+        except (OSError, RuntimeError) as exc:
+            raise w.error(f"plugins[{i}]", f"cannot be a file name: {exc}") from None
     try:
         load_plugins(tuple(plugins))
     except HpcDispatchError as exc:
@@ -620,9 +645,24 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
 
 def load_sweep(path: str | Path) -> SweepSpec:
     p = Path(path)
-    if not p.is_file():
+    try:
+        is_dir, is_file = p.is_dir(), p.is_file()
+    except OSError as exc:
+        raise SweepSpecError(f"{p}: cannot be read: {exc.strerror or exc}") from None
+    if is_dir:
+        raise SweepSpecError(f"{p}: is a directory, not a sweep file")
+    if not is_file:
         raise SweepSpecError(f"{p}: sweep file does not exist")
-    text = p.read_text()
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise SweepSpecError(f"{p}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SweepSpecError(f"{p}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text "
+                             "(a sweep file is TOML)") from None
     spec = parse_sweep(text, source=str(p), base=p.resolve().parent)
     spec.path = p.resolve()
     return spec

@@ -16,6 +16,11 @@ import numpy as np
 
 from hpcdispatch.errors import ConfigError
 
+#: more nodes than any machine has (the capacity array of a system is n_nodes x resources)
+MAX_NODES = 10_000_000
+#: the largest capacity of a resource on a node (exact in float64, far from int64's end)
+MAX_AMOUNT = 2**50
+
 
 @dataclass(frozen=True)
 class NodeType:
@@ -28,12 +33,14 @@ class NodeType:
     def __post_init__(self) -> None:
         if not self.name:
             raise ConfigError("a node type needs a name")
-        if not isinstance(self.count, int) or self.count <= 0:
-            raise ConfigError(f"node type '{self.name}': count must be a positive integer, got {self.count!r}")
+        if not isinstance(self.count, int) or isinstance(self.count, bool) or not 0 < self.count <= MAX_NODES:
+            raise ConfigError(f"node type '{self.name}': count must be a positive integer (at most {MAX_NODES:,}), "
+                              f"got {self.count!r}")
         for res, amount in self.capacity.items():
-            if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+            if not isinstance(amount, int) or isinstance(amount, bool) or not 0 <= amount <= MAX_AMOUNT:
                 raise ConfigError(
-                    f"node type '{self.name}': capacity of '{res}' must be a non-negative integer, got {amount!r}"
+                    f"node type '{self.name}': capacity of '{res}' must be a non-negative integer (at most 2^50), "
+                    f"got {amount!r}"
                 )
 
 
@@ -51,8 +58,12 @@ class Topology:
     def __post_init__(self) -> None:
         if self.kind not in ("linear", "grid2d"):
             raise ConfigError(f"unknown topology kind '{self.kind}' (expected 'linear' or 'grid2d')")
-        if self.kind == "grid2d" and (len(self.shape) != 2 or min(self.shape) <= 0):
-            raise ConfigError(f"topology grid2d needs shape = [rows, cols], got {list(self.shape)}")
+        if self.kind == "grid2d" and (
+            len(self.shape) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in self.shape)
+            or min(self.shape) <= 0
+        ):
+            raise ConfigError(f"topology grid2d needs shape = [rows, cols] of positive integers, got {list(self.shape)}")
 
     def coordinates(self, n_nodes: int) -> np.ndarray:
         """Coordinates of every node: ``(n, 1)`` for linear, ``(n, 2)`` (row, col) for grid2d."""
@@ -96,8 +107,12 @@ class System:
                     f"system '{self.name}', node type '{nt.name}': unknown resource(s) {sorted(unknown)}; "
                     f"declared resources are {list(self.resources)}"
                 )
+        if self.n_nodes > MAX_NODES:
+            raise ConfigError(f"system '{self.name}' has {self.n_nodes:,} nodes, more than {MAX_NODES:,}")
         if self.topology.kind == "grid2d":
-            self.topology.coordinates(self.n_nodes)  # raises if the grid does not match
+            rows, cols = self.topology.shape
+            if rows * cols != self.n_nodes:  # (before coordinates() builds arrays of that size)
+                raise ConfigError(f"topology grid2d {rows}x{cols} does not hold {self.n_nodes} nodes")
 
     @cached_property
     def n_nodes(self) -> int:

@@ -141,6 +141,8 @@ def validate_tables(
     report = ValidationReport(jobs=len(workload), allocation_rows=len(allocations))
     resources = list(system.resources)
     cap = system.capacity
+    if not _columns_have_their_types(report, system, workload, jobs, allocations):
+        return report  # the checks below read these columns as numbers and ids
 
     # ---- the set of jobs ------------------------------------------------------------------
     # Columns are read through positions of the common job ids (sorted) in each table; when a
@@ -348,9 +350,13 @@ def validate_tables(
         report.add(t_to[k], "release", f"job {int(ids[row_job[k]])} releases node {int(node[k])} at {t_to[k]:.15g}, but ended at {end[row_job[k]]:.15g}")
     # (job, segment, node) listed twice; units per (job, node) over all segments -- one int64
     # key per row, sorted (numpy, not pandas: a million rows hash into hundreds of MB)
-    width = int(max(system.n_nodes, int(node.max()) + 1 if len(node) else 1, 1))
+    # (nodes outside the system, reported above, share one key; segment numbers are ranked so
+    # that any int64 value keeps the key within int64)
+    width = int(system.n_nodes) + 1
     pair = row_job.astype(np.int64) * width + np.clip(node, 0, width - 1)
     seg_key = np.maximum(seg, 0)
+    if len(seg) and int(seg_key.max()) >= len(seg):
+        seg_key = np.unique(seg_key, return_inverse=True)[1].astype(np.int64)
     n_segs = int(seg_key.max()) + 1 if len(seg) else 1
     triple = pair * n_segs + seg_key
     order = np.argsort(triple, kind="stable")
@@ -412,6 +418,51 @@ def validate_tables(
                         ids[row_job[sel]])
     report.violations.sort()
     return report
+
+
+#: table -> (integer columns, number columns: NaN allowed where a job may lack the value)
+_COLUMN_KINDS = {
+    "workload": (("job_id", "units"), ("submit", "run_time", "wall_time")),
+    "jobs": (("job_id",), ("start", "end")),
+    "allocations": (("job_id", "segment", "node", "units"), ("from", "to")),
+}
+
+
+def _columns_have_their_types(report: ValidationReport, system: System, workload: pd.DataFrame,
+                              jobs: pd.DataFrame, allocations: pd.DataFrame) -> bool:
+    """Each column the checks read holds numbers (job ids: integers), never text or true/false,
+    and the jobs table has a status; each offending column is a violation naming the table,
+    column and first rows. False when any is found (the checks below could not read them)."""
+    tables = {"workload": workload, "jobs": jobs, "allocations": allocations}
+    ok = True
+    for table, (ints, numbers) in _COLUMN_KINDS.items():
+        frame = tables[table]
+        extra_ints = tuple(r for r in system.resources if table == "allocations" and r in frame.columns)
+        for name in ints + extra_ints + numbers:
+            if name not in frame.columns:
+                report.add(-np.inf, "table", f"the {table} table has no column '{name}'")
+                ok = False
+                continue
+            column = frame[name]
+            if pd.api.types.is_bool_dtype(column.dtype):
+                bad = np.ones(len(column), bool)
+            else:
+                values = pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
+                given = column.notna().to_numpy()
+                bad = given & np.isnan(values)  # text, not a number
+                if name == "job_id":  # (other integer columns: rows with NaN or 2.5 are reported per job below)
+                    bad |= ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > 2.0**62)
+            if bad.any():
+                rows = np.flatnonzero(bad)
+                shown = ", ".join(f"row {r} ({column.iloc[r]!r})" for r in rows[:3])
+                kind = "integers" if name in ints + extra_ints else "numbers"
+                report.add(-np.inf, "table", f"the {table} table's column '{name}' must hold {kind}: "
+                                             f"{shown}{' ...' if len(rows) > 3 else ''} ({len(rows)} in all)")
+                ok = False
+    if "status" not in jobs.columns:
+        report.add(-np.inf, "table", "the jobs table has no column 'status'")
+        ok = False
+    return ok
 
 
 def _int_column(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:

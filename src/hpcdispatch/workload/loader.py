@@ -141,9 +141,13 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
             workload = workload.subset(swf_options.max_jobs)
         return workload
     path = Path(spec)
-    if not path.exists():
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte ...
+        raise TraceFormatError(spec, f"cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    if not exists:
         raise TraceFormatError(spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)")
-    if path.is_dir():
+    if is_dir:
         raise TraceFormatError(spec, "is a directory, not a workload file")
     if path.suffix.lower() in SLURM_SUFFIXES:
         workload = read_slurm_requests(path, system)
@@ -154,7 +158,15 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
 
 
 def workload_from_source(source_kind: str, spec: str, options: dict[str, Any], system: System) -> Workload:
-    """Re-load a workload from a recorded :class:`~hpcdispatch.workload.job.WorkloadSource`."""
+    """Re-load a workload from a recorded :class:`~hpcdispatch.workload.job.WorkloadSource`
+    (recorded options of the wrong type are a :class:`ConfigError` naming the option)."""
+    kinds = {"units": (str,), "cores_per_unit_max": (int, type(None)), "processors": (str,),
+             "missing_walltime": (str, int), "memory": (str,), "max_jobs": (int, type(None)),
+             "submit_jitter": (int,), "jitter_seed": (int,)}
+    for key, allowed in kinds.items():
+        value = options.get(key)
+        if key in options and (not isinstance(value, allowed) or isinstance(value, bool)):
+            raise ConfigError(f"workload option '{key}' recorded as {value!r}: not a valid value")
     units = UnitMapping(mode=options.get("units", "divisor"), cores_per_unit_max=options.get("cores_per_unit_max"))
     swf = SwfOptions(
         processors=options.get("processors", "requested"),

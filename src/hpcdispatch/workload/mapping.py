@@ -35,9 +35,10 @@ class UnitMapping:
     core_resource: str = "core"
 
     def __post_init__(self) -> None:
-        if self.mode not in UNIT_MODES:
+        if not isinstance(self.mode, str) or self.mode not in UNIT_MODES:
             raise ConfigError(f"unknown unit mapping '{self.mode}' (expected one of {', '.join(UNIT_MODES)})")
-        if self.cores_per_unit_max is not None and self.cores_per_unit_max <= 0:
+        c = self.cores_per_unit_max
+        if c is not None and (not isinstance(c, (int, np.integer)) or isinstance(c, bool) or c <= 0):
             raise ConfigError(f"cores_per_unit_max must be positive, got {self.cores_per_unit_max}")
 
     def unit_core_limit(self, system: System) -> int:

@@ -28,8 +28,9 @@ Readers and generators here:
 
 - :func:`read_slurm_requests`: a CSV file or JSON lines (``.csv``, ``.jsonl``, ``.json``)
   with the columns above plus ``run_time`` (required), ``id``, ``submit``, ``time_limit``
-  and ``user``; invalid lines are skipped and reported (file, line and column) like the SWF
-  reader's :class:`~hpcdispatch.workload.job.SkipReport`;
+  and ``user``; invalid lines (one that is not UTF-8 text included) are skipped and reported
+  (file, line and column) like the SWF reader's :class:`~hpcdispatch.workload.job.SkipReport`;
+  a file that is not text at all is an error naming it;
 - :func:`aucsched_workload`: the paper's workload generator (section 6.1, Table 4).
 """
 
@@ -48,6 +49,7 @@ from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, SkipReport, Workload, WorkloadSource
+from hpcdispatch.workload.swf import binary_content, check_file
 
 CORE = "core"
 GPU = "gpu"
@@ -195,6 +197,14 @@ COLUMNS = {
 REQUEST_COLUMNS = ("ntasks", "nodes", "ntasks_per_node")
 
 
+#: the largest value a column may have (as the SWF reader: 2^50, about 10^15)
+MAX_VALUE = 2**50
+
+
+class _TooLarge(ValueError):
+    """A value beyond :data:`MAX_VALUE` (skipped as ``<column>-too-large``)."""
+
+
 def _parse_int(value: Any, column: str, positive: bool = False, allow_empty: bool = True) -> int | None:
     if value is None or (isinstance(value, str) and value.strip() == ""):
         if allow_empty:
@@ -206,10 +216,14 @@ def _parse_int(value: Any, column: str, positive: bool = False, allow_empty: boo
         value = value.strip()[3:].lstrip(":") or "1"  # gres syntax: gpu, gpu:2
     try:
         f = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
+        if isinstance(value, int):  # an integer too large for a float
+            raise _TooLarge(f"column '{column}': {value} is too large (at most 2^50)") from None
         raise ValueError(f"column '{column}': expected an integer, got {value!r}") from None
     if not math.isfinite(f) or f != int(f):
         raise ValueError(f"column '{column}': expected an integer, got {value!r}")
+    if abs(f) > MAX_VALUE:
+        raise _TooLarge(f"column '{column}': {value!r} is too large (at most 2^50)")
     v = int(f)
     if positive and v <= 0:
         raise ValueError(f"column '{column}': expected a positive integer, got {value!r}")
@@ -231,38 +245,80 @@ def _parse_bool(value: Any, column: str) -> bool:
     raise ValueError(f"column '{column}': expected true/false, got {value!r}")
 
 
+def _text_lines(path: Path) -> list[tuple[int, str | None, str]]:
+    """``(line number, text or None, why not)`` for every line of the file (split at ``\\n``,
+    as editors count lines); a line that is not UTF-8 text has ``None`` and the reason."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TraceFormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    why = binary_content(data[: 1 << 16])
+    if why:
+        raise TraceFormatError(str(path), f"{why}; a request file is CSV or JSON lines text")
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+        data = data[3:]
+    out: list[tuple[int, str | None, str]] = []
+    for k, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            out.append((k, raw.decode("utf-8").removesuffix("\r"), ""))
+        except UnicodeDecodeError as exc:
+            out.append((k, None, f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1} is not UTF-8 text"))
+    return out
+
+
 def _records(path: Path) -> tuple[str, list[tuple[int, dict[str, Any] | str]]]:
     """``(format, [(line number, record dict or parse error)])``."""
-    text = path.read_text()
     suffix = path.suffix.lower()
+    if suffix not in (".jsonl", ".json", ".ndjson", ".csv"):
+        raise TraceFormatError(str(path), "unknown request-file type (use .csv or .jsonl)")
+    lines = [(k, line, why) for k, line, why in _text_lines(path)
+             if line is None or (line.strip() and not line.lstrip().startswith("#"))]
     out: list[tuple[int, dict[str, Any] | str]] = []
     if suffix in (".jsonl", ".json", ".ndjson"):
-        for k, line in enumerate(text.splitlines(), start=1):
-            if not line.strip() or line.lstrip().startswith("#"):
+        for k, line, why in lines:
+            if line is None:
+                out.append((k, why))
                 continue
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
                 out.append((k, f"not valid JSON ({exc.msg})"))
                 continue
+            except (ValueError, RecursionError) as exc:  # a 5000-digit number, nesting too deep
+                out.append((k, f"not valid JSON ({type(exc).__name__}: {str(exc)[:80]})"))
+                continue
             if not isinstance(rec, dict):
                 out.append((k, "a JSON line must be an object"))
                 continue
             out.append((k, rec))
         return "jsonl", out
-    if suffix != ".csv":
-        raise TraceFormatError(str(path), "unknown request-file type (use .csv or .jsonl)")
-    lines = [(k, line) for k, line in enumerate(text.splitlines(), start=1)
-             if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         raise TraceFormatError(str(path), "empty file (a CSV header line is needed)")
-    header_line, header = lines[0][0], next(csv.reader([lines[0][1]]))
-    header = [h.strip() for h in header]
+    header_line, first, why = lines[0]
+    if first is None:
+        raise TraceFormatError(str(path), f"the header line is not text: {why}", line=header_line)
+    try:
+        header = [h.strip() for h in next(csv.reader([first]))]
+    except csv.Error as exc:
+        raise TraceFormatError(str(path), f"the header line is not CSV: {exc}", line=header_line) from None
     unknown = [h for h in header if h not in COLUMNS]
     if unknown:
         raise TraceFormatError(str(path), f"unknown column(s) {unknown}; known: {sorted(set(COLUMNS))}", line=header_line)
-    for k, line in lines[1:]:
-        values = next(csv.reader([line]))
+    seen: dict[str, str] = {}
+    for h in header:
+        if COLUMNS[h] in seen:
+            raise TraceFormatError(str(path), f"columns '{seen[COLUMNS[h]]}' and '{h}' are the same column "
+                                   f"('{COLUMNS[h]}')", line=header_line, field=h)
+        seen[COLUMNS[h]] = h
+    for k, line, why in lines[1:]:
+        if line is None:
+            out.append((k, why))
+            continue
+        try:
+            values = next(csv.reader([line]))
+        except csv.Error as exc:
+            out.append((k, f"not CSV ({exc})"))
+            continue
         if len(values) != len(header):
             out.append((k, f"{len(values)} fields, the header has {len(header)}"))
             continue
@@ -277,13 +333,13 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
     ``ntasks_per_node``, ``gpus_per_node``/``gres`` (``2`` or ``gpu:2``), ``contiguous``,
     and optionally ``id`` (default: the line number), ``submit`` (default 0),
     ``time_limit`` (seconds, default: the run time) and ``user``. A line that cannot be used
-    is skipped and counted per reason (``malformed``, ``bad-<column>``, ``bad-request``,
+    is skipped and counted per reason (``malformed``: not CSV / JSON, or not UTF-8 text;
+    ``bad-<column>``, ``<column>-too-large`` (beyond 2^50), ``bad-request``,
     ``too-big``, ``duplicate-id``) with its line number; the first messages name file, line
     and column.
     """
     path = Path(path)
-    if not path.is_file():
-        raise TraceFormatError(str(path), "file does not exist")
+    check_file(path)
     fmt, records = _records(path)
     report = SkipReport(total_records=len(records))
     resources = tuple(system.resources)
@@ -323,7 +379,7 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             contiguous = _parse_bool(canon.get("contiguous"), "contiguous")
         except ValueError as exc:
             col = str(exc).split("'")[1] if "'" in str(exc) else "value"
-            skip(f"bad-{col}", line, str(exc))
+            skip(f"{col}-too-large" if isinstance(exc, _TooLarge) else f"bad-{col}", line, str(exc))
             continue
         request = SlurmRequest(gpus_per_node=gpus, contiguous=contiguous, **req_values)
         try:

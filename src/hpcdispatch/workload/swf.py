@@ -21,16 +21,22 @@ Mapping of an SWF record to a job (every choice is a named option of :class:`Swf
 
 Records that can never run are skipped and counted per reason with their first line
 numbers (see :class:`~hpcdispatch.workload.job.SkipReport`): ``malformed`` (not 18 numeric
-fields), ``submit<0``, ``runtime<=0``, ``processors<=0``, ``no-walltime`` (with
+fields, or a byte that is not text; a note per kind), ``not-a-number`` (a field the job uses
+is NaN), ``submit-too-large``, ``runtime-too-large``, ``walltime-too-large``,
+``processors-too-large``, ``id-too-large``, ``<field>-too-large`` (beyond 2^50, about 10^15),
+``submit<0``, ``runtime<=0``, ``processors<=0``, ``no-walltime`` (with
 ``missing_walltime="skip"``), ``too-big`` (does not fit the empty system),
 ``duplicate-id``. Jobs are sorted by submit time (ties keep file order); out-of-order
 records are reported as a note (LLNL-Thunder has 808).
+
+Damage: a ``.gz`` cut short (``truncated-file``) or corrupt (``damaged-file``) keeps every
+line before the damage and says after which line the file ends; the line the damage cut is
+counted under that reason. A file that is not text at all (a binary file) is an error
+naming it.
 """
 
 from __future__ import annotations
 
-import gzip
-import io
 import re
 import zlib
 from collections.abc import Iterator
@@ -42,7 +48,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from hpcdispatch._util import gc_paused
 from hpcdispatch.errors import ConfigError, TraceFormatError
@@ -72,8 +77,13 @@ SWF_FIELDS = (
     "think_time",
 )
 N_FIELDS = len(SWF_FIELDS)
+_MAX_EXP = 50
+#: the largest value a field may have (about 10^15; sums of a few such values stay exact
+#: integers in float64): a record with a larger one is skipped as ``<field>-too-large``
+MAX_FIELD = float(2**_MAX_EXP)
 _BLOCK_BYTES = 1 << 23
-_NUMBER = r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$"
+#: what a number looks like (as Arrow reads it: nan and inf too, which load_swf then refuses)
+_NUMBER = r"^[-+]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?|nan(\([0-9a-z_]*\))?|inf|infinity)$"
 
 
 def field_label(i: int) -> str:
@@ -105,8 +115,10 @@ class SwfOptions:
             )
         if self.max_jobs is not None and self.max_jobs <= 0:
             raise ConfigError(f"max_jobs must be positive, got {self.max_jobs}")
-        if self.submit_jitter < 0:
-            raise ConfigError(f"submit_jitter must be >= 0 seconds, got {self.submit_jitter}")
+        if self.submit_jitter < 0 or self.submit_jitter > MAX_FIELD:
+            raise ConfigError(f"submit_jitter must be >= 0 seconds and at most 2^{_MAX_EXP}, got {self.submit_jitter}")
+        if mw.isdigit() and int(mw) > MAX_FIELD:
+            raise ConfigError(f"missing_walltime must be at most 2^{_MAX_EXP} seconds, got {mw}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -145,48 +157,243 @@ class SwfHeader:
         return {k: " | ".join(v) for k, v in self.entries.items()}
 
 
-def _open_binary(path: Path):
+#: compressed bytes read at a time; the decompressed output of one call is at most a block
+_READ_BYTES = 1 << 20
+#: a line longer than this is not an SWF record (and a file of one such line is no trace)
+_MAX_LINE_BYTES = 1 << 26
+#: how much of the start of a file decides whether it is text at all
+_SAMPLE_BYTES = 1 << 16
+#: bytes a text line may hold (printable ASCII and whitespace); others are damage
+_TEXT_BYTES = bytes([9, 10, 11, 12, 13]) + bytes(range(0x20, 0x7F))
+
+
+class _Damage(Exception):
+    """The content cannot be read past this point (a gzip stream cut short or corrupt)."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason  # "truncated-file" or "damaged-file"
+        self.message = message
+
+
+def check_file(path: Path) -> None:
+    """A clear error unless ``path`` is a regular file (names the file and what it is instead)."""
+    try:
+        is_dir, exists, is_file = path.is_dir(), path.exists(), path.is_file()
+    except OSError as exc:  # a name too long ...
+        raise TraceFormatError(str(path), f"cannot be read: {exc.strerror or exc}") from None
+    if is_dir:
+        raise TraceFormatError(str(path), "is a directory, not a workload file")
+    if not exists:
+        raise TraceFormatError(str(path), "file does not exist")
+    if not is_file:
+        raise TraceFormatError(str(path), "is not a regular file")
+
+
+def binary_content(sample: bytes) -> str | None:
+    """Why ``sample`` (the start of a file) is not text, or ``None`` when it is: more than a
+    tenth of its bytes are control bytes or bytes that are not UTF-8. A stray byte in a text
+    file is far below that (its line is skipped); any binary format is far above it."""
+    if not sample:
+        return None
+    if sample[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "is UTF-16 text; it must be ASCII or UTF-8"
+    a = np.frombuffer(sample, dtype=np.uint8)
+    control = int(((a < 0x20) & ~np.isin(a, (9, 10, 11, 12, 13))).sum() + (a == 0x7F).sum())
+    not_utf8 = sample.decode("utf-8", errors="replace").count("\ufffd") if not sample.isascii() else 0
+    bad = control + not_utf8
+    if bad * 10 > len(sample):
+        return (f"is not a text file ({100 * bad // len(sample)} % of its first {len(sample)} bytes are "
+                "control bytes or not UTF-8)")
+    return None
+
+
+def _salvage(d: Any, data: bytes) -> Iterator[bytes]:
+    """Output of decompressor ``d`` fed ``data`` up to the point where it fails: the content
+    before a damage, to the byte (slices of 4 KiB, the failing one again byte by byte)."""
+    step = 4096
+    for k in range(0, len(data), step):
+        piece = data[k : k + step]
+        before = d.copy()
+        try:
+            out = d.decompress(piece)
+        except zlib.error:
+            d = before
+            for i in range(len(piece)):
+                try:
+                    out = d.decompress(piece[i : i + 1])
+                except zlib.error:
+                    return
+                if out:
+                    yield out
+            return
+        if out:
+            yield out
+
+
+def _decompressed(path: Path, block_bytes: int) -> Iterator[bytes]:
+    """The file's content in chunks, decompressed when it is gzip (by its magic bytes; any
+    number of members, zero padding between them). Damage ends the iteration with
+    :class:`_Damage` after every byte that could be read before it: a stream cut short keeps
+    everything up to the cut, a corrupt one everything up to the corruption."""
     with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+        if fh.read(2) != b"\x1f\x8b":
+            fh.seek(0)
+            while chunk := fh.read(block_bytes):
+                yield chunk
+            return
+        fh.seek(0)
+        d = zlib.decompressobj(31)
+        in_member = False  # inside a member (its end not reached yet)
+        members = 0  # members read to their end
+        member_out = 0  # bytes out of the current member
+        comp = b""
+        while True:
+            if not comp:
+                comp = fh.read(_READ_BYTES)
+                if not comp:
+                    break
+            if not in_member:
+                comp = comp.lstrip(b"\0")  # padding after a member
+                if not comp:
+                    continue
+                in_member = True
+            before = d.copy()
+            try:
+                out = d.decompress(comp, block_bytes)
+            except zlib.error as exc:
+                yield from _salvage(before, comp)  # the output of the failing call, up to the damage
+                if "incorrect data check" in str(exc) or "incorrect length check" in str(exc):
+                    # the member's trailer: all its data was given out, and it is not what was written
+                    raise _Damage("checksum", f"the checksum of the compressed content does not match ({exc})") from None
+                if members and not member_out and "incorrect header check" in str(exc):
+                    raise _Damage("damaged-file", f"the bytes after the end of the compressed data are not gzip "
+                                  f"({exc})") from None
+                raise _Damage("damaged-file", f"the compressed data is damaged ({exc})") from None
+            comp = d.unconsumed_tail
+            if out:
+                member_out += len(out)
+                yield out
+            if d.eof:  # a member ended; another may follow
+                comp = d.unused_data
+                d = zlib.decompressobj(31)
+                in_member = False
+                members += 1
+                member_out = 0
+        if in_member:
+            raise _Damage("truncated-file", "the compressed stream ends early (the file was cut short)")
+
+
+class _Blocks:
+    """``(first line number, bytes)`` blocks of whole lines of a file, about ``_BLOCK_BYTES``
+    each. After the iteration, ``damage`` is ``(reason, message, lines read)`` when the file
+    ended in damage: the lines before it were all yielded, the line it cut is dropped."""
+
+    def __init__(self, path: Path, block_bytes: int | None = None):
+        self.path = path
+        self.block_bytes = block_bytes or _BLOCK_BYTES
+        self.damage: tuple[str, str, int] | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        pending: list[bytes] = []
+        size = 0
+        line_no = 1
+        first = True
+        try:
+            # chunks of an eighth of a block: blocks end close to block_bytes (an even split
+            # over the two parsing threads)
+            for chunk in _decompressed(self.path, max(self.block_bytes // 8, 1)):
+                if first:
+                    first = False
+                    why = binary_content(chunk[:_SAMPLE_BYTES])
+                    if why:
+                        raise TraceFormatError(str(self.path), f"{why}; an SWF trace is text, optionally gzipped")
+                pending.append(chunk)
+                size += len(chunk)
+                if size < self.block_bytes:
+                    continue
+                data = b"".join(pending)
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    if len(data) > _MAX_LINE_BYTES:
+                        raise TraceFormatError(str(self.path), f"line {line_no} is longer than "
+                                               f"{_MAX_LINE_BYTES >> 20} MiB: not an SWF trace", line=line_no)
+                    pending = [data]
+                    continue
+                block, rest = data[: cut + 1], data[cut + 1 :]
+                pending, size = ([rest] if rest else []), len(rest)
+                yield line_no, block
+                line_no += block.count(b"\n")
+        except _Damage as exc:
+            data = b"".join(pending)
+            cut = len(data) - 1 if exc.reason == "checksum" else data.rfind(b"\n")
+            if cut >= 0:
+                block = data[: cut + 1]
+                yield line_no, block
+                line_no += block.count(b"\n")
+            if line_no == 1 and exc.reason != "checksum":
+                raise TraceFormatError(str(self.path), f"{exc.message}: nothing could be read") from None
+            self.damage = (exc.reason, exc.message, line_no - 1)
+            return
+        if pending:
+            yield line_no, b"".join(pending)
 
 
 def read_swf_header(path: str | Path) -> SwfHeader:
-    """Parse the ``; Key: value`` comment lines at the top of an SWF file."""
+    """Parse the ``; Key: value`` comment lines at the top of an SWF file (those before any
+    damage: a cut or corrupt ``.gz`` gives the header it still holds)."""
     path = Path(path)
-    if not path.is_file():
-        raise TraceFormatError(str(path), "file does not exist")
+    check_file(path)
     header = SwfHeader()
+    buffer = b""
     try:
-        with _open_binary(path) as fh:
-            for raw in fh:
-                line = raw.decode("ascii", errors="replace").strip()
-                if not line:
-                    continue
-                if not line.startswith(";"):
-                    break
-                body = line.lstrip(";").strip()
-                if ":" in body:
-                    key, value = body.split(":", 1)
-                    header.entries.setdefault(key.strip().lower(), []).append(value.strip())
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceFormatError(str(path), f"cannot read header: {exc}") from None
+        for _, block in _Blocks(path, 1 << 16):
+            buffer += block
+            lines = buffer.split(b"\n")
+            buffer = lines.pop()  # the last line may continue in the next block
+            for raw in lines:
+                if not _header_line(header, raw):
+                    return header
+        if buffer:
+            _header_line(header, buffer)
+    except OSError as exc:
+        raise TraceFormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
     return header
+
+
+def _header_line(header: SwfHeader, raw: bytes) -> bool:
+    """Add one header line; False at the first line that is not a comment (the header ended)."""
+    line = raw.decode("utf-8", errors="replace").strip()
+    if not line:
+        return True
+    if not line.startswith(";"):
+        return False
+    body = line.lstrip(";").strip()
+    if ":" in body:
+        key, value = body.split(":", 1)
+        header.entries.setdefault(key.strip().lower(), []).append(value.strip())
+    return True
 
 
 def system_from_swf_header(path: str | Path, resource: str = "core") -> System:
     """A homogeneous system from the header: MaxNodes nodes x (MaxProcs / MaxNodes) cores."""
     header = read_swf_header(path)
-    nodes = header.leading_int("MaxNodes")
-    procs = header.leading_int("MaxProcs")
-    missing = [k for k, v in (("MaxNodes", nodes), ("MaxProcs", procs)) if not v]
-    if missing:
+    values = {}
+    problems = []
+    for key in ("MaxNodes", "MaxProcs"):
+        text = header.first(key)
+        number = header.leading_int(key)
+        if text is None:
+            problems.append(f"it lacks {key}")
+        elif not number:
+            problems.append(f"its {key} is '{text}', not a positive number")
+        values[key] = number
+    if problems:
         raise ConfigError(
-            f"{path}: cannot derive a system from the SWF header: it lacks {' and '.join(missing)}; "
+            f"{path}: cannot derive a system from the SWF header: {' and '.join(problems)}; "
             "give --system a preset or a TOML file instead"
         )
+    nodes, procs = values["MaxNodes"], values["MaxProcs"]
     assert nodes and procs
     if procs % nodes:
         raise ConfigError(
@@ -194,12 +401,15 @@ def system_from_swf_header(path: str | Path, resource: str = "core") -> System:
             f"is not a multiple of MaxNodes {nodes}; give --system a preset or a TOML file instead"
         )
     name = Path(path).name.split(".swf")[0]
-    return System(
-        name=f"from-trace:{name}",
-        resources=(resource,),
-        node_types=(NodeType(name="node", count=nodes, capacity={resource: procs // nodes}),),
-        description=f"derived from the SWF header of {Path(path).name}: MaxNodes {nodes}, MaxProcs {procs}",
-    )
+    try:
+        return System(
+            name=f"from-trace:{name}",
+            resources=(resource,),
+            node_types=(NodeType(name="node", count=nodes, capacity={resource: procs // nodes}),),
+            description=f"derived from the SWF header of {Path(path).name}: MaxNodes {nodes}, MaxProcs {procs}",
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: cannot derive a system from the SWF header: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------
@@ -209,75 +419,61 @@ def system_from_swf_header(path: str | Path, resource: str = "core") -> System:
 
 @dataclass
 class SwfRecords:
-    """The raw numeric fields of every well-formed record, plus their 1-based line numbers."""
+    """The raw numeric fields of every well-formed record, plus their 1-based line numbers.
+
+    ``truncated_after``: when the file ends in damage (a ``.gz`` cut short or corrupt), the
+    number of lines read before it (all kept); ``damage``: what the damage is, and
+    ``damage_reason`` its skip reason (``truncated-file`` or ``damaged-file``; ``checksum``
+    when the whole content was read and its gzip checksum does not match)."""
 
     values: np.ndarray  # (n, 18) float64
     lines: np.ndarray  # (n,) int64
     malformed: list[tuple[int, str]]
     truncated_after: int | None = None
+    damage: str | None = None
+    damage_reason: str = "truncated-file"
 
 
-def _iter_blocks(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(first_line_number, bytes)`` blocks that end at a line boundary."""
-    carry = b""
-    line_no = 1
-    fh = _open_binary(path)
-    try:
-        while True:
-            try:
-                chunk = fh.read(_BLOCK_BYTES)
-            except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-                raise _Truncated(line_no + carry.count(b"\n"), str(exc)) from None
-            if not chunk:
-                break
-            data = carry + chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                carry = data
-                continue
-            block, carry = data[: cut + 1], data[cut + 1 :]
-            yield line_no, block
-            line_no += block.count(b"\n")
-        if carry:
-            yield line_no, carry
-    finally:
-        fh.close()
+def _lines_of(block: bytes, kind: pa.DataType) -> pa.Array:
+    """The lines of ``block`` (split at ``\\n``; a block ending in one gives a last empty line)."""
+    offsets = pa.py_buffer(np.array([0, len(block)], dtype=np.int32))
+    whole = pa.Array.from_buffers(kind, 1, [None, offsets, pa.py_buffer(block)])
+    return pc.split_pattern(whole, "\n").flatten()
 
 
-class _Truncated(Exception):
-    def __init__(self, line: int, message: str):
-        self.line = line
-        self.message = message
+def _not_text_lines(block: bytes, raw: pa.Array) -> tuple[np.ndarray, list[tuple[int, str]]]:
+    """Lines holding bytes that are not text: ``(mask over the lines, [(line index, message)])``
+    for the record lines among them (comment lines may hold any text; they are only masked)."""
+    buf = np.frombuffer(block, dtype=np.uint8)
+    ok = np.zeros(256, dtype=bool)
+    ok[list(_TEXT_BYTES)] = True
+    bad_pos = np.flatnonzero(~ok[buf])
+    newlines = np.flatnonzero(buf == 10)
+    line_idx = np.searchsorted(newlines, bad_pos)
+    lines, first = np.unique(line_idx, return_index=True)
+    mask = np.zeros(len(raw), dtype=bool)
+    mask[lines] = True
+    messages = []
+    for li, pos in zip(lines.tolist(), bad_pos[first].tolist()):
+        if raw[li].as_py().lstrip().startswith(b";"):
+            continue
+        start = int(newlines[li - 1]) + 1 if li > 0 else 0
+        messages.append((li, f"byte 0x{block[pos]:02x} at column {pos - start + 1} is not text"))
+    return mask, messages
 
 
 def _parse_block(first_line: int, block: bytes) -> tuple[np.ndarray, np.ndarray, list[tuple[int, str]]]:
-    table = pacsv.read_csv(
-        io.BytesIO(block),
-        read_options=pacsv.ReadOptions(column_names=["line"], block_size=max(1 << 20, len(block) + 1)),
-        parse_options=pacsv.ParseOptions(
-            delimiter="\x1f", quote_char=False, escape_char=False, ignore_empty_lines=False, newlines_in_values=False
-        ),
-        convert_options=pacsv.ConvertOptions(column_types={"line": pa.binary()}),
-    )
-    raw = table.column("line").combine_chunks()
-    n_lines = len(raw)
-    line_numbers = np.arange(first_line, first_line + n_lines, dtype=np.int64)
     malformed: list[tuple[int, str]] = []
-    try:
-        text = raw.cast(pa.string())
-    except pa.ArrowInvalid:
-        keep_mask = []
-        for i, b in enumerate(raw.to_pylist()):
-            try:
-                (b or b"").decode("utf-8")
-                keep_mask.append(True)
-            except UnicodeDecodeError:
-                malformed.append((int(line_numbers[i]), "not valid text (bytes outside UTF-8)"))
-                keep_mask.append(False)
-        mask = pa.array(keep_mask)
-        raw = raw.filter(mask)
-        line_numbers = line_numbers[np.asarray(keep_mask)]
-        text = raw.cast(pa.string())
+    if not block.translate(None, _TEXT_BYTES):  # the usual case: text only
+        text = _lines_of(block, pa.string())
+        line_numbers = np.arange(first_line, first_line + len(text), dtype=np.int64)
+    else:  # a line with a stray byte is skipped, the others are read
+        raw = _lines_of(block, pa.binary())
+        line_numbers = np.arange(first_line, first_line + len(raw), dtype=np.int64)
+        bad, messages = _not_text_lines(block, raw)
+        malformed.extend((first_line + li, msg) for li, msg in messages)
+        text = raw.filter(pa.array(~bad)).cast(pa.string())
+        line_numbers = line_numbers[~bad]
     text = pc.ascii_trim_whitespace(text)
     skip = pc.or_(pc.equal(pc.binary_length(text), 0), pc.starts_with(text, ";"))
     skip_np = skip.to_numpy(zero_copy_only=False)
@@ -297,47 +493,65 @@ def _parse_block(first_line: int, block: bytes) -> tuple[np.ndarray, np.ndarray,
     try:
         values = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False)
     except pa.ArrowInvalid:
-        ok = pc.match_substring_regex(flat, _NUMBER).to_numpy(zero_copy_only=False)
-        bad_tok = np.flatnonzero(~ok)
-        bad_rows = np.unique(bad_tok // N_FIELDS)
-        texts = flat.to_pylist()
-        for row in bad_rows.tolist():
-            k = int(bad_tok[bad_tok // N_FIELDS == row][0])
-            malformed.append(
-                (int(line_numbers[row]), f"field {field_label(k % N_FIELDS)} is not a number: {texts[k]!r}")
-            )
-        row_ok = np.ones(len(line_numbers), dtype=bool)
-        row_ok[bad_rows] = False
-        tokens = tokens.filter(pa.array(row_ok))
-        line_numbers = line_numbers[row_ok]
-        values = pc.cast(pc.list_flatten(tokens), pa.float64()).to_numpy(zero_copy_only=False)
+        values, line_numbers, more = _numbers_of_good_rows(tokens, line_numbers)
+        malformed.extend(more)
     return values.reshape(-1, N_FIELDS), line_numbers, malformed
 
 
+def _numbers_of_good_rows(tokens: pa.Array, line_numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+    """The values of the rows whose 18 tokens are all numbers, and a message for each other row."""
+    flat = pc.list_flatten(tokens)
+    ok = pc.match_substring_regex(flat, _NUMBER, ignore_case=True).to_numpy(zero_copy_only=False)
+    row_ok = ok.reshape(-1, N_FIELDS).all(axis=1)
+    try:
+        values = pc.cast(pc.list_flatten(tokens.filter(pa.array(row_ok))), pa.float64())
+        values = values.to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:  # a token the pattern takes for a number and Arrow does not: bisect
+        for i in _rows_that_fail(tokens, np.flatnonzero(row_ok)):
+            row_ok[i] = False
+            for k in range(N_FIELDS):
+                try:
+                    pc.cast(tokens[i].values[k : k + 1], pa.float64())
+                except pa.ArrowInvalid:
+                    ok[i * N_FIELDS + k] = False
+        values = pc.cast(pc.list_flatten(tokens.filter(pa.array(row_ok))), pa.float64())
+        values = values.to_numpy(zero_copy_only=False)
+    messages = []
+    for row in np.flatnonzero(~row_ok).tolist():
+        k = int(np.flatnonzero(~ok[row * N_FIELDS : (row + 1) * N_FIELDS])[0])
+        token = tokens[row].values[k].as_py()
+        messages.append((int(line_numbers[row]), f"field {field_label(k)} is not a number: {token!r}"))
+    return values, line_numbers[row_ok], messages
+
+
+def _rows_that_fail(tokens: pa.Array, rows: np.ndarray) -> list[int]:
+    """The rows among ``rows`` whose tokens Arrow cannot cast to numbers (halving the rows)."""
+    try:
+        pc.cast(pc.list_flatten(tokens.take(pa.array(rows))), pa.float64())
+        return []
+    except pa.ArrowInvalid:
+        if len(rows) == 1:
+            return [int(rows[0])]
+        half = len(rows) // 2
+        return _rows_that_fail(tokens, rows[:half]) + _rows_that_fail(tokens, rows[half:])
+
+
 def read_swf_records(path: str | Path) -> SwfRecords:
-    """Read every record of an SWF file. Malformed lines are collected, never fatal."""
+    """Read every record of an SWF file. Malformed lines are collected, never fatal; a
+    ``.gz`` that is cut short or corrupt keeps every line before the damage."""
     path = Path(path)
-    if not path.is_file():
-        raise TraceFormatError(str(path), "file does not exist")
-    truncated_after = None
+    check_file(path)
     futures = []
+    blocks = _Blocks(path)
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
-            blocks = _iter_blocks(path)
-            while True:
-                try:
-                    first, block = next(blocks)
-                except StopIteration:
-                    break
-                except _Truncated as exc:
-                    truncated_after = exc.line - 1
-                    break
+            for first, block in blocks:
                 futures.append(pool.submit(_parse_block, first, block))
             parts = [f.result() for f in futures]
     except OSError as exc:
-        raise TraceFormatError(str(path), f"cannot read: {exc}") from None
+        raise TraceFormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
     if parts:
-        values = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, N_FIELDS))
+        values = np.concatenate([p[0] for p in parts])
         lines = np.concatenate([p[1] for p in parts])
         malformed = [m for p in parts for m in p[2]]
     else:
@@ -347,7 +561,10 @@ def read_swf_records(path: str | Path) -> SwfRecords:
     # Arrow's allocator keeps the parse buffers pooled (about 190 MB after RICC's 447k
     # lines); nothing else here uses Arrow, so hand them back to the system
     pa.default_memory_pool().release_unused()
-    return SwfRecords(values=values, lines=lines, malformed=malformed, truncated_after=truncated_after)
+    records = SwfRecords(values=values, lines=lines, malformed=malformed)
+    if blocks.damage is not None:
+        records.damage_reason, records.damage, records.truncated_after = blocks.damage
+    return records
 
 
 # --------------------------------------------------------------------------------------
@@ -359,53 +576,113 @@ def _col(name: str) -> int:
     return SWF_FIELDS.index(name)
 
 
+def _malformed_kind(message: str) -> str:
+    if message.startswith("has "):
+        return "wrong number of fields"
+    if " is not a number" in message:
+        return message.split(" is not a number")[0] + " not a number"
+    if message.endswith(" is not text"):
+        return "bytes that are not text"
+    return message
+
+
+def _malformed_notes(malformed: list[tuple[int, str]], shown: int = 5) -> list[str]:
+    """One note per kind of malformed line: how many, their first line numbers, an example."""
+    kinds: dict[str, list[tuple[int, str]]] = {}
+    for ln, message in malformed:
+        kinds.setdefault(_malformed_kind(message), []).append((ln, message))
+    notes = []
+    for kind, items in kinds.items():
+        numbers = ", ".join(str(ln) for ln, _ in items[:shown]) + (", ..." if len(items) > shown else "")
+        ln, message = items[0]
+        notes.append(f"malformed, {kind}: {len(items)} line{'s' if len(items) > 1 else ''} ({numbers}); "
+                     f"line {ln}: {message}")
+    return notes
+
+
 def load_swf(path: str | Path, system: System, options: SwfOptions | None = None) -> Workload:
     """Read an SWF trace and map it onto ``system`` (see the module docstring)."""
     options = options or SwfOptions()
     path = Path(path)
     header = read_swf_header(path)
     records = read_swf_records(path)
-    report = SkipReport(total_records=len(records.lines) + len(records.malformed))
+    damaged = records.truncated_after is not None
+    lost_line = damaged and records.damage_reason != "checksum"
+    report = SkipReport(total_records=len(records.lines) + len(records.malformed) + int(lost_line))
     if records.malformed:
         report.skip("malformed", [ln for ln, _ in records.malformed])
-        first_ln, first_msg = records.malformed[0]
-        report.notes.append(f"first malformed record: line {first_ln}: {first_msg}")
-    if records.truncated_after is not None:
+        report.notes.extend(_malformed_notes(records.malformed))
+    if damaged and records.damage_reason == "checksum":
+        first_bad = f"; the first malformed line, {records.malformed[0][0]}, may be where it starts" \
+            if records.malformed else ""
         report.notes.append(
-            f"the file is truncated: the compressed stream ends early; records up to line "
-            f"{records.truncated_after} were kept"
+            f"the file is damaged: {records.damage}, so some of its content is not what was written; "
+            f"the records that read correctly were kept, and some of them may be wrong{first_bad}"
         )
-        report.skip("truncated-file", [records.truncated_after + 1])
+    elif damaged:
+        n = records.truncated_after
+        kind = "truncated" if records.damage_reason == "truncated-file" else "damaged"
+        report.notes.append(
+            f"the file is {kind} after line {n}: {records.damage}; the {n} lines before it were read, "
+            "whatever followed is lost"
+        )
+        report.skip(records.damage_reason, [n + 1])
 
     v = records.values
     lines = records.lines
     keep = np.ones(len(lines), dtype=bool)
 
-    def drop(mask: np.ndarray, reason: str) -> None:
+    def drop(mask: np.ndarray, reason: str, name: str | None = None) -> None:
+        """Skip the records of ``mask`` not skipped yet; for a reason about a value, a note
+        shows the first one (field ``name``)."""
         nonlocal keep
         hit = mask & keep
         if hit.any():
+            if name is not None and reason not in report.skipped:
+                i = int(np.flatnonzero(hit)[0])
+                report.notes.append(f"{reason}: line {int(lines[i])}, field {field_label(_col(name))} is "
+                                    f"{v[i, _col(name)]:g}" + ("" if reason == "not-a-number" else
+                                                               f" (values up to 2^{_MAX_EXP} are read)"))
             report.skip(reason, lines[hit])
             keep &= ~hit
 
-    submit = np.rint(v[:, _col("submit")]).astype(np.int64)
-    run = np.rint(v[:, _col("run_time")]).astype(np.int64)
-    req_p = np.rint(v[:, _col("requested_processors")]).astype(np.int64)
-    alloc_p = np.rint(v[:, _col("allocated_processors")]).astype(np.int64)
-    req_t = np.rint(v[:, _col("requested_time")]).astype(np.int64)
-    queue = np.rint(v[:, _col("queue")]).astype(np.int64)
-    ids = np.rint(v[:, _col("job")]).astype(np.int64)
+    def column(name: str, too_large: str | None) -> np.ndarray:
+        """Field ``name`` as integers; a record where it is NaN (or, when ``too_large`` names
+        the reason, beyond ``MAX_FIELD``) is skipped. Values are clipped to +-``MAX_FIELD``."""
+        x = v[:, _col(name)]
+        if not (np.abs(x) <= MAX_FIELD).all():
+            nan = np.isnan(x)
+            drop(nan, "not-a-number", name)
+            if too_large is not None:
+                drop(x > MAX_FIELD, too_large, name)
+            x = np.clip(np.where(nan, 0.0, x), -MAX_FIELD, MAX_FIELD)
+        return np.rint(x).astype(np.int64)
 
+    ids = column("job", "id-too-large")
+    submit = column("submit", "submit-too-large")
+    run = column("run_time", "runtime-too-large")
+    req_t = column("requested_time", "walltime-too-large")
+    queue = column("queue", "queue-too-large")
     drop(submit < 0, "submit<0")
     drop(run <= 0, "runtime<=0")
-    primary, secondary = (req_p, alloc_p) if options.processors == "requested" else (alloc_p, req_p)
-    use_secondary = (primary <= 0) & (secondary > 0)
+    first, other = ("requested_processors", "allocated_processors")
+    if options.processors != "requested":
+        first, other = other, first
+    primary = column(first, "processors-too-large")
+    # the other field only counts where the chosen one is missing
+    secondary_raw = v[:, _col(other)]
+    consulted = primary <= 0
+    drop(consulted & np.isnan(secondary_raw), "not-a-number", other)
+    drop(consulted & (secondary_raw > MAX_FIELD), "processors-too-large", other)
+    secondary = np.rint(np.clip(np.nan_to_num(secondary_raw, nan=0.0), -MAX_FIELD, MAX_FIELD)).astype(np.int64)
+    use_secondary = consulted & (secondary > 0)
     procs = np.where(use_secondary, secondary, primary)
     report.patch(
         f"processors taken from field {'5 (allocated)' if options.processors == 'requested' else '8 (requested)'}",
         int((use_secondary & keep).sum()),
     )
     drop(procs <= 0, "processors<=0")
+    named = {name: column(name, f"{name}-too-large") for name in ("user", "group", "executable", "partition")}
 
     # duplicate ids: keep the first occurrence in file order
     order = np.argsort(ids, kind="stable")
@@ -425,7 +702,7 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
             wall[missing] = run[missing]
         elif mw == "trace-max":
             hdr_max = header.leading_int("MaxRuntime")
-            wall[missing] = hdr_max if hdr_max else int(run[keep].max())
+            wall[missing] = hdr_max if hdr_max and hdr_max <= MAX_FIELD else int(run[keep].max())
         elif mw == "queue-max":
             valid = keep
             for q in np.unique(queue[missing]).tolist():
@@ -448,8 +725,13 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
     if options.memory != "ignore":
         if "mem" not in system.resources:
             raise ConfigError(f"memory='{options.memory}' needs a 'mem' resource; system '{system.name}' has none")
-        mem_field = _col("requested_memory") if options.memory == "requested" else _col("used_memory")
+        mem_name = "requested_memory" if options.memory == "requested" else "used_memory"
+        mem_field = _col(mem_name)
         kb = v[:, mem_field]
+        if not (np.abs(kb) <= MAX_FIELD).all():
+            drop(np.isnan(kb), "not-a-number", mem_name)
+            drop(kb > MAX_FIELD, "memory-too-large", mem_name)
+            kb = np.clip(np.nan_to_num(kb, nan=0.0), -MAX_FIELD, MAX_FIELD)
         no_mem = (kb <= 0) & keep
         report.patch(f"memory field {mem_field + 1} missing, 0 MiB used", int(no_mem.sum()))
         unit_req[:, system.resource_index("mem")] = np.where(
@@ -472,10 +754,8 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         order = order[: options.max_jobs]
         report.notes.append(f"max_jobs={options.max_jobs}: only the first {len(order)} jobs by submit time are used")
 
-    cols = {
-        name: np.rint(v[order, _col(name)]).astype(np.int64).tolist()
-        for name in ("user", "group", "executable", "queue", "partition")
-    }
+    cols = {name: named[name][order].tolist() for name in ("user", "group", "executable", "partition")}
+    cols["queue"] = queue[order].tolist()
     sub_l, run_l, wall_l = submit[order].tolist(), run[order].tolist(), wall[order].tolist()
     units_l, procs_l, ids_l = units[order].tolist(), procs[order].tolist(), ids[order].tolist()
     req_l = [tuple(r) for r in unit_req[order].tolist()]
@@ -509,7 +789,7 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
     queues = queue[order]
     queue_ewt = {}
     for q in np.unique(queues).tolist():
-        w = waits[(queues == q) & (waits >= 0)]
+        w = waits[(queues == q) & (waits >= 0) & (waits <= MAX_FIELD)]
         if len(w):
             queue_ewt[int(q)] = float(w.mean())
     with gc_paused():
