@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 from helpers import trace
 
 
@@ -124,3 +125,47 @@ def test_console_output_in_a_log_file(tmp_path):
     assert "easy-allocator_best-fit" in p.stdout and "…" not in p.stdout
     assert "note: hcp searched with wall-clock time limits" in " ".join(p.stderr.split())
     assert "deterministic=true makes it repeatable" in " ".join(p.stderr.split())
+
+
+HEAVY_MODULES = ("numpy", "pandas", "pyarrow", "matplotlib", "ortools", "numba", "dask", "scipy")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["simulate", "--help"], ["compare", "--help"], ["sweep", "--help"],
+                                  ["instances", "--help"], ["report", "--help"], ["--version"]])
+def test_help_imports_no_heavy_library(args):
+    """``--help`` answers at once: none of the numerical or solver libraries is imported
+    (issue 37: under 0.3 s; the figure is in docs/PERFORMANCE.md)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom hpcdispatch.cli.main import main\n"
+            f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "LOADED []" in out, out[-300:]
+
+
+def test_unit_mode_choices_are_the_mappings():
+    from hpcdispatch.cli.main import UNIT_MODE_CHOICES
+    from hpcdispatch.workload.mapping import UNIT_MODES
+
+    assert tuple(UNIT_MODE_CHOICES) == tuple(UNIT_MODES)
+
+
+def test_cp_status_codes_are_or_tools_own():
+    from ortools.sat.python import cp_model
+
+    from hpcdispatch.cp.solve import STATUS
+
+    assert STATUS == {cp_model.OPTIMAL: "optimal", cp_model.FEASIBLE: "feasible", cp_model.INFEASIBLE: "infeasible",
+                      cp_model.MODEL_INVALID: "invalid", cp_model.UNKNOWN: "unknown"}
+
+
+def test_a_fifo_run_imports_no_solver_and_no_plotting(tmp_path):
+    """A FIFO run on a trace pays for what it uses: OR-Tools and matplotlib stay out."""
+    code = ("import sys\nfrom hpcdispatch.cli.main import main\n"
+            f"try:\n    main(['simulate', '-w', 'synthetic:lublin,jobs=50,seed=1', '-s', 'machine-s', '-d', 'fifo', "
+            f"'-q', '-o', {str(tmp_path / 'o')!r}])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "print('LOADED', sorted(m for m in ('ortools', 'matplotlib', 'dask') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "LOADED []" in out, out[-300:]

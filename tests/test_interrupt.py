@@ -32,7 +32,10 @@ def test_sigint_stops_a_solver_run_within_two_seconds(tmp_path, spec):
             "-o", str(tmp_path / "out"), "-q"]
     if spec.startswith("pcp20"):
         args += ["--journal", str(journal)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # as from a terminal: SIGINT at its default (a shell's background job -- how CI may start
+    # pytest -- hands SIGINT down ignored, and Python then keeps ignoring it)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         if spec.startswith("pcp20"):
             started_deciding(journal, 60)  # well into the congested part: decisions solve for seconds

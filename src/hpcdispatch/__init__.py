@@ -14,16 +14,50 @@ A dispatcher of your own needs one import line: ``from hpcdispatch.protocol impo
 Dispatcher, DispatchView, Decision, Start`` (``docs/ADD_A_DISPATCHER.md``).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from hpcdispatch._version import __version__
-from hpcdispatch.dispatchers import DispatcherSpec, make_dispatcher
-from hpcdispatch.engine import simulate
 from hpcdispatch.errors import HpcDispatchError
-from hpcdispatch.metrics import summarize
-from hpcdispatch.results import write_result
-from hpcdispatch.sim import SimulationOptions, SimulationResult
-from hpcdispatch.system import load_system
-from hpcdispatch.validation import validate
-from hpcdispatch.workload import load_workload
+
+#: name -> module that defines it: imported on first use, so that ``import hpcdispatch`` (and
+#: the command line's ``--help``) does not pay for numpy, pandas, pyarrow and OR-Tools
+_LAZY = {
+    "DispatcherSpec": "hpcdispatch.dispatchers",
+    "make_dispatcher": "hpcdispatch.dispatchers",
+    "simulate": "hpcdispatch.engine",
+    "summarize": "hpcdispatch.metrics",
+    "write_result": "hpcdispatch.results",
+    "SimulationOptions": "hpcdispatch.sim",
+    "SimulationResult": "hpcdispatch.sim",
+    "load_system": "hpcdispatch.system",
+    "validate": "hpcdispatch.validation",
+    "load_workload": "hpcdispatch.workload",
+}
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from hpcdispatch.dispatchers import DispatcherSpec, make_dispatcher
+    from hpcdispatch.engine import simulate
+    from hpcdispatch.metrics import summarize
+    from hpcdispatch.results import write_result
+    from hpcdispatch.sim import SimulationOptions, SimulationResult
+    from hpcdispatch.system import load_system
+    from hpcdispatch.validation import validate
+    from hpcdispatch.workload import load_workload
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hpcdispatch' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "DispatcherSpec",

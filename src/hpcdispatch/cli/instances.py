@@ -6,14 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: E402
-from rich.table import Table  # noqa: E402
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
 
 console = Console()
 
@@ -37,6 +32,8 @@ def instances() -> None:
 def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | None, min_queued: int,
              force_model: bool, out: Path | None) -> None:
     """Per-instance model size, decision time and objective, and their ratios (PCP'20 Figs 6-7)."""
+    import numpy as np
+
     from hpcdispatch.dispatchers import DispatcherSpec, parse_dispatcher_list
     from hpcdispatch.instance_eval import evaluate, ratios
 
@@ -88,6 +85,12 @@ def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | Non
 
 
 def _plot(rat: Any, base: str, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for ax, col, title in ((axes[0], "variables_ratio", "variables"), (axes[1], "time_ratio", "decision time")):
         for label in rat["dispatcher"].unique():

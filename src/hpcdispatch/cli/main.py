@@ -26,9 +26,11 @@ from rich.table import Table
 
 from hpcdispatch._version import __version__
 from hpcdispatch.errors import HpcDispatchError
-from hpcdispatch.sim import SimulationOptions
-from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
-from hpcdispatch.workload.swf import SwfOptions
+
+# (the rest of the package is imported inside the commands that need it: ``--help`` and the
+# light commands stay fast; tests/test_cli.py checks what ``--help`` imports)
+#: the unit mappings of ``hpcdispatch.workload.mapping.UNIT_MODES`` (a test keeps them equal)
+UNIT_MODE_CHOICES = ("divisor", "processor", "node")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -52,7 +54,7 @@ def workload_options(default_workload: str | None) -> Any:
                          help="preset name, TOML file, 'from-trace' (SWF header) or 'auto'"),
             click.option("--processors", type=click.Choice(["requested", "allocated"]), default="requested",
                          show_default=True, help="SWF field used for the processor count (falls back to the other)"),
-            click.option("--units", "unit_mode", type=click.Choice(UNIT_MODES), default="divisor", show_default=True,
+            click.option("--units", "unit_mode", type=click.Choice(UNIT_MODE_CHOICES), default="divisor", show_default=True,
                          help="processors -> identical units: divisor, processor (1 core each) or node"),
             click.option("--cores-per-unit", type=int, default=None, help="largest cores per unit (default: smallest node)"),
             click.option("--missing-walltime", default="queue-max", show_default=True,
@@ -112,6 +114,8 @@ def load_plugin_options(kw: dict[str, Any]) -> None:
 
 def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
     from hpcdispatch.workload.loader import load_workload, resolve_system
+    from hpcdispatch.workload.mapping import UnitMapping
+    from hpcdispatch.workload.swf import SwfOptions
 
     swf = SwfOptions(
         processors=kw["processors"],
@@ -136,7 +140,10 @@ def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
     return system, workload
 
 
-def make_options(kw: dict[str, Any]) -> SimulationOptions:
+def make_options(kw: dict[str, Any]) -> Any:
+    """The :class:`~hpcdispatch.sim.SimulationOptions` of the command's options."""
+    from hpcdispatch.sim import SimulationOptions
+
     return SimulationOptions(
         walltime_kill=not kw["no_walltime_kill"],
         charge_dispatch_time=kw["charge_dispatch_time"],

@@ -27,22 +27,20 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ortools.sat.python import cp_model
 
+from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.policy import CPSettings
+
+cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 #: CP-SAT subsolvers whose neighbourhoods depend on hash-map iteration order (memory
 #: addresses), left out when ``deterministic`` (``GetActiveRectangles`` in cp_model_lns.cc)
 PACKING_LNS = ("packing_precedences_lns", "packing_random_lns", "packing_slice_lns", "packing_square_lns",
                "packing_swap_lns")
 
-STATUS = {
-    cp_model.OPTIMAL: "optimal",
-    cp_model.FEASIBLE: "feasible",
-    cp_model.INFEASIBLE: "infeasible",
-    cp_model.MODEL_INVALID: "invalid",
-    cp_model.UNKNOWN: "unknown",
-}
+#: CP-SAT's status codes (``cp_model.OPTIMAL`` ...: CpSolverStatus in cp_model.proto; a test
+#: keeps them equal to OR-Tools' own) -> our names
+STATUS = {4: "optimal", 2: "feasible", 3: "infeasible", 1: "invalid", 0: "unknown"}
 
 
 @dataclass

@@ -111,8 +111,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
-from ortools.sat.python import cp_model
 
+from hpcdispatch._util import LazyModule
 from hpcdispatch.allocators.base import capacity_weights
 from hpcdispatch.cp.solve import solve_interruptibly
 from hpcdispatch.dispatchers.slurm_bf import slurm_allocate
@@ -130,6 +130,8 @@ from hpcdispatch.protocol import (
 from hpcdispatch.system.allocation import held_amounts, node_units, per_node_array, runs_of
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
+
+cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 #: Table 3: (k1, k2, k3) per job type group (1 / 2-3) and bid type
 K_CONSTANTS = {
@@ -335,7 +337,7 @@ def generate_bids(job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, c
 #: a winning bid: (job position, bid position in the job's bids, nodes, units per node)
 Winner = tuple[int, int, np.ndarray, np.ndarray]
 #: node -> [(variable, amounts per resource when the variable is 1 (per unit for r), largest value)]
-NodeTerms = dict[int, list[tuple[cp_model.IntVar, np.ndarray, int]]]
+NodeTerms = dict[int, list[tuple["cp_model.IntVar", np.ndarray, int]]]
 
 
 @dataclass

@@ -32,12 +32,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ortools.sat.python import cp_model
 
+from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
 from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule
 from hpcdispatch.system.allocation import Allocation
+
+cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
 @dataclass(frozen=True)

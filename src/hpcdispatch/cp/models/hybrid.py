@@ -21,8 +21,8 @@ if it does not fit there either.
 from __future__ import annotations
 
 import numpy as np
-from ortools.sat.python import cp_model
 
+from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.models.common import (
     BuiltModel,
     CPModel,
@@ -33,6 +33,8 @@ from hpcdispatch.cp.models.common import (
 )
 from hpcdispatch.cp.models.hcp import add_pooled_cumulatives
 from hpcdispatch.system.allocation import Allocation
+
+cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
 def node_classes(free: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:

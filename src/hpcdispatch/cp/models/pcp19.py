@@ -19,8 +19,8 @@ comparisons, ``hpcdispatch instances eval``).
 from __future__ import annotations
 
 import numpy as np
-from ortools.sat.python import cp_model
 
+from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
 from hpcdispatch.cp.models.common import (
     BuiltModel,
@@ -32,6 +32,8 @@ from hpcdispatch.cp.models.common import (
 )
 from hpcdispatch.cp.rule import RuleSchedule
 from hpcdispatch.system.allocation import Allocation
+
+cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
 def idle_node_groups(inst: DispatchInstance) -> list[list[int]]:

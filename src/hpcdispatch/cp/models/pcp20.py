@@ -36,8 +36,8 @@ over the first ``min(size, total units)`` nodes of each such group.
 from __future__ import annotations
 
 import numpy as np
-from ortools.sat.python import cp_model
 
+from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.instance import QueuedJob
 from hpcdispatch.cp.models.common import (
     BuiltModel,
@@ -48,6 +48,8 @@ from hpcdispatch.cp.models.common import (
 )
 from hpcdispatch.cp.models.pcp19 import usable_nodes
 from hpcdispatch.system.allocation import Allocation
+
+cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
 def _affine(values: np.ndarray, nodes: list[int]) -> tuple[int, int] | None:
