@@ -169,3 +169,17 @@ def test_a_fifo_run_imports_no_solver_and_no_plotting(tmp_path):
             "print('LOADED', sorted(m for m in ('ortools', 'matplotlib', 'dask') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "LOADED []" in out, out[-300:]
+
+
+@pytest.mark.parametrize("bad, named", [("easy:allocator=bogus", "unknown allocator 'bogus'"),
+                                        ("pcp20:delta=-1", "CP parameter delta must be > 0 seconds, got -1.0"),
+                                        ("aucsched:time_limit=0", "parameter time_limit must be > 0 seconds"),
+                                        ("easy-XX", "unknown dispatcher")])
+def test_compare_checks_every_spec_before_the_first_run(tmp_path, bad, named):
+    """A mistake in the last spec is found before the first (long) run, as one line naming it."""
+    out = tmp_path / "out"
+    p = run("compare", "-w", "synthetic:lublin,jobs=3000,seed=2,load=0.9", "-d", f"conservative,{bad}", "-o", str(out))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert named in p.stderr and "Traceback" not in p.stderr
+    assert "conservative: done" not in p.stdout  # nothing ran
+    assert not out.exists()

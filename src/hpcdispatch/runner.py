@@ -28,6 +28,34 @@ class RunOutcome:
     wall_seconds: float
 
 
+def prepared_spec(dispatcher: DispatcherSpec | str, allocator: str | None = None,
+                  overrides: dict[str, Any] | None = None) -> DispatcherSpec:
+    """The spec a run uses: ``dispatcher`` with ``allocator`` and ``overrides`` set where it has
+    those parameters and does not set them itself."""
+    spec = dispatcher if isinstance(dispatcher, DispatcherSpec) else DispatcherSpec.parse(dispatcher)
+    overrides = dict(overrides or {})
+    if allocator:
+        overrides["allocator"] = allocator
+    return spec.with_defaults(**overrides)
+
+
+def check_run(system: System, dispatcher: DispatcherSpec | str, predictor: str = "walltime",
+              allocator: str | None = None, overrides: dict[str, Any] | None = None) -> DispatcherSpec:
+    """Everything a run would refuse, found before it starts: the dispatcher is built and set
+    up on ``system`` (its parameters checked) and its predictor made. Errors name the spec."""
+    from hpcdispatch.errors import ConfigError
+    from hpcdispatch.predictors import make_predictor
+
+    written = dispatcher.written if isinstance(dispatcher, DispatcherSpec) else dispatcher
+    try:
+        spec = prepared_spec(dispatcher, allocator, overrides)
+        spec.build().setup(system)
+        make_predictor(spec.predictor or predictor)
+    except ConfigError as exc:
+        raise ConfigError(f"dispatcher '{written}': {exc}") from None
+    return spec
+
+
 def run_simulation(
     system: System,
     workload: Workload,
@@ -52,11 +80,7 @@ def run_simulation(
     ``force``), written as a whole; the checkpoint is deleted only once it is written."""
     if out_dir is not None:
         check_output_dir(out_dir, force)
-    spec = dispatcher if isinstance(dispatcher, DispatcherSpec) else DispatcherSpec.parse(dispatcher)
-    overrides = dict(overrides or {})
-    if allocator:
-        overrides["allocator"] = allocator
-    spec = spec.with_defaults(**overrides)
+    spec = prepared_spec(dispatcher, allocator, overrides)
     t0 = time.perf_counter()
     result = simulate(system, workload, spec.build(), spec.predictor or predictor, options or SimulationOptions(),
                       journal=journal, checkpoint=checkpoint, checkpoint_every=checkpoint_every,

@@ -377,6 +377,10 @@ def compare(**kw: Any) -> None:
     check_output_dir(out, kw["force"])  # before simulating: the runs are not lost at the end
     remove_stale_writing_dirs(out.parent)
     system, workload = load_inputs(kw)
+    from hpcdispatch.runner import check_run
+
+    for spec in specs:  # every spec checked before the first run: a typo in the last one costs nothing
+        check_run(system, spec, kw["predictor"], kw["allocator"], cp_overrides(kw, spec.run_label))
     with atomic_dir(out, kw["force"]) as tmp:
         invalid = _compare_into(tmp, specs, system, workload, kw)
     console.print(f"report: [bold]{out / 'report.md'}[/]  (per-dispatcher outputs under {out}/)")

@@ -56,8 +56,12 @@ class CPSettings:
     def __post_init__(self) -> None:
         if self.version not in (1, 2, 3):
             raise ConfigError(f"CP dispatcher version must be 1, 2 or 3, got {self.version}")
-        if self.m <= 0 or self.time_unit <= 0 or self.delta <= 0 or self.delta_max < self.delta or self.k < 0:
-            raise ConfigError(f"invalid CP settings: {self}")
+        for name, ok, rule in (("m", self.m > 0, "> 0"), ("time_unit", self.time_unit > 0, "> 0 seconds"),
+                               ("delta", self.delta > 0, "> 0 seconds"),
+                               ("delta_max", self.delta_max >= self.delta, f">= delta ({self.delta:g})"),
+                               ("k", self.k >= 0, ">= 0"), ("workers", self.workers >= 1, ">= 1")):
+            if not ok:
+                raise ConfigError(f"CP parameter {name} must be {rule}, got {getattr(self, name)!r}")
 
 
 class Policy:

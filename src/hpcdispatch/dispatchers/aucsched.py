@@ -673,9 +673,13 @@ class Aucsched(Dispatcher):
         return {"dispatch_interval": float(self.step), "dispatch_on_events": False}
 
     def _setup(self, system: System) -> None:
-        if (self.step <= 0 or self.window < 1 or self.max_bids < 1 or self.max_total_bids < 0
-                or self.time_limit <= 0 or self.workers < 1):
-            raise ConfigError(f"aucsched: invalid parameters {self.get_params()}")
+        for name, ok, rule in (("step", self.step > 0, "> 0 seconds"), ("window", self.window >= 1, ">= 1"),
+                               ("max_bids", self.max_bids >= 1, ">= 1"),
+                               ("max_total_bids", self.max_total_bids >= 0, ">= 0"),
+                               ("time_limit", self.time_limit > 0, "> 0 seconds"),
+                               ("workers", self.workers >= 1, ">= 1")):
+            if not ok:
+                raise ConfigError(f"aucsched: parameter {name} must be {rule}, got {getattr(self, name)!r}")
         if self.priority_base < 1:
             raise ConfigError("aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)")
         self._prio = SlurmPriority(self.priority, system, priority_base=self.priority_base,
