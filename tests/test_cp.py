@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from helpers import cores_system, job, simulate, starts, system_of
 from hypothesis import HealthCheck, given, settings
@@ -341,6 +342,23 @@ def test_dumped_instances_round_trip_and_evaluate(tmp_path):
     rat = ratios(frame, "pcp19-time_unit_1")
     pcp20 = rat[rat["dispatcher"] == "pcp20-time_unit_1"]
     assert np.isfinite(pcp20["variables_ratio"]).any()
+    # saved as it goes: an evaluation interrupted after some instances resumes from its record
+    # (the instances it holds are not solved again) and ends with the same rows
+    record = tmp_path / "eval" / "progress.jsonl"
+    specs = ["hcp:time_unit=1", "pcp20:time_unit=1"]
+    whole = evaluate(dump, specs, min_queued=2, record=record)
+    lines = record.read_text().splitlines()
+    assert len(lines) == 1 + len(files)  # the header, then one line per instance (skipped ones too)
+    record.write_text("\n".join(lines[:4]) + "\n" + lines[4][:15])  # killed while writing line 5
+    solved = []
+    resumed = evaluate(dump, specs, min_queued=2, record=record,
+                       progress=lambda done, total: solved.append(done))
+    pd.testing.assert_frame_equal(resumed.drop(columns="decision_s"), whole.drop(columns="decision_s"))
+    assert resumed["decision_s"].iloc[: 2 * sum(1 for line in lines[1:4] if '"rows": []' not in line)].tolist() == \
+        whole["decision_s"].iloc[: 2 * sum(1 for line in lines[1:4] if '"rows": []' not in line)].tolist()
+    assert len(record.read_text().splitlines()) == 1 + len(files)
+    with pytest.raises(ConfigError, match="a record of another evaluation"):
+        evaluate(dump, ["hcp:time_unit=1"], min_queued=2, record=record)
 
 
 @pytest.mark.parametrize("name", ["pcp20", "cp-hybrid"])

@@ -10,6 +10,7 @@ baseline dispatcher per instance give PCP'20's Figures 6 (variables) and 7 (time
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,6 +62,7 @@ def evaluate(
     progress: Callable[[int, int], None] | None = None,
     force_model: bool = True,
     min_queued: int = 1,
+    record: str | Path | None = None,
 ) -> pd.DataFrame:
     """Solve every dumped instance with every spec; one row per (instance, dispatcher).
 
@@ -68,11 +70,20 @@ def evaluate(
     every job now (a dispatcher skips the solver there; forcing it compares the models
     themselves on every instance, as PCP'20 section 5.3 does). Instances with fewer than
     ``min_queued`` queued jobs are left out; ``limit`` counts the instances kept.
+
+    ``record``: a JSON-lines file the rows of each instance are appended to as soon as it is
+    solved; started again with the same file (and the same dispatchers and options), the
+    instances it holds are taken from it, not solved again (their decision times are those of
+    the first run). A last line cut short by an interruption is dropped.
     """
     parsed = [s if isinstance(s, DispatcherSpec) else DispatcherSpec.parse(s) for s in specs]
     files = sorted(Path(directory).glob("instance-*.json"))
     if not files:
         raise ConfigError(f"{directory}: no instance-*.json files (simulate with --dump-instances first)")
+    header = {"instance_eval": 1, "dispatchers": [s.run_label for s in parsed], "force_model": force_model,
+              "min_queued": min_queued}
+    done = _recorded(Path(record), header) if record is not None else {}
+    sink = _open_record(Path(record), header) if record is not None else None
     rows: list[dict[str, Any]] = []
     dispatchers: dict[str, CPDispatcher] = {}  # by run label
     system_key = None
@@ -80,8 +91,16 @@ def evaluate(
     for k, path in enumerate(files):
         if limit and kept >= limit:
             break
+        if path.name in done:  # solved by an earlier, interrupted evaluation
+            rows.extend(done[path.name])
+            kept += bool(done[path.name])
+            if progress is not None:
+                progress(k + 1, len(files))
+            continue
         inst = DispatchInstance.load(path)
         if len(inst.queued) < min_queued:
+            if sink is not None:
+                _append(sink, path.name, [])
             if progress is not None:
                 progress(k + 1, len(files))
             continue
@@ -98,6 +117,7 @@ def evaluate(
                 d.force_model = force_model
                 dispatchers[spec.run_label] = d
             system_key = key
+        first_row = len(rows)
         for label, d in dispatchers.items():
             t0 = time.perf_counter()
             placed, info = d.decide(inst)
@@ -110,11 +130,65 @@ def evaluate(
                 "decision_s": took, "objective": objective, "rule_objective": info.get("rule_objective", 0), "status": info.get("status"),
                 "dispatched": len(placed), "fallback": info.get("fallback", ""),
             })
+        if sink is not None:
+            _append(sink, path.name, rows[first_row:])
         if progress is not None:
             progress(k + 1, len(files))
+    if sink is not None:
+        sink.close()
     if not rows:
         raise ConfigError(f"{directory}: no instance with at least {min_queued} queued jobs")
     return pd.DataFrame(rows)
+
+
+def _recorded(path: Path, header: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Instance file name -> its rows, from an earlier evaluation's record (empty when there is
+    none). A record of other dispatchers or options is an error; a torn last line is cut off."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return {}
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    complete, torn = lines[:-1], lines[-1]
+    try:
+        first = json.loads(complete[0]) if complete else None
+    except ValueError:
+        first = None
+    if first != header:
+        raise ConfigError(f"{path}: a record of another evaluation ({str(first)[:120]}); this one is {header}. "
+                          "Delete it, or write to another --out")
+    done: dict[str, list[dict[str, Any]]] = {}
+    for n, line in enumerate(complete[1:], 2):
+        try:
+            entry = json.loads(line)
+            done[str(entry["instance"])] = [dict(r) for r in entry["rows"]]
+        except (ValueError, KeyError, TypeError):
+            raise ConfigError(f"{path}, line {n}: damaged record; delete the file to evaluate again") from None
+    if torn:
+        with path.open("r+b") as fh:
+            fh.truncate(len(raw) - len(torn))
+    return done
+
+
+def _open_record(path: Path, header: dict[str, Any]) -> Any:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = not path.is_file() or path.stat().st_size == 0
+    fh = path.open("a", encoding="utf-8")
+    if new:
+        fh.write(json.dumps(header) + "\n")
+        fh.flush()
+    return fh
+
+
+def _append(fh: Any, instance: str, rows: list[dict[str, Any]]) -> None:
+    """One instance's rows as one line, flushed (an interruption loses at most this line)."""
+    fh.write(json.dumps({"instance": instance, "rows": rows}, default=_plain) + "\n")
+    fh.flush()
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def ratios(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:

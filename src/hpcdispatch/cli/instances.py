@@ -42,19 +42,31 @@ def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | Non
     base = DispatcherSpec.parse(baseline).run_label if baseline else (labels[1] if len(labels) > 1 else labels[0])
     if base not in labels:
         raise click.BadParameter(f"baseline '{base}' is not among {labels}")
+    from hpcdispatch.cli.main import plain_progress
+    from hpcdispatch.results.store import write_frame, write_text
+
     out = out or directory / "eval"
     out.mkdir(parents=True, exist_ok=True)
-    with Progress(TextColumn("instances"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=console, transient=True) as progress:
-        task = progress.add_task("eval", total=None)
+    record = out / "progress.jsonl"  # each instance's rows as soon as they are known: a rerun resumes
+    if record.is_file():
+        console.print(f"resuming from {record} (instances evaluated before are not solved again)")
+    if console.is_terminal:
+        with Progress(TextColumn("instances"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=console, transient=True) as progress:
+            task = progress.add_task("eval", total=None)
 
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+            def update(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
 
-        frame = evaluate(directory, spec_list, limit, update, force_model=force_model, min_queued=min_queued)
-    frame.to_csv(out / "instances.csv", index=False)
+            frame = evaluate(directory, spec_list, limit, update, force_model=force_model, min_queued=min_queued,
+                             record=record)
+    else:  # a log file or a pipe: a plain line every 5 % and at least every minute
+        lines = plain_progress("instances eval", unit="instances")
+        frame = evaluate(directory, spec_list, limit, lambda done, total: lines(done, total, None),
+                         force_model=force_model, min_queued=min_queued, record=record)
+    write_frame(out / "instances.csv", frame)
     rat = ratios(frame, base)
-    rat.to_csv(out / "ratios.csv", index=False)
+    write_frame(out / "ratios.csv", rat)
     table = Table(title=f"{frame['instance'].nunique()} instances from {directory}")
     for col in ("dispatcher", "mean vars", "max vars", "mean decision ms", "median decision ms", "fallbacks"):
         table.add_column(col, justify="left" if col == "dispatcher" else "right")
@@ -80,7 +92,7 @@ def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | Non
         console.print(line)
         lines.append(line)
     _plot(rat, base, out)
-    (out / "summary.md").write_text("\n".join(md + lines) + "\n")
+    write_text(out / "summary.md", "\n".join(md + lines) + "\n")
     console.print(f"written {out}/instances.csv, ratios.csv, summary.md, ratios.png")
 
 
@@ -105,5 +117,7 @@ def _plot(rat: Any, base: str, out: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "ratios.png", dpi=120)
+    from hpcdispatch.results.store import write_atomic
+
+    write_atomic(out / "ratios.png", lambda p: fig.savefig(p, dpi=120, format="png"))
     plt.close(fig)

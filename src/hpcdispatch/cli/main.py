@@ -191,8 +191,9 @@ def progress_bar(label: str, total: int, quiet: bool) -> Iterator[Any]:
         yield update
 
 
-def plain_progress(label: str, step: float = 0.05, every_s: float = 60.0) -> Any:
-    """``update(done, n, t)`` printing ``label: done / n jobs done (pct), sim t=...`` lines."""
+def plain_progress(label: str, step: float = 0.05, every_s: float = 60.0, unit: str = "jobs") -> Any:
+    """``update(done, n, t)`` printing ``label: done / n jobs done (pct), sim t=...`` lines
+    (``t`` None: no simulated time)."""
     import time
 
     state = {"next": 0.0, "at": time.monotonic()}
@@ -203,7 +204,8 @@ def plain_progress(label: str, step: float = 0.05, every_s: float = 60.0) -> Any
         if share >= state["next"] or now - state["at"] >= every_s or done == n:
             state["next"] = (int(share / step) + 1) * step
             state["at"] = now
-            print(f"{label}: {done:,} / {n:,} jobs done ({100 * share:.0f} %), sim t={t:,.0f} s", flush=True)
+            when = "" if t is None else f", sim t={t:,.0f} s"
+            print(f"{label}: {done:,} / {n:,} {unit} done ({100 * share:.0f} %){when}", flush=True)
 
     return update
 
