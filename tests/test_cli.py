@@ -183,3 +183,9 @@ def test_compare_checks_every_spec_before_the_first_run(tmp_path, bad, named):
     assert named in p.stderr and "Traceback" not in p.stderr
     assert "conservative: done" not in p.stdout  # nothing ran
     assert not out.exists()
+
+
+def test_workload_table_keeps_its_units():
+    p = run("workload", "-w", "synthetic:lublin,jobs=50,seed=1", "-s", "machine-s")
+    assert p.returncode == 0, p.stderr
+    assert "span [days]" in p.stdout and "mean run time [s]" in p.stdout
