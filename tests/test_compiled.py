@@ -124,3 +124,21 @@ def test_compiled_engine_refuses_what_it_cannot_run(case, reason, tmp_path):
 def test_unknown_engine_is_a_config_error():
     with pytest.raises(ConfigError, match="engine must be one of"):
         SimulationOptions(engine="fast")
+
+
+def test_the_first_compiled_run_says_it_is_compiling(tmp_path):
+    """numba compiles the engine on the first run after an install (tens of seconds): the run
+    says so instead of hanging silently (a fresh cache directory stands for a fresh install)."""
+    import subprocess
+    import sys
+
+    code = ("from hpcdispatch import simulate, load_system, SimulationOptions\n"
+            "r = simulate(load_system('machine-s'), 'synthetic:lublin,jobs=200,seed=1', 'fifo',\n"
+            "             options=SimulationOptions(engine='compiled'))\n"
+            "print('ENGINE', r.extra['engine'])")
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    assert "ENGINE compiled" in first.stdout, first.stderr[-500:]
+    assert "compiling the simulation engine (once" in first.stderr
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    assert "ENGINE compiled" in second.stdout and "compiling" not in second.stderr

@@ -4,8 +4,11 @@ same run, decision for decision)."""
 
 from __future__ import annotations
 
+import logging
+
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -104,8 +107,22 @@ def _raise_refused(sim: Simulator, st: S.EngineState) -> None:
     raise InvalidDecisionError(name, job_id, t, why)
 
 
+def compiled_on_disk() -> bool | None:
+    """Whether numba's on-disk cache holds the engine (``None``: cannot tell). Without it the
+    first run compiles the engine (some seconds, once per installation and numba version)."""
+    try:
+        index = Path(run_steps._cache._cache_file._index_path)  # (numba's FunctionCache: internal)
+    except AttributeError:
+        return None
+    return index.is_file()
+
+
 def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | None = None) -> SimulationResult:
     system, workload, dispatcher, predictor, opts = sim.system, sim.workload, sim.dispatcher, sim.predictor, sim.options
+    if not run_steps.signatures and compiled_on_disk() is False:
+        logging.getLogger("hpcdispatch").warning(
+            "compiling the simulation engine (once: numba keeps it on disk for the next runs; "
+            "about half a minute) ...")
     dispatcher.setup(system)
     predictor.reset(workload, opts.walltime_kill)
     spec = dispatcher.kernel()
