@@ -29,7 +29,11 @@ Modelling choices (also in ``docs/DEADLINE.md``, section "Topology"):
   node ``(r, c)`` is ``xy2d(N, x, y)`` with ``N`` the smallest power of two >= ``max(rows,
   cols)``, ``x`` the coordinate along the **shorter** side (``x = r`` when ``rows <= cols``,
   else ``x = c``) and ``y`` the other one. ``xy2d`` is the classic recursive Hilbert index
-  (first step from ``(0, 0)`` along ``x``). On a ``2^k x 2^k`` square consecutive curve
+  (from ``(0, 0)`` to ``(N - 1, 0)``); Skilling's ``AxestoTranspose`` with ``log2 N`` bits,
+  which Slurm uses, gives the same order (tested). Slurm itself always works in a 32-wide cube
+  (5 bits); restricted to a ``2^k`` corner that curve is the same one with its two axes swapped
+  when ``5 - k`` is odd, which on 8 x 16 would give 1 jump instead of 0: we take the enclosing
+  square of the grid, as the design note does. On a ``2^k x 2^k`` square consecutive curve
   positions are always neighbours; on other shapes the curve leaves the grid and comes back,
   and two consecutive positions can be apart: :attr:`Grid.hilbert_jumps` counts them
   (0 on 8 x 16 and 16 x 8, 3 on 12 x 10). The orientation rule is what makes 8 x 16 jump-free.
@@ -56,8 +60,9 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 def hilbert_xy2d(side: int, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Hilbert index of cells ``(x, y)`` on the curve through a ``side x side`` square
-    (``side`` a power of two), vectorised. The curve starts at ``(0, 0)``, its first step goes
-    to ``(1, 0)`` and it ends at ``(side - 1, 0)``."""
+    (``side`` a power of two), vectorised (the classic ``xy2d``). The curve starts at
+    ``(0, 0)`` and ends at ``(side - 1, 0)``; its first step goes along ``y`` when ``log2(side)``
+    is odd and along ``x`` when it is even (on 4 x 4 and 16 x 16: to ``(1, 0)``)."""
     if side < 1 or side & (side - 1):
         raise ValueError(f"side must be a power of two, got {side}")
     x = np.asarray(x, dtype=np.int64).copy()

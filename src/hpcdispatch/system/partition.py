@@ -130,6 +130,8 @@ def manhattan_grow(free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: 
     taken = np.zeros(grid.n_nodes, dtype=bool)
     frontier = np.zeros(grid.n_nodes, dtype=bool)
     cost = np.zeros(grid.n_nodes, dtype=np.int64)  # sum of distances to the partition's nodes
+    # distance rows from the cached matrix on machines of up to 4096 nodes, else computed
+    rows = grid.distance_matrix if grid.n_nodes <= 4096 else None
     every = np.arange(grid.n_nodes, dtype=np.int64)
     chosen = [int(start)]
     node = int(start)
@@ -141,7 +143,7 @@ def manhattan_grow(free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: 
         frontier[nb[mask[nb] & ~taken[nb]]] = True
         if len(chosen) == k:
             return np.asarray(chosen, dtype=np.int64)
-        cost += grid.distance(node, every)
+        cost += rows[node] if rows is not None else grid.distance(node, every)
         if not frontier.any():
             return None
         node = int(np.argmin(np.where(frontier, cost, big)))  # argmin: lowest id on ties
