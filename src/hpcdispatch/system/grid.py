@@ -156,8 +156,8 @@ class Grid:
 
     @cached_property
     def distance_matrix(self) -> np.ndarray:
-        """``(n, n)`` int64 of all distances (``n^2`` memory: for machines of a few thousand
-        nodes; use :meth:`distance` on larger ones)."""
+        """``(n, n)`` int64 of all distances (``8 n^2`` bytes: 8 MB at 1,024 nodes, 134 MB at
+        4,096; use :meth:`distance` on large machines)."""
         idx = np.arange(self.n_nodes, dtype=np.int64)
         return _frozen(self.distance(idx[:, None], idx[None, :]))
 

@@ -186,4 +186,7 @@ class System:
         for nt in self.node_types:
             caps = ", ".join(f"{nt.capacity[r]} {r}" for r in self.resources if nt.capacity.get(r, 0))
             parts.append(f"{nt.count} x ({caps})")
-        return " + ".join(parts)
+        layout = ""
+        if self.topology.is_grid:
+            layout = f" on a {self.topology.kind} {self.topology.shape[0]} x {self.topology.shape[1]}"
+        return " + ".join(parts) + layout
