@@ -16,8 +16,10 @@ from hpcdispatch.system.partition import (
     free_components,
     hilbert_best_fit,
     hilbert_first_fit,
+    leak_grow,
     manhattan_grow,
     manhattan_partition,
+    snake_first_free,
 )
 
 PROPS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -200,9 +202,56 @@ def test_manhattan_accepts_iff_a_free_component_is_large_enough(rows, cols, toru
     assert len(set(nodes)) == k and free[got].all()
     assert connected(nodes, rows, cols, torus)
     assert nodes[0] == min(min(c) for c in large)  # the first start node (in node order) that can grow
-    # every node added was on the frontier: a neighbour of an earlier one
+    # every node added was the frontier node (a free neighbour of the partition) whose sum of
+    # distances to the partition is least, the lowest id on ties
     g = grid_of(rows, cols, torus)
-    assert all(g.adjacent(nodes[i], nodes[:i]).any() for i in range(1, k))
+    for i in range(1, k):
+        frontier = [v for v in range(n) if free[v] and v not in nodes[:i] and g.adjacent(v, nodes[:i]).any()]
+        assert nodes[i] == min(frontier, key=lambda v: (int(g.distance(v, nodes[:i]).sum()), v))
     labels = free_components(free, (rows, cols), torus)
     assert sorted({frozenset(np.flatnonzero(labels == i).tolist()) for i in range(labels.max() + 1)},
                   key=min) == sorted((frozenset(c) for c in comps), key=min)
+
+
+# ---- U5: Figure 11 (the leak's first node and growth) -------------------------------------
+
+def test_figure_11_replayed():
+    # 4 x 4: row 0 busy; (1,3), (1,1), (2,3) busy; (1,2), (2,2), (2,1), (3,2) free; the rest busy
+    free = np.zeros(16, dtype=bool)
+    free[[6, 10, 9, 14]] = True
+    first = snake_first_free(free, (4, 4), 0)
+    assert first == 6  # row 0 busy, row 1 right to left: (1,3) busy, (1,2) free (tile 1)
+    # its only free neighbour is below (tiles 2-3), then two at once (tiles 4-5)
+    assert leak_grow(free, (4, 4), first, 4).tolist() == [6, 10, 9, 14]
+    assert leak_grow(free, (4, 4), first, 3).tolist() == [6, 10, 9]  # a layer cut: lowest ids
+    assert leak_grow(free, (4, 4), first, 6).tolist() == [6, 10, 9, 14]  # partial: all in reach
+    assert snake_first_free(np.zeros(16, dtype=bool), (4, 4), 0) is None
+    with pytest.raises(ValueError, match="first node 0 is not free"):
+        leak_grow(free, (4, 4), 0, 2)
+
+
+def test_non_contiguous_leak_jumps_along_the_snake():
+    free = mask(16, [n for n in range(16) if n not in (0, 1, 10, 15)])
+    assert leak_grow(free, (4, 4), 0, 4).tolist() == [0, 1]  # contiguous: stuck after 1
+    # snake from 0: 0 1 2 3 7 6 5 4 8 9 10 11 15 14 13 12 -> 10, then 15
+    assert leak_grow(free, (4, 4), 0, 4, jump=True).tolist() == [0, 1, 10, 15]
+    assert leak_grow(free, (4, 4), 0, 3, jump=True, snake_start=12).tolist() == [0, 1, 15]  # 12 13 14 15
+
+
+@PROPS
+@given(st.integers(1, 7), st.integers(1, 7), st.booleans(), st.data())
+def test_leak_growth_properties(rows, cols, jump, data):
+    n = rows * cols
+    free = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    if not free.any():
+        return
+    first = int(data.draw(st.sampled_from(np.flatnonzero(free).tolist())))
+    k = data.draw(st.integers(1, n))
+    got = leak_grow(free, (rows, cols), first, k, jump=jump)
+    nodes = got.tolist()
+    assert nodes[0] == first and len(set(nodes)) == len(nodes) <= k and free[got].all()
+    comp = next(c for c in components_by_flood_fill(free, rows, cols, False) if first in c)
+    if jump:
+        assert len(nodes) == min(k, int(free.sum()))
+    else:
+        assert len(nodes) == min(k, len(comp)) and set(nodes) <= comp and connected(nodes, rows, cols, False)

@@ -20,6 +20,12 @@ on the min-free mask of a booking window; an allocator wrapping them can follow.
   fails only when the frontier empties, i.e. when the start node's free 4-connected component
   has fewer than ``k`` nodes; so the first start node whose component is large enough is the
   one the written loop ends with, and it is found by labelling the components once.
+* :func:`snake_first_free` and :func:`leak_grow` -- the leak's placement (Fig. 10, 11): the
+  first free node along the snake from a start node, then growth by breadth-first layers over
+  free 4-neighbours ("two at once" in Fig. 11's tile 5), lowest ids first within a layer, up
+  to ``k`` nodes; when the layer is empty the contiguous leak stops with what it found, the
+  non-contiguous one (``jump=True``) takes the next free node along the snake and grows from
+  there (Fig. 10 line 14, Fig. 13).
 """
 
 from __future__ import annotations
@@ -164,3 +170,45 @@ def manhattan_partition(free_mask: np.ndarray, shape: tuple[int, int] | Grid, k:
     if len(big_enough) == 0:
         return None
     return manhattan_grow(free_mask, grid, int(big_enough[0]), k)
+
+
+def snake_first_free(free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: int = 0,
+                     torus: bool = False) -> int | None:
+    """The first free node of ``Grid.snake_order(start)``, or ``None`` when none is free."""
+    grid = _grid(shape, torus)
+    snake = grid.snake_order(start)
+    hits = np.flatnonzero(_mask(free_mask, grid.n_nodes)[snake])
+    return int(snake[hits[0]]) if len(hits) else None
+
+
+def leak_grow(free_mask: np.ndarray, shape: tuple[int, int] | Grid, first: int, k: int,
+              jump: bool = False, snake_start: int = 0, torus: bool = False) -> np.ndarray:
+    """Up to ``k`` free nodes grown from the free node ``first`` by breadth-first layers over
+    free 4-neighbours (lowest ids first within a layer), in the order taken. With ``jump``
+    (the non-contiguous leak) an empty layer is followed by the next free node along
+    ``Grid.snake_order(snake_start)``, which grows in turn. Fewer than ``k`` nodes come back
+    when no more are free (contiguous: in reach); the leak may start such a partial job."""
+    grid = _grid(shape, torus)
+    mask = _mask(free_mask, grid.n_nodes)
+    k = _count(k)
+    if not mask[first]:
+        raise ValueError(f"the first node {first} is not free")
+    indptr, indices = grid.neighbour_csr
+    taken = np.zeros(grid.n_nodes, dtype=bool)
+    chosen: list[int] = []
+    layer = np.array([first], dtype=np.int64)
+    snake = grid.snake_order(snake_start) if jump else None
+    while len(chosen) < k:
+        if len(layer) == 0:
+            if snake is None:
+                break
+            rest = snake[mask[snake] & ~taken[snake]]
+            if len(rest) == 0:
+                break
+            layer = rest[:1]
+        layer = layer[: k - len(chosen)]
+        taken[layer] = True
+        chosen.extend(layer.tolist())
+        nb = np.concatenate([indices[indptr[u]: indptr[u + 1]] for u in layer.tolist()])
+        layer = np.unique(nb[mask[nb] & ~taken[nb]])
+    return np.asarray(chosen, dtype=np.int64)
