@@ -107,6 +107,31 @@ def test_hilbert_on_a_power_of_two_square_never_jumps(k, torus):
     assert (g.distance(o[:-1], o[1:]) == 1).all()
 
 
+def test_gilbert_curve_by_hand():
+    g = grid_of(12, 10)  # Slurm's curve jumps 3 times here, the generalised one never
+    assert len(g.jump_positions(g.gilbert_order)) == 0
+    # 3 x 4 (traced by hand through the recursion): a U over rows 0-1 of columns 0-1, row 2
+    # left to right, a U back up over columns 3-2 to (0, 3); consecutive cells always neighbours
+    assert grid_of(3, 4).gilbert_order.tolist() == [0, 1, 5, 4, 8, 9, 10, 11, 7, 6, 2, 3]
+    g = grid_of(4, 5)  # longer side odd, shorter even: one diagonal step
+    o, jumps = g.gilbert_order, g.jump_positions(g.gilbert_order)
+    assert len(jumps) == 1
+    assert np.abs(g.coords[o[jumps[0]]] - g.coords[o[jumps[0] + 1]]).tolist() == [1, 1]
+
+
+@PROPS
+@given(shapes)
+def test_gilbert_is_a_permutation_with_at_most_one_diagonal_step(shape):
+    rows, cols = shape
+    g = grid_of(rows, cols)
+    o = g.gilbert_order
+    assert sorted(o.tolist()) == list(range(g.n_nodes)) and o[0] == 0
+    jumps = g.jump_positions(o)
+    long_, short = max(shape), min(shape)
+    assert len(jumps) == (1 if long_ % 2 == 1 and short % 2 == 0 and short > 2 else 0)
+    assert all(np.abs(g.coords[o[p]] - g.coords[o[p + 1]]).tolist() == [1, 1] for p in jumps)
+
+
 def test_hilbert_xy2d_needs_a_power_of_two():
     # a 2 x 2 square: (0,0) -> (0,1) -> (1,1) -> (1,0); the orientation alternates with the level
     assert hilbert_xy2d(2, np.array([0, 1, 1, 0]), np.array([0, 0, 1, 1])).tolist() == [0, 3, 2, 1]

@@ -320,16 +320,32 @@ class Grid:
         pos[self.hilbert_order] = np.arange(self.n_nodes)
         return _frozen(pos)
 
+    def jump_positions(self, order: np.ndarray) -> np.ndarray:
+        """Positions ``i`` where nodes ``order[i]`` and ``order[i + 1]`` are not neighbours."""
+        order = np.asarray(order, dtype=np.int64)
+        return np.flatnonzero(~self.adjacent(order[:-1], order[1:]))
+
     @cached_property
     def hilbert_jump_positions(self) -> np.ndarray:
-        """Positions ``i`` where curve nodes ``i`` and ``i + 1`` are not neighbours."""
-        o = self.hilbert_order
-        return _frozen(np.flatnonzero(~self.adjacent(o[:-1], o[1:])))
+        """Positions ``i`` where Hilbert-curve nodes ``i`` and ``i + 1`` are not neighbours."""
+        return _frozen(self.jump_positions(self.hilbert_order))
 
     @property
     def hilbert_jumps(self) -> int:
         """How many consecutive curve positions are not neighbours (0 on ``2^k x 2^k``)."""
         return len(self.hilbert_jump_positions)
+
+    @cached_property
+    def gilbert_order(self) -> np.ndarray:
+        """``(n,)`` int64: the nodes along the generalised Hilbert curve of the rectangle itself
+        ("gilbert", J. Cervený's algorithm), an alternative to Slurm's curve on non-square grids:
+        from ``(0, 0)`` along the longer side, no detour outside the grid. It has one diagonal
+        step (a jump, :meth:`jump_positions`) when the longer side is odd and the shorter one
+        even and > 2, and none otherwise (checked on every shape up to 24 x 24). Not Slurm's
+        order: the deadline strategies may offer it as an option."""
+        cells = _gilbert(self.cols, self.rows) if self.cols >= self.rows else \
+            _gilbert_swap(self.cols, self.rows)
+        return _frozen(np.array([r * self.cols + c for c, r in cells], dtype=np.int64))
 
     @cached_property
     def _snakes(self) -> dict[int, np.ndarray]:
@@ -354,6 +370,51 @@ class Grid:
         out = _frozen(np.roll(walk, -c0))
         self._snakes[start] = out
         return out
+
+
+def _sgn(v: int) -> int:
+    return (v > 0) - (v < 0)
+
+
+def _gilbert_walk(x: int, y: int, ax: int, ay: int, bx: int, by: int, out: list[tuple[int, int]]) -> None:
+    """Cervený's generalised Hilbert curve: fill the rectangle spanned from ``(x, y)`` by the
+    major axis ``(ax, ay)`` and the minor axis ``(bx, by)``, appending cells to ``out``."""
+    w, h = abs(ax + ay), abs(bx + by)
+    dax, day, dbx, dby = _sgn(ax), _sgn(ay), _sgn(bx), _sgn(by)
+    if h == 1:
+        out.extend((x + dax * i, y + day * i) for i in range(w))
+        return
+    if w == 1:
+        out.extend((x + dbx * i, y + dby * i) for i in range(h))
+        return
+    ax2, ay2, bx2, by2 = ax // 2, ay // 2, bx // 2, by // 2
+    w2, h2 = abs(ax2 + ay2), abs(bx2 + by2)
+    if 2 * w > 3 * h:
+        if w2 % 2 and w > 2:  # prefer even steps
+            ax2, ay2 = ax2 + dax, ay2 + day
+        _gilbert_walk(x, y, ax2, ay2, bx, by, out)
+        _gilbert_walk(x + ax2, y + ay2, ax - ax2, ay - ay2, bx, by, out)
+    else:
+        if h2 % 2 and h > 2:
+            bx2, by2 = bx2 + dbx, by2 + dby
+        _gilbert_walk(x, y, bx2, by2, ax2, ay2, out)
+        _gilbert_walk(x + bx2, y + by2, ax, ay, bx - bx2, by - by2, out)
+        _gilbert_walk(x + (ax - dax) + (bx2 - dbx), y + (ay - day) + (by2 - dby),
+                      -bx2, -by2, -(ax - ax2), -(ay - ay2), out)
+
+
+def _gilbert(width: int, height: int) -> list[tuple[int, int]]:
+    """Cells ``(x, y)`` of a ``width x height`` rectangle (``width >= height``) in gilbert order."""
+    out: list[tuple[int, int]] = []
+    _gilbert_walk(0, 0, width, 0, 0, height, out)
+    return out
+
+
+def _gilbert_swap(width: int, height: int) -> list[tuple[int, int]]:
+    """The same for ``width < height``: along ``y`` first."""
+    out: list[tuple[int, int]] = []
+    _gilbert_walk(0, 0, 0, height, width, 0, out)
+    return out
 
 
 @lru_cache(maxsize=64)
