@@ -89,6 +89,21 @@ def test_hilbert_order_is_slurms_skilling_rank_in_the_enclosing_square(shape):
     assert np.argsort(ranks, kind="stable").tolist() == g.hilbert_order.tolist()
 
 
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (8, 8), (8, 16), (16, 8), (12, 10)])
+def test_slurms_32_wide_cube_swaps_the_axes_when_5_minus_k_is_odd(shape):
+    rows, cols = shape
+    g = grid_of(rows, cols)
+    k = (g.hilbert_side - 1).bit_length()
+    coords = [divmod(node, cols) for node in range(g.n_nodes)]
+    short_long = [(r, c) if rows <= cols else (c, r) for r, c in coords]
+    slurm = np.argsort([skilling_rank(x, y, 5) for x, y in short_long], kind="stable")
+    x, y = np.array(short_long).T
+    swapped = np.argsort(hilbert_xy2d(g.hilbert_side, y, x), kind="stable")
+    assert slurm.tolist() == (swapped if (5 - k) % 2 else g.hilbert_order).tolist()
+    if shape == (8, 16):
+        assert len(g.jump_positions(slurm)) == 1  # why we take the grid's own enclosing square
+
+
 @PROPS
 @given(shapes, st.booleans())
 def test_hilbert_order_is_a_permutation(shape, torus):

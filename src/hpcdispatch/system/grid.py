@@ -12,9 +12,10 @@ Modelling choices (also in ``docs/DEADLINE.md``, section "Topology"):
   order of ``System.capacity`` is unchanged by a grid topology.
 * **Distances**: Manhattan (hops). On a torus each axis takes the shorter way round,
   ``min(|d|, n - |d|)``.
-* **Links**: one undirected link between 4-neighbours. Link ids: the horizontal links first,
-  row by row (link ``(r, c) - (r, c + 1)``), then the vertical ones, column-major within a row
-  pair (link ``(r, c) - (r + 1, c)``); on a torus each axis of length >= 3 adds the wrap
+* **Links**: one undirected link between 4-neighbours. Link ids: the ``H`` horizontal links
+  first, row by row (link ``(r, c) - (r, c + 1)`` is ``r * (cols - 1) + c`` on a mesh), then
+  the vertical ones, row pair by row pair, columns in order (link ``(r, c) - (r + 1, c)`` is
+  ``H + r * cols + c``); on a torus each axis of length >= 3 adds the wrap
   links ``(r, cols - 1) - (r, 0)`` and ``(rows - 1, c) - (0, c)``, numbered as if ``c + 1``
   were taken modulo ``cols``. An axis of length 1 or 2 has **no wrap link** (it would be a
   loop or a second link parallel to an existing one), so a 2 x n torus is a mesh along its
@@ -32,8 +33,8 @@ Modelling choices (also in ``docs/DEADLINE.md``, section "Topology"):
   (from ``(0, 0)`` to ``(N - 1, 0)``); Skilling's ``AxestoTranspose`` with ``log2 N`` bits,
   which Slurm uses, gives the same order (tested). Slurm itself always works in a 32-wide cube
   (5 bits); restricted to a ``2^k`` corner that curve is the same one with its two axes swapped
-  when ``5 - k`` is odd, which on 8 x 16 would give 1 jump instead of 0: we take the enclosing
-  square of the grid, as the design note does. On a ``2^k x 2^k`` square consecutive curve
+  when ``5 - k`` is odd (tested), which on 8 x 16 would give 1 jump instead of 0: we take the
+  enclosing square of the grid, as the design note does. On a ``2^k x 2^k`` square consecutive curve
   positions are always neighbours; on other shapes the curve leaves the grid and comes back,
   and two consecutive positions can be apart: :attr:`Grid.hilbert_jumps` counts them
   (0 on 8 x 16 and 16 x 8, 3 on 12 x 10). The orientation rule is what makes 8 x 16 jump-free.
