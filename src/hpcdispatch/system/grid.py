@@ -66,9 +66,8 @@ def hilbert_xy2d(side: int, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     is odd and along ``x`` when it is even (on 4 x 4 and 16 x 16: to ``(1, 0)``)."""
     if side < 1 or side & (side - 1):
         raise ValueError(f"side must be a power of two, got {side}")
-    x = np.asarray(x, dtype=np.int64).copy()
-    y = np.asarray(y, dtype=np.int64).copy()
-    d = np.zeros(np.broadcast(x, y).shape, dtype=np.int64)
+    x, y = (a.astype(np.int64) for a in np.broadcast_arrays(np.asarray(x), np.asarray(y)))  # copies
+    d = np.zeros(x.shape, dtype=np.int64)
     s = side // 2
     while s > 0:
         rx = (x & s) > 0
