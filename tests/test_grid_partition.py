@@ -51,6 +51,19 @@ def test_hilbert_first_fit_by_hand():
     assert hilbert_first_fit(np.zeros(16, dtype=bool), order, 1) is None
 
 
+def test_hilbert_first_fit_on_the_hlrn2_grid():
+    # the curve's first 16 positions fill rows 0-3 x columns 0-3 (U1 starts), then rows 4-7
+    order = grid_of(8, 16).hilbert_order
+    assert order[:17].tolist() == [0, 16, 17, 1, 2, 3, 19, 18, 34, 35, 51, 50, 49, 33, 32, 48, 64]
+    free = mask(128, [17, 35])  # positions 2 and 9 busy: runs [0, 1], [3..8] (6), [10..127]
+    assert hilbert_first_fit(free, order, 2).tolist() == [0, 16]
+    assert hilbert_first_fit(free, order, 4).tolist() == [1, 2, 3, 19]
+    assert hilbert_first_fit(free, order, 6).tolist() == [1, 2, 3, 19, 18, 34]
+    assert hilbert_first_fit(free, order, 7).tolist() == [51, 50, 49, 33, 32, 48, 64]
+    assert hilbert_best_fit(free, order, 3).tolist() == [1, 2, 3]
+    assert hilbert_first_fit(free, order, 119) is None  # 126 free, the longest run is 118
+
+
 def test_hilbert_best_fit_takes_the_smallest_run_that_holds_the_job():
     order = grid_of(4, 4).hilbert_order
     free = mask(16, [4, 11])

@@ -90,6 +90,7 @@ def hilbert_best_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.nda
 
 
 def _grid(shape: tuple[int, int] | Grid, torus: bool) -> Grid:
+    """``shape`` as a :class:`Grid`: a Grid is taken as it is (its own ``torus`` wins)."""
     if isinstance(shape, Grid):
         return shape
     rows, cols = shape
@@ -161,7 +162,8 @@ def manhattan_partition(free_mask: np.ndarray, shape: tuple[int, int] | Grid, k:
     """The Manhattan-median partition of ``k`` free nodes (Fig. 8, fixed per design note A22):
     grown from the first start node, in node order, whose free 4-connected component holds
     ``k`` nodes; ``None`` when no free component does. Node ids in the order they were added.
-    ``shape`` is ``(rows, cols)`` (``torus`` for wrap-around) or a :class:`Grid`."""
+    ``shape`` is ``(rows, cols)`` (``torus`` for wrap-around) or a :class:`Grid` (which says
+    itself whether it wraps; ``torus`` is then ignored)."""
     grid = _grid(shape, torus)
     k = _count(k)
     labels = free_components(free_mask, grid)
