@@ -224,7 +224,7 @@ def test_slurm_damaged(csv_data, jsonl_data):
 
 toml_scalars = st.one_of(
     st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
-    st.text(max_size=12), st.sampled_from(["", "auto", "grid2d", "linear", "core", "gpu", "x.toml", "fifo", "-1"]),
+    st.text(max_size=12), st.sampled_from(["", "auto", "grid2d", "torus2d", "linear", "core", "gpu", "x.toml", "fifo", "-1"]),
 )
 toml_values = st.recursive(
     toml_scalars,
@@ -279,7 +279,7 @@ def _toml(doc: dict[str, Any]) -> str | None:
 
 SYSTEM_DOC = system_to_dict(System("fz", ("core", "gpu"), (NodeType("a", 4, {"core": 8, "gpu": 2}),
                                                           NodeType("b", 2, {"core": 16}))))
-SYSTEM_DOC["topology"] = {"kind": "grid2d", "shape": [2, 3]}
+SYSTEM_DOC["topology"] = {"kind": "torus2d", "shape": [2, 3]}
 SYSTEM_TOML = tomli_w.dumps(SYSTEM_DOC).encode()
 
 
@@ -287,6 +287,9 @@ def check_system_file(path: Path) -> None:
     system = outcome(path, load_system, path)
     if isinstance(system, System):
         assert system.n_nodes >= 1 and system.capacity.shape == (system.n_nodes, len(system.resources))
+        if system.topology.is_grid and system.n_nodes <= 10_000:  # a grid that loads has its geometry
+            grid = system.topology.grid
+            assert grid.n_nodes == system.n_nodes and len(grid.hilbert_order) == system.n_nodes
 
 
 @FUZZ

@@ -7,7 +7,8 @@ Schema (all keys except ``description``, ``topology`` and ``trace`` are required
     resources = ["core", "mem", "gpu", "mic"]        # column order of every capacity array
 
     [topology]                                        # optional, default kind = "linear"
-    kind = "linear"                                   # or "grid2d" with shape = [rows, cols]
+    kind = "linear"                                   # or "grid2d" (mesh) / "torus2d" (wrap-around)
+                                                      #   with shape = [rows, cols], nodes row-major
 
     [trace]                                           # optional: SWF files this preset describes
     file_prefixes = ["HPC2N-2002"]
@@ -29,7 +30,7 @@ from typing import Any
 import tomli_w
 
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.system.model import NodeType, System, Topology
+from hpcdispatch.system.model import TOPOLOGY_KINDS, NodeType, System, Topology
 
 _PRESET_PACKAGE = "hpcdispatch.system"
 TOP_KEYS = ("name", "description", "resources", "node_types", "topology", "trace")
@@ -155,8 +156,8 @@ def _topology(topo: Any, w: _Where) -> Topology:
     if unknown:
         raise w.error("topology", f"unknown key(s) {sorted(unknown)} (expected kind, shape)")
     kind = topo.get("kind", "linear")
-    if kind not in ("linear", "grid2d") or not isinstance(kind, str):
-        raise w.error("topology.kind", f"must be \"linear\" or \"grid2d\", got {kind!r}")
+    if not isinstance(kind, str) or kind not in TOPOLOGY_KINDS:
+        raise w.error("topology.kind", f"must be \"linear\", \"grid2d\" or \"torus2d\", got {kind!r}")
     shape = topo.get("shape", [])
     if not isinstance(shape, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
         raise w.error("topology.shape", f"must be a list of integers [rows, cols], got {_type_name(shape)} {shape!r}")

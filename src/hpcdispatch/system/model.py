@@ -2,8 +2,8 @@
 
 Nodes are kept in one fixed order (the "linear" order Slurm uses): node types in the order
 they are declared, nodes of a type consecutively. Node ``i`` is row ``i`` of
-:attr:`System.capacity`. A :class:`Topology` leaves room for other layouts (a 2-D grid for
-the deadline-oriented allocators) without changing that order.
+:attr:`System.capacity`. A :class:`Topology` lays the nodes out in other ways (a 2-D mesh or
+torus for the deadline-oriented allocators, numbered row-major) without changing that order.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from hpcdispatch.errors import ConfigError
+from hpcdispatch.system.grid import Grid, grid_of
 
 #: more nodes than any machine has (the capacity array of a system is n_nodes x resources)
 MAX_NODES = 10_000_000
@@ -44,35 +45,57 @@ class NodeType:
                 )
 
 
+#: the layouts a system can declare
+TOPOLOGY_KINDS = ("linear", "grid2d", "torus2d")
+
+
 @dataclass(frozen=True)
 class Topology:
     """How nodes are laid out. ``linear`` (default): a 1-D array in node order.
 
-    ``grid2d``: ``shape = (rows, cols)``, node ``i`` at row ``i // cols``, column ``i % cols``
-    (used later by deadline-oriented allocators: Hilbert-curve first fit, Manhattan median).
+    ``grid2d``: a 2-D mesh, ``shape = (rows, cols)``, node ``i`` at row ``i // cols``, column
+    ``i % cols`` (row-major: the node order is unchanged). ``torus2d``: the same with
+    wrap-around links. :attr:`grid` gives the geometry (distances, neighbours, XY routes,
+    Hilbert and snake orders; ``system/grid.py``) the deadline-oriented allocators use.
     """
 
     kind: str = "linear"
     shape: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.kind not in ("linear", "grid2d"):
-            raise ConfigError(f"unknown topology kind '{self.kind}' (expected 'linear' or 'grid2d')")
-        if self.kind == "grid2d" and (
+        if self.kind not in TOPOLOGY_KINDS:
+            raise ConfigError(f"unknown topology kind '{self.kind}' (expected 'linear', 'grid2d' or 'torus2d')")
+        if self.is_grid and (
             len(self.shape) != 2
             or not all(isinstance(x, int) and not isinstance(x, bool) for x in self.shape)
             or min(self.shape) <= 0
         ):
-            raise ConfigError(f"topology grid2d needs shape = [rows, cols] of positive integers, got {list(self.shape)}")
+            raise ConfigError(f"topology {self.kind} needs shape = [rows, cols] of positive integers, "
+                              f"got {list(self.shape)}")
+        if self.is_grid and self.shape[0] * self.shape[1] > MAX_NODES:
+            raise ConfigError(f"topology {self.kind} {self.shape[0]}x{self.shape[1]} has more than "
+                              f"{MAX_NODES:,} nodes")
+
+    @property
+    def is_grid(self) -> bool:
+        return self.kind in ("grid2d", "torus2d")
+
+    @property
+    def grid(self) -> Grid:
+        """The 2-D geometry of a ``grid2d`` or ``torus2d`` topology (cached per shape)."""
+        if not self.is_grid:
+            raise ConfigError(f"topology {self.kind} is not a 2-D grid (kind grid2d or torus2d)")
+        rows, cols = self.shape
+        return grid_of(rows, cols, self.kind == "torus2d")
 
     def coordinates(self, n_nodes: int) -> np.ndarray:
-        """Coordinates of every node: ``(n, 1)`` for linear, ``(n, 2)`` (row, col) for grid2d."""
+        """Coordinates of every node: ``(n, 1)`` for linear, ``(n, 2)`` (row, col) for a grid."""
         idx = np.arange(n_nodes)
         if self.kind == "linear":
             return idx[:, None]
         rows, cols = self.shape
         if rows * cols != n_nodes:
-            raise ConfigError(f"topology grid2d {rows}x{cols} does not hold {n_nodes} nodes")
+            raise ConfigError(f"topology {self.kind} {rows}x{cols} does not hold {n_nodes} nodes")
         return np.stack([idx // cols, idx % cols], axis=1)
 
 
@@ -109,10 +132,10 @@ class System:
                 )
         if self.n_nodes > MAX_NODES:
             raise ConfigError(f"system '{self.name}' has {self.n_nodes:,} nodes, more than {MAX_NODES:,}")
-        if self.topology.kind == "grid2d":
+        if self.topology.is_grid:
             rows, cols = self.topology.shape
             if rows * cols != self.n_nodes:  # (before coordinates() builds arrays of that size)
-                raise ConfigError(f"topology grid2d {rows}x{cols} does not hold {self.n_nodes} nodes")
+                raise ConfigError(f"topology {self.topology.kind} {rows}x{cols} does not hold {self.n_nodes} nodes")
 
     @cached_property
     def n_nodes(self) -> int:
@@ -163,4 +186,7 @@ class System:
         for nt in self.node_types:
             caps = ", ".join(f"{nt.capacity[r]} {r}" for r in self.resources if nt.capacity.get(r, 0))
             parts.append(f"{nt.count} x ({caps})")
-        return " + ".join(parts)
+        layout = ""
+        if self.topology.is_grid:
+            layout = f" on a {self.topology.kind} {self.topology.shape[0]} x {self.topology.shape[1]}"
+        return " + ".join(parts) + layout

@@ -1,0 +1,216 @@
+"""Shape searches on a 2-D grid: which free nodes form a job's partition.
+
+Pure functions over a boolean free-node mask (``free_mask[i]``: node ``i`` is free for the
+whole window a job would run in), for the deadline-oriented strategies of Linnert, De Rose
+and Heiss (2024). They live in the system layer, next to the geometry (``grid.py``), and not
+in ``allocators/``: an :class:`~hpcdispatch.allocators.base.Allocator` places *units* on a
+free-capacity matrix and honours Slurm's per-node constraints, while these place *whole
+nodes* with a shape rule. The deadline strategies (advance reservation, the leak) call them
+on the min-free mask of a booking window; an allocator wrapping them can follow.
+
+* :func:`hilbert_first_fit` -- Fig. 6 of the paper: the first run of ``k`` consecutive
+  positions of the Hilbert order that are all free ("only contiguous segments are
+  considered"; the window restarts after a busy node, no wrap-around: design note A21).
+* :func:`hilbert_best_fit` -- Slurm's native best fit over the same order: the shortest run
+  of free positions that holds ``k`` (ties: the earliest), its first ``k`` nodes.
+* :func:`manhattan_partition` -- Fig. 8 fixed as in design note A22: start nodes in node
+  order; from a start node the partition grows **one node at a time** over the free
+  4-neighbours of the partition (the frontier), taking the node that increases the sum of
+  pairwise Manhattan distances least (ties: the lowest node id), until it has ``k`` nodes. It
+  fails only when the frontier empties, i.e. when the start node's free 4-connected component
+  has fewer than ``k`` nodes; so the first start node whose component is large enough is the
+  one the written loop ends with, and it is found by labelling the components once.
+* :func:`snake_first_free` and :func:`leak_grow` -- the leak's placement (Fig. 10, 11): the
+  first free node along the snake from a start node, then growth by breadth-first layers over
+  free 4-neighbours ("two at once" in Fig. 11's tile 5), lowest ids first within a layer, up
+  to ``k`` nodes; when the layer is empty the contiguous leak stops with what it found, the
+  non-contiguous one (``jump=True``) takes the next free node along the snake and grows from
+  there (Fig. 10 line 14, Fig. 13).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from hpcdispatch.system.grid import Grid, grid_of
+
+
+def _mask(free_mask: np.ndarray, n: int) -> np.ndarray:
+    mask = np.asarray(free_mask)
+    if mask.dtype != bool or mask.shape != (n,):
+        raise ValueError(f"free_mask must be a boolean array of {n} nodes, got {mask.dtype} {mask.shape}")
+    return mask
+
+
+def _count(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"k must be a positive number of nodes, got {k!r}")
+    return int(k)
+
+
+def _free_runs(free_on_curve: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and lengths of the maximal runs of True."""
+    padded = np.concatenate([[False], free_on_curve, [False]]).astype(np.int8)
+    edges = np.diff(padded)
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1)
+    return starts, ends - starts
+
+
+def hilbert_first_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.ndarray | None:
+    """The nodes at the first ``k`` consecutive positions of ``order`` (a curve: position ->
+    node, e.g. ``Grid.hilbert_order``) that are all free, in curve order; ``None`` when no run
+    of ``k`` free positions exists (even when ``k`` nodes are free in total)."""
+    order = np.asarray(order, dtype=np.int64)
+    free_on_curve = _mask(free_mask, len(order))[order]
+    k = _count(k)
+    starts, lengths = _free_runs(free_on_curve)
+    fits = np.flatnonzero(lengths >= k)
+    if len(fits) == 0:
+        return None
+    s = int(starts[fits[0]])
+    return order[s: s + k].copy()
+
+
+def hilbert_best_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.ndarray | None:
+    """Slurm's best fit on a curve: the shortest run of free consecutive positions holding
+    ``k`` nodes (ties: the earliest run), its first ``k`` nodes in curve order; else ``None``."""
+    order = np.asarray(order, dtype=np.int64)
+    free_on_curve = _mask(free_mask, len(order))[order]
+    k = _count(k)
+    starts, lengths = _free_runs(free_on_curve)
+    fits = np.flatnonzero(lengths >= k)
+    if len(fits) == 0:
+        return None
+    best = fits[np.argmin(lengths[fits])]  # argmin: the first of equal lengths
+    s = int(starts[best])
+    return order[s: s + k].copy()
+
+
+def _grid(shape: tuple[int, int] | Grid, torus: bool) -> Grid:
+    """``shape`` as a :class:`Grid`: a Grid is taken as it is (its own ``torus`` wins)."""
+    if isinstance(shape, Grid):
+        return shape
+    rows, cols = shape
+    return grid_of(rows, cols, torus)
+
+
+def free_components(free_mask: np.ndarray, shape: tuple[int, int] | Grid, torus: bool = False) -> np.ndarray:
+    """``(n,)`` int64: the free 4-connected component of every node (numbered in the order of
+    their lowest node), ``-1`` for busy nodes."""
+    grid = _grid(shape, torus)
+    mask = _mask(free_mask, grid.n_nodes)
+    labels = np.full(grid.n_nodes, -1, dtype=np.int64)
+    free = np.flatnonzero(mask)
+    if len(free) == 0:
+        return labels
+    indptr, indices = grid.neighbour_csr
+    src = np.repeat(np.arange(grid.n_nodes), np.diff(indptr))
+    keep = mask[src] & mask[indices]
+    local = np.full(grid.n_nodes, -1, dtype=np.int64)
+    local[free] = np.arange(len(free))
+    adj = csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), (local[src[keep]], local[indices[keep]])),
+                     shape=(len(free), len(free)))
+    _, comp = connected_components(adj, directed=False)
+    # renumber: component of the lowest free node first (connected_components already labels
+    # in order of first appearance, which for increasing node ids is the same; made explicit)
+    _, first = np.unique(comp, return_index=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    labels[free] = rank[comp]
+    return labels
+
+
+def manhattan_grow(free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: int, k: int,
+                   torus: bool = False) -> np.ndarray | None:
+    """Greedy least-Manhattan-increase growth from ``start`` over free nodes (see the module
+    docstring): ``k`` node ids in the order they were added, or ``None`` when the frontier
+    empties first (``start`` busy, or its free component smaller than ``k``)."""
+    grid = _grid(shape, torus)
+    mask = _mask(free_mask, grid.n_nodes)
+    k = _count(k)
+    if not mask[start]:
+        return None
+    indptr, indices = grid.neighbour_csr
+    taken = np.zeros(grid.n_nodes, dtype=bool)
+    frontier = np.zeros(grid.n_nodes, dtype=bool)
+    cost = np.zeros(grid.n_nodes, dtype=np.int64)  # sum of distances to the partition's nodes
+    # distance rows from the cached matrix (8 MB at 1,024 nodes) on small machines, else computed
+    rows = grid.distance_matrix if grid.n_nodes <= 1024 else None
+    every = np.arange(grid.n_nodes, dtype=np.int64)
+    chosen = [int(start)]
+    node = int(start)
+    big = np.iinfo(np.int64).max
+    while True:
+        taken[node] = True
+        frontier[node] = False
+        nb = indices[indptr[node]: indptr[node + 1]]
+        frontier[nb[mask[nb] & ~taken[nb]]] = True
+        if len(chosen) == k:
+            return np.asarray(chosen, dtype=np.int64)
+        cost += rows[node] if rows is not None else grid.distance(node, every)
+        if not frontier.any():
+            return None
+        node = int(np.argmin(np.where(frontier, cost, big)))  # argmin: lowest id on ties
+        chosen.append(node)
+
+
+def manhattan_partition(free_mask: np.ndarray, shape: tuple[int, int] | Grid, k: int,
+                        torus: bool = False) -> np.ndarray | None:
+    """The Manhattan-median partition of ``k`` free nodes (Fig. 8, fixed per design note A22):
+    grown from the first start node, in node order, whose free 4-connected component holds
+    ``k`` nodes; ``None`` when no free component does. Node ids in the order they were added.
+    ``shape`` is ``(rows, cols)`` (``torus`` for wrap-around) or a :class:`Grid` (which says
+    itself whether it wraps; ``torus`` is then ignored)."""
+    grid = _grid(shape, torus)
+    k = _count(k)
+    labels = free_components(free_mask, grid)
+    sizes = np.bincount(labels[labels >= 0], minlength=1)
+    big_enough = np.flatnonzero((labels >= 0) & (sizes[np.maximum(labels, 0)] >= k))
+    if len(big_enough) == 0:
+        return None
+    return manhattan_grow(free_mask, grid, int(big_enough[0]), k)
+
+
+def snake_first_free(free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: int = 0,
+                     torus: bool = False) -> int | None:
+    """The first free node of ``Grid.snake_order(start)``, or ``None`` when none is free."""
+    grid = _grid(shape, torus)
+    snake = grid.snake_order(start)
+    hits = np.flatnonzero(_mask(free_mask, grid.n_nodes)[snake])
+    return int(snake[hits[0]]) if len(hits) else None
+
+
+def leak_grow(free_mask: np.ndarray, shape: tuple[int, int] | Grid, first: int, k: int,
+              jump: bool = False, snake_start: int = 0, torus: bool = False) -> np.ndarray:
+    """Up to ``k`` free nodes grown from the free node ``first`` by breadth-first layers over
+    free 4-neighbours (lowest ids first within a layer), in the order taken. With ``jump``
+    (the non-contiguous leak) an empty layer is followed by the next free node along
+    ``Grid.snake_order(snake_start)``, which grows in turn. Fewer than ``k`` nodes come back
+    when no more are free (contiguous: in reach); the leak may start such a partial job."""
+    grid = _grid(shape, torus)
+    mask = _mask(free_mask, grid.n_nodes)
+    k = _count(k)
+    if not mask[first]:
+        raise ValueError(f"the first node {first} is not free")
+    indptr, indices = grid.neighbour_csr
+    taken = np.zeros(grid.n_nodes, dtype=bool)
+    chosen: list[int] = []
+    layer = np.array([first], dtype=np.int64)
+    snake = grid.snake_order(snake_start) if jump else None
+    while len(chosen) < k:
+        if len(layer) == 0:
+            if snake is None:
+                break
+            rest = snake[mask[snake] & ~taken[snake]]
+            if len(rest) == 0:
+                break
+            layer = rest[:1]
+        layer = layer[: k - len(chosen)]
+        taken[layer] = True
+        chosen.extend(layer.tolist())
+        nb = np.concatenate([indices[indptr[u]: indptr[u + 1]] for u in layer.tolist()])
+        layer = np.unique(nb[mask[nb] & ~taken[nb]])
+    return np.asarray(chosen, dtype=np.int64)
