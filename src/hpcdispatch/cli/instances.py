@@ -42,7 +42,7 @@ def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | Non
     base = DispatcherSpec.parse(baseline).run_label if baseline else (labels[1] if len(labels) > 1 else labels[0])
     if base not in labels:
         raise click.BadParameter(f"baseline '{base}' is not among {labels}")
-    from hpcdispatch.cli.main import plain_progress
+    from hpcdispatch.cli.progress import plain_progress
     from hpcdispatch.results.store import write_frame, write_text
 
     out = out or directory / "eval"

@@ -25,6 +25,7 @@ from rich.progress import (
 from rich.table import Table
 
 from hpcdispatch._version import __version__
+from hpcdispatch.cli.progress import plain_progress
 from hpcdispatch.errors import HpcDispatchError
 
 # (the rest of the package is imported inside the commands that need it: ``--help`` and the
@@ -191,25 +192,6 @@ def progress_bar(label: str, total: int, quiet: bool) -> Iterator[Any]:
             progress.update(task, completed=done, t=f"{t:,.0f}")
 
         yield update
-
-
-def plain_progress(label: str, step: float = 0.05, every_s: float = 60.0, unit: str = "jobs") -> Any:
-    """``update(done, n, t)`` printing ``label: done / n jobs done (pct), sim t=...`` lines
-    (``t`` None: no simulated time)."""
-    import time
-
-    state = {"next": 0.0, "at": time.monotonic()}
-
-    def update(done: int, n: int, t: float) -> None:
-        share = done / n if n else 1.0
-        now = time.monotonic()
-        if share >= state["next"] or now - state["at"] >= every_s or done == n:
-            state["next"] = (int(share / step) + 1) * step
-            state["at"] = now
-            when = "" if t is None else f", sim t={t:,.0f} s"
-            print(f"{label}: {done:,} / {n:,} {unit} done ({100 * share:.0f} %){when}", flush=True)
-
-    return update
 
 
 def plain_table(title: str, header: list[str], rows: list[list[str]], first_left: bool = True) -> Table:
