@@ -417,3 +417,15 @@ def test_lublin_trace_has_no_requested_fields():
     assert wl.report.patched["processors taken from field 5 (allocated)"] == 10000
     with pytest.raises(ConfigError, match="lacks MaxProcs"):
         system_from_swf_header(real_trace("lublin_256.swf.gz"))
+
+
+def test_handed_over_columns_equal_the_jobs(tmp_path):
+    """load_swf hands its arrays to the workload (not rebuilt from 200,000 jobs): they must be
+    exactly what the jobs say."""
+    lines = [rec(i, 3 * i, 10 + i % 7, 1 + i % 5, 20 + i % 9) for i in range(1, 301)]
+    wl = load_swf(write(tmp_path, lines), cores_system(4, 4))
+    for name in wl.COLUMNS:
+        handed = wl.__dict__.pop(name)
+        rebuilt = getattr(wl, name)
+        assert handed.dtype == rebuilt.dtype and np.array_equal(handed, rebuilt), name
+        assert not handed.flags.writeable

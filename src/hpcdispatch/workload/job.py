@@ -226,6 +226,21 @@ class Workload:
     def __getitem__(self, i: int) -> Job:
         return self.jobs[i]
 
+    #: the columns a reader may hand over with :meth:`known_columns` (name -> dtype)
+    COLUMNS = {"ids": np.int64, "submit": np.int64, "run_time": np.int64, "wall_time": np.int64,
+               "units": np.int64, "unit_requests": np.int64}
+
+    def known_columns(self, **columns: np.ndarray) -> Workload:
+        """Hand over columns a reader already holds as arrays (one value per job, in the
+        workload's order), so that they are not rebuilt from the jobs; returns ``self``."""
+        for name, values in columns.items():
+            arr = np.array(values, dtype=self.COLUMNS[name])  # (a copy: the caller's array stays its own)
+            if len(arr) != len(self.jobs):
+                raise ValueError(f"column {name} has {len(arr)} values for {len(self.jobs)} jobs")
+            arr.flags.writeable = False
+            self.__dict__[name] = arr  # what the cached property would compute
+        return self
+
     def _column(self, name: str, dtype: Any) -> np.ndarray:
         arr = np.fromiter((getattr(j, name) for j in self.jobs), dtype=dtype, count=len(self.jobs))
         arr.flags.writeable = False

@@ -30,7 +30,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import gammainc
 
 from hpcdispatch._util import gc_paused
 from hpcdispatch.errors import ConfigError
@@ -94,6 +93,8 @@ class LublinSpec:
 
 def _bucket_weights(anum: float, bnum: float) -> np.ndarray:
     """Daily-cycle weights of the 48 buckets, normalised to mean 1 (``arrive_init``)."""
+    from scipy.special import gammainc  # (here: a run of a trace never pays for importing scipy)
+
     weights = np.zeros(BUCKETS)
     for i in range(CYCLIC_DAY_START, BUCKETS + CYCLIC_DAY_START):
         idx = (i - 1) % BUCKETS

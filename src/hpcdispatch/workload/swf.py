@@ -793,7 +793,7 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         if len(w):
             queue_ewt[int(q)] = float(w.mean())
     with gc_paused():
-        return Workload(
+        workload = Workload(
             jobs,
             system.resources,
             source=source,
@@ -802,6 +802,8 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
             header=header.flat(),
             queue_ewt=queue_ewt,
         )
+    return workload.known_columns(ids=ids[order], submit=submit[order], run_time=run[order], wall_time=wall[order],
+                                  units=units[order], unit_requests=unit_req[order])
 
 
 def fits_empty_system(
