@@ -25,26 +25,43 @@ from hpcdispatch.sweep.spec import Cell
 from hpcdispatch.sweep.store import CELLS, RECORD, publish, read_record, temp_dir_name, worker_tag
 
 # the last workloads loaded by this process: cells that share a workload (the dispatchers of
-# one trace) do not read it again. Simulations do not modify a Workload.
+# one trace) do not read it again, and perturbed replicas of a trace (submit_jitter seeds) are
+# made from one reading of it. Simulations do not modify a Workload.
 _CACHE: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
-_CACHE_SIZE = 2
+_CACHE_SIZE = 4
+_JITTER_KEYS = ("submit_jitter", "jitter_seed")
 
 
-def _inputs(cell: Cell) -> tuple[Any, Any]:
-    from hpcdispatch.workload.loader import load_workload, resolve_system
-
-    key = (cell.system_spec, cell.workload_spec, repr(sorted(cell.swf.items())))
+def _cached(key: tuple[str, str, str], make: Any) -> Any:
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    system = resolve_system(cell.system_spec, cell.workload_spec)
-    workload = load_workload(cell.workload_spec, system, cell.swf_options())
+    value = make()
+    _CACHE[key] = value
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return value
+
+
+def _inputs(cell: Cell) -> tuple[Any, Any]:
+    from dataclasses import replace
+
+    from hpcdispatch.workload.loader import load_workload, resolve_system
+
+    options = cell.swf_options()
+    plain = {k: v for k, v in cell.swf.items() if k not in _JITTER_KEYS}
+
+    def read() -> tuple[Any, Any]:
+        system = resolve_system(cell.system_spec, cell.workload_spec)
+        return system, load_workload(cell.workload_spec, system, replace(options, submit_jitter=0, jitter_seed=0))
+
+    system, workload = _cached((cell.system_spec, cell.workload_spec, repr(sorted(plain.items()))), read)
+    if options.submit_jitter:  # (as load_workload does: max_jobs first, then the jitter)
+        workload = _cached((cell.system_spec, cell.workload_spec, repr(sorted(cell.swf.items()))),
+                           lambda: workload.jittered(options.submit_jitter, options.jitter_seed))
     if len(workload) == 0:
         why = "; ".join(line.strip() for line in workload.report.describe().splitlines())
         raise HpcDispatchError(f"workload {cell.workload_spec} has no job that can run on system {system.name} ({why})")
-    _CACHE[key] = (system, workload)
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
     return system, workload
 
 
