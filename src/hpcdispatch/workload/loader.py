@@ -12,7 +12,9 @@ Workload specs (``--workload``):
   (see :class:`~hpcdispatch.workload.slurm.AucschedSpec`);
 - ``PATH.csv`` / ``PATH.jsonl``: Slurm-style requests (``ntasks``, ``nodes``,
   ``ntasks_per_node``, ``gpus_per_node``, ``contiguous``, ``run_time`` ...), see
-  :func:`~hpcdispatch.workload.slurm.read_slurm_requests`.
+  :func:`~hpcdispatch.workload.slurm.read_slurm_requests`;
+- ``PATH.sacct`` (or any file whose first line is a ``sacct --parsable2`` header): Slurm
+  accounting, see :mod:`hpcdispatch.workload.sacct`.
 
 System specs (``--system``): a preset name, a TOML file, ``from-trace`` (derive from the SWF
 header) or ``auto`` (an SWF trace whose file name matches a preset's ``[trace]`` prefixes gets
@@ -31,6 +33,7 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.lublin import LublinSpec, lublin_workload
 from hpcdispatch.workload.mapping import UnitMapping
+from hpcdispatch.workload.sacct import is_sacct_file, read_sacct
 from hpcdispatch.workload.slurm import AucschedSpec, aucsched_workload, read_slurm_requests
 from hpcdispatch.workload.swf import SwfOptions, load_swf, system_from_swf_header
 
@@ -149,8 +152,8 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
         raise TraceFormatError(spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)")
     if is_dir:
         raise TraceFormatError(spec, "is a directory, not a workload file")
-    if path.suffix.lower() in SLURM_SUFFIXES:
-        workload = read_slurm_requests(path, system)
+    if path.suffix.lower() in SLURM_SUFFIXES or is_sacct_file(path):
+        workload = read_sacct(path, system) if is_sacct_file(path) else read_slurm_requests(path, system)
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload
