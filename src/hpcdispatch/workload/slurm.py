@@ -210,7 +210,9 @@ def request_of(job: Job, resources: tuple[str, ...]) -> SlurmRequest:
     gi = resources.index(GPU) if GPU in resources else None
     mi = resources.index(MEM) if MEM in resources else None
     kind = job.slurm_type
-    extra = job.unit_request if kind == 3 else (job.per_node_request or (0,) * len(resources))
+    per_node = job.per_node_request or (0,) * len(resources)
+    # type 3 (one unit per node): the unit's amounts and any per-node extras are all per node
+    extra = tuple(a + b for a, b in zip(job.unit_request, per_node)) if kind == 3 else per_node
     g = extra[gi] if gi is not None else 0
     gres = tuple((r, int(extra[k])) for k, r in enumerate(resources)
                  if k not in (ci, gi, mi) and extra[k])
@@ -636,7 +638,7 @@ def slurm_rows(workload: Workload) -> list[dict[str, Any]]:
                      "time_limit": format_slurm_time(j.wall_time), "ntasks": r.ntasks, "nodes": r.nodes,
                      "ntasks_per_node": r.ntasks_per_node,
                      "cpus_per_task": r.cpus_per_task if r.cpus_per_task != 1 else None,
-                     "gpus_per_node": r.gpus_per_node, "gres": gres or None,
+                     "gpus_per_node": r.gpus_per_node or None, "gres": gres or None,
                      "mem": f"{r.mem}M" if r.mem is not None else None,
                      "mem_per_cpu": f"{r.mem_per_cpu}M" if r.mem_per_cpu is not None else None,
                      "contiguous": int(r.contiguous), "user": label("user", j.user),
