@@ -55,7 +55,7 @@ Decisions on records:
   (``123_[5-9]``) is ``not-finished``. Het jobs: each component (``123+0``, ``123+1``) is a job
   of its own (the simulator does not start them together; a note counts them);
 - ids: JobIDRaw when the field is there; otherwise a plain JobID is the id, and array tasks
-  and het components get fresh ids after the largest plain id, in file order (the Slurm
+  and het components get fresh ids after the largest job number in the file, in file order (the Slurm
   JobID is then the job's name unless JobName is given); a repeated id (``--duplicates``) is
   ``duplicate-id``;
 - no time limit (``UNLIMITED``, ``Partition_Limit``, empty): the largest limit recorded in the
@@ -84,7 +84,7 @@ from hpcdispatch.errors import TraceFormatError
 from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, SkipReport, Workload, WorkloadSource
-from hpcdispatch.workload.slurm import GPU, MEM, SlurmRequest, _text_lines
+from hpcdispatch.workload.slurm import GPU, MEM, SlurmRequest, _text_lines, renumber_labels
 from hpcdispatch.workload.slurm_units import MAX_VALUE, gres_resource, parse_slurm_time, parse_tres
 from hpcdispatch.workload.swf import check_file
 
@@ -343,7 +343,7 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
     cap = system.capacity
 
     # ids: JobIDRaw, else the plain id; array tasks and het components without JobIDRaw get fresh ones
-    next_id = max((r.base for r in records if not r.compound), default=0) + 1
+    next_id = max((r.base for r in records), default=0) + 1
     ids: list[int] = []
     for r in records:
         if r.raw_id is not None:
@@ -448,6 +448,8 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
                         partition=part_ids[k], name=name, processors=r.cpus, max_units_per_node=f["max_units_per_node"],
                         node_count=f["node_count"], per_node_request=f["per_node_request"],
                         contiguous=f["contiguous"]))
+    jobs, labels = renumber_labels(jobs, {field: {i: n for n, i in ids_.items()} for field, ids_ in
+                                          (("user", users), ("group", accounts), ("partition", parts)) if ids_})
     t0 = min((j.submit for j in jobs), default=0)
     jobs = [j._replace(submit=j.submit - t0) for j in jobs]
     # expected wait per queue (partition): the mean recorded wait, as the SWF reader's field 3
@@ -462,10 +464,6 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
     if het:
         notes.append(f"{het} het-job components read as separate jobs (the simulator does not start them together)")
     report.notes.extend(notes)
-    labels = {field: {i: n for n, i in ids_.items()}
-              for field, ids_ in (("user", users), ("group", accounts), ("partition", parts)) if ids_}
-    if "partition" in labels:
-        labels["queue"] = dict(labels["partition"])
     header = {"UnixStartTime": str(t0)} if jobs else {}
     source = WorkloadSource(kind="sacct", spec=str(path), options={})
     return Workload(jobs, resources, source=source, report=report, queue_names=labels.get("queue"), header=header,

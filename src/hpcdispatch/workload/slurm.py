@@ -210,6 +210,8 @@ def request_of(job: Job, resources: tuple[str, ...]) -> SlurmRequest:
     gi = resources.index(GPU) if GPU in resources else None
     mi = resources.index(MEM) if MEM in resources else None
     kind = job.slurm_type
+    if kind == 3 and job.per_node_request and job.max_units_per_node != 1:
+        kind = 2  # -N N -n N with per-node extras: one task per node, but written as it was built
     per_node = job.per_node_request or (0,) * len(resources)
     # type 3 (one unit per node): the unit's amounts and any per-node extras are all per node
     extra = tuple(a + b for a, b in zip(job.unit_request, per_node)) if kind == 3 else per_node
@@ -417,6 +419,34 @@ def _label_ids(records: list[tuple[int, dict[str, Any] | str]]) -> dict[str, dic
     return out
 
 
+def renumber_labels(jobs: list[Job], names: dict[str, dict[int, str]]) -> tuple[list[Job], dict[str, dict[int, str]]]:
+    """Give the named fields of ``jobs`` (``{field: {provisional id: name}}``) ids 1, 2, ... in
+    order of first appearance among ``jobs`` (file order), so that the ids do not depend on
+    records that were skipped; ``queue`` follows ``partition``. Returns the jobs and
+    ``{field: {id: name}}``."""
+    maps: dict[str, dict[int, int]] = {}
+    labels: dict[str, dict[int, str]] = {}
+    for field_name, by_id in names.items():
+        m: dict[int, int] = {}
+        for j in jobs:
+            v = getattr(j, field_name)
+            if v >= 0 and v not in m:
+                m[v] = len(m) + 1
+        maps[field_name] = m
+        labels[field_name] = {new: by_id[old] for old, new in m.items()}
+    if not maps:
+        return jobs, labels
+    out = []
+    for j in jobs:
+        changes = {f: m[getattr(j, f)] for f, m in maps.items() if getattr(j, f) >= 0}
+        if "partition" in changes:
+            changes["queue"] = changes["partition"]
+        out.append(j._replace(**changes) if changes else j)
+    if "partition" in labels:
+        labels["queue"] = dict(labels["partition"])
+    return out, labels
+
+
 def _parse_time_limit(value: Any) -> int | None:
     """A ``time_limit`` value in Slurm's grammar (a bare number is minutes); ``None`` = empty
     or unlimited."""
@@ -497,7 +527,8 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
       Without a limit (or UNLIMITED) the wall time is the run time;
     - ``user``, ``account`` (``A``), ``partition`` (``p``): names or integers. Names get ids
       1, 2, ... in order of first appearance in the file (when one value of a column is not an
-      integer, every value of it is a name), kept in ``workload.labels``; ``user`` fills
+      integer, every value of it is a name; ids count the jobs read, not skipped lines),
+      kept in ``workload.labels``; ``user`` fills
       ``Job.user``, ``account`` ``Job.group`` (SWF's group), ``partition`` ``Job.partition``
       and ``Job.queue``. The simulated system is one partition: the partition is recorded,
       it does not restrict the nodes;
@@ -610,9 +641,8 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
                         **f))
     report.notes.extend(messages)
     report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)
-    names = {LABEL_COLUMNS[c]: {i: n for n, i in ids.items()} for c, ids in label_ids.items() if ids}
-    if "partition" in names:
-        names["queue"] = dict(names["partition"])
+    jobs, names = renumber_labels(jobs, {LABEL_COLUMNS[c]: {i: n for n, i in ids.items()}
+                                         for c, ids in label_ids.items() if ids})
     source = WorkloadSource(kind="slurm", spec=str(path), options={"format": fmt})
     return Workload(jobs, resources, source=source, report=report, labels=names,
                     queue_names=names.get("queue"))
