@@ -361,3 +361,12 @@ def test_slurm_ranges_are_checked_at_setup(param, value, message):
     d = DispatcherSpec("slurm-bf", {param: value}).build()
     with pytest.raises(ConfigError, match=re.escape(message)):
         d.setup(load_system("machine-s"))
+
+
+def test_a_slurm_file_needs_a_system():
+    from hpcdispatch.workload.loader import resolve_system
+
+    for spec in ("auto", "from-trace"):
+        with pytest.raises(ConfigError, match=re.escape(f"{SACCT}: a Slurm request or accounting file describes no "
+                                                        "machine; give --system")):
+            resolve_system(spec, str(SACCT))

@@ -105,8 +105,19 @@ def is_synthetic(spec: str) -> bool:
     return str(spec).startswith(SYNTHETIC_PREFIX)
 
 
+def _is_slurm_file(spec: str) -> bool:
+    path = Path(spec)
+    try:
+        return path.suffix.lower() in SLURM_SUFFIXES or (path.is_file() and is_sacct_file(path))
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_system(system_spec: str, workload_spec: str) -> System:
     """The system named by ``system_spec`` (see the module docstring for ``auto``)."""
+    if system_spec in ("from-trace", "auto") and not is_synthetic(workload_spec) and _is_slurm_file(workload_spec):
+        raise ConfigError(f"{workload_spec}: a Slurm request or accounting file describes no machine; give --system "
+                          "a preset or a TOML file (its nodes, cores, GPUs, memory)")
     if system_spec == "from-trace":
         if is_synthetic(workload_spec):
             raise ConfigError("--system from-trace needs an SWF trace as workload, not a synthetic one")

@@ -95,7 +95,7 @@ ENDED_STATES = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", 
 #: states of jobs without a final run time
 UNFINISHED_STATES = {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "RESIZING", "REQUEUE_HOLD", "REQUEUE_FED",
                      "REVOKED", "SPECIAL_EXIT", "STOPPED", "SIGNALING", "STAGE_OUT", "CONFIGURING", "COMPLETING"}
-_JOBID = re.compile(r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(\..+)?$")
+_JOBID = re.compile(r"^(\d{1,16})(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(\..+)?$", re.ASCII)
 _UNKNOWN = {"", "unknown", "none", "partition_limit", "n/a"}
 _DATE_FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S")
 
@@ -127,9 +127,14 @@ def _date(text: str) -> int | None:
     raise ValueError(f"'{text}' is not a sacct date (YYYY-MM-DDTHH:MM:SS)")
 
 
+def _is_int(text: str) -> bool:
+    """Plain ASCII digits of a value up to 2^50."""
+    return text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= MAX_VALUE
+
+
 def _count(text: str) -> int:
     s = text.strip()
-    if not s.isdigit() or int(s) > MAX_VALUE:
+    if not _is_int(s):
         raise ValueError(f"'{text}' is not a count")
     return int(s)
 
@@ -268,7 +273,7 @@ def read_sacct(path: str | Path, system: System) -> Workload:
             raw_text = get(values, "jobidraw")
             raw_id = None
             if raw_text is not None and "jobid" in col:
-                if not raw_text.isdigit() or int(raw_text) > MAX_VALUE:
+                if not _is_int(raw_text):
                     raise _Bad("JobIDRaw", f"'{raw_text}' is not a job id")
                 raw_id = int(raw_text)
         except _Bad as exc:
@@ -323,7 +328,7 @@ def _first_count(values: list[str], col: dict[str, int], names: tuple[str, ...],
 def _label_ids(values: list[str | None]) -> tuple[dict[str, int] | None, list[int]]:
     """``(name -> id or None when every value is an integer, id per value (-1: none))``."""
     given = [v for v in values if v is not None]
-    if all(v.isdigit() and int(v) <= MAX_VALUE for v in given):
+    if all(_is_int(v) for v in given):
         return None, [int(v) if v is not None else -1 for v in values]
     ids: dict[str, int] = {}
     for v in given:
