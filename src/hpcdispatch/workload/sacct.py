@@ -97,7 +97,7 @@ UNFINISHED_STATES = {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "RESIZING", 
                      "REVOKED", "SPECIAL_EXIT", "STOPPED", "SIGNALING", "STAGE_OUT", "CONFIGURING", "COMPLETING"}
 _JOBID = re.compile(r"^(\d{1,16})(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(\..+)?$", re.ASCII)
 _UNKNOWN = {"", "unknown", "none", "partition_limit", "n/a"}
-_DATE_FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S")
+_DATE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)$", re.ASCII)
 
 
 def is_sacct_file(path: Path) -> bool:
@@ -119,11 +119,12 @@ def _date(text: str) -> int | None:
     s = text.strip()
     if s.lower() in _UNKNOWN:
         return None
-    for fmt in _DATE_FORMATS:
+    m = _DATE.match(s)
+    if m is not None:
         try:
-            return int(datetime.strptime(s, fmt).replace(tzinfo=timezone.utc).timestamp())
-        except ValueError:
-            continue
+            return int(datetime(*map(int, m.groups()), tzinfo=timezone.utc).timestamp())
+        except (ValueError, OverflowError):
+            pass
     raise ValueError(f"'{text}' is not a sacct date (YYYY-MM-DDTHH:MM:SS)")
 
 
@@ -374,6 +375,7 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
     seen: set[int] = set()
     kept: list[_Record] = []
     uneven = mem_ignored = limits_patched = het = 0
+    fit_cache: dict[tuple, bool] = {}
 
     def skip(reason: str, line: int, message: str) -> None:
         report.skip(reason, [line])
@@ -433,9 +435,13 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
         if job_id in seen:
             skip("duplicate-id", r.line, f"job id {job_id} appears twice")
             continue
-        pn = np.asarray(f["per_node_request"] or (0,) * len(resources), dtype=np.int64)
-        if not request_fits(cap, np.asarray(f["unit_request"]), f["units"], f["max_units_per_node"], f["node_count"],
-                            pn, f["contiguous"]):
+        shape = (f["unit_request"], f["units"], f["max_units_per_node"], f["node_count"], f["per_node_request"])
+        fits = fit_cache.get(shape)
+        if fits is None:  # the same shapes recur: test each once
+            pn = np.asarray(f["per_node_request"] or (0,) * len(resources), dtype=np.int64)
+            fits = fit_cache[shape] = request_fits(cap, np.asarray(f["unit_request"]), f["units"],
+                                                   f["max_units_per_node"], f["node_count"], pn, f["contiguous"])
+        if not fits:
             skip("too-big", r.line, f"job {r.jobid} ({request.describe()}) does not fit the empty system {system.name}")
             continue
         limit = r.limit
