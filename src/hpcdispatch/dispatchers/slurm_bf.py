@@ -14,7 +14,7 @@ What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it
 - **Backfill pass** every ``bf_interval`` seconds (default 30): a plan of the future is built
   from the running jobs' expected ends (start + time limit; here the planned duration, i.e.
   the wall-time by default) and the pending jobs are examined in priority order, at most
-  ``bf_max_job_test`` (default 500 as in current Slurm, 22.05 included; older releases had
+  ``bf_max_job_test`` (default 500, the value in current Slurm sources; older releases had
   100) of them. For each, the earliest start within ``bf_window`` **minutes** (default 1440 =
   1 day) at which Slurm's node selection succeeds on the nodes free for its whole run is
   searched; if that is now, the job starts (it delays no reservation made for
