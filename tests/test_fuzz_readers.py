@@ -37,6 +37,8 @@ from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.io import load_system, parse_system, system_to_dict
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.workload.job import Job, Workload
+from hpcdispatch.workload.loader import load_workload
+from hpcdispatch.workload.sacct import read_sacct
 from hpcdispatch.workload.slurm import read_slurm_requests
 from hpcdispatch.workload.swf import load_swf, read_swf_header, system_from_swf_header
 
@@ -218,6 +220,66 @@ def test_slurm_any_bytes(data):
 def test_slurm_damaged(csv_data, jsonl_data):
     check_slurm(_write("damaged.csv", csv_data))
     check_slurm(_write("damaged.jsonl", jsonl_data))
+
+
+#: Slurm's own spellings: names, time formats, typed GRES, memory sizes, cpus per task
+SLURM_SYSTEM = System("s", ("core", "gpu", "gpu:a100", "mem"),
+                      (NodeType("a", 2, {"core": 8, "gpu": 2, "mem": 16000}),
+                       NodeType("b", 2, {"core": 8, "gpu:a100": 2, "mem": 32000})))
+CSV_SLURM = (b"id,user,account,partition,run_time,time_limit,ntasks,nodes,ntasks_per_node,cpus_per_task,gres,mem,"
+             b"mem_per_cpu\n1,alice,phys,cpu,100,90,4,,,,,,\n2,bob,ml,gpu,100,1:30,,2,2,2,gpu:a100:1,4G,\n"
+             b"3,alice,ml,gpu,100,1-00:00:00,4,2,,,gpu:2,,500M\n4,carol,phys,cpu,100,UNLIMITED,2,,,3,,,\n")
+JSONL_SLURM = (b'{"id": 1, "user": "alice", "run_time": 10, "time_limit": "2-12:30", "ntasks": 2, "mem": "1G"}\n'
+               b'{"id": 2, "user": 7, "run_time": 10, "wall_time": 90, "nodes": 2, "gres": "gpu:a100:1,gpu:1"}\n')
+
+
+@FUZZ
+@given(damaged(CSV_SLURM), damaged(JSONL_SLURM))
+def test_slurm_spellings_damaged(csv_data, jsonl_data):
+    for name, data in (("named.csv", csv_data), ("named.jsonl", jsonl_data)):
+        path = _write(name, data)
+        wl = outcome(path, read_slurm_requests, path, SLURM_SYSTEM)
+        if isinstance(wl, Workload):
+            assert len(wl) + wl.report.n_skipped == wl.report.total_records, wl.report.describe()
+            for job in wl:
+                assert job.wall_time > 0 and job.run_time > 0
+                for field_name in ("user", "group", "partition"):
+                    value = getattr(job, field_name)
+                    assert value == -1 or value in wl.labels.get(field_name, {value: ""}), (field_name, value)
+
+
+# ---- sacct --parsable2 accounting -----------------------------------------------------------
+
+SACCT = (Path(__file__).parent / "data" / "slurm" / "cluster-jan.sacct").read_bytes()
+SACCT_SYSTEM = System("t", ("core", "gpu:a100", "mem"), (NodeType("n", 4, {"core": 16, "gpu:a100": 2, "mem": 64000}),))
+_SACCT_ALPHABET = list(b"0123456789|-:T_+.[]\n\n\n ,=/") + list(b"JobIDSubmitStartEndElapsedTimelimitNNodesNCPUS") + \
+    [0x00, 0xFF, 0xC3]
+sacct_bytes = st.one_of(st.binary(max_size=600), st.lists(st.sampled_from(_SACCT_ALPHABET), max_size=600).map(bytes),
+                        st.lists(st.sampled_from(_SACCT_ALPHABET), max_size=400).map(
+                            lambda b: SACCT.split(b"\n", 1)[0] + b"\n" + bytes(b)))
+
+
+def check_sacct(path: Path) -> None:
+    wl = outcome(path, read_sacct, path, SACCT_SYSTEM)
+    if isinstance(wl, Workload):
+        rep = wl.report
+        assert len(wl) + rep.n_skipped == rep.total_records, rep.describe()  # nothing lost silently
+        for job in wl:
+            assert job.submit >= 0 and job.run_time > 0 and job.wall_time > 0 and job.units > 0
+    outcome(path, load_workload, str(path), SACCT_SYSTEM)  # found by suffix or header, or another reader's error
+
+
+@FUZZ
+@given(sacct_bytes)
+def test_sacct_any_bytes(data):
+    check_sacct(_write("any.sacct", data))
+    check_sacct(_write("any-sacct.txt", data))
+
+
+@FUZZ
+@given(damaged(SACCT))
+def test_sacct_damaged(data):
+    check_sacct(_write("damaged.sacct", data))
 
 
 # ---- values of the wrong type in TOML documents ----------------------------------------------

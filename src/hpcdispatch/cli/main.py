@@ -51,7 +51,7 @@ def workload_options(default_workload: str | None) -> Any:
     def deco(fn: Any) -> Any:
         opts = [
             click.option("--workload", "-w", default=default_workload, required=default_workload is None,
-                         show_default=True, help="SWF trace path (.swf/.swf.gz), Slurm-style requests (.csv/.jsonl), "
+                         show_default=True, help="SWF trace path (.swf/.swf.gz), Slurm-style requests (.csv/.jsonl), sacct --parsable2 output (.sacct), "
                          "synthetic:lublin,jobs=N,seed=S,load=L or synthetic:aucsched,workload=I-V,version=1-3,seed=S"),
             click.option("--system", "-s", default="auto", show_default=True,
                          help="preset name, TOML file, 'from-trace' (SWF header) or 'auto'"),
@@ -423,10 +423,16 @@ def validate(out_dir: Path, no_reload: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
-@cli.command("workload")
-@workload_options(default_workload=None)
-def workload_info(**kw: Any) -> None:
-    """Read a workload and describe it (jobs, skipped records, offered load)."""
+@cli.group("workload", invoke_without_command=True)
+@workload_options(default_workload="")
+@click.pass_context
+def workload_info(ctx: click.Context, **kw: Any) -> None:
+    """Read a workload and describe it (jobs, skipped records, offered load); ``workload
+    convert IN OUT`` writes it in another format."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if not kw["workload"]:
+        raise click.UsageError("Missing option '--workload' / '-w' (or a subcommand: convert)")
     kw["quiet"] = False
     system, workload = load_inputs(kw)
     load = workload.offered_load(system.total_capacity)
@@ -438,6 +444,38 @@ def workload_info(**kw: Any) -> None:
              ["jobs over their wall-time", f"{int((workload.run_time > workload.wall_time).sum()):,}"]]
     console.print(plain_table(workload.source.spec, ["property", "value"], rows))  # (units kept: no markup)
     console.print(workload.report.describe())
+
+
+@workload_info.command("convert")
+@click.argument("source")
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--system", "-s", default="auto", show_default=True,
+              help="preset name, TOML file, 'from-trace' (SWF header) or 'auto': the jobs must fit it")
+@click.option("--force", is_flag=True, help="replace OUT if it exists")
+def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
+    """Convert a workload (SWF, sacct --parsable2, Slurm-style CSV/JSONL, synthetic:...) into
+    SWF (OUT.swf: 18 fields, a header with MaxNodes/MaxProcs) or a Slurm-style request file
+    (OUT.csv / OUT.jsonl: node counts, GRES and memory kept), chosen by OUT's suffix; written
+    atomically (a temporary file, then one rename)."""
+    from hpcdispatch.errors import ConfigError
+    from hpcdispatch.results.store import write_text
+    from hpcdispatch.workload.loader import load_workload, resolve_system
+    from hpcdispatch.workload.slurm import slurm_requests_text
+    from hpcdispatch.workload.swf import swf_text
+
+    suffix = out.suffix.lower()
+    if suffix not in (".swf", ".csv", ".jsonl", ".ndjson"):
+        raise ConfigError(f"{out}: unknown output format '{suffix}' (use .swf, .csv or .jsonl)")
+    if out.exists() and not force:
+        raise ConfigError(f"{out} exists (give --force to replace it)")
+    sys_ = resolve_system(system, source)
+    workload = load_workload(source, sys_)
+    report = workload.report
+    if report.n_skipped or report.patched or report.notes:
+        err_console.print(f"[yellow]{report.describe()}[/]")
+    text = swf_text(workload, sys_) if suffix == ".swf" else slurm_requests_text(workload, suffix)
+    write_text(out, text)
+    console.print(f"wrote {len(workload):,} jobs to {out}")
 
 
 def _register_subgroups() -> None:

@@ -14,15 +14,17 @@ What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it
 - **Backfill pass** every ``bf_interval`` seconds (default 30): a plan of the future is built
   from the running jobs' expected ends (start + time limit; here the planned duration, i.e.
   the wall-time by default) and the pending jobs are examined in priority order, at most
-  ``bf_max_job_test`` (default 100) of them. For each, the earliest start within
-  ``bf_window`` (default 1 day) at which Slurm's node selection succeeds on the nodes free for
-  its whole run is searched; if that is now, the job starts (it delays no reservation made for
+  ``bf_max_job_test`` (default 500, the value in current Slurm sources; older releases had
+  100) of them. For each, the earliest start within ``bf_window`` **minutes** (default 1440 =
+  1 day) at which Slurm's node selection succeeds on the nodes free for its whole run is
+  searched; if that is now, the job starts (it delays no reservation made for
   a higher-priority job); otherwise, its selected nodes are *reserved* from that start for
   its time limit, and no lower-priority job may use those nodes then. So every examined job,
   not only the first, gets a reservation -- Slurm's backfill is conservative within its
   window and its queue depth -- but the plan is rebuilt from scratch at every pass and is
   not kept between passes.
-- **Time resolution** ``bf_resolution`` (default 60 s): the plan's boundaries (expected ends
+- **Time resolution** ``bf_resolution`` (seconds, default 60; ``0`` -- below Slurm's minimum
+  of 1 -- keeps exact times): the plan's boundaries (expected ends
   of running jobs, ends of reservations) are rounded up to multiples of it.
 - **Node selection**: select/cons_tres on the linear node order
   (:mod:`hpcdispatch.allocators.slurm_linear`): best-fit sets of consecutive nodes, fewest
@@ -33,6 +35,22 @@ What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it
   fragmentation and spread very little on the paper's workloads).
 - **Admission**: a job that Slurm's selection cannot place even on the empty machine is
   rejected at submission (Slurm: "Requested node configuration is not available").
+
+**Parameters in Slurm's units and names** (``slurm.conf(5)``, ``SchedulerParameters``):
+``bf_interval`` (s, 1-10800), ``bf_window`` (min, 1-43200), ``bf_resolution`` (s, 0-3600),
+``bf_max_job_test`` (1-1,000,000); a value out of Slurm's range is a one-line error naming it.
+A ``SchedulerParameters=`` line copied from slurm.conf is accepted as it is, as the
+parameter ``scheduler_parameters`` (quote it in a list of dispatchers, where commas
+separate dispatchers)::
+
+    -d "slurm-bf:scheduler_parameters=bf_window=2880,bf_resolution=600,bf_continue"
+    -d 'easy,slurm-bf:scheduler_parameters="SchedulerParameters=bf_interval=1,bf_continue",fifo'
+
+Its items set the parameters above (a parameter given both ways is an error). The Slurm
+options this model does not have (:data:`UNMODELLED_SCHEDULER_PARAMETERS`, e.g.
+``bf_continue``, ``sched_interval``, ``default_queue_depth``, ``bf_max_job_user``) are accepted,
+do nothing, and are recorded in the parameter ``unmodelled`` (so a run's identity says they
+were given and ignored); any other name is an error naming it.
 
 Simplifications versus real Slurm (besides those of the node selection): one partition, no
 QOS, limits or fair-share (multifactor only with its age and job-size factors), no ``bf_continue`` (a pass is never
@@ -184,17 +202,80 @@ class _Plan:
         self._blocked[k:j, nodes] = True
 
 
+#: SchedulerParameters the model has: name -> (parameter, Slurm's minimum, maximum)
+MODELLED_SCHEDULER_PARAMETERS = {
+    "bf_interval": (1, 10800),
+    "bf_window": (1, 43200),
+    "bf_resolution": (0, 3600),
+    "bf_max_job_test": (1, 1_000_000),
+}
+#: real Slurm SchedulerParameters (slurm.conf(5)) this model does not have: accepted, ignored,
+#: recorded in ``unmodelled``
+UNMODELLED_SCHEDULER_PARAMETERS = frozenset("""
+    allow_zero_lic assoc_limit_stop batch_sched_delay bb_array_stage_cnt bf_busy_nodes bf_continue
+    bf_hetjob_immediate bf_hetjob_prio bf_ignore_newly_avail_nodes bf_job_part_count_reserve
+    bf_licenses bf_max_job_array_resv bf_max_job_assoc bf_max_job_part bf_max_job_start
+    bf_max_job_user bf_max_job_user_part bf_max_time bf_min_age_reserve bf_min_prio_reserve
+    bf_node_space_size bf_one_resv_per_job bf_running_job_reserve bf_yield_interval bf_yield_sleep
+    build_queue_timeout correspond_after_task_cnt default_queue_depth defer defer_batch
+    delay_boot disable_job_shrink disable_hetjob_steps enable_hetjob_steps enable_user_top
+    extra_constraints ignore_numa ignore_prefer_validation inventory_interval
+    max_array_tasks max_rpc_cnt max_sched_time max_script_size max_submit_line_size
+    max_switch_wait no_backup_scheduling no_env_cache nohold_on_prolog_fail pack_serial_at_end
+    partition_job_depth preempt_reorder_count preempt_strict_order preempt_youngest_first
+    reduce_completing_frag requeue_setup_env_fail salloc_wait_nodes sbatch_wait_nodes
+    sched_interval sched_max_job_start sched_min_interval spec_cores_first step_retry_count
+    step_retry_time time_min_as_soft_limit whole_hetjob kill_invalid_depend max_depend_depth
+    max_rpc_cnt bf_allow_magnetic_slot bf_topopt_enable bf_topopt_iterations
+""".split())
+
+
+def parse_scheduler_parameters(text: str) -> tuple[dict[str, int], list[str]]:
+    """``(modelled parameters, unmodelled items as written)`` of a slurm.conf
+    ``SchedulerParameters`` value (``SchedulerParameters=`` in front is allowed); a name that
+    is not a Slurm scheduler parameter, or a bad value, is a :class:`ConfigError` naming it."""
+    from hpcdispatch.errors import ConfigError
+
+    body = text.strip().strip("\"'")
+    if body.lower().startswith("schedulerparameters="):
+        body = body.split("=", 1)[1]
+    modelled: dict[str, int] = {}
+    unmodelled: list[str] = []
+    for item in filter(None, (x.strip() for x in body.split(","))):
+        name, eq, value = item.partition("=")
+        name = name.strip().lower()
+        if name in MODELLED_SCHEDULER_PARAMETERS:
+            lo, hi = MODELLED_SCHEDULER_PARAMETERS[name]
+            try:
+                number = int(value.strip())
+            except ValueError:
+                raise ConfigError(f"SchedulerParameters: {name} needs an integer, got '{item}'") from None
+            if not lo <= number <= hi:
+                raise ConfigError(f"SchedulerParameters: {name}={number} is outside Slurm's range {lo}-{hi}")
+            if name in modelled:
+                raise ConfigError(f"SchedulerParameters: {name} is given twice")
+            modelled[name] = number
+        elif name in UNMODELLED_SCHEDULER_PARAMETERS:
+            unmodelled.append(item)
+        else:
+            raise ConfigError(f"SchedulerParameters: unknown parameter '{name}' (slurm-bf models "
+                              f"{', '.join(MODELLED_SCHEDULER_PARAMETERS)}; other slurm.conf scheduler "
+                              "parameters are accepted and ignored)")
+    return modelled, unmodelled
+
+
 @register
 class SlurmBackfill(Dispatcher):
     """Slurm's main scheduler (FIFO at events) plus its backfill pass every bf_interval."""
 
     name = "slurm-bf"
     tags = Tags(rejects=True)  # jobs Slurm's node selection cannot place even on the empty machine
+    TEXT_TAIL_KEYS = ("scheduler_parameters",)
 
-    def __init__(self, bf_interval: float = 30.0, bf_window: float = 86400.0, bf_resolution: float = 60.0,
-                 bf_max_job_test: int = 100, priority: str = "basic", weight_age: float = 1000.0,
+    def __init__(self, bf_interval: int = 30, bf_window: int = 1440, bf_resolution: int = 60,
+                 bf_max_job_test: int = 500, priority: str = "basic", weight_age: float = 1000.0,
                  weight_size: float = 1000.0, max_age: float = 604800.0, favor_small: bool = False,
-                 cons_res_sets: bool = False, allocator: str = "slurm-linear"):
+                 cons_res_sets: bool = False, allocator: str = "slurm-linear", unmodelled: str = ""):
         self.bf_interval = bf_interval
         self.bf_window = bf_window
         self.bf_resolution = bf_resolution
@@ -206,16 +287,40 @@ class SlurmBackfill(Dispatcher):
         self.favor_small = favor_small
         self.cons_res_sets = cons_res_sets
         self.allocator = allocator
+        self.unmodelled = unmodelled
+
+    @classmethod
+    def expand_params(cls, params: dict[str, object]) -> dict[str, object]:
+        """``scheduler_parameters`` (a slurm.conf SchedulerParameters value) -> the parameters
+        it sets, and the unmodelled items joined into ``unmodelled``."""
+        from hpcdispatch.errors import ConfigError
+
+        key = next((k for k in params if k.lower() in ("scheduler_parameters", "schedulerparameters")), None)
+        if key is None:
+            return params
+        out = {k: v for k, v in params.items() if k != key}
+        text = out.pop(key, params[key])
+        if not isinstance(text, str):
+            raise ConfigError(f"slurm-bf: scheduler_parameters must be text (a SchedulerParameters line), got {text!r}")
+        modelled, unmodelled = parse_scheduler_parameters(text)
+        for name, value in modelled.items():
+            if name in out and out[name] != value:
+                raise ConfigError(f"slurm-bf: {name} is given twice ({out[name]} and {value} in scheduler_parameters)")
+            out[name] = value
+        if unmodelled:
+            out["unmodelled"] = ",".join(filter(None, [str(out.get("unmodelled") or ""), *unmodelled]))
+        return out
 
     def _setup(self, system: System) -> None:
+        from hpcdispatch.errors import ConfigError
+
         if not isinstance(self._allocator, SlurmLinear):
-            from hpcdispatch.errors import ConfigError
-
             raise ConfigError("slurm-bf: only the slurm-linear allocator models Slurm's node selection")
-        if self.bf_interval <= 0 or self.bf_resolution < 0 or self.bf_window <= 0 or self.bf_max_job_test < 1:
-            from hpcdispatch.errors import ConfigError
-
-            raise ConfigError(f"slurm-bf: invalid parameters {self.get_params()}")
+        for name, (lo, hi) in MODELLED_SCHEDULER_PARAMETERS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+                unit = {"bf_interval": " s", "bf_window": " min", "bf_resolution": " s"}.get(name, "")
+                raise ConfigError(f"slurm-bf: {name}={value!r} is outside Slurm's range {lo}-{hi}{unit}")
         self._prio = SlurmPriority(self.priority, system, weight_age=self.weight_age, weight_size=self.weight_size,
                                    max_age=self.max_age, favor_small=self.favor_small)
         self._core = system.resources.index("core") if "core" in system.resources else 0
@@ -268,7 +373,7 @@ class SlurmBackfill(Dispatcher):
             releases.append((now + max(view.planned_duration(s.job), 1.0), s.allocation.nodes,
                              held_amounts(s.allocation, requests[s.job.index], s.job.per_node_request)))
         plan = _Plan(now, np.asarray(scratch.free), releases, self.bf_resolution)
-        horizon = now + self.bf_window
+        horizon = now + self.bf_window * 60.0  # bf_window is in minutes, as in slurm.conf
         tested = reserved = backfilled = 0
         for job in queue:
             if job.index in started:

@@ -7,6 +7,11 @@ items after a ``name:key=value`` belong to that dispatcher: ``fifo,easy:allocato
 blocking=false`` is invalid (easy has no ``blocking``) while ``sjf:allocator=best-fit,
 blocking=false,easy`` names two. Values are converted to the type of the parameter's default.
 
+A value may be quoted (``key="a,b"`` or ``key='a,b'``) to hold commas. A dispatcher's
+text keys (``Dispatcher.TEXT_TAIL_KEYS``, e.g. slurm-bf's ``scheduler_parameters``) take
+the rest of a single spec unquoted: ``slurm-bf:scheduler_parameters=bf_window=2880,bf_continue``;
+in a list, quote them.
+
 Tables (sweep files): ``{ name = "sjf", blocking = false, label = "sjf-nb", predictor = "L2" }``;
 the values keep their TOML types, which must be the parameters' types (an integer is
 accepted for a float parameter).
@@ -50,7 +55,7 @@ class DispatcherSpec:
     def __post_init__(self) -> None:
         cls = dispatcher_class(self.name)
         object.__setattr__(self, "name", cls.name)
-        object.__setattr__(self, "params", dict(self.params))
+        object.__setattr__(self, "params", cls.expand_params(dict(self.params)))
         unknown = [k for k in self.params if k not in cls.param_names()]
         if unknown:
             raise ConfigError(f"dispatcher '{cls.name}' has no parameter '{unknown[0]}' "
@@ -80,12 +85,10 @@ class DispatcherSpec:
         head, _, rest = text.strip().partition(":")
         name, predictor = _split_suffix(head.strip())
         dcls = dispatcher_class(name)
+        tail_keys = {k.lower() for k in dcls.TEXT_TAIL_KEYS}
         params: dict[str, Any] = {}
-        for item in filter(None, (x.strip() for x in rest.split(","))):
-            if "=" not in item:
-                raise ConfigError(f"dispatcher spec '{text}': expected key=value, got '{item}'")
-            key, value = (part.strip() for part in item.split("=", 1))
-            params[key] = _convert(dcls, key, value)
+        for key, value in _items(rest, tail_keys, text):
+            params[key] = value if key.lower() in tail_keys else _convert(dcls, key, value)
         return cls(dcls.name, params, predictor, None, text.strip())
 
     @classmethod
@@ -110,7 +113,9 @@ class DispatcherSpec:
         if label is not None and not isinstance(label, str):
             raise ConfigError(f"'label' must be a string, got {label!r}")
         dcls = dispatcher_class(name)
-        params = {k: _check_type(dcls, k, v) for k, v in table.items() if k not in TABLE_KEYS}
+        tail_keys = {k.lower() for k in dcls.TEXT_TAIL_KEYS}
+        params = {k: v if k.lower() in tail_keys else _check_type(dcls, k, v)
+                  for k, v in table.items() if k not in TABLE_KEYS}
         return cls(dcls.name, params, predictor, label)
 
     # ---- use -----------------------------------------------------------------------------
@@ -146,7 +151,7 @@ class DispatcherSpec:
 def parse_dispatcher_list(text: str) -> list[DispatcherSpec]:
     """``a,b:k=v,k2=v2,c`` -> three specs (see the module docstring)."""
     pieces: list[str] = []
-    for token in filter(None, (t.strip() for t in text.split(","))):
+    for token in filter(None, (t.strip() for t in _split_outside_quotes(text))):
         if "=" in token and ":" not in token:
             if not pieces:
                 raise ConfigError(f"dispatcher list '{text}': parameter '{token}' comes before any dispatcher")
@@ -172,6 +177,58 @@ def label_for(text: str) -> str:
 
 
 # ---- helpers ---------------------------------------------------------------------------
+def _split_outside_quotes(text: str) -> list[str]:
+    """``text`` split at the commas that are not inside quotes (quotes kept)."""
+    out, current, quote = [], [], None
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == ",":
+            out.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    out.append("".join(current))
+    return out
+
+
+def _items(rest: str, tail_keys: set[str], text: str) -> list[tuple[str, str]]:
+    """``key=value`` items of a spec's parameter part: a quoted value keeps its commas, an
+    unquoted value of a key in ``tail_keys`` runs to the end."""
+    items: list[tuple[str, str]] = []
+    i, n = 0, len(rest)
+    while i < n:
+        if rest[i] in ", \t":
+            i += 1
+            continue
+        eq = rest.find("=", i)
+        comma = rest.find(",", i)
+        if eq < 0 or 0 <= comma < eq:
+            item = rest[i: comma if comma >= 0 else n].strip()
+            raise ConfigError(f"dispatcher spec '{text}': expected key=value, got '{item}'")
+        key = rest[i:eq].strip()
+        k = eq + 1
+        while k < n and rest[k] == " ":
+            k += 1
+        if k < n and rest[k] in "\"'":
+            end = rest.find(rest[k], k + 1)
+            if end < 0:
+                raise ConfigError(f"dispatcher spec '{text}': the quote after '{key}=' is not closed")
+            value, i = rest[k + 1 : end], end + 1
+            if rest[i:].strip() and not rest[i:].lstrip().startswith(","):
+                raise ConfigError(f"dispatcher spec '{text}': text after the quoted value of '{key}'")
+        elif key.lower() in tail_keys:
+            value, i = rest[k:].strip(), n
+        else:
+            end = rest.find(",", k)
+            end = n if end < 0 else end
+            value, i = rest[k:end].strip(), end
+        items.append((key, value))
+    return items
+
+
 def _split_suffix(head: str) -> tuple[str, str | None]:
     """``easy-L2`` -> ``("easy", "last-two")``; a registered name with a dash stays whole
     (``cp-rule``), and so does any suffix that is not a predictor's short name."""
@@ -239,4 +296,6 @@ def _value_text(value: Any) -> str:
         return "true" if value else "false"
     if value is None:
         return "none"
+    if isinstance(value, str) and ("," in value or ":" in value) and '"' not in value:
+        return f'"{value}"'
     return repr(value) if isinstance(value, float) else str(value)

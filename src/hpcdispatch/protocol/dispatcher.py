@@ -93,6 +93,10 @@ class Dispatcher(ABC):
     #: parameters added after runs had been journaled, each with the value that behaves as
     #: the dispatcher did before it existed (see :meth:`matches_identity`)
     ADDED_PARAMS: ClassVar[dict[str, Any]] = {}
+    #: spec keys that are not parameters but text :meth:`expand_params` turns into parameters;
+    #: in a spec string an unquoted value of such a key runs to the end of the spec, commas
+    #: included (slurm-bf's ``scheduler_parameters``: a slurm.conf line as it is)
+    TEXT_TAIL_KEYS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, allocator: str = "first-fit"):
         self.allocator = allocator
@@ -108,6 +112,12 @@ class Dispatcher(ABC):
         """Every parameter with its default (``inspect.Parameter.empty`` when it has none)."""
         sig = inspect.signature(cls.__init__)
         return {p.name: p.default for p in sig.parameters.values() if p.name != "self"}
+
+    @classmethod
+    def expand_params(cls, params: dict[str, Any]) -> dict[str, Any]:
+        """The parameters a spec gives, with keys of :attr:`TEXT_TAIL_KEYS` turned into
+        parameters (called once when a spec is made; the default changes nothing)."""
+        return params
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:

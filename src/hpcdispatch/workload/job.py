@@ -182,8 +182,13 @@ class Workload:
         queue_names: dict[int, str] | None = None,
         header: dict[str, str] | None = None,
         queue_ewt: dict[int, float] | None = None,
+        labels: dict[str, dict[int, str]] | None = None,
     ):
         self.resources = tuple(resources)
+        #: names behind integer job fields, per field (``"user"``, ``"group"``, ``"partition"``):
+        #: ``{id: name}``; a Slurm file's ``user=alice`` becomes ``Job.user = 1`` with
+        #: ``labels["user"][1] == "alice"``
+        self.labels = {k: dict(v) for k, v in (labels or {}).items()}
         #: expected waiting time per queue (mean recorded wait of the trace, SWF field 3);
         #: empty when the source records no waits. Used by the CP dispatchers' v1/v2 objective.
         self.queue_ewt = dict(queue_ewt or {})
@@ -299,7 +304,8 @@ class Workload:
     def subset(self, n: int) -> Workload:
         """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
         source = WorkloadSource(self.source.kind, self.source.spec, {**self.source.options, "max_jobs": n})
-        return Workload(self.jobs[:n], self.resources, source, self.report, self.queue_names, self.header, self.queue_ewt)
+        return Workload(self.jobs[:n], self.resources, source, self.report, self.queue_names, self.header, self.queue_ewt,
+                        self.labels)
 
     def jittered(self, seconds: int, seed: int) -> Workload:
         """The same jobs with each submission time moved by a whole number of seconds drawn
@@ -325,7 +331,7 @@ class Workload:
                          first_lines={k: list(v) for k, v in self.report.first_lines.items()},
                          notes=[*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"])
         return Workload(jobs, self.resources, WorkloadSource(self.source.kind, self.source.spec, options), report,
-                        self.queue_names, self.header, self.queue_ewt)
+                        self.queue_names, self.header, self.queue_ewt, self.labels)
 
     def offered_load(self, total_capacity: np.ndarray) -> np.ndarray:
         """Offered load per resource: sum(request x run time) / (capacity x submission span);

@@ -12,7 +12,9 @@ Workload specs (``--workload``):
   (see :class:`~hpcdispatch.workload.slurm.AucschedSpec`);
 - ``PATH.csv`` / ``PATH.jsonl``: Slurm-style requests (``ntasks``, ``nodes``,
   ``ntasks_per_node``, ``gpus_per_node``, ``contiguous``, ``run_time`` ...), see
-  :func:`~hpcdispatch.workload.slurm.read_slurm_requests`.
+  :func:`~hpcdispatch.workload.slurm.read_slurm_requests`;
+- ``PATH.sacct`` (or any file whose first line is a ``sacct --parsable2`` header): Slurm
+  accounting, see :mod:`hpcdispatch.workload.sacct`.
 
 System specs (``--system``): a preset name, a TOML file, ``from-trace`` (derive from the SWF
 header) or ``auto`` (an SWF trace whose file name matches a preset's ``[trace]`` prefixes gets
@@ -31,6 +33,7 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.lublin import LublinSpec, lublin_workload
 from hpcdispatch.workload.mapping import UnitMapping
+from hpcdispatch.workload.sacct import is_sacct_file, read_sacct
 from hpcdispatch.workload.slurm import AucschedSpec, aucsched_workload, read_slurm_requests
 from hpcdispatch.workload.swf import SwfOptions, load_swf, system_from_swf_header
 
@@ -102,8 +105,19 @@ def is_synthetic(spec: str) -> bool:
     return str(spec).startswith(SYNTHETIC_PREFIX)
 
 
+def _is_slurm_file(spec: str) -> bool:
+    path = Path(spec)
+    try:
+        return path.suffix.lower() in SLURM_SUFFIXES or (path.is_file() and is_sacct_file(path))
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_system(system_spec: str, workload_spec: str) -> System:
     """The system named by ``system_spec`` (see the module docstring for ``auto``)."""
+    if system_spec in ("from-trace", "auto") and not is_synthetic(workload_spec) and _is_slurm_file(workload_spec):
+        raise ConfigError(f"{workload_spec}: a Slurm request or accounting file describes no machine; give --system "
+                          "a preset or a TOML file (its nodes, cores, GPUs, memory)")
     if system_spec == "from-trace":
         if is_synthetic(workload_spec):
             raise ConfigError("--system from-trace needs an SWF trace as workload, not a synthetic one")
@@ -149,8 +163,8 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
         raise TraceFormatError(spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)")
     if is_dir:
         raise TraceFormatError(spec, "is a directory, not a workload file")
-    if path.suffix.lower() in SLURM_SUFFIXES:
-        workload = read_slurm_requests(path, system)
+    if path.suffix.lower() in SLURM_SUFFIXES or is_sacct_file(path):
+        workload = read_sacct(path, system) if is_sacct_file(path) else read_slurm_requests(path, system)
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload

@@ -27,16 +27,20 @@ node); ``-N``, ``-n`` and ``--ntasks-per-node`` together must agree (``C = N x c
 Readers and generators here:
 
 - :func:`read_slurm_requests`: a CSV file or JSON lines (``.csv``, ``.jsonl``, ``.json``)
-  with the columns above plus ``run_time`` (required), ``id``, ``submit``, ``time_limit``
-  and ``user``; invalid lines (one that is not UTF-8 text included) are skipped and reported
-  (file, line and column) like the SWF reader's :class:`~hpcdispatch.workload.job.SkipReport`;
-  a file that is not text at all is an error naming it;
+  with the columns above plus ``run_time`` (required), ``cpus_per_task``, typed ``gres``,
+  ``mem``/``mem_per_cpu``, ``time_limit`` in Slurm's time formats (a bare number is
+  minutes; ``wall_time`` in seconds instead), ``user``/``account``/``partition`` names,
+  ``id``, ``submit``; invalid lines (one that is not UTF-8 text included) are skipped and
+  reported (file, line and column) like the SWF reader's
+  :class:`~hpcdispatch.workload.job.SkipReport`; a file that is not text at all is an error
+  naming it; :func:`slurm_requests_text` writes one;
 - :func:`aucsched_workload`: the paper's workload generator (section 6.1, Table 4).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from dataclasses import dataclass, fields
@@ -49,24 +53,38 @@ from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, SkipReport, Workload, WorkloadSource
+from hpcdispatch.workload.slurm_units import format_slurm_time, gres_resource, parse_gres, parse_slurm_memory, parse_slurm_time
 from hpcdispatch.workload.swf import binary_content, check_file
 
 CORE = "core"
 GPU = "gpu"
+MEM = "mem"
 
 
 @dataclass(frozen=True)
 class SlurmRequest:
-    """One job's resource request as Slurm options (``None`` = option not given)."""
+    """One job's resource request as Slurm options (``None`` = option not given).
+
+    ``cpus_per_task`` (``-c``) multiplies every task's cores; ``gres`` holds per-node
+    generic resources other than plain GPUs, already matched to system resources
+    (``(("gpu:a100", 2), ("mic", 1))``; :func:`~hpcdispatch.workload.slurm_units.gres_resource`);
+    ``mem`` is ``--mem`` (MB per node) and ``mem_per_cpu`` ``--mem-per-cpu`` (MB per core).
+    Memory is requested only on a system with a ``mem`` resource: on any other system it is
+    ignored (the request still describes it, the job holds no memory).
+    """
 
     ntasks: int | None = None
     nodes: int | None = None
     ntasks_per_node: int | None = None
     gpus_per_node: int = 0
     contiguous: bool = False
+    cpus_per_task: int = 1
+    gres: tuple[tuple[str, int], ...] = ()
+    mem: int | None = None
+    mem_per_cpu: int | None = None
 
     def normalized(self) -> tuple[int, int, int | None, int]:
-        """``(type, nodes or 0, cores per node or None, total cores)``; raises ``ValueError``
+        """``(type, nodes or 0, tasks per node or None, total tasks)``; raises ``ValueError``
         for an inconsistent or incomplete request."""
         n, nn, c, g = self.ntasks, self.nodes, self.ntasks_per_node, self.gpus_per_node
         for name, v in (("ntasks", n), ("nodes", nn), ("ntasks_per_node", c)):
@@ -74,6 +92,10 @@ class SlurmRequest:
                 raise ValueError(f"{name} must be a positive integer, got {v}")
         if g < 0:
             raise ValueError(f"gpus_per_node must be >= 0, got {g}")
+        if self.cpus_per_task < 1:
+            raise ValueError(f"cpus_per_task must be a positive integer, got {self.cpus_per_task}")
+        if self.mem is not None and self.mem_per_cpu is not None:
+            raise ValueError("mem and mem_per_cpu are mutually exclusive (as sbatch's --mem and --mem-per-cpu)")
         if c is not None:
             if nn is None:
                 if n is None:
@@ -85,7 +107,7 @@ class SlurmRequest:
                 raise ValueError(f"ntasks {n} != nodes {nn} x ntasks_per_node {c}")
             return 3, nn, c, nn * c
         if nn is not None:
-            if n is None:  # -N alone: one task (core) per node
+            if n is None:  # -N alone: one task per node
                 return 3, nn, 1, nn
             if n < nn:
                 raise ValueError(f"ntasks {n} is smaller than nodes {nn} (each node needs one task)")
@@ -100,34 +122,45 @@ class SlurmRequest:
 
     @property
     def cores(self) -> int:
-        return self.normalized()[3]
+        """Total cores: tasks x cpus per task."""
+        return self.normalized()[3] * self.cpus_per_task
 
     def job_fields(self, resources: tuple[str, ...]) -> dict[str, Any]:
         """The job-model fields (units, unit_request, max_units_per_node, node_count,
-        per_node_request, contiguous) for a system with ``resources``."""
-        kind, nodes, cpn, cores = self.normalized()
+        per_node_request, contiguous) for a system with ``resources``: one unit per task
+        (types 1 and 2; ``cpus_per_task`` cores, plus ``mem_per_cpu`` for each) with the
+        per-node amounts (GPUs, GRES, ``mem``) in ``per_node_request``, or one unit per node
+        (type 3) holding all of them."""
+        kind, nodes, tpn, tasks = self.normalized()
         if CORE not in resources:
             raise ValueError(f"the system has no '{CORE}' resource (it has {list(resources)})")
         ci = resources.index(CORE)
-        g = self.gpus_per_node
-        if g and GPU not in resources:
-            raise ValueError(f"the request asks for GPUs, the system has no '{GPU}' resource")
-        zero = [0] * len(resources)
+        cpt = self.cpus_per_task
+        mi = resources.index(MEM) if MEM in resources else None
+        per_node = [0] * len(resources)
+        if self.gpus_per_node:
+            if GPU not in resources:
+                raise ValueError(f"the request asks for GPUs, the system has no '{GPU}' resource")
+            per_node[resources.index(GPU)] += self.gpus_per_node
+        for name, count in self.gres:
+            if name not in resources:
+                raise ValueError(f"the request asks for '{name}', the system has no such resource")
+            per_node[resources.index(name)] += count
+        if self.mem is not None and mi is not None:
+            per_node[mi] += self.mem
         if kind == 3:
-            unit = list(zero)
-            unit[ci] = cpn
-            if g:
-                unit[resources.index(GPU)] = g
+            unit = list(per_node)
+            unit[ci] += tpn * cpt
+            if self.mem_per_cpu is not None and mi is not None:
+                unit[mi] += tpn * cpt * self.mem_per_cpu
             return {"units": nodes, "unit_request": tuple(unit), "max_units_per_node": 1, "node_count": nodes,
                     "per_node_request": (), "contiguous": self.contiguous}
-        unit = list(zero)
-        unit[ci] = 1
-        extra: tuple[int, ...] = ()
-        if g:
-            e = list(zero)
-            e[resources.index(GPU)] = g
-            extra = tuple(e)
-        return {"units": cores, "unit_request": tuple(unit), "max_units_per_node": 0, "node_count": nodes,
+        unit = [0] * len(resources)
+        unit[ci] = cpt
+        if self.mem_per_cpu is not None and mi is not None:
+            unit[mi] = cpt * self.mem_per_cpu
+        extra = tuple(per_node) if any(per_node) else ()
+        return {"units": tasks, "unit_request": tuple(unit), "max_units_per_node": 0, "node_count": nodes,
                 "per_node_request": extra, "contiguous": self.contiguous}
 
     def describe(self) -> str:
@@ -139,8 +172,15 @@ class SlurmRequest:
             parts.append(f"-n {self.ntasks}")
         if self.ntasks_per_node is not None:
             parts.append(f"--ntasks-per-node={self.ntasks_per_node}")
-        if self.gpus_per_node:
-            parts.append(f"--gres=gpu:{self.gpus_per_node}")
+        if self.cpus_per_task != 1:
+            parts.append(f"--cpus-per-task={self.cpus_per_task}")
+        gres = ([f"gpu:{self.gpus_per_node}"] if self.gpus_per_node else []) + [f"{n}:{c}" for n, c in self.gres]
+        if gres:
+            parts.append("--gres=" + ",".join(gres))
+        if self.mem is not None:
+            parts.append(f"--mem={self.mem}M")
+        if self.mem_per_cpu is not None:
+            parts.append(f"--mem-per-cpu={self.mem_per_cpu}M")
         if self.contiguous:
             parts.append("--contiguous")
         return " ".join(parts)
@@ -162,39 +202,64 @@ def slurm_job(
 
 
 def request_of(job: Job, resources: tuple[str, ...]) -> SlurmRequest:
-    """The Slurm request a job expresses (inverse of :meth:`SlurmRequest.job_fields`)."""
+    """The Slurm request a job expresses (inverse of :meth:`SlurmRequest.job_fields`; a type-3
+    unit's cores come back as tasks per node with one cpu per task, and its memory as
+    ``mem`` per node)."""
+    resources = tuple(resources)
     ci = resources.index(CORE)
     gi = resources.index(GPU) if GPU in resources else None
+    mi = resources.index(MEM) if MEM in resources else None
     kind = job.slurm_type
+    if kind == 3 and job.per_node_request and job.max_units_per_node != 1:
+        kind = 2  # -N N -n N with per-node extras: one task per node, but written as it was built
+    per_node = job.per_node_request or (0,) * len(resources)
+    # type 3 (one unit per node): the unit's amounts and any per-node extras are all per node
+    extra = tuple(a + b for a, b in zip(job.unit_request, per_node)) if kind == 3 else per_node
+    g = extra[gi] if gi is not None else 0
+    gres = tuple((r, int(extra[k])) for k, r in enumerate(resources)
+                 if k not in (ci, gi, mi) and extra[k])
+    mem = int(extra[mi]) if mi is not None and extra[mi] else None
     if kind == 3:
-        g = job.unit_request[gi] if gi is not None else 0
         return SlurmRequest(nodes=job.exact_nodes, ntasks_per_node=job.unit_request[ci], gpus_per_node=g,
-                            contiguous=job.contiguous)
-    g = job.per_node_request[gi] if (gi is not None and job.per_node_request) else 0
-    cores = job.units * job.unit_request[ci]
+                            contiguous=job.contiguous, gres=gres, mem=mem)
+    cpt = max(int(job.unit_request[ci]), 1)
+    mem_per_cpu = None
+    if mi is not None and job.unit_request[mi]:
+        mem_per_cpu = -(-int(job.unit_request[mi]) // cpt)
+    if mem is not None and mem_per_cpu is not None:  # both cannot be written; keep the larger need per node
+        mem_per_cpu = None
     if kind == 2:
-        return SlurmRequest(ntasks=cores, nodes=job.node_count, gpus_per_node=g, contiguous=job.contiguous)
-    return SlurmRequest(ntasks=cores, gpus_per_node=g, contiguous=job.contiguous)
+        return SlurmRequest(ntasks=job.units, nodes=job.node_count, gpus_per_node=g, contiguous=job.contiguous,
+                            cpus_per_task=cpt, gres=gres, mem=mem, mem_per_cpu=mem_per_cpu)
+    return SlurmRequest(ntasks=job.units, gpus_per_node=g, contiguous=job.contiguous, cpus_per_task=cpt, gres=gres,
+                        mem=mem, mem_per_cpu=mem_per_cpu)
 
 
 # ---------------------------------------------------------------------------------------
 # reader: CSV / JSON lines
 # ---------------------------------------------------------------------------------------
 
-#: accepted column names -> canonical name
+#: accepted column names -> canonical name (Slurm's long option names, with ``_`` or ``-``)
 COLUMNS = {
-    "id": "id", "job": "id", "job_id": "id",
+    "id": "id", "job": "id", "job_id": "id", "jobid": "id",
+    "name": "name", "job_name": "name", "job-name": "name",
     "submit": "submit",
     "run_time": "run_time", "runtime": "run_time",
-    "time_limit": "time_limit", "wall_time": "time_limit", "walltime": "time_limit",
+    "time_limit": "time_limit", "time": "time_limit", "t": "time_limit",
+    "wall_time": "wall_time", "walltime": "wall_time", "time_limit_s": "wall_time",
     "ntasks": "ntasks", "n": "ntasks",
     "nodes": "nodes", "N": "nodes",
     "ntasks_per_node": "ntasks_per_node", "ntasks-per-node": "ntasks_per_node",
-    "gpus_per_node": "gpus_per_node", "gres": "gpus_per_node",
+    "cpus_per_task": "cpus_per_task", "cpus-per-task": "cpus_per_task", "c": "cpus_per_task",
+    "gpus_per_node": "gpus_per_node", "gres": "gres",
+    "mem": "mem", "mem_per_cpu": "mem_per_cpu", "mem-per-cpu": "mem_per_cpu",
     "contiguous": "contiguous",
-    "user": "user",
+    "partition": "partition", "p": "partition",
+    "user": "user", "account": "account", "A": "account",
 }
 REQUEST_COLUMNS = ("ntasks", "nodes", "ntasks_per_node")
+#: columns whose values may be names: the job field each one fills
+LABEL_COLUMNS = {"user": "user", "account": "group", "partition": "partition"}
 
 
 #: the largest value a column may have (as the SWF reader: 2^50, about 10^15)
@@ -310,6 +375,10 @@ def _records(path: Path) -> tuple[str, list[tuple[int, dict[str, Any] | str]]]:
             raise TraceFormatError(str(path), f"columns '{seen[COLUMNS[h]]}' and '{h}' are the same column "
                                    f"('{COLUMNS[h]}')", line=header_line, field=h)
         seen[COLUMNS[h]] = h
+    if "time_limit" in seen and "wall_time" in seen:
+        raise TraceFormatError(str(path), f"columns '{seen['time_limit']}' (a Slurm time, minutes when a bare "
+                               f"number) and '{seen['wall_time']}' (seconds) both give the time limit: keep one",
+                               line=header_line, field=seen["wall_time"])
     for k, line, why in lines[1:]:
         if line is None:
             out.append((k, why))
@@ -326,17 +395,149 @@ def _records(path: Path) -> tuple[str, list[tuple[int, dict[str, Any] | str]]]:
     return "csv", out
 
 
+def _label_ids(records: list[tuple[int, dict[str, Any] | str]]) -> dict[str, dict[str, int] | None]:
+    """Per label column: ``None`` when every value given is an integer (kept as the id), else
+    ``{name: id}`` with ids 1, 2, ... in order of first appearance in the file (then every
+    value, digits included, is a name)."""
+    out: dict[str, dict[str, int] | None] = {}
+    for column in LABEL_COLUMNS:
+        values = []
+        for _, rec in records:
+            if isinstance(rec, dict):
+                v = next((val for key, val in rec.items() if COLUMNS.get(str(key).strip()) == column), None)
+                if v is not None and not (isinstance(v, str) and not v.strip()):
+                    values.append(v)
+        numeric = all((isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and v.strip().isdigit())
+                      for v in values)
+        if numeric:
+            out[column] = None
+            continue
+        ids: dict[str, int] = {}
+        for v in values:
+            ids.setdefault(str(v).strip(), len(ids) + 1)
+        out[column] = ids
+    return out
+
+
+def renumber_labels(jobs: list[Job], names: dict[str, dict[int, str]]) -> tuple[list[Job], dict[str, dict[int, str]]]:
+    """Give the named fields of ``jobs`` (``{field: {provisional id: name}}``) ids 1, 2, ... in
+    order of first appearance among ``jobs`` (file order), so that the ids do not depend on
+    records that were skipped; ``queue`` follows ``partition``. Returns the jobs and
+    ``{field: {id: name}}``."""
+    maps: dict[str, dict[int, int]] = {}
+    labels: dict[str, dict[int, str]] = {}
+    for field_name, by_id in names.items():
+        m: dict[int, int] = {}
+        for j in jobs:
+            v = getattr(j, field_name)
+            if v >= 0 and v not in m:
+                m[v] = len(m) + 1
+        maps[field_name] = m
+        labels[field_name] = {new: by_id[old] for old, new in m.items()}
+    if not maps:
+        return jobs, labels
+    out = []
+    for j in jobs:
+        changes = {f: m[getattr(j, f)] for f, m in maps.items() if getattr(j, f) >= 0}
+        if "partition" in changes:
+            changes["queue"] = changes["partition"]
+        out.append(j._replace(**changes) if changes else j)
+    if "partition" in labels:
+        labels["queue"] = dict(labels["partition"])
+    return out, labels
+
+
+def _parse_time_limit(value: Any) -> int | None:
+    """A ``time_limit`` value in Slurm's grammar (a bare number is minutes); ``None`` = empty
+    or unlimited."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"column 'time_limit': {value!r} is not a Slurm time")
+    try:
+        return parse_slurm_time(str(value))
+    except ValueError as exc:
+        if "too long" in str(exc):
+            raise _TooLarge(f"column 'time_limit': {exc}") from None
+        raise ValueError(f"column 'time_limit': {exc}") from None
+
+
+def _parse_gres_column(value: Any, resources: tuple[str, ...]) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """``(GPUs per node, other GRES per node)`` of a ``gres`` value; a bare integer is GPUs per
+    node (the column's older meaning). ``LookupError``: a GRES the system does not have."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return 0, ()
+    if isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, str) and value.strip().isdigit()):
+        return _parse_int(value, "gres") or 0, ()
+    if not isinstance(value, str):
+        raise ValueError(f"column 'gres': expected a GRES such as gpu:a100:2, got {value!r}")
+    try:
+        items = parse_gres(value)
+    except ValueError as exc:
+        raise ValueError(f"column 'gres': {exc}") from None
+    gpus = 0
+    other: dict[str, int] = {}
+    for name, kind, count in items:
+        if count > MAX_VALUE:
+            raise _TooLarge(f"column 'gres': {count} is too large (at most 2^50)")
+        resource = gres_resource(name, kind, resources)
+        if resource == GPU:
+            gpus += count
+        else:
+            other[resource] = other.get(resource, 0) + count
+    return gpus, tuple(other.items())
+
+
+def _parse_mem(value: Any, column: str) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"column '{column}': expected a memory size such as 4096, 500M or 16G, got {value!r}")
+    text = value if isinstance(value, str) else (str(int(value)) if math.isfinite(value) and value == int(value)
+                                                   else repr(value))
+    try:
+        return parse_slurm_memory(text)
+    except ValueError as exc:
+        if "too large" in str(exc):
+            raise _TooLarge(f"column '{column}': {exc}") from None
+        raise ValueError(f"column '{column}': {exc}") from None
+
+
 def read_slurm_requests(path: str | Path, system: System) -> Workload:
     """Read Slurm-style requests (CSV or JSON lines) onto ``system``.
 
-    Columns: ``run_time`` (seconds, required), ``ntasks``/``n``, ``nodes``/``N``,
-    ``ntasks_per_node``, ``gpus_per_node``/``gres`` (``2`` or ``gpu:2``), ``contiguous``,
-    and optionally ``id`` (default: the line number), ``submit`` (default 0),
-    ``time_limit`` (seconds, default: the run time) and ``user``. A line that cannot be used
-    is skipped and counted per reason (``malformed``: not CSV / JSON, or not UTF-8 text;
-    ``bad-<column>``, ``<column>-too-large`` (beyond 2^50), ``bad-request``,
-    ``too-big``, ``duplicate-id``) with its line number; the first messages name file, line
-    and column.
+    Columns, named after sbatch's long options (``-`` or ``_``; short forms in brackets):
+
+    - ``run_time`` (seconds, required; the simulated run time);
+    - ``ntasks`` (``n``), ``nodes`` (``N``), ``ntasks_per_node``, ``cpus_per_task`` (``c``),
+      ``contiguous`` (true/false): the request (:class:`SlurmRequest`);
+    - ``gres``: ``gpu:2``, ``gpu:a100:2``, ``gpu:a100:2,mic:1`` per node (a bare integer is
+      GPUs per node); ``gpus_per_node``: an integer. A GRES the system does not have (a GPU
+      type it does not declare as a resource ``gpu:TYPE``) skips the record as ``bad-gres``;
+    - ``mem`` (per node) / ``mem_per_cpu``: Slurm sizes (``4096``, ``500M``, ``16G``; a bare
+      number is MB). ``mem=0`` is Slurm's "all the memory of each node": the smallest node's
+      memory here. On a system without a ``mem`` resource memory is ignored and counted as
+      patched;
+    - ``time_limit`` (``time``, ``t``): **Slurm's time formats** (``MM``, ``MM:SS``,
+      ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``, ``UNLIMITED``): **a bare number is
+      minutes**, as for ``sbatch --time``. ``wall_time`` (``time_limit_s``, ``walltime``):
+      the limit in seconds (what ``time_limit`` meant before this followed Slurm). Not both.
+      Without a limit (or UNLIMITED) the wall time is the run time;
+    - ``user``, ``account`` (``A``), ``partition`` (``p``): names or integers. Names get ids
+      1, 2, ... in order of first appearance in the file (when one value of a column is not an
+      integer, every value of it is a name; ids count the jobs read, not skipped lines),
+      kept in ``workload.labels``; ``user`` fills
+      ``Job.user``, ``account`` ``Job.group`` (SWF's group), ``partition`` ``Job.partition``
+      and ``Job.queue``. The simulated system is one partition: the partition is recorded,
+      it does not restrict the nodes;
+    - ``id`` (default: the line number), ``submit`` (seconds, default 0), ``name``.
+
+    A line that cannot be used is skipped and counted per reason (``malformed``: not CSV /
+    JSON, or not UTF-8 text; ``bad-<column>``, ``<column>-too-large`` (beyond 2^50),
+    ``bad-request``, ``too-big``, ``duplicate-id``) with its line number; the first messages
+    name file, line and column.
     """
     path = Path(path)
     check_file(path)
@@ -346,6 +547,10 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
     jobs: list[Job] = []
     seen: set[int] = set()
     messages: list[str] = []
+    label_ids = _label_ids(records)
+    has_mem = MEM in resources
+    all_mem = int(system.capacity[:, resources.index(MEM)].min()) if has_mem else 0
+    mem_ignored = 0
 
     def skip(reason: str, line: int, message: str) -> None:
         report.skip(reason, [line])
@@ -368,20 +573,52 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
         if bad_key is not None:
             skip("malformed", line, f"unknown column '{bad_key}'")
             continue
+        if "time_limit" in canon and "wall_time" in canon:
+            skip("malformed", line, "both 'time_limit' (a Slurm time) and 'wall_time' (seconds) are given")
+            continue
         try:
             run = _parse_int(canon.get("run_time"), "run_time", positive=True, allow_empty=False)
             job_id = _parse_int(canon.get("id"), "id")
             submit = _parse_int(canon.get("submit"), "submit") or 0
-            limit = _parse_int(canon.get("time_limit"), "time_limit", positive=True)
-            user = _parse_int(canon.get("user"), "user")
+            if "time_limit" in canon:
+                limit = _parse_time_limit(canon.get("time_limit"))
+            else:
+                limit = _parse_int(canon.get("wall_time"), "wall_time", positive=True)
+            labels: dict[str, int] = {}
+            for column, ids in label_ids.items():
+                raw = canon.get(column)
+                if raw is None or (isinstance(raw, str) and not raw.strip()):
+                    continue
+                if ids is None:
+                    labels[column] = _parse_int(raw, column) or 0
+                elif isinstance(raw, (dict, list)):
+                    raise ValueError(f"column '{column}': expected a name, got {raw!r}")
+                else:
+                    labels[column] = ids[str(raw).strip()]
             req_values = {c: _parse_int(canon.get(c), c, positive=True) for c in REQUEST_COLUMNS}
+            cpt = _parse_int(canon.get("cpus_per_task"), "cpus_per_task", positive=True) or 1
             gpus = _parse_int(canon.get("gpus_per_node"), "gpus_per_node") or 0
+            try:
+                more_gpus, gres = _parse_gres_column(canon.get("gres"), resources)
+            except LookupError as exc:
+                skip("bad-gres", line, f"column 'gres': {exc.args[0]}")
+                continue
+            mem = _parse_mem(canon.get("mem"), "mem")
+            mem_per_cpu = _parse_mem(canon.get("mem_per_cpu"), "mem_per_cpu")
             contiguous = _parse_bool(canon.get("contiguous"), "contiguous")
+            name = canon.get("name")
+            if name is not None and not isinstance(name, (str, int)):
+                raise ValueError(f"column 'name': expected text, got {name!r}")
         except ValueError as exc:
             col = str(exc).split("'")[1] if "'" in str(exc) else "value"
             skip(f"{col}-too-large" if isinstance(exc, _TooLarge) else f"bad-{col}", line, str(exc))
             continue
-        request = SlurmRequest(gpus_per_node=gpus, contiguous=contiguous, **req_values)
+        if mem == 0 and has_mem:
+            mem = all_mem
+        if (mem is not None or mem_per_cpu is not None) and not has_mem:
+            mem_ignored += 1
+        request = SlurmRequest(gpus_per_node=gpus + more_gpus, contiguous=contiguous, cpus_per_task=cpt, gres=gres,
+                               mem=mem, mem_per_cpu=mem_per_cpu, **req_values)
         try:
             f = request.job_fields(resources)
         except ValueError as exc:
@@ -397,33 +634,67 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             skip("too-big", line, f"{request.describe()} does not fit the empty system {system.name}")
             continue
         seen.add(job_id)
+        partition = labels.get("partition", -1)
         jobs.append(Job(id=job_id, submit=submit, run_time=run, wall_time=limit if limit is not None else run,
-                        user=-1 if user is None else user, processors=request.cores, **f))
+                        user=labels.get("user", -1), group=labels.get("account", -1), queue=partition,
+                        partition=partition, name=None if name is None else str(name), processors=request.cores,
+                        **f))
     report.notes.extend(messages)
+    report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)
+    jobs, names = renumber_labels(jobs, {LABEL_COLUMNS[c]: {i: n for n, i in ids.items()}
+                                         for c, ids in label_ids.items() if ids})
     source = WorkloadSource(kind="slurm", spec=str(path), options={"format": fmt})
-    return Workload(jobs, resources, source=source, report=report)
+    return Workload(jobs, resources, source=source, report=report, labels=names,
+                    queue_names=names.get("queue"))
+
+
+def slurm_rows(workload: Workload) -> list[dict[str, Any]]:
+    """The workload as rows of a Slurm-style request file (the columns of
+    :func:`read_slurm_requests`; ``time_limit`` in Slurm's ``[D-]HH:MM:SS``, names where
+    ``workload.labels`` has them)."""
+    resources = tuple(workload.resources)
+    labels = workload.labels
+
+    def label(field: str, value: int) -> str | int | None:
+        if value < 0:
+            return None
+        return labels.get(field, {}).get(value, value)
+
+    rows = []
+    for j in workload.jobs:
+        r = request_of(j, resources)
+        gres = ",".join(f"{n}:{c}" for n, c in r.gres)
+        rows.append({"id": j.id, "name": j.name, "submit": j.submit, "run_time": j.run_time,
+                     "time_limit": format_slurm_time(j.wall_time), "ntasks": r.ntasks, "nodes": r.nodes,
+                     "ntasks_per_node": r.ntasks_per_node,
+                     "cpus_per_task": r.cpus_per_task if r.cpus_per_task != 1 else None,
+                     "gpus_per_node": r.gpus_per_node or None, "gres": gres or None,
+                     "mem": f"{r.mem}M" if r.mem is not None else None,
+                     "mem_per_cpu": f"{r.mem_per_cpu}M" if r.mem_per_cpu is not None else None,
+                     "contiguous": int(r.contiguous), "user": label("user", j.user),
+                     "account": label("group", j.group), "partition": label("partition", j.partition)})
+    keep = [k for k in (rows[0] if rows else {}) if k in ("id", "run_time", "time_limit")
+            or any(row[k] is not None for row in rows)]
+    return [{k: row[k] for k in keep} for row in rows]
+
+
+def slurm_requests_text(workload: Workload, suffix: str) -> str:
+    """A Slurm-style request file's text: CSV (``suffix`` ``.csv``) or JSON lines."""
+    rows = slurm_rows(workload)
+    if suffix.lower() == ".csv":
+        out = io.StringIO()
+        w = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else ["id", "run_time", "ntasks"], lineterminator="\n")
+        w.writeheader()
+        for row in rows:
+            w.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        return out.getvalue()
+    return "".join(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n" for row in rows)
 
 
 def write_slurm_requests(workload: Workload, path: str | Path) -> None:
     """Write a workload of Slurm-style jobs as a request file (``.csv`` or ``.jsonl``)."""
     path = Path(path)
-    resources = tuple(workload.resources)
-    rows = []
-    for j in workload.jobs:
-        r = request_of(j, resources)
-        rows.append({"id": j.id, "submit": j.submit, "run_time": j.run_time, "time_limit": j.wall_time,
-                     "ntasks": r.ntasks, "nodes": r.nodes, "ntasks_per_node": r.ntasks_per_node,
-                     "gpus_per_node": r.gpus_per_node, "contiguous": int(r.contiguous)})
-    if path.suffix.lower() == ".csv":
-        with open(path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["id", "run_time", "ntasks"])
-            w.writeheader()
-            for row in rows:
-                w.writerow({k: ("" if v is None else v) for k, v in row.items()})
-    else:
-        with open(path, "w") as fh:
-            for row in rows:
-                fh.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
+    path.write_text(slurm_requests_text(workload, path.suffix), encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------

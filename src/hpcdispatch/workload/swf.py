@@ -862,3 +862,33 @@ def write_swf(workload: Workload, path: str | Path, processors_per_unit_column: 
             fields = [j.id, j.submit, -1, j.run_time, procs, -1, -1, procs, j.wall_time, -1, 1,
                       j.user, j.group, j.executable, j.queue, j.partition, -1, -1]
             fh.write(" ".join(str(int(x)) for x in fields) + "\n")
+
+
+def swf_text(workload: Workload, system: System | None = None, processors_column: str = "core") -> str:
+    """A workload as SWF text: the 18 fields per job and a header (Version, Computer,
+    UnixStartTime when the workload recorded one, MaxJobs, MaxRecords, MaxNodes and MaxProcs
+    when ``system`` is given, Queue/Partition names from ``workload.labels``).
+
+    Processors (fields 5 and 8) are ``Job.processors`` (else units x the per-unit amount of
+    ``processors_column``); wait (3) is unknown (-1) and status (11) 1. SWF has no node
+    counts, GPUs or other per-node amounts: a Slurm-style CSV keeps them.
+    """
+    col = workload.resources.index(processors_column) if processors_column in workload.resources else 0
+    lines = ["; Version: 2.2", f"; Computer: {system.name if system is not None else 'unknown'}"]
+    if "UnixStartTime" in workload.header or "unixstarttime" in workload.header:
+        lines.append(f"; UnixStartTime: {workload.header.get('UnixStartTime', workload.header.get('unixstarttime'))}")
+    lines += [f"; MaxJobs: {len(workload)}", f"; MaxRecords: {len(workload)}"]
+    if system is not None:
+        lines.append(f"; MaxNodes: {system.n_nodes}")
+        if processors_column in system.resources:
+            lines.append(f"; MaxProcs: {int(system.total_capacity[system.resource_index(processors_column)])}")
+    for key, field_name in (("Queue", "queue"), ("Partition", "partition")):
+        for i, name in sorted(workload.labels.get(field_name, {}).items()):
+            lines.append(f"; {key}: {i} {name}")
+    lines.append(f"; Note: converted by hpcdispatch from {workload.source.kind} {workload.source.spec}")
+    for j in workload.jobs:
+        procs = j.processors if j.processors > 0 else j.units * j.unit_request[col]
+        fields = [j.id, j.submit, -1, j.run_time, procs, -1, -1, procs, j.wall_time, -1, 1,
+                  j.user, j.group, j.executable, j.queue, j.partition, -1, -1]
+        lines.append(" ".join(str(int(x)) for x in fields))
+    return "\n".join(lines) + "\n"
