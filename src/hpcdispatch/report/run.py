@@ -16,6 +16,7 @@ from hpcdispatch.metrics.summary import queue_length_profile
 from hpcdispatch.report import plots
 from hpcdispatch.report.document import Document, Figure, Items, Table, Text
 from hpcdispatch.report.html import write_html
+from hpcdispatch.report.series import usage_over_time
 from hpcdispatch.report.tables import format_value, metric
 from hpcdispatch.results.store import StoredRun, read_run, write_frame, write_text
 from hpcdispatch.system.model import System
@@ -27,24 +28,6 @@ MAX_DEFAULT_NODES = 64  # default Gantt rows on larger systems: the first 64 nod
 # ---------------------------------------------------------------------------------------
 # data
 # ---------------------------------------------------------------------------------------
-
-
-def usage_over_time(alloc: pd.DataFrame, resource: str, capacity: float) -> tuple[np.ndarray, np.ndarray]:
-    """Step function of the share of ``resource`` in use: ``(times, share from each time on)``.
-
-    Built from the allocation rows (amount held during ``[from, to)``); at equal times ends
-    are applied before starts, so the value after each time is exact.
-    """
-    if len(alloc) == 0 or capacity <= 0:
-        return np.zeros(0), np.zeros(0)
-    amount = alloc[resource].to_numpy(dtype=float)
-    times = np.r_[alloc["from"].to_numpy(dtype=float), alloc["to"].to_numpy(dtype=float)]
-    delta = np.r_[amount, -amount]
-    order = np.lexsort((delta, times))
-    times, delta = times[order], delta[order]
-    used = np.cumsum(delta)
-    last = np.r_[times[1:] != times[:-1], True]
-    return times[last], np.maximum(used[last], 0.0) / capacity
 
 
 @dataclass
@@ -127,7 +110,13 @@ def _summary_rows(summary: dict[str, Any]) -> list[list[str]]:
 
 def write_run_report(run_dir: str | Path, out: str | Path | None = None, window: tuple[float, float] | None = None,
                      nodes: tuple[int, int] | None = None) -> Path:
-    """Write the report of one run into ``out`` (default ``RUN_DIR/report``); returns report.html."""
+    """Write the report of one run into ``out`` (default ``RUN_DIR/report``); returns report.html.
+
+    ``window``: the Gantt chart's time window in seconds after the first submission (a trace's
+    clock may start anywhere: HPC2N's first job is submitted at t = 342,072 s). A window
+    given here that holds no job on the chosen nodes is an error (:class:`ConfigError`, one
+    line saying when the jobs run), not an empty chart; the default window (a tenth of the
+    run around its middle) that holds none gets a note on the page."""
     run: StoredRun = read_run(run_dir)
     out = Path(out) if out is not None else Path(run_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
@@ -136,9 +125,11 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
     first_submit = float(s.get("first_submit", run.jobs["submit"].min()))
     last_end = float(s.get("last_end", np.nanmax(run.jobs["end"])))
     span = max(last_end - first_submit, 1.0)
+    explicit = window is not None
     if window is None:
-        mid, half = first_submit + span / 2.0, max(span * DEFAULT_WINDOW_SHARE, 1.0) / 2.0
+        mid, half = span / 2.0, max(span * DEFAULT_WINDOW_SHARE, 1.0) / 2.0
         window = (mid - half, mid + half)
+    abs_window = (first_submit + window[0], first_submit + window[1])
     if nodes is None:
         nodes = (0, system.n_nodes - 1 if system.n_nodes <= MAX_DEFAULT_NODES * 1.5 else MAX_DEFAULT_NODES - 1)
     if not (0 <= nodes[0] <= nodes[1] < system.n_nodes):
@@ -162,27 +153,45 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
     doc.section("Summary").elements.append(Table(["metric", "value"], rows, csv="summary.csv"))
 
     sec = doc.section("Node occupancy")
-    g = gantt_data(run.allocations, system, window, nodes)
+    g = gantt_data(run.allocations, system, abs_window, nodes)
     shown = f"nodes {nodes[0]}-{nodes[1]} of {system.n_nodes}"
-    plots.plot_gantt(g.rects, g.lanes_per_node, g.first_node, window, out / "gantt.png",
-                     f"{label}: {shown}, t = {window[0]:,.0f} .. {window[1]:,.0f} s (one lane per {g.resource})")
+    if len(g.rects) == 0:
+        where = (f"holds no job on {shown}; this run's jobs run from 0 to {span:,.0f} s after the first submission "
+                 f"(t = {first_submit:,.0f} s in the workload's clock)")
+        if explicit:
+            raise ConfigError(f"--window {window[0]:g}:{window[1]:g} (seconds after the first submission) {where}")
+        sec.elements.append(Text(f"The default window {window[0]:,.0f}-{window[1]:,.0f} s after the first submission "
+                                 f"{where}.", note=True))
+    rects = g.rects.assign(x0=g.rects["x0"] - first_submit, x1=g.rects["x1"] - first_submit)
+    plots.plot_gantt(rects, g.lanes_per_node, g.first_node, window, out / "gantt.png",
+                     f"{label}: {shown}, {window[0]:,.0f} .. {window[1]:,.0f} s after the first submission "
+                     f"(one lane per {g.resource})")
     sec.elements.append(Figure(out / "gantt.png",
-                               f"Gantt chart of node occupancy, {shown}, window {window[0]:,.0f}-{window[1]:,.0f} s; "
+                               f"Gantt chart of node occupancy, {shown}, window {window[0]:,.0f}-{window[1]:,.0f} s "
+                               f"after the first submission (t = {first_submit:,.0f} s in the workload's clock); "
                                f"one colour per job, one lane per {g.resource}."))
     if g.overlaps:
         sec.elements.append(Text(f"{g.overlaps} allocation rows overlap others on their node: the schedule is not "
                                  "valid.", note=True))
-    usage = {name: usage_over_time(run.allocations, name, float(system.total_capacity[i]))
-             for i, name in enumerate(system.resources)}
+    usage, unused = {}, []
+    for i, name in enumerate(system.resources):
+        t, share = usage_over_time(run.allocations, name, float(system.total_capacity[i]))
+        if np.any(share > 0):
+            usage[name] = (t - first_submit, share)
+        else:
+            unused.append(name)
     submit = run.jobs["submit"].to_numpy(dtype=float)
     start = run.jobs["start"].to_numpy(dtype=float)
     accepted = (run.jobs["status"] != "rejected").to_numpy()
-    queue = queue_length_profile(submit, start, accepted)
-    plots.plot_usage_over_time(usage, queue, out / "utilization_time.png",
+    qt, ql = queue_length_profile(submit, start, accepted)
+    plots.plot_usage_over_time(usage, (qt - first_submit, ql), out / "utilization_time.png",
                                f"{label}: utilisation per resource and queue length", window)
     sec.elements.append(Figure(out / "utilization_time.png",
-                               "Utilisation per resource (used / total capacity) and queued jobs over time; "
-                               "the shaded band is the Gantt window."))
+                               "Utilisation per resource (used / total capacity) and queued jobs over time, in "
+                               "seconds after the first submission; the shaded band is the Gantt window."))
+    if unused:
+        sec.elements.append(Text(f"No job used {', '.join(unused)}: its utilisation (0 throughout) is not drawn.",
+                                 note=True))
 
     sec = doc.section("Distributions")
     started = ~np.isnan(start)

@@ -17,11 +17,13 @@ import pandas as pd
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.report import plots
-from hpcdispatch.report.document import Bullets, Document, Figure, Items, Table, Text
+from hpcdispatch.report.document import Bullets, ColourKey, Document, Figure, Items, Table, Text
 from hpcdispatch.report.html import write_html
+from hpcdispatch.report.style import dispatcher_styles
 from hpcdispatch.report.tables import (
     FAMILIES,
     FAMILY_TITLES,
+    Metric,
     aggregate,
     aggregate_rows,
     family_metrics,
@@ -143,6 +145,16 @@ def _with_group(stats: pd.DataFrame) -> pd.DataFrame:
     return stats
 
 
+def _has_nonzero(stats: pd.DataFrame, m: Metric) -> bool:
+    """Whether some group has a mean of ``m`` other than 0 (a panel of zeros is not drawn)."""
+    values = pd.to_numeric(stats[f"{m.key}_mean"], errors="coerce").to_numpy(dtype=float)
+    return bool(np.any(np.nan_to_num(values) != 0))
+
+
+def _identical_note(info: plots.PlotInfo) -> str:
+    return "".join(f" Identical for {', '.join(g)}: drawn once." for g in info.identical)
+
+
 def write_runset_report(rs: RunSet, out: str | Path) -> Path:
     """Tables (CSV + markdown), figures (PNG), report.md and report.html into ``out``."""
     out = Path(out)
@@ -153,6 +165,9 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
     failed = frame[frame["status"] == "failed"]
     doc = Document(rs.title)
     doc.intro.append(Items(rs.meta))
+    styles = dispatcher_styles(done["run"].astype(str)) if len(done) else {}
+    if styles:
+        doc.intro.append(ColourKey([(x, st.color, st.linestyle_name) for x, st in styles.items()]))
     if len(done) == 0:
         doc.intro.append(Text("No cell finished successfully: there is nothing to tabulate.", note=True))
 
@@ -167,22 +182,30 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
         sec = doc.section(FAMILY_TITLES[family])
         sec.elements.append(Table(header, rows, text_columns=3, csv=f"{family}.csv"))
         png, caption = FAMILY_FIGURES[family]
-        plots.plot_grouped_bars(_with_group(stats), metrics, out / png, FAMILY_TITLES[family], group="group")
-        sec.elements.append(Figure(out / png, caption))
+        drawn = [m for m in metrics if _has_nonzero(stats, m)]
+        zero = [m.title for m in metrics if m not in drawn]
+        if drawn:
+            info = plots.plot_grouped_bars(_with_group(stats), drawn, out / png, FAMILY_TITLES[family], group="group",
+                                           styles=styles)
+            sec.elements.append(Figure(out / png, caption, legend=info.legend))
+        if zero:  # an empty panel says nothing: left out, and said so
+            sec.elements.append(Text(f"0 for every run, so not drawn: {', '.join(zero)}.", note=True))
         if family == "cost":
             dec = _distribution(rs, done, "decisions.parquet", "elapsed_s", 1000.0)
             if dec:
-                plots.plot_ecdf(dec, out / "decision_time.png", "decision time per dispatcher call [ms]",
-                                "Decision-time distribution", floor=1e-3)
+                info = plots.plot_ecdf(dec, out / "decision_time.png", "decision time per dispatcher call [ms]",
+                                       "Decision-time distribution", floor=1e-3, styles=styles)
                 sec.elements.append(Figure(out / "decision_time.png",
                                            "Wall-clock time of every dispatcher call, pooled over the cells of each "
-                                           f"dispatcher (at most {MAX_CELLS_PER_RUN} cells each; ECDF)."))
+                                           f"dispatcher (at most {MAX_CELLS_PER_RUN} cells each; ECDF)."
+                                           + _identical_note(info), legend=info.legend))
             acc = _distribution(rs, done, "prediction_accuracy.parquet", "accuracy")
             if acc:
-                plots.plot_accuracy_ecdf(acc, out / "prediction_accuracy.png")
+                info = plots.plot_accuracy_ecdf(acc, out / "prediction_accuracy.png", styles)
                 sec.elements.append(Figure(out / "prediction_accuracy.png",
                                            "Prediction accuracy A = real / predicted duration, pooled per dispatcher "
-                                           "and predictor (ECDF; CP'19 Fig. 1)."))
+                                           "and predictor (ECDF; CP'19 Fig. 1)." + _identical_note(info),
+                                           legend=info.legend))
     if len(failed):
         cols = [c for c in ("label", "error_type", "error") if c in failed]
         rows = [[str(v) for v in r] for r in failed[cols].itertuples(index=False)]
