@@ -16,7 +16,9 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; ma
        max-width: 1200px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; margin-top: 1.8em; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.85em; }
+div.wide { overflow-x: auto; } div.wide table { font-size: 0.78em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+div.wide th, div.wide td { padding: 0.2em 0.4em; } div.wide td.text { white-space: nowrap; }
 th { background: #f3f3f3; } td.text, th.text { text-align: left; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.85em; color: #555; }
@@ -26,6 +28,7 @@ span.swatch { display: inline-block; width: 2.2em; height: 0.8em; vertical-align
 """
 
 e = html.escape
+WIDE_TABLE_COLUMNS = 10
 
 
 def _element(el: Element) -> str:
@@ -43,7 +46,10 @@ def _element(el: Element) -> str:
         head = "<tr>" + "".join(cell("th", h, i) for i, h in enumerate(el.header)) + "</tr>"
         body = "".join("<tr>" + "".join(cell("td", v, i) for i, v in enumerate(r)) + "</tr>" for r in el.rows)
         csv = f'<p class="csv">CSV: {e(el.csv)}</p>' if el.csv else ""
-        return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>{csv}"
+        table = f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+        if len(el.header) > WIDE_TABLE_COLUMNS:  # smaller type, and a scroll bar rather than past the page
+            table = f'<div class="wide">{table}</div>'
+        return table + csv
     if isinstance(el, ColourKey):
         rows = "".join(
             f'<tr data-dispatcher="{e(label)}" data-colour="{e(colour)}"><td class="text">{e(label)}</td>'

@@ -213,8 +213,9 @@ class ClassPanel:
 def plot_class_bars(panels: list[ClassPanel], path: Path, ylabel: str,
                     styles: dict[str, SeriesStyle] | None = None, log: bool = True,
                     ymin: float | None = 1.0) -> PlotInfo:
-    """Grouped bars: x = job class (with its job count), one bar per dispatcher; bars rise
-    from ``ymin`` (1 for a slowdown, its least value)."""
+    """Grouped bars: x = job class (with its job count), one bar per dispatcher. ``ymin``: the
+    least possible value (1 for a slowdown), drawn as a line; on a log axis the bars start a
+    little below it, so a bar at exactly ``ymin`` is seen, not mistaken for a missing one."""
     labels = list(dict.fromkeys(x for p in panels for x in p.means))
     styles = _styles(labels, styles)
     info = PlotInfo(Path(path))
@@ -233,8 +234,9 @@ def plot_class_bars(panels: list[ClassPanel], path: Path, ylabel: str,
         ax.set_xticklabels([f"{panel.names[i]}\n{int(panel.counts[i]):,} jobs" for i in keep], fontsize=8)
         if log:
             ax.set_yscale("log")
-        if ymin is not None:
-            ax.set_ylim(bottom=ymin)
+        if ymin is not None:  # a bar at the least value (a slowdown of 1) still shows, above the line
+            ax.axhline(ymin, color="black", lw=0.8)
+            ax.set_ylim(bottom=ymin * (0.7 if log else 1.0))
         ax.set_ylabel(ylabel)
         ax.set_title(panel.title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
@@ -299,6 +301,10 @@ def plot_cost(labels: list[str], decision_mean_ms: np.ndarray, decision_p95_ms: 
     ax.set_xticks([0, 1])
     ax.set_xticklabels(["mean", "95th percentile"])
     ax.set_yscale("log")
+    shown = np.r_[decision_mean_ms, decision_p95_ms]
+    shown = shown[np.isfinite(shown) & (shown > 0)]
+    if len(shown):  # the tallest bar below the top, whole
+        ax.set_ylim(shown.min() / 2.0, shown.max() * 2.0)
     ax.set_ylabel("decision time per call [ms]")
     ax.set_title("Decision time", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
