@@ -205,7 +205,10 @@ def test_report_of_a_compare_folder(tmp_path):
     assert report_kind(out) == "runs"
     html = write_report(out)
     qos = pd.read_csv(html.parent / "qos.csv")
-    assert qos["run"].tolist() == ["easy", "fifo"] and (qos["n"] == 1).all()
+    assert qos["run"].tolist() == ["fifo", "easy"] and (qos["n"] == 1).all()  # compare's order, not the names'
+    key = re.compile(r'data-dispatcher="([^"]+)" data-colour="(#[0-9a-f]{6})"')
+    assert key.findall(html.read_text()) == key.findall((out / "report.html").read_text()) == [
+        ("fifo", "#1f77b4"), ("easy", "#ff7f0e")]  # each dispatcher has one colour on both pages
     cmp = pd.read_csv(out / "comparison.csv").set_index("label")
     assert qos.set_index("run").loc["fifo", "wait_mean_mean"] == pytest.approx(cmp.loc["fifo", "wait_mean"])
     with pytest.raises(ConfigError, match="single run directory"):

@@ -92,10 +92,28 @@ def load_sweep_runs(root: str | Path) -> RunSet:
     return RunSet(f"hpcdispatch sweep: {manifest.get('name', '')}", frame, dirs, meta, len(scan.pending))
 
 
+def _compare_order(root: Path) -> dict[str, int]:
+    """``label -> position`` from the comparison.csv ``hpcdispatch compare`` wrote in ``root``."""
+    path = root / "comparison.csv"
+    if not path.is_file():
+        return {}
+    try:
+        labels = pd.read_csv(path, usecols=["label"])["label"].astype(str).tolist()
+    except (ValueError, KeyError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return {}  # not a compare table: name order
+    return {label: i for i, label in enumerate(labels)}
+
+
 def load_run_collection(root: str | Path) -> RunSet:
-    """Every sub-directory of ``root`` that holds a run (``summary.json`` and ``run.json``)."""
+    """Every sub-directory of ``root`` that holds a run (``summary.json`` and ``run.json``), in
+the order of ``hpcdispatch compare`` (its comparison.csv) when ``root`` is its output, so that
+every dispatcher keeps the colour it has on the compare page; else by name."""
     rows, dirs = [], {}
-    for sub in sorted(p for p in Path(root).iterdir() if p.is_dir()):
+    subs = sorted(p for p in Path(root).iterdir() if p.is_dir())
+    order = _compare_order(Path(root))
+    if order:
+        subs.sort(key=lambda p: order.get(p.name, len(order)))
+    for sub in subs:
         if (sub / "summary.json").is_file() and (sub / "run.json").is_file():
             s = json.loads((sub / "summary.json").read_text())
             s = {k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v) for k, v in s.items()}
