@@ -414,7 +414,8 @@ def plot_gantt(rects: pd.DataFrame, lanes_per_node: np.ndarray, first_node: int,
 
 
 def plot_usage_over_time(usage: dict[str, tuple[np.ndarray, np.ndarray]], queue: tuple[np.ndarray, np.ndarray],
-                         path: Path, title: str, window: tuple[float, float] | None = None) -> Path:
+                         path: Path, title: str, window: tuple[float, float] | None = None,
+                         xlabel: str = "time since the first submission [s]") -> Path:
     """Top: used / capacity per resource (step functions); bottom: queue length."""
     fig, (ax, axq) = plt.subplots(2, 1, figsize=(10, 5.2), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     for name, (t, frac) in usage.items():
@@ -423,13 +424,13 @@ def plot_usage_over_time(usage: dict[str, tuple[np.ndarray, np.ndarray]], queue:
     ax.set_ylabel("utilisation")
     ax.set_ylim(0, 1.05)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    _outside_legend(ax)
     ax.set_title(title, fontsize=10)
     qt, ql = queue
     if len(qt):
         axq.step(qt, ql, where="post", color="tab:red", lw=0.9)
     axq.set_ylabel("queued jobs")
-    axq.set_xlabel("time since the first submission [s]")
+    axq.set_xlabel(xlabel)
     axq.grid(alpha=0.3)
     if window is not None:
         for a in (ax, axq):

@@ -16,13 +16,14 @@ from hpcdispatch.metrics.summary import queue_length_profile
 from hpcdispatch.report import plots
 from hpcdispatch.report.document import Document, Figure, Items, Table, Text
 from hpcdispatch.report.html import write_html
-from hpcdispatch.report.series import usage_over_time
+from hpcdispatch.report.series import binned_means, time_unit, usage_over_time
 from hpcdispatch.report.tables import format_value, metric
 from hpcdispatch.results.store import StoredRun, read_run, write_frame, write_text
 from hpcdispatch.system.model import System
 
 DEFAULT_WINDOW_SHARE = 0.1  # default Gantt window: a tenth of the makespan around its middle
 MAX_DEFAULT_NODES = 64  # default Gantt rows on larger systems: the first 64 nodes
+USAGE_BINS = 400  # usage / queue steps beyond this many are drawn as means over this many bins
 
 
 # ---------------------------------------------------------------------------------------
@@ -108,6 +109,11 @@ def _summary_rows(summary: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _as_given(seconds: float) -> str:
+    """A window bound as it was typed: ``86400``, not ``86400.0`` or ``8.64e+04``."""
+    return str(int(seconds)) if float(seconds).is_integer() else repr(float(seconds))
+
+
 def write_run_report(run_dir: str | Path, out: str | Path | None = None, window: tuple[float, float] | None = None,
                      nodes: tuple[int, int] | None = None) -> Path:
     """Write the report of one run into ``out`` (default ``RUN_DIR/report``); returns report.html.
@@ -159,7 +165,8 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
         where = (f"holds no job on {shown}; this run's jobs run from 0 to {span:,.0f} s after the first submission "
                  f"(t = {first_submit:,.0f} s in the workload's clock)")
         if explicit:
-            raise ConfigError(f"--window {window[0]:g}:{window[1]:g} (seconds after the first submission) {where}")
+            raise ConfigError(f"--window {_as_given(window[0])}:{_as_given(window[1])} (seconds after the first "
+                              f"submission) {where}")
         sec.elements.append(Text(f"The default window {window[0]:,.0f}-{window[1]:,.0f} s after the first submission "
                                  f"{where}.", note=True))
     rects = g.rects.assign(x0=g.rects["x0"] - first_submit, x1=g.rects["x1"] - first_submit)
@@ -173,22 +180,38 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
     if g.overlaps:
         sec.elements.append(Text(f"{g.overlaps} allocation rows overlap others on their node: the schedule is not "
                                  "valid.", note=True))
+    submit = run.jobs["submit"].to_numpy(dtype=float)
+    start = run.jobs["start"].to_numpy(dtype=float)
+    accepted = (run.jobs["status"] != "rejected").to_numpy()
+    unit, per = time_unit(span)
+    edges = np.linspace(first_submit, first_submit + span, USAGE_BINS + 1)
+
+    binned: list[bool] = []
+
+    def drawn(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """In the axis' unit; more steps than bins: time-weighted means over the bins."""
+        if len(t) <= USAGE_BINS:
+            return (t - first_submit) / per, v
+        binned.append(True)
+        m = binned_means(t, v, edges)
+        return (edges - first_submit) / per, np.r_[m, m[-1]]
+
     usage, unused = {}, []
     for i, name in enumerate(system.resources):
         t, share = usage_over_time(run.allocations, name, float(system.total_capacity[i]))
         if np.any(share > 0):
-            usage[name] = (t - first_submit, share)
+            usage[name] = drawn(t, share)
         else:
             unused.append(name)
-    submit = run.jobs["submit"].to_numpy(dtype=float)
-    start = run.jobs["start"].to_numpy(dtype=float)
-    accepted = (run.jobs["status"] != "rejected").to_numpy()
-    qt, ql = queue_length_profile(submit, start, accepted)
-    plots.plot_usage_over_time(usage, (qt - first_submit, ql), out / "utilization_time.png",
-                               f"{label}: utilisation per resource and queue length", window)
+    plots.plot_usage_over_time(usage, drawn(*queue_length_profile(submit, start, accepted)),
+                               out / "utilization_time.png", f"{label}: utilisation per resource and queue length",
+                               (window[0] / per, window[1] / per), xlabel=f"time since the first submission [{unit}]")
     sec.elements.append(Figure(out / "utilization_time.png",
-                               "Utilisation per resource (used / total capacity) and queued jobs over time, in "
-                               "seconds after the first submission; the shaded band is the Gantt window."))
+                               "Utilisation per resource (used / total capacity) and queued jobs over time, after "
+                               "the first submission" + (f" (where they change more often than {USAGE_BINS} times: "
+                                                         f"time-weighted means over {USAGE_BINS} equal bins)"
+                                                         if binned else "")
+                               + "; the shaded band is the Gantt window."))
     if unused:
         sec.elements.append(Text(f"No job used {', '.join(unused)}: its utilisation (0 throughout) is not drawn.",
                                  note=True))
