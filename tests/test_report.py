@@ -209,6 +209,8 @@ def test_report_of_a_compare_folder(tmp_path):
     key = re.compile(r'data-dispatcher="([^"]+)" data-colour="(#[0-9a-f]{6})"')
     assert key.findall(html.read_text()) == key.findall((out / "report.html").read_text()) == [
         ("fifo", "#1f77b4"), ("easy", "#ff7f0e")]  # each dispatcher has one colour on both pages
+    run_page = write_report(out / "easy").read_text()  # a run of the folder: its colour on the compare page
+    assert run_page.count('data-legend="{&quot;easy&quot;: &quot;#ff7f0e&quot;}"') == 3  # wait, decision, accuracy
     cmp = pd.read_csv(out / "comparison.csv").set_index("label")
     assert qos.set_index("run").loc["fifo", "wait_mean_mean"] == pytest.approx(cmp.loc["fifo", "wait_mean"])
     with pytest.raises(ConfigError, match="single run directory"):

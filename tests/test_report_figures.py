@@ -17,7 +17,14 @@ from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics.classes import class_means, run_time_classes, size_classes
 from hpcdispatch.metrics.summary import time_weighted_mean
 from hpcdispatch.report import write_report
-from hpcdispatch.report.plots import ClassPanel, TimePanel, identical_groups, plot_class_bars, plot_ecdf, plot_time_series
+from hpcdispatch.report.plots import (
+    ClassPanel,
+    TimePanel,
+    identical_groups,
+    plot_class_bars,
+    plot_ecdf,
+    plot_time_series,
+)
 from hpcdispatch.report.series import binned_means, step_integral, time_unit
 from hpcdispatch.report.style import TAB10, dispatcher_styles
 from hpcdispatch.runner import run_simulation

@@ -63,6 +63,7 @@ __all__ = [
     "CONSOLE_KEYS",
     "TABLE_COLUMNS",
     "ComparedRun",
+    "compare_order",
     "comparison_frame",
     "display_rows",
     "markdown_table",
@@ -203,6 +204,20 @@ def _time_panels(runs: list[ComparedRun], notes: list[str]) -> tuple[list[TimePa
     panels.append(TimePanel("queued jobs", queue))
     bin_width = span / TIME_BINS / per
     return panels, f"time since the first submission [{unit}] (means over bins of {bin_width:,.3g} {unit})"
+
+
+def compare_order(root: Path) -> dict[str, int]:
+    """``label -> position`` from the comparison.csv ``hpcdispatch compare`` wrote in ``root``
+    (empty when there is none): the order that gives each dispatcher its colour, so that the
+    reports of the folder and of the runs in it colour it as the compare page does."""
+    path = root / "comparison.csv"
+    if not path.is_file():
+        return {}
+    try:
+        labels = pd.read_csv(path, usecols=["label"])["label"].astype(str).tolist()
+    except (ValueError, KeyError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return {}  # not a compare table: name order
+    return {label: i for i, label in enumerate(labels)}
 
 
 def _column(frame: pd.DataFrame, key: str) -> np.ndarray:

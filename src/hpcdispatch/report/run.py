@@ -14,9 +14,11 @@ import pandas as pd
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics.summary import queue_length_profile
 from hpcdispatch.report import plots
+from hpcdispatch.report.compare import compare_order
 from hpcdispatch.report.document import Document, Figure, Items, Table, Text
 from hpcdispatch.report.html import write_html
 from hpcdispatch.report.series import binned_means, time_unit, usage_over_time
+from hpcdispatch.report.style import dispatcher_styles
 from hpcdispatch.report.tables import format_value, metric
 from hpcdispatch.results.store import StoredRun, read_run, write_frame, write_text
 from hpcdispatch.system.model import System
@@ -127,7 +129,9 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
     out = Path(out) if out is not None else Path(run_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
     s, system = run.summary, run.system
-    label = s.get("label") or s.get("dispatcher_params") or s.get("dispatcher", "run")
+    order = compare_order(Path(run_dir).resolve().parent)  # a run of a compare folder: named and coloured as there
+    name = Path(run_dir).resolve().name
+    label = name if name in order else (s.get("label") or s.get("dispatcher_params") or s.get("dispatcher", "run"))
     first_submit = float(s.get("first_submit", run.jobs["submit"].min()))
     last_end = float(s.get("last_end", np.nanmax(run.jobs["end"])))
     span = max(last_end - first_submit, 1.0)
@@ -218,19 +222,24 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
 
     sec = doc.section("Distributions")
     started = ~np.isnan(start)
-    plots.plot_wait_cdf({label: start[started] - submit[started]}, out / "wait_cdf.png")
-    sec.elements.append(Figure(out / "wait_cdf.png", "Wait-time distribution (ECDF)."))
+    styles = dispatcher_styles([*order, label] if label in order else [label])
+    info = plots.plot_wait_cdf({label: start[started] - submit[started]}, out / "wait_cdf.png", styles)
+    sec.elements.append(Figure(out / "wait_cdf.png", "Wait-time distribution (ECDF).", legend=info.legend))
     decisions = run.decisions()
     if len(decisions):
-        plots.plot_ecdf({label: decisions["elapsed_s"].to_numpy() * 1000.0}, out / "decision_time.png",
-                        "decision time per dispatcher call [ms]", "Decision-time distribution", floor=1e-3)
-        sec.elements.append(Figure(out / "decision_time.png", "Wall-clock time of each dispatcher call (ECDF)."))
+        info = plots.plot_ecdf({label: decisions["elapsed_s"].to_numpy() * 1000.0}, out / "decision_time.png",
+                               "decision time per dispatcher call [ms]", "Decision-time distribution", floor=1e-3,
+                               styles=styles)
+        sec.elements.append(Figure(out / "decision_time.png", "Wall-clock time of each dispatcher call (ECDF).",
+                                   legend=info.legend))
     acc_path = Path(run_dir) / "prediction_accuracy.parquet"
     if acc_path.is_file():
         acc = pd.read_parquet(acc_path)
         if len(acc):
-            plots.plot_accuracy_ecdf({label: acc["accuracy"].to_numpy()}, out / "prediction_accuracy.png")
+            info = plots.plot_accuracy_ecdf({label: acc["accuracy"].to_numpy()}, out / "prediction_accuracy.png",
+                                            styles)
             sec.elements.append(Figure(out / "prediction_accuracy.png",
-                                       "Prediction accuracy A = real / predicted duration (ECDF; CP'19 Fig. 1)."))
+                                       "Prediction accuracy A = real / predicted duration (ECDF; CP'19 Fig. 1).",
+                                       legend=info.legend))
     write_text(out / "report.md", doc.to_markdown(out))
     return write_html(doc, out / "report.html")

@@ -17,6 +17,7 @@ import pandas as pd
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.report import plots
+from hpcdispatch.report.compare import compare_order
 from hpcdispatch.report.document import Bullets, ColourKey, Document, Figure, Items, Table, Text
 from hpcdispatch.report.html import write_html
 from hpcdispatch.report.style import dispatcher_styles
@@ -92,25 +93,13 @@ def load_sweep_runs(root: str | Path) -> RunSet:
     return RunSet(f"hpcdispatch sweep: {manifest.get('name', '')}", frame, dirs, meta, len(scan.pending))
 
 
-def _compare_order(root: Path) -> dict[str, int]:
-    """``label -> position`` from the comparison.csv ``hpcdispatch compare`` wrote in ``root``."""
-    path = root / "comparison.csv"
-    if not path.is_file():
-        return {}
-    try:
-        labels = pd.read_csv(path, usecols=["label"])["label"].astype(str).tolist()
-    except (ValueError, KeyError, pd.errors.ParserError, pd.errors.EmptyDataError):
-        return {}  # not a compare table: name order
-    return {label: i for i, label in enumerate(labels)}
-
-
 def load_run_collection(root: str | Path) -> RunSet:
     """Every sub-directory of ``root`` that holds a run (``summary.json`` and ``run.json``), in
 the order of ``hpcdispatch compare`` (its comparison.csv) when ``root`` is its output, so that
 every dispatcher keeps the colour it has on the compare page; else by name."""
     rows, dirs = [], {}
     subs = sorted(p for p in Path(root).iterdir() if p.is_dir())
-    order = _compare_order(Path(root))
+    order = compare_order(Path(root))
     if order:
         subs.sort(key=lambda p: order.get(p.name, len(order)))
     for sub in subs:
