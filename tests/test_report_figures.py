@@ -17,6 +17,12 @@ from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics.classes import class_means, run_time_classes, size_classes
 from hpcdispatch.metrics.summary import time_weighted_mean
 from hpcdispatch.report import write_report
+from hpcdispatch.report.compare import (
+    ComparedRun,
+    class_rows,
+    comparison_frame,
+    write_comparison_report,
+)
 from hpcdispatch.report.plots import (
     ClassPanel,
     TimePanel,
@@ -120,3 +126,39 @@ def test_report_window_counts_from_the_first_submission(tmp_path):
     p = cli("report", str(run_dir), "--window", "86400:172800")
     assert p.returncode == 2 and "holds no job" in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) <= 3  # one message (rich may wrap it), nothing else
+
+
+def _run(label: str, start: list[float], usage_core: list[float]) -> ComparedRun:
+    submit = np.array([0.0, 0.0, 0.0])
+    run_time = np.array([100.0, 4000.0, 20000.0])
+    s = np.array(start, dtype=float)
+    return ComparedRun(label=label, submit=submit, start=s, end=s + run_time, run_time=run_time,
+                       cores=np.array([1.0, 4.0, 16.0]), accepted=np.ones(3, dtype=bool), planned=run_time * 2,
+                       usage={"core": (np.array([0.0, 100.0]) if usage_core else np.zeros(0),
+                                       np.array(usage_core)),
+                              "gpu": (np.array([0.0]), np.array([0.0]))},
+                       cores_per_node=8.0)
+
+
+def test_comparison_page_by_hand(tmp_path):
+    runs = [_run("fifo", [0, 400, 4400], [0.5, 0.0]), _run("easy", [0, 0, 200], [0.5, 0.0]),
+            _run("none", [np.nan] * 3, [])]  # nothing started: no curve, no class, no accuracy
+    frame = comparison_frame([{"label": r.label, "system": "s", "workload": "w", "jobs": 3, "predictor": "walltime",
+                               "wait_mean": 1.0, "decision_time_mean_s": 1e-4 * (k + 1),
+                               "decision_time_p95_s": 2e-4 * (k + 1), "sim_wall_s": 0.1, "valid": True}
+                              for k, r in enumerate(runs)])
+    html = write_comparison_report(tmp_path, frame, runs, ["none: a note"])
+    # bounded slowdown = max(1, (end - submit) / max(run, 10 s)): fifo 100/100, 4400/4000, 24400/20000
+    header, rows, numbers = class_rows(runs)
+    assert header == ["dispatcher", "short (< 1 h) (run time)", "medium (1-5 h) (run time)",
+                      "long (>= 5 h) (run time)", "1 core (size)", "<= 1 node (size)", "> 1 node (size)"]
+    assert rows == [["fifo", "1.00", "1.10", "1.22", "1.00", "1.10", "1.22"],
+                    ["easy", "1.00", "1.00", "1.01", "1.00", "1.00", "1.01"],
+                    ["none", "-", "-", "-", "-", "-", "-"]]
+    assert numbers["jobs"].tolist() == [1] * 12
+    md = (tmp_path / "report.md").read_text()
+    assert "gpu: no job used any" in md and "none: a note" in md
+    assert "Identical for fifo, easy: drawn once." in md  # the same core usage: one line
+    assert "| `fifo` | #1f77b4 | solid |" in md and "| `none` | #2ca02c | solid |" in md
+    page = html.read_text()
+    assert page.count("<figure") == 5 and 'data-legend="{&quot;fifo&quot;: &quot;#1f77b4&quot;' in page
