@@ -31,7 +31,7 @@ from hpcdispatch.report.plots import (
     plot_ecdf,
     plot_time_series,
 )
-from hpcdispatch.report.series import binned_means, step_integral, time_unit
+from hpcdispatch.report.series import binned_means, duration_text, step_integral, time_unit
 from hpcdispatch.report.style import TAB10, dispatcher_styles
 from hpcdispatch.runner import run_simulation
 
@@ -70,6 +70,7 @@ def test_binned_means_of_a_step_function_by_hand():
     assert binned_means(np.array([10.0]), np.array([2.0]), np.array([0.0, 10.0, 20.0])).tolist() == [0.0, 2.0]
     assert binned_means(np.zeros(0), np.zeros(0), np.array([0.0, 1.0])).tolist() == [0.0]
     assert time_unit(86400 * 10) == ("days", 86400.0) and time_unit(7200) == ("min", 60.0)
+    assert duration_text(7420) == "2.06 h" and duration_text(45) == "45 s" and duration_text(129600) == "1.5 days"
 
 
 @settings(max_examples=60, deadline=None)

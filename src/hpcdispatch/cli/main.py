@@ -354,7 +354,8 @@ def simulate(**kw: Any) -> None:
                                       "when every run has ended)")
 @click.option("--force", is_flag=True, help="replace the output directory if it already holds files")
 def compare(**kw: Any) -> None:
-    """Compare several dispatchers on one workload: table, plots and report."""
+    """Compare several dispatchers on one workload: a table, and OUT/report.html (figures of wait,
+    slowdown by job class, utilisation and queue over time, decision time; report.md beside it)."""
     from hpcdispatch.dispatchers import parse_dispatcher_list
     from hpcdispatch.results.outdir import atomic_dir, check_output_dir, remove_stale_writing_dirs
 

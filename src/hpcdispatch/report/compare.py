@@ -45,7 +45,7 @@ from hpcdispatch.report.plots import (
     plot_qos_ecdf,
     plot_time_series,
 )
-from hpcdispatch.report.series import binned_means, time_unit, usage_over_time
+from hpcdispatch.report.series import binned_means, duration_text, time_unit, usage_over_time
 from hpcdispatch.report.style import SeriesStyle, dispatcher_styles
 from hpcdispatch.report.tables import (
     CONSOLE_KEYS,
@@ -202,8 +202,7 @@ def _time_panels(runs: list[ComparedRun], notes: list[str]) -> tuple[list[TimePa
         m = binned_means(qt, ql, edges)
         queue[r.label] = (x, np.r_[m, m[-1]])
     panels.append(TimePanel("queued jobs", queue))
-    bin_width = span / TIME_BINS / per
-    return panels, f"time since the first submission [{unit}] (means over bins of {bin_width:,.3g} {unit})"
+    return panels, f"time since the first submission [{unit}] (means over bins of {duration_text(span / TIME_BINS)})"
 
 
 def compare_order(root: Path) -> dict[str, int]:

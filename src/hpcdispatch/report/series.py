@@ -67,4 +67,12 @@ def time_unit(span_s: float) -> tuple[str, float]:
     return "s", 1.0
 
 
-__all__ = ["binned_means", "step_integral", "time_unit", "usage_over_time"]
+def duration_text(seconds: float) -> str:
+    """A duration in the largest unit it reaches: ``2.06 h``, ``45 min``, ``1.5 days``."""
+    for name, per in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= per:
+            return f"{seconds / per:.3g} {name}"
+    return f"{seconds:.3g} s"
+
+
+__all__ = ["binned_means", "duration_text", "step_integral", "time_unit", "usage_over_time"]
