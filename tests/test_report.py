@@ -101,7 +101,8 @@ def _synthetic(with_optional: bool) -> RunSet:
         for seed in (1, 2, 3):
             r = {"status": "done", "label": f"{run}/{seed}", "system": "eurora", "workload": "w", "run": run,
                  "error": None, "wait_mean": 100.0 * base + seed, "slowdown_mean": base + seed,
-                 "bounded_slowdown_mean": base, "utilization_core": 0.5 + 0.1 * seed, "decision_time_mean_s": 0.001}
+                 "bounded_slowdown_mean": base, "utilization_core": 0.5 + 0.1 * seed, "decision_time_mean_s": 0.001,
+                 "utilization_gpu": 0.0, "prediction_under_rate": 0.0}
             if with_optional:
                 r.update(fragmentation_mean=0.1 * seed * base, spread_mean=1.0 + seed, acceptance_rate=0.9 - 0.1 * seed,
                          cancel_rate=0.01 * seed, success_rate=0.5 * base / seed)
@@ -133,8 +134,14 @@ def test_optional_metric_families_are_reported_when_present(tmp_path):
     rep = html.parent
     assert not (rep / "outcomes.csv").exists() and not (rep / "outcomes.png").exists()
     assert list(pd.read_csv(rep / "resources.csv").columns) == [
-        "system", "workload", "run", "n", "utilization_core_mean", "utilization_core_std"]
+        "system", "workload", "run", "n", "utilization_core_mean", "utilization_core_std", "utilization_gpu_mean",
+        "utilization_gpu_std"]
     assert "Job outcomes" not in html.read_text()
+    # all-zero metrics stay in the tables but get no empty panel: a line says so
+    md = (rep / "report.md").read_text()
+    assert "0 for every run, so not drawn: gpu utilisation." in md
+    assert "0 for every run, so not drawn: under-estimated." in md
+    assert "utilization_gpu_mean" in pd.read_csv(rep / "resources.csv").columns
 
 
 def test_usage_over_time_by_hand():
