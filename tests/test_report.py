@@ -18,7 +18,7 @@ from sweeps import cli, summary, write_spec
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.report import report_kind, write_report
 from hpcdispatch.report.run import gantt_data, parse_range, usage_over_time
-from hpcdispatch.report.sweep import RunSet, write_runset_report
+from hpcdispatch.report.sweep import RunSet, _job_distributions, load_sweep_runs, write_runset_report
 from hpcdispatch.results.store import read_run
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.sweep import LocalExecutor, load_sweep, run_sweep
@@ -84,8 +84,13 @@ def test_sweep_tables_are_mean_and_std_over_seeds(sweep_dir, tmp_path):
     assert cost.loc["easy-R", "prediction_mae_s_mean"] == 0 and cost.loc["easy", "prediction_mae_s_mean"] > 0
     md = (rep / "qos.md").read_text()
     assert re.search(r"\| machine-s \| lublin-70j \| easy-R \| 3 \| [\d,.]+ ± [\d,.]+ \|", md), md
-    expected_png = {"qos.png", "resources.png", "cost.png", "decision_time.png", "prediction_accuracy.png"}
+    expected_png = {"qos.png", "qos_ecdf.png", "resources.png", "cost.png", "decision_time.png",
+                    "prediction_accuracy.png"}
     assert {p.name for p in rep.glob("*.png")} == expected_png
+    rs = load_sweep_runs(sweep_dir)  # the wait / bsld ECDFs pool every started job of the 3 seeds
+    waits, bslds = _job_distributions(rs, rs.frame[rs.frame["status"] == "done"])
+    assert {k: len(v) for k, v in waits.items()} == {k: 210 for k in ("fifo", "fifo-R", "easy", "easy-R")}
+    assert all(np.all(v >= 1.0) for v in bslds.values()) and all(np.all(np.diff(v) >= 0) for v in waits.values())
     assert not (rep / "outcomes.csv").exists()  # no acceptance/cancel/success columns in these summaries
     images = html_images(html)
     assert sorted(images) == sorted(p.read_bytes() for p in rep.glob("*.png"))

@@ -86,8 +86,12 @@ def test_sweep_report_in_chromium(tmp_path, browser):
     assert result.state["tables"] >= 3
     _check(result, html.parent)
     _save_screenshot(result.screenshot, tmp_path / "sweep-report.png")
-    assert {"qos.png", "resources.png", "cost.png", "decision_time.png", "prediction_accuracy.png"} <= {
-        p.name for p in html.parent.glob("*.png")}
+    assert {"qos.png", "qos_ecdf.png", "resources.png", "cost.png", "decision_time.png",
+            "prediction_accuracy.png"} <= {p.name for p in html.parent.glob("*.png")}
+    for img in result.state["figure_data"]:
+        _not_blank(data_url_png(img["src"]))
+        _nothing_cut(data_url_png(img["src"]))
+    _same_colours_everywhere(result.state, ["fifo", "easy-L2"])
 
     cell = next(p for p in (out / "cells").iterdir() if not p.name.startswith("."))
     run_html = write_report(cell)

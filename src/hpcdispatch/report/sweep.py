@@ -144,6 +144,38 @@ def _distribution(rs: RunSet, done: pd.DataFrame, filename: str, column: str, sc
     return result
 
 
+def _job_distributions(rs: RunSet, done: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Wait times and bounded slowdowns of the started jobs, pooled over the cells of each run
+    label (at most MAX_CELLS_PER_RUN cells; at most MAX_VALUES_PER_RUN values, evenly spaced
+    in sorted order, which keeps an ECDF's shape)."""
+    from hpcdispatch.metrics.jobs import BSLD_TAU, bounded_slowdowns
+
+    waits: dict[str, list[np.ndarray]] = {}
+    bslds: dict[str, list[np.ndarray]] = {}
+    for i, run in zip(done.index, done["run"]):
+        if i not in rs.dirs or len(waits.get(run, [])) >= MAX_CELLS_PER_RUN:
+            continue
+        path = rs.dirs[i] / "jobs.parquet"
+        if not path.is_file():
+            continue
+        jobs = pd.read_parquet(path, columns=["submit", "start", "end"])
+        submit, start, end = (jobs[c].to_numpy(dtype=float) for c in ("submit", "start", "end"))
+        ran = ~np.isnan(start)
+        waits.setdefault(run, []).append(start[ran] - submit[ran])
+        bslds.setdefault(run, []).append(bounded_slowdowns(submit[ran], start[ran], end[ran], BSLD_TAU))
+
+    def pooled(parts: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+        out = {}
+        for run, arrays in parts.items():
+            v = np.sort(np.concatenate(arrays))
+            if len(v) > MAX_VALUES_PER_RUN:
+                v = v[np.linspace(0, len(v) - 1, MAX_VALUES_PER_RUN).astype(int)]
+            out[run] = v
+        return out
+
+    return pooled(waits), pooled(bslds)
+
+
 def _with_group(stats: pd.DataFrame) -> pd.DataFrame:
     """x-axis groups: the workload, with its system when the runs span several systems."""
     stats = stats.copy()
@@ -197,6 +229,14 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
             sec.elements.append(Figure(out / png, caption, legend=info.legend))
         if zero:  # an empty panel says nothing: left out, and said so
             sec.elements.append(Text(f"0 for every run, so not drawn: {', '.join(zero)}.", note=True))
+        if family == "qos":
+            waits, bslds = _job_distributions(rs, done)
+            if any(len(v) for v in waits.values()):
+                info = plots.plot_qos_ecdf(waits, bslds, out / "qos_ecdf.png", styles)
+                sec.elements.append(Figure(out / "qos_ecdf.png",
+                                           "Wait time and bounded slowdown of the started jobs, pooled over the cells "
+                                           f"of each dispatcher (at most {MAX_CELLS_PER_RUN} cells each; ECDF, log "
+                                           "x-axis)." + _identical_note(info), legend=info.legend))
         if family == "cost":
             dec = _distribution(rs, done, "decisions.parquet", "elapsed_s", 1000.0)
             if dec:
