@@ -4,6 +4,8 @@ empty panels left out, and ``report --window`` counted from the first submission
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 import numpy as np
 import pytest
@@ -163,3 +165,23 @@ def test_comparison_page_by_hand(tmp_path):
     assert "| `fifo` | #1f77b4 | solid |" in md and "| `none` | #2ca02c | solid |" in md
     page = html.read_text()
     assert page.count("<figure") == 5 and 'data-legend="{&quot;fifo&quot;: &quot;#1f77b4&quot;' in page
+
+
+def test_ecdf_identity_is_on_the_values_and_long_lines_are_thinned():
+    import matplotlib.pyplot as plt
+
+    from hpcdispatch.report.plots import ECDF_POINTS, PlotInfo, _draw_ecdf
+
+    styles = dispatcher_styles(["a", "b", "c"])
+    fig, ax = plt.subplots()
+    info = PlotInfo(Path("unused.png"))
+    many = np.arange(10_000, 0, -1, dtype=float)
+    # a and b look the same once raised to the 1 s floor, but their values differ: two lines
+    _draw_ecdf(ax, {"a": np.array([0.2, 5.0]), "b": np.array([0.5, 5.0]), "c": many}, styles, 1.0, None, info)
+    assert info.identical == [] and set(info.legend) == {"a", "b", "c"}
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines) == ["a (n=2)", "b (n=2)", "c (n=10,000)"]
+    x, y = lines["c (n=10,000)"].get_data()
+    assert len(x) <= ECDF_POINTS + 1 and x[0] == 1.0 and x[-1] == 10_000.0 and y[-1] == 1.0
+    assert np.allclose(y, x / 10_000)  # thinned, but every point drawn is on the ECDF
+    plt.close(fig)
