@@ -167,6 +167,13 @@ def test_comparison_page_by_hand(tmp_path):
     assert page.count("<figure") == 5 and 'data-legend="{&quot;fifo&quot;: &quot;#1f77b4&quot;' in page
 
 
+def test_log_axis_labels():
+    from hpcdispatch.report.plots import _plain_log_label
+
+    labels = [_plain_log_label(v, 0) for v in (0.001, 0.1, 1, 10, 1000, 1e4, 1e5, 1e6, 1e7, 1e9)]
+    assert labels == ["0.001", "0.1", "1", "10", "1,000", "10k", "100k", "1M", "10M", "1G"]
+
+
 def test_ecdf_identity_is_on_the_values_and_long_lines_are_thinned():
     import matplotlib.pyplot as plt
 

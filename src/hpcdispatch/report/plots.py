@@ -121,11 +121,17 @@ def _outside_legend(ax: plt.Axes, handles: list[Any] | None = None, labels: list
 
 
 def _plain_log_label(value: float, _pos: int) -> str:
-    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+    """Decades as plain numbers, short from 10,000 on: 0.01, 1, 1,000, 10k, 1M, 10G."""
+    if value < 1:
+        return f"{value:g}"
+    for suffix, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= max(size, 1e4):
+            return f"{value / size:,.0f}{suffix}"
+    return f"{value:,.0f}"
 
 
 def _log_axis(ax: plt.Axes, axis: str = "x") -> None:
-    """A log axis labelled with plain numbers (1, 10, 100, 1,000; 0.1, 0.01) at the decades and
+    """A log axis labelled with plain numbers (0.01, 1, 1,000, 10k, 1M) at the decades and
     no labels at the minor ticks: easier to read than 10^k, and mathtext tick labels cost
     most of a figure's drawing time."""
     target = ax.xaxis if axis == "x" else ax.yaxis
