@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import websocket
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -28,7 +29,15 @@ PAGE_STATE = """JSON.stringify({
   tables: document.querySelectorAll('table').length,
   scripts: document.scripts.length,
   external: Array.from(document.querySelectorAll('[src],[href]')).map(e => e.getAttribute('src') || e.getAttribute('href'))
-                 .filter(u => !u.startsWith('data:'))
+                 .filter(u => !u.startsWith('data:')),
+  colours: Object.fromEntries(Array.from(document.querySelectorAll('table.colours tr[data-dispatcher]'))
+                 .map(r => [r.dataset.dispatcher, r.dataset.colour])),
+  swatches: Object.fromEntries(Array.from(document.querySelectorAll('table.colours tr[data-dispatcher]'))
+                 .map(r => [r.dataset.dispatcher, getComputedStyle(r.querySelector('span.swatch')).backgroundColor])),
+  figure_data: Array.from(document.querySelectorAll('figure')).map(f => ({
+                 legend: f.dataset.legend ? JSON.parse(f.dataset.legend) : null,
+                 caption: f.querySelector('figcaption') ? f.querySelector('figcaption').textContent : '',
+                 src: f.querySelector('img') ? f.querySelector('img').src : ''}))
 })"""
 
 
@@ -144,6 +153,28 @@ class Browser:
                 self.proc.wait()
             self.proc.stderr.close()
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def decode_png(data: bytes) -> np.ndarray:
+    """RGB pixels (floats in 0..1, alpha dropped) of a PNG (matplotlib's reader: no Pillow needed)."""
+    import io
+
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(io.BytesIO(data), format="png")
+    return pixels[..., :3] if pixels.ndim == 3 else pixels
+
+
+def data_url_png(src: str) -> bytes:
+    prefix = "data:image/png;base64,"
+    assert src.startswith(prefix), src[:40]
+    return base64.b64decode(src[len(prefix):])
+
+
+def pixels_near(pixels: np.ndarray, colour: str, tolerance: float = 10 / 255) -> int:
+    """How many pixels are within ``tolerance`` (per channel) of ``colour`` (``#rrggbb``)."""
+    rgb = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    return int((np.abs(pixels - rgb) <= tolerance).all(axis=-1).sum())
 
 
 def png_size(data: bytes) -> tuple[int, int]:

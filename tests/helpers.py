@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,11 @@ def placement(result: SimulationResult) -> dict[int, list[tuple[int, int]]]:
         if segs:
             out[int(j.id)] = segs[0][1].pairs()
     return out
+
+
+def pythonpath() -> dict[str, str]:
+    """``{"PYTHONPATH": ...}`` when one is set, for the command lines tests start with a bare
+    environment: run from a git worktree (``PYTHONPATH=src``), they then run the worktree's
+    code, not the copy installed in editable mode from another checkout."""
+    value = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": value} if value else {}

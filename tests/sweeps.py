@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from helpers import pythonpath
 
 SMALL = """
 name = "small"
@@ -30,7 +31,7 @@ def write_spec(directory: Path, text: str, name: str = "sweep.toml") -> Path:
 
 def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, timeout=timeout)
+                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **pythonpath()}, timeout=timeout)
 
 
 def records(out: Path) -> dict[str, dict]:

@@ -8,12 +8,12 @@ import sys
 
 import pandas as pd
 import pytest
-from helpers import trace
+from helpers import pythonpath, trace
 
 
 def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True, cwd=cwd,
-                          env={"COLUMNS": "120", "PATH": "/usr/bin:/bin"}, timeout=600)
+                          env={"COLUMNS": "120", "PATH": "/usr/bin:/bin", **pythonpath()}, timeout=600)
 
 
 def test_compare_writes_table_report_and_valid_runs(tmp_path):
@@ -25,7 +25,9 @@ def test_compare_writes_table_report_and_valid_runs(tmp_path):
     frame = pd.read_csv(out / "comparison.csv")
     assert frame["label"].tolist() == ["fifo", "easy", "conservative-allocator_best-fit"]
     assert frame["valid"].all()
-    for name in ("report.md", "comparison.png", "wait_cdf.png", "fifo/jobs.parquet", "easy/summary.json"):
+    assert f"report: {out / 'report.html'}" in p.stdout.replace("\n", "")
+    for name in ("report.html", "report.md", "qos_ecdf.png", "slowdown_by_class.png", "usage_time.png", "cost.png",
+                 "prediction_accuracy.png", "by_class.csv", "fifo/jobs.parquet", "easy/summary.json"):
         assert (out / name).is_file(), name
 
 

@@ -18,7 +18,7 @@ from sweeps import cli, summary, write_spec
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.report import report_kind, write_report
 from hpcdispatch.report.run import gantt_data, parse_range, usage_over_time
-from hpcdispatch.report.sweep import RunSet, write_runset_report
+from hpcdispatch.report.sweep import RunSet, _job_distributions, load_sweep_runs, write_runset_report
 from hpcdispatch.results.store import read_run
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.sweep import LocalExecutor, load_sweep, run_sweep
@@ -84,8 +84,13 @@ def test_sweep_tables_are_mean_and_std_over_seeds(sweep_dir, tmp_path):
     assert cost.loc["easy-R", "prediction_mae_s_mean"] == 0 and cost.loc["easy", "prediction_mae_s_mean"] > 0
     md = (rep / "qos.md").read_text()
     assert re.search(r"\| machine-s \| lublin-70j \| easy-R \| 3 \| [\d,.]+ ± [\d,.]+ \|", md), md
-    expected_png = {"qos.png", "resources.png", "cost.png", "decision_time.png", "prediction_accuracy.png"}
+    expected_png = {"qos.png", "qos_ecdf.png", "resources.png", "cost.png", "decision_time.png",
+                    "prediction_accuracy.png"}
     assert {p.name for p in rep.glob("*.png")} == expected_png
+    rs = load_sweep_runs(sweep_dir)  # the wait / bsld ECDFs pool every started job of the 3 seeds
+    waits, bslds = _job_distributions(rs, rs.frame[rs.frame["status"] == "done"])
+    assert {k: len(v) for k, v in waits.items()} == {k: 210 for k in ("fifo", "fifo-R", "easy", "easy-R")}
+    assert all(np.all(v >= 1.0) for v in bslds.values()) and all(np.all(np.diff(v) >= 0) for v in waits.values())
     assert not (rep / "outcomes.csv").exists()  # no acceptance/cancel/success columns in these summaries
     images = html_images(html)
     assert sorted(images) == sorted(p.read_bytes() for p in rep.glob("*.png"))
@@ -101,7 +106,8 @@ def _synthetic(with_optional: bool) -> RunSet:
         for seed in (1, 2, 3):
             r = {"status": "done", "label": f"{run}/{seed}", "system": "eurora", "workload": "w", "run": run,
                  "error": None, "wait_mean": 100.0 * base + seed, "slowdown_mean": base + seed,
-                 "bounded_slowdown_mean": base, "utilization_core": 0.5 + 0.1 * seed, "decision_time_mean_s": 0.001}
+                 "bounded_slowdown_mean": base, "utilization_core": 0.5 + 0.1 * seed, "decision_time_mean_s": 0.001,
+                 "utilization_gpu": 0.0, "prediction_under_rate": 0.0}
             if with_optional:
                 r.update(fragmentation_mean=0.1 * seed * base, spread_mean=1.0 + seed, acceptance_rate=0.9 - 0.1 * seed,
                          cancel_rate=0.01 * seed, success_rate=0.5 * base / seed)
@@ -133,8 +139,14 @@ def test_optional_metric_families_are_reported_when_present(tmp_path):
     rep = html.parent
     assert not (rep / "outcomes.csv").exists() and not (rep / "outcomes.png").exists()
     assert list(pd.read_csv(rep / "resources.csv").columns) == [
-        "system", "workload", "run", "n", "utilization_core_mean", "utilization_core_std"]
+        "system", "workload", "run", "n", "utilization_core_mean", "utilization_core_std", "utilization_gpu_mean",
+        "utilization_gpu_std"]
     assert "Job outcomes" not in html.read_text()
+    # all-zero metrics stay in the tables but get no empty panel: a line says so
+    md = (rep / "report.md").read_text()
+    assert "0 for every run, so not drawn: gpu utilisation." in md
+    assert "0 for every run, so not drawn: under-estimated." in md
+    assert "utilization_gpu_mean" in pd.read_csv(rep / "resources.csv").columns
 
 
 def test_usage_over_time_by_hand():
@@ -205,7 +217,12 @@ def test_report_of_a_compare_folder(tmp_path):
     assert report_kind(out) == "runs"
     html = write_report(out)
     qos = pd.read_csv(html.parent / "qos.csv")
-    assert qos["run"].tolist() == ["easy", "fifo"] and (qos["n"] == 1).all()
+    assert qos["run"].tolist() == ["fifo", "easy"] and (qos["n"] == 1).all()  # compare's order, not the names'
+    key = re.compile(r'data-dispatcher="([^"]+)" data-colour="(#[0-9a-f]{6})"')
+    assert key.findall(html.read_text()) == key.findall((out / "report.html").read_text()) == [
+        ("fifo", "#1f77b4"), ("easy", "#ff7f0e")]  # each dispatcher has one colour on both pages
+    run_page = write_report(out / "easy").read_text()  # a run of the folder: its colour on the compare page
+    assert run_page.count('data-legend="{&quot;easy&quot;: &quot;#ff7f0e&quot;}"') == 3  # wait, decision, accuracy
     cmp = pd.read_csv(out / "comparison.csv").set_index("label")
     assert qos.set_index("run").loc["fifo", "wait_mean_mean"] == pytest.approx(cmp.loc["fifo", "wait_mean"])
     with pytest.raises(ConfigError, match="single run directory"):

@@ -1,5 +1,7 @@
 """report.html in a real headless browser (Debian's chromium): it loads offline with no console
-error, every figure decodes, and a screenshot is saved. Skipped, with the reason, only where
+error, every figure decodes and is not blank, every dispatcher has the page's colour in every
+figure (from the figures' legends and from their pixels), and a screenshot is saved (keep
+them with HPCDISPATCH_SCREENSHOTS=DIR and look at them). Skipped, with the reason, only where
 chromium is not installed (.ci/run installs it with apt-get when it can)."""
 
 from __future__ import annotations
@@ -8,11 +10,13 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
-from browser import Browser, find_chromium, png_size
-from sweeps import write_spec
+from browser import Browser, data_url_png, decode_png, find_chromium, pixels_near, png_size
+from sweeps import cli, write_spec
 
 from hpcdispatch.report import write_report
+from hpcdispatch.report.style import dispatcher_styles
 from hpcdispatch.sweep import LocalExecutor, load_sweep, run_sweep
 
 CHROMIUM = find_chromium()
@@ -82,8 +86,12 @@ def test_sweep_report_in_chromium(tmp_path, browser):
     assert result.state["tables"] >= 3
     _check(result, html.parent)
     _save_screenshot(result.screenshot, tmp_path / "sweep-report.png")
-    assert {"qos.png", "resources.png", "cost.png", "decision_time.png", "prediction_accuracy.png"} <= {
-        p.name for p in html.parent.glob("*.png")}
+    assert {"qos.png", "qos_ecdf.png", "resources.png", "cost.png", "decision_time.png",
+            "prediction_accuracy.png"} <= {p.name for p in html.parent.glob("*.png")}
+    for img in result.state["figure_data"]:
+        _not_blank(data_url_png(img["src"]))
+        _nothing_cut(data_url_png(img["src"]))
+    _same_colours_everywhere(result.state, ["fifo", "easy-L2"])
 
     cell = next(p for p in (out / "cells").iterdir() if not p.name.startswith("."))
     run_html = write_report(cell)
@@ -91,3 +99,65 @@ def test_sweep_report_in_chromium(tmp_path, browser):
     _check(result, run_html.parent)
     assert {"gantt.png", "utilization_time.png"} <= {p.name for p in run_html.parent.glob("*.png")}
     _save_screenshot(result.screenshot, tmp_path / "run-report.png")
+
+
+def _not_blank(png: bytes) -> None:
+    pixels = decode_png(png)
+    ink = (pixels < 0.9).any(axis=-1).mean()  # share of pixels that are not white or near it
+    assert pixels.std() > 0.05 and ink > 0.02, (pixels.std(), ink)
+
+
+def _nothing_cut(png: bytes) -> None:
+    """Figures are saved with a tight bounding box and a margin: a legend or label that ran
+    off the figure would touch its edge, so the outermost pixels must all be white."""
+    pixels = decode_png(png)
+    edge = np.concatenate([pixels[:3].reshape(-1, 3), pixels[-3:].reshape(-1, 3),
+                           pixels[:, :3].reshape(-1, 3), pixels[:, -3:].reshape(-1, 3)])
+    assert (edge > 0.97).all(), "something is drawn up to the figure's edge (clipped?)"
+
+
+def _same_colours_everywhere(state: dict, labels: list[str]) -> None:
+    """The page's colour key is dispatcher_styles' (tab10 in the order of --dispatchers); every
+    figure's legend gives each dispatcher that colour, and the figure's pixels hold it."""
+    expected = {x: s.color for x, s in dispatcher_styles(labels).items()}
+    assert state["colours"] == expected
+    for label, css in state["swatches"].items():  # the swatch the reader sees
+        r, g, b = (int(expected[label][i:i + 2], 16) for i in (1, 3, 5))
+        assert css == f"rgb({r}, {g}, {b})", (label, css)
+    seen = set()
+    for fig in state["figure_data"]:
+        assert fig["legend"], fig["caption"]  # every figure of the page is about the dispatchers
+        pixels = decode_png(data_url_png(fig["src"]))
+        for label, colour in fig["legend"].items():
+            assert colour == expected[label], (fig["caption"], label, colour)
+            assert pixels_near(pixels, colour) >= 20, (fig["caption"], label, colour)
+            seen.add(label)
+    assert seen == set(labels)
+
+
+def test_compare_report_in_chromium(tmp_path, browser):
+    out = tmp_path / "cmp"
+    dispatchers = ["fifo", "sjf", "easy", "easy-L2:allocator=best-fit"]
+    p = cli("compare", "-w", "synthetic:lublin,jobs=300,seed=2,load=0.9", "-d", ",".join(dispatchers),
+            "-o", str(out), "-q")
+    assert p.returncode == 0, p.stderr
+    html = out / "report.html"
+    assert str(html) in p.stdout.replace("\n", "")  # the main job prints the page's path
+    result = browser.open(html.as_uri())
+    _save_screenshot(result.screenshot, tmp_path / "compare-report.png")
+    assert result.state["title"] == "hpcdispatch comparison"
+    _check(result, out)
+    labels = ["fifo", "sjf", "easy", "easy-L2-allocator_best-fit"]
+    for img in result.state["figure_data"]:
+        _not_blank(data_url_png(img["src"]))
+        _nothing_cut(data_url_png(img["src"]))
+    _not_blank(result.screenshot)
+    _same_colours_everywhere(result.state, labels)
+    captions = {f["caption"].split(" ")[0]: f["caption"] for f in result.state["figure_data"]}
+    assert {"Distribution", "Mean", "Utilisation", "Wall-clock", "Accuracy"} <= set(captions)
+    # three dispatchers with wall-time predictions: one accuracy curve, named for all three
+    assert "Identical for fifo, sjf, easy: drawn once." in captions["Accuracy"]
+    md = (out / "report.md").read_text()
+    assert "gpu: no job used any" in md  # machine-s has GPUs, Lublin jobs use none: no empty panel
+    assert "| dispatcher | mean wait [s] |" not in md  # the table's first columns are dispatcher, predictor
+    assert "mean wait [s]" in md and "p95 decision [ms]" in md  # units in the headers

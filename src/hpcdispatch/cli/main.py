@@ -347,7 +347,8 @@ def simulate(**kw: Any) -> None:
                                       "when every run has ended)")
 @click.option("--force", is_flag=True, help="replace the output directory if it already holds files")
 def compare(**kw: Any) -> None:
-    """Compare several dispatchers on one workload: table, plots and report."""
+    """Compare several dispatchers on one workload: a table, and OUT/report.html (figures of wait,
+    slowdown by job class, utilisation and queue over time, decision time; report.md beside it)."""
     from hpcdispatch.dispatchers import parse_dispatcher_list
     from hpcdispatch.results.outdir import atomic_dir, check_output_dir, remove_stale_writing_dirs
 
@@ -369,20 +370,20 @@ def compare(**kw: Any) -> None:
         check_run(system, spec, kw["predictor"], kw["allocator"], cp_overrides(kw, spec.run_label))
     with atomic_dir(out, kw["force"]) as tmp:
         invalid = _compare_into(tmp, specs, system, workload, kw)
-    console.print(f"report: [bold]{out / 'report.md'}[/]  (per-dispatcher outputs under {out}/)")
+    console.print(f"report: [bold]{out / 'report.html'}[/]  (report.md, tables and figures beside it; "
+                  f"per-dispatcher outputs under {out}/)", soft_wrap=True)
     if invalid:
         raise click.exceptions.Exit(1)
 
 
 def _compare_into(out: Path, specs: list[Any], system: Any, workload: Any, kw: dict[str, Any]) -> bool:
-    """Run every spec into ``out/<label>``, write the comparison report into ``out`` and print
-    the table; returns whether some schedule was invalid."""
-    import numpy as np
-
-    from hpcdispatch.report.compare import comparison_frame, display_rows, write_comparison_report
+    """Run every spec into ``out/<label>``, write the comparison report (report.html,
+    report.md, tables, figures) into ``out`` and print the table; returns whether some
+    schedule was invalid."""
+    from hpcdispatch.report.compare import ComparedRun, comparison_frame, display_rows, write_comparison_report
     from hpcdispatch.runner import run_simulation
 
-    summaries, waits, notes, accuracies = [], {}, [], {}
+    summaries, runs, notes = [], [], []
     invalid = False
     for spec in specs:
         label = spec.run_label
@@ -392,17 +393,14 @@ def _compare_into(out: Path, specs: list[Any], system: Any, workload: Any, kw: d
                                      overrides=cp_overrides(kw, label))
         summaries.append(outcome.summary)
         note_repeatability(label, outcome.result)
-        started = ~np.isnan(outcome.result.start)
-        waits[label] = outcome.result.start[started] - workload.submit[started]
-        real = outcome.result.end[started] - outcome.result.start[started]
-        accuracies[label] = real / np.maximum(outcome.result.planned[started], 1e-9)
+        runs.append(ComparedRun.from_result(label, outcome.result))
         if not outcome.validation.ok:
             invalid = True
             notes.append(f"{label}: {outcome.validation.describe()}")
         if not kw["quiet"]:
             console.print(f"  {label}: done in {outcome.wall_seconds:.1f} s")
     frame = comparison_frame(summaries)
-    write_comparison_report(out, frame, waits, notes, accuracies)
+    write_comparison_report(out, frame, runs, notes)
     header, rows = display_rows(frame, compact=True)
     console.print(plain_table(f"{len(workload)} jobs of {workload.source.spec} on {system.name}", header, rows))
     return invalid

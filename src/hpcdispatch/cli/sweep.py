@@ -160,8 +160,10 @@ def plan_cmd(spec: Path) -> None:
 @click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="report directory (default: PATH/report)")
 @click.option("--window", default=None, metavar="START:END",
-              help="single run: the Gantt chart's time window in simulated seconds (default: a tenth of the "
-                   "makespan around its middle)")
+              help="single run: the Gantt chart's time window in seconds after the first submission (a "
+                   "trace's clock may start anywhere), e.g. 86400:172800 = the second day; a window that holds no "
+                   "job on the chosen nodes is an error (exit code 2) that says when the jobs run (default: a "
+                   "tenth of the run around its middle)")
 @click.option("--nodes", default=None, metavar="FIRST:LAST",
               help="single run: the Gantt chart's nodes (default: all, or the first 64 of a larger system)")
 def report(path: Path, out: Path | None, window: str | None, nodes: str | None) -> None:

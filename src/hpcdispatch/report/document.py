@@ -40,9 +40,17 @@ class Table:
 class Figure:
     path: Path
     caption: str
+    legend: dict[str, str] | None = None  # dispatcher -> colour drawn (PlotInfo.legend), put on the page
 
 
-Element = Text | Items | Bullets | Table | Figure
+@dataclass
+class ColourKey:
+    """The colour and line style of every dispatcher, the same in every figure of the page."""
+
+    entries: list[tuple[str, str, str]]  # (dispatcher, colour "#rrggbb", line style name)
+
+
+Element = Text | Items | Bullets | Table | Figure | ColourKey
 
 
 @dataclass
@@ -84,6 +92,8 @@ def _md(e: Element, base: Path) -> list[str]:
         return [f"- {k}: {v}" for k, v in e.pairs] + [""]
     if isinstance(e, Bullets):
         return [f"- {x}" for x in e.lines] + [""]
+    if isinstance(e, ColourKey):
+        return [markdown_rows(["dispatcher", "colour", "line"], [[f"`{a}`", b, c] for a, b, c in e.entries]), ""]
     if isinstance(e, Table):
         out = [markdown_rows(e.header, e.rows), ""]
         if e.csv:

@@ -6,24 +6,29 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 from pathlib import Path
 
-from hpcdispatch.report.document import Bullets, Document, Element, Figure, Items, Table, Text
+from hpcdispatch.report.document import Bullets, ColourKey, Document, Element, Figure, Items, Table, Text
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
        max-width: 1200px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; border-bottom: 1px solid #ddd; margin-top: 1.8em; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.85em; }
+div.wide { overflow-x: auto; } div.wide table { font-size: 0.78em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+div.wide th, div.wide td { padding: 0.2em 0.4em; } div.wide td.text { white-space: nowrap; }
 th { background: #f3f3f3; } td.text, th.text { text-align: left; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.85em; color: #555; }
 ul.meta { list-style: none; padding: 0; } ul.meta li { margin: 0.15em 0; }
 .note { color: #8a4b00; } .csv { font-size: 0.8em; color: #555; }
+span.swatch { display: inline-block; width: 2.2em; height: 0.8em; vertical-align: middle; margin-right: 0.4em; }
 """
 
 e = html.escape
+WIDE_TABLE_COLUMNS = 10
 
 
 def _element(el: Element) -> str:
@@ -41,10 +46,22 @@ def _element(el: Element) -> str:
         head = "<tr>" + "".join(cell("th", h, i) for i, h in enumerate(el.header)) + "</tr>"
         body = "".join("<tr>" + "".join(cell("td", v, i) for i, v in enumerate(r)) + "</tr>" for r in el.rows)
         csv = f'<p class="csv">CSV: {e(el.csv)}</p>' if el.csv else ""
-        return f"<table><thead>{head}</thead><tbody>{body}</tbody></table>{csv}"
+        table = f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
+        if len(el.header) > WIDE_TABLE_COLUMNS:  # smaller type, and a scroll bar rather than past the page
+            table = f'<div class="wide">{table}</div>'
+        return table + csv
+    if isinstance(el, ColourKey):
+        rows = "".join(
+            f'<tr data-dispatcher="{e(label)}" data-colour="{e(colour)}"><td class="text">{e(label)}</td>'
+            f'<td class="text"><span class="swatch" style="background:{e(colour)}"></span>{e(colour)}</td>'
+            f'<td class="text">{e(line)}</td></tr>'
+            for label, colour, line in el.entries)
+        return ('<table class="colours"><thead><tr><th class="text">dispatcher</th><th class="text">colour</th>'
+                f'<th class="text">line</th></tr></thead><tbody>{rows}</tbody></table>')
     assert isinstance(el, Figure)
     data = base64.b64encode(Path(el.path).read_bytes()).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{e(el.caption)}">'
+    legend = f' data-legend="{e(json.dumps(el.legend))}"' if el.legend else ""
+    return (f'<figure{legend}><img src="data:image/png;base64,{data}" alt="{e(el.caption)}">'
             f"<figcaption>{e(el.caption)}</figcaption></figure>")
 
 

@@ -1,16 +1,30 @@
-"""Every figure of the reports (matplotlib, PNG). Each function draws one figure into ``path``.
+"""Every figure of the reports (matplotlib, PNG). Each function draws one figure into ``path``
+and returns a :class:`PlotInfo`: the colour each dispatcher was drawn with, read back from
+the drawn artists (the browser test compares them with the page's colour key), and the
+groups of dispatchers whose series were identical and drawn once.
 
-- :func:`plot_comparison`: one bar per run (``hpcdispatch compare``);
+Colours and line styles come from :func:`hpcdispatch.report.style.dispatcher_styles` (one per
+dispatcher, the same in every figure); figures are saved with ``bbox_inches="tight"`` so that
+legends placed outside the axes are never clipped.
+
+- :func:`plot_ecdf`, :func:`plot_qos_ecdf`: distributions, one step line per dispatcher
+  (wait time, bounded slowdown, decision time, prediction accuracy); identical series are
+  drawn once, "identical for A, B, C";
+- :func:`plot_class_bars`: a mean per job class and dispatcher (CP'19 Fig. 4);
+- :func:`plot_time_series`: panels over one shared time axis, one line per dispatcher;
+- :func:`plot_cost`: decision time (mean, p95) and simulation time per dispatcher;
 - :func:`plot_grouped_bars`: mean per dispatcher and workload with standard-deviation error
   bars (PCP'20 Figs 4-5, CP'19 Figs 2-4; AUCSCHED utilisation; deadline paper Figs 14-18);
-- :func:`plot_ecdf`: distributions (wait time, decision time, prediction accuracy);
 - :func:`plot_gantt`: node occupancy over a time window, one lane per core;
 - :func:`plot_usage_over_time`: utilisation per resource and queue length over time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -19,87 +33,328 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
+from hpcdispatch.report.style import SeriesStyle, dispatcher_styles  # noqa: E402
 from hpcdispatch.report.tables import Metric  # noqa: E402
 
 DPI = 110
+LINE_WIDTH = 1.5
+ECDF_POINTS = 4000  # an ECDF line is drawn through at most this many of its points
+
+
+@dataclass
+class PlotInfo:
+    """What a figure shows: ``legend`` maps each dispatcher drawn to its colour (``#rrggbb``,
+    read from the artist); ``identical`` lists the groups drawn as one series (the colour
+    is the first label's)."""
+
+    path: Path
+    legend: dict[str, str] = field(default_factory=dict)
+    identical: list[tuple[str, ...]] = field(default_factory=list)
+
+    def merge(self, other: PlotInfo) -> None:
+        for k, v in other.legend.items():
+            self.legend.setdefault(k, v)
+        self.identical += [g for g in other.identical if g not in self.identical]
 
 
 def _save(fig: plt.Figure, path: Path, layout: bool = True) -> Path:
-    """Write the figure as PNG atomically (temporary file + rename) and close it."""
+    """Write the figure as PNG atomically (temporary file + rename) and close it; the
+    bounding box is tight around everything drawn, legends outside the axes included.
+    ``layout``: matplotlib's ``tight_layout`` first (figures that set their spacing with
+    ``subplots_adjust`` skip it: it costs a third of the time of a figure)."""
     from hpcdispatch.results.store import write_atomic
 
     if layout:
         fig.tight_layout()
     try:
-        write_atomic(Path(path), lambda p: fig.savefig(p, dpi=DPI, format="png"))
+        write_atomic(Path(path), lambda p: fig.savefig(p, dpi=DPI, format="png", bbox_inches="tight"))
     finally:
         plt.close(fig)
     return path
 
 
-def plot_comparison(frame: pd.DataFrame, path: Path) -> None:
-    labels = frame["label"].tolist()
-    metrics = [
-        ("wait_mean", "mean wait [s]"),
-        ("bounded_slowdown_mean", "mean bounded slowdown"),
-        ("utilization_core", "core utilisation"),
-    ]
-    metrics = [(k, t) for k, t in metrics if k in frame.columns]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6))
-    axes = np.atleast_1d(axes)
-    colors = plt.cm.tab10(np.arange(len(labels)) % 10)
-    for ax, (key, title) in zip(axes, metrics):
-        ax.bar(range(len(labels)), frame[key].to_numpy(), color=colors)
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-        ax.set_title(title, fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"{frame['workload'].iloc[0]} on {frame['system'].iloc[0]}", fontsize=10)
-    _save(fig, path)
+def _styles(labels: Sequence[str], styles: dict[str, SeriesStyle] | None) -> dict[str, SeriesStyle]:
+    """``styles`` for the labels it names; labels it does not name get their own, after them."""
+    styles = dict(styles or {})
+    missing = [x for x in labels if x not in styles]
+    if missing:
+        extra = dispatcher_styles([*styles, *missing])
+        styles.update({x: extra[x] for x in missing})
+    return styles
+
+
+def identical_groups(series: dict[str, Any]) -> list[list[str]]:
+    """Labels whose values are equal (``np.array_equal``; tuples compared element by element),
+    in first-appearance order; each group's first label stands for it."""
+    groups: list[list[str]] = []
+    reps: list[Any] = []
+    for label, value in series.items():
+        for g, rep in zip(groups, reps):
+            if _equal(rep, value):
+                g.append(label)
+                break
+        else:
+            groups.append([label])
+            reps.append(value)
+    return groups
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+def _group_label(group: list[str]) -> str:
+    return group[0] if len(group) == 1 else "identical for " + ", ".join(group)
+
+
+def _outside_legend(ax: plt.Axes, handles: list[Any] | None = None, labels: list[str] | None = None) -> None:
+    """A legend to the right of the axes (never over the data; saved whole by ``_save``)."""
+    if handles is None or labels is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+
+def _plain_log_label(value: float, _pos: int) -> str:
+    """Decades as plain numbers, short from 10,000 on: 0.01, 1, 1,000, 10k, 1M, 10G."""
+    if value < 1:
+        return f"{value:g}"
+    for suffix, size in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= max(size, 1e4):
+            return f"{value / size:,.0f}{suffix}"
+    return f"{value:,.0f}"
+
+
+def _log_axis(ax: plt.Axes, axis: str = "x") -> None:
+    """A log axis labelled with plain numbers (0.01, 1, 1,000, 10k, 1M) at the decades and
+    no labels at the minor ticks: easier to read than 10^k, and mathtext tick labels cost
+    most of a figure's drawing time."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    target.set_major_formatter(FuncFormatter(_plain_log_label))
+    target.set_minor_formatter(NullFormatter())
+
+
+def _ecdf_values(values: np.ndarray, floor: float | None, clip: tuple[float, float] | None) -> np.ndarray:
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if floor is not None:
+        x = np.maximum(x, floor)
+    if clip is not None:
+        x = np.clip(x, *clip)
+    return np.sort(x)
+
+
+def _draw_ecdf(ax: plt.Axes, samples: dict[str, np.ndarray], styles: dict[str, SeriesStyle],
+               floor: float | None, clip: tuple[float, float] | None, info: PlotInfo) -> None:
+    """Series with the same values (compared before ``floor`` / ``clip``, all of them) are one
+    line; a line of more than ECDF_POINTS values is drawn through ECDF_POINTS evenly spaced
+    order statistics (the same curve at the figure's resolution, drawn in a fraction of the time)."""
+    raw = {label: np.sort(np.asarray(v, dtype=float)[~np.isnan(np.asarray(v, dtype=float))])
+           for label, v in samples.items()}
+    raw = {k: v for k, v in raw.items() if len(v)}
+    for group in identical_groups(raw):
+        n = len(raw[group[0]])
+        x = _ecdf_values(raw[group[0]], floor, clip)
+        y = np.arange(1, n + 1) / n
+        if n > ECDF_POINTS:
+            keep = np.unique(np.r_[np.linspace(0, n - 1, ECDF_POINTS).astype(np.int64), n - 1])
+            x, y = x[keep], y[keep]
+        st = styles[group[0]]
+        (line,) = ax.step(x, y, where="post", color=st.color, ls=st.linestyle if len(group) == 1 else "-",
+                          lw=LINE_WIDTH, label=f"{_group_label(group)} (n={n:,})")
+        info.legend.setdefault(group[0], to_hex(line.get_color()))
+        if len(group) > 1 and tuple(group) not in info.identical:
+            info.identical.append(tuple(group))
 
 
 def plot_ecdf(samples: dict[str, np.ndarray], path: Path, xlabel: str, title: str, log: bool = True,
               floor: float | None = None, clip: tuple[float, float] | None = None,
-              vline: float | None = None) -> Path:
+              vline: float | None = None, styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
     """One ECDF step line per label; ``floor`` raises smaller values to it (for log axes)."""
+    styles = _styles(list(samples), styles)
+    info = PlotInfo(Path(path))
     fig, ax = plt.subplots(figsize=(6.4, 3.9))
-    for label, values in samples.items():
-        x = np.asarray(values, dtype=float)
-        x = x[~np.isnan(x)]
-        if len(x) == 0:
-            continue
-        if floor is not None:
-            x = np.maximum(x, floor)
-        if clip is not None:
-            x = np.clip(x, *clip)
-        x = np.sort(x)
-        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=f"{label} (n={len(x):,})")
+    _draw_ecdf(ax, samples, styles, floor, clip, info)
     if vline is not None:
         ax.axvline(vline, color="grey", lw=0.8, ls="--")
     if log:
-        ax.set_xscale("log")
+        _log_axis(ax, "x")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("fraction")
+    ax.set_ylabel("fraction of jobs")
     ax.set_ylim(0, 1.02)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    return _save(fig, path)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
+    _save(fig, path, layout=False)
+    return info
 
 
-def plot_wait_cdf(waits: dict[str, np.ndarray], path: Path) -> None:
-    plot_ecdf(waits, path, "wait time [s] (values below 1 s shown at 1 s)", "Wait-time distribution", floor=1.0)
+def plot_qos_ecdf(waits: dict[str, np.ndarray], bslds: dict[str, np.ndarray], path: Path,
+                  styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+    """Two ECDF panels, log x-axes: wait time (values below 1 s drawn at 1 s) and bounded slowdown."""
+    styles = _styles(list(dict.fromkeys([*waits, *bslds])), styles)
+    info = PlotInfo(Path(path))
+    fig, (ax_w, ax_b) = plt.subplots(1, 2, figsize=(11.0, 3.9))
+    _draw_ecdf(ax_w, waits, styles, 1.0, None, info)
+    _draw_ecdf(ax_b, bslds, styles, 1.0, None, info)
+    for ax, xlabel, title in ((ax_w, "wait time [s] (below 1 s drawn at 1 s)", "Wait time"),
+                              (ax_b, "bounded slowdown (tau = 10 s)", "Bounded slowdown")):
+        _log_axis(ax, "x")
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(0, 1.02)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
+    ax_w.set_ylabel("fraction of started jobs")
+    fig.subplots_adjust(wspace=0.18)
+    _save(fig, path, layout=False)
+    return info
 
 
-def plot_accuracy_ecdf(accuracies: dict[str, np.ndarray], path: Path) -> None:
+def plot_wait_cdf(waits: dict[str, np.ndarray], path: Path, styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+    return plot_ecdf(waits, path, "wait time [s] (values below 1 s shown at 1 s)", "Wait-time distribution",
+                     floor=1.0, styles=styles)
+
+
+def plot_accuracy_ecdf(accuracies: dict[str, np.ndarray], path: Path,
+                       styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
     """ECDF of the prediction accuracy A = real / predicted (CP'19 Fig. 1), one line per run."""
-    plot_ecdf(accuracies, path, "accuracy A = real / predicted duration (A > 1: under-estimated)",
-              "Prediction accuracy", clip=(1e-3, 1e3), vline=1.0)
+    return plot_ecdf(accuracies, path, "accuracy A = real / predicted duration (A > 1: under-estimated)",
+                     "Prediction accuracy", clip=(1e-3, 1e3), vline=1.0, styles=styles)
+
+
+@dataclass
+class ClassPanel:
+    """One panel of :func:`plot_class_bars`: ``means[label][k]`` for class ``names[k]``
+    (``counts[k]`` jobs); classes without jobs are left out."""
+
+    title: str
+    names: tuple[str, ...]
+    counts: np.ndarray
+    means: dict[str, np.ndarray]
+
+
+def plot_class_bars(panels: list[ClassPanel], path: Path, ylabel: str,
+                    styles: dict[str, SeriesStyle] | None = None, log: bool = True,
+                    ymin: float | None = 1.0) -> PlotInfo:
+    """Grouped bars: x = job class (with its job count), one bar per dispatcher. ``ymin``: the
+    least possible value (1 for a slowdown), drawn as a line; on a log axis the bars start a
+    little below it, so a bar at exactly ``ymin`` is seen, not mistaken for a missing one."""
+    labels = list(dict.fromkeys(x for p in panels for x in p.means))
+    styles = _styles(labels, styles)
+    info = PlotInfo(Path(path))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 3.8), squeeze=False)
+    width = 0.8 / max(len(labels), 1)
+    for ax, panel in zip(axes.flat, panels):
+        keep = np.flatnonzero(panel.counts > 0)
+        for k, label in enumerate(labels):
+            if label not in panel.means:
+                continue
+            x = np.arange(len(keep)) - 0.4 + width * (k + 0.5)
+            bars = ax.bar(x, np.asarray(panel.means[label], dtype=float)[keep], width * 0.92,
+                          color=styles[label].color, label=label)
+            info.legend.setdefault(label, to_hex(bars.patches[0].get_facecolor()) if bars.patches else "")
+        ax.set_xticks(np.arange(len(keep)))
+        ax.set_xticklabels([f"{panel.names[i]}\n{int(panel.counts[i]):,} jobs" for i in keep], fontsize=8)
+        if log:
+            _log_axis(ax, "y")
+        if ymin is not None:  # a bar at the least value (a slowdown of 1) still shows, above the line
+            ax.axhline(ymin, color="black", lw=0.8)
+            ax.set_ylim(bottom=ymin * (0.7 if log else 1.0))
+        ax.set_ylabel(ylabel)
+        ax.set_title(panel.title, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    _outside_legend(axes.flat[-1])
+    fig.subplots_adjust(wspace=0.28)
+    _save(fig, path, layout=False)
+    return info
+
+
+@dataclass
+class TimePanel:
+    """One panel of :func:`plot_time_series`: ``series[label] = (x, y)``."""
+
+    ylabel: str
+    series: dict[str, tuple[np.ndarray, np.ndarray]]
+    ylim: tuple[float, float] | None = None
+
+
+def plot_time_series(panels: list[TimePanel], path: Path, xlabel: str, title: str,
+                     styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+    """Panels stacked over one shared time axis, one line per dispatcher (identical series once)."""
+    labels = list(dict.fromkeys(x for p in panels for x in p.series))
+    styles = _styles(labels, styles)
+    info = PlotInfo(Path(path))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, 1.2 + 2.2 * len(panels)), sharex=True, squeeze=False)
+    for ax, panel in zip(axes.flat, panels):
+        for group in identical_groups(panel.series):
+            x, y = panel.series[group[0]]
+            st = styles[group[0]]
+            (line,) = ax.plot(x, y, color=st.color, ls=st.linestyle if len(group) == 1 else "-", lw=LINE_WIDTH,
+                              label=_group_label(group), drawstyle="steps-post")
+            info.legend.setdefault(group[0], to_hex(line.get_color()))
+            if len(group) > 1 and tuple(group) not in info.identical:
+                info.identical.append(tuple(group))
+        ax.set_ylabel(panel.ylabel)
+        if panel.ylim is not None:
+            ax.set_ylim(*panel.ylim)
+        ax.grid(alpha=0.3)
+        _outside_legend(ax)
+    axes.flat[0].set_title(title, fontsize=10)
+    axes.flat[-1].set_xlabel(xlabel)
+    fig.subplots_adjust(hspace=0.12)
+    _save(fig, path, layout=False)
+    return info
+
+
+def plot_cost(labels: list[str], decision_mean_ms: np.ndarray, decision_p95_ms: np.ndarray,
+              sim_seconds: np.ndarray | None, path: Path, styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+    """Dispatcher cost: decision time per call (mean and p95, log scale) and, when given, the
+    wall-clock time of each whole simulation."""
+    styles = _styles(labels, styles)
+    info = PlotInfo(Path(path))
+    n_panels = 2 if sim_seconds is not None else 1
+    fig, axes = plt.subplots(1, n_panels, figsize=(5.0 * n_panels, 3.6), squeeze=False)
+    ax = axes.flat[0]
+    width = 0.8 / max(len(labels), 1)
+    for k, label in enumerate(labels):
+        x = np.arange(2) - 0.4 + width * (k + 0.5)
+        heights = np.array([decision_mean_ms[k], decision_p95_ms[k]], dtype=float)
+        bars = ax.bar(x, np.where(heights > 0, heights, np.nan), width * 0.92, color=styles[label].color, label=label)
+        info.legend[label] = to_hex(bars.patches[0].get_facecolor())
+    ax.set_xticks([0, 1])
+    ax.set_xticklabels(["mean", "95th percentile"])
+    _log_axis(ax, "y")
+    shown = np.r_[decision_mean_ms, decision_p95_ms]
+    shown = shown[np.isfinite(shown) & (shown > 0)]
+    if len(shown):  # the tallest bar below the top, whole
+        ax.set_ylim(shown.min() / 2.0, shown.max() * 2.0)
+    ax.set_ylabel("decision time per call [ms]")
+    ax.set_title("Decision time", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    if sim_seconds is not None:
+        ax2 = axes.flat[1]
+        ax2.bar(np.arange(len(labels)), sim_seconds, 0.7, color=[styles[x].color for x in labels])
+        ax2.set_xticks(np.arange(len(labels)))
+        ax2.set_xticklabels(labels, rotation=25, ha="right", fontsize=8)
+        ax2.set_ylabel("simulation time [s]")
+        ax2.set_title("Whole simulation (wall clock)", fontsize=10)
+        ax2.grid(axis="y", alpha=0.3)
+    _outside_legend(axes.flat[-1], *ax.get_legend_handles_labels())
+    fig.subplots_adjust(wspace=0.3)
+    _save(fig, path, layout=False)
+    return info
 
 
 def plot_grouped_bars(stats: pd.DataFrame, metrics: list[Metric], path: Path, title: str,
-                      group: str = "workload", series: str = "run") -> Path:
+                      group: str = "workload", series: str = "run",
+                      styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
     """One panel per metric: x = ``group`` values, one bar per ``series`` value, height = mean,
     error bar = standard deviation over the cells of the group (none when a group has one cell)."""
     groups = list(dict.fromkeys(stats[group]))
@@ -108,8 +363,9 @@ def plot_grouped_bars(stats: pd.DataFrame, metrics: list[Metric], path: Path, ti
     ncols = 2 if len(metrics) in (2, 4) else min(len(metrics), 3)
     nrows = (len(metrics) + ncols - 1) // ncols
     panel_w = max(3.6, 1.0 + 0.5 * len(groups) * max(len(names), 2) ** 0.6)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_w * ncols / 0.84, 3.2 * nrows + 0.4), squeeze=False)
-    colors = plt.cm.tab10(np.arange(len(names)) % 10)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_w * ncols, 3.2 * nrows + 0.4), squeeze=False)
+    styles = _styles(names, styles)
+    info = PlotInfo(Path(path))
     for ax, m in zip(axes.flat, metrics):
         scale = 1000.0 if m.kind == "ms" else 1.0
         for k, name in enumerate(names):
@@ -117,7 +373,8 @@ def plot_grouped_bars(stats: pd.DataFrame, metrics: list[Metric], path: Path, ti
             heights = np.array([sub[f"{m.key}_mean"].get(g, np.nan) for g in groups], dtype=float) * scale
             errs = np.array([sub[f"{m.key}_std"].get(g, np.nan) for g in groups], dtype=float) * scale
             x = np.arange(len(groups)) - 0.4 + width * (k + 0.5)
-            ax.bar(x, np.nan_to_num(heights), width * 0.95, color=colors[k], label=name)
+            bars = ax.bar(x, np.nan_to_num(heights), width * 0.95, color=styles[name].color, label=name)
+            info.legend.setdefault(name, to_hex(bars.patches[0].get_facecolor()))
             has = ~np.isnan(errs) & ~np.isnan(heights)
             if has.any():  # groups of one cell have no standard deviation: no error bar
                 ax.errorbar(x[has], heights[has], yerr=errs[has], fmt="none", ecolor="black", elinewidth=0.8,
@@ -131,9 +388,10 @@ def plot_grouped_bars(stats: pd.DataFrame, metrics: list[Metric], path: Path, ti
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.suptitle(title, fontsize=10)
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.84, 0.5), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0, 0.84, 0.96))
-    return _save(fig, path, layout=False)
+    fig.tight_layout(rect=(0, 0, 1.0, 0.96))
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    _save(fig, path, layout=False)
+    return info
 
 
 # ---------------------------------------------------------------------------------------
@@ -163,7 +421,7 @@ def plot_gantt(rects: pd.DataFrame, lanes_per_node: np.ndarray, first_node: int,
     ax.set_yticklabels([str(first_node + t) for t in ticks], fontsize=7)
     ax.set_xlim(*window)
     ax.set_ylim(n_lanes, 0)
-    ax.set_xlabel("time [s]")
+    ax.set_xlabel("time since the first submission [s]")
     ax.set_ylabel("node (one lane per core)")
     ax.set_facecolor("#f2f2f2")
     ax.set_title(title, fontsize=10)
@@ -171,7 +429,8 @@ def plot_gantt(rects: pd.DataFrame, lanes_per_node: np.ndarray, first_node: int,
 
 
 def plot_usage_over_time(usage: dict[str, tuple[np.ndarray, np.ndarray]], queue: tuple[np.ndarray, np.ndarray],
-                         path: Path, title: str, window: tuple[float, float] | None = None) -> Path:
+                         path: Path, title: str, window: tuple[float, float] | None = None,
+                         xlabel: str = "time since the first submission [s]") -> Path:
     """Top: used / capacity per resource (step functions); bottom: queue length."""
     fig, (ax, axq) = plt.subplots(2, 1, figsize=(10, 5.2), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     for name, (t, frac) in usage.items():
@@ -180,13 +439,13 @@ def plot_usage_over_time(usage: dict[str, tuple[np.ndarray, np.ndarray]], queue:
     ax.set_ylabel("utilisation")
     ax.set_ylim(0, 1.05)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    _outside_legend(ax)
     ax.set_title(title, fontsize=10)
     qt, ql = queue
     if len(qt):
         axq.step(qt, ql, where="post", color="tab:red", lw=0.9)
     axq.set_ylabel("queued jobs")
-    axq.set_xlabel("time [s]")
+    axq.set_xlabel(xlabel)
     axq.grid(alpha=0.3)
     if window is not None:
         for a in (ax, axq):

@@ -14,37 +14,23 @@ import pandas as pd
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics.summary import queue_length_profile
 from hpcdispatch.report import plots
+from hpcdispatch.report.compare import compare_order
 from hpcdispatch.report.document import Document, Figure, Items, Table, Text
 from hpcdispatch.report.html import write_html
+from hpcdispatch.report.series import binned_means, time_unit, usage_over_time
+from hpcdispatch.report.style import dispatcher_styles
 from hpcdispatch.report.tables import format_value, metric
 from hpcdispatch.results.store import StoredRun, read_run, write_frame, write_text
 from hpcdispatch.system.model import System
 
 DEFAULT_WINDOW_SHARE = 0.1  # default Gantt window: a tenth of the makespan around its middle
 MAX_DEFAULT_NODES = 64  # default Gantt rows on larger systems: the first 64 nodes
+USAGE_BINS = 400  # usage / queue steps beyond this many are drawn as means over this many bins
 
 
 # ---------------------------------------------------------------------------------------
 # data
 # ---------------------------------------------------------------------------------------
-
-
-def usage_over_time(alloc: pd.DataFrame, resource: str, capacity: float) -> tuple[np.ndarray, np.ndarray]:
-    """Step function of the share of ``resource`` in use: ``(times, share from each time on)``.
-
-    Built from the allocation rows (amount held during ``[from, to)``); at equal times ends
-    are applied before starts, so the value after each time is exact.
-    """
-    if len(alloc) == 0 or capacity <= 0:
-        return np.zeros(0), np.zeros(0)
-    amount = alloc[resource].to_numpy(dtype=float)
-    times = np.r_[alloc["from"].to_numpy(dtype=float), alloc["to"].to_numpy(dtype=float)]
-    delta = np.r_[amount, -amount]
-    order = np.lexsort((delta, times))
-    times, delta = times[order], delta[order]
-    used = np.cumsum(delta)
-    last = np.r_[times[1:] != times[:-1], True]
-    return times[last], np.maximum(used[last], 0.0) / capacity
 
 
 @dataclass
@@ -125,20 +111,35 @@ def _summary_rows(summary: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _as_given(seconds: float) -> str:
+    """A window bound as it was typed: ``86400``, not ``86400.0`` or ``8.64e+04``."""
+    return str(int(seconds)) if float(seconds).is_integer() else repr(float(seconds))
+
+
 def write_run_report(run_dir: str | Path, out: str | Path | None = None, window: tuple[float, float] | None = None,
                      nodes: tuple[int, int] | None = None) -> Path:
-    """Write the report of one run into ``out`` (default ``RUN_DIR/report``); returns report.html."""
+    """Write the report of one run into ``out`` (default ``RUN_DIR/report``); returns report.html.
+
+    ``window``: the Gantt chart's time window in seconds after the first submission (a trace's
+    clock may start anywhere: HPC2N's first job is submitted at t = 342,072 s). A window
+    given here that holds no job on the chosen nodes is an error (:class:`ConfigError`, one
+    line saying when the jobs run), not an empty chart; the default window (a tenth of the
+    run around its middle) that holds none gets a note on the page."""
     run: StoredRun = read_run(run_dir)
     out = Path(out) if out is not None else Path(run_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
     s, system = run.summary, run.system
-    label = s.get("label") or s.get("dispatcher_params") or s.get("dispatcher", "run")
+    order = compare_order(Path(run_dir).resolve().parent)  # a run of a compare folder: named and coloured as there
+    name = Path(run_dir).resolve().name
+    label = name if name in order else (s.get("label") or s.get("dispatcher_params") or s.get("dispatcher", "run"))
     first_submit = float(s.get("first_submit", run.jobs["submit"].min()))
     last_end = float(s.get("last_end", np.nanmax(run.jobs["end"])))
     span = max(last_end - first_submit, 1.0)
+    explicit = window is not None
     if window is None:
-        mid, half = first_submit + span / 2.0, max(span * DEFAULT_WINDOW_SHARE, 1.0) / 2.0
+        mid, half = span / 2.0, max(span * DEFAULT_WINDOW_SHARE, 1.0) / 2.0
         window = (mid - half, mid + half)
+    abs_window = (first_submit + window[0], first_submit + window[1])
     if nodes is None:
         nodes = (0, system.n_nodes - 1 if system.n_nodes <= MAX_DEFAULT_NODES * 1.5 else MAX_DEFAULT_NODES - 1)
     if not (0 <= nodes[0] <= nodes[1] < system.n_nodes):
@@ -162,43 +163,83 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
     doc.section("Summary").elements.append(Table(["metric", "value"], rows, csv="summary.csv"))
 
     sec = doc.section("Node occupancy")
-    g = gantt_data(run.allocations, system, window, nodes)
+    g = gantt_data(run.allocations, system, abs_window, nodes)
     shown = f"nodes {nodes[0]}-{nodes[1]} of {system.n_nodes}"
-    plots.plot_gantt(g.rects, g.lanes_per_node, g.first_node, window, out / "gantt.png",
-                     f"{label}: {shown}, t = {window[0]:,.0f} .. {window[1]:,.0f} s (one lane per {g.resource})")
+    if len(g.rects) == 0:
+        where = (f"holds no job on {shown}; this run's jobs run from 0 to {span:,.0f} s after the first submission "
+                 f"(t = {first_submit:,.0f} s in the workload's clock)")
+        if explicit:
+            raise ConfigError(f"--window {_as_given(window[0])}:{_as_given(window[1])} (seconds after the first "
+                              f"submission) {where}")
+        sec.elements.append(Text(f"The default window {window[0]:,.0f}-{window[1]:,.0f} s after the first submission "
+                                 f"{where}.", note=True))
+    rects = g.rects.assign(x0=g.rects["x0"] - first_submit, x1=g.rects["x1"] - first_submit)
+    plots.plot_gantt(rects, g.lanes_per_node, g.first_node, window, out / "gantt.png",
+                     f"{label}: {shown}, {window[0]:,.0f} .. {window[1]:,.0f} s after the first submission "
+                     f"(one lane per {g.resource})")
     sec.elements.append(Figure(out / "gantt.png",
-                               f"Gantt chart of node occupancy, {shown}, window {window[0]:,.0f}-{window[1]:,.0f} s; "
+                               f"Gantt chart of node occupancy, {shown}, window {window[0]:,.0f}-{window[1]:,.0f} s "
+                               f"after the first submission (t = {first_submit:,.0f} s in the workload's clock); "
                                f"one colour per job, one lane per {g.resource}."))
     if g.overlaps:
         sec.elements.append(Text(f"{g.overlaps} allocation rows overlap others on their node: the schedule is not "
                                  "valid.", note=True))
-    usage = {name: usage_over_time(run.allocations, name, float(system.total_capacity[i]))
-             for i, name in enumerate(system.resources)}
     submit = run.jobs["submit"].to_numpy(dtype=float)
     start = run.jobs["start"].to_numpy(dtype=float)
     accepted = (run.jobs["status"] != "rejected").to_numpy()
-    queue = queue_length_profile(submit, start, accepted)
-    plots.plot_usage_over_time(usage, queue, out / "utilization_time.png",
-                               f"{label}: utilisation per resource and queue length", window)
+    unit, per = time_unit(span)
+    edges = np.linspace(first_submit, first_submit + span, USAGE_BINS + 1)
+
+    binned: list[bool] = []
+
+    def drawn(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """In the axis' unit; more steps than bins: time-weighted means over the bins."""
+        if len(t) <= USAGE_BINS:
+            return (t - first_submit) / per, v
+        binned.append(True)
+        m = binned_means(t, v, edges)
+        return (edges - first_submit) / per, np.r_[m, m[-1]]
+
+    usage, unused = {}, []
+    for i, name in enumerate(system.resources):
+        t, share = usage_over_time(run.allocations, name, float(system.total_capacity[i]))
+        if np.any(share > 0):
+            usage[name] = drawn(t, share)
+        else:
+            unused.append(name)
+    plots.plot_usage_over_time(usage, drawn(*queue_length_profile(submit, start, accepted)),
+                               out / "utilization_time.png", f"{label}: utilisation per resource and queue length",
+                               (window[0] / per, window[1] / per), xlabel=f"time since the first submission [{unit}]")
     sec.elements.append(Figure(out / "utilization_time.png",
-                               "Utilisation per resource (used / total capacity) and queued jobs over time; "
-                               "the shaded band is the Gantt window."))
+                               "Utilisation per resource (used / total capacity) and queued jobs over time, after "
+                               "the first submission" + (f" (where they change more often than {USAGE_BINS} times: "
+                                                         f"time-weighted means over {USAGE_BINS} equal bins)"
+                                                         if binned else "")
+                               + "; the shaded band is the Gantt window."))
+    if unused:
+        sec.elements.append(Text(f"No job used {', '.join(unused)}: its utilisation (0 throughout) is not drawn.",
+                                 note=True))
 
     sec = doc.section("Distributions")
     started = ~np.isnan(start)
-    plots.plot_wait_cdf({label: start[started] - submit[started]}, out / "wait_cdf.png")
-    sec.elements.append(Figure(out / "wait_cdf.png", "Wait-time distribution (ECDF)."))
+    styles = dispatcher_styles([*order, label] if label in order else [label])
+    info = plots.plot_wait_cdf({label: start[started] - submit[started]}, out / "wait_cdf.png", styles)
+    sec.elements.append(Figure(out / "wait_cdf.png", "Wait-time distribution (ECDF).", legend=info.legend))
     decisions = run.decisions()
     if len(decisions):
-        plots.plot_ecdf({label: decisions["elapsed_s"].to_numpy() * 1000.0}, out / "decision_time.png",
-                        "decision time per dispatcher call [ms]", "Decision-time distribution", floor=1e-3)
-        sec.elements.append(Figure(out / "decision_time.png", "Wall-clock time of each dispatcher call (ECDF)."))
+        info = plots.plot_ecdf({label: decisions["elapsed_s"].to_numpy() * 1000.0}, out / "decision_time.png",
+                               "decision time per dispatcher call [ms]", "Decision-time distribution", floor=1e-3,
+                               styles=styles)
+        sec.elements.append(Figure(out / "decision_time.png", "Wall-clock time of each dispatcher call (ECDF).",
+                                   legend=info.legend))
     acc_path = Path(run_dir) / "prediction_accuracy.parquet"
     if acc_path.is_file():
         acc = pd.read_parquet(acc_path)
         if len(acc):
-            plots.plot_accuracy_ecdf({label: acc["accuracy"].to_numpy()}, out / "prediction_accuracy.png")
+            info = plots.plot_accuracy_ecdf({label: acc["accuracy"].to_numpy()}, out / "prediction_accuracy.png",
+                                            styles)
             sec.elements.append(Figure(out / "prediction_accuracy.png",
-                                       "Prediction accuracy A = real / predicted duration (ECDF; CP'19 Fig. 1)."))
+                                       "Prediction accuracy A = real / predicted duration (ECDF; CP'19 Fig. 1).",
+                                       legend=info.legend))
     write_text(out / "report.md", doc.to_markdown(out))
     return write_html(doc, out / "report.html")

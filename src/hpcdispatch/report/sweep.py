@@ -17,11 +17,14 @@ import pandas as pd
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.report import plots
-from hpcdispatch.report.document import Bullets, Document, Figure, Items, Table, Text
+from hpcdispatch.report.compare import compare_order
+from hpcdispatch.report.document import Bullets, ColourKey, Document, Figure, Items, Table, Text
 from hpcdispatch.report.html import write_html
+from hpcdispatch.report.style import dispatcher_styles
 from hpcdispatch.report.tables import (
     FAMILIES,
     FAMILY_TITLES,
+    Metric,
     aggregate,
     aggregate_rows,
     family_metrics,
@@ -91,9 +94,15 @@ def load_sweep_runs(root: str | Path) -> RunSet:
 
 
 def load_run_collection(root: str | Path) -> RunSet:
-    """Every sub-directory of ``root`` that holds a run (``summary.json`` and ``run.json``)."""
+    """Every sub-directory of ``root`` that holds a run (``summary.json`` and ``run.json``), in
+the order of ``hpcdispatch compare`` (its comparison.csv) when ``root`` is its output, so that
+every dispatcher keeps the colour it has on the compare page; else by name."""
     rows, dirs = [], {}
-    for sub in sorted(p for p in Path(root).iterdir() if p.is_dir()):
+    subs = sorted(p for p in Path(root).iterdir() if p.is_dir())
+    order = compare_order(Path(root))
+    if order:
+        subs.sort(key=lambda p: order.get(p.name, len(order)))
+    for sub in subs:
         if (sub / "summary.json").is_file() and (sub / "run.json").is_file():
             s = json.loads((sub / "summary.json").read_text())
             s = {k: (json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v) for k, v in s.items()}
@@ -135,12 +144,54 @@ def _distribution(rs: RunSet, done: pd.DataFrame, filename: str, column: str, sc
     return result
 
 
+def _job_distributions(rs: RunSet, done: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Wait times and bounded slowdowns of the started jobs, pooled over the cells of each run
+    label (at most MAX_CELLS_PER_RUN cells; at most MAX_VALUES_PER_RUN values, evenly spaced
+    in sorted order, which keeps an ECDF's shape)."""
+    from hpcdispatch.metrics.jobs import BSLD_TAU, bounded_slowdowns
+
+    waits: dict[str, list[np.ndarray]] = {}
+    bslds: dict[str, list[np.ndarray]] = {}
+    for i, run in zip(done.index, done["run"]):
+        if i not in rs.dirs or len(waits.get(run, [])) >= MAX_CELLS_PER_RUN:
+            continue
+        path = rs.dirs[i] / "jobs.parquet"
+        if not path.is_file():
+            continue
+        jobs = pd.read_parquet(path, columns=["submit", "start", "end"])
+        submit, start, end = (jobs[c].to_numpy(dtype=float) for c in ("submit", "start", "end"))
+        ran = ~np.isnan(start)
+        waits.setdefault(run, []).append(start[ran] - submit[ran])
+        bslds.setdefault(run, []).append(bounded_slowdowns(submit[ran], start[ran], end[ran], BSLD_TAU))
+
+    def pooled(parts: dict[str, list[np.ndarray]]) -> dict[str, np.ndarray]:
+        out = {}
+        for run, arrays in parts.items():
+            v = np.sort(np.concatenate(arrays))
+            if len(v) > MAX_VALUES_PER_RUN:
+                v = v[np.linspace(0, len(v) - 1, MAX_VALUES_PER_RUN).astype(int)]
+            out[run] = v
+        return out
+
+    return pooled(waits), pooled(bslds)
+
+
 def _with_group(stats: pd.DataFrame) -> pd.DataFrame:
     """x-axis groups: the workload, with its system when the runs span several systems."""
     stats = stats.copy()
     several = stats["system"].nunique(dropna=False) > 1
     stats["group"] = [f"{w}\non {s}" if several else str(w) for w, s in zip(stats["workload"], stats["system"])]
     return stats
+
+
+def _has_nonzero(stats: pd.DataFrame, m: Metric) -> bool:
+    """Whether some group has a mean of ``m`` other than 0 (a panel of zeros is not drawn)."""
+    values = pd.to_numeric(stats[f"{m.key}_mean"], errors="coerce").to_numpy(dtype=float)
+    return bool(np.any(np.nan_to_num(values) != 0))
+
+
+def _identical_note(info: plots.PlotInfo) -> str:
+    return "".join(f" Identical for {', '.join(g)}: drawn once." for g in info.identical)
 
 
 def write_runset_report(rs: RunSet, out: str | Path) -> Path:
@@ -153,6 +204,9 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
     failed = frame[frame["status"] == "failed"]
     doc = Document(rs.title)
     doc.intro.append(Items(rs.meta))
+    styles = dispatcher_styles(done["run"].astype(str)) if len(done) else {}
+    if styles:
+        doc.intro.append(ColourKey([(x, st.color, st.linestyle_name) for x, st in styles.items()]))
     if len(done) == 0:
         doc.intro.append(Text("No cell finished successfully: there is nothing to tabulate.", note=True))
 
@@ -167,22 +221,38 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
         sec = doc.section(FAMILY_TITLES[family])
         sec.elements.append(Table(header, rows, text_columns=3, csv=f"{family}.csv"))
         png, caption = FAMILY_FIGURES[family]
-        plots.plot_grouped_bars(_with_group(stats), metrics, out / png, FAMILY_TITLES[family], group="group")
-        sec.elements.append(Figure(out / png, caption))
+        drawn = [m for m in metrics if _has_nonzero(stats, m)]
+        zero = [m.title for m in metrics if m not in drawn]
+        if drawn:
+            info = plots.plot_grouped_bars(_with_group(stats), drawn, out / png, FAMILY_TITLES[family], group="group",
+                                           styles=styles)
+            sec.elements.append(Figure(out / png, caption, legend=info.legend))
+        if zero:  # an empty panel says nothing: left out, and said so
+            sec.elements.append(Text(f"0 for every run, so not drawn: {', '.join(zero)}.", note=True))
+        if family == "qos":
+            waits, bslds = _job_distributions(rs, done)
+            if any(len(v) for v in waits.values()):
+                info = plots.plot_qos_ecdf(waits, bslds, out / "qos_ecdf.png", styles)
+                sec.elements.append(Figure(out / "qos_ecdf.png",
+                                           "Wait time and bounded slowdown of the started jobs, pooled over the cells "
+                                           f"of each dispatcher (at most {MAX_CELLS_PER_RUN} cells each; ECDF, log "
+                                           "x-axis)." + _identical_note(info), legend=info.legend))
         if family == "cost":
             dec = _distribution(rs, done, "decisions.parquet", "elapsed_s", 1000.0)
             if dec:
-                plots.plot_ecdf(dec, out / "decision_time.png", "decision time per dispatcher call [ms]",
-                                "Decision-time distribution", floor=1e-3)
+                info = plots.plot_ecdf(dec, out / "decision_time.png", "decision time per dispatcher call [ms]",
+                                       "Decision-time distribution", floor=1e-3, styles=styles)
                 sec.elements.append(Figure(out / "decision_time.png",
                                            "Wall-clock time of every dispatcher call, pooled over the cells of each "
-                                           f"dispatcher (at most {MAX_CELLS_PER_RUN} cells each; ECDF)."))
+                                           f"dispatcher (at most {MAX_CELLS_PER_RUN} cells each; ECDF)."
+                                           + _identical_note(info), legend=info.legend))
             acc = _distribution(rs, done, "prediction_accuracy.parquet", "accuracy")
             if acc:
-                plots.plot_accuracy_ecdf(acc, out / "prediction_accuracy.png")
+                info = plots.plot_accuracy_ecdf(acc, out / "prediction_accuracy.png", styles)
                 sec.elements.append(Figure(out / "prediction_accuracy.png",
                                            "Prediction accuracy A = real / predicted duration, pooled per dispatcher "
-                                           "and predictor (ECDF; CP'19 Fig. 1)."))
+                                           "and predictor (ECDF; CP'19 Fig. 1)." + _identical_note(info),
+                                           legend=info.legend))
     if len(failed):
         cols = [c for c in ("label", "error_type", "error") if c in failed]
         rows = [[str(v) for v in r] for r in failed[cols].itertuples(index=False)]

@@ -32,6 +32,7 @@ TABLE_COLUMNS = [
     ("spread_mean", "spread"),
     ("killed", "killed"),
     ("decision_time_mean_s", "mean decision [ms]"),
+    ("decision_time_p95_s", "p95 decision [ms]"),
     ("decision_time_max_s", "max decision [ms]"),
     ("prediction_mae_s", "pred. MAE [s]"),
     ("prediction_under_rate", "under-est."),
