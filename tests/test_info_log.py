@@ -31,3 +31,14 @@ def test_a_none_value_is_kept_and_an_absent_key_stays_absent():
     log = InfoLog([{"a": None}, {"b": 1}])
     assert log[0] == {"a": None} and log[1] == {"b": 1}
     assert "b" not in log[0] and "a" not in log[1]
+
+
+@given(st.lists(st.dictionaries(st.sampled_from(["a", "status", "n", "x y", "é"]),
+                                st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True),
+                                          st.text(max_size=4), st.lists(st.integers(0, 3), max_size=2)),
+                                max_size=4), max_size=30))
+def test_json_texts_are_json_dumps_of_each_call(infos):
+    import json
+
+    log = InfoLog(infos + [{"a": 0.0}, {"a": -0.0}, {"a": True}, {"a": 1}])
+    assert log.json_texts() == [json.dumps(i, default=str) if i else "" for i in log]

@@ -9,6 +9,7 @@ dicts back on access, so it reads like the list of dicts it replaces: ``len``, i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -90,6 +91,37 @@ class InfoLog(Sequence[dict[str, Any]]):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return (self._at(i) for i in range(self._n))
+
+    def json_texts(self) -> list[str]:
+        """Each call's dict as ``json.dumps(info, default=str)`` writes it ("" for an empty
+        one), built key by key: each distinct value is serialised once, not once per call (a
+        whole-trace run has hundreds of thousands of calls with a handful of distinct values)."""
+        n = self._n
+        if not self._columns:
+            return [""] * n
+        fragments: list[list[str | None]] = []
+        for key, column in self._columns.items():
+            prefix = json.dumps(key) + ": "
+            memo: dict[tuple[type, Any], str] = {}
+            frag: list[str | None] = []
+            for v in column:
+                if v is MISSING:
+                    frag.append(None)
+                    continue
+                try:  # (floats by their text: 0.0 and -0.0 are equal but written apart)
+                    mkey = (float, repr(v)) if type(v) is float else (type(v), v)
+                    text = memo.get(mkey)
+                    if text is None:
+                        text = memo[mkey] = prefix + json.dumps(v, default=str)
+                except TypeError:  # an unhashable value (a list, a dict)
+                    text = prefix + json.dumps(v, default=str)
+                frag.append(text)
+            fragments.append(frag)
+        out = []
+        for parts in zip(*fragments):
+            present = [p for p in parts if p is not None]
+            out.append("{" + ", ".join(present) + "}" if present else "")
+        return out
 
     def keys(self) -> list[str]:
         """Every key any call used, in order of first use."""

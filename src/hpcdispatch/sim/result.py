@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hpcdispatch.protocol import describe_identity
+from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.sim.options import SimulationOptions
 from hpcdispatch.sim.segments import AllocationRows, SegmentLog
 from hpcdispatch.system.allocation import Allocation
@@ -135,7 +136,8 @@ class SimulationResult:
                 "running": d["running"],
                 "started": d["started"],
                 "elapsed_s": d["elapsed"],
-                "info": [json.dumps(i, default=str) if i else "" for i in d["info"]],
+                "info": (d["info"].json_texts() if isinstance(d["info"], InfoLog)
+                         else [json.dumps(i, default=str) if i else "" for i in d["info"]]),
             }
         )
 
