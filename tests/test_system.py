@@ -124,7 +124,7 @@ def test_a_system_file_that_is_no_text_or_no_file_is_named(tmp_path):
     path.write_bytes(GOOD.encode() + b"\n# caf\xe9\n")
     with pytest.raises(ConfigError, match=re.escape(str(path)) + r", line 18: byte 0xe9 is not UTF-8 text"):
         load_system(path)
-    with pytest.raises(ConfigError, match=re.escape(str(tmp_path)) + "' is a directory"):
+    with pytest.raises(ConfigError, match=re.escape(str(tmp_path)) + ": is a directory, not a system file"):
         load_system(tmp_path)
     with pytest.raises(ConfigError, match="NUL"):
         load_system("a\0.toml")

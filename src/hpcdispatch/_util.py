@@ -57,3 +57,30 @@ class LazyModule:
 
     def __repr__(self) -> str:
         return f"<lazily imported module {self._name}{' (imported)' if self._module is not None else ''}>"
+
+
+def read_utf8_file(path: Any, what: str) -> str:
+    """The text of the file ``path`` (a :class:`~pathlib.Path`), for a reader of ``what`` ("a
+    sweep file", "a system file"): a directory, a missing or unreadable file, or a byte that is
+    not UTF-8 is a :class:`~hpcdispatch.errors.ConfigError` of one line naming the file (and
+    the line of the byte)."""
+    from hpcdispatch.errors import ConfigError
+
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError as exc:  # a name too long ...
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    if is_dir:
+        raise ConfigError(f"{path}: is a directory, not {what}")
+    if not is_file:
+        raise ConfigError(f"{path}: does not exist ({what} was expected)")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text "
+                          f"({what} is TOML)") from None

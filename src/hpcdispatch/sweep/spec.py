@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcdispatch.dispatchers import DispatcherSpec
+from hpcdispatch._util import read_utf8_file
 from hpcdispatch.errors import ConfigError, HpcDispatchError
 from hpcdispatch.plugins import load_plugins, resolve_plugin
 from hpcdispatch.predictors import predictor_class
@@ -646,23 +647,11 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
 def load_sweep(path: str | Path) -> SweepSpec:
     p = Path(path)
     try:
-        is_dir, is_file = p.is_dir(), p.is_file()
-    except OSError as exc:
-        raise SweepSpecError(f"{p}: cannot be read: {exc.strerror or exc}") from None
-    if is_dir:
-        raise SweepSpecError(f"{p}: is a directory, not a sweep file")
-    if not is_file:
-        raise SweepSpecError(f"{p}: sweep file does not exist")
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise SweepSpecError(f"{p}: cannot be read: {exc.strerror or exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise SweepSpecError(f"{p}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text "
-                             "(a sweep file is TOML)") from None
+        text = read_utf8_file(p, "a sweep file")
+    except SweepSpecError:
+        raise
+    except ConfigError as exc:
+        raise SweepSpecError(str(exc)) from None
     spec = parse_sweep(text, source=str(p), base=p.resolve().parent)
     spec.path = p.resolve()
     return spec

@@ -29,6 +29,7 @@ from typing import Any
 
 import tomli_w
 
+from hpcdispatch._util import read_utf8_file
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.system.model import TOPOLOGY_KINDS, NodeType, System, Topology
 
@@ -217,24 +218,11 @@ def load_system(spec: str | Path) -> System:
     if "\0" in str(spec):
         raise ConfigError(f"system {str(spec)!r}: a file name cannot hold a NUL byte")
     try:
-        is_dir, exists, is_file = path.is_dir(), path.exists(), path.is_file()
+        exists = path.exists()
     except OSError as exc:  # a name too long ...
         raise ConfigError(f"system '{spec}': {exc.strerror or exc}") from None
     if path.suffix == ".toml" or exists:
-        if is_dir:
-            raise ConfigError(f"system file '{path}' is a directory, not a TOML file")
-        if not is_file:
-            raise ConfigError(f"system file '{path}' does not exist")
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise ConfigError(f"{path}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text "
-                              "(a system file is TOML)") from None
+        text = read_utf8_file(path, "a system file")
         try:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

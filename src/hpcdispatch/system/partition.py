@@ -59,15 +59,22 @@ def _free_runs(free_on_curve: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends - starts
 
 
-def hilbert_first_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.ndarray | None:
-    """The nodes at the first ``k`` consecutive positions of ``order`` (a curve: position ->
-    node, e.g. ``Grid.hilbert_order``) that are all free, in curve order; ``None`` when no run
-    of ``k`` free positions exists (even when ``k`` nodes are free in total)."""
+def _runs_holding(free_mask: np.ndarray, order: np.ndarray, k: int) -> tuple[np.ndarray, int, np.ndarray, np.ndarray,
+                                                                            np.ndarray]:
+    """``(order, k, starts, lengths, fits)``: the runs of free consecutive positions of
+    ``order`` (their starts and lengths) and which of them hold ``k`` nodes."""
     order = np.asarray(order, dtype=np.int64)
     free_on_curve = _mask(free_mask, len(order))[order]
     k = _count(k)
     starts, lengths = _free_runs(free_on_curve)
-    fits = np.flatnonzero(lengths >= k)
+    return order, k, starts, lengths, np.flatnonzero(lengths >= k)
+
+
+def hilbert_first_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.ndarray | None:
+    """The nodes at the first ``k`` consecutive positions of ``order`` (a curve: position ->
+    node, e.g. ``Grid.hilbert_order``) that are all free, in curve order; ``None`` when no run
+    of ``k`` free positions exists (even when ``k`` nodes are free in total)."""
+    order, k, starts, lengths, fits = _runs_holding(free_mask, order, k)
     if len(fits) == 0:
         return None
     s = int(starts[fits[0]])
@@ -77,11 +84,7 @@ def hilbert_first_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.nd
 def hilbert_best_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.ndarray | None:
     """Slurm's best fit on a curve: the shortest run of free consecutive positions holding
     ``k`` nodes (ties: the earliest run), its first ``k`` nodes in curve order; else ``None``."""
-    order = np.asarray(order, dtype=np.int64)
-    free_on_curve = _mask(free_mask, len(order))[order]
-    k = _count(k)
-    starts, lengths = _free_runs(free_on_curve)
-    fits = np.flatnonzero(lengths >= k)
+    order, k, starts, lengths, fits = _runs_holding(free_mask, order, k)
     if len(fits) == 0:
         return None
     best = fits[np.argmin(lengths[fits])]  # argmin: the first of equal lengths
