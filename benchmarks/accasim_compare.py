@@ -316,6 +316,26 @@ def run_accasim(py: Path, workdir: Path, swf: Path, sys_config: Path, policy: st
     return AccaRun(policy=policy, record=record, **data)
 
 
+def run_hpcdispatch_command(trace: Path, system_name: str, policy: str, max_jobs: int | None, workdir: Path) -> float:
+    """Wall seconds of the whole command a user runs -- ``python -m hpcdispatch simulate``:
+    interpreter start, imports, reading the trace, simulating, validating and writing the
+    run directory -- with the same jobs as AccaSim gets (``--units processor``, no wall-time
+    kills)."""
+    out = workdir / f"e2e-{policy}-{time.monotonic_ns()}"
+    cmd = [sys.executable, "-m", "hpcdispatch", "simulate", "-w", str(trace), "-s", system_name, "-d", policy,
+           "--units", "processor", "--no-walltime-kill", "-q", "-o", str(out)]
+    if max_jobs:
+        cmd += ["--max-jobs", str(max_jobs)]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        console.print(r.stdout[-2000:], r.stderr[-2000:])
+        raise SystemExit(f"hpcdispatch simulate ({policy}) failed with exit code {r.returncode}")
+    shutil.rmtree(out, ignore_errors=True)
+    return wall
+
+
 def accasim_system_config(system, start_time: int) -> dict[str, Any]:
     """AccaSim's system JSON for an hpcdispatch system whose only resource is ``core``."""
     if tuple(system.resources) != ("core",):
@@ -778,6 +798,7 @@ def main(argv: list[str] | None = None) -> int:
                 for policy in ("fifo", "easy"):
                     res, sec = run_hpcdispatch(system, wl, policy)
                     hpc_runs[policy] = (res, sec)
+                    e2e = run_hpcdispatch_command(path, system_name, policy, args.max_jobs, workdir)
                     acc = run_accasim(py, workdir, swf, sys_config, policy, record=False)
                     if acc.loaded != n or acc.dispatched != n:
                         console.print(f"[red]AccaSim {policy}: loaded {acc.loaded}, dispatched {acc.dispatched}, rejected {acc.rejected} of {n}[/]")
@@ -795,6 +816,8 @@ def main(argv: list[str] | None = None) -> int:
                         "accasim_rejected": acc.rejected,
                         "accasim_dispatcher": acc.dispatcher,
                         "ratio_hpcdispatch_over_accasim": (n / sec) / (n / acc.total_s),
+                        "hpcdispatch_command_s": e2e,
+                        "ratio_command_over_accasim": acc.total_s / e2e,
                     }
                 tr["speed"] = speed
                 st = Table(title=f"speed on {n:,} jobs (hpcdispatch load: {load_s:.2f} s, not included)", title_justify="left")
@@ -810,6 +833,10 @@ def main(argv: list[str] | None = None) -> int:
                         f"{s['ratio_hpcdispatch_over_accasim']:.1f}x",
                     )
                 console.print(st)
+                for policy, s in speed.items():
+                    console.print(f"  end to end, {policy.upper()}: `hpcdispatch simulate` (start to finish: imports, read, "
+                                  f"simulate, validate, write) {s['hpcdispatch_command_s']:.2f} s against AccaSim's "
+                                  f"{s['accasim_total_s']:.2f} s: {s['ratio_command_over_accasim']:.1f}x")
                 console.print(
                     "  AccaSim total = Simulator(...) construction + start_simulation() (includes its streaming SWF read); "
                     + "; ".join(f"{p.upper()}: construction {s['accasim_construct_s']:.2f} s, its own loop timer {s['accasim_internal_loop_s']:.2f} s" for p, s in speed.items())
