@@ -10,6 +10,11 @@ Workload specs (``--workload``):
   keys: ``workload`` (I-V), ``version`` (1-3: 0/50/100 % contiguous), ``seed``,
   ``runtime_h``, ``min_run``, ``max_run``, ``max_cores``, ``gpu_type``, ``walltime``
   (see :class:`~hpcdispatch.workload.slurm.AucschedSpec`);
+- ``synthetic:deadline[,key=value...]`` -- deadline jobs (Linnert, De Rose, Heiss 2024);
+  keys: the fields of :class:`~hpcdispatch.workload.deadline.DeadlineWorkloadParams`
+  (``jobs``, ``seed``, ``load``, ``types``, ``comm`` ...);
+- ``PATH.deadline.jsonl``: deadline jobs saved as JSON lines
+  (:func:`~hpcdispatch.workload.deadline.read_deadline_jsonl`);
 - ``PATH.csv`` / ``PATH.jsonl``: Slurm-style requests (``ntasks``, ``nodes``,
   ``ntasks_per_node``, ``gpus_per_node``, ``contiguous``, ``run_time`` ...), see
   :func:`~hpcdispatch.workload.slurm.read_slurm_requests`.
@@ -28,6 +33,7 @@ from typing import Any
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.io import load_system, preset_trace_prefixes
 from hpcdispatch.system.model import System
+from hpcdispatch.workload.deadline import JSONL_SUFFIX, deadline_workload, parse_deadline_spec, read_deadline_jsonl
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.lublin import LublinSpec, lublin_workload
 from hpcdispatch.workload.mapping import UnitMapping
@@ -86,7 +92,7 @@ def parse_synthetic(spec: str, units: UnitMapping) -> LublinSpec:
     body = spec[len(SYNTHETIC_PREFIX) :]
     model, _, rest = body.partition(",")
     if model.strip() != "lublin":
-        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' (available: lublin, aucsched)")
+        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' (available: lublin, aucsched, deadline)")
     raw = parse_kv(rest, f"workload '{spec}'")
     types = {"jobs": int, "seed": int, "load": float, "interactive": bool, "max_walltime": int,
              "p_max_walltime": float, "overestimate_max": float}
@@ -135,6 +141,11 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload
+    if is_synthetic(spec) and spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip() == "deadline":
+        workload = deadline_workload(system, parse_deadline_spec(spec), spec_string=spec)
+        if swf_options.max_jobs is not None:
+            workload = workload.subset(swf_options.max_jobs)
+        return workload
     if is_synthetic(spec):
         workload = lublin_workload(system, parse_synthetic(spec, swf_options.units), spec_string=spec)
         if swf_options.max_jobs is not None:
@@ -149,6 +160,11 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
         raise TraceFormatError(spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)")
     if is_dir:
         raise TraceFormatError(spec, "is a directory, not a workload file")
+    if path.name.lower().endswith(JSONL_SUFFIX):
+        workload = read_deadline_jsonl(path, system)
+        if swf_options.max_jobs is not None:
+            workload = workload.subset(swf_options.max_jobs)
+        return workload
     if path.suffix.lower() in SLURM_SUFFIXES:
         workload = read_slurm_requests(path, system)
         if swf_options.max_jobs is not None:
