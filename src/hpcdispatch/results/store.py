@@ -155,6 +155,8 @@ def _write_files(result: SimulationResult, out: Path, csv: bool) -> dict[str, An
     del jobs
     write_frame(out / "allocations.parquet", shared_frame(result.allocations_columns()))
     write_frame(out / "decisions.parquet", result.decisions_frame())
+    if result.bookings:  # advance reservations (deadline strategies): the validator re-checks them
+        write_frame(out / "bookings.parquet", pd.DataFrame(result.bookings_columns()))
     write_frame(out / "workload.parquet", shared_frame(workload_columns(result)))
     _atomic(out / "system.toml", lambda p: dump_system(result.system, p))
     write_json(out / "run.json", run_record(result))
