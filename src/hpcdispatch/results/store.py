@@ -114,6 +114,10 @@ def workload_columns(result: SimulationResult) -> dict[str, np.ndarray]:
     data["contiguous"] = w.contiguous
     for r, name in enumerate(w.resources):
         data[f"pernode_{name}"] = w.per_node_requests[:, r]
+    if w.has_deadlines:  # deadline workloads: the window and whether the job takes whole nodes
+        data["earliest_start"] = np.array([j.ready_at for j in w.jobs], dtype=np.float64)
+        data["deadline"] = np.array([np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64)
+        data["whole_nodes"] = np.array([j.app is not None for j in w.jobs], dtype=bool)
     return data
 
 

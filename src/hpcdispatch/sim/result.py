@@ -104,7 +104,7 @@ class SimulationResult:
         data["reject_reason"] = reason
         if w.has_deadlines:  # deadline workloads: the job's window and why it was cancelled
             data["earliest_start"] = np.array([j.ready_at for j in w.jobs], dtype=np.float64)
-            data["deadline"] = np.array([np.nan if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64)
+            data["deadline"] = np.array([np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64)
             cancel = np.full(len(w), "", dtype=object)
             for idx, why in self.cancel_reason.items():
                 cancel[idx] = why
