@@ -131,3 +131,27 @@ def test_cli_simulate_and_validate(tmp_path):
     assert (out / "bookings.parquet").is_file()
     assert validate_run_dir(out).ok
     assert main(["validate", str(out)]) in (0, None)
+
+
+def test_summary_counts_rates_and_compactness():
+    from hpcdispatch.metrics import summarize
+    jobs = [djob(1, 0, 1000, 512, 5000), djob(2, 10, 500, 4, 1500), djob(3, 20, 500, 4, 1499),
+            djob(4, 30, 500, 4, 529), djob(5, 40, 200, 8, 2000, est=1200)]
+    s = summarize(run(jobs, "manhattan"))
+    assert (s["submitted"], s["accepted"], s["rejected"], s["cancelled"], s["on_time"]) == (5, 3, 2, 0, 3)
+    assert s["reject_reasons"] == {"count": 1, "deadline": 1}
+    assert s["acceptance_rate"] == 0.6 and s["cancel_rate"] == 0.0 and s["success_rate"] == 0.6
+    # job 5: nodes [0, 1] (1 hop); job 1: the whole 8 x 16 mesh, mean pairwise hops
+    # (mean |dr| over 8 rows = 21/8, over 16 cols = 85/16; pairs of distinct nodes) = 128^2/(128*127) x (2.625 + 5.3125)
+    whole = 128 * 128 * (21 / 8 + 85 / 16) / (128 * 127)
+    assert s["compactness_mean"] == pytest.approx((1.0 + whole) / 2)
+    # normalised: job 5's pair is optimal (1 / 1); the whole machine equals its own reference
+    assert s["compactness_norm"] == pytest.approx(1.0)
+
+
+def test_summary_single_partition_by_hand():
+    from hpcdispatch.metrics import summarize
+    s = summarize(run([djob(1, 0, 100, 12, 1000)], "manhattan"))  # nodes 0, 1, 2: hops 1 + 2 + 1
+    assert s["compactness_mean"] == pytest.approx(4 / 3) and s["compactness_norm"] == pytest.approx(1.0)
+    s = summarize(run([djob(1, 0, 100, 12, 1000)], "hilbert"))  # curve positions 0-2: nodes 0, 16, 17
+    assert s["compactness_mean"] == pytest.approx((1 + 2 + 1) / 3)
