@@ -155,3 +155,88 @@ def test_summary_single_partition_by_hand():
     assert s["compactness_mean"] == pytest.approx(4 / 3) and s["compactness_norm"] == pytest.approx(1.0)
     s = summarize(run([djob(1, 0, 100, 12, 1000)], "hilbert"))  # curve positions 0-2: nodes 0, 16, 17
     assert s["compactness_mean"] == pytest.approx((1 + 2 + 1) / 3)
+
+
+# ---- properties on random deadline workloads (a 4 x 6 mesh of 2-core nodes) ------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from hpcdispatch.system.model import NodeType, System, Topology  # noqa: E402
+
+SMALL = System("grid-4x6", ("core",), (NodeType("node", 24, {"core": 2}),), Topology("grid2d", (4, 6)))
+SMALL_GRID = SMALL.topology.grid
+
+
+@st.composite
+def deadline_workloads(draw):
+    n = draw(st.integers(1, 14))
+    jobs = []
+    for i in range(n):
+        submit = draw(st.integers(0, 60))
+        run = draw(st.integers(1, 40))
+        procs = draw(st.integers(1, 20))
+        lead = draw(st.integers(0, 20))
+        slack = draw(st.integers(0, 60))
+        app = AppSpec(draw(st.integers(0, 3)), "async", procs)
+        jobs.append(deadline_job(SMALL, i + 1, submit, run, submit + lead, submit + lead + run + slack, app))
+    return Workload(jobs, SMALL.resources)
+
+
+def _connected(nodes: list[int]) -> bool:
+    seen, todo = {nodes[0]}, [nodes[0]]
+    while todo:
+        for m in SMALL_GRID.neighbours(todo.pop()).tolist():
+            if m in nodes and m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return len(seen) == len(nodes)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload=deadline_workloads(), dispatcher=st.sampled_from(["count-only", "hilbert", "manhattan",
+                                                                   "hilbert:fit=best", "count-only:start=est"]))
+def test_static_strategies_on_random_deadline_workloads(workload, dispatcher):
+    result = Simulator(SMALL, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python")).run()
+    report = validate_result(result)
+    assert report.ok, report.describe()
+    deadline = np.array([j.deadline for j in workload.jobs])
+    # static jobs run exactly their booking: every accepted job ends on time, nobody is cancelled
+    assert set(result.status.tolist()) <= {3, 4}
+    assert (result.end[result.status == 3] <= deadline[result.status == 3]).all()
+    assert all(r.split(":")[0] in ("count", "shape", "deadline") for r in result.reject_reason.values())
+    positions = SMALL_GRID.hilbert_position
+    for b in result.bookings:  # the shape invariants (design note I3)
+        nodes = list(b.nodes)
+        assert len(nodes) == workload.jobs[b.job].units
+        if dispatcher.startswith("hilbert"):
+            pos = sorted(positions[nodes].tolist())
+            assert pos == list(range(pos[0], pos[0] + len(pos))), pos
+        if dispatcher == "manhattan":
+            assert _connected(nodes), nodes
+
+
+@pytest.mark.parametrize("dispatcher", ["manhattan", "fifo"])
+def test_checkpoint_resume_keeps_bookings_and_cancellations(tmp_path, dispatcher):
+    workload = h_load("synthetic:deadline,jobs=60,seed=3,load=heavy")
+    whole = Simulator(GRID, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python")).run()
+    path = tmp_path / "run.ckpt"
+    sim = Simulator(GRID, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python"),
+                    checkpoint=path)
+    sim.begin()
+    for _ in range(40):
+        sim.step()
+    sim.save_checkpoint()
+    sim.close()
+    resumed = Simulator(GRID, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python"),
+                        checkpoint=path).run()
+    assert resumed.extra["checkpoint"]["resumed_at"] is not None
+    for name in ("start", "end", "status"):
+        assert np.array_equal(getattr(whole, name), getattr(resumed, name), equal_nan=True), name
+    assert resumed.cancel_reason == whole.cancel_reason and resumed.bookings == whole.bookings
+    if dispatcher == "fifo":
+        assert whole.cancel_reason  # the run has cancellations to resume across
+
+
+def h_load(spec: str) -> Workload:
+    from hpcdispatch.workload.loader import load_workload
+    return load_workload(spec, GRID)

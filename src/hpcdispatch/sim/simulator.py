@@ -8,7 +8,8 @@ in this order, each kind of event by its own handler:
 1. job ends (real end or wall-time kill), priority 0 -- so a job ending at ``t`` frees its
    resources for a job starting at ``t`` (:meth:`Simulator._end_jobs`);
 2. submissions, priority 1, each offered to ``dispatcher.admit`` (:meth:`Simulator._submit_jobs`);
-3. resize requests of running jobs and expired predictions (priority 2), wake-ups and
+3. resize requests of running jobs, expired predictions and deadlines (priority 2: a job
+   waiting or running at its deadline is cancelled, :meth:`Simulator._cancel`), wake-ups and
    interval ticks (priority 3) (:meth:`Simulator._timed_events`);
 4. then, once, the dispatcher -- when anything happened at ``t`` (AccaSim's behaviour), or
    at a tick of ``dispatch_interval``, or at a time the dispatcher asked for
@@ -16,6 +17,11 @@ in this order, each kind of event by its own handler:
 
 :meth:`Simulator.run` steps until nothing is left, reporting progress and writing
 checkpoints between instants. Everything the loop changes is one :class:`LoopState`.
+
+Deadline workloads (a job with a deadline or an earliest start; docs/DEADLINE.md): no job
+starts before its earliest start, a job with an application model gets whole nodes, and an
+accepted job still waiting or running at its deadline is cancelled then. Other workloads never
+take these paths.
 
 Every start is verified against the current free capacity before it is applied; an invalid
 decision raises :class:`~hpcdispatch.errors.InvalidDecisionError` naming the dispatcher and
@@ -342,6 +348,7 @@ class Simulator:
         predict = self.predictor.predict
         admit = self.dispatcher.admit
         rejects = self._rejects
+        deadlines = self._deadlines
         si = st.next_submit
         spent = 0.0
         while si < n and submit_l[si] == t:
@@ -361,7 +368,7 @@ class Simulator:
                 queue[job.index] = job
                 status[job.index] = QUEUED
                 st.new_jobs.append(job)
-                if self._deadlines and job.deadline is not None:
+                if deadlines and job.deadline is not None:
                     _heappush(st.heap, (float(job.deadline), RESIZE, st.next_seq, CANCEL, job.index))
                     st.next_seq += 1
             else:

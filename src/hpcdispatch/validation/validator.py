@@ -11,7 +11,7 @@ with the simulator's bookkeeping. It reports every violation it finds, earliest 
   ``to`` is not finite or that does not end after it begins (no row leaves the capacity sweep
   unreported: a non-finite ``from`` of a first segment is swept from its job's start, a
   non-finite ``to`` until its job's end);
-- a job whose status is not ``completed``, ``killed`` or ``rejected`` (every job has one of
+- a job whose status is not ``completed``, ``killed``, ``rejected`` or ``cancelled`` (every job has one of
   them when a run ends), or disagrees with its times: completed and killed jobs started and
   ended, rejected ones did neither; ``killed`` exactly when the job ran into its wall-time;
 - a rejected job without a reason, rejected by a dispatcher whose tags say it never rejects
@@ -30,7 +30,14 @@ with the simulator's bookkeeping. It reports every violation it finds, earliest 
   ``contiguous`` job on nodes that are not consecutive indices (the per-node extras are part of
   the amount rule above);
 - at any instant, on any node, for any resource, more in use than the node's capacity
-  (a job ending at ``t`` releases before a job starting at ``t`` acquires).
+  (a job ending at ``t`` releases before a job starting at ``t`` acquires);
+- deadline workloads (``earliest_start`` and ``deadline`` columns): a start before
+  ``max(submit, earliest start)``, an end after the deadline, a ``cancelled`` job whose end is
+  not its deadline (or that had started and would have ended in time), a whole-node job sharing
+  a node; and with the dispatcher's bookings: a started job without a booking, not at its
+  booked start or not on exactly its booked nodes, or outliving its booking, and two bookings
+  overlapping on a node (:func:`_check_deadlines`, :func:`_check_exclusive`,
+  :func:`_check_bookings`).
 
 A run directory (:func:`validate_run_dir`) is checked against what it can re-derive, not
 against its stored copies: the system the run names (a preset, or ``from-trace:...`` derived
