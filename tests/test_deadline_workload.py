@@ -137,3 +137,10 @@ def test_other_workloads_have_no_deadlines():
     w = load_workload("synthetic:lublin,jobs=30,seed=1", GRID)
     assert not w.has_deadlines
     assert all(j.deadline is None and j.earliest_start is None and j.app is None for j in w.jobs)
+
+
+def test_auto_system_of_deadline_workloads_is_hlrn2_grid(tmp_path):
+    from hpcdispatch.workload.loader import resolve_system
+    assert resolve_system("auto", "synthetic:deadline,jobs=5").name == "hlrn2-grid"
+    assert resolve_system("auto", str(tmp_path / "w.deadline.jsonl")).name == "hlrn2-grid"
+    assert resolve_system("auto", "synthetic:lublin,jobs=5").name == "machine-s"

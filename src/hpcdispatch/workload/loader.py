@@ -21,7 +21,9 @@ Workload specs (``--workload``):
 
 System specs (``--system``): a preset name, a TOML file, ``from-trace`` (derive from the SWF
 header) or ``auto`` (an SWF trace whose file name matches a preset's ``[trace]`` prefixes gets
-that preset, any other trace ``from-trace``; a synthetic workload gets ``machine-s``).
+that preset, any other trace ``from-trace``; deadline jobs (``synthetic:deadline``,
+``.deadline.jsonl``) get ``hlrn2-grid``, the paper's machine; any other synthetic workload
+gets ``machine-s``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from hpcdispatch.workload.swf import SwfOptions, load_swf, system_from_swf_heade
 SYNTHETIC_PREFIX = "synthetic:"
 SLURM_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
 DEFAULT_SYNTHETIC_SYSTEM = "machine-s"
+DEADLINE_SYSTEM = "hlrn2-grid"  # the deadline paper's machine (sec. 5)
 
 
 def parse_kv(text: str, where: str) -> dict[str, str]:
@@ -108,6 +111,13 @@ def is_synthetic(spec: str) -> bool:
     return str(spec).startswith(SYNTHETIC_PREFIX)
 
 
+def _is_deadline(spec: str) -> bool:
+    spec = str(spec)
+    if is_synthetic(spec):
+        return spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip() == "deadline"
+    return spec.lower().endswith(JSONL_SUFFIX)
+
+
 def resolve_system(system_spec: str, workload_spec: str) -> System:
     """The system named by ``system_spec`` (see the module docstring for ``auto``)."""
     if system_spec == "from-trace":
@@ -115,6 +125,8 @@ def resolve_system(system_spec: str, workload_spec: str) -> System:
             raise ConfigError("--system from-trace needs an SWF trace as workload, not a synthetic one")
         return system_from_swf_header(workload_spec)
     if system_spec == "auto":
+        if _is_deadline(workload_spec):
+            return load_system(DEADLINE_SYSTEM)
         if is_synthetic(workload_spec):
             return load_system(DEFAULT_SYNTHETIC_SYSTEM)
         name = Path(workload_spec).name
