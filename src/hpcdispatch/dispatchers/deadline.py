@@ -24,8 +24,9 @@ nodes) or ``shape`` (some had, but not in the strategy's shape).
 Booked jobs start at their booked time (a wake-up) on exactly the booked nodes; a job that
 ends before its booked end gives the rest of its booking back at once. Jobs are
 node-exclusive: a booking holds whole nodes. ``k`` is the job's unit count for deadline jobs
-(one unit = one node, :mod:`hpcdispatch.workload.deadline`); any other job is placed by first
-fit on the window's whole free nodes and books each node it uses (so the strategies run on
+(one unit = one node, :mod:`hpcdispatch.workload.deadline`); any other job is placed by the
+``allocator`` parameter (first fit by default) on the window's whole free nodes and books each
+node it uses (so the strategies run on
 any workload, as the conformance suite does). On a system without a 2-D grid the Hilbert
 curve is the node order and the Manhattan partition grows on a 1 x n line.
 
@@ -42,7 +43,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hpcdispatch.allocators import FirstFit, allocate_job
+from hpcdispatch.allocators import allocate_job
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.planning.profile import AvailabilityProfile
 from hpcdispatch.protocol import (
@@ -71,24 +72,24 @@ class Reservation(Dispatcher):
     SHAPE: ClassVar[str] = "count"
     tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True)
 
-    def __init__(self, start: str = "any"):
+    def __init__(self, start: str = "any", allocator: str = "first-fit"):
         self.start = start
+        self.allocator = allocator
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
-        return [{}, {"start": "est"}]
+        return [{}, {"start": "est", "allocator": "best-fit"}]
 
     # ---- set-up ----------------------------------------------------------------------------
-    def setup(self, system: System) -> None:
-        """The whole-node profile and the shape's geometry (no unit allocator: nodes are whole)."""
+    def _setup(self, system: System) -> None:
+        """The whole-node profile and the shape's geometry (``self._allocator``, built by
+        :meth:`Dispatcher.setup`, places jobs without an application model)."""
         if self.start not in STARTS:
             raise ConfigError(f"dispatcher '{self.name}': start must be one of {', '.join(STARTS)}, got '{self.start}'")
         fit = getattr(self, "fit", "first")
         if fit not in FITS:
             raise ConfigError(f"dispatcher '{self.name}': fit must be first or best, got '{fit}'")
-        self.system = system
         self._capacity = system.capacity
-        self._first_fit = FirstFit()
         topo = system.topology
         if topo.is_grid:
             grid = topo.grid
@@ -130,9 +131,9 @@ class Reservation(Dispatcher):
                    view: DispatchView) -> tuple[np.ndarray | None, Allocation | None, str]:
         """The nodes of ``job`` in a window whose whole free nodes are ``free_mask``:
         ``(nodes, allocation, '')`` or ``(None, None, failed stage)``."""
-        if job.app is None:  # any other job: first fit on the whole free nodes
+        if job.app is None:  # any other job: the allocator on the whole free nodes
             usable = np.where(free_mask[:, None], window, 0)
-            alloc = allocate_job(self._first_fit, job, view.requests[job.index], usable)
+            alloc = allocate_job(self._allocator, job, view.requests[job.index], usable)
             if alloc is None:
                 return None, None, "count"
             return alloc.nodes, alloc, ""
@@ -218,9 +219,10 @@ class Hilbert(Reservation):
     name = "hilbert"
     SHAPE = "hilbert"
 
-    def __init__(self, start: str = "any", fit: str = "first"):
+    def __init__(self, start: str = "any", fit: str = "first", allocator: str = "first-fit"):
         self.start = start
         self.fit = fit
+        self.allocator = allocator
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
