@@ -4,7 +4,8 @@
 
 Each run: 1,000 generated jobs (``synthetic:deadline,load=L,seed=S``) on ``hlrn2-grid`` through
 the Python engine, validated; prints accepted jobs per seed, their mean, rejections by stage,
-cancellations and whether every run validated. The design note's calibration bar: count-only
+cancellations, the mean normalised compactness (metrics/deadline.py) and whether every run
+validated. The design note's calibration bar: count-only
 at normal load accepts 410-610 (paper 510), falling from normal to heavy to very heavy.
 """
 
@@ -17,6 +18,7 @@ from collections import Counter
 import numpy as np
 
 from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.metrics.deadline import compactness
 from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system.io import load_system
 from hpcdispatch.validation import validate_result
@@ -34,7 +36,7 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     for load in args.loads.split(","):
         for name in args.dispatchers.split(","):
-            accepted, reasons, cancelled, valid = [], Counter(), 0, True
+            accepted, reasons, cancelled, valid, norms = [], Counter(), 0, True, []
             began = time.perf_counter()
             for seed in seeds:
                 workload = load_workload(f"synthetic:deadline,jobs={args.jobs},load={load},seed={seed}", system)
@@ -43,8 +45,10 @@ def main() -> None:
                 cancelled += int((result.status == 5).sum())
                 reasons.update(r.split(":")[0] for r in result.reject_reason.values())
                 valid &= validate_result(result).ok
+                norms.append(compactness(result)[1])
             print(f"{load:10s} {name:22s} accepted {accepted} mean {np.mean(accepted):.0f}  rejected by stage "
-                  f"{dict(sorted(reasons.items()))}  cancelled {cancelled}  valid {valid}  "
+                  f"{dict(sorted(reasons.items()))}  cancelled {cancelled}  compactness_norm {np.nanmean(norms):.3f}  "
+                  f"valid {valid}  "
                   f"{time.perf_counter() - began:.1f} s", flush=True)
 
 
