@@ -240,3 +240,21 @@ def test_checkpoint_resume_keeps_bookings_and_cancellations(tmp_path, dispatcher
 def h_load(spec: str) -> Workload:
     from hpcdispatch.workload.loader import load_workload
     return load_workload(spec, GRID)
+
+
+def test_jsonl_workload_run_directory_validates_against_its_source(tmp_path):
+    from hpcdispatch.results.store import write_result
+    from hpcdispatch.workload.deadline import write_deadline_jsonl
+    source = tmp_path / "w.deadline.jsonl"
+    write_deadline_jsonl(h_load("synthetic:deadline,jobs=40,seed=4,load=heavy"), source)
+    workload = h_load(str(source))
+    result = Simulator(GRID, workload, make_dispatcher("hilbert"), None, SimulationOptions(engine="python")).run()
+    write_result(result, tmp_path / "run")
+    report = validate_run_dir(tmp_path / "run")
+    assert report.ok, report.describe()
+    assert any("re-read from" in n and "matches" in n for n in report.notes), report.notes
+    # an edited source (a later deadline for a job) no longer matches the stored workload
+    lines = source.read_text().splitlines()
+    lines[0] = lines[0].replace('"deadline": ', '"deadline": 1')
+    source.write_text("\n".join(lines) + "\n")
+    assert not validate_run_dir(tmp_path / "run").ok
