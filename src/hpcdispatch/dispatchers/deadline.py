@@ -190,8 +190,10 @@ class Reservation(Dispatcher):
         for idx, (t, end, nodes, alloc, row) in list(self._booked.items()):
             try:
                 job = view.queue.get(idx)
-            except KeyError:  # cancelled before its start (cannot happen to a valid booking)
+            except KeyError:  # gone before its start (cannot happen to a valid booking): free it
                 del self._booked[idx]
+                self._profile.release(max(now, t), end, nodes, self._capacity[nodes])
+                self._log[row] = self._log[row]._replace(released=max(now, t))
                 continue
             if t <= now:
                 starts.append(Start(job, alloc))
