@@ -4,7 +4,7 @@ on the same free mask (docs/DEADLINE.md, "Measured"; design note F10).
     PYTHONPATH=src python3 benchmarks/deadline_compactness.py --masks 2000 --seed 1
 
 Masks: the 8 x 16 mesh of ``hlrn2-grid`` with a random share of busy nodes (uniform in
-[0, 0.7]), busy nodes as random rectangles (what bookings leave behind) ; sizes: node counts of
+[0, 0.7]), busy nodes as random rectangles (what bookings leave behind); sizes: node counts of
 the deadline generator's jobs (``ceil(processes / 4)``). For every pair where both strategies
 find a partition, prints the share where Manhattan's pairwise hop sum is lower, equal, higher,
 and the mean ratio Manhattan / Hilbert.
