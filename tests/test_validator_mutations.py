@@ -479,3 +479,124 @@ def test_every_corruption_is_rejected_naming_job_node_and_time(runs, tmp_path, d
         assert any(all(w in v.message for w in want.words) for v in hits), (
             f"{dispatcher}: '{corrupt}': no '{want.kind}' message names {want.words}:\n"
             + "\n".join(v.message for v in hits))
+
+
+# ---- deadline runs: earliest starts, deadlines, cancellations, node exclusivity, bookings ---------
+
+DEADLINE_RUNS = {
+    "manhattan": "synthetic:deadline,jobs=80,seed=2,load=heavy,lead_days=1",  # bookings, earliest starts
+    "fifo": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # cancellations (waiting and running)
+}
+
+
+@pytest.fixture(scope="module")
+def deadline_runs(tmp_path_factory) -> dict[str, Path]:
+    out = {}
+    for name, workload in DEADLINE_RUNS.items():
+        result = h.simulate("hlrn2-grid", workload, name)
+        path = tmp_path_factory.mktemp("deadline") / name
+        h.write_result(result, path)
+        assert validate_run_dir(path).ok, validate_run_dir(path).describe()
+        out[name] = path
+    return out
+
+
+def _late_started(c: Case) -> pd.Series:
+    w = c.workload.set_index("job_id")
+    s = c.started()
+    return s[(s.start.to_numpy() > w.loc[s.job_id, "submit"].to_numpy())].iloc[0]
+
+
+def _shift(c: Case, job_id: int, start: float, end: float) -> None:
+    k = c.jobs.job_id == job_id
+    c.jobs.loc[k, ["start", "end"]] = [start, end]
+    rows = (c.allocs.job_id == job_id) & (c.allocs.segment == 0)
+    c.allocs.loc[rows, ["from", "to"]] = [start, end]
+
+
+def _before_earliest(c: Case) -> None:
+    j = _late_started(c)
+    est = float(c.workload.set_index("job_id").loc[j.job_id, "earliest_start"])
+    _shift(c, j.job_id, est - 5, est - 5 + (j.end - j.start))
+    c.expects("earliest-start", job_word(j.job_id), time_word(est - 5))
+    c.expects("booking", job_word(j.job_id))
+
+
+def _past_deadline(c: Case) -> None:
+    j = c.started().iloc[3]
+    dl = float(c.workload.set_index("job_id").loc[j.job_id, "deadline"])
+    _shift(c, j.job_id, j.start, dl + 7)
+    c.expects("deadline", job_word(j.job_id), time_word(dl + 7))
+
+
+def _cancel_time(c: Case) -> None:
+    j = c.jobs[c.jobs.status == "cancelled"].iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, "end"] = j.end - 1
+    c.expects("cancelled", job_word(j.job_id), time_word(j.end - 1))
+
+
+def _shared_node(c: Case) -> None:
+    a = c.allocs
+    for k in range(len(a)):
+        other = a[(a.job_id != a.job_id.iloc[k]) & (a["from"] < a.to.iloc[k]) & (a.to > a["from"].iloc[k])]
+        if len(other):
+            node = int(other.node.iloc[0])
+            c.allocs.loc[a.index[k], "node"] = node
+            c.expects("exclusive", node_word(node))
+            return
+    raise AssertionError("no two jobs run at the same time")
+
+
+def _wrong_booked_node(c: Case) -> None:
+    j = c.started().iloc[0]
+    rows = c.rows_of(j.job_id)
+    free = c.free_node(j.start, j.end)
+    assert free is not None
+    c.allocs.loc[rows.index[0], "node"] = free
+    c.expects("booking", job_word(j.job_id), "booked nodes")
+
+
+def _overlapping_bookings(c: Case) -> None:
+    b = pd.read_parquet(c.path / "bookings.parquet")
+    for k in range(len(b)):
+        other = b[(b.job_id != b.job_id.iloc[k]) & (b.start < b.released.iloc[k]) & (b.released > b.start.iloc[k])]
+        other = other[other.node != b.node.iloc[k]]
+        if len(other):
+            b.loc[b.index[k], "node"] = int(other.node.iloc[0])
+            b.to_parquet(c.path / "bookings.parquet", index=False)
+            c.expects("booking", "overlaps", node_word(other.node.iloc[0]))
+            return
+    raise AssertionError("no two bookings overlap in time")
+
+
+def _booked_start(c: Case) -> None:
+    b = pd.read_parquet(c.path / "bookings.parquet")
+    j = int(b.job_id.iloc[0])
+    b.loc[b.job_id == j, "start"] = b.loc[b.job_id == j, "start"] + 3
+    b.to_parquet(c.path / "bookings.parquet", index=False)
+    c.expects("booking", job_word(j), "its booking starts at")
+
+
+DEADLINE_CORRUPTIONS = {
+    "start-before-earliest-start": ("manhattan", _before_earliest),
+    "end-after-deadline": ("manhattan", _past_deadline),
+    "cancel-time-not-the-deadline": ("fifo", _cancel_time),
+    "deadline-job-shares-a-node": ("manhattan", _shared_node),
+    "not-on-the-booked-nodes": ("manhattan", _wrong_booked_node),
+    "bookings-overlap": ("manhattan", _overlapping_bookings),
+    "not-at-the-booked-start": ("manhattan", _booked_start),
+}
+
+
+@pytest.mark.parametrize("corrupt", list(DEADLINE_CORRUPTIONS))
+def test_every_deadline_corruption_is_rejected(deadline_runs, tmp_path, corrupt):
+    dispatcher, fn = DEADLINE_CORRUPTIONS[corrupt]
+    case = load_case(deadline_runs[dispatcher], tmp_path / "run")
+    fn(case)
+    report = check(case)
+    assert not report.ok, f"'{corrupt}' passed the validator"
+    for want in case.expect:
+        hits = [v for v in report.violations if v.kind == want.kind]
+        assert hits, f"'{corrupt}': no '{want.kind}' violation in\n{report.describe()}"
+        assert any(all(w in v.message for w in want.words) for v in hits), (
+            f"'{corrupt}': no '{want.kind}' message names {want.words}:\n" + "\n".join(v.message for v in hits))

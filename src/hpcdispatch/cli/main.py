@@ -51,8 +51,11 @@ def workload_options(default_workload: str | None) -> Any:
     def deco(fn: Any) -> Any:
         opts = [
             click.option("--workload", "-w", default=default_workload, required=default_workload is None,
-                         show_default=True, help="SWF trace path (.swf/.swf.gz), Slurm-style requests (.csv/.jsonl), sacct --parsable2 output (.sacct), "
-                         "synthetic:lublin,jobs=N,seed=S,load=L or synthetic:aucsched,workload=I-V,version=1-3,seed=S"),
+                         show_default=True, help="SWF trace path (.swf/.swf.gz), Slurm-style requests (.csv/.jsonl), "
+                         "sacct --parsable2 output (.sacct), "
+                         "synthetic:lublin,jobs=N,seed=S,load=L, synthetic:aucsched,workload=I-V,version=1-3,seed=S, "
+                         "synthetic:deadline,jobs=N,seed=S,load=normal|heavy|very-heavy,types=0-3|uniform,comm=async|sync "
+                         "or deadline jobs as PATH.deadline.jsonl"),
             click.option("--system", "-s", default="auto", show_default=True,
                          help="preset name, TOML file, 'from-trace' (SWF header) or 'auto'"),
             click.option("--processors", type=click.Choice(["requested", "allocated"]), default="requested",

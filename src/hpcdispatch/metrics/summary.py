@@ -155,5 +155,9 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
     out.update(prediction_quality(result.planned, real))
     out["queue_length_mean"] = time_weighted_mean(qt, ql, last_end)
     out["queue_length_max"] = int(ql.max()) if len(ql) else 0
+    if w.has_deadlines:  # the deadline paper's counts and rates, compactness
+        from hpcdispatch.metrics.deadline import deadline_summary
+
+        out.update(deadline_summary(result))
     out.update(result.extra)
     return out

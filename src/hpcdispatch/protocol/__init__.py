@@ -19,7 +19,7 @@ Nothing here assumes simulated time: a bridge to a live cluster builds the same 
 The protocol imports the models below it (system, workload, allocators) and nothing above.
 """
 
-from hpcdispatch.protocol.decision import ACCEPT, Admission, Decision, RunningJob, Start
+from hpcdispatch.protocol.decision import ACCEPT, Admission, Booking, Decision, RunningJob, Start
 from hpcdispatch.protocol.dispatcher import Dispatcher, KernelSpec, Tags, describe_identity
 from hpcdispatch.protocol.predictor import Predictor, WallTimePredictor
 from hpcdispatch.protocol.registry import (
@@ -34,6 +34,7 @@ from hpcdispatch.protocol.view import DispatchView, QueueView
 from hpcdispatch.system.allocation import Allocation
 
 __all__ = [
+    "Booking",
     "ACCEPT",
     "Admission",
     "Allocation",

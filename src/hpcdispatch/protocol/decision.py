@@ -49,3 +49,18 @@ class RunningJob(NamedTuple):
     start: float
     allocation: Allocation
     planned_end: float  # start + planned duration (the predictor's estimate at submit time)
+
+
+class Booking(NamedTuple):
+    """An advance reservation a dispatcher made (deadline strategies): job ``job`` (its
+    workload index), booked at time ``made`` for ``[start, end)`` on whole ``nodes``;
+    ``released``: when the nodes were given back before ``end`` (the job ended early), else
+    ``end``. The simulator hands the dispatcher's bookings to the result and the validator
+    checks the schedule against them."""
+
+    job: int
+    made: float
+    start: float
+    end: float
+    nodes: tuple[int, ...]
+    released: float

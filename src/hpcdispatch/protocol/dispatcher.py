@@ -33,7 +33,7 @@ import numpy as np
 from hpcdispatch._util import json_default
 from hpcdispatch.allocators import Allocator, allocate_job, make_allocator
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.protocol.decision import ACCEPT, Admission, Decision, RunningJob, Start
+from hpcdispatch.protocol.decision import ACCEPT, Admission, Booking, Decision, RunningJob, Start
 from hpcdispatch.protocol.view import DispatchView
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.model import System
@@ -213,6 +213,12 @@ class Dispatcher(ABC):
 
     def admit(self, job: Job, view: DispatchView) -> Admission:
         return ACCEPT
+
+    def bookings(self) -> list[Booking]:
+        """The advance reservations made so far (empty for dispatchers that book nothing);
+        the result keeps them (``SimulationResult.bookings``) and the validator checks that
+        every booked job ran at its booked start on exactly its booked nodes."""
+        return []
 
     def on_resize(self, running: RunningJob, request: GrowthRequest, view: DispatchView) -> Allocation | None:
         """Grant ``request.units`` more units to a running job (an allocation) or refuse (None)."""

@@ -114,6 +114,10 @@ def workload_columns(result: SimulationResult) -> dict[str, np.ndarray]:
     data["contiguous"] = w.contiguous
     for r, name in enumerate(w.resources):
         data[f"pernode_{name}"] = w.per_node_requests[:, r]
+    if w.has_deadlines:  # deadline workloads: the window and whether the job takes whole nodes
+        data["earliest_start"] = np.array([j.ready_at for j in w.jobs], dtype=np.float64)
+        data["deadline"] = np.array([np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64)
+        data["whole_nodes"] = np.array([j.app is not None for j in w.jobs], dtype=bool)
     return data
 
 
@@ -155,6 +159,8 @@ def _write_files(result: SimulationResult, out: Path, csv: bool) -> dict[str, An
     del jobs
     write_frame(out / "allocations.parquet", shared_frame(result.allocations_columns()))
     write_frame(out / "decisions.parquet", result.decisions_frame())
+    if result.bookings:  # advance reservations (deadline strategies): the validator re-checks them
+        write_frame(out / "bookings.parquet", pd.DataFrame(result.bookings_columns()))
     write_frame(out / "workload.parquet", shared_frame(workload_columns(result)))
     _atomic(out / "system.toml", lambda p: dump_system(result.system, p))
     write_json(out / "run.json", run_record(result))

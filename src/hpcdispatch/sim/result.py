@@ -19,7 +19,7 @@ from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 
-STATUS_NAMES = {0: "pending", 1: "queued", 2: "running", 3: "completed", 4: "rejected"}
+STATUS_NAMES = {0: "pending", 1: "queued", 2: "running", 3: "completed", 4: "rejected", 5: "cancelled"}
 
 
 @dataclass
@@ -42,6 +42,10 @@ class SimulationResult:
     resize_log: list[tuple[float, int, int, bool]]
     decisions: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
+    #: job index -> why it was cancelled at its deadline (``deadline-waiting`` / ``deadline-running``)
+    cancel_reason: dict[int, str] = field(default_factory=dict)
+    #: the dispatcher's advance reservations (:class:`~hpcdispatch.protocol.Booking`), if it made any
+    bookings: list[Any] = field(default_factory=list)
     #: the dispatcher's tags (``Tags`` as a dict): what it declared it does (e.g. ``rejects``)
     tags: dict[str, bool] = field(default_factory=dict)
     _rows: AllocationRows | None = field(default=None, init=False, repr=False, compare=False)
@@ -99,6 +103,13 @@ class SimulationResult:
         for idx, why in self.reject_reason.items():
             reason[idx] = why
         data["reject_reason"] = reason
+        if w.has_deadlines:  # deadline workloads: the job's window and why it was cancelled
+            data["earliest_start"] = np.array([j.ready_at for j in w.jobs], dtype=np.float64)
+            data["deadline"] = np.array([np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64)
+            cancel = np.full(len(w), "", dtype=object)
+            for idx, why in self.cancel_reason.items():
+                cancel[idx] = why
+            data["cancel_reason"] = cancel
         data["user"] = np.fromiter((j.user for j in w.jobs), dtype=np.int64, count=len(w))
         data["queue"] = np.fromiter((j.queue for j in w.jobs), dtype=np.int64, count=len(w))
         if allocation_text:
@@ -126,6 +137,22 @@ class SimulationResult:
         for r, name in enumerate(w.resources):
             frame[name] = rows.held(w, r)
         return frame
+
+    def bookings_columns(self) -> dict[str, np.ndarray]:
+        """One row per booking and node: ``job_id, made, start, end, released, node``
+        (``bookings.parquet``; empty columns when the dispatcher booked nothing)."""
+        b = self.bookings
+        ids = self.workload.ids
+        counts = np.array([len(x.nodes) for x in b], dtype=np.int64)
+        rep = lambda vals, dtype: np.repeat(np.array(vals, dtype=dtype), counts) if b else np.zeros(0, dtype)  # noqa: E731
+        return {
+            "job_id": rep([ids[x.job] for x in b], np.int64),
+            "made": rep([x.made for x in b], np.float64),
+            "start": rep([x.start for x in b], np.float64),
+            "end": rep([x.end for x in b], np.float64),
+            "released": rep([x.released for x in b], np.float64),
+            "node": np.array([n for x in b for n in x.nodes], dtype=np.int64),
+        }
 
     def decisions_frame(self) -> pd.DataFrame:
         d = self.decisions

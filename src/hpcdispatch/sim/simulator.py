@@ -8,7 +8,8 @@ in this order, each kind of event by its own handler:
 1. job ends (real end or wall-time kill), priority 0 -- so a job ending at ``t`` frees its
    resources for a job starting at ``t`` (:meth:`Simulator._end_jobs`);
 2. submissions, priority 1, each offered to ``dispatcher.admit`` (:meth:`Simulator._submit_jobs`);
-3. resize requests of running jobs and expired predictions (priority 2), wake-ups and
+3. resize requests of running jobs, expired predictions and deadlines (priority 2: a job
+   waiting or running at its deadline is cancelled, :meth:`Simulator._cancel`), wake-ups and
    interval ticks (priority 3) (:meth:`Simulator._timed_events`);
 4. then, once, the dispatcher -- when anything happened at ``t`` (AccaSim's behaviour), or
    at a tick of ``dispatch_interval``, or at a time the dispatcher asked for
@@ -16,6 +17,11 @@ in this order, each kind of event by its own handler:
 
 :meth:`Simulator.run` steps until nothing is left, reporting progress and writing
 checkpoints between instants. Everything the loop changes is one :class:`LoopState`.
+
+Deadline workloads (a job with a deadline or an earliest start; docs/DEADLINE.md): no job
+starts before its earliest start, a job with an application model gets whole nodes, and an
+accepted job still waiting or running at its deadline is cancelled then. Other workloads never
+take these paths.
 
 Every start is verified against the current free capacity before it is applied; an invalid
 decision raises :class:`~hpcdispatch.errors.InvalidDecisionError` naming the dispatcher and
@@ -59,6 +65,10 @@ from hpcdispatch.sim.journal import DecisionJournal
 from hpcdispatch.sim.options import SimulationOptions, resolve_options
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.sim.state import (
+    CANCEL,
+    CANCEL_RUNNING,
+    CANCEL_WAITING,
+    CANCELLED,
     DONE,
     END,
     QUEUED,
@@ -200,6 +210,7 @@ class Simulator:
         self._record = opts.record_decisions
         self._timed = self.predictor.timed  # a field lookup (W, R) costs less than its timer
         self._rejects = self.dispatcher.get_tags().rejects
+        self._deadlines = workload.has_deadlines  # earliest starts enforced, cancellations at deadlines
         return self._st
 
     def close(self) -> None:
@@ -300,7 +311,9 @@ class Simulator:
         spent = 0.0
         while heap and heap[0][0] == t and heap[0][1] == END:
             idx = _heappop(heap)[4]
-            rj = running.pop(idx)
+            rj = running.pop(idx, None)
+            if rj is None:  # cancelled at its deadline before this end
+                continue
             removed(rj)
             for nodes, amounts in held.pop(idx):
                 give(nodes, amounts)
@@ -335,6 +348,7 @@ class Simulator:
         predict = self.predictor.predict
         admit = self.dispatcher.admit
         rejects = self._rejects
+        deadlines = self._deadlines
         si = st.next_submit
         spent = 0.0
         while si < n and submit_l[si] == t:
@@ -354,6 +368,9 @@ class Simulator:
                 queue[job.index] = job
                 status[job.index] = QUEUED
                 st.new_jobs.append(job)
+                if deadlines and job.deadline is not None:
+                    _heappush(st.heap, (float(job.deadline), RESIZE, st.next_seq, CANCEL, job.index))
+                    st.next_seq += 1
             else:
                 if not rejects:
                     raise InvalidDecisionError(self.dispatcher.name, job.id, t,
@@ -400,10 +417,36 @@ class Simulator:
             elif kind == WAKEUP:
                 st.wakeup_pending.discard(t)
                 woken = True
+            elif kind == CANCEL:
+                happened = self._cancel(payload, t) or happened
             else:  # an interval tick
                 st.tick_pending = False
                 woken = True
         return happened, woken
+
+    def _cancel(self, idx: int, t: float) -> bool:
+        """Job ``idx`` reaches its deadline at ``t``: still waiting, it leaves the queue; still
+        running (it did not end at or before its deadline: ends come first at an instant), it
+        is stopped and gives its nodes back. Either way its status is ``cancelled`` with a
+        reason, its end time is ``t``; ``False`` when it had already ended or been cancelled."""
+        st = self._st
+        if idx in st.queue:
+            del st.queue[idx]
+            st.cancel_reason[idx] = CANCEL_WAITING
+        elif idx in st.running:
+            rj = st.running.pop(idx)
+            self._running_removed(rj)
+            for nodes, amounts in st.held.pop(idx):
+                st.cluster.give(nodes, amounts)
+            st.ended_jobs.append(rj.job)
+            st.ended_running.append(rj)
+            st.cancel_reason[idx] = CANCEL_RUNNING
+        else:
+            return False
+        st.status[idx] = CANCELLED
+        st.end_at[idx] = t
+        st.done += 1
+        return True
 
     def _call_dispatcher(self, t: float) -> None:
         """One dispatcher call at ``t`` (or its journalled record), and its starts applied."""
@@ -486,6 +529,7 @@ class Simulator:
         added = self._running_added
         segments = st.segments
         correction = self._correction
+        deadlines = self._deadlines
         seq = st.next_seq
         for start in starts:
             job = start.job
@@ -497,6 +541,8 @@ class Simulator:
             if not isinstance(alloc, Allocation):
                 raise InvalidDecisionError(self.dispatcher.name, job.id, t,
                                            f"allocation must be an Allocation, got {type(alloc).__name__}")
+            if deadlines:
+                self._check_deadline_start(job, alloc, t, begin)
             if job.node_count or job.contiguous or job.per_node_request:
                 amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node,
                                        job.node_count, per_node_array(job.per_node_request), job.contiguous)
@@ -526,6 +572,19 @@ class Simulator:
                         _heappush(heap, (at, RESIZE, seq, RESIZE, (idx, request)))
                         seq += 1
         st.next_seq = seq
+
+    def _check_deadline_start(self, job, alloc: Allocation, t: float, begin: float) -> None:
+        """A start in a deadline workload: never before the job's earliest start; a job with
+        an application model (a deadline job) gets whole nodes nobody else uses."""
+        if begin < job.ready_at:
+            raise InvalidDecisionError(self.dispatcher.name, job.id, t,
+                                       f"starts at {begin:g}, before its earliest start {job.ready_at:g}")
+        if job.app is not None:
+            cluster = self._st.cluster
+            nodes = alloc.nodes
+            if not (cluster.free[nodes] == cluster.capacity[nodes]).all():
+                raise InvalidDecisionError(self.dispatcher.name, job.id, t,
+                                           "a deadline job needs whole nodes: a node of its allocation is in use")
 
     def _push_wakeup(self, at: float) -> None:
         st = self._st

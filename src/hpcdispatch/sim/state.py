@@ -29,10 +29,15 @@ from hpcdispatch.workload.job import Job, Workload
 # event kinds, which are also their heap priorities at one instant (REVISE shares RESIZE's)
 END, SUBMIT, RESIZE, WAKEUP = 0, 1, 2, 3
 REVISE = 4  # an expired prediction (heap priority RESIZE)
+CANCEL = 5  # a job's deadline (heap priority RESIZE: after the ends and submissions at that instant)
 TICK = -1  # an interval tick (heap priority WAKEUP)
 
 # job status codes (result arrays)
-PENDING, QUEUED, RUNNING, DONE, REJECTED = 0, 1, 2, 3, 4
+PENDING, QUEUED, RUNNING, DONE, REJECTED, CANCELLED = 0, 1, 2, 3, 4, 5
+
+#: why a job was cancelled (``LoopState.cancel_reason``): it reached its deadline still
+#: waiting, or still running
+CANCEL_WAITING, CANCEL_RUNNING = "deadline-waiting", "deadline-running"
 
 
 class DecisionLog:
@@ -100,10 +105,11 @@ class LoopState:
     end_at: list[float] = field(default_factory=list)
     status: list[int] = field(default_factory=list)
     reject_reason: dict[int, str] = field(default_factory=dict)
+    cancel_reason: dict[int, str] = field(default_factory=dict)  # job index -> CANCEL_WAITING / CANCEL_RUNNING
     resize_log: list[tuple[float, int, int, bool]] = field(default_factory=list)
     segments: SegmentLog = field(default_factory=SegmentLog)
     decisions: DecisionLog = field(default_factory=DecisionLog)
-    done: int = 0  # jobs ended or rejected
+    done: int = 0  # jobs ended, rejected or cancelled
     # the dispatcher's calls: how many, when it may be called again, what it will be told
     calls: int = 0  # the journal numbers them
     busy_until: float = -math.inf  # charged dispatch time
@@ -155,6 +161,8 @@ class LoopState:
             planned=np.asarray(self.planned, dtype=np.float64),
             segment_log=self.segments,
             reject_reason=self.reject_reason,
+            cancel_reason=self.cancel_reason,
+            bookings=list(dispatcher.bookings()),
             resize_log=self.resize_log,
             decisions=self.decisions.columns(),
             extra={"prediction_time_s": self.predict_time_s},

@@ -11,7 +11,7 @@ with the simulator's bookkeeping. It reports every violation it finds, earliest 
   ``to`` is not finite or that does not end after it begins (no row leaves the capacity sweep
   unreported: a non-finite ``from`` of a first segment is swept from its job's start, a
   non-finite ``to`` until its job's end);
-- a job whose status is not ``completed``, ``killed`` or ``rejected`` (every job has one of
+- a job whose status is not ``completed``, ``killed``, ``rejected`` or ``cancelled`` (every job has one of
   them when a run ends), or disagrees with its times: completed and killed jobs started and
   ended, rejected ones did neither; ``killed`` exactly when the job ran into its wall-time;
 - a rejected job without a reason, rejected by a dispatcher whose tags say it never rejects
@@ -30,7 +30,14 @@ with the simulator's bookkeeping. It reports every violation it finds, earliest 
   ``contiguous`` job on nodes that are not consecutive indices (the per-node extras are part of
   the amount rule above);
 - at any instant, on any node, for any resource, more in use than the node's capacity
-  (a job ending at ``t`` releases before a job starting at ``t`` acquires).
+  (a job ending at ``t`` releases before a job starting at ``t`` acquires);
+- deadline workloads (``earliest_start`` and ``deadline`` columns): a start before
+  ``max(submit, earliest start)``, an end after the deadline, a ``cancelled`` job whose end is
+  not its deadline (or that had started and would have ended in time), a whole-node job sharing
+  a node; and with the dispatcher's bookings: a started job without a booking, not at its
+  booked start or not on exactly its booked nodes, or outliving its booking, and two bookings
+  overlapping on a node (:func:`_check_deadlines`, :func:`_check_exclusive`,
+  :func:`_check_bookings`).
 
 A run directory (:func:`validate_run_dir`) is checked against what it can re-derive, not
 against its stored copies: the system the run names (a preset, or ``from-trace:...`` derived
@@ -111,7 +118,7 @@ def _ids(values: np.ndarray, limit: int = 5) -> str:
 
 
 #: the statuses a job can have when a run has ended
-FINAL_STATUSES = ("completed", "killed", "rejected")
+FINAL_STATUSES = ("completed", "killed", "rejected", "cancelled")
 #: summary fields recomputed from the tables by :func:`validate_run_dir`
 SUMMARY_COUNTS = ("jobs", "started", "rejected", "killed")
 SUMMARY_MEANS = ("wait_mean", "slowdown_mean", "bounded_slowdown_mean", "makespan")
@@ -129,8 +136,14 @@ def validate_tables(
     *,
     dispatcher_tags: Mapping[str, Any] | None = None,
     growth: Growth | None = None,
+    bookings: pd.DataFrame | None = None,
 ) -> ValidationReport:
     """Validate a schedule given as tables (see the module docstring for the rules).
+
+    ``bookings``: the dispatcher's advance reservations, one row per booking and node
+    (``job_id, made, start, end, released, node``: ``bookings.parquet``), or ``None`` when it
+    made none; deadline workloads carry ``earliest_start`` and ``deadline`` columns
+    (:func:`_check_deadlines`).
 
     ``dispatcher_tags``: the tags the dispatcher declared (``run.json``'s ``dispatcher_tags``,
     ``SimulationResult.tags``); ``rejects`` says whether it may reject jobs. ``growth``: job id
@@ -186,7 +199,8 @@ def validate_tables(
         return f"job {int(ids[i])}"
 
     rejected = status == "rejected"
-    never = np.isnan(start) & ~rejected
+    cancelled = status == "cancelled"
+    never = np.isnan(start) & ~rejected & ~cancelled
     for i in np.flatnonzero(never)[:20]:
         report.add(submit[i], "never", f"job {int(ids[i])} (submitted at {submit[i]:.15g}) never started and was not rejected")
     started = ~np.isnan(start)
@@ -204,7 +218,7 @@ def validate_tables(
     for i in np.flatnonzero(early)[:20]:
         report.add(start[i], "early", f"job {int(ids[i])} started at {start[i]:.15g}, before its submission at {submit[i]:.15g}")
     expected = np.minimum(run, wall) if walltime_kill else run
-    wrong = timed & ~(np.abs((end - start) - expected) <= TOL * np.maximum(1.0, np.abs(expected)))
+    wrong = timed & ~cancelled & ~(np.abs((end - start) - expected) <= TOL * np.maximum(1.0, np.abs(expected)))
     for i in np.flatnonzero(wrong)[:20]:
         report.add(
             start[i],
@@ -215,7 +229,7 @@ def validate_tables(
     should_kill = started & (walltime_kill & (run > wall))
     if "killed" in jobs.columns:
         flag = j_col("killed", bool)
-        for i in np.flatnonzero(started & (flag != should_kill))[:20]:
+        for i in np.flatnonzero(started & ~cancelled & (flag != should_kill))[:20]:
             report.add(start[i], "killed", f"job {int(ids[i])} (started at {start[i]:.15g}): killed flag is {bool(flag[i])}, expected {bool(should_kill[i])}")
 
     # ---- statuses: every job ended the run completed, killed or rejected -------------------
@@ -233,6 +247,14 @@ def validate_tables(
         report.add(start[i], "status",
                    f"{job_name(i)} is '{status[i]}', but it {'ran into' if should_kill[i] else 'did not run into'} its "
                    f"wall-time (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills {'on' if walltime_kill else 'off'})")
+
+    deadline_rules = "deadline" in workload.columns and "earliest_start" in workload.columns
+    if cancelled.any() and not deadline_rules:
+        for i in np.flatnonzero(cancelled)[:20]:
+            report.add(submit[i], "cancelled", f"{job_name(i)} is cancelled, but the workload has no deadlines")
+    if deadline_rules:
+        _check_deadlines(report, ids, submit, start, end, started, cancelled, expected,
+                         w_col("earliest_start", np.float64), w_col("deadline", np.float64))
 
     # ---- rejections: declared by the dispatcher, always with a reason ----------------------
     if rejected.any():
@@ -416,8 +438,124 @@ def validate_tables(
         sel = slice(None) if ok_rows.all() else ok_rows  # the usual case: views, not copies of a million rows
         _capacity_sweep(report, system, cap, resources, node[sel], sweep_from[sel], sweep_to[sel], amounts[sel],
                         ids[row_job[sel]])
+        if "whole_nodes" in workload.columns:
+            whole = w_col("whole_nodes", bool)
+            if whole.any():
+                _check_exclusive(report, node[sel], sweep_from[sel], sweep_to[sel], row_job[sel], whole, ids)
+    if bookings is not None:
+        _check_bookings(report, bookings, ids, start, end, started, row_job, seg0, node, t_from,
+                        w_col("deadline", np.float64) if deadline_rules else np.full(len(ids), np.inf))
     report.violations.sort()
     return report
+
+
+def _check_deadlines(report: ValidationReport, ids: np.ndarray, submit: np.ndarray, start: np.ndarray,
+                     end: np.ndarray, started: np.ndarray, cancelled: np.ndarray, expected: np.ndarray,
+                     earliest: np.ndarray, deadline: np.ndarray) -> None:
+    """Deadline workloads: no start before ``max(submit, earliest start)``; no started job
+    ends after its deadline; a cancelled job ends exactly at its deadline and, when it had
+    started, would have run past it (``start + its length > deadline``)."""
+    ready = np.maximum(submit, np.nan_to_num(earliest, nan=-np.inf))
+    for i in np.flatnonzero(started & (start < ready - TOL))[:20]:
+        report.add(start[i], "earliest-start", f"job {int(ids[i])} started at {start[i]:.15g}, before its earliest "
+                                               f"start {ready[i]:.15g}")
+    late = started & np.isfinite(end) & (end > deadline + TOL)
+    for i in np.flatnonzero(late)[:20]:
+        report.add(end[i], "deadline", f"job {int(ids[i])} ended at {end[i]:.15g}, after its deadline {deadline[i]:.15g}")
+    off = cancelled & ~(np.abs(end - deadline) <= TOL)
+    for i in np.flatnonzero(off)[:20]:
+        report.add(end[i] if np.isfinite(end[i]) else submit[i], "cancelled",
+                   f"job {int(ids[i])} is cancelled at {end[i]:.15g}, not at its deadline {deadline[i]:.15g}")
+    early_cut = cancelled & started & ~(start + expected > deadline + TOL)
+    for i in np.flatnonzero(early_cut)[:20]:
+        report.add(start[i], "cancelled", f"job {int(ids[i])} started at {start[i]:.15g} and would have ended by its "
+                                          f"deadline {deadline[i]:.15g}, but is cancelled")
+
+
+def _check_exclusive(report: ValidationReport, node: np.ndarray, t_from: np.ndarray, t_to: np.ndarray,
+                     row_job: np.ndarray, whole: np.ndarray, ids: np.ndarray) -> None:
+    """A job that takes whole nodes (``whole_nodes``: deadline jobs) shares none of them, at
+    any instant, with another job (rows sorted per node by start; a row that begins before the
+    latest end so far on its node overlaps)."""
+    order = np.lexsort((t_from, node))
+    found = 0
+    last_node, last_to, last_job = -1, -np.inf, -1
+    for k in order.tolist():
+        n, a, b, j = int(node[k]), float(t_from[k]), float(t_to[k]), int(row_job[k])
+        if n != last_node:
+            last_node, last_to, last_job = n, b, j
+            continue
+        if a < last_to - TOL and j != last_job and (whole[j] or whole[last_job]):
+            report.add(a, "exclusive", f"job {int(ids[j])} uses node {n} from {a:.15g} while job {int(ids[last_job])} "
+                                       f"holds it until {last_to:.15g} (deadline jobs take whole nodes)")
+            found += 1
+            if found >= 20:
+                return
+        if b > last_to:
+            last_to, last_job = b, j
+
+
+def _check_bookings(report: ValidationReport, bookings: pd.DataFrame, ids: np.ndarray, start: np.ndarray,
+                    end: np.ndarray, started: np.ndarray, row_job: np.ndarray, seg0: np.ndarray, node: np.ndarray,
+                    t_from: np.ndarray, deadline: np.ndarray) -> None:
+    """Advance reservations: every started job has one booking and started at its booked
+    start on exactly its booked nodes, made no later than that start, ending by its deadline;
+    the job ended by its booked end, and gave the nodes back (``released``) no earlier than it
+    ended; bookings never overlap on a node (each held until it was released)."""
+    missing = [c for c in ("job_id", "made", "start", "end", "released", "node") if c not in bookings.columns]
+    if missing:
+        report.add(-np.inf, "table", f"the bookings table has no column '{missing[0]}'")
+        return
+    b_job = bookings["job_id"].to_numpy(np.int64)
+    b_pos = np.searchsorted(ids, b_job)
+    known = (b_pos < len(ids)) & (ids[np.minimum(b_pos, len(ids) - 1)] == b_job) if len(ids) else np.zeros(len(b_job), bool)
+    for j in np.unique(b_job[~known])[:20]:
+        report.add(-np.inf, "booking", f"a booking names job {int(j)}, which is not in the workload")
+    b_start = bookings["start"].to_numpy(np.float64)
+    b_end = bookings["end"].to_numpy(np.float64)
+    b_made = bookings["made"].to_numpy(np.float64)
+    b_rel = bookings["released"].to_numpy(np.float64)
+    b_node = bookings["node"].to_numpy(np.int64)
+    booked_nodes: dict[int, set[int]] = {}
+    booked_at: dict[int, tuple[float, float, float, float]] = {}
+    for k in np.flatnonzero(known).tolist():
+        i = int(b_pos[k])
+        booked_nodes.setdefault(i, set()).add(int(b_node[k]))
+        times = (float(b_start[k]), float(b_end[k]), float(b_made[k]), float(b_rel[k]))
+        if booked_at.setdefault(i, times) != times:
+            report.add(b_start[k], "booking", f"job {int(ids[i])} has two bookings ({booked_at[i][:2]} and {times[:2]})")
+    used: dict[int, set[int]] = {}
+    for k in np.flatnonzero(seg0).tolist():
+        used.setdefault(int(row_job[k]), set()).add(int(node[k]))
+    for i in np.flatnonzero(started).tolist():
+        if i not in booked_at:
+            report.add(start[i], "booking", f"job {int(ids[i])} started at {start[i]:.15g} without a booking")
+            continue
+        b0, b1, made, rel = booked_at[i]
+        if abs(start[i] - b0) > TOL:
+            report.add(start[i], "booking", f"job {int(ids[i])} started at {start[i]:.15g}, its booking starts at {b0:.15g}")
+        if used.get(i, set()) != booked_nodes[i]:
+            report.add(start[i], "booking", f"job {int(ids[i])} runs on nodes {_ids(np.array(sorted(used.get(i, set()))), 8)}, "
+                                            f"it booked nodes {_ids(np.array(sorted(booked_nodes[i])), 8)}")
+        if end[i] > b1 + TOL or rel < end[i] - TOL:
+            report.add(end[i], "booking", f"job {int(ids[i])} ran until {end[i]:.15g}, its booking [{b0:.15g}, {b1:.15g}) "
+                                          f"was released at {rel:.15g}")
+    for i, (b0, b1, made, rel) in booked_at.items():
+        if made > b0 + TOL or b1 > deadline[i] + TOL or not b0 < b1 or not b0 - TOL <= rel <= b1 + TOL:
+            report.add(b0, "booking", f"job {int(ids[i])}'s booking made at {made:.15g} for [{b0:.15g}, {b1:.15g}) "
+                                      f"(released {rel:.15g}) is not a window that starts after it was made and ends "
+                                      f"by the deadline {deadline[i]:.15g}")
+    # bookings never overlap on a node: per node, intervals [start, released) in start order
+    sel = np.flatnonzero(known)
+    order = sel[np.lexsort((b_start[sel], b_node[sel]))]
+    last_node, last_to, last_job = -1, -np.inf, -1
+    for k in order.tolist():
+        n, a, r, j = int(b_node[k]), float(b_start[k]), float(b_rel[k]), int(b_job[k])
+        if n == last_node and a < last_to - TOL:
+            report.add(a, "booking", f"job {j}'s booking of node {n} from {a:.15g} overlaps job {last_job}'s "
+                                     f"(held until {last_to:.15g})")
+        if n != last_node or r > last_to:
+            last_node, last_to, last_job = n, r, j
 
 
 #: table -> (integer columns, number columns: NaN allowed where a job may lack the value)
@@ -642,6 +780,7 @@ def validate_result(result: Any) -> ValidationReport:
         walltime_kill=result.options.walltime_kill,
         dispatcher_tags=result.tags or None,
         growth=growth_requests(result.workload),
+        bookings=pd.DataFrame(result.bookings_columns()) if getattr(result, "bookings", None) else None,
     )
 
 
@@ -661,7 +800,7 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
     workload_table = stored.workload
     growth: Growth | None = None
     src = stored.run.get("workload", {})
-    if reload_workload and src.get("kind") in ("swf", "synthetic", "slurm"):
+    if reload_workload and src.get("kind") in ("swf", "synthetic", "slurm", "deadline-jsonl"):
         try:
             fresh = workload_from_source(src["kind"], src["spec"], src.get("options", {}), system)
         except HpcDispatchError as exc:
@@ -690,6 +829,7 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
         walltime_kill=bool(stored.run.get("options", {}).get("walltime_kill", True)),
         dispatcher_tags=stored.run.get("dispatcher_tags"),
         growth=growth,
+        bookings=pd.read_parquet(Path(out_dir) / "bookings.parquet") if (Path(out_dir) / "bookings.parquet").is_file() else None,
     )
     for kind, message in early:
         report.add(-np.inf, kind, message)
@@ -774,6 +914,11 @@ def _workload_table(fresh: Any, system: System) -> dict[str, np.ndarray]:
     for name in system.resources:
         data[f"pernode_{name}"] = (fresh.per_node_requests[:, res.index(name)] if name in res
                                    else np.zeros(len(fresh), np.int64))
+    if fresh.has_deadlines:  # the validator's own reading of the jobs' windows
+        data["earliest_start"] = np.array([max(float(j.submit), -np.inf if j.earliest_start is None else float(j.earliest_start))
+                                           for j in fresh.jobs], dtype=np.float64)
+        data["deadline"] = np.array([np.inf if j.deadline is None else float(j.deadline) for j in fresh.jobs], np.float64)
+        data["whole_nodes"] = np.array([j.app is not None for j in fresh.jobs], dtype=bool)
     return data
 
 

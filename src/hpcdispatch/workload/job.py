@@ -44,6 +44,31 @@ class GrowthRequest:
     units: int
 
 
+@dataclass(frozen=True, slots=True)
+class AppSpec:
+    """What a deadline job's application is (Linnert, De Rose, Heiss 2024, Table 1, sec. 5.2):
+    its behaviour type (0 static without communication, 1 static with a regular pattern,
+    2 dynamic on local nodes, 3 dynamic on local and remote nodes), its communication pattern
+    (``async``: asynchronous send with synchronous receive; ``sync``: synchronous sends) and
+    its process count (the trace size, one process per core).
+
+    Stored for the execution model, which is not built yet: today every job, whatever its
+    type, runs exactly its run time on the nodes it was given (docs/DEADLINE.md).
+    """
+
+    behaviour: int
+    comm: str
+    processes: int
+
+    def __post_init__(self) -> None:
+        if self.behaviour not in (0, 1, 2, 3):
+            raise ConfigError(f"behaviour type must be 0, 1, 2 or 3, got {self.behaviour!r}")
+        if self.comm not in ("async", "sync"):
+            raise ConfigError(f"communication pattern must be 'async' or 'sync', got {self.comm!r}")
+        if self.processes < 1:
+            raise ConfigError(f"processes must be >= 1, got {self.processes!r}")
+
+
 class Job(NamedTuple):
     """One job. Immutable (a named tuple: cheap to build for traces of half a million jobs).
 
@@ -69,7 +94,15 @@ class Job(NamedTuple):
     node_count: int = 0  # 0 = any number of nodes; > 0 = exactly this many distinct nodes
     per_node_request: tuple[int, ...] = ()  # () = nothing extra on each used node
     contiguous: bool = False  # used nodes must be consecutive indices
+    earliest_start: float | None = None  # never started before this time (None: at submission)
+    app: AppSpec | None = None  # the application model of a deadline job (docs/DEADLINE.md)
     index: int = -1
+
+    @property
+    def ready_at(self) -> float:
+        """The earliest time the job may start: its submission, or its earliest start when later."""
+        est = self.earliest_start
+        return float(self.submit) if est is None or est < self.submit else float(est)
 
     @property
     def total_request(self) -> tuple[int, ...]:
@@ -297,6 +330,11 @@ class Workload:
         return self._column("contiguous", bool)
 
     @cached_property
+    def has_deadlines(self) -> bool:
+        """True when any job has a deadline or an earliest start (a deadline workload)."""
+        return any(j.deadline is not None or j.earliest_start is not None for j in self.jobs)
+
+    @cached_property
     def has_constraints(self) -> bool:
         """True when any job has a node count, per-node extras or contiguity."""
         return any(j.constrained for j in self.jobs)
@@ -310,7 +348,7 @@ class Workload:
     def jittered(self, seconds: int, seed: int) -> Workload:
         """The same jobs with each submission time moved by a whole number of seconds drawn
         uniformly from ``[-seconds, +seconds]`` (seeded), never before the first submission;
-        a job's deadline moves with it. Replicas of one trace for measuring how far a metric
+        a job's deadline and earliest start move with it. Replicas of one trace for measuring how far a metric
         moves under perturbations too small to matter (scheduling simulations are chaotic:
         Tsafrir and Feitelson 2006). The source records ``submit_jitter`` and ``jitter_seed``."""
         if seconds < 0:
@@ -325,7 +363,8 @@ class Workload:
             submit = max(first, job.submit + dt)
             moved = submit - job.submit
             deadline = None if job.deadline is None else job.deadline + moved
-            jobs.append(job._replace(submit=submit, deadline=deadline))
+            est = None if job.earliest_start is None else job.earliest_start + moved
+            jobs.append(job._replace(submit=submit, deadline=deadline, earliest_start=est))
         options = {**self.source.options, "submit_jitter": int(seconds), "jitter_seed": int(seed)}
         report = replace(self.report, skipped=dict(self.report.skipped), patched=dict(self.report.patched),
                          first_lines={k: list(v) for k, v in self.report.first_lines.items()},

@@ -10,6 +10,11 @@ Workload specs (``--workload``):
   keys: ``workload`` (I-V), ``version`` (1-3: 0/50/100 % contiguous), ``seed``,
   ``runtime_h``, ``min_run``, ``max_run``, ``max_cores``, ``gpu_type``, ``walltime``
   (see :class:`~hpcdispatch.workload.slurm.AucschedSpec`);
+- ``synthetic:deadline[,key=value...]`` -- deadline jobs (Linnert, De Rose, Heiss 2024);
+  keys: the fields of :class:`~hpcdispatch.workload.deadline.DeadlineWorkloadParams`
+  (``jobs``, ``seed``, ``load``, ``types``, ``comm`` ...);
+- ``PATH.deadline.jsonl``: deadline jobs saved as JSON lines
+  (:func:`~hpcdispatch.workload.deadline.read_deadline_jsonl`);
 - ``PATH.csv`` / ``PATH.jsonl``: Slurm-style requests (``ntasks``, ``nodes``,
   ``ntasks_per_node``, ``gpus_per_node``, ``contiguous``, ``run_time`` ...), see
   :func:`~hpcdispatch.workload.slurm.read_slurm_requests`;
@@ -18,7 +23,9 @@ Workload specs (``--workload``):
 
 System specs (``--system``): a preset name, a TOML file, ``from-trace`` (derive from the SWF
 header) or ``auto`` (an SWF trace whose file name matches a preset's ``[trace]`` prefixes gets
-that preset, any other trace ``from-trace``; a synthetic workload gets ``machine-s``).
+that preset, any other trace ``from-trace``; deadline jobs (``synthetic:deadline``,
+``.deadline.jsonl``) get ``hlrn2-grid``, the paper's machine; any other synthetic workload
+gets ``machine-s``).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.io import load_system, preset_trace_prefixes
 from hpcdispatch.system.model import System
+from hpcdispatch.workload.deadline import JSONL_SUFFIX, deadline_workload, parse_deadline_spec, read_deadline_jsonl
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.lublin import LublinSpec, lublin_workload
 from hpcdispatch.workload.mapping import UnitMapping
@@ -40,6 +48,7 @@ from hpcdispatch.workload.swf import SwfOptions, load_swf, system_from_swf_heade
 SYNTHETIC_PREFIX = "synthetic:"
 SLURM_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
 DEFAULT_SYNTHETIC_SYSTEM = "machine-s"
+DEADLINE_SYSTEM = "hlrn2-grid"  # the deadline paper's machine (sec. 5)
 
 
 def parse_kv(text: str, where: str) -> dict[str, str]:
@@ -89,7 +98,7 @@ def parse_synthetic(spec: str, units: UnitMapping) -> LublinSpec:
     body = spec[len(SYNTHETIC_PREFIX) :]
     model, _, rest = body.partition(",")
     if model.strip() != "lublin":
-        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' (available: lublin, aucsched)")
+        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' (available: lublin, aucsched, deadline)")
     raw = parse_kv(rest, f"workload '{spec}'")
     types = {"jobs": int, "seed": int, "load": float, "interactive": bool, "max_walltime": int,
              "p_max_walltime": float, "overestimate_max": float}
@@ -107,10 +116,19 @@ def is_synthetic(spec: str) -> bool:
 
 def _is_slurm_file(spec: str) -> bool:
     path = Path(spec)
+    if path.name.lower().endswith(JSONL_SUFFIX):  # deadline jobs, not Slurm requests
+        return False
     try:
         return path.suffix.lower() in SLURM_SUFFIXES or (path.is_file() and is_sacct_file(path))
     except (OSError, ValueError):
         return False
+
+
+def _is_deadline(spec: str) -> bool:
+    spec = str(spec)
+    if is_synthetic(spec):
+        return spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip() == "deadline"
+    return spec.lower().endswith(JSONL_SUFFIX)
 
 
 def resolve_system(system_spec: str, workload_spec: str) -> System:
@@ -123,6 +141,8 @@ def resolve_system(system_spec: str, workload_spec: str) -> System:
             raise ConfigError("--system from-trace needs an SWF trace as workload, not a synthetic one")
         return system_from_swf_header(workload_spec)
     if system_spec == "auto":
+        if _is_deadline(workload_spec):
+            return load_system(DEADLINE_SYSTEM)
         if is_synthetic(workload_spec):
             return load_system(DEFAULT_SYNTHETIC_SYSTEM)
         name = Path(workload_spec).name
@@ -149,6 +169,11 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload
+    if is_synthetic(spec) and spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip() == "deadline":
+        workload = deadline_workload(system, parse_deadline_spec(spec), spec_string=spec)
+        if swf_options.max_jobs is not None:
+            workload = workload.subset(swf_options.max_jobs)
+        return workload
     if is_synthetic(spec):
         workload = lublin_workload(system, parse_synthetic(spec, swf_options.units), spec_string=spec)
         if swf_options.max_jobs is not None:
@@ -163,6 +188,11 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
         raise TraceFormatError(spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)")
     if is_dir:
         raise TraceFormatError(spec, "is a directory, not a workload file")
+    if path.name.lower().endswith(JSONL_SUFFIX):
+        workload = read_deadline_jsonl(path, system)
+        if swf_options.max_jobs is not None:
+            workload = workload.subset(swf_options.max_jobs)
+        return workload
     if path.suffix.lower() in SLURM_SUFFIXES or is_sacct_file(path):
         workload = read_sacct(path, system) if is_sacct_file(path) else read_slurm_requests(path, system)
         if swf_options.max_jobs is not None:

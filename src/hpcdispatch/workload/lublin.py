@@ -241,7 +241,7 @@ def lublin_workload(system: System, spec: LublinSpec, spec_string: str | None = 
             make_job(
                 (int(i) + 1, int(cols["submit"][i]), int(cols["run_time"][i]), int(wall[i]),
                  int(units[i]), tuple(int(x) for x in unit_req[i]), -1, -1, int(cols["queue"][i]), -1, -1, None,
-                 int(cols["processors"][i]), 0, None, (), 0, (), False, k)
+                 int(cols["processors"][i]), 0, None, (), 0, (), False, None, None, k)
             )
             for k, i in enumerate(order.tolist())
         ]

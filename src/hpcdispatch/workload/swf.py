@@ -768,7 +768,7 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
                     ids_l, sub_l, run_l, wall_l, units_l, req_l,
                     cols["user"], cols["group"], cols["queue"], cols["partition"], cols["executable"],
                     [None] * n, procs_l, [0] * n, [None] * n, [()] * n,
-                    [0] * n, [()] * n, [False] * n, range(n),
+                    [0] * n, [()] * n, [False] * n, [None] * n, [None] * n, range(n),
                 ),
             )
         )

@@ -1,0 +1,247 @@
+"""Advance reservation at submission for deadline jobs (Linnert, De Rose, Heiss 2024, sec. 3):
+``hilbert`` (Fig. 6), ``manhattan`` (Fig. 8) and the ``count-only`` baseline (line 0 of both).
+
+One class, :class:`Reservation`; the three registered names only pick its shape rule. At a
+job's submission (:meth:`Reservation.admit`) it searches an
+:class:`~hpcdispatch.planning.profile.AvailabilityProfile` of whole-node bookings (the running
+jobs' and the booked ones') for a window ``[t, t + R)``, ``R`` the job's reserved length (its
+wall-time; for generated deadline jobs the run time), at the candidate starts
+
+- ``t0 = max(now, earliest start)``, then every later boundary of the profile (a booking
+  starting or ending: "increments determined by the change in the occupancy state", design
+  note A24), while ``t + R <= deadline`` (inclusive, Fig. 6 line 3);
+- ``start=est``: ``t0`` only (the count-only baseline's other reading, A20).
+
+Per candidate, three stages, in this order: the **count** (line 0: at least ``k`` nodes free
+for the whole window -- a node booked by nobody in it), then the **shape** over that window's
+free mask (:mod:`hpcdispatch.system.partition`): Hilbert first fit of ``k`` consecutive curve
+positions (``fit=best``: Slurm's best fit), the Manhattan-median greedy partition (A22), or,
+for ``count-only``, the ``k`` lowest free node ids. The first candidate where all pass is
+booked; else the job is rejected with a reason naming the stage that failed last:
+``deadline`` (not even ``t0 + R`` meets the deadline), ``count`` (no window had ``k`` free
+nodes) or ``shape`` (some had, but not in the strategy's shape).
+
+Booked jobs start at their booked time (a wake-up) on exactly the booked nodes; a job that
+ends before its booked end gives the rest of its booking back at once. Jobs are
+node-exclusive: a booking holds whole nodes. ``k`` is the job's unit count for deadline jobs
+(one unit = one node, :mod:`hpcdispatch.workload.deadline`); any other job is placed by the
+``allocator`` parameter (first fit by default) on the window's whole free nodes and books each
+node it uses (so the strategies run on
+any workload, as the conformance suite does). On a system without a 2-D grid the Hilbert
+curve is the node order and the Manhattan partition grows on a 1 x n line.
+
+A job is never kept beyond its booking: the simulator kills jobs at their wall-time, and a
+run without that (``walltime_kill = false``) is refused, since a job running past its booking
+would run into the next one on its nodes (design note A19's overrun rules belong to the
+execution model, not built yet).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hpcdispatch.allocators import allocate_job
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.planning.profile import AvailabilityProfile
+from hpcdispatch.protocol import (
+    Admission,
+    Allocation,
+    Booking,
+    Decision,
+    Dispatcher,
+    DispatchView,
+    Start,
+    Tags,
+    register,
+)
+from hpcdispatch.system.model import System
+from hpcdispatch.system.partition import hilbert_best_fit, hilbert_first_fit, manhattan_partition
+from hpcdispatch.workload.job import Job
+
+STARTS = ("any", "est")
+FITS = ("first", "best")
+
+
+class Reservation(Dispatcher):
+    """Advance reservation at submission with a shape rule (``SHAPE``): see the module."""
+
+    name: ClassVar[str] = "reservation"
+    SHAPE: ClassVar[str] = "count"
+    tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True)
+
+    def __init__(self, start: str = "any", allocator: str = "first-fit"):
+        self.start = start
+        self.allocator = allocator
+
+    @classmethod
+    def test_params(cls) -> list[dict[str, Any]]:
+        return [{}, {"start": "est", "allocator": "best-fit"}]
+
+    # ---- set-up ----------------------------------------------------------------------------
+    def _setup(self, system: System) -> None:
+        """The whole-node profile and the shape's geometry (``self._allocator``, built by
+        :meth:`Dispatcher.setup`, places jobs without an application model)."""
+        if self.start not in STARTS:
+            raise ConfigError(f"dispatcher '{self.name}': start must be one of {', '.join(STARTS)}, got '{self.start}'")
+        fit = getattr(self, "fit", "first")
+        if fit not in FITS:
+            raise ConfigError(f"dispatcher '{self.name}': fit must be first or best, got '{fit}'")
+        self._capacity = system.capacity
+        topo = system.topology
+        if topo.is_grid:
+            grid = topo.grid
+            self._shape = (grid.rows, grid.cols)
+            self._torus = topo.kind == "torus2d"
+            self._curve = np.asarray(grid.hilbert_order, dtype=np.int64)
+        else:  # no 2-D grid: the node order is the curve, a line the Manhattan space
+            self._shape = (1, system.n_nodes)
+            self._torus = False
+            self._curve = np.arange(system.n_nodes, dtype=np.int64)
+        self._profile: AvailabilityProfile | None = None
+        self._booked: dict[int, tuple[float, float, np.ndarray, Allocation, int]] = {}  # waiting; last: log row
+        self._holding: dict[int, tuple[float, np.ndarray, int]] = {}  # started: booked end, nodes, log row
+        self._log: list[Booking] = []
+
+    def bookings(self) -> list[Booking]:
+        return list(self._log)
+
+    # ---- the profile -----------------------------------------------------------------------
+    def _sync(self, view: DispatchView) -> AvailabilityProfile:
+        """The profile at ``view.now``: built at the first call; jobs that ended before their
+        booked end give the rest back; the past is dropped."""
+        if not view.walltime_kill:
+            raise ConfigError(f"dispatcher '{self.name}' books each job for its wall-time and needs jobs killed "
+                              "at it (walltime_kill = true)")
+        now = view.now
+        if self._profile is None:
+            self._profile = AvailabilityProfile(now, self._capacity, [])
+        profile = self._profile
+        for idx in [i for i in self._holding if i not in view.running]:
+            end, nodes, row = self._holding.pop(idx)
+            if now < end:
+                profile.release(now, end, nodes, self._capacity[nodes])
+                self._log[row] = self._log[row]._replace(released=now)
+        profile.advance(now)
+        return profile
+
+    def _nodes_for(self, job: Job, free_mask: np.ndarray, window: np.ndarray,
+                   view: DispatchView) -> tuple[np.ndarray | None, Allocation | None, str]:
+        """The nodes of ``job`` in a window whose whole free nodes are ``free_mask``:
+        ``(nodes, allocation, '')`` or ``(None, None, failed stage)``."""
+        if job.app is None:  # any other job: the allocator on the whole free nodes
+            usable = np.where(free_mask[:, None], window, 0)
+            alloc = allocate_job(self._allocator, job, view.requests[job.index], usable)
+            if alloc is None:
+                return None, None, "count"
+            return alloc.nodes, alloc, ""
+        k = job.units
+        if int(free_mask.sum()) < k:
+            return None, None, "count"
+        nodes = self._shape_nodes(free_mask, k)
+        if nodes is None:
+            return None, None, "shape"
+        nodes = np.sort(np.asarray(nodes, dtype=np.int64))
+        return nodes, Allocation.trusted(nodes, np.ones(k, dtype=np.int64)), ""
+
+    def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
+        return np.flatnonzero(free_mask)[:k]  # count-only: the lowest free node ids
+
+    # ---- the contract ----------------------------------------------------------------------
+    def admit(self, job: Job, view: DispatchView) -> Admission:
+        profile = self._sync(view)
+        now = view.now
+        length = float(job.wall_time)
+        t0 = max(now, job.ready_at)
+        deadline = math.inf if job.deadline is None else float(job.deadline)
+        if t0 + length > deadline:
+            return Admission(False, f"deadline: earliest start {t0:g} + {length:g} s is after the deadline {deadline:g}")
+        latest = deadline - length
+        profile.add_boundary(t0)
+        times = profile.times
+        cands = times[(times >= t0) & (times <= latest)]
+        if self.start == "est":
+            cands = cands[:1]
+        stage = "count"
+        for t in cands.tolist():
+            window = profile.min_free(t, t + length)
+            free_mask = (window == self._capacity).all(axis=1)
+            nodes, alloc, failed = self._nodes_for(job, free_mask, window, view)
+            if nodes is None:
+                if failed == "shape":
+                    stage = "shape"
+                continue
+            profile.reserve(t, t + length, nodes, self._capacity[nodes])
+            self._booked[job.index] = (t, t + length, nodes, alloc, len(self._log))
+            self._log.append(Booking(job.index, now, t, t + length, tuple(int(n) for n in nodes), t + length))
+            return Admission(True, "")
+        what = (f"{job.units} whole free node(s)" if job.app is not None else "enough whole free nodes")
+        if stage == "count":
+            return Admission(False, f"count: no window of {length:g} s in [{t0:g}, {deadline:g}] has {what}")
+        return Admission(False, f"shape: windows in [{t0:g}, {deadline:g}] have {what}, but not in {self.SHAPE} shape")
+
+    def _dispatch(self, view: DispatchView) -> Decision:
+        self._sync(view)
+        now = view.now
+        starts: list[Start] = []
+        wakeup = math.inf
+        for idx, (t, end, nodes, alloc, row) in list(self._booked.items()):
+            try:
+                job = view.queue.get(idx)
+            except KeyError:  # gone before its start (cannot happen to a valid booking): free it
+                del self._booked[idx]
+                self._profile.release(max(now, t), end, nodes, self._capacity[nodes])
+                self._log[row] = self._log[row]._replace(released=max(now, t))
+                continue
+            if t <= now:
+                starts.append(Start(job, alloc))
+                del self._booked[idx]
+                self._holding[idx] = (end, nodes, row)
+            else:
+                wakeup = min(wakeup, t)
+        return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup)
+
+
+@register
+class CountOnly(Reservation):
+    """The paper's counting-only admission (line 0 of Figs. 6 and 8): enough whole nodes free
+    for the window, the lowest node ids; later booking boundaries too (``start=any``, A20)."""
+
+    name = "count-only"
+    SHAPE = "count"
+
+
+@register
+class Hilbert(Reservation):
+    """Fig. 6: ``k`` consecutive positions of the Hilbert curve free for the whole window
+    (first fit; ``fit=best``: Slurm's best fit over the curve)."""
+
+    name = "hilbert"
+    SHAPE = "hilbert"
+
+    def __init__(self, start: str = "any", fit: str = "first", allocator: str = "first-fit"):
+        self.start = start
+        self.fit = fit
+        self.allocator = allocator
+
+    @classmethod
+    def test_params(cls) -> list[dict[str, Any]]:
+        return [{}, {"fit": "best"}]
+
+    def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
+        search = hilbert_best_fit if self.fit == "best" else hilbert_first_fit
+        return search(free_mask, self._curve, k)
+
+
+@register
+class Manhattan(Reservation):
+    """Fig. 8 fixed as in design note A22: the greedy least-Manhattan-increase partition from
+    the first start node (node order) whose free 4-connected component holds ``k`` nodes."""
+
+    name = "manhattan"
+    SHAPE = "manhattan"
+
+    def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
+        return manhattan_partition(free_mask, self._shape, k, torus=self._torus)
