@@ -17,8 +17,8 @@ short / medium / long      93.14 / 6.10 / 0.75 %                                
 run time in a class        log-normal, log mean / sd: short 5.24 / 1.36,         SDSC-BLUE
                            medium 8.90 / 0.43, long 10.63 / 0.55; long ends at
                            ``max_walltime`` (24 h)
-units ``rn``               BLUE's node counts by log2 class: 1 .502, 2-3 .159,   SDSC-BLUE
-                           4-7 .125, 8-15 .131, 16-31 .040, 32 .044 (32 and
+units ``rn``               BLUE's nodes (processors / 8) by log2 class: 1 .502, SDSC-BLUE
+                           2-3 .159, 4-7 .125, 8-15 .131, 16-31 .040, 32 .044 (32 and
                            more); a power of two with probability .926
 largest job                32 units (an accelerator half of the machine)         assumption
 cores per unit             Curie's jobs of at most 16 cores: 1 .458, 2-3 .126,   Curie
