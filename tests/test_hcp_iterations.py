@@ -1,0 +1,101 @@
+"""HCP'19's iterations between its two stages (issue 36): when best fit cannot place a job
+the pooled scheduling stage starts now, the stage is solved again with that job postponed."""
+
+from __future__ import annotations
+
+import numpy as np
+from helpers import cores_system
+
+from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
+from hpcdispatch.dispatchers import cp as cp_dispatchers
+from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.metrics.summary import allocation_iterations
+from hpcdispatch.runner import run_simulation
+from hpcdispatch.system.io import load_system
+from hpcdispatch.sim.info_log import InfoLog
+from hpcdispatch.workload.loader import load_workload
+
+
+def instance(system, queued, running):
+    free = np.array(system.capacity)
+    for r in running:
+        free[list(r.nodes)] -= r.amounts()
+    return DispatchInstance(0.0, system.resources, np.array(system.capacity), free, list(queued), list(running))
+
+
+def decide(name, system, inst, **params):
+    d = make_dispatcher(name, time_unit=1.0, deterministic=True, **params)
+    d.setup(system)
+    placed, info = d.decide(inst)
+    return {idx: alloc.pairs() for idx, alloc in placed}, info
+
+
+def test_pooled_capacity_says_yes_placement_says_no_the_job_is_postponed_by_a_second_solve():
+    # 2 nodes x 4 cores; a 2-core job runs on each node until 10; queued: one unit of 4 cores
+    # (1 s). Pooled: 4 cores free now; per node: 2. First solve: start it now (objective 0);
+    # best fit cannot place it; second solve with s >= 1: it starts at 1 -> nothing now.
+    system = cores_system(2, 4)
+    running = [RunningEntry(10, 11, -5.0, 10.0, (0,), (1,), (2,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,))]
+    inst = instance(system, [QueuedJob(0, 1, 0.0, 1.0, 1, (4,))], running)
+    placed, info = decide("hcp", system, inst)
+    assert placed == {}
+    assert info["allocation_iterations"] == 2 and info["postponed_by_allocation"] == 1
+    assert "postponed_at_allocation" not in info and "fallback" not in info
+
+
+def test_the_second_solve_starts_the_job_the_first_one_kept_for_later():
+    # 2 nodes x 4 cores; 2-core jobs run on node 0 until 1 and on node 1 until 10. Queued at 0:
+    # B = one 4-core unit for 1 s, S = one 2-core unit for 10 s (version 3 weights
+    # 100 d_max / d: B 1000, S 100; objective sum w s). Pooled free: 4 on [0, 1), 6 on [1, 10).
+    #   solve 1: B@0, S@1 (objective 100; S@0 would push B to 1: 1000) -> B cannot be placed
+    #            (2 cores free on each node);
+    #   solve 2 (B >= 1): B@1, S@0 (1000; B@1, S@2: 1200) -> S starts now, on a node with 2
+    #            cores free; the rule's own schedule is the same (1000), so no fallback.
+    # Without the re-solve S would have waited for the next decision.
+    system = cores_system(2, 4)
+    running = [RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,))]
+    queue = [QueuedJob(0, 1, 0.0, 1.0, 1, (4,)), QueuedJob(1, 2, 0.0, 10.0, 1, (2,))]
+    inst = instance(system, queue, running)
+    placed, info = decide("hcp", system, inst)
+    assert set(placed) == {1} and len(placed[1]) == 1 and placed[1][0][1] == 1
+    assert info["allocation_iterations"] == 2 and info["postponed_by_allocation"] == 1
+    assert info["objective"] == 1000 and info["rule_objective"] == 1000 and "fallback" not in info
+    assert info["dispatched"] == 1
+
+
+def test_without_the_re_solve_the_job_is_only_postponed(monkeypatch):
+    # the same instance with the iteration off: the first solution stands, B is postponed and
+    # S (planned at 1) waits -- what hcp did before, and what the other models still do
+    monkeypatch.setattr(cp_dispatchers.HCP, "RESOLVE_UNPLACED", False)
+    system = cores_system(2, 4)
+    running = [RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,))]
+    queue = [QueuedJob(0, 1, 0.0, 1.0, 1, (4,)), QueuedJob(1, 2, 0.0, 10.0, 1, (2,))]
+    placed, info = decide("hcp", system, instance(system, queue, running))
+    assert placed == {} and info["postponed_at_allocation"] == 1 and "allocation_iterations" not in info
+
+
+def test_a_placeable_first_solution_is_one_iteration():
+    system = cores_system(2, 4)
+    running = [RunningEntry(10, 11, -5.0, 10.0, (0,), (1,), (2,))]
+    queue = [QueuedJob(0, 1, 0.0, 1.0, 1, (4,)), QueuedJob(1, 2, 0.0, 10.0, 1, (2,))]
+    placed, info = decide("hcp", system, instance(system, queue, running), force_model=True)
+    assert set(placed) == {0, 1}
+    assert info["allocation_iterations"] == 1 and "postponed_by_allocation" not in info
+
+
+def test_summary_totals_by_hand():
+    log = InfoLog([{"allocation_iterations": 1}, {}, {"allocation_iterations": 3, "postponed_by_allocation": 2},
+                   {"allocation_iterations": 2, "postponed_by_allocation": 1}])
+    assert allocation_iterations(log) == {"allocation_iterations_total": 6, "allocation_iterations_max": 3,
+                                          "decisions_reiterated": 2, "postponed_by_allocation_total": 3}
+    assert allocation_iterations(InfoLog([{}, {"status": "rule"}])) == {}
+
+
+def test_a_eurora_like_run_is_valid_and_reports_its_iterations():
+    system = load_system("eurora")
+    w = load_workload("synthetic:eurora,jobs=60,seed=3,load=1.2", system)
+    out = run_simulation(system, w, "hcp:deterministic=true,delta=0.2,delta_max=0.4", predictor="oracle")
+    assert out.validation.ok
+    assert out.summary["allocation_iterations_total"] >= out.summary["decisions_reiterated"]
+    its = [v for v in out.result.decisions["info"].column("allocation_iterations") if v is not None]
+    assert out.summary["allocation_iterations_total"] == sum(its)
