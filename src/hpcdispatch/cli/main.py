@@ -52,7 +52,7 @@ def workload_options(default_workload: str | None) -> Any:
         opts = [
             click.option("--workload", "-w", default=default_workload, required=default_workload is None,
                          show_default=True, help="SWF trace path (.swf/.swf.gz), Slurm-style requests (.csv/.jsonl), "
-                         "synthetic:lublin,jobs=N,seed=S,load=L or synthetic:aucsched,workload=I-V,version=1-3,seed=S"),
+                         "synthetic:lublin|kit|eurora,jobs=N,seed=S,load=L or synthetic:aucsched,workload=I-V,version=1-3,seed=S"),
             click.option("--system", "-s", default="auto", show_default=True,
                          help="preset name, TOML file, 'from-trace' (SWF header) or 'auto'"),
             click.option("--processors", type=click.Choice(["requested", "allocated"]), default="requested",
