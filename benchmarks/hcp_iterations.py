@@ -2,8 +2,8 @@
 
 Runs ``hcp`` on ``synthetic:eurora`` (the ``eurora`` preset) twice: as the papers describe it
 (a job best fit cannot place is postponed and the scheduling stage solved again, the default)
-and with the re-solve off (the job is only postponed to the next decision, what ``hcp`` did
-before), and prints the decisions, how many solved a model, the scheduling-stage solves and
+and with the re-solve off (``on_unplaced=postpone``: the job is only postponed to the next
+decision, what ``hcp`` did before), and prints the decisions, how many solved a model, the scheduling-stage solves and
 re-iterated decisions, decision times and QoS.
 
     python3 benchmarks/hcp_iterations.py --jobs 2000 --load 0.9 --predictor oracle
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import time
 
-from hpcdispatch.dispatchers import cp as cp_dispatchers
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.system.io import load_system
 from hpcdispatch.workload.loader import load_workload
@@ -33,9 +32,9 @@ def main() -> None:
     workload = load_workload(spec, system)
     print(f"{spec} on eurora, {args.dispatcher} -p {args.predictor}")
     for resolve in (True, False):
-        cp_dispatchers.HCP.RESOLVE_UNPLACED = resolve
         t0 = time.perf_counter()
-        out = run_simulation(system, workload, args.dispatcher, predictor=args.predictor)
+        spec_d = f"{args.dispatcher}:on_unplaced={'resolve' if resolve else 'postpone'}"
+        out = run_simulation(system, workload, spec_d, predictor=args.predictor)
         wall = time.perf_counter() - t0
         s = out.summary
         info = out.result.decisions["info"]

@@ -4,11 +4,12 @@ the pooled scheduling stage starts now, the stage is solved again with that job 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from helpers import cores_system
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
-from hpcdispatch.dispatchers import cp as cp_dispatchers
 from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics.summary import allocation_iterations
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.system.io import load_system
@@ -63,15 +64,32 @@ def test_the_second_solve_starts_the_job_the_first_one_kept_for_later():
     assert info["dispatched"] == 1
 
 
-def test_without_the_re_solve_the_job_is_only_postponed(monkeypatch):
+def test_without_the_re_solve_the_job_is_only_postponed():
     # the same instance with the iteration off: the first solution stands, B is postponed and
-    # S (planned at 1) waits -- what hcp did before, and what the other models still do
-    monkeypatch.setattr(cp_dispatchers.HCP, "RESOLVE_UNPLACED", False)
+    # S (planned at 1) waits -- what hcp did before, and what the other models do by default
     system = cores_system(2, 4)
     running = [RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,))]
     queue = [QueuedJob(0, 1, 0.0, 1.0, 1, (4,)), QueuedJob(1, 2, 0.0, 10.0, 1, (2,))]
-    placed, info = decide("hcp", system, instance(system, queue, running))
+    placed, info = decide("hcp", system, instance(system, queue, running), on_unplaced="postpone")
     assert placed == {} and info["postponed_at_allocation"] == 1 and "allocation_iterations" not in info
+    # cp-hybrid packs its start-now jobs on the real nodes: its first solution already is
+    # S@0, B@1 (1,000), so asked to re-solve it solves once
+    placed, info = decide("cp-hybrid", system, instance(system, queue, running), on_unplaced="resolve")
+    assert set(placed) == {1} and info["allocation_iterations"] == 1 and info["objective"] == 1000
+
+
+def test_on_unplaced_is_checked_and_old_hcp_runs_are_postpone_runs():
+    with pytest.raises(ConfigError, match="on_unplaced must be one of default, resolve, postpone"):
+        make_dispatcher("hcp", on_unplaced="sometimes").setup(cores_system(1, 1))
+    hcp = make_dispatcher("hcp")
+    old = hcp.identity()
+    del old["params"]["on_unplaced"]
+    assert not hcp.matches_identity(old)  # an old hcp run did not re-solve
+    assert make_dispatcher("hcp", on_unplaced="postpone").matches_identity(old)
+    pcp = make_dispatcher("pcp20")
+    old = pcp.identity()
+    del old["params"]["on_unplaced"]
+    assert pcp.matches_identity(old)  # nothing changed for the other models
 
 
 def test_a_placeable_first_solution_is_one_iteration():

@@ -16,7 +16,7 @@ pipeline; the models differ only in how they represent allocation:
    never stalls and never does worse than the rule;
 5. the jobs that start now are placed on the *real* free capacity: with the model's nodes
    when it has them and they fit, else with best fit; a job that does not fit is postponed;
-6. two-stage models (HCP'19, ``RESOLVE_UNPLACED``): when best fit cannot place a job the
+6. two-stage models (HCP'19; ``on_unplaced``): when best fit cannot place a job the
    scheduling stage starts now, the stage is solved again with that job postponed (``s >= 1``
    time unit), and again, until every job it starts now is placed -- "several iterations
    between the two stages when allocation is nontrivial" (PCP'20 sec. 1, 5.2). Each
@@ -71,12 +71,14 @@ class CPDispatcher(Dispatcher):
     #: search (the models break the symmetries they know of themselves). Measured on dumped
     #: Eurora instances, see docs/RESULTS-CP.md.
     SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0}
-    #: re-solve the model with the jobs best fit could not place postponed (step 6 of the
-    #: module docstring; HCP'19 as the papers describe it). Off: such a job is postponed to
-    #: the next decision and the other jobs keep the starts of the first solution.
+    #: the model's own answer to ``on_unplaced="default"``: re-solve the model with the jobs
+    #: best fit could not place postponed (step 6 of the module docstring; HCP'19 as the
+    #: papers describe it), or not: such a job is postponed to the next decision and the
+    #: other jobs keep the starts of the first solution
     RESOLVE_UNPLACED: ClassVar[bool] = False
     ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0, "job_symmetry": False,
-                                              "paper_v1": False}
+                                              "paper_v1": False, "on_unplaced": "default"}
+    ON_UNPLACED = ("default", "resolve", "postpone")
 
     def __init__(
         self,
@@ -96,6 +98,7 @@ class CPDispatcher(Dispatcher):
         reserve: int = 0,
         job_symmetry: bool = True,
         paper_v1: bool = False,
+        on_unplaced: str = "default",
     ):
         self.allocator = allocator
         self.version = version
@@ -131,6 +134,12 @@ class CPDispatcher(Dispatcher):
         #: version 2 fixes (docs/RESULTS-CP.md, "CP'19's orderings"). Breaks "never lose to the
         #: rule" on purpose: a research option, not for production
         self.paper_v1 = paper_v1
+        #: a job the model starts now that best fit cannot place: "resolve" (solve the model
+        #: again with it postponed, until every started job is placed: HCP'19's iterations),
+        #: "postpone" (to the next decision; the first solution stands), or "default" (the
+        #: model's own: resolve for hcp, postpone for the others). Runs from before the option
+        #: behave as "postpone" for hcp and as "default" for the others
+        self.on_unplaced = on_unplaced
 
     @property
     def node_level(self) -> bool:
@@ -161,6 +170,11 @@ class CPDispatcher(Dispatcher):
         if self.paper_v1 and (self.settings.version != 1 or self.MODEL is None):
             raise ConfigError(f"{self.name}: paper_v1 reproduces CP'19's version-1 horizon; it needs "
                               f"version=1 and a CP model (got version={self.version})")
+        if self.on_unplaced not in self.ON_UNPLACED:
+            raise ConfigError(f"{self.name}: on_unplaced must be one of {', '.join(self.ON_UNPLACED)}, "
+                              f"got {self.on_unplaced!r}")
+        self._resolve_unplaced = (self.on_unplaced == "resolve"
+                                  or (self.on_unplaced == "default" and self.RESOLVE_UNPLACED))
         if not isinstance(self.reserve, int) or isinstance(self.reserve, bool) or self.reserve < 0:
             raise ConfigError(f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}")
         self._best_fit = make_allocator("best-fit", system)
@@ -221,8 +235,8 @@ class CPDispatcher(Dispatcher):
         else:
             chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits)
             placed, unplaced = self._place(inst, jobs, chosen, info)
-            if self.RESOLVE_UNPLACED:
-                placed = self._resolve_unplaced(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits,
+            if self._resolve_unplaced:
+                placed = self._resolve_unplaced_jobs(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits,
                                                 placed, unplaced)
             info["dispatched"] = len(placed)
             return placed, info
@@ -230,7 +244,7 @@ class CPDispatcher(Dispatcher):
         info["dispatched"] = len(placed)
         return placed, info
 
-    def _resolve_unplaced(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
+    def _resolve_unplaced_jobs(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
                           d_max: float, info: dict[str, Any], paper_horizon: int | None, rule_fits: bool,
                           placed: list[tuple[int, Allocation]], unplaced: list[int]) -> list[tuple[int, Allocation]]:
         """HCP'19's iterations between its two stages: while best fit cannot place a job the
