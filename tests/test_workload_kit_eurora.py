@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.runner import run_simulation
+from hpcdispatch.sweep import SweepSpecError, parse_sweep
 from hpcdispatch.system.io import load_system
 from hpcdispatch.validation.validator import validate_run_dir
 from hpcdispatch.workload.eurora import QUEUE_EWT
@@ -170,3 +171,33 @@ def test_a_run_is_saved_and_validates_by_re_reading_the_source(tmp_path, name, s
     assert out.validation.ok
     report = validate_run_dir(tmp_path / "run")  # re-reads the workload from run.json's source
     assert report.ok, report
+
+
+def test_a_sweep_expands_kit_and_eurora_generators_per_seed():
+    spec = parse_sweep('dispatchers = ["easy"]\n'
+                       '[[workloads]]\ngenerator = "eurora"\njobs = 40\nload = 0.9\ngpu_share = 0.5\nseeds = [1, 2]\n'
+                       '[[workloads]]\ngenerator = "kit"\njobs = 30\nseed = 4\n')
+    assert len(spec.cells) == 3 and len(set(spec.cell_ids())) == 3
+    eur = spec.cells[0]
+    assert eur.config["workload"]["generator"] == "eurora"
+    assert eur.config["workload"]["gpu_share"] == 0.5 and eur.config["workload"]["seed"] == 1
+    assert eur.labels["workload"] == "eurora-40j-load0.9"
+    # the cell's spec string loads the same workload as the keys say, on the preset "auto" picks
+    system = resolve_system(eur.system_spec, eur.workload_spec)
+    assert system.name == "eurora"
+    direct = load_workload("synthetic:eurora,jobs=40,load=0.9,gpu_share=0.5,seed=1", EURORA)
+    assert load_workload(eur.workload_spec, system).jobs == direct.jobs
+    kit = spec.cells[2]
+    assert resolve_system(kit.system_spec, kit.workload_spec).name == "kit-forhlr2"
+    assert load_workload(kit.workload_spec, KIT).jobs == load_workload("synthetic:kit,jobs=30,seed=4", KIT).jobs
+
+
+@pytest.mark.parametrize("body,message", [
+    ('generator = "kit"\njobs = 10\ncolour = "red"\n', "unknown key(s) ['colour']"),
+    ('generator = "eurora"\njobs = "many"\n', "workloads[0].jobs"),
+    ('generator = "eurora"\ngpu_share = 0.9\nmic_share = 0.9\n', "gpu_share + mic_share must be <= 1"),
+])
+def test_sweep_errors_name_the_field(body, message):
+    with pytest.raises(SweepSpecError) as err:
+        parse_sweep('dispatchers = ["easy"]\n[[workloads]]\n' + body)
+    assert message in str(err.value) and "\n" not in str(err.value).strip()
