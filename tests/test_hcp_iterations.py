@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import cores_system
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
 from hpcdispatch.dispatchers import make_dispatcher
@@ -117,3 +119,34 @@ def test_a_eurora_like_run_is_valid_and_reports_its_iterations():
     assert out.summary["allocation_iterations_total"] >= out.summary["decisions_reiterated"]
     its = [v for v in out.result.decisions["info"].column("allocation_iterations") if v is not None]
     assert out.summary["allocation_iterations_total"] == sum(its)
+
+
+@st.composite
+def fragmented_instances(draw):
+    """2-3 nodes x 4 cores, each running 1-3 cores until 1-10 s, 1-4 queued jobs of one or two
+    units of 2-4 cores: pooled capacity often says yes where no node can."""
+    nodes = draw(st.integers(2, 3))
+    system = cores_system(nodes, 4)
+    running = [RunningEntry(100 + n, 200 + n, -1.0, float(draw(st.integers(1, 10))), (n,), (1,),
+                            (draw(st.integers(1, 3)),)) for n in range(nodes)]
+    queued = [QueuedJob(k, k + 1, float(-draw(st.integers(0, 20))), float(draw(st.integers(1, 10))),
+                        draw(st.integers(1, 2)), (draw(st.integers(2, 4)),)) for k in range(draw(st.integers(1, 4)))]
+    return system, instance(system, queued, running)
+
+
+@settings(max_examples=40, deadline=None)
+@given(fragmented_instances())
+def test_with_the_re_solve_every_job_started_now_is_placed(case):
+    system, inst = case
+    placed, info = decide("hcp", system, inst, delta=0.2, delta_max=0.4)
+    assert "postponed_at_allocation" not in info  # nothing the final solution starts is refused
+    free = np.array(inst.free)
+    jobs = {j.index: j for j in inst.queued}
+    for idx, pairs in placed.items():
+        for node, units in pairs:
+            free[node] -= units * np.asarray(jobs[idx].unit_request)
+    assert (free >= 0).all()  # the starts fit the real free capacity together
+    if "allocation_iterations" in info:
+        assert 1 <= info["allocation_iterations"] <= info["in_model"] + 1
+        # every extra solve postponed at least one more job
+        assert info.get("postponed_by_allocation", 0) >= info["allocation_iterations"] - 1
