@@ -53,7 +53,8 @@ def workload_options(default_workload: str | None) -> Any:
             click.option("--workload", "-w", default=default_workload, required=default_workload is None,
                          show_default=True, help="SWF trace path (.swf/.swf.gz), Slurm-style requests (.csv/.jsonl), "
                          "sacct --parsable2 output (.sacct), "
-                         "synthetic:lublin,jobs=N,seed=S,load=L, synthetic:aucsched,workload=I-V,version=1-3,seed=S, "
+                         "synthetic:lublin|kit|eurora,jobs=N,seed=S,load=L, "
+                         "synthetic:aucsched,workload=I-V,version=1-3,seed=S, "
                          "synthetic:deadline,jobs=N,seed=S,load=normal|heavy|very-heavy,types=0-3|uniform,comm=async|sync "
                          "or deadline jobs as PATH.deadline.jsonl"),
             click.option("--system", "-s", default="auto", show_default=True,

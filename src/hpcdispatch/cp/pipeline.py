@@ -15,7 +15,14 @@ pipeline; the models differ only in how they represent allocation:
    the rule's decision is used and ``Decision.info["fallback"]`` says why -- the dispatcher
    never stalls and never does worse than the rule;
 5. the jobs that start now are placed on the *real* free capacity: with the model's nodes
-   when it has them and they fit, else with best fit; a job that does not fit is postponed.
+   when it has them and they fit, else with best fit; a job that does not fit is postponed;
+6. two-stage models (HCP'19; ``on_unplaced``): when best fit cannot place a job the
+   scheduling stage starts now, the stage is solved again with that job postponed (``s >= 1``
+   time unit), and again, until every job it starts now is placed -- "several iterations
+   between the two stages when allocation is nontrivial" (PCP'20 sec. 1, 5.2). Each
+   iteration postpones at least one more job, so there are at most ``len(jobs) + 1``.
+   ``info["allocation_iterations"]`` counts the scheduling stage's solves in the decision,
+   ``info["postponed_by_allocation"]`` the jobs postponed that way.
 
 ``Decision.info`` records the model size (variables, constraints), build and solve time,
 status, objective and bound, the rule's objective, and the fallback reason.
@@ -64,8 +71,14 @@ class CPDispatcher(Dispatcher):
     #: search (the models break the symmetries they know of themselves). Measured on dumped
     #: Eurora instances, see docs/RESULTS-CP.md.
     SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0}
+    #: the model's own answer to ``on_unplaced="default"``: re-solve the model with the jobs
+    #: best fit could not place postponed (step 6 of the module docstring; HCP'19 as the
+    #: papers describe it), or not: such a job is postponed to the next decision and the
+    #: other jobs keep the starts of the first solution
+    RESOLVE_UNPLACED: ClassVar[bool] = False
     ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0, "job_symmetry": False,
-                                              "paper_v1": False}
+                                              "paper_v1": False, "on_unplaced": "default"}
+    ON_UNPLACED = ("default", "resolve", "postpone")
 
     def __init__(
         self,
@@ -85,6 +98,7 @@ class CPDispatcher(Dispatcher):
         reserve: int = 0,
         job_symmetry: bool = True,
         paper_v1: bool = False,
+        on_unplaced: str = "default",
     ):
         self.allocator = allocator
         self.version = version
@@ -120,6 +134,12 @@ class CPDispatcher(Dispatcher):
         #: version 2 fixes (docs/RESULTS-CP.md, "CP'19's orderings"). Breaks "never lose to the
         #: rule" on purpose: a research option, not for production
         self.paper_v1 = paper_v1
+        #: a job the model starts now that best fit cannot place: "resolve" (solve the model
+        #: again with it postponed, until every started job is placed: HCP'19's iterations),
+        #: "postpone" (to the next decision; the first solution stands), or "default" (the
+        #: model's own: resolve for hcp, postpone for the others). Runs from before the option
+        #: behave as "postpone" for hcp and as "default" for the others
+        self.on_unplaced = on_unplaced
 
     @property
     def node_level(self) -> bool:
@@ -150,6 +170,11 @@ class CPDispatcher(Dispatcher):
         if self.paper_v1 and (self.settings.version != 1 or self.MODEL is None):
             raise ConfigError(f"{self.name}: paper_v1 reproduces CP'19's version-1 horizon; it needs "
                               f"version=1 and a CP model (got version={self.version})")
+        if self.on_unplaced not in self.ON_UNPLACED:
+            raise ConfigError(f"{self.name}: on_unplaced must be one of {', '.join(self.ON_UNPLACED)}, "
+                              f"got {self.on_unplaced!r}")
+        self._resolve_unplaced = (self.on_unplaced == "resolve"
+                                  or (self.on_unplaced == "default" and self.RESOLVE_UNPLACED))
         if not isinstance(self.reserve, int) or isinstance(self.reserve, bool) or self.reserve < 0:
             raise ConfigError(f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}")
         self._best_fit = make_allocator("best-fit", system)
@@ -209,9 +234,35 @@ class CPDispatcher(Dispatcher):
             chosen = {j.index: rule.allocations.get(j.index) for j in rule.now()}
         else:
             chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits)
-        placed = self._place(inst, jobs, chosen, info)
+            placed, unplaced = self._place(inst, jobs, chosen, info)
+            if self._resolve_unplaced:
+                placed = self._resolve_unplaced_jobs(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits,
+                                                placed, unplaced)
+            info["dispatched"] = len(placed)
+            return placed, info
+        placed, _ = self._place(inst, jobs, chosen, info)
         info["dispatched"] = len(placed)
         return placed, info
+
+    def _resolve_unplaced_jobs(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
+                          d_max: float, info: dict[str, Any], paper_horizon: int | None, rule_fits: bool,
+                          placed: list[tuple[int, Allocation]], unplaced: list[int]) -> list[tuple[int, Allocation]]:
+        """HCP'19's iterations between its two stages: while best fit cannot place a job the
+        scheduling stage starts now, solve the stage again with those jobs postponed."""
+        iterations, solve_s = 1, float(info.get("solve_s", 0.0))
+        later: set[int] = set()
+        while unplaced and not later.issuperset(unplaced):
+            later.update(unplaced)
+            chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits, frozenset(later))
+            iterations += 1
+            solve_s += float(info.get("solve_s", 0.0))
+            info.pop("postponed_at_allocation", None)
+            placed, unplaced = self._place(inst, jobs, chosen, info)
+        info["allocation_iterations"] = iterations
+        if later:
+            info["postponed_by_allocation"] = len(later)
+            info["solve_s"] = solve_s
+        return placed
 
     def hint_rule(self, rule: RuleSchedule, jobs: list[QueuedJob], policy: Policy, d_max: float) -> RuleSchedule:
         """The rule's schedule as the model's hint (and fallback): with job symmetry, identical
@@ -228,10 +279,14 @@ class CPDispatcher(Dispatcher):
 
     def _solve(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
                d_max: float, info: dict[str, Any], paper_horizon: int | None = None,
-               rule_fits: bool = True) -> dict[int, Allocation | None]:
+               rule_fits: bool = True, later: frozenset[int] = frozenset()) -> dict[int, Allocation | None]:
         """The model's decision, or the rule's (``info["fallback"]`` says why). With
         ``paper_v1`` every job must end within ``paper_horizon``; when the rule's schedule
-        does not (``rule_fits`` False) and the model finds nothing, every job waits."""
+        does not (``rule_fits`` False) and the model finds nothing, every job waits. The jobs
+        in ``later`` (indices) may not start now (HCP'19's re-solve after a failed placement;
+        the rule's fallback decision always places: its jobs started now got their nodes
+        together, on the real free capacity)."""
+        info.pop("fallback", None)
         rule = self.hint_rule(rule, jobs, policy, d_max)
         fallback = {j.index: rule.allocations.get(j.index) for j in rule.now()} if rule_fits else {}
         try:
@@ -240,6 +295,8 @@ class CPDispatcher(Dispatcher):
             if paper_horizon is not None:  # CP'19's domains s in [t, eoh - d]
                 for j in jobs:
                     built.model.add(built.starts[j.index] + policy.duration_units(j) <= paper_horizon)
+            for idx in sorted(later):
+                built.model.add(built.starts[idx] >= 1)
             n_vars, n_cons = built.size()
             info.update(variables=n_vars, constraints=n_cons, build_s=built.build_s, horizon=horizon, **built.notes)
             outcome = solve(built.model, self.settings, self.SOLVER_PARAMS)
@@ -318,10 +375,12 @@ class CPDispatcher(Dispatcher):
         return int(fits.sum()) >= job.units
 
     def _place(self, inst: DispatchInstance, jobs: list[QueuedJob], chosen: dict[int, Allocation | None],
-               info: dict[str, Any]) -> list[tuple[int, Allocation]]:
-        """Put the jobs that start now on the real free capacity, in priority order."""
+               info: dict[str, Any]) -> tuple[list[tuple[int, Allocation]], list[int]]:
+        """Put the jobs that start now on the real free capacity, in priority order:
+        ``[(job index, allocation)]``, and the indices of the jobs that did not fit."""
         free = np.array(inst.free, dtype=np.int64, order="F")
         placed: list[tuple[int, Allocation]] = []
+        unplaced: list[int] = []
         postponed = 0
         for job in jobs:
             if job.index not in chosen:
@@ -337,9 +396,10 @@ class CPDispatcher(Dispatcher):
                 alloc = self._best_fit.allocate(job.units, req, free, job.max_units_per_node)
             if alloc is None:
                 postponed += 1
+                unplaced.append(job.index)
                 continue
             free[alloc.nodes] -= alloc.units[:, None] * req
             placed.append((job.index, alloc))
         if postponed:
             info["postponed_at_allocation"] = postponed
-        return placed
+        return placed, unplaced

@@ -25,10 +25,15 @@ class CPRule(CPDispatcher):
 
 @register
 class HCP(CPDispatcher):
-    """HCP'19: pooled CP scheduling model, then priority-rule best-fit allocation."""
+    """HCP'19: pooled CP scheduling model, then priority-rule best-fit allocation; a job best
+    fit cannot place is postponed and the scheduling model solved again (the papers' iterations
+    between the two stages; ``allocation_iterations`` in each decision's info)."""
 
     name = "hcp"
     MODEL = hcp.MODEL
+    RESOLVE_UNPLACED = True
+    #: runs from before ``on_unplaced`` postponed an unplaced job without re-solving
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {**CPDispatcher.ADDED_PARAMS, "on_unplaced": "postpone"}
 
 
 @register

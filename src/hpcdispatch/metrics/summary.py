@@ -107,6 +107,23 @@ def theoretical_runtime(result: SimulationResult) -> float:
     return total / cap if cap > 0 else 0.0
 
 
+def allocation_iterations(info: Any) -> dict[str, Any]:
+    """Two-stage CP dispatchers (HCP'19): the scheduling stage's solves over the run
+    (``allocation_iterations`` in a decision's info: 1 = placed at once), how many decisions
+    needed more than one, the most in one decision, and the jobs postponed by allocation.
+    Empty for dispatchers that do not record them."""
+    if not hasattr(info, "column") or "allocation_iterations" not in info.keys():
+        return {}
+    its = np.array([v for v in info.column("allocation_iterations") if v is not None], dtype=np.int64)
+    postponed = [v for v in info.column("postponed_by_allocation") if v is not None]
+    return {
+        "allocation_iterations_total": int(its.sum()),
+        "allocation_iterations_max": int(its.max()) if len(its) else 0,
+        "decisions_reiterated": int((its > 1).sum()),
+        "postponed_by_allocation_total": int(sum(postponed)),
+    }
+
+
 def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]:
     w = result.workload
     submit = w.submit.astype(np.float64)
@@ -151,6 +168,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
     out["decision_time_total_s"] = float(elapsed.sum()) if len(elapsed) else 0.0
     for stat, value in describe(elapsed).items():
         out[f"decision_time_{stat}_s"] = value
+    out.update(allocation_iterations(result.decisions.get("info")))
     real = result.end - result.start
     out.update(prediction_quality(result.planned, real))
     out["queue_length_mean"] = time_weighted_mean(qt, ql, last_end)

@@ -35,6 +35,11 @@ The schema (every key except ``workloads`` and ``dispatchers`` is optional; see
     jobs = 2000
     load = 0.9
     seeds = [1, 2, 3]                   # or seed = 1, or seeds = { from = 1, count = 30 }
+    [[workloads]]                       # the CP papers' machines (workload/kit.py, eurora.py):
+    generator = "eurora"                # "kit" or "eurora"; keys: the fields of KitSpec /
+    jobs = 50000                        # EuroraSpec (load, interarrival, gpu_share ...);
+    load = 0.9                          # systems = ["auto"] picks kit-forhlr2 / eurora
+    seeds = [1, 2]
 
 Top-level keys must come before the first ``[simulation]`` / ``[[workloads]]`` table (TOML).
 
@@ -53,8 +58,9 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from hpcdispatch.dispatchers import DispatcherSpec
 from hpcdispatch._util import read_utf8_file
@@ -62,6 +68,7 @@ from hpcdispatch.errors import ConfigError, HpcDispatchError
 from hpcdispatch.plugins import load_plugins, resolve_plugin
 from hpcdispatch.predictors import predictor_class
 from hpcdispatch.sim import SimulationOptions
+from hpcdispatch.workload.loader import DATACLASS_MODELS
 from hpcdispatch.workload.lublin import LublinSpec
 from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
 from hpcdispatch.workload.slurm import CONTIGUOUS_FRACTION, WORKLOAD_MIXES, AucschedSpec
@@ -332,7 +339,7 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
         fld = f"workloads[{i}]"
         _expect(w, fld, entry, (dict,), "a table")
         if ("trace" in entry) == ("generator" in entry):
-            raise w.error(fld, "needs exactly one of 'trace' (an SWF file) or 'generator' (\"lublin\")")
+            raise w.error(fld, "needs exactly one of 'trace' (an SWF file) or 'generator' (\"lublin\", \"kit\" ...)")
         name = entry.get("name")
         if name is not None:
             _expect(w, f"{fld}.name", name, (str,), "a string")
@@ -366,8 +373,12 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
         if generator == "aucsched":
             out.extend(_aucsched_entries(entry, w, fld, name))
             continue
+        if generator in DATACLASS_MODELS:
+            out.extend(_dataclass_entries(generator, entry, w, fld, name))
+            continue
         if generator != "lublin":
-            raise w.error(f"{fld}.generator", f"unknown generator '{generator}' (available: lublin, aucsched)")
+            raise w.error(f"{fld}.generator", f"unknown generator '{generator}' "
+                          f"(available: lublin, aucsched, {', '.join(DATACLASS_MODELS)})")
         known = ("generator", "name", "seed", "seeds", "units", "cores_per_unit", "max_jobs", *LUBLIN_KEYS)
         _check_keys(entry, known, w, fld)
         swf = _swf_canonical(entry, w, fld, ("units", "cores_per_unit", "max_jobs"))
@@ -427,6 +438,41 @@ def _aucsched_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | No
                           "seed": seed, "max_jobs": swf["max_jobs"]}
                 label = name or f"aucsched-{spec.workload}.{version}-{params['runtime_h']:g}h"
                 out.append(_Workload(label, seed, config, spec.spec_string(), swf))
+    return out
+
+
+def _dataclass_entries(generator: str, entry: dict[str, Any], w: _Where, fld: str,
+                       name: str | None) -> list[_Workload]:
+    """``generator = "kit"`` / ``"eurora"``: keys are the fields of the model's parameter
+    dataclass (``seed`` / ``seeds`` as for every generator); every field, defaults filled in,
+    goes into the cell's configuration, so a changed default makes a new cell."""
+    cls = DATACLASS_MODELS[generator][0]
+    hints = get_type_hints(cls)
+    params_names = [f.name for f in dataclass_fields(cls) if f.name != "seed"]
+    _check_keys(entry, ("generator", "name", "seed", "seeds", "max_jobs", *params_names), w, fld)
+    swf = _swf_canonical(entry, w, fld, ("max_jobs",))
+    default = cls()
+    params: dict[str, Any] = {k: getattr(default, k) for k in params_names}
+    for key in params_names:
+        if key not in entry:
+            continue
+        value = entry[key]
+        hint = hints[key]
+        if hint is int or hint == (int | None):
+            params[key] = _expect(w, f"{fld}.{key}", value, (int,), "an integer")
+        else:
+            params[key] = float(_expect(w, f"{fld}.{key}", value, (int, float), "a number"))
+    out = []
+    for seed in _seeds(entry, w, fld):
+        try:
+            cls(**params, seed=seed)
+        except HpcDispatchError as exc:
+            raise w.error(fld, str(exc)) from None
+        config = {"generator": generator, **params, "seed": seed, "max_jobs": swf["max_jobs"]}
+        spec = f"synthetic:{generator}," + ",".join(
+            f"{k}={_spec_value(v)}" for k, v in params.items() if v is not None) + f",seed={seed}"
+        label = name or f"{generator}-{params['jobs']}j" + (f"-load{params['load']:g}" if params["load"] else "")
+        out.append(_Workload(label, seed, config, spec, swf))
     return out
 
 

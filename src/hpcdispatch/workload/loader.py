@@ -6,6 +6,10 @@ Workload specs (``--workload``):
 - ``synthetic:lublin[,key=value...]`` — the Lublin-Feitelson model; keys: ``jobs``, ``seed``,
   ``load``, ``interactive`` (0/1), ``max_walltime``, ``p_max_walltime``,
   ``overestimate_max``;
+- ``synthetic:kit[,key=value...]`` — a KIT ForHLR II-like workload (PCP'20), keys: the fields
+  of :class:`~hpcdispatch.workload.kit.KitSpec` (``jobs``, ``seed``, ``load``, ``gpu_share`` ...);
+- ``synthetic:eurora[,key=value...]`` — a Eurora-like workload (CP'19, PCP'20) with GPU and
+  MIC requests and four queues, keys: the fields of :class:`~hpcdispatch.workload.eurora.EuroraSpec`;
 - ``synthetic:aucsched[,key=value...]`` — the AUCSCHED paper's CPU-GPU workloads (Table 4);
   keys: ``workload`` (I-V), ``version`` (1-3: 0/50/100 % contiguous), ``seed``,
   ``runtime_h``, ``min_run``, ``max_run``, ``max_cores``, ``gpu_type``, ``walltime``
@@ -24,21 +28,24 @@ Workload specs (``--workload``):
 System specs (``--system``): a preset name, a TOML file, ``from-trace`` (derive from the SWF
 header) or ``auto`` (an SWF trace whose file name matches a preset's ``[trace]`` prefixes gets
 that preset, any other trace ``from-trace``; deadline jobs (``synthetic:deadline``,
-``.deadline.jsonl``) get ``hlrn2-grid``, the paper's machine; any other synthetic workload
-gets ``machine-s``).
+``.deadline.jsonl``) get ``hlrn2-grid``, the paper's machine; ``synthetic:kit`` gets
+``kit-forhlr2``, ``synthetic:eurora`` gets ``eurora``; any other synthetic workload gets
+``machine-s``).
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.io import load_system, preset_trace_prefixes
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.deadline import JSONL_SUFFIX, deadline_workload, parse_deadline_spec, read_deadline_jsonl
+from hpcdispatch.workload.eurora import EuroraSpec, eurora_workload
 from hpcdispatch.workload.job import Workload
+from hpcdispatch.workload.kit import KitSpec, kit_workload
 from hpcdispatch.workload.lublin import LublinSpec, lublin_workload
 from hpcdispatch.workload.mapping import UnitMapping
 from hpcdispatch.workload.sacct import is_sacct_file, read_sacct
@@ -49,6 +56,11 @@ SYNTHETIC_PREFIX = "synthetic:"
 SLURM_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
 DEFAULT_SYNTHETIC_SYSTEM = "machine-s"
 DEADLINE_SYSTEM = "hlrn2-grid"  # the deadline paper's machine (sec. 5)
+#: synthetic models whose parameters are one frozen dataclass, and the preset each is made for
+DATACLASS_MODELS: dict[str, tuple[type, Any, str]] = {
+    "kit": (KitSpec, kit_workload, "kit-forhlr2"),
+    "eurora": (EuroraSpec, eurora_workload, "eurora"),
+}
 
 
 def parse_kv(text: str, where: str) -> dict[str, str]:
@@ -94,11 +106,36 @@ def parse_aucsched(spec: str) -> AucschedSpec:
     return AucschedSpec(**values)
 
 
+def synthetic_model(spec: str) -> str:
+    """The model name of a ``synthetic:NAME,...`` spec."""
+    return spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip()
+
+
+def parse_dataclass_spec(spec: str, cls: type) -> Any:
+    """``synthetic:NAME,key=value,...`` -> ``cls(**values)``, converted by the fields' types
+    (``float | None`` fields take a float); unknown keys and bad values are one-line errors."""
+    _, _, rest = spec[len(SYNTHETIC_PREFIX):].partition(",")
+    where = f"workload '{spec}'"
+    raw = parse_kv(rest, where)
+    hints = get_type_hints(cls)
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {', '.join(known)}")
+    values = {}
+    for key, value in raw.items():
+        target = hints[key]
+        base = next((t for t in (bool, int, float, str) if target is t or t in getattr(target, "__args__", ())), str)
+        values[key] = _convert(value, base, key, where)
+    return cls(**values)
+
+
 def parse_synthetic(spec: str, units: UnitMapping) -> LublinSpec:
     body = spec[len(SYNTHETIC_PREFIX) :]
     model, _, rest = body.partition(",")
     if model.strip() != "lublin":
-        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' (available: lublin, aucsched, deadline)")
+        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' "
+                          f"(available: lublin, aucsched, deadline, {', '.join(DATACLASS_MODELS)})")
     raw = parse_kv(rest, f"workload '{spec}'")
     types = {"jobs": int, "seed": int, "load": float, "interactive": bool, "max_walltime": int,
              "p_max_walltime": float, "overestimate_max": float}
@@ -144,7 +181,8 @@ def resolve_system(system_spec: str, workload_spec: str) -> System:
         if _is_deadline(workload_spec):
             return load_system(DEADLINE_SYSTEM)
         if is_synthetic(workload_spec):
-            return load_system(DEFAULT_SYNTHETIC_SYSTEM)
+            model = DATACLASS_MODELS.get(synthetic_model(workload_spec))
+            return load_system(model[2] if model else DEFAULT_SYNTHETIC_SYSTEM)
         name = Path(workload_spec).name
         for preset, prefixes in sorted(preset_trace_prefixes().items()):
             if any(name.startswith(p) for p in prefixes):
@@ -164,7 +202,13 @@ def load_workload(spec: str, system: System, swf_options: SwfOptions | None = No
 
 def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
     spec = str(spec)
-    if is_synthetic(spec) and spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip() == "aucsched":
+    if is_synthetic(spec) and synthetic_model(spec) in DATACLASS_MODELS:
+        cls, make, _preset = DATACLASS_MODELS[synthetic_model(spec)]
+        workload = make(system, parse_dataclass_spec(spec, cls), spec_string=spec)
+        if swf_options.max_jobs is not None:
+            workload = workload.subset(swf_options.max_jobs)
+        return workload
+    if is_synthetic(spec) and synthetic_model(spec) == "aucsched":
         workload = aucsched_workload(system, parse_aucsched(spec), spec_string=spec)
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)

@@ -2,8 +2,10 @@
 
 Resources of one type across all nodes form a pool: one cumulative per resource type with
 the system's total capacity. The jobs the solution starts now are then placed node by node,
-in priority order, with best fit on the real free capacity; a job that does not fit is
-postponed to the next decision (the pooled model cannot see fragmentation).
+in priority order, with best fit on the real free capacity. The pooled model cannot see
+fragmentation: a job that does not fit is postponed (``s >= 1``) and the model solved again,
+until every job it starts now is placed (the pipeline's ``on_unplaced``, "resolve" by default
+for the ``hcp`` dispatcher; CP'19 sec. 2.2, PCP'20 sec. 1).
 """
 
 from __future__ import annotations

@@ -1,0 +1,156 @@
+"""A Eurora-like workload (``synthetic:eurora,...``), for the ``eurora`` preset.
+
+CP'19 (sec. 5) and PCP'20 (sec. 4) ran their dispatchers on CINECA's Eurora: 64 nodes with
+2 octa-core CPUs (16 cores) and 16 GB, 32 of them with 2 GPUs and 32 with 2 MICs; over 400,000
+jobs from March 2014 to August 2015 submitted to four queues, 93.14 % short (< 1 h), 6.10 %
+medium (1-5 h), 0.75 % long (> 5 h). The trace is not public, so the rest is taken from
+archive traces (statistics by ``benchmarks/kit_eurora_stats.py``) -- SDSC Blue Horizon
+(``SDSC-BLUE-2000-4.2-cln.swf.gz``, 1,152 cores, the archive machine closest to Eurora's
+1,024) and CEA Curie (``CEA-Curie-2011-2.1-cln.swf.gz``, 16-core nodes like Eurora's) -- or is
+a stated assumption. Each job has ``rn`` identical units asking for cores, memory and
+possibly GPUs or MICs (the papers' ``req_{i,r} / rn_i``). Choice by choice:
+
+=========================  ====================================================  ============
+what                       value                                                 from
+=========================  ====================================================  ============
+short / medium / long      93.14 / 6.10 / 0.75 %                                 CP'19 sec. 5
+run time in a class        log-normal, log mean / sd: short 5.24 / 1.36,         SDSC-BLUE
+                           medium 8.90 / 0.43, long 10.63 / 0.55; long ends at
+                           ``max_walltime`` (24 h)
+units ``rn``               BLUE's nodes (processors / 8) by log2 class: 1 .502, SDSC-BLUE
+                           2-3 .159, 4-7 .125, 8-15 .131, 16-31 .040, 32 .044 (32 and
+                           more); a power of two with probability .926
+largest job                32 units (an accelerator half of the machine)         assumption
+cores per unit             Curie's jobs of at most 16 cores: 1 .458, 2-3 .126,   Curie
+                           4-7 .075, 8-15 .164, 16 .177; a power of two with
+                           probability .796
+memory per unit            1 GiB per core (16 GiB per 16-core node)              Eurora nodes
+GPU / MIC jobs             20 % ask for GPUs, 10 % for MICs: 1 or 2 per unit     assumption
+                           (equally likely); the papers say only that jobs
+                           asking for the scarce types make allocation hard
+queues (4) and ewt         ``debug`` wall <= 30 min, ewt 1,800 s; ``parallel``   assumption
+                           <= 6 h, ewt 7,200 s; ``longpar`` <= 24 h, ewt
+                           21,600 s; ``reservation``: 2 % of the jobs of any
+                           length, ewt 600 s
+arrivals                   Poisson, mean 118 s (400,000 jobs in ~548 days)       PCP'20 sec. 4
+wall-time requests         :func:`~hpcdispatch.workload.lublin.walltime_est      Tsafrir et al.
+                           imates` (max 24 h)
+=========================  ====================================================  ============
+
+The papers give neither the queues' names nor their expected waiting times (CP'19: "the
+average waiting time of the queue", computed from the PBS log, which is not public). The
+names are labels; the ewt values are our assumption, ordered like the queues' wall-time
+limits, and 1,800 s is AccaSim's default ewt for the HCP dispatcher (``cph_scheduler``). They
+are set as the workload's ``queue_ewt`` (read by the CP policy's version 1/2 objectives).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Workload
+from hpcdispatch.workload.lublin import walltime_estimates
+from hpcdispatch.workload.synthetic_parts import (
+    LogNormalClass,
+    apply_load,
+    check_common,
+    check_share,
+    class_bounds,
+    columns_to_workload,
+    draw_log2_sizes,
+    draw_run_times,
+    poisson_submits,
+)
+
+MEM_PER_CORE = 1024  # MiB
+BLUE_RUN_CLASSES = ((5.24, 1.36), (8.90, 0.43), (10.63, 0.55))  # (mu, sigma) of log run time
+BLUE_UNIT_SHARES = (0.502, 0.159, 0.125, 0.131, 0.040, 0.044)  # 1, 2-3, 4-7, 8-15, 16-31, 32
+BLUE_POW2_SHARE = 0.926
+CURIE_CORE_SHARES = (0.458, 0.126, 0.075, 0.164, 0.177)  # 1, 2-3, 4-7, 8-15, 16
+CURIE_POW2_SHARE = 0.796
+QUEUES = {0: "debug", 1: "parallel", 2: "longpar", 3: "reservation"}
+QUEUE_WALL_MAX = (1800, 21600)  # debug, parallel; longer: longpar
+QUEUE_EWT = {0: 1800.0, 1: 7200.0, 2: 21600.0, 3: 600.0}
+
+
+@dataclass(frozen=True)
+class EuroraSpec:
+    """Parameters of ``synthetic:eurora`` (keys of the spec string, same names)."""
+
+    jobs: int = 2000
+    seed: int = 1
+    load: float | None = None
+    interarrival: float = 118.0
+    short_share: float = 0.9314
+    medium_share: float = 0.0610
+    long_share: float = 0.0075
+    gpu_share: float = 0.20
+    mic_share: float = 0.10
+    reservation_share: float = 0.02
+    max_units: int = 32
+    max_walltime: int = 86400
+    p_max_walltime: float = 0.15
+    overestimate_max: float = 10.0
+
+    def __post_init__(self) -> None:
+        where = "synthetic:eurora"
+        check_common(where, self.jobs, self.load, self.interarrival, self.p_max_walltime, self.overestimate_max,
+                     (self.short_share, self.medium_share, self.long_share))
+        for name in ("gpu_share", "mic_share", "reservation_share"):
+            check_share(name, getattr(self, name), where)
+        if self.gpu_share + self.mic_share > 1:
+            raise ConfigError(f"{where}: gpu_share + mic_share must be <= 1, got {self.gpu_share + self.mic_share:g}")
+        if not 1 <= self.max_units <= 32:
+            raise ConfigError(f"{where}: max_units must be in [1, 32] (32 nodes of each kind), got {self.max_units}")
+        if self.max_walltime <= 5 * 3600:
+            raise ConfigError(f"{where}: max_walltime must exceed 5 h (18000 s) for long jobs, got {self.max_walltime}")
+
+
+def eurora_columns(spec: EuroraSpec, resources: tuple[str, ...], total_cores: int) -> dict[str, np.ndarray]:
+    """The generated jobs as columns (before the fit check and sorting); ``load`` is relative
+    to ``total_cores``."""
+    rng = np.random.default_rng([spec.seed, 36, 3])
+    n = spec.jobs
+    bounds = class_bounds(spec.max_walltime)
+    classes = [LogNormalClass(lo, hi, mu, sd) for (lo, hi), (mu, sd) in zip(bounds, BLUE_RUN_CLASSES)]
+    run, _ = draw_run_times(rng, n, (spec.short_share, spec.medium_share, spec.long_share), classes)
+    top_class = int(np.floor(np.log2(spec.max_units)))
+    shares = np.array(BLUE_UNIT_SHARES[: top_class + 1], dtype=np.float64)
+    shares[-1] += sum(BLUE_UNIT_SHARES[top_class + 1:])
+    units = draw_log2_sizes(rng, n, shares, BLUE_POW2_SHARE, spec.max_units)
+    cores = draw_log2_sizes(rng, n, CURIE_CORE_SHARES, CURIE_POW2_SHARE, 16)
+    kind = rng.random(n)
+    accel = rng.integers(1, 3, size=n)  # 1 or 2 accelerators per unit
+    core_col, mem_col, gpu_col, mic_col = (resources.index(r) for r in ("core", "mem", "gpu", "mic"))
+    unit_req = np.zeros((n, len(resources)), dtype=np.int64)
+    unit_req[:, core_col] = cores
+    unit_req[:, mem_col] = cores * MEM_PER_CORE
+    gpu = kind < spec.gpu_share
+    mic = (kind >= spec.gpu_share) & (kind < spec.gpu_share + spec.mic_share)
+    unit_req[gpu, gpu_col] = accel[gpu]
+    unit_req[mic, mic_col] = accel[mic]
+    submit = poisson_submits(rng, n, spec.interarrival)
+    submit = apply_load(submit, units * cores * run, total_cores, spec.load)
+    wall_rng = np.random.default_rng([spec.seed, 36, 4])
+    wall = walltime_estimates(run, wall_rng, spec.max_walltime, spec.p_max_walltime, spec.overestimate_max)
+    queue = np.where(wall <= QUEUE_WALL_MAX[0], 0, np.where(wall <= QUEUE_WALL_MAX[1], 1, 2))
+    queue = np.where(wall_rng.random(n) < spec.reservation_share, 3, queue)
+    return {"submit": submit, "run_time": run, "wall_time": wall, "units": units.astype(np.int64),
+            "unit_request": unit_req, "processors": (units * cores).astype(np.int64), "queue": queue.astype(np.int64)}
+
+
+def eurora_workload(system: System, spec: EuroraSpec, spec_string: str | None = None) -> Workload:
+    """A Eurora-like workload on ``system`` (needs resources core, mem, gpu, mic; sized for
+    the ``eurora`` preset: on a smaller system, jobs that do not fit are skipped)."""
+    missing = [r for r in ("core", "mem", "gpu", "mic") if r not in system.resources]
+    if missing:
+        raise ConfigError(f"synthetic:eurora needs a system with resources core, mem, gpu and mic "
+                          f"(system '{system.name}' lacks {missing}; use --system eurora)")
+    cols = eurora_columns(spec, tuple(system.resources), int(system.total_capacity[system.resource_index("core")]))
+    load = f",load={spec.load:g}" if spec.load is not None else ""
+    return columns_to_workload(system, cols, spec_string or f"synthetic:eurora,jobs={spec.jobs},seed={spec.seed}{load}",
+                               QUEUES, QUEUE_EWT)
