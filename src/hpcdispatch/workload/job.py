@@ -407,6 +407,12 @@ def _check_constraints(job: Job, n_res: int) -> None:
         raise ConfigError(f"job {job.id}: growth requests are not supported for jobs with node constraints")
 
 
+_JOB_FIELDS = len(Job._fields)
+
+
 def make_job(fields: tuple) -> Job:
-    """Build a :class:`Job` from a full tuple of its fields in declaration order (fast path)."""
+    """Build a :class:`Job` from a full tuple of its fields in declaration order (fast path;
+    a tuple of another length -- a reader written for other fields -- is refused)."""
+    if len(fields) != _JOB_FIELDS:
+        raise ValueError(f"make_job needs the {_JOB_FIELDS} fields of Job {Job._fields}, got {len(fields)}")
     return tuple.__new__(Job, fields)

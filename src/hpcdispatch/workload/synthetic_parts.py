@@ -136,7 +136,7 @@ def columns_to_workload(system: System, cols: dict[str, np.ndarray], spec_string
             make_job(
                 (int(i) + 1, int(cols["submit"][i]), int(cols["run_time"][i]), int(cols["wall_time"][i]),
                  int(units[i]), tuple(int(x) for x in unit_req[i]), -1, -1, int(cols["queue"][i]), -1, -1, None,
-                 int(cols["processors"][i]), 0, None, (), 0, (), False, k)
+                 int(cols["processors"][i]), 0, None, (), 0, (), False, None, None, k)
             )
             for k, i in enumerate(order.tolist())
         ]
