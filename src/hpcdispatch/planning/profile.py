@@ -419,7 +419,7 @@ class AvailabilityProfile:
                 kernels, kind, weights = compiled
                 k, count = kernels.profile_earliest(
                     self._times, self._free, self._totals, self.lo, self.hi,
-                    np.ascontiguousarray(unit_request, dtype=np.int64), int(units), int(max_per_node),
+                    np.array(unit_request, dtype=np.int64), int(units), int(max_per_node),
                     float(duration), float(before), -math.inf, self.node_level, kind, weights, self._window,
                     self._rows, self._suffix, np.zeros((0, 2, self._totals.shape[1]), dtype=np.int64),
                 )
