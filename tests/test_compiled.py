@@ -142,3 +142,24 @@ def test_the_first_compiled_run_says_it_is_compiling(tmp_path):
     assert "compiling the simulation engine (once" in first.stderr
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
     assert "ENGINE compiled" in second.stdout and "compiling" not in second.stderr
+
+
+def test_stable_argsort_hand_computed():
+    # ties keep index order: 2.0 at 0 and 3, 1.0 at 1 and 4; inf last; only the first n count
+    from hpcdispatch.compiled.kernels import stable_argsort
+
+    values = np.array([2.0, 1.0, np.inf, 2.0, 1.0, -5.0, 0.0])
+    assert stable_argsort(values, 6).tolist() == [5, 1, 4, 0, 3, 2]
+    assert stable_argsort(values, 0).tolist() == []
+    assert stable_argsort(values, 1).tolist() == [0]
+
+
+@SETTINGS
+@given(hst.lists(hst.one_of(hst.integers(-4, 4).map(float), hst.floats(-1e6, 1e6), hst.just(np.inf)), max_size=300))
+def test_stable_argsort_is_numpys_mergesort(values):
+    # the kernels' replacement for np.argsort(kind="mergesort") (best fit's node order, EASY's
+    # release order): the same permutation, ties (many, from the small integers) included
+    from hpcdispatch.compiled.kernels import stable_argsort
+
+    arr = np.array(values, dtype=np.float64)
+    np.testing.assert_array_equal(stable_argsort(arr, len(arr)), np.argsort(arr, kind="mergesort"))

@@ -209,3 +209,55 @@ def test_compiled_compression_on_long_pooled_queues(seed):
     np.testing.assert_array_equal(a.start, b.start)
     assert da.reservations() == db.reservations()
     assert validate_result(a).ok
+
+
+@pytest.mark.parametrize(("seed", "load", "allocator"), [(1, 0.9, "first-fit"), (2, 0.9, "best-fit"), (3, 0.7, "first-fit")])
+def test_compiled_compression_on_the_default_machine(seed, load, allocator):
+    # The README default's shape: Lublin jobs on machine-s (128 nodes x 8 cores + 2 GPUs),
+    # node-level planning, hundreds of compressions over long queues. The window minima run
+    # over each segment's 128 x 2 values as one flat row; the schedule, allocation rows and
+    # final reservations must be the Python loop's.
+    from hpcdispatch.system.io import load_system
+    from hpcdispatch.workload.loader import load_workload
+
+    system = load_system("machine-s")
+    workload = load_workload(f"synthetic:lublin,jobs=400,seed={seed},load={load}", system)
+    (a, da), (b, db) = _compiled_and_python(system, workload, allocator, "walltime", True, "auto")
+    assert da._profile.node_level
+    assert da.compressions > 100
+    np.testing.assert_array_equal(a.start, b.start)
+    ra, rb = a.allocation_rows(), b.allocation_rows()
+    for field in ("job", "segment", "node", "units", "t_from", "t_to"):
+        np.testing.assert_array_equal(getattr(ra, field), getattr(rb, field), err_msg=field)
+    assert da.reservations() == db.reservations()
+    assert validate_result(a).ok
+
+
+def test_the_search_passes_the_request_as_the_compression_does(monkeypatch):
+    # AvailabilityProfile.earliest and the compression kernel both call
+    # kernels.profile_earliest; with the same argument types a first run (cold numba cache)
+    # compiles it once. A read-only request row (a view of the simulator's read-only
+    # requests) made a second specialisation, about 2 s more on the first run after an
+    # install. The kernel passes ``q_req[q]``: a writable C-contiguous int64 row.
+    import numba
+
+    kernels = profile_module._kernels()
+    seen = []
+
+    class Recorder:
+        def __getattr__(self, name):
+            return getattr(kernels, name)
+
+        def profile_earliest(self, *args):
+            seen.append(numba.typeof(args[5]))
+            return kernels.profile_earliest(*args)
+
+    monkeypatch.setattr(profile_module, "_KERNELS", Recorder())
+    system = _system(3, 4, 1)
+    requests = np.array([[2, 1], [1, 0]], dtype=np.int64)
+    requests.flags.writeable = False  # as the simulator hands them over
+    prof = AvailabilityProfile(0.0, system.capacity, [])
+    found = prof.earliest(2, requests[0], 10.0, make_allocator("first-fit", system))
+    assert found is not None and found[0] == 0.0
+    kernel_row = numba.typeof(np.zeros((2, 2), dtype=np.int64)[0])
+    assert seen == [kernel_row]

@@ -179,6 +179,41 @@ def fit_count(free, req, mpn, cap):
 
 
 @njit(cache=True)
+def stable_argsort(values, n):
+    """Indices that sort ``values[:n]`` ascending, equal values in index order: what
+    ``np.argsort(values[:n], kind="mergesort")`` returns for values without NaN. A bottom-up
+    merge sort of plain loops: numba compiles it in a fraction of the time its own mergesort
+    takes (about 2.7 s of a first run's compilation on the README's default workload)."""
+    order = np.arange(n)
+    tmp = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = lo + width if lo + width < n else n
+            hi = lo + 2 * width if lo + 2 * width < n else n
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if values[order[j]] < values[order[i]]:  # ties: the left run first (stable)
+                    tmp[k] = order[j]
+                    j += 1
+                else:
+                    tmp[k] = order[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = order[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = order[j]
+                j += 1
+                k += 1
+        order, tmp = tmp, order
+        width *= 2
+    return order
+
+
+@njit(cache=True)
 def allocate(kind, free, req, mpn, units, weights, rows, offset):
     """First fit (``kind`` FIRST_FIT): nodes in index order, each taking as many units as fit.
     Best fit: nodes in ascending order of ``sum_r free[n, r] * weights[r]`` (ties: node
@@ -218,7 +253,7 @@ def allocate(kind, free, req, mpn, units, weights, rows, offset):
         for r in range(free.shape[1]):
             s += free[cand[i], r] * weights[r]
         score[i] = s
-    order = np.argsort(score, kind="mergesort")
+    order = stable_argsort(score, score.shape[0])  # not c: its first type is the literal 0
     need = units
     k = 0
     for i in order:
@@ -421,7 +456,7 @@ def _reserve(st, head, now):
         j = ji[DEC_JOB, d]
         jf[REL_END, nrun + d] = now + jf[PLANNED, j]
         ji[REL_JOB, nrun + d] = -1 - d  # a start of this call: its rows are in DEC_*
-    order = np.argsort(jf[REL_END, :m], kind="mergesort")
+    order = stable_argsort(jf[REL_END], m)
     mat[SHADOW, :, :] = mat[SCRATCH]
     need = np.empty(R, dtype=np.int64)
     for r in range(R):
@@ -1041,18 +1076,27 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
     Window minima: both ends of the windows only move forward, so they come from a queue
     built of two stacks (each segment is read at most twice, rows in memory order):
     ``suffix[s]`` holds the minimum of ``free[s:front_end]`` for the front part and ``back``
-    the minimum of ``free[front_end:pushed]``."""
+    the minimum of ``free[front_end:pushed]``. Each segment's nodes x resources are taken as
+    one flat row (``free``, ``suffix`` and ``window`` are C-contiguous), so the minima are
+    one loop of ``nodes x resources`` that numba vectorises; looping nodes, then a handful of
+    resources, took about twice as long on the README's default workload (128 nodes x 2)."""
     n = hi - lo
     n_res = totals.shape[1]
     n_nodes = free.shape[1]
-    k0 = _window_end(times, lo, n, 0, not_before)  # the first segment starting at or after not_before
+    zero = np.int64(0)  # not a literal: one compiled _window_end and allocate for every caller
+    k0 = _window_end(times, lo, n, zero, not_before)  # the first segment starting at or after not_before
     need = np.empty(n_res, dtype=np.int64)
     for r in range(n_res):
         need[r] = req[r] * units
     no_credit = np.zeros(n_res, dtype=np.int64)
     j = k0
     passed = k0  # segments [k, passed) are known to pass the pooled filter
-    back = np.empty((n_nodes, n_res), dtype=np.int64)
+    # the minima run over each segment's nodes x resources as one flat row (vectorised)
+    width = n_nodes * n_res
+    free_rows = free.reshape((free.shape[0], width))
+    suffix_rows = suffix.reshape((suffix.shape[0], suffix.shape[1] * suffix.shape[2]))
+    window_row = window.reshape(width)
+    back = np.empty(width, dtype=np.int64)
     back_empty = True
     front_end = lo + k0  # suffix minima are valid for [a, front_end) once a flip has happened
     pushed = lo + k0
@@ -1070,37 +1114,42 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
             front_end = a
             back_empty = True
         while pushed < lo + j:  # push the window's new segments onto the back stack
+            row = free_rows[pushed]
             if back_empty:
-                for nd in range(n_nodes):
-                    for r in range(n_res):
-                        back[nd, r] = free[pushed, nd, r]
+                for x in range(width):
+                    back[x] = row[x]
                 back_empty = False
             else:
-                for nd in range(n_nodes):
-                    for r in range(n_res):
-                        v = free[pushed, nd, r]
-                        if v < back[nd, r]:
-                            back[nd, r] = v
+                for x in range(width):
+                    v = row[x]
+                    if v < back[x]:
+                        back[x] = v
             pushed += 1
         if a >= front_end:  # front exhausted: move the back stack to the front as suffix minima
-            for nd in range(n_nodes):
-                for r in range(n_res):
-                    suffix[pushed - 1, nd, r] = free[pushed - 1, nd, r]
+            last = suffix_rows[pushed - 1]
+            row = free_rows[pushed - 1]
+            for x in range(width):
+                last[x] = row[x]
             for s in range(pushed - 2, a - 1, -1):
-                for nd in range(n_nodes):
-                    for r in range(n_res):
-                        v = free[s, nd, r]
-                        w = suffix[s + 1, nd, r]
-                        suffix[s, nd, r] = v if v < w else w
+                out = suffix_rows[s]
+                row = free_rows[s]
+                nxt = suffix_rows[s + 1]
+                for x in range(width):
+                    v = row[x]
+                    w = nxt[x]
+                    out[x] = v if v < w else w
             front_end = pushed
             back_empty = True
-        for nd in range(n_nodes):
-            for r in range(n_res):
-                v = suffix[a, nd, r]
-                if not back_empty and back[nd, r] < v:
-                    v = back[nd, r]
-                window[nd, r] = v
-        count = allocate(kind, window, req, mpn, units, weights, rows, 0)
+        front = suffix_rows[a]
+        if back_empty:
+            for x in range(width):
+                window_row[x] = front[x]
+        else:
+            for x in range(width):
+                v = front[x]
+                b = back[x]
+                window_row[x] = b if b < v else v
+        count = allocate(kind, window, req, mpn, units, weights, rows, zero)
         if count >= 0:
             return lo + k, count
         k += 1
@@ -1176,8 +1225,11 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
     # Block minima of the totals over the room the caller made (segments may be added); on a
     # pooled profile, changes to whole blocks wait in the blocks' pending adds until the end.
     blocks = np.zeros(((times.shape[0] - lo) // BLOCK + 1, 2, n_res), dtype=np.int64)
-    _block_minima(totals, lo, hi, blocks, 0)
     lazy = not node_level
+    # +1 / -1 and 0 as plain int64 values, not literals: numba would compile profile_apply,
+    # _window_end and _block_minima once per literal (each a second of a first run)
+    taking, giving_back, zero = np.int64(1), np.int64(-1), np.int64(0)
+    _block_minima(totals, lo, hi, blocks, zero)
     need = np.empty(n_res, dtype=np.int64)  # a reservation's units x request ...
     credit = np.empty(n_res, dtype=np.int64)  # ... and its own slot's capacity, summed over nodes
     # The hull of the log since a reservation's check, in O(1): suffix minima / maxima of the
@@ -1221,7 +1273,7 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 credit[r] = 0
                 for i in range(amts.shape[0]):
                     credit[r] += amts[i, r]
-            k = _window_end(times, lo, hi - lo, 0, search_from)
+            k = _window_end(times, lo, hi - lo, zero, search_from)
             candidate, _, _ = _next_pooled_window(times, totals, lo, hi - lo, k, k, k, before, duration, need,
                                                   credit, s0, e0, blocks)
         if candidate < 0:
@@ -1234,7 +1286,7 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
             f_hi[slot] = before
             f_n += 1
             continue
-        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, -1, blocks, lazy)  # splits only after it
+        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, giving_back, blocks, lazy)  # splits only after it
         if node_level:  # no start before the candidate passes the pooled filter
             k, count = profile_earliest(times, free, totals, lo, hi, req, units, q_mpn[q], duration, before,
                                         times[lo + candidate], node_level, kind, weights, window, rows, suffix,
@@ -1258,12 +1310,12 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 out_off[q] = w
                 out_len[q] = count
                 w += count
-                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, new_nodes, new_amts, 1,
+                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, new_nodes, new_amts, taking,
                                    blocks, lazy)
             else:
                 for r in range(n_res):
                     need_row[0, r] = need[r]
-                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, 1,
+                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, taking,
                                    blocks, lazy)
             # capacity was given back where the old interval is not covered by the new one: all
             # of [s0, e0) on a node-level profile (other nodes may be used now), only its
@@ -1282,7 +1334,7 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 if f_hi[i] > gave - f_dur[i]:
                     f_hi[i] = gave - f_dur[i]
         else:
-            hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, 1, blocks, lazy)
+            hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, taking, blocks, lazy)
         q_checked[q] = log_n
     for blk in range((hi - lo + BLOCK - 1) // BLOCK):
         _block_concrete(free, totals, lo, hi, blocks, blk)

@@ -417,9 +417,12 @@ class AvailabilityProfile:
             compiled = self._compiled(allocator)
             if compiled is not None:
                 kernels, kind, weights = compiled
+                # a writable copy of the request: the type the compression kernel passes, so
+                # that numba compiles profile_earliest once (a read-only row of the
+                # simulator's requests made a second specialisation, ~2 s on a first run)
                 k, count = kernels.profile_earliest(
                     self._times, self._free, self._totals, self.lo, self.hi,
-                    np.ascontiguousarray(unit_request, dtype=np.int64), int(units), int(max_per_node),
+                    np.array(unit_request, dtype=np.int64), int(units), int(max_per_node),
                     float(duration), float(before), -math.inf, self.node_level, kind, weights, self._window,
                     self._rows, self._suffix, np.zeros((0, 2, self._totals.shape[1]), dtype=np.int64),
                 )
