@@ -480,11 +480,13 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
 
 def _register_subgroups() -> None:
     from hpcdispatch.cli.instances import instances
+    from hpcdispatch.cli.slurm import slurm
     from hpcdispatch.cli.sweep import report, sweep
 
     cli.add_command(instances)
     cli.add_command(sweep)
     cli.add_command(report)
+    cli.add_command(slurm)
 
 
 _register_subgroups()

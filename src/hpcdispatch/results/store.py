@@ -140,14 +140,17 @@ def run_record(result: SimulationResult) -> dict[str, Any]:
     }
 
 
-def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True, force: bool = False) -> dict[str, Any]:
+def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True, force: bool = False,
+                 run_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write every output of ``result`` into the directory ``out_dir``, as a whole (an
-    existing result there is replaced only with ``force``); returns the summary."""
+    existing result there is replaced only with ``force``); returns the summary.
+    ``run_extra``: more top-level fields of ``run.json`` (a replay on a real Slurm records its
+    time scale and ``time_tolerance`` there; :mod:`hpcdispatch.slurm.replay`)."""
     with atomic_dir(out_dir, force) as out:
-        return _write_files(result, out, csv)
+        return _write_files(result, out, csv, run_extra or {})
 
 
-def _write_files(result: SimulationResult, out: Path, csv: bool) -> dict[str, Any]:
+def _write_files(result: SimulationResult, out: Path, csv: bool, run_extra: dict[str, Any]) -> dict[str, Any]:
     jobs = shared_frame(result.jobs_columns())
     write_frame(out / "jobs.parquet", jobs)
     if csv:
@@ -157,7 +160,7 @@ def _write_files(result: SimulationResult, out: Path, csv: bool) -> dict[str, An
     write_frame(out / "decisions.parquet", result.decisions_frame())
     write_frame(out / "workload.parquet", shared_frame(workload_columns(result)))
     _atomic(out / "system.toml", lambda p: dump_system(result.system, p))
-    write_json(out / "run.json", run_record(result))
+    write_json(out / "run.json", {**run_record(result), **run_extra})
     real = result.end - result.start
     started = ~np.isnan(real)
     write_frame(out / "prediction_accuracy.parquet", pd.DataFrame({
@@ -236,6 +239,7 @@ _RUN_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "options.walltime_kill": ((bool,), "true or false"),
     "dispatcher": ((dict, str), "a table (name, params)"),
     "dispatcher_tags": ((dict, type(None)), "a table of true/false"),
+    "time_tolerance": ((int, float), "a number of seconds"),
 }
 
 
@@ -253,6 +257,9 @@ def _checked_run_record(path: Path, run: dict[str, Any]) -> dict[str, Any]:
     workload = run.get("workload")
     if isinstance(workload, dict) and "kind" in workload and "spec" not in workload:
         raise ConfigError(f"{path}: field 'workload.spec' is missing (the workload's {workload['kind']} source)")
+    tol = run.get("time_tolerance")
+    if tol is not None and not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 <= tol < float("inf")):
+        raise ConfigError(f"{path}: field 'time_tolerance' must be a finite number of seconds >= 0, got {json.dumps(tol)[:60]}")
     tags = run.get("dispatcher_tags")
     if isinstance(tags, dict) and not all(isinstance(v, bool) for v in tags.values()):
         raise ConfigError(f"{path}: field 'dispatcher_tags' must be a table of true/false, got {json.dumps(tags)[:60]}")

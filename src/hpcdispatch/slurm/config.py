@@ -1,0 +1,234 @@
+"""slurm.conf and gres.conf for an emulated cluster, generated from a :class:`System`.
+
+One ``slurmd`` per emulated node, all on this machine: every node is
+``NodeHostname=localhost NodeAddr=127.0.0.1`` with its own ``Port`` (node ``i`` of the
+cluster listens on ``node_port_base + i``), and ``CommunicationParameters=NoInAddrAny,
+NoCtldInAddrAny`` binds slurmctld and every slurmd to 127.0.0.1 only. Choices, each from
+the measured note (``../shared/notes/slurm-emulation.md``):
+
+- node names are :meth:`System.node_name` (``n0000``, ...), in the project's linear node order,
+  so node ``i`` of a schedule is Slurm's ``n{i:04d}``; one ``NodeName=`` line per run of
+  nodes of one node type;
+- resource ``core`` -> ``CPUs`` (one socket, ``ThreadsPerCore=1``: a CPU is a core),
+  ``mem`` -> ``RealMemory`` (MB), every other resource -> a GRES of that name; GPUs need
+  ``File=`` pointing to a character device (trap 2): fake ones under ``STATE/dev``,
+  ``AutoDetect=off``; other GRES are count-only;
+- ``SelectTypeParameters=CR_Core_Memory`` with ``DefMemPerCPU`` = the node's memory divided by
+  its cores (rounded down; nodes without a ``mem`` resource get ``RealMemory = cores x 256``),
+  so a job without ``--mem`` never blocks co-scheduling by memory (trap 4);
+- ``SlurmdParameters=config_overrides``: 8-core nodes on a 2-core machine are not drained
+  (trap 3);
+- ``SchedulerParameters`` of the note (``bf_interval=1,bf_resolution=1,...``): with Slurm's
+  defaults (30 s backfill interval, 60 s resolution) short jobs wait twice as long;
+- ``JobCompType=jobcomp/filetxt`` and ``MinJobAge=3600``: a finished job's record stays in
+  slurmctld for an hour, so ``squeue --json -t all`` lists every job of a replay; no
+  slurmdbd is needed (``sacct`` then does not work);
+- ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``: no cgroups (no systemd);
+- ``AuthInfo=socket=...``: the cluster's own munged on a private socket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.system.model import NodeType, System, Topology
+
+#: the note's scheduler timers for short jobs (section 5)
+SCHEDULER_PARAMETERS = ("bf_interval=1,bf_resolution=1,bf_continue,bf_max_job_test=1000,"
+                        "sched_interval=2,sched_min_interval=100000,default_queue_depth=1000")
+#: memory per core (MB) given to nodes of a system without a ``mem`` resource
+MEM_PER_CORE_MB = 256
+#: seconds a finished job stays in slurmctld (``squeue -t all`` lists it that long)
+MIN_JOB_AGE = 3600
+CORE = "core"
+MEM = "mem"
+GPU = "gpu"
+#: the character device major number of NVIDIA GPUs, for the fake device files
+GPU_DEVICE_MAJOR = 195
+
+
+@dataclass(frozen=True)
+class ClusterLayout:
+    """Where one emulated cluster lives: its state directory and its ports."""
+
+    name: str  # ClusterName (lower case letters, digits, '-')
+    state_dir: Path
+    ctld_port: int
+    node_port_base: int  # node i listens on node_port_base + i
+
+    @property
+    def etc(self) -> Path:
+        return self.state_dir / "etc"
+
+    @property
+    def slurm_conf(self) -> Path:
+        return self.etc / "slurm.conf"
+
+    @property
+    def munge_socket(self) -> Path:
+        return self.state_dir / "munge" / "run" / "munge.socket.2"
+
+    @property
+    def dev(self) -> Path:
+        return self.state_dir / "dev"
+
+    def node_port(self, node: int) -> int:
+        return self.node_port_base + node
+
+
+def first_nodes(system: System, n_nodes: int | None) -> System:
+    """The first ``n_nodes`` nodes of ``system`` in its linear order (all when ``None``), as a
+    system named ``NAME`` (all nodes) or ``NAME-first{n}``; a grid topology becomes linear for
+    a part of the machine (a part of a mesh is no mesh of the declared shape)."""
+    if n_nodes is None or n_nodes == system.n_nodes:
+        return system
+    if not 0 < n_nodes <= system.n_nodes:
+        raise ConfigError(f"--nodes must be between 1 and {system.n_nodes} (the nodes of system "
+                          f"'{system.name}'), got {n_nodes}")
+    types: list[NodeType] = []
+    left = n_nodes
+    for nt in system.node_types:
+        if left == 0:
+            break
+        take = min(nt.count, left)
+        types.append(NodeType(nt.name, take, dict(nt.capacity)))
+        left -= take
+    return System(name=f"{system.name}-first{n_nodes}", resources=system.resources, node_types=tuple(types),
+                  topology=Topology(), description=f"the first {n_nodes} nodes of {system.name}: {system.description}")
+
+
+def _capacity(nt: NodeType, resource: str) -> int:
+    return int(nt.capacity.get(resource, 0))
+
+
+def check_slurm_system(system: System) -> None:
+    """A :class:`ConfigError` when Slurm cannot emulate ``system``: every node needs cores."""
+    if CORE not in system.resources:
+        raise ConfigError(f"system '{system.name}' has no '{CORE}' resource: Slurm's nodes are made of CPUs "
+                          f"(resources: {', '.join(system.resources)})")
+    for nt in system.node_types:
+        if _capacity(nt, CORE) < 1:
+            raise ConfigError(f"system '{system.name}', node type '{nt.name}': Slurm needs at least one core per node")
+
+
+def gres_names(system: System) -> list[str]:
+    """The system's resources Slurm sees as GRES (all but cores and memory), in system order."""
+    return [r for r in system.resources if r not in (CORE, MEM)]
+
+
+def node_memory(nt: NodeType, system: System) -> int:
+    """``RealMemory`` (MB) of a node of type ``nt``."""
+    if MEM in system.resources:
+        return max(1, _capacity(nt, MEM))
+    return _capacity(nt, CORE) * MEM_PER_CORE_MB
+
+
+def def_mem_per_cpu(system: System) -> int:
+    """``DefMemPerCPU`` (MB): the smallest memory per core over the node types (so a job without
+    ``--mem`` can use every core of any node)."""
+    return max(1, min(node_memory(nt, system) // _capacity(nt, CORE) for nt in system.node_types))
+
+
+def _range(first: int, last: int, width: int) -> str:
+    return f"{first:0{width}d}" if first == last else f"[{first:0{width}d}-{last:0{width}d}]"
+
+
+def node_range(system: System, first: int, last: int) -> str:
+    """Nodes ``first..last`` (inclusive) as one Slurm host list: ``n[0000-0015]``."""
+    name = system.node_name(first)
+    width = len(name) - 1
+    return name[0] + _range(first, last, width)
+
+
+def _type_runs(system: System) -> list[tuple[NodeType, int, int]]:
+    runs, first = [], 0
+    for nt in system.node_types:
+        runs.append((nt, first, first + nt.count - 1))
+        first += nt.count
+    return runs
+
+
+def slurm_conf_text(system: System, layout: ClusterLayout, scheduler_parameters: str = SCHEDULER_PARAMETERS) -> str:
+    """The whole slurm.conf of the cluster (see the module docstring for every choice)."""
+    check_slurm_system(system)
+    d = layout.state_dir
+    gres = gres_names(system)
+    lines = [
+        f"# generated by hpcdispatch slurm up: system {system.name}, {system.n_nodes} nodes",
+        f"ClusterName={layout.name}",
+        "SlurmctldHost=localhost(127.0.0.1)",
+        f"SlurmctldPort={layout.ctld_port}",
+        f"SlurmdPort={layout.node_port_base}",
+        "CommunicationParameters=NoInAddrAny,NoCtldInAddrAny",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"AuthInfo=socket={layout.munge_socket}",
+        f"StateSaveLocation={d / 'state'}",
+        f"SlurmdSpoolDir={d / 'spool'}/%n",
+        f"SlurmctldPidFile={d / 'run'}/slurmctld.pid",
+        f"SlurmdPidFile={d / 'run'}/slurmd-%n.pid",
+        f"SlurmctldLogFile={d / 'log'}/slurmctld.log",
+        f"SlurmdLogFile={d / 'log'}/slurmd-%n.log",
+        "SlurmctldDebug=info",
+        "SlurmdDebug=info",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "MpiDefault=none",
+        "JobAcctGatherType=jobacct_gather/none",
+        "AccountingStorageType=accounting_storage/none",
+        "JobCompType=jobcomp/filetxt",
+        f"JobCompLoc={d / 'log'}/jobcomp.txt",
+        f"MinJobAge={MIN_JOB_AGE}",
+        "ReturnToService=2",
+        "SlurmdTimeout=300",
+        "InactiveLimit=0",
+        "KillWait=5",
+        "SchedulerType=sched/backfill",
+        f"SchedulerParameters={scheduler_parameters}",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core_Memory",
+        f"DefMemPerCPU={def_mem_per_cpu(system)}",
+        "SlurmdParameters=config_overrides",
+    ]
+    if gres:
+        lines.append(f"GresTypes={','.join(gres)}")
+    for nt, first, last in _type_runs(system):
+        cores = _capacity(nt, CORE)
+        node_gres = ",".join(f"{r}:{_capacity(nt, r)}" for r in gres if _capacity(nt, r) > 0)
+        ports = _range(layout.node_port(first), layout.node_port(last), 0)
+        lines.append(
+            f"NodeName={node_range(system, first, last)} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} "
+            f"CPUs={cores} Sockets=1 CoresPerSocket={cores} ThreadsPerCore=1 RealMemory={node_memory(nt, system)}"
+            + (f" Gres={node_gres}" if node_gres else "") + " State=UNKNOWN")
+    lines.append("PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def gpu_device(layout: ClusterLayout, index: int) -> Path:
+    """The fake device file of GPU ``index`` (shared by every emulated node)."""
+    return layout.dev / f"gpu{index}"
+
+
+def max_gpus(system: System) -> int:
+    return max((_capacity(nt, GPU) for nt in system.node_types), default=0) if GPU in system.resources else 0
+
+
+def gres_conf_text(system: System, layout: ClusterLayout) -> str:
+    """gres.conf: ``AutoDetect=off``, GPUs with ``File=`` fake devices, other GRES by count."""
+    lines = ["# generated by hpcdispatch slurm up", "AutoDetect=off"]
+    for nt, first, last in _type_runs(system):
+        nodes = node_range(system, first, last)
+        for r in gres_names(system):
+            count = _capacity(nt, r)
+            if count <= 0:
+                continue
+            if r == GPU:
+                files = f"{layout.dev}/gpu" + _range(0, count - 1, 0)
+                lines.append(f"NodeName={nodes} Name=gpu File={files}")
+            else:
+                lines.append(f"NodeName={nodes} Name={r} Count={count}")
+    return "\n".join(lines) + "\n"
