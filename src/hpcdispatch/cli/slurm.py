@@ -23,7 +23,7 @@ def slurm() -> None:
 @click.option("--nodes", "-N", type=click.IntRange(min=1), default=None,
               help="emulate only the first N nodes of the system (its linear order)")
 @click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="state directory (default /tmp/hpcdispatch-slurm-<system>-<nodes>)")
+              help="state directory (default /tmp/hpcdispatch-slurm-<system>, e.g. ...-machine-s-first16)")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
               help="seconds to wait for every node to be idle (default 60 + 0.05 per node)")
 def up_cmd(system_spec: str, nodes: int | None, state_dir: Path | None, timeout: float | None) -> None:
@@ -33,7 +33,7 @@ def up_cmd(system_spec: str, nodes: int | None, state_dir: Path | None, timeout:
     from hpcdispatch.system.io import load_system
 
     system = first_nodes(load_system(system_spec), nodes)
-    state_dir = state_dir or default_state_dir(cluster_name(Path(f"{system.name.lower()}-{system.n_nodes}")))
+    state_dir = state_dir or default_state_dir(cluster_name(Path(system.name)))
     with console.status(f"starting {system.n_nodes} nodes in {state_dir} ..."):
         info = up(system, state_dir, timeout)
     console.print(usage_text(info), markup=False, highlight=False)
