@@ -143,6 +143,37 @@ def test_second_cluster_beside_the_first(cluster_dir: Path) -> None:
     assert proc.returncode == 0 and "nothing to stop" in proc.stdout
 
 
+def _processes_naming(path: Path) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if str(path).encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_up_timeout_stops_the_daemons_again(cluster_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = Path(f"/tmp/hpcdispatch-slurm-pytest3-{os.getpid()}")
+    try:
+        # the daemons really start; sinfo is made to report a node that never comes up
+        with monkeypatch.context() as m:
+            m.setattr(cluster_mod, "node_states", lambda info: {"n0000": "down*", "n0001": "idle"})
+            with pytest.raises(ConfigError, match=r"the nodes were not all idle after 1 s \(1 not idle: n0000 down\*\); "
+                                                  r"the daemons were stopped; logs: "):
+                up(first_nodes(load_system("machine-s"), 2), state, timeout=1.0)
+        assert _processes_naming(state) == []
+        assert (state / "cluster.json.failed").is_file() and (state / "log" / "slurmctld.log").is_file()
+        again = up(first_nodes(load_system("machine-s"), 2), state)  # a failed up's directory is reused
+        assert len(daemon_pids(again)) == 4
+    finally:
+        down(state)
+        shutil.rmtree(state, ignore_errors=True)
+    assert _processes_naming(state) == []
+
+
 def test_a_pid_is_signalled_only_while_it_is_that_daemon(cluster_dir: Path) -> None:
     info = read_cluster(cluster_dir)
     assert info is not None

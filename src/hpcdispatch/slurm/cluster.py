@@ -326,11 +326,12 @@ def node_states(info: ClusterInfo) -> dict[str, str]:
 
 def _wait_idle(info: ClusterInfo, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    states: dict[str, str] = {}
-    while time.monotonic() < deadline:
+    while True:
         states = node_states(info)
         if len(states) == info.n_nodes and all(s == "idle" for s in states.values()):
             return
+        if time.monotonic() >= deadline:
+            break
         time.sleep(0.5)
     not_idle = {n: s for n, s in states.items() if s != "idle"} if states else {}
     shown = ", ".join(f"{n} {s}" for n, s in list(not_idle.items())[:5]) or "slurmctld did not answer"
