@@ -103,6 +103,12 @@ def test_nodes_idle_and_every_daemon_on_loopback_only(cluster_dir: Path) -> None
     out = subprocess.run([info.binaries["scontrol"], "-o", "show", "node", "n0007"], env=info.env(),
                          capture_output=True, text=True, check=True).stdout
     assert "Gres=gpu:2" in out and "CfgTRES=cpu=8,mem=2G" in out
+    # fake GPUs: character devices 195:0 and 195:1 (root may mknod)
+    import stat
+
+    devices = [os.lstat(cluster_dir / "dev" / f"gpu{k}") for k in range(2)]
+    assert all(stat.S_ISCHR(d.st_mode) for d in devices)
+    assert [(os.major(d.st_rdev), os.minor(d.st_rdev)) for d in devices] == [(195, 0), (195, 1)]
 
 
 def test_replay_every_job_completed_and_the_run_validates(cluster_dir: Path, tmp_path: Path) -> None:

@@ -124,3 +124,38 @@ def test_node_range_names_match_the_systems_node_names() -> None:
 def test_a_system_without_cores_is_refused() -> None:
     with pytest.raises(ConfigError, match="has no 'core' resource"):
         slurm_conf_text(system_of([(2, {"gpu": 1})], ("gpu",), name="g"), LAYOUT)
+
+
+def test_ports_skip_other_clusters_blocks_and_busy_ports(tmp_path: Path) -> None:
+    import json
+    import socket
+
+    from hpcdispatch.slurm.cluster import choose_ports
+
+    first = 31000
+    # another cluster's record claims 31000-31004 (ctld 31000, 4 nodes from 31001)
+    other = tmp_path / "hpcdispatch-slurm-other"
+    other.mkdir()
+    (other / "cluster.json").write_text(json.dumps({"ctld_port": first, "node_port_base": first + 1, "n_nodes": 4}))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", first + 7))  # a port in use by anyone
+        busy.listen()
+        # 3 nodes need 4 ports: 31005-31008 holds the busy 31007, so 31008-31011
+        assert choose_ports(3, tmp_path / "hpcdispatch-slurm-mine", root=tmp_path, first=first) == (first + 8, first + 9)
+    # the cluster's own record does not block it
+    assert choose_ports(3, other, root=tmp_path, first=first) == (first, first + 1)
+
+
+def test_fake_gpus_fall_back_to_symlinks_without_mknod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from hpcdispatch.slurm import cluster
+
+    layout = ClusterLayout("emu", tmp_path, 1, 2)
+
+    def no_mknod(*args: object) -> None:
+        raise PermissionError("Operation not permitted")
+
+    monkeypatch.setattr(os, "mknod", no_mknod)
+    assert cluster._make_gpu_devices(layout, 2) == "symlink"
+    assert [os.readlink(tmp_path / "dev" / f"gpu{k}") for k in range(2)] == ["/dev/null", "/dev/null"]

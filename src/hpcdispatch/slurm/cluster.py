@@ -177,10 +177,11 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _claimed_ports(exclude: Path) -> list[tuple[int, int]]:
-    """Port blocks that other clusters' records claim (they may not have bound them yet)."""
+def _claimed_ports(exclude: Path, root: Path) -> list[tuple[int, int]]:
+    """Port blocks that other clusters' records under ``root`` claim (they may not have bound
+    them yet)."""
     blocks = []
-    for path in Path("/tmp").glob(f"{Path(DEFAULT_PREFIX).name}*/{STATE_FILE}"):
+    for path in root.glob(f"{Path(DEFAULT_PREFIX).name}*/{STATE_FILE}"):
         if path.parent.resolve() == exclude.resolve():
             continue
         try:
@@ -191,12 +192,13 @@ def _claimed_ports(exclude: Path) -> list[tuple[int, int]]:
     return blocks
 
 
-def choose_ports(n_nodes: int, state_dir: Path) -> tuple[int, int]:
-    """``(slurmctld port, node port base)``: ``n_nodes + 1`` consecutive ports, all free on
-    127.0.0.1 and outside the blocks other clusters claim."""
+def choose_ports(n_nodes: int, state_dir: Path, root: Path = Path("/tmp"), first: int = FIRST_PORT) -> tuple[int, int]:
+    """``(slurmctld port, node port base)``: ``n_nodes + 1`` consecutive ports from ``first``
+    on, all free on 127.0.0.1 and outside the blocks other clusters (records under ``root``)
+    claim."""
     need = n_nodes + 1
-    claimed = _claimed_ports(state_dir)
-    base = FIRST_PORT
+    claimed = _claimed_ports(state_dir, root)
+    base = first
     while base + need <= LAST_PORT:
         clash = next((hi for lo, hi in claimed if lo <= base + need - 1 and base <= hi), None)
         if clash is not None:
