@@ -169,8 +169,10 @@ def test_recorded_replay_as_a_run_directory(tmp_path: Path) -> None:
     # job 1 sleeps min(60, 120) x 0.1 = 6 s, -t ceil((12 + 2) / 60) = 1 minute; submitted at t0
     assert (subs[0].job_id, subs[0].offset_s, subs[0].sleep_s, subs[0].time_limit_min) == (1, 0.0, 6.0, 1)
     assert subs[0].options == ("--nodes=1", "--ntasks=5", "--gres=gpu:1")
-    # job 25 (run 150 > wall-time 120) sleeps its wall-time: 12 s, submitted 27.5 s after t0
-    assert (subs[-1].job_id, subs[-1].offset_s, subs[-1].sleep_s) == (25, 27.5, 12.0)
+    # job 25 (run 150 > wall-time 120) sleeps its wall-time: 12 s, submitted (295 - 20) x 0.1 =
+    # 27.5 s after t0, rounded up to the whole second 28; job 6 at (75 - 20) x 0.1 = 5.5 -> 6
+    assert (subs[-1].job_id, subs[-1].offset_s, subs[-1].sleep_s) == (25, 28.0, 12.0)
+    assert [(s.job_id, s.offset_s) for s in subs[5:7]] == [(6, 6.0), (7, 6.0)]
     out = _write(tmp_path / "run", system, workload, subs, records, clock)
     report = validate_run_dir(out)
     assert report.ok, report.describe()

@@ -9,7 +9,6 @@ import click
 from rich.console import Console
 
 console = Console()
-err_console = Console(stderr=True)
 
 
 @click.group()
@@ -36,7 +35,7 @@ def up_cmd(system_spec: str, nodes: int | None, state_dir: Path | None, timeout:
     state_dir = state_dir or default_state_dir(cluster_name(Path(system.name)))
     with console.status(f"starting {system.n_nodes} nodes in {state_dir} ..."):
         info = up(system, state_dir, timeout)
-    console.print(usage_text(info), markup=False, highlight=False)
+    click.echo(usage_text(info))
 
 
 @slurm.command("down")
@@ -52,13 +51,13 @@ def down_cmd(state_dir: Path | None) -> None:
         try:
             state_dir = Path(find_running_cluster(None).state_dir)
         except ConfigError as exc:
-            console.print(f"nothing to stop ({exc})", markup=False, highlight=False)
+            click.echo(f"nothing to stop ({exc})")
             return
     if not state_dir.exists():
-        console.print(f"nothing to stop: {state_dir} does not exist", markup=False, highlight=False)
+        click.echo(f"nothing to stop: {state_dir} does not exist")
         return
     pids = down(state_dir)
-    console.print(f"stopped {len(pids)} process(es); removed {state_dir}", markup=False, highlight=False)
+    click.echo(f"stopped {len(pids)} process(es); removed {state_dir}")
 
 
 @slurm.command("replay")
@@ -88,19 +87,18 @@ def replay_cmd(workload: str, time_scale: float, out: Path | None, state_dir: Pa
     system = info.load_system()
     jobs = load_workload(workload, system)
     if jobs.report.n_skipped or jobs.report.patched or jobs.report.notes:
-        err_console.print(jobs.report.describe(), markup=False, highlight=False)
+        click.echo(jobs.report.describe(), err=True)
     subs = plan_submissions(jobs, system, time_scale)  # refuses what sbatch cannot express, before submitting
     last = max(s.offset_s for s in subs)
-    console.print(f"replaying {len(jobs)} jobs on cluster '{info.name}' ({info.n_nodes} nodes), submissions over "
-                  f"{last:.0f} s, time scale {time_scale:g}", markup=False, highlight=False)
+    click.echo(f"replaying {len(jobs)} jobs on cluster '{info.name}' ({info.n_nodes} nodes), submissions over "
+               f"{last:.0f} s, time scale {time_scale:g}")
     summary, record = replay(info, jobs, time_scale, out, force=force, max_wait_s=max_wait)
-    console.print(f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
-                  f"(workload seconds); Slurm states {record['slurm_states']}", markup=False, highlight=False)
+    click.echo(f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
+               f"(workload seconds); Slurm states {record['slurm_states']}")
     report = validate_run_dir(out)
-    console.print(report.describe(), markup=False, highlight=False)
+    click.echo(report.describe())
     if record["problems"]:
-        err_console.print(f"error: {len(record['problems'])} job(s) did not complete: {record['problems'][0]}",
-                          markup=False, highlight=False)
+        click.echo(f"error: {len(record['problems'])} job(s) did not complete: {record['problems'][0]}", err=True)
         raise click.exceptions.Exit(1)
     if not report.ok:
         raise click.exceptions.Exit(1)

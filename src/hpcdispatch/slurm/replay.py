@@ -9,8 +9,11 @@ unchanged.
 
 Time scale. ``--time-scale X``: one workload second lasts ``X`` real seconds (``0.01``: a
 1000 s job sleeps 10 s). The workload's first submission is real time ``t0`` (a whole epoch
-second); job ``j`` is submitted at ``t0 + (submit_j - first_submit) * X`` and sleeps
-``min(run_time, wall_time) * X`` seconds. Slurm's times ``e`` (whole epoch seconds) are
+second); job ``j`` is submitted at ``t0 + ceil((submit_j - first_submit) * X)`` -- a whole
+second, rounded up: Slurm stamps submissions and starts in whole seconds (rounded down), so a
+job submitted at a fraction of a second could be recorded starting before its (scaled)
+submission; rounded up, no recorded wait is negative, and each submission is late by less than
+1 real second -- and sleeps ``min(run_time, wall_time) * X`` seconds. Slurm's times ``e`` (whole epoch seconds) are
 mapped back as ``first_submit + (e - t0) / X``; ``run.json`` records ``X``, ``t0`` and the
 tolerance below (``replay``).
 
@@ -164,7 +167,7 @@ def plan_submissions(workload: Workload, system: System, time_scale: float) -> l
     subs = []
     for job in sorted(workload.jobs, key=lambda j: (j.submit, j.index)):
         subs.append(Submission(
-            job_index=job.index, job_id=int(job.id), offset_s=round((job.submit - first) * time_scale, 6),
+            job_index=job.index, job_id=int(job.id), offset_s=float(math.ceil(round((job.submit - first) * time_scale, 6))),
             sleep_s=round(job.duration(True) * time_scale, 3), time_limit_min=time_limit_minutes(job.wall_time, time_scale),
             options=sbatch_options(job, system)))
     return subs
