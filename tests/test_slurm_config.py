@@ -159,3 +159,13 @@ def test_fake_gpus_fall_back_to_symlinks_without_mknod(tmp_path: Path, monkeypat
     monkeypatch.setattr(os, "mknod", no_mknod)
     assert cluster._make_gpu_devices(layout, 2) == "symlink"
     assert [os.readlink(tmp_path / "dev" / f"gpu{k}") for k in range(2)] == ["/dev/null", "/dev/null"]
+
+
+def test_typed_gpus_are_numbered_across_their_types() -> None:
+    system = system_of([(2, {"core": 4, "gpu:a100": 2, "gpu:v100": 1})], ("core", "gpu:a100", "gpu:v100"), name="t")
+    text = slurm_conf_text(system, LAYOUT)
+    assert "GresTypes=gpu\n" in text and " Gres=gpu:a100:2,gpu:v100:1 " in text
+    assert gres_conf_text(system, LAYOUT).splitlines()[2:] == [
+        "NodeName=n[0000-0001] Name=gpu Type=a100 File=/x/dev/gpu[0-1]",
+        "NodeName=n[0000-0001] Name=gpu Type=v100 File=/x/dev/gpu2",
+    ]

@@ -32,6 +32,7 @@ from hpcdispatch.system.io import load_system
 from hpcdispatch.validation.validator import validate_run_dir, validate_tables
 from hpcdispatch.results.store import write_result
 from hpcdispatch.workload.loader import load_workload
+from hpcdispatch.workload.slurm import SlurmRequest
 
 from helpers import cores_system, job
 
@@ -143,8 +144,58 @@ def test_sbatch_options_refuse_what_sbatch_cannot_say() -> None:
     system = load_system("machine-s")
     with pytest.raises(ConfigError, match="job 9: its units hold no core"):
         sbatch_options(job(9, 0, 10, units=1, req=(0, 1)), system)
-    with pytest.raises(ConfigError, match="job 8: it spreads units of 2 cores over exactly 2 nodes"):
-        sbatch_options(job(8, 0, 10, units=4, req=(2, 0), node_count=2), system)
+    # one GPU per one-core unit, spread over exactly 2 nodes: neither --gres (per node) nor
+    # --gpus-per-task with -N says "units of (1 core, 1 GPU) on exactly 2 nodes"
+    with pytest.raises(ConfigError, match="job 8: its units hold generic resources"):
+        sbatch_options(job(8, 0, 10, units=4, req=(1, 1), node_count=2), system)
+    # -N 2 -n 4 -c 2 is a Slurm request (tasks of 2 cores on exactly 2 nodes)
+    assert sbatch_options(job(7, 0, 10, units=4, req=(2, 0), node_count=2), system) == (
+        "--nodes=2", "--ntasks=4", "--cpus-per-task=2")
+
+
+def _parse_options(options: tuple[str, ...]) -> SlurmRequest:
+    """sbatch's long options back into a request (the test's own reading of them)."""
+    values = dict(o.removeprefix("--").split("=", 1) if "=" in o else (o.removeprefix("--"), "") for o in options)
+    gres, gpus = [], 0
+    for item in filter(None, values.get("gres", "").split(",")):
+        name, _, count = item.rpartition(":")
+        if name == "gpu":
+            gpus = int(count)
+        else:
+            gres.append((name, int(count)))
+
+    def number(key: str) -> int | None:
+        return int(values[key]) if key in values else None
+
+    return SlurmRequest(ntasks=number("ntasks"), nodes=number("nodes"), ntasks_per_node=number("ntasks-per-node"),
+                        gpus_per_node=gpus, contiguous="contiguous" in values,
+                        cpus_per_task=number("cpus-per-task") or 1, gres=tuple(gres), mem=number("mem"),
+                        mem_per_cpu=number("mem-per-cpu"))
+
+
+@given(kind=st.sampled_from([1, 2, 3]), nodes=st.integers(1, 4), tasks=st.integers(1, 16), cpt=st.integers(1, 3),
+       gpus=st.integers(0, 2), mics=st.integers(0, 2), mem=st.sampled_from([None, "mem", "mem_per_cpu"]),
+       contiguous=st.booleans())
+def test_sbatch_options_say_exactly_the_request(kind: int, nodes: int, tasks: int, cpt: int, gpus: int, mics: int,
+                                                mem: str | None, contiguous: bool) -> None:
+    from hypothesis import assume
+
+    from hpcdispatch.workload.slurm import slurm_job
+
+    resources = ("core", "mem", "gpu", "mic")  # eurora's
+    memory = {"mem": {"mem": 2048}, "mem_per_cpu": {"mem_per_cpu": 300}}.get(mem or "", {})
+    shape = {1: {"ntasks": tasks}, 2: {"ntasks": max(tasks, nodes), "nodes": nodes},
+             3: {"nodes": nodes, "ntasks_per_node": tasks}}[kind]
+    request = SlurmRequest(**shape, gpus_per_node=gpus, gres=(("mic", mics),) if mics else (), cpus_per_task=cpt,
+                           contiguous=contiguous, **memory)
+    try:
+        original = slurm_job(1, request, 60, resources)
+    except ValueError:
+        assume(False)
+    system = load_system("eurora")
+    back = slurm_job(1, _parse_options(sbatch_options(original, system)), 60, resources)
+    fields = ("units", "unit_request", "max_units_per_node", "node_count", "per_node_request", "contiguous")
+    assert {f: getattr(back, f) for f in fields} == {f: getattr(original, f) for f in fields}
 
 
 def _recorded_replay():

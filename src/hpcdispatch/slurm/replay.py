@@ -21,7 +21,9 @@ Time limits. Slurm's ``-t`` is whole minutes: ``-t`` is ``ceil((wall_time * X + 
 minutes, at least 1 (the 2 s keep Slurm's own limit clear of the job's start and end
 overhead). Slurm enforces limits only by a check about every 30 s, so the wall-time is
 enforced in the job itself: a job whose run time exceeds its wall-time sleeps its scaled
-wall-time and is recorded ``killed`` (Slurm reports it ``COMPLETED``).
+wall-time and is recorded ``killed`` (Slurm reports it ``COMPLETED``). A job Slurm reports in
+any other final state (``FAILED``, ``TIMEOUT``, ``CANCELLED``, ...) is listed in ``run.json``'s
+``replay.problems`` and ``slurm replay`` exits with 1.
 
 Tolerance. A real Slurm's schedule cannot hold the validator's exact rules: timestamps are
 whole seconds (a start or end is up to 1 s early), a job starts and ends with some overhead
@@ -31,15 +33,18 @@ exactly that much on "starts no earlier than its submission" and "runs min(run t
 wall-time)" -- nothing else: capacity per node and resource, units, node counts, amounts and
 every other rule stay exact, so an over-allocated node is still a violation.
 
-Request -> sbatch options (``Job`` fields; see :mod:`hpcdispatch.workload.job`):
+Request -> sbatch options: a job read from a Slurm-style file or from sacct is written back
+as the request it came from (:func:`hpcdispatch.workload.slurm.request_of`, in sbatch's long
+options: ``--nodes``, ``--ntasks``, ``--ntasks-per-node``, ``--cpus-per-task``, ``--mem``,
+``--mem-per-cpu``, ``--gres``, ``--contiguous``; a test checks the round trip). Other jobs
+(SWF units, ``Job`` fields; see :mod:`hpcdispatch.workload.job`):
 
-- one unit per node (``-N`` jobs, type 3): ``-N n --ntasks-per-node=c``, GRES per node
-  ``--gres=NAME:k`` (unit + per-node amount), memory ``--mem`` (MB per node);
-- a node count and one-core units (type 2): ``-N n -n U``, per-node GRES;
-  ``--mem-per-cpu`` for memory per core;
-- otherwise (type 1): ``-n U`` (``--cpus-per-task=c`` for units of ``c`` cores), GPUs per
-  unit ``--gpus-per-task``, per-node GRES ``--gres``, at most ``m`` units per node
-  ``--ntasks-per-node=m`` (a maximum when ``-n`` is given), ``--mem-per-cpu``;
+- one unit per node: ``--nodes=n --ntasks-per-node=c``, everything else per node
+  (``--gres=NAME:k``: unit + per-node amount; ``--mem`` in MB);
+- otherwise ``--ntasks=U`` (with ``--nodes=n`` for a node count), ``--cpus-per-task=c`` for
+  units of ``c`` cores, ``--gpus-per-task`` for GPUs per unit (without a node count),
+  ``--ntasks-per-node=m`` for at most ``m`` units per node (a maximum when ``--ntasks`` is
+  given), per-node GRES ``--gres``, ``--mem-per-cpu`` or a per-node ``--mem``;
 - ``--contiguous`` for contiguous jobs. A request no option expresses is refused before any
   job is submitted, naming the job.
 """
@@ -67,6 +72,7 @@ from hpcdispatch.slurm.config import CORE, GPU, MEM, SCHEDULER_PARAMETERS
 from hpcdispatch.slurm.records import SlurmJobRecord, parse_squeue_json, read_jobcomp
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, Workload
+from hpcdispatch.workload.slurm import SlurmRequest, request_of
 
 #: seconds added to a job's scaled wall-time before rounding Slurm's -t up to minutes
 LIMIT_MARGIN_S = 2.0
@@ -101,14 +107,54 @@ def time_limit_minutes(wall_time: float, time_scale: float) -> int:
     return max(1, math.ceil((wall_time * time_scale + LIMIT_MARGIN_S) / 60.0))
 
 
+#: the job-model fields a Slurm request determines
+_REQUEST_FIELDS = ("units", "unit_request", "max_units_per_node", "node_count", "per_node_request", "contiguous")
+
+
+def request_options(request: SlurmRequest) -> tuple[str, ...]:
+    """A Slurm request as sbatch's long options (memory in MB)."""
+    opts = []
+    for flag, value in (("--nodes", request.nodes), ("--ntasks", request.ntasks),
+                        ("--ntasks-per-node", request.ntasks_per_node)):
+        if value is not None:
+            opts.append(f"{flag}={value}")
+    if request.cpus_per_task != 1:
+        opts.append(f"--cpus-per-task={request.cpus_per_task}")
+    if request.mem is not None:
+        opts.append(f"--mem={request.mem}")
+    if request.mem_per_cpu is not None:
+        opts.append(f"--mem-per-cpu={request.mem_per_cpu}")
+    gres = ([f"{GPU}:{request.gpus_per_node}"] if request.gpus_per_node else []) + [f"{n}:{c}" for n, c in request.gres]
+    if gres:
+        opts.append(f"--gres={','.join(gres)}")
+    if request.contiguous:
+        opts.append("--contiguous")
+    return tuple(opts)
+
+
 def sbatch_options(job: Job, system: System) -> tuple[str, ...]:
-    """The resource options of ``job`` (no time, name or command); a :class:`ConfigError`
-    naming the job when no sbatch option expresses its request."""
+    """The resource options of ``job`` (no time, name or command): the Slurm request the job
+    expresses (:func:`hpcdispatch.workload.slurm.request_of`) when it maps back onto exactly
+    this job, else the options below for jobs of other origins (SWF units); a
+    :class:`ConfigError` naming the job when no sbatch option expresses its request."""
+    resources = tuple(system.resources)
+    try:
+        request = request_of(job, resources)
+        same = request.job_fields(resources) == {f: getattr(job, f) for f in _REQUEST_FIELDS}
+    except (ValueError, IndexError):
+        same = False
+    if same:
+        return request_options(request)
+    return _unit_options(job, system)
+
+
+def _unit_options(job: Job, system: System) -> tuple[str, ...]:
+    """Options for a job that is not a Slurm request written back (see the module docstring)."""
     res = list(system.resources)
-    unit = dict(zip(res, job.unit_request))
-    extra = dict(zip(res, job.per_node_request)) if job.per_node_request else {}
+    unit = {r: int(a) for r, a in zip(res, job.unit_request)}
+    extra = {r: int(a) for r, a in zip(res, job.per_node_request)} if job.per_node_request else {}
     gres = [r for r in res if r not in (CORE, MEM)]
-    cores = int(unit.get(CORE, 0))
+    cores = unit.get(CORE, 0)
 
     def refuse(why: str) -> ConfigError:
         return ConfigError(f"job {job.id}: {why}; no sbatch option expresses it (slurm replay)")
@@ -118,37 +164,34 @@ def sbatch_options(job: Job, system: System) -> tuple[str, ...]:
     if extra.get(CORE, 0):
         raise refuse("it asks for cores per node on top of its units")
     opts: list[str] = []
-    kind = job.slurm_type
-    if kind == 3:
-        n = job.exact_nodes
-        opts += [f"--nodes={n}", f"--ntasks-per-node={cores}"]
-        per_node = {r: int(unit.get(r, 0)) + int(extra.get(r, 0)) for r in gres}
-        mem = int(unit.get(MEM, 0)) + int(extra.get(MEM, 0))
+    if job.exact_nodes and job.max_units_per_node == 1:  # one unit per node: everything is per node
+        opts += [f"--nodes={job.exact_nodes}", f"--ntasks-per-node={cores}"]
+        per_node = {r: unit.get(r, 0) + extra.get(r, 0) for r in gres}
+        mem = unit.get(MEM, 0) + extra.get(MEM, 0)
         if mem:
             opts.append(f"--mem={mem}")
     else:
-        if any(unit.get(r, 0) for r in gres if r != GPU) or (kind == 2 and unit.get(GPU, 0)):
+        if any(unit.get(r, 0) for r in gres if r != GPU) or (job.node_count and unit.get(GPU, 0)):
             raise refuse("its units hold generic resources and the nodes it uses are not one per unit")
-        if extra.get(MEM, 0):
-            raise refuse("it asks for memory per node while its units are not one per node")
-        if kind == 2:
-            if cores != 1:
-                raise refuse(f"it spreads units of {cores} cores over exactly {job.node_count} nodes")
+        if job.node_count:
             opts += [f"--nodes={job.node_count}", f"--ntasks={job.units}"]
         else:
             opts.append(f"--ntasks={job.units}")
-            if cores > 1:
-                opts.append(f"--cpus-per-task={cores}")
-            if unit.get(GPU, 0):
-                opts.append(f"--gpus-per-task={int(unit[GPU])}")
-            if job.max_units_per_node > 0:
-                opts.append(f"--ntasks-per-node={job.max_units_per_node}")
-        per_node = {r: int(extra.get(r, 0)) for r in gres}
-        mem = int(unit.get(MEM, 0))
-        if mem:
-            if mem % cores:
-                raise refuse(f"its units of {cores} cores hold {mem} MB, not a whole number of MB per core")
-            opts.append(f"--mem-per-cpu={mem // cores}")
+        if cores > 1:
+            opts.append(f"--cpus-per-task={cores}")
+        if unit.get(GPU, 0):
+            opts.append(f"--gpus-per-task={unit[GPU]}")
+        if job.max_units_per_node > 0:
+            opts.append(f"--ntasks-per-node={job.max_units_per_node}")  # with --ntasks: a maximum
+        per_node = {r: extra.get(r, 0) for r in gres}
+        if unit.get(MEM, 0) and extra.get(MEM, 0):
+            raise refuse("it asks for memory per core and per node (sbatch takes one of --mem-per-cpu and --mem)")
+        if unit.get(MEM, 0):
+            if unit[MEM] % cores:
+                raise refuse(f"its units of {cores} cores hold {unit[MEM]} MB, not a whole number of MB per core")
+            opts.append(f"--mem-per-cpu={unit[MEM] // cores}")
+        elif extra.get(MEM, 0):
+            opts.append(f"--mem={extra[MEM]}")
     wanted = [f"{r}:{k}" for r, k in per_node.items() if k > 0]
     if wanted:
         opts.append(f"--gres={','.join(wanted)}")
