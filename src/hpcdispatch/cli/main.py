@@ -506,7 +506,7 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except HpcDispatchError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}", soft_wrap=True)  # one line, never wrapped
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -3,6 +3,8 @@ packages, loopback only) and a workload replayed on it (:mod:`hpcdispatch.slurm`
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -92,7 +94,7 @@ def replay_cmd(workload: str, time_scale: float, out: Path | None, state_dir: Pa
     last = max(s.offset_s for s in subs)
     click.echo(f"replaying {len(jobs)} jobs on cluster '{info.name}' ({info.n_nodes} nodes), submissions over "
                f"{last:.0f} s, time scale {time_scale:g}")
-    summary, record = replay(info, jobs, time_scale, out, force=force, max_wait_s=max_wait)
+    summary, record = replay(info, jobs, time_scale, out, force=force, max_wait_s=max_wait, progress=_every(10.0))
     click.echo(f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
                f"(workload seconds); Slurm states {record['slurm_states']}")
     report = validate_run_dir(out)
@@ -102,3 +104,16 @@ def replay_cmd(workload: str, time_scale: float, out: Path | None, state_dir: Pa
         raise click.exceptions.Exit(1)
     if not report.ok:
         raise click.exceptions.Exit(1)
+
+
+def _every(seconds: float) -> Callable[[str], None]:
+    """A progress callback printing (to stderr) at most one line every ``seconds``."""
+    last = [time.monotonic()]
+
+    def show(message: str) -> None:
+        now = time.monotonic()
+        if now - last[0] >= seconds:
+            click.echo(message, err=True)
+            last[0] = now
+
+    return show
