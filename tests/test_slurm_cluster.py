@@ -1,6 +1,7 @@
 """A real Slurm on loopback: ``slurm up`` (16 nodes), ``slurm replay`` of 25 short jobs, and
 ``slurm down``, through the command line; a second cluster beside the first; no daemon
-listening on anything but 127.0.0.1.
+listening on anything but 127.0.0.1; ``--accounting`` (MariaDB + slurmdbd) and the sacct round
+trip (needs Debian's slurmdbd and mariadb-server too).
 
 Needs root and Debian's slurmctld, slurmd, slurm-client and munge (``.ci/run`` installs them
 and sets ``HPCDISPATCH_REQUIRE_SLURM=1``, which turns a skip into a failure); elsewhere these
@@ -202,3 +203,50 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
     assert f"{tmp_path / 'none'}: no emulated cluster there" in proc.stderr
+
+
+def test_accounting_round_trip_through_sacct(tmp_path: Path) -> None:
+    """``slurm up --accounting`` (private MariaDB + slurmdbd, on 127.0.0.1 only), a replay, and
+    its ``slurm.sacct`` read back by the sacct reader: the same jobs (count, sizes, node
+    counts), run times within the time scale's granularity (3 s / 0.1 = 30 s)."""
+    _require_slurm()
+    try:
+        find_binaries(accounting=True)
+    except ConfigError as exc:
+        if os.environ.get("HPCDISPATCH_REQUIRE_SLURM") == "1":
+            pytest.fail(f"HPCDISPATCH_REQUIRE_SLURM=1 but accounting cannot run: {exc}")
+        pytest.skip(f"accounting: {exc}")
+    from hpcdispatch.workload.loader import load_workload
+
+    state = Path(f"/tmp/hpcdispatch-slurm-pytest-acct-{os.getpid()}")
+    out = tmp_path / "acct"
+    try:
+        proc = run_cli("slurm", "up", "--system", "machine-s", "--nodes", "4", "--accounting", "--dir", str(state))
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        info = read_cluster(state)
+        assert info is not None and info.accounting
+        pids = set(daemon_pids(info))
+        assert len(pids) == 8  # 4 slurmd, slurmctld, slurmdbd, mariadbd, munged
+        listening = _listeners(pids)
+        assert sorted(int(a.rsplit(":", 1)[1]) for a, _ in listening) == list(range(info.ctld_port, info.ctld_port + 7))
+        assert all(addr.startswith("127.0.0.1:") for addr, _ in listening), listening
+        proc = run_cli("slurm", "replay", str(DATA / "replay-6.csv"), "--dir", str(state), "-x", "0.1", "-o", str(out))
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+    finally:
+        down(state)
+    assert not state.exists()
+    run = json.loads((out / "run.json").read_text())
+    assert run["replay"]["sacct"] == "slurm.sacct"
+    system = load_system(str(out / "system.toml"))
+    original = load_workload(str(DATA / "replay-6.csv"), system)
+    back = load_workload(str(out / "slurm.sacct"), system)
+    assert back.report.skipped == {"job-step": 6}
+    slurm_id = {int(k): v for k, v in run["replay"]["slurm_job_ids"].items()}
+    by_slurm_id = {int(j.id): j for j in back.jobs}
+    assert sorted(by_slurm_id) == sorted(slurm_id.values())
+    for job in original.jobs:
+        got = by_slurm_id[slurm_id[int(job.id)]]
+        assert got.total_request == job.total_request, job.id
+        if job.node_count:
+            assert got.exact_nodes == job.node_count, job.id
+        assert abs(got.run_time / 0.1 - job.duration()) <= 30.0, (job.id, got.run_time)

@@ -27,7 +27,11 @@ def slurm() -> None:
               help="state directory (default /tmp/hpcdispatch-slurm-<system>, e.g. ...-machine-s-first16)")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None,
               help="seconds to wait for every node to be idle (default 60 + 0.05 per node)")
-def up_cmd(system_spec: str, nodes: int | None, state_dir: Path | None, timeout: float | None) -> None:
+@click.option("--accounting", is_flag=True,
+              help="also slurmdbd on a private MariaDB (127.0.0.1 only), so that sacct works "
+              "(Debian: slurmdbd, mariadb-server)")
+def up_cmd(system_spec: str, nodes: int | None, state_dir: Path | None, timeout: float | None,
+           accounting: bool) -> None:
     """Start munged, slurmctld and one slurmd per node, and wait until every node is idle."""
     from hpcdispatch.slurm.cluster import cluster_name, default_state_dir, up, usage_text
     from hpcdispatch.slurm.config import first_nodes
@@ -36,7 +40,7 @@ def up_cmd(system_spec: str, nodes: int | None, state_dir: Path | None, timeout:
     system = first_nodes(load_system(system_spec), nodes)
     state_dir = state_dir or default_state_dir(cluster_name(Path(system.name)))
     with console.status(f"starting {system.n_nodes} nodes in {state_dir} ..."):
-        info = up(system, state_dir, timeout)
+        info = up(system, state_dir, timeout, accounting)
     click.echo(usage_text(info))
 
 

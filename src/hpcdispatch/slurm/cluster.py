@@ -19,8 +19,13 @@ again and the error says which nodes were in which state). Ports: a block of ``n
 consecutive free ports on 127.0.0.1, away from the blocks other clusters' ``cluster.json``
 files claim, so two clusters run side by side.
 
+With ``accounting`` (``slurm up --accounting``) it also starts a private MariaDB (data in
+``mysql/``, TCP on 127.0.0.1 only, a ``slurm`` user with a random password) and slurmdbd on
+127.0.0.1 (``etc/slurmdbd.conf``, mode 600), registers the cluster (``sacctmgr add cluster``),
+and slurmctld records every job there: ``sacct`` works.
+
 ``down`` cancels the cluster's jobs, then stops exactly the daemons it started, by their pid
-files -- slurmds, slurmctld, munged; each pid is signalled only while ``/proc/PID/cmdline``
+files -- slurmds, slurmctld, slurmdbd, mariadbd, munged; each pid is signalled only while ``/proc/PID/cmdline``
 still shows that daemon with this cluster's configuration -- TERM, then KILL after 5 s; then
 removes the state directory. A directory without a cluster (already down) is no error.
 """
@@ -30,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -51,11 +57,18 @@ from hpcdispatch.slurm.config import (
     gres_conf_text,
     max_gpus,
     slurm_conf_text,
+    slurmdbd_conf_text,
 )
 
 #: the Debian packages and how to install them (note section 1)
 INSTALL_HINT = ("install Debian's Slurm and munge as root: apt-get update && "
                 "apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge")
+#: what ``--accounting`` needs on top
+ACCOUNTING_HINT = ("install slurmdbd and MariaDB as root: apt-get update && "
+                   "apt-get install -y --no-install-recommends slurmdbd mariadb-server")
+ACCOUNTING_PROGRAMS = {"slurmdbd": ("slurmdbd",), "mariadbd": ("mariadbd", "mysqld"),
+                       "mariadb-install-db": ("mariadb-install-db", "mysql_install_db"),
+                       "mariadb": ("mariadb", "mysql"), "sacctmgr": ("sacctmgr",), "sacct": ("sacct",)}
 #: daemons (the ``-wlm`` binaries first: installing slurm-wlm-emulator re-points the plain names)
 DAEMONS = {"slurmctld": ("slurmctld-wlm", "slurmctld"), "slurmd": ("slurmd-wlm", "slurmd"),
            "slurmstepd": ("slurmstepd-wlm", "slurmstepd"), "munged": ("munged",)}
@@ -80,10 +93,18 @@ class ClusterInfo:
     nodes: list[str]
     binaries: dict[str, str]
     slurm_version: str
+    accounting: bool = False  # slurmdbd on a private MariaDB (sacct works)
+    dbd_port: int = 0
+    db_port: int = 0
 
     @property
     def layout(self) -> ClusterLayout:
-        return ClusterLayout(self.name, Path(self.state_dir), self.ctld_port, self.node_port_base)
+        return ClusterLayout(self.name, Path(self.state_dir), self.ctld_port, self.node_port_base, self.dbd_port,
+                             self.db_port)
+
+    @property
+    def last_port(self) -> int:
+        return max(self.node_port_base + self.n_nodes - 1, self.dbd_port, self.db_port)
 
     @property
     def slurm_conf(self) -> Path:
@@ -108,7 +129,7 @@ def cluster_name(state_dir: Path) -> str:
     return name[:32]
 
 
-def find_binaries() -> dict[str, str]:
+def find_binaries(accounting: bool = False) -> dict[str, str]:
     """The daemons' and clients' paths; a :class:`ConfigError` naming the missing ones and the
     one command that installs them."""
     found: dict[str, str] = {}
@@ -127,6 +148,15 @@ def find_binaries() -> dict[str, str]:
             found[client] = path
     if missing:
         raise ConfigError(f"{', '.join(missing)} not found; {INSTALL_HINT}")
+    if accounting:
+        for role, names in ACCOUNTING_PROGRAMS.items():
+            path = next((p for p in (shutil.which(n, path=SEARCH_PATH) for n in names) if p), None)
+            if path is None:
+                missing.append(role)
+            else:
+                found[role] = path
+        if missing:
+            raise ConfigError(f"{', '.join(missing)} not found (needed by --accounting); {ACCOUNTING_HINT}")
     return found
 
 
@@ -186,7 +216,9 @@ def _claimed_ports(exclude: Path, root: Path) -> list[tuple[int, int]]:
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            blocks.append((int(data["ctld_port"]), int(data["node_port_base"]) + int(data["n_nodes"])))
+            last = max(int(data["node_port_base"]) + int(data["n_nodes"]) - 1, int(data.get("dbd_port", 0)),
+                       int(data.get("db_port", 0)))
+            blocks.append((int(data["ctld_port"]), last))
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return blocks
@@ -235,10 +267,11 @@ def slurm_version(binaries: dict[str, str]) -> str:
     return out.removeprefix("slurm-wlm ").removeprefix("slurm ")
 
 
-def up(system: System, state_dir: Path, timeout: float | None = None) -> ClusterInfo:
+def up(system: System, state_dir: Path, timeout: float | None = None, accounting: bool = False) -> ClusterInfo:
     """Start an emulated cluster of ``system`` in ``state_dir`` (see the module docstring) and
-    return it once every node is idle."""
-    binaries = find_binaries()
+    return it once every node is idle. ``accounting``: also a private MariaDB and slurmdbd on
+    127.0.0.1, so that ``sacct`` works."""
+    binaries = find_binaries(accounting)
     require_root("slurm up")
     check_slurm_system(system)
     state_dir = Path(state_dir).absolute()
@@ -252,8 +285,9 @@ def up(system: System, state_dir: Path, timeout: float | None = None) -> Cluster
     elif state_dir.exists() and any(state_dir.iterdir()):
         raise ConfigError(f"{state_dir} exists and holds no cluster: give another --dir or remove it")
     name = cluster_name(state_dir)
-    ctld_port, node_base = choose_ports(system.n_nodes, state_dir)
-    layout = ClusterLayout(name, state_dir, ctld_port, node_base)
+    ctld_port, node_base = choose_ports(system.n_nodes + (2 if accounting else 0), state_dir)
+    db_port, dbd_port = (node_base + system.n_nodes, node_base + system.n_nodes + 1) if accounting else (0, 0)
+    layout = ClusterLayout(name, state_dir, ctld_port, node_base, dbd_port, db_port)
     for sub in ("etc", "bin", "munge/run", "dev", "run", "log", "state", "spool"):
         (state_dir / sub).mkdir(parents=True, exist_ok=True)
     os.chmod(state_dir, 0o755)
@@ -261,13 +295,14 @@ def up(system: System, state_dir: Path, timeout: float | None = None) -> Cluster
     info = ClusterInfo(name=name, state_dir=str(state_dir), ctld_port=ctld_port, node_port_base=node_base,
                        system=system.name, n_nodes=system.n_nodes,
                        nodes=[system.node_name(i) for i in range(system.n_nodes)], binaries=binaries,
-                       slurm_version=slurm_version(binaries))
+                       slurm_version=slurm_version(binaries), accounting=accounting, dbd_port=dbd_port,
+                       db_port=db_port)
     (state_dir / STATE_FILE).write_text(json.dumps(asdict(info), indent=2) + "\n", encoding="utf-8")
     dump_system(system, state_dir / "system.toml")
     layout.slurm_conf.write_text(slurm_conf_text(system, layout), encoding="utf-8")
     (layout.etc / "gres.conf").write_text(gres_conf_text(system, layout), encoding="utf-8")
     _make_gpu_devices(layout, max_gpus(system))
-    for role in ("slurmctld", "slurmd", "slurmstepd"):
+    for role in ("slurmctld", "slurmd", "slurmstepd", *(("slurmdbd",) if accounting else ())):
         (state_dir / "bin" / role).symlink_to(binaries[role])
     (state_dir / "env.sh").write_text(f"export SLURM_CONF={layout.slurm_conf}\n", encoding="utf-8")
     try:
@@ -293,6 +328,8 @@ def _start_daemons(info: ClusterInfo) -> None:
     _checked([info.binaries["munged"], f"--socket={info.layout.munge_socket}", f"--key-file={key}",
               f"--pid-file={munge / 'munged.pid'}", f"--log-file={munge / 'munged.log'}",
               f"--seed-file={munge / 'munged.seed'}"], env, "munged", munge / "munged.log")
+    if info.accounting:
+        _start_accounting(info, env)
     conf = str(info.slurm_conf)
     _checked([str(d / "bin" / "slurmctld"), "-f", conf, "-c"], env, "slurmctld", d / "log" / "slurmctld.log")
     procs = [(node, subprocess.Popen([str(d / "bin" / "slurmd"), "-f", conf, "-N", node, "-d", str(d / "bin" / "slurmstepd")],
@@ -306,6 +343,54 @@ def _start_daemons(info: ClusterInfo) -> None:
     if failed:
         raise ConfigError(f"slurmd failed to start for {len(failed)} node(s), first {failed[0]} "
                           f"(logs under {d / 'log'})")
+
+
+def _wait_for(ready: Any, what: str, log: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise ConfigError(f"{what} did not come up within {timeout:.0f} s; log: {log}")
+        time.sleep(0.2)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _start_accounting(info: ClusterInfo, env: dict[str, str]) -> None:
+    """A private MariaDB (its own data directory, TCP on 127.0.0.1 only), its ``slurm`` user
+    with a random password, slurmdbd on 127.0.0.1, and the cluster registered in it."""
+    d = Path(info.state_dir)
+    mysql = d / "mysql"
+    data = mysql / "data"
+    data.mkdir(parents=True)
+    b = info.binaries
+    _checked([b["mariadb-install-db"], "--no-defaults", "--user=root", f"--datadir={data}",
+              "--auth-root-authentication-method=socket", "--skip-test-db"], env, "mariadb-install-db",
+             mysql / "error.log")
+    sock = mysql / "mysqld.sock"
+    subprocess.Popen([b["mariadbd"], "--no-defaults", "--user=root", f"--datadir={data}", f"--socket={sock}",
+                      f"--pid-file={mysql / 'mysqld.pid'}", f"--port={info.db_port}", "--bind-address=127.0.0.1",
+                      f"--log-error={mysql / 'error.log'}", "--skip-log-bin", "--innodb-buffer-pool-size=32M"],
+                     env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True)
+    _wait_for(lambda: sock.exists() and _listening(info.db_port), "MariaDB", mysql / "error.log")
+    password = secrets.token_hex(16)
+    db = info.layout
+    from hpcdispatch.slurm.config import database_name
+
+    sql = (f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
+           f"GRANT ALL ON `{database_name(db)}`.* TO 'slurm'@'127.0.0.1';")
+    _checked([b["mariadb"], "--no-defaults", f"--socket={sock}", "-u", "root", "-e", sql], env, "MariaDB set-up",
+             mysql / "error.log")
+    conf = info.layout.etc / "slurmdbd.conf"
+    with open(conf, "w", encoding="utf-8", opener=lambda p, f: os.open(p, f, 0o600)) as fh:
+        fh.write(slurmdbd_conf_text(info.layout, password))
+    _checked([str(d / "bin" / "slurmdbd")], env, "slurmdbd", d / "log" / "slurmdbd.log")
+    _wait_for(lambda: _listening(info.dbd_port), "slurmdbd", d / "log" / "slurmdbd.log")
+    _checked([b["sacctmgr"], "-i", "add", "cluster", info.name], env, "sacctmgr add cluster", d / "log" / "slurmdbd.log")
 
 
 def _checked(cmd: list[str], env: dict[str, str], what: str, log: Path) -> None:
@@ -348,6 +433,9 @@ def _pid_files(info: ClusterInfo) -> list[tuple[str, Path]]:
     d = Path(info.state_dir)
     files = [("slurmd", d / "run" / f"slurmd-{node}.pid") for node in info.nodes]
     files.append(("slurmctld", d / "run" / "slurmctld.pid"))
+    if info.accounting:
+        files.append(("slurmdbd", d / "run" / "slurmdbd.pid"))
+        files.append(("mariadbd", d / "mysql" / "mysqld.pid"))
     files.append(("munged", d / "munge" / "munged.pid"))
     return files
 
@@ -362,12 +450,15 @@ def _cmdline(pid: int) -> list[str]:
 
 def is_our_daemon(pid: int, role: str, info: ClusterInfo) -> bool:
     """True while ``pid`` is the ``role`` daemon of this cluster: its program is named ``role``
-    and its arguments name this cluster's slurm.conf (munged: its socket)."""
+    and its command line names this cluster's slurm.conf (munged: its socket; slurmdbd: the
+    cluster's symlink to it; mariadbd: its data directory)."""
     args = _cmdline(pid)
     if not args or Path(args[0]).name != role:
         return False
-    mark = str(info.layout.munge_socket) if role == "munged" else str(info.slurm_conf)
-    return any(mark in a for a in args[1:])
+    d = Path(info.state_dir)
+    mark = {"munged": str(info.layout.munge_socket), "slurmdbd": str(d / "bin" / "slurmdbd"),
+            "mariadbd": str(d / "mysql")}.get(role, str(info.slurm_conf))
+    return any(mark in a for a in (args if role == "slurmdbd" else args[1:]))
 
 
 def _read_pid(path: Path) -> int | None:
@@ -461,8 +552,8 @@ def down(state_dir: Path, keep_logs: bool = False) -> list[int]:
         _cancel_jobs(info)
     nodes = [(r, p) for r, p in live if r == "slurmd"]
     _stop(nodes, info)
-    _stop([(r, p) for r, p in live if r == "slurmctld"], info)
-    _stop([(r, p) for r, p in live if r == "munged"], info)
+    for role in ("slurmctld", "slurmdbd", "mariadbd", "munged"):
+        _stop([(r, p) for r, p in live if r == role], info)
     leftovers = _leftover_steps(str(state_dir))
     for pid in leftovers:
         try:
@@ -478,9 +569,11 @@ def down(state_dir: Path, keep_logs: bool = False) -> list[int]:
 
 def usage_text(info: ClusterInfo) -> str:
     d = info.state_dir
+    accounting = (f", slurmdbd on 127.0.0.1:{info.dbd_port} (MariaDB 127.0.0.1:{info.db_port}; sacct works)"
+                  if info.accounting else "")
     return (f"cluster '{info.name}' up: {info.n_nodes} nodes ({info.nodes[0]}..{info.nodes[-1]}) of {info.system}, "
             f"Slurm {info.slurm_version}, slurmctld on 127.0.0.1:{info.ctld_port}, nodes on ports "
-            f"{info.node_port_base}-{info.node_port_base + info.n_nodes - 1}\n"
+            f"{info.node_port_base}-{info.node_port_base + info.n_nodes - 1}{accounting}\n"
             f"  export SLURM_CONF={info.slurm_conf}     (or: source {d}/env.sh)\n"
             f"  sinfo; sbatch -N1 -t 1 --wrap 'sleep 10'; squeue\n"
             f"  hpcdispatch slurm replay WORKLOAD --dir {d} --time-scale X -o OUT\n"

@@ -4,7 +4,9 @@ Every job is submitted with ``sbatch --wrap "sleep S"`` at its scaled submit tim
 its scaled duration; its Slurm options come from its request (:func:`sbatch_options`). When
 every job has ended, the schedule is read from Slurm's own records (``squeue --json -t all``;
 jobcomp/filetxt cross-checked) and written as a normal run directory
-(:func:`hpcdispatch.results.write_result`), so ``hpcdispatch validate`` and ``report`` read it
+(:func:`hpcdispatch.results.write_result`); on a cluster with accounting (``slurm up
+--accounting``) ``sacct --parsable2`` of the jobs is kept beside it as ``slurm.sacct`` (a
+workload the sacct reader reads: the round trip). So ``hpcdispatch validate`` and ``report`` read it
 unchanged.
 
 Time scale. ``--time-scale X``: one workload second lasts ``X`` real seconds (``0.01``: a
@@ -63,7 +65,7 @@ import numpy as np
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol import Tags
-from hpcdispatch.results.store import write_result
+from hpcdispatch.results.store import write_result, write_text
 from hpcdispatch.sim.options import SimulationOptions
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.sim.segments import SegmentLog
@@ -83,6 +85,8 @@ FINAL_STATES = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT
                 "BOOT_FAIL", "DEADLINE"}
 JOB_NAME_PREFIX = "hpcd-"
 DISPATCHER_NAME = "slurm-real"
+#: with accounting: Slurm's sacct records of the replayed jobs, in the run directory
+SACCT_FILE = "slurm.sacct"
 
 
 @dataclass(frozen=True)
@@ -357,6 +361,34 @@ def build_result(system: System, workload: Workload, records: dict[int, SlurmJob
     return result, problems
 
 
+#: the sacct fields the sacct reader uses (hpcdispatch.workload.sacct)
+SACCT_FORMAT = ("JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,"
+                "ReqTRES,AllocTRES,State")
+
+
+def collect_sacct(info: ClusterInfo, slurm_ids: list[int], since_epoch: int, wait_s: float = 30.0) -> str:
+    """``sacct --parsable2`` of the replayed jobs (a cluster with accounting), once slurmdbd has
+    every job's final state (slurmctld sends them asynchronously: waited for up to
+    ``wait_s``)."""
+    since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since_epoch))
+    cmd = [info.binaries["sacct"], "--allusers", "--parsable2", "-S", since, "-j", ",".join(map(str, slurm_ids)),
+           "--format", SACCT_FORMAT]
+    deadline = time.monotonic() + wait_s
+    while True:
+        proc = _run(cmd, info, timeout=60)
+        if proc.returncode != 0:
+            raise ConfigError(f"sacct failed: {' '.join(proc.stderr.split())[:200]}")
+        lines = proc.stdout.splitlines()
+        states = {}
+        for line in lines[1:]:
+            fields = line.split("|")
+            if len(fields) == 16 and fields[1].isdigit():
+                states[int(fields[1])] = fields[15].split()[0] if fields[15] else ""
+        if all(states.get(i) in FINAL_STATES for i in slurm_ids) or time.monotonic() > deadline:
+            return proc.stdout
+        time.sleep(1.0)
+
+
 def jobcomp_check(info: ClusterInfo, records: dict[int, SlurmJobRecord]) -> dict[str, Any]:
     """jobcomp/filetxt against squeue's records: how many of the replayed jobs it has and how
     many agree on state, start, end and nodes."""
@@ -403,6 +435,12 @@ def replay(info: ClusterInfo, workload: Workload, time_scale: float, out_dir: st
         "jobcomp": jobcomp_check(info, records),
         "time_limits_min": {str(workload.jobs[s.job_index].id): s.time_limit_min for s in subs},
     }
+    sacct_text = None
+    if info.accounting:
+        sacct_text = collect_sacct(info, sorted(log.slurm_ids.values()), log.t0 - 60)
+        record["sacct"] = SACCT_FILE
     summary = write_result(result, out_dir, force=force,
                            run_extra={"replay": record, "time_tolerance": tolerance})
+    if sacct_text is not None:
+        write_text(Path(out_dir) / SACCT_FILE, sacct_text)
     return summary, record
