@@ -53,6 +53,7 @@ from hpcdispatch.slurm.config import (
     GPU_DEVICE_MAJOR,
     ClusterLayout,
     check_slurm_system,
+    database_name,
     gpu_device,
     gres_conf_text,
     max_gpus,
@@ -378,11 +379,8 @@ def _start_accounting(info: ClusterInfo, env: dict[str, str]) -> None:
                      start_new_session=True)
     _wait_for(lambda: sock.exists() and _listening(info.db_port), "MariaDB", mysql / "error.log")
     password = secrets.token_hex(16)
-    db = info.layout
-    from hpcdispatch.slurm.config import database_name
-
     sql = (f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
-           f"GRANT ALL ON `{database_name(db)}`.* TO 'slurm'@'127.0.0.1';")
+           f"GRANT ALL ON `{database_name(info.layout)}`.* TO 'slurm'@'127.0.0.1';")
     _checked([b["mariadb"], "--no-defaults", f"--socket={sock}", "-u", "root", "-e", sql], env, "MariaDB set-up",
              mysql / "error.log")
     conf = info.layout.etc / "slurmdbd.conf"
