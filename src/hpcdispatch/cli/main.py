@@ -482,11 +482,13 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
 
 def _register_subgroups() -> None:
     from hpcdispatch.cli.instances import instances
+    from hpcdispatch.cli.slurm import slurm
     from hpcdispatch.cli.sweep import report, sweep
 
     cli.add_command(instances)
     cli.add_command(sweep)
     cli.add_command(report)
+    cli.add_command(slurm)
 
 
 _register_subgroups()
@@ -506,7 +508,7 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except HpcDispatchError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}", soft_wrap=True)  # one line, never wrapped
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -144,14 +144,17 @@ def run_record(result: SimulationResult) -> dict[str, Any]:
     }
 
 
-def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True, force: bool = False) -> dict[str, Any]:
+def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True, force: bool = False,
+                 run_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write every output of ``result`` into the directory ``out_dir``, as a whole (an
-    existing result there is replaced only with ``force``); returns the summary."""
+    existing result there is replaced only with ``force``); returns the summary.
+    ``run_extra``: more top-level fields of ``run.json`` (a replay on a real Slurm records its
+    time scale and ``time_tolerance`` there; :mod:`hpcdispatch.slurm.replay`)."""
     with atomic_dir(out_dir, force) as out:
-        return _write_files(result, out, csv)
+        return _write_files(result, out, csv, run_extra or {})
 
 
-def _write_files(result: SimulationResult, out: Path, csv: bool) -> dict[str, Any]:
+def _write_files(result: SimulationResult, out: Path, csv: bool, run_extra: dict[str, Any]) -> dict[str, Any]:
     jobs = shared_frame(result.jobs_columns())
     write_frame(out / "jobs.parquet", jobs)
     if csv:
@@ -163,7 +166,7 @@ def _write_files(result: SimulationResult, out: Path, csv: bool) -> dict[str, An
         write_frame(out / "bookings.parquet", pd.DataFrame(result.bookings_columns()))
     write_frame(out / "workload.parquet", shared_frame(workload_columns(result)))
     _atomic(out / "system.toml", lambda p: dump_system(result.system, p))
-    write_json(out / "run.json", run_record(result))
+    write_json(out / "run.json", {**run_record(result), **run_extra})
     real = result.end - result.start
     started = ~np.isnan(real)
     write_frame(out / "prediction_accuracy.parquet", pd.DataFrame({
@@ -188,6 +191,8 @@ class StoredRun:
     jobs: pd.DataFrame
     allocations: pd.DataFrame
     workload: pd.DataFrame
+    #: the advance-reservation strategies' bookings (``bookings.parquet``), None without one
+    bookings: pd.DataFrame | None = None
 
     def decisions(self) -> pd.DataFrame:
         return pd.read_parquet(self.path / "decisions.parquet")
@@ -221,6 +226,7 @@ def read_run(out_dir: str | Path) -> StoredRun:
         jobs=_read_table(out / "jobs.parquet"),
         allocations=_read_table(out / "allocations.parquet"),
         workload=_read_table(out / "workload.parquet"),
+        bookings=_read_table(out / "bookings.parquet") if (out / "bookings.parquet").is_file() else None,
     )
     for name, frame, columns in (("allocations.parquet", stored.allocations, system.resources),
                                  ("workload.parquet", stored.workload, [f"unit_{r}" for r in system.resources])):
@@ -242,6 +248,7 @@ _RUN_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "options.walltime_kill": ((bool,), "true or false"),
     "dispatcher": ((dict, str), "a table (name, params)"),
     "dispatcher_tags": ((dict, type(None)), "a table of true/false"),
+    "time_tolerance": ((int, float), "a number of seconds"),
 }
 
 
@@ -259,6 +266,9 @@ def _checked_run_record(path: Path, run: dict[str, Any]) -> dict[str, Any]:
     workload = run.get("workload")
     if isinstance(workload, dict) and "kind" in workload and "spec" not in workload:
         raise ConfigError(f"{path}: field 'workload.spec' is missing (the workload's {workload['kind']} source)")
+    tol = run.get("time_tolerance")
+    if tol is not None and not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 <= tol < float("inf")):
+        raise ConfigError(f"{path}: field 'time_tolerance' must be a finite number of seconds >= 0, got {json.dumps(tol)[:60]}")
     tags = run.get("dispatcher_tags")
     if isinstance(tags, dict) and not all(isinstance(v, bool) for v in tags.values()):
         raise ConfigError(f"{path}: field 'dispatcher_tags' must be a table of true/false, got {json.dumps(tags)[:60]}")
@@ -294,7 +304,8 @@ def _read_table(path: Path) -> pd.DataFrame:
 
 #: the kind of value of each column the readers use (others are left as they are): times are
 #: numbers (NaN where a job has none), ids and counts integers, flags true/false, status text
-_NUMBER_COLUMNS = ("submit", "start", "end", "planned_duration", "from", "to")
+_NUMBER_COLUMNS = ("submit", "start", "end", "planned_duration", "from", "to", "made", "released", "deadline",
+                   "earliest_start")
 _FLAG_COLUMNS = ("killed", "contiguous")
 _TEXT_COLUMNS = ("status",)
 _INT_PREFIXES = ("unit_", "pernode_")

@@ -39,6 +39,14 @@ with the simulator's bookkeeping. It reports every violation it finds, earliest 
   overlapping on a node (:func:`_check_deadlines`, :func:`_check_exclusive`,
   :func:`_check_bookings`).
 
+``time_tolerance`` (seconds, default 0): a schedule recorded by a real system rather than
+simulated -- a replay on a real Slurm (:mod:`hpcdispatch.slurm.replay`), whose timestamps are
+whole seconds, whose jobs start and end with some overhead and whose times are scaled -- may
+start a job up to that much before its submission and run it up to that much shorter or longer
+than ``min(run time, wall-time)``. Only those two rules use it; capacity, amounts, units and
+every other rule stay exact. A run directory gives it in ``run.json``'s ``time_tolerance``
+(said in the notes).
+
 A run directory (:func:`validate_run_dir`) is checked against what it can re-derive, not
 against its stored copies: the system the run names (a preset, or ``from-trace:...`` derived
 again from the trace's SWF header: a stored ``system.toml`` that differs from it is a
@@ -137,6 +145,7 @@ def validate_tables(
     dispatcher_tags: Mapping[str, Any] | None = None,
     growth: Growth | None = None,
     bookings: pd.DataFrame | None = None,
+    time_tolerance: float = 0.0,
 ) -> ValidationReport:
     """Validate a schedule given as tables (see the module docstring for the rules).
 
@@ -214,11 +223,13 @@ def validate_tables(
     for i in np.flatnonzero(bad_rej)[:20]:
         report.add(start[i] if started[i] else end[i], "rejected",
                    f"job {int(ids[i])} is marked rejected but has a start time {start[i]:.15g} (end {end[i]:.15g})")
-    early = started & (start < submit - TOL)
+    slack = max(TOL, float(time_tolerance))
+    early = started & (start < submit - slack)
     for i in np.flatnonzero(early)[:20]:
         report.add(start[i], "early", f"job {int(ids[i])} started at {start[i]:.15g}, before its submission at {submit[i]:.15g}")
     expected = np.minimum(run, wall) if walltime_kill else run
-    wrong = timed & ~cancelled & ~(np.abs((end - start) - expected) <= TOL * np.maximum(1.0, np.abs(expected)))
+    wrong = timed & ~cancelled & ~(np.abs((end - start) - expected)
+                                   <= np.maximum(TOL * np.maximum(1.0, np.abs(expected)), float(time_tolerance)))
     for i in np.flatnonzero(wrong)[:20]:
         report.add(
             start[i],
@@ -829,8 +840,12 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
         walltime_kill=bool(stored.run.get("options", {}).get("walltime_kill", True)),
         dispatcher_tags=stored.run.get("dispatcher_tags"),
         growth=growth,
-        bookings=pd.read_parquet(Path(out_dir) / "bookings.parquet") if (Path(out_dir) / "bookings.parquet").is_file() else None,
+        bookings=stored.bookings,
+        time_tolerance=float(stored.run.get("time_tolerance", 0.0)),
     )
+    if stored.run.get("time_tolerance"):
+        notes.append(f"times checked with run.json's time_tolerance of {float(stored.run['time_tolerance']):.6g} s "
+                     "(starts before submission and durations only; capacity and allocations exact)")
     for kind, message in early:
         report.add(-np.inf, kind, message)
     _check_summary(report, stored.summary, workload_table, stored.jobs)
