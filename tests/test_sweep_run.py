@@ -198,7 +198,7 @@ def test_command_line(tmp_path):
     assert p.returncode == 1 and "running 3" in p.stdout and "6 done" in p.stdout and "3 failed" in p.stdout
     assert len(summary(out)) == 9
     errors = [
-        (cli("sweep", "run", str(tmp_path / "nope.toml"), "--out", str(out)), "sweep file does not exist"),
+        (cli("sweep", "run", str(tmp_path / "nope.toml"), "--out", str(out)), "does not exist (a sweep file was expected)"),
         (cli("sweep", "status", str(tmp_path)), "not a sweep output directory"),
     ]
     for proc, expected in errors:
