@@ -55,3 +55,30 @@ def test_sigint_stops_a_solver_run_within_two_seconds(tmp_path, spec):
         lines = journal.read_text().splitlines()
         assert all(json.loads(line) for line in lines)  # every record whole: the run resumes from it
         assert json.loads(lines[-1])["k"] == len(lines) - 2
+
+
+def test_a_ctrl_c_during_a_lazy_import_is_raised_after_it():
+    """OR-Tools is imported when the first model is built, in the middle of a run; a Ctrl-C
+    that arrives meanwhile must not be swallowed by the extension module's initialisation."""
+    import os
+
+    from hpcdispatch._util import LazyModule
+
+    mod = LazyModule("json")  # (any module not yet imported through this proxy)
+    import importlib
+
+    real = importlib.import_module
+
+    def slow_import(name, *a, **k):
+        os.kill(os.getpid(), signal.SIGINT)  # arrives during the import
+        time.sleep(0.05)
+        return real(name, *a, **k)
+
+    importlib.import_module = slow_import
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            mod.dumps
+    finally:
+        importlib.import_module = real
+    assert mod._module is not None  # the import ran to its end; the Ctrl-C came after it
+    assert mod.dumps([1]) == "[1]"
