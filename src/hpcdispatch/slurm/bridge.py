@@ -21,9 +21,11 @@ predictor). A released job that has not started yet (Slurm starts it within abou
 is shown to the dispatcher as running since ``now`` on the nodes it was given, so no node is
 given twice.
 
-Free capacity. Capacity minus what our running jobs hold (units x request + per-node extras on
-the nodes squeue lists); a node ``sinfo`` reports down, drained or failing has nothing free, and
-no node has more free cores than ``sinfo``'s ``cpus - alloc_cpus`` (jobs of others).
+Free capacity. Capacity minus what our running and released jobs hold (units x request +
+per-node extras on the nodes squeue lists, or the journalled ones for a released job Slurm has
+not started yet) minus the cores of other jobs (``sinfo``'s ``alloc_cpus`` less the cores
+squeue gives our started jobs there); a node ``sinfo`` reports down, drained or failing has
+nothing free.
 
 Granularity. A unit of a job is ``c`` cores (its unit request). Slurm can pin a job to nodes
 but not give each node its own task count: the bridge expresses a start on ``k`` nodes with
@@ -179,6 +181,7 @@ def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch
     requests = workload.unit_requests
     queue: dict[int, Job] = {}
     running: dict[int, RunningJob] = {}
+    started_cores = np.zeros(system.n_nodes, np.int64)  # cores squeue says our started jobs hold
     for index in sorted(ours, key=lambda i: (workload.jobs[i].submit, i)):
         rec, job = ours[index], workload.jobs[index]
         if is_held(rec):
@@ -190,6 +193,9 @@ def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch
         if rec.start is not None and rec.cores:  # running (or completing): what squeue says it holds
             unit_cores = max(1, int(requests[index][core]))
             pairs = sorted((index_of[n], c // unit_cores) for n, c in rec.cores.items() if n in index_of)
+            for n, c in rec.cores.items():
+                if n in index_of:
+                    started_cores[index_of[n]] += c
             begin = decided[index].t if index in decided else clock.to_workload(rec.start)
         elif index in decided:  # released, Slurm starts it within about a second
             pairs = list(zip(decided[index].nodes, decided[index].units))
@@ -207,8 +213,8 @@ def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch
             continue
         if not node.usable:
             free[i] = 0
-        else:
-            free[i, core] = min(free[i, core], node.cpus - node.alloc_cpus)
+        else:  # cores of jobs not ours (sinfo counts every started job; squeue told ours)
+            free[i, core] -= max(0, node.alloc_cpus - int(started_cores[i]))
     np.maximum(free, 0, out=free)
     free.flags.writeable = False
     view = DispatchView(system, free, free.sum(axis=0).tolist(), queue, running, planned, requests,
