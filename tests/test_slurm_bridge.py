@@ -7,7 +7,7 @@ and ``hpcd-77-3`` (job 3, ``--ntasks=2 --cpus-per-task=2``, held).
 
 The integration tests need a real Slurm, as ``tests/test_slurm_cluster.py`` (same skip /
 ``HPCDISPATCH_REQUIRE_SLURM`` mechanism); one 16-node cluster, torn down in a ``finally``:
-EASY on 20 jobs end to end, a bridge killed with SIGKILL and resumed, a dispatcher that raises.
+EASY and PCP'20 on 20 jobs each end to end, a bridge killed with SIGKILL and resumed, a dispatcher that raises.
 About 100 s in all.
 """
 
@@ -251,6 +251,18 @@ def test_easy_schedules_20_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: 
     ids = set(run["bridge"]["slurm_job_ids"].values())
     mine = [j for j in _slurm_jobs(cluster16) if j["job_id"] in ids]
     assert len(mine) == 20 and all(j["state"] == "COMPLETED" for j in mine)
+
+
+def test_pcp20_schedules_whole_node_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: Path) -> None:
+    """PCP'20 (no Slurm-style node constraints: jobs of cores) on jobs of whole multiples of 8
+    cores: no node is ever shared, so every allocation has the same count on each node and
+    Slurm can pin it (an uneven one would be refused: test_start_commands_pin_and_release)."""
+    out = tmp_path / "pcp20"
+    proc = run_cli("slurm", "dispatch", str(DATA / "bridge-20-whole.csv"), "-d", "pcp20", "-x", "0.1", "--dir",
+                   str(cluster16), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    run = _check_run(out, "pcp20", 20)
+    assert run["bridge"]["refused"] == {}
 
 
 def test_killed_bridge_resumes_and_starts_every_job_once(cluster16: Path, tmp_path: Path) -> None:
