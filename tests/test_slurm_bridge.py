@@ -100,6 +100,10 @@ def test_released_job_holds_its_nodes_and_ended_jobs_are_reported(recorded) -> N
     assert view.running[1].allocation.pairs() == [(1, 2)] and view.running[1].start == 120.0
     assert view.free[1, system.resources.index("core")] == 3  # 8 - 3 (foreign) - 2
     assert view.running_version == first.running_version + 1
+    # killed between journal and release: still held in Slurm, yet its nodes are taken
+    resumed = build_view(system, workload, clock, clock.t0 + 13, ours, nodes, [120.0, 120.0], decided)
+    assert list(resumed.queue) == [] and resumed.running[1].allocation.pairs() == [(1, 2)]
+    assert resumed.free[1, system.resources.index("core")] == 3
     # job 2 ends
     done = {0: ours[0].__class__(**{**ours[0].__dict__, "state": "COMPLETED"}), **released}
     later = build_view(system, workload, clock, clock.t0 + 14, done, nodes, [120.0, 120.0], decided, previous=view)

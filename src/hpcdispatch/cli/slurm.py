@@ -3,6 +3,7 @@ packages, loopback only) and a workload replayed on it (:mod:`hpcdispatch.slurm`
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -157,12 +158,19 @@ def dispatch_cmd(workload: str, spec: str, time_scale: float, out: Path | None, 
     click.echo(f"dispatching {len(jobs)} jobs on cluster '{info.name}' ({info.n_nodes} nodes) with "
                f"{dispatcher.describe()}, submissions over {max(s.offset_s for s in subs):.0f} s, time scale "
                f"{time_scale:g}; journal and log in {bridge_dir(out)}")
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM as Ctrl-C: stop, jobs stay held
     try:
         summary, record = dispatch(info, jobs, dispatcher, time_scale, out, budget_s=budget, max_wait_s=max_wait)
     except BridgeError as exc:
         click.echo(f"error: {exc}; the cluster keeps running and the waiting jobs stay held "
                    f"(log: {bridge_dir(out)}/bridge.log)", err=True)
         raise click.exceptions.Exit(1) from None
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: the waiting jobs stay held; the same command resumes the run (journal in "
+                   f"{bridge_dir(out)})", err=True)
+        raise click.exceptions.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     check = record["placement"]
     click.echo(f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
                f"(workload seconds); {record['dispatcher_calls']} dispatcher calls; {check['exact']}/"
@@ -174,6 +182,10 @@ def dispatch_cmd(workload: str, spec: str, time_scale: float, out: Path | None, 
         raise click.exceptions.Exit(1)
     if not report.ok:
         raise click.exceptions.Exit(1)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _every(seconds: float) -> Callable[[str], None]:

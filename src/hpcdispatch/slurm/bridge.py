@@ -184,8 +184,8 @@ def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch
     started_cores = np.zeros(system.n_nodes, np.int64)  # cores squeue says our started jobs hold
     for index in sorted(ours, key=lambda i: (workload.jobs[i].submit, i)):
         rec, job = ours[index], workload.jobs[index]
-        if is_held(rec):
-            if index not in excluded and index not in decided:
+        if is_held(rec) and index not in decided:  # (a decided job still held: being released)
+            if index not in excluded:
                 queue[index] = job
             continue
         if rec.state in FINAL_STATES:
