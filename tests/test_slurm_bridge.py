@@ -317,6 +317,16 @@ class FailsThird(Dispatcher):
         if self.calls == 3:
             raise RuntimeError("the solver crashed")
         return []
+
+
+@register
+class NeverStarts(Dispatcher):
+    """Starts nothing."""
+
+    name = "never-starts"
+
+    def _dispatch(self, view):
+        return []
 '''
 
 
@@ -336,6 +346,35 @@ def test_a_raising_dispatcher_leaves_the_jobs_held(cluster16: Path, tmp_path: Pa
     mine = [j for j in _slurm_jobs(cluster16) if j["name"].startswith(f"hpcb-{header['t0']}-")]
     assert mine and all(j["state"] == "PENDING" and j["state_reason"] == "JobHeldUser" for j in mine)
     assert not out.exists()
+    from hpcdispatch.slurm.cluster import read_cluster
+
+    info = read_cluster(cluster16)
+    subprocess.run([info.binaries["scancel"], *(str(j["job_id"]) for j in mine)], env=info.env(), check=True)
+
+
+def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path: Path) -> None:
+    """A dispatcher that starts nothing; SIGTERM after its second call: exit 130, one line,
+    every submitted job still held."""
+    plugin = tmp_path / "never.py"
+    plugin.write_text(PLUGIN)
+    out = tmp_path / "term"
+    args = [sys.executable, "-m", "hpcdispatch", "slurm", "dispatch", str(DATA / "replay-6.csv"), "-d",
+            "never-starts", "--plugin", str(plugin), "-x", "0.1", "--dir", str(cluster16), "-o", str(out)]
+    journal = tmp_path / "term.bridge" / "journal.jsonl"
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count("\n") >= 3):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.strip().count("\n") == 0 and "interrupted: the waiting jobs stay held" in err
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert all(rec["starts"] == [] for rec in map(json.loads, lines[1:]))
+    mine = [j for j in _slurm_jobs(cluster16) if j["name"].startswith(f"hpcb-{header['t0']}-")]
+    assert len(mine) >= 2  # jobs 1 and 2 (submitted at once), maybe more
+    assert all((j["state"], j["state_reason"]) == ("PENDING", "JobHeldUser") for j in mine), mine
     from hpcdispatch.slurm.cluster import read_cluster
 
     info = read_cluster(cluster16)
