@@ -33,7 +33,13 @@ but not give each node its own task count: the bridge expresses a start on ``k``
 ``k*m*c`` cores this puts exactly ``m*c`` cores on each node (measured on Slurm 22.05; the
 end-of-run check below confirms it job by job). A start giving nodes different unit counts
 has no such form: the bridge refuses it, naming the job and the counts, the job stays held and
-leaves the dispatcher's queue, and the run reports it as a problem (exit status 1).
+leaves the dispatcher's queue, and the run reports it as a problem (exit status 1). (PCP'20 on
+20 jobs of 1-64 loose cores on 16 x 8 cores: 10 of 20 starts were uneven and refused; on jobs of
+whole multiples of 8 cores none is.) Tried and not usable: ``sbatch -m arbitrary`` with
+``SLURM_HOSTFILE`` fixes a per-node task pattern at submission, and a later
+``ReqNodeList=`` update keeps that pattern (a held job submitted as 3+1 on n0000,n0001 and
+updated to n0002,n0003 ran 3+1 there). A way out would be to cancel the held job and submit it
+again, pinned, with the dispatcher's pattern (a new Slurm job id); not done.
 
 Journal (``<out>.bridge/journal.jsonl``; JSON lines, the simulator's journal format,
 :mod:`hpcdispatch.sim.journal`): a header ``{"journal": 2, "bridge": 1, "run": {...}, "t0": ...}``
