@@ -38,8 +38,10 @@ leaves the dispatcher's queue, and the run reports it as a problem (exit status 
 whole multiples of 8 cores none is.) Tried and not usable: ``sbatch -m arbitrary`` with
 ``SLURM_HOSTFILE`` fixes a per-node task pattern at submission, and a later
 ``ReqNodeList=`` update keeps that pattern (a held job submitted as 3+1 on n0000,n0001 and
-updated to n0002,n0003 ran 3+1 there). A way out would be to cancel the held job and submit it
-again, pinned, with the dispatcher's pattern (a new Slurm job id); not done.
+updated to n0002,n0003 ran 3+1 there). Cancelling the held job and submitting it again with
+the dispatcher's pattern (``-m arbitrary``, ``SLURM_HOSTFILE`` one line per unit) was tried
+too: Slurm kept the node set but not the cores per node (PCP'20 on the loose-core workload
+above: 7 of its 11 uneven starts got other per-node core counts), so it was dropped.
 
 Journal (``<out>.bridge/journal.jsonl``; JSON lines, the simulator's journal format,
 :mod:`hpcdispatch.sim.journal`): a header ``{"journal": 2, "bridge": 1, "run": {...}, "t0": ...}``
