@@ -1,8 +1,9 @@
-"""``hpcdispatch slurm up|down|replay``: an emulated Slurm cluster on this machine (Debian's
+"""``hpcdispatch slurm up|down|replay|dispatch``: an emulated Slurm cluster on this machine (Debian's
 packages, loopback only) and a workload replayed on it (:mod:`hpcdispatch.slurm`)."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -108,6 +109,83 @@ def replay_cmd(workload: str, time_scale: float, out: Path | None, state_dir: Pa
         raise click.exceptions.Exit(1)
     if not report.ok:
         raise click.exceptions.Exit(1)
+
+
+@slurm.command("dispatch")
+@click.argument("workload")
+@click.option("--dispatcher", "-d", "spec", required=True,
+              help="dispatcher spec deciding for Slurm, e.g. easy, pcp20, aucsched, easy:allocator=best-fit")
+@click.option("--time-scale", "-x", type=float, required=True,
+              help="real seconds per workload second (0.01: a 1000 s job sleeps 10 s)")
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="run directory to write (default results/slurm-dispatch); the journal is kept in OUT.bridge "
+                   "while the run lasts: the same command again resumes it")
+@click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="state directory of the cluster (default: $SLURM_CONF's, or the only one running)")
+@click.option("--budget", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="seconds a dispatcher call may take; longer stops the bridge (jobs stay held)")
+@click.option("--max-wait", type=click.FloatRange(min=1), default=None,
+              help="seconds to wait for the jobs after the last submission (default: as if they ran one by one)")
+@click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="a .py file (or an importable module) that registers dispatchers of your own; repeat for several")
+@click.option("--force", is_flag=True, help="replace the run directory if it exists")
+def dispatch_cmd(workload: str, spec: str, time_scale: float, out: Path | None, state_dir: Path | None,
+                 budget: float, max_wait: float | None, plugins: tuple[Path, ...], force: bool) -> None:
+    """Let a dispatcher schedule WORKLOAD on the live cluster (external mode): jobs are
+    submitted held (sbatch --hold), and each start the dispatcher decides is pinned
+    (scontrol update JobId=.. NumNodes=k-k ReqNodeList=..) and released. Writes the schedule
+    as a run directory; started again with the same arguments after a crash, it resumes."""
+    from hpcdispatch.dispatchers.spec import make_dispatcher
+    from hpcdispatch.plugins import load_plugins, resolve_plugin
+    from hpcdispatch.results.outdir import check_output_dir
+    from hpcdispatch.slurm.bridge import BridgeError, bridge_dir, dispatch
+    from hpcdispatch.slurm.cluster import find_running_cluster
+    from hpcdispatch.slurm.replay import plan_submissions
+    from hpcdispatch.validation.validator import validate_run_dir
+    from hpcdispatch.workload.loader import load_workload
+
+    out = out or Path("results/slurm-dispatch")
+    if not bridge_dir(out).exists():  # a journal there: resuming, the run directory is written at the end
+        check_output_dir(out, force)
+    load_plugins(tuple(resolve_plugin(str(p), Path.cwd()) for p in plugins))
+    dispatcher = make_dispatcher(spec)
+    info = find_running_cluster(state_dir)
+    system = info.load_system()
+    jobs = load_workload(workload, system)
+    if jobs.report.n_skipped or jobs.report.patched or jobs.report.notes:
+        click.echo(jobs.report.describe(), err=True)
+    subs = plan_submissions(jobs, system, time_scale)
+    click.echo(f"dispatching {len(jobs)} jobs on cluster '{info.name}' ({info.n_nodes} nodes) with "
+               f"{dispatcher.describe()}, submissions over {max(s.offset_s for s in subs):.0f} s, time scale "
+               f"{time_scale:g}; journal and log in {bridge_dir(out)}")
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM as Ctrl-C: stop, jobs stay held
+    try:
+        summary, record = dispatch(info, jobs, dispatcher, time_scale, out, budget_s=budget, max_wait_s=max_wait)
+    except BridgeError as exc:
+        click.echo(f"error: {exc}; the cluster keeps running and the waiting jobs stay held "
+                   f"(log: {bridge_dir(out)}/bridge.log)", err=True)
+        raise click.exceptions.Exit(1) from None
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: the waiting jobs stay held; the same command resumes the run (journal in "
+                   f"{bridge_dir(out)})", err=True)
+        raise click.exceptions.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    check = record["placement"]
+    click.echo(f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
+               f"(workload seconds); {record['dispatcher_calls']} dispatcher calls; {check['exact']}/"
+               f"{check['started']} jobs started on exactly the nodes chosen")
+    report = validate_run_dir(out)
+    click.echo(report.describe())
+    if record["problems"]:
+        click.echo(f"error: {len(record['problems'])} problem(s): {record['problems'][0]}", err=True)
+        raise click.exceptions.Exit(1)
+    if not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _every(seconds: float) -> Callable[[str], None]:

@@ -6,7 +6,9 @@
 - :mod:`~hpcdispatch.slurm.records`: Slurm's own records of the schedule read back
   (``squeue --json -t all``, jobcomp/filetxt, host lists);
 - :mod:`~hpcdispatch.slurm.replay`: a workload submitted with ``sbatch`` at its (scaled)
-  submit times, its schedule collected and written as a run directory.
+  submit times, its schedule collected and written as a run directory;
+- :mod:`~hpcdispatch.slurm.bridge`: ``slurm dispatch``, any dispatcher as Slurm's scheduler
+  (held jobs pinned to the chosen nodes and released; a journal to resume from).
 
 The outer layer of the package (beside the runner and the CLI): nothing below imports it.
 Measured facts and traps behind the choices here: ``../shared/notes/slurm-emulation.md``.

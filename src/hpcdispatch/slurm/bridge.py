@@ -1,0 +1,600 @@
+"""``hpcdispatch slurm dispatch``: any dispatcher as the scheduler of a live Slurm (external mode).
+
+The workload's jobs are submitted held (``sbatch --hold``, at their scaled submit times and with
+the options ``slurm replay`` gives them: :func:`hpcdispatch.slurm.replay.plan_submissions`),
+so neither Slurm's main scheduler nor its backfill touches them. In a loop (every
+:data:`POLL_S` seconds; the dispatcher is called at least every :data:`CALL_EVERY_S` seconds
+while jobs wait, and at once when a job was submitted or ended) the bridge reads the cluster --
+``squeue --json -t all`` (our jobs: held = queued, running with their node lists and cores) and
+``sinfo --json`` (node state and allocated CPUs) -- builds the same
+:class:`~hpcdispatch.protocol.DispatchView` the simulator gives (:func:`build_view`), calls the
+dispatcher, writes the decision to the journal and applies each start (:func:`start_commands`):
+
+    scontrol update JobId=ID NumNodes=k-k MinCPUsNode=c ReqNodeList=a,b
+    scontrol release ID
+
+Time. As in ``slurm replay``: real epoch ``t0`` (a whole second, kept in the journal) is the
+workload's first submission, one workload second lasts ``--time-scale`` real seconds, and the
+view's ``now`` is the scaled wall clock. A running job's ``planned_end`` is its Slurm start plus
+its planned duration, the job's wall-time (the limit Slurm enforces, as the simulator's default
+predictor). A released job that has not started yet (Slurm starts it within about a second)
+is shown to the dispatcher as running since ``now`` on the nodes it was given, so no node is
+given twice.
+
+Free capacity. Capacity minus what our running and released jobs hold (units x request +
+per-node extras on the nodes squeue lists, or the journalled ones for a released job Slurm has
+not started yet) minus the cores of other jobs (``sinfo``'s ``alloc_cpus`` less the cores
+squeue gives our started jobs there); a node ``sinfo`` reports down, drained or failing has
+nothing free.
+
+Granularity. A unit of a job is ``c`` cores (its unit request). Slurm can pin a job to nodes
+but not give each node its own task count: the bridge expresses a start on ``k`` nodes with
+``m`` units on every node as ``NumNodes=k-k MinCPUsNode=m*c`` -- with the job's total of
+``k*m*c`` cores this puts exactly ``m*c`` cores on each node (measured on Slurm 22.05; the
+end-of-run check below confirms it job by job). A start giving nodes different unit counts
+has no such form: the bridge refuses it, naming the job and the counts, the job stays held and
+leaves the dispatcher's queue, and the run reports it as a problem (exit status 1). (PCP'20 on
+20 jobs of 1-64 loose cores on 16 x 8 cores: 10 of 20 starts were uneven and refused; on jobs of
+whole multiples of 8 cores none is.) Tried and not usable: ``sbatch -m arbitrary`` with
+``SLURM_HOSTFILE`` fixes a per-node task pattern at submission, and a later
+``ReqNodeList=`` update keeps that pattern (a held job submitted as 3+1 on n0000,n0001 and
+updated to n0002,n0003 ran 3+1 there). Cancelling the held job and submitting it again with
+the dispatcher's pattern (``-m arbitrary``, ``SLURM_HOSTFILE`` one line per unit) was tried
+too: Slurm kept the node set but not the cores per node (PCP'20 on the loose-core workload
+above: 7 of its 11 uneven starts got other per-node core counts), so it was dropped.
+
+Journal (``<out>.bridge/journal.jsonl``; JSON lines, the simulator's journal format,
+:mod:`hpcdispatch.sim.journal`): a header ``{"journal": 2, "bridge": 1, "run": {...}, "t0": ...}``
+then one record per dispatcher call ``{"k", "t", "queue", "head", "starts": [[job index, job
+id, [nodes], [units]], ...], "wakeup", "elapsed", "info"}`` written and flushed (fsync) *before*
+its starts are applied, and ``{"k", "t", "error": reason}`` when the dispatcher fails. The
+bridge keeps nothing only in memory: started again with the same arguments it reads the
+journal (a last line cut short is dropped), finds its jobs in Slurm by name
+(``hpcb-<t0>-<job id>``; a job already submitted is not submitted again), applies again any
+recorded start whose job is still held (killed between journal and release), and never
+releases a job Slurm no longer holds. So every job starts once.
+
+Faults. A dispatcher that raises, returns an invalid start (a job not queued, too many units,
+more than a node has free) or takes longer than ``budget_s`` stops the bridge with the reason
+logged and journalled (:class:`BridgeError`); the cluster keeps running and the waiting jobs
+stay held (a restart with the same arguments goes on). SIGINT/SIGTERM likewise leave them held.
+
+At the end the schedule is collected from squeue as ``slurm replay`` does and written as a run
+directory (``run.json``: the dispatcher's identity, ``bridge``: the placement check -- every
+job's nodes and cores per node from squeue against its journalled start -- and problems); the
+journal and the log are copied into it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpcdispatch.errors import ConfigError, TraceFormatError
+from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, RunningJob, Start
+from hpcdispatch.results.store import write_result
+from hpcdispatch.slurm.cluster import ClusterInfo
+from hpcdispatch.slurm.config import CORE
+from hpcdispatch.slurm.records import SlurmJobRecord, parse_squeue_json
+from hpcdispatch.slurm.replay import (FINAL_STATES, TOLERANCE_REAL_S, ReplayClock, Submission, build_result,
+                                      plan_submissions)
+from hpcdispatch.system.allocation import Allocation, held_amounts
+from hpcdispatch.system.model import System
+from hpcdispatch.workload.job import Job, Workload
+
+log = logging.getLogger("hpcdispatch.slurm.bridge")
+
+POLL_S = 0.5
+CALL_EVERY_S = 1.0
+JOURNAL_FILE = "journal.jsonl"
+LOG_FILE = "bridge.log"
+NAME_PREFIX = "hpcb-"
+#: node states (sinfo --json, lower case) on which nothing may start
+UNUSABLE = ("down", "drain", "fail", "maint", "unknown", "not_responding", "future", "power")
+HELD_REASONS = ("JobHeldUser", "JobHeldAdmin")
+
+
+class BridgeError(ConfigError):
+    """The bridge stopped; the cluster runs on and the waiting jobs stay held."""
+
+
+# ---- reading the cluster --------------------------------------------------------------
+@dataclass(frozen=True)
+class NodeState:
+    """One node as ``sinfo --json`` reports it."""
+
+    name: str
+    cpus: int
+    alloc_cpus: int
+    state: str
+    flags: tuple[str, ...] = ()
+
+    @property
+    def usable(self) -> bool:
+        words = [self.state.lower(), *(f.lower() for f in self.flags)]
+        return not any(w.startswith(bad) for w in words for bad in UNUSABLE)
+
+
+def parse_sinfo_nodes(text: str, source: str = "sinfo --json") -> dict[str, NodeState]:
+    """``node name -> NodeState`` from ``sinfo --json`` (a one-line error naming the field)."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(source, f"not JSON ({exc.msg} at character {exc.pos})", line=exc.lineno) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list):
+        raise TraceFormatError(source, "no 'nodes' list (is this sinfo --json output?)")
+    nodes = {}
+    for k, node in enumerate(doc["nodes"]):
+        try:
+            state = node["state"]
+            if isinstance(state, list):  # later OpenAPI versions: a list of flags
+                state = state[0] if state else "unknown"
+            flags = tuple(str(f) for f in node.get("state_flags") or ())
+            nodes[str(node["name"])] = NodeState(str(node["name"]), int(node["cpus"]), int(node.get("alloc_cpus", 0)),
+                                                 str(state), flags)
+        except (KeyError, TypeError, ValueError) as exc:
+            fld = exc.args[0] if isinstance(exc, KeyError) else None
+            raise TraceFormatError(source, f"nodes[{k}]: {'missing' if fld else type(exc).__name__ + ': ' + str(exc)}",
+                                   field=fld) from None
+    return nodes
+
+
+def job_name(t0: int, job: Job) -> str:
+    """Slurm's name of a bridged job: the run (its ``t0``) and the workload job id."""
+    return f"{NAME_PREFIX}{t0}-{job.id}"
+
+
+def is_held(record: SlurmJobRecord) -> bool:
+    return record.state == "PENDING" and record.state_reason in HELD_REASONS
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A start the dispatcher decided at ``t`` (workload seconds): nodes and units per node."""
+
+    nodes: tuple[int, ...]
+    units: tuple[int, ...]
+    t: float = 0.0
+
+
+# ---- the view ---------------------------------------------------------------------------
+def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch: float,
+               ours: dict[int, SlurmJobRecord], nodes: dict[str, NodeState], planned: list[float],
+               decided: dict[int, Placement], excluded: frozenset[int] | set[int] = frozenset(),
+               previous: DispatchView | None = None) -> DispatchView:
+    """The dispatcher's view of the live cluster (see the module docstring).
+
+    ``ours``: workload index -> squeue record of every submitted job; ``decided``: the starts
+    applied so far (from the journal); ``excluded``: jobs refused by the bridge (not queued);
+    ``previous``: the view of the dispatcher's last call, against which ``new_jobs``,
+    ``ended_jobs``, ``ended_running`` and ``running_version`` are set as the simulator sets
+    them (stateful dispatchers -- EASY's kept reservation, conservative's profile -- rely on
+    them). A job the dispatcher started is running from its decision's time ``t`` (what the
+    dispatcher assumed; Slurm starts it up to about a second later)."""
+    now = clock.to_workload(now_epoch)
+    index_of = {system.node_name(i): i for i in range(system.n_nodes)}
+    core = system.resources.index(CORE)
+    requests = workload.unit_requests
+    queue: dict[int, Job] = {}
+    running: dict[int, RunningJob] = {}
+    started_cores = np.zeros(system.n_nodes, np.int64)  # cores squeue says our started jobs hold
+    for index in sorted(ours, key=lambda i: (workload.jobs[i].submit, i)):
+        rec, job = ours[index], workload.jobs[index]
+        if is_held(rec) and index not in decided:  # (a decided job still held: being released)
+            if index not in excluded:
+                queue[index] = job
+            continue
+        if rec.state in FINAL_STATES:
+            continue
+        if rec.start is not None and rec.cores:  # running (or completing): what squeue says it holds
+            unit_cores = max(1, int(requests[index][core]))
+            pairs = sorted((index_of[n], c // unit_cores) for n, c in rec.cores.items() if n in index_of)
+            for n, c in rec.cores.items():
+                if n in index_of:
+                    started_cores[index_of[n]] += c
+            begin = decided[index].t if index in decided else clock.to_workload(rec.start)
+        elif index in decided:  # released, Slurm starts it within about a second
+            pairs = list(zip(decided[index].nodes, decided[index].units))
+            begin = decided[index].t
+        else:
+            continue
+        running[index] = RunningJob(job, begin, Allocation.from_pairs(pairs), begin + planned[index])
+    free = system.capacity.astype(np.int64).copy()
+    for index, rj in running.items():
+        job = rj.job
+        free[rj.allocation.nodes] -= held_amounts(rj.allocation, requests[index], job.per_node_request)
+    for name, node in nodes.items():
+        i = index_of.get(name)
+        if i is None:
+            continue
+        if not node.usable:
+            free[i] = 0
+        else:  # cores of jobs not ours (sinfo counts every started job; squeue told ours)
+            free[i, core] -= max(0, node.alloc_cpus - int(started_cores[i]))
+    np.maximum(free, 0, out=free)
+    free.flags.writeable = False
+    view = DispatchView(system, free, free.sum(axis=0).tolist(), queue, running, planned, requests,
+                        walltime_kill=True, planned_array=np.asarray(planned, np.float64),
+                        queue_ewt=workload.queue_ewt)
+    view.now = now
+    if previous is None:
+        view.new_jobs = tuple(queue.values())
+    else:
+        before = set(previous.queue.indices().tolist())
+        view.new_jobs = tuple(j for i, j in queue.items() if i not in before)
+        gone = tuple(rj for i, rj in previous.running.items() if i not in running)
+        view.ended_running = gone
+        view.ended_jobs = tuple(rj.job for rj in gone)
+        view.running_version = previous.running_version + (set(previous.running) != set(running))
+    return view
+
+
+# ---- applying a start ---------------------------------------------------------------------
+def check_start(start: Start, view: DispatchView) -> str | None:
+    """Why ``start`` cannot be applied to the view's cluster (an invalid decision), or None."""
+    job, alloc = start.job, start.allocation
+    if job.index not in {j.index for j in view.queue}:
+        return f"job {job.id} is not queued"
+    if alloc.total_units != job.units or len(alloc.nodes) == 0 or (alloc.units < 1).any():
+        return f"job {job.id} asks for {job.units} units, the start gives {alloc.units.tolist()}"
+    if alloc.nodes[0] < 0 or alloc.nodes[-1] >= view.system.n_nodes:
+        return f"job {job.id}: node index out of range in {alloc.nodes.tolist()}"
+    need = held_amounts(alloc, view.requests[job.index], job.per_node_request)
+    short = np.nonzero((need > view.free[alloc.nodes]).any(axis=1))[0]
+    if len(short):
+        node = int(alloc.nodes[short[0]])
+        return (f"job {job.id} needs {need[short[0]].tolist()} on node {view.system.node_name(node)}, which has "
+                f"{view.free[node].tolist()} free")
+    return None
+
+
+def start_commands(scontrol: str, slurm_id: int, job: Job, alloc: Allocation, system: System) -> list[list[str]]:
+    """The scontrol calls that pin a held job to ``alloc`` and release it; a
+    :class:`ConfigError` naming the job when Slurm cannot express the allocation (nodes with
+    different unit counts; see the module docstring)."""
+    units = sorted(set(alloc.units.tolist()))
+    if len(units) != 1:
+        raise ConfigError(f"job {job.id}: the dispatcher gives its nodes different unit counts "
+                          f"({dict(zip((system.node_name(int(n)) for n in alloc.nodes), alloc.units.tolist()))}); "
+                          "Slurm pins only the same count on every node (NumNodes=k-k MinCPUsNode=c); "
+                          "the job stays held")
+    core = system.resources.index(CORE)
+    cores_per_node = units[0] * int(job.unit_request[core]) + (int(job.per_node_request[core])
+                                                               if job.per_node_request else 0)
+    k = len(alloc.nodes)
+    names = ",".join(system.node_name(int(n)) for n in alloc.nodes)
+    return [[scontrol, "update", f"JobId={slurm_id}", f"NumNodes={k}-{k}", f"MinCPUsNode={cores_per_node}",
+             f"ReqNodeList={names}"],
+            [scontrol, "release", str(slurm_id)]]
+
+
+def placement_check(system: System, workload: Workload, records: dict[int, SlurmJobRecord],
+                    decided: dict[int, Placement]) -> dict[str, Any]:
+    """Every started job against its journalled start: the same nodes and, on each, the cores
+    of its units (squeue's allocation)."""
+    core = system.resources.index(CORE)
+    exact, wrong, unplanned = 0, [], []
+    for index, rec in sorted(records.items()):
+        if rec.start is None:
+            continue
+        job = workload.jobs[index]
+        if index not in decided:
+            unplanned.append(int(job.id))
+            continue
+        p = decided[index]
+        extra = int(job.per_node_request[core]) if job.per_node_request else 0
+        chosen = {system.node_name(n): u * int(job.unit_request[core]) + extra for n, u in zip(p.nodes, p.units)}
+        if chosen == rec.cores:
+            exact += 1
+        else:
+            wrong.append({"job": int(job.id), "chosen": chosen, "slurm": rec.cores})
+    return {"started": exact + len(wrong) + len(unplanned), "exact": exact, "wrong": wrong[:20],
+            "started_without_decision": unplanned[:20]}
+
+
+# ---- the journal --------------------------------------------------------------------------
+@dataclass
+class BridgeJournal:
+    """The decision journal of one bridged run (see the module docstring)."""
+
+    path: Path
+    t0: int
+    decided: dict[int, Placement] = field(default_factory=dict)
+    calls: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def open(cls, path: Path, run: dict[str, Any], t0: int) -> BridgeJournal:
+        """This run's journal: read (resume) or created with ``t0``."""
+        if not path.exists() or path.stat().st_size == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "w") as fh:
+                fh.write(json.dumps({"journal": 2, "bridge": 1, "run": run, "t0": t0}) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            return cls(path, t0)
+        lines = path.read_text().split("\n")
+        try:
+            header = json.loads(lines[0])
+        except json.JSONDecodeError:
+            raise ConfigError(f"{path}, line 1: not a bridge journal header") from None
+        if not isinstance(header, dict) or header.get("bridge") != 1 or not isinstance(header.get("t0"), int):
+            raise ConfigError(f"{path}, line 1: not a bridge journal header (field 'bridge'/'t0')")
+        if header.get("run") != run:
+            diff = sorted(k for k in set(run) | set(header.get("run") or {}) if run.get(k) != header["run"].get(k))
+            raise ConfigError(f"{path}: the journal is of another run (differs in {', '.join(diff)}); "
+                              "use another output directory")
+        journal = cls(path, header["t0"])
+        body = lines[1:]
+        while body and body[-1] == "":
+            body.pop()
+        for n, line in enumerate(body, start=2):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                if n == len(body) + 1:  # the last line, cut short by a kill
+                    log.warning("%s, line %d: cut short (the bridge was killed while writing it); dropped", path, n)
+                    path.write_text("\n".join(lines[:n - 1]) + "\n")
+                    break
+                raise ConfigError(f"{path}, line {n}: not JSON") from None
+            if "error" in rec:
+                journal.errors.append(str(rec["error"]))
+                continue
+            try:
+                for index, _jid, nodes, units in rec["starts"]:
+                    journal.decided[int(index)] = Placement(tuple(map(int, nodes)), tuple(map(int, units)),
+                                                            float(rec["t"]))
+                journal.calls = max(journal.calls, int(rec["k"]))
+            except (KeyError, TypeError, ValueError):
+                raise ConfigError(f"{path}, line {n}: field 'starts' or 'k' is not a list of "
+                                  "[job index, job id, [nodes], [units]] / a call number") from None
+        return journal
+
+    def _append(self, record: dict[str, Any]) -> None:
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(record, default=str) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def record(self, now: float, view: DispatchView, decision: Decision, elapsed: float) -> None:
+        self.calls += 1
+        head = view.queue.head()
+        self._append({"k": self.calls, "t": now, "queue": len(view.queue), "head": head.id if head else None,
+                      "starts": [[int(s.job.index), int(s.job.id), s.allocation.nodes.tolist(),
+                                  s.allocation.units.tolist()] for s in decision.starts],
+                      "wakeup": decision.wakeup, "elapsed": round(elapsed, 6), "info": decision.info})
+        for s in decision.starts:
+            self.decided[int(s.job.index)] = Placement(tuple(s.allocation.nodes.tolist()),
+                                                       tuple(s.allocation.units.tolist()), float(now))
+
+    def error(self, now: float, reason: str) -> None:
+        self.errors.append(reason)
+        self._append({"k": self.calls + 1, "t": now, "error": reason})
+
+
+# ---- the loop -------------------------------------------------------------------------------
+def _run(cmd: list[str], info: ClusterInfo, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, env=info.env(), capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def call_with_budget(dispatcher: Dispatcher, view: DispatchView, budget_s: float) -> tuple[Decision, float]:
+    """``dispatcher.dispatch(view)`` in a thread; a :class:`BridgeError` when it raises or has
+    not returned after ``budget_s`` seconds (the thread is left behind, the bridge stops)."""
+    out: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            out["decision"] = dispatcher.dispatch(view)
+        except BaseException as exc:  # noqa: BLE001 - reported as the reason
+            out["error"] = exc
+
+    began = time.monotonic()
+    thread = threading.Thread(target=target, name="dispatcher", daemon=True)
+    thread.start()
+    thread.join(budget_s)
+    elapsed = time.monotonic() - began
+    if thread.is_alive():
+        raise BridgeError(f"dispatcher {dispatcher.describe()} did not decide within its budget of {budget_s:g} s")
+    if "error" in out:
+        exc = out["error"]
+        raise BridgeError(f"dispatcher {dispatcher.describe()} raised {type(exc).__name__}: {exc}")
+    return out["decision"], elapsed
+
+
+@dataclass
+class Bridge:
+    """One bridged run: the cluster, the workload, the dispatcher and the journal."""
+
+    info: ClusterInfo
+    system: System
+    workload: Workload
+    dispatcher: Dispatcher
+    time_scale: float
+    journal: BridgeJournal
+    subs: list[Submission]
+    budget_s: float = 60.0
+    refused: dict[int, str] = field(default_factory=dict)
+    slurm_ids: dict[int, int] = field(default_factory=dict)
+    previous: DispatchView | None = None  # the view of the last dispatcher call
+
+    @property
+    def clock(self) -> ReplayClock:
+        return ReplayClock(self.journal.t0, float(self.workload.submit.min()), self.time_scale)
+
+    def poll(self) -> tuple[dict[int, SlurmJobRecord], dict[str, NodeState]]:
+        proc = _run([self.info.binaries["squeue"], "--json", "-t", "all"], self.info, timeout=60)
+        if proc.returncode != 0:
+            raise BridgeError(f"squeue --json failed: {' '.join(proc.stderr.split())[:200]}")
+        by_name = {r.name: r for r in parse_squeue_json(proc.stdout)}
+        ours = {}
+        for sub in self.subs:
+            rec = by_name.get(job_name(self.journal.t0, self.workload.jobs[sub.job_index]))
+            if rec is not None:
+                ours[sub.job_index] = rec
+                self.slurm_ids[sub.job_index] = rec.job_id
+        proc = _run([self.info.binaries["sinfo"], "--json"], self.info, timeout=60)
+        if proc.returncode != 0:
+            raise BridgeError(f"sinfo --json failed: {' '.join(proc.stderr.split())[:200]}")
+        return ours, parse_sinfo_nodes(proc.stdout)
+
+    def submit_due(self, ours: dict[int, SlurmJobRecord]) -> int:
+        """Submit (held) every job whose time has come and that Slurm does not have yet."""
+        workdir = Path(self.info.state_dir) / "jobs"
+        workdir.mkdir(exist_ok=True)
+        submitted = 0
+        for sub in self.subs:
+            if sub.job_index in ours or time.time() < self.journal.t0 + sub.offset_s:
+                continue
+            cmd = sub.command(self.info.binaries["sbatch"], workdir)
+            cmd = [f"--job-name={job_name(self.journal.t0, self.workload.jobs[sub.job_index])}"
+                   if a.startswith("--job-name=") else a for a in cmd]
+            cmd.insert(2, "--hold")
+            proc = _run(cmd, self.info)
+            if proc.returncode != 0:
+                raise BridgeError(f"sbatch refused job {sub.job_id}: {' '.join(proc.stderr.split())[:200]}")
+            self.slurm_ids[sub.job_index] = int(proc.stdout.strip().split(";")[0])
+            submitted += 1
+        return submitted
+
+    def apply(self, index: int, placement: Placement) -> None:
+        job = self.workload.jobs[index]
+        sid = self.slurm_ids[index]
+        for cmd in start_commands(self.info.binaries["scontrol"], sid, job,
+                                  Allocation(placement.nodes, placement.units), self.system):
+            proc = _run(cmd, self.info)
+            if proc.returncode != 0:
+                raise BridgeError(f"job {job.id} (Slurm job {sid}): {' '.join(cmd[1:])} failed: "
+                                  f"{' '.join(proc.stderr.split())[:200]}")
+        log.info("started job %s (Slurm job %d) on %s", job.id, sid,
+                 ",".join(f"{self.system.node_name(n)}x{u}" for n, u in zip(placement.nodes, placement.units)))
+
+    def run(self, max_wait_s: float | None = None) -> dict[int, SlurmJobRecord]:
+        """Submit, dispatch and wait until every job has ended (or was refused); returns
+        squeue's records of the jobs."""
+        planned = [float(j.wall_time) for j in self.workload.jobs]
+        if max_wait_s is None:
+            max_wait_s = 120.0 + sum(s.sleep_s + 1.0 for s in self.subs)
+        deadline = self.journal.t0 + max(s.offset_s for s in self.subs) + max_wait_s
+        last_call, seen = -math.inf, None
+        while True:
+            ours, nodes = self.poll()
+            if self.submit_due(ours):
+                ours, nodes = self.poll()
+            # a recorded start whose job is still held: the bridge was stopped between journal and release
+            for index, placement in self.journal.decided.items():
+                if index in ours and is_held(ours[index]) and index not in self.refused:
+                    log.info("re-applying the journalled start of job %s", self.workload.jobs[index].id)
+                    self.apply(index, placement)
+            active = [i for i in ours if ours[i].state not in FINAL_STATES and i not in self.refused]
+            if len(ours) == len(self.subs) and not active:
+                return ours
+            if time.time() > deadline:
+                raise BridgeError(f"{len(active)} job(s) had not ended after the wait limit; they are left as they are")
+            now_epoch = time.time()
+            state = tuple(sorted((i, r.state) for i, r in ours.items()))
+            view = build_view(self.system, self.workload, self.clock, now_epoch, ours, nodes, planned,
+                              self.journal.decided, set(self.refused), self.previous)
+            if view.queue and (state != seen or now_epoch - last_call >= CALL_EVERY_S):
+                seen, last_call = state, now_epoch
+                self.decide(view)
+                self.previous = view
+            time.sleep(POLL_S)
+
+    def decide(self, view: DispatchView) -> None:
+        try:
+            decision, elapsed = call_with_budget(self.dispatcher, view, self.budget_s)
+            for start in decision.starts:
+                why = check_start(start, view)
+                if why:
+                    raise BridgeError(f"dispatcher {self.dispatcher.describe()} returned an invalid start: {why}")
+        except BridgeError as exc:
+            self.journal.error(view.now, str(exc))
+            log.error("%s; the cluster keeps running, %d job(s) stay held", exc, len(view.queue))
+            raise
+        ok = []
+        for start in decision.starts:
+            try:
+                start_commands("scontrol", 0, start.job, start.allocation, self.system)
+            except ConfigError as exc:
+                self.refused[start.job.index] = str(exc)
+                log.error("refused: %s", exc)
+                continue
+            ok.append(start)
+        decision = Decision(starts=ok, wakeup=decision.wakeup, info=decision.info)
+        self.journal.record(view.now, view, decision, elapsed)
+        for start in ok:
+            self.apply(start.job.index, self.journal.decided[start.job.index])
+
+
+def bridge_dir(out_dir: Path) -> Path:
+    """Where a bridged run keeps its journal and log while it runs (beside the run directory)."""
+    return out_dir.parent / f"{out_dir.name}.bridge"
+
+
+def run_identity(info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time_scale: float) -> dict[str, Any]:
+    """What the journal's header records of the run (a restart must match it)."""
+    return {"cluster": info.name, "workload": str(getattr(workload.source, "spec", "")), "jobs": len(workload),
+            "dispatcher": dispatcher.identity(), "time_scale": time_scale}
+
+
+def dispatch(info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time_scale: float, out_dir: str | Path,
+             budget_s: float = 60.0, max_wait_s: float | None = None, force: bool = False,
+             progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run ``workload`` on the cluster with ``dispatcher`` deciding (external mode), resume
+    from the journal if there is one, and write the run directory; returns ``(summary,
+    bridge record)``. A :class:`BridgeError` when the dispatcher fails (jobs stay held)."""
+    out_dir = Path(out_dir)
+    system = info.load_system()
+    subs = plan_submissions(workload, system, time_scale)
+    dispatcher.setup(system)
+    bad = dispatcher.unsupported(workload)
+    if bad is not None:
+        raise ConfigError(f"job {bad[0].id}: {bad[1]}")
+    state = bridge_dir(out_dir)
+    state.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(state / LOG_FILE)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        journal = BridgeJournal.open(state / JOURNAL_FILE, run_identity(info, workload, dispatcher, time_scale),
+                                     math.ceil(time.time()) + 1)
+        log.info("bridge for %s on cluster %s: %d jobs, t0 %d, %d starts journalled", dispatcher.describe(),
+                 info.name, len(workload), journal.t0, len(journal.decided))
+        bridge = Bridge(info, system, workload, dispatcher, time_scale, journal, subs, budget_s)
+        records = bridge.run(max_wait_s)
+        clock = bridge.clock
+        result, problems = build_result(system, workload, records, clock, subs, dispatcher.identity())
+        problems += [f"refused: {why}" for why in bridge.refused.values()]
+        check = placement_check(system, workload, records, journal.decided)
+        if check["wrong"] or check["started_without_decision"]:
+            problems.append(f"{len(check['wrong'])} job(s) started elsewhere than chosen, "
+                            f"{len(check['started_without_decision'])} without a decision")
+        tolerance = TOLERANCE_REAL_S / time_scale
+        record = {"cluster": info.name, "nodes": info.n_nodes, "slurm_version": info.slurm_version,
+                  "time_scale": time_scale, "t0_epoch": journal.t0, "first_submit": clock.first_submit,
+                  "time_tolerance": tolerance, "dispatcher_calls": journal.calls, "placement": check,
+                  "problems": problems[:50], "refused": {str(workload.jobs[i].id): w for i, w in bridge.refused.items()},
+                  "slurm_job_ids": {str(workload.jobs[i].id): r.job_id for i, r in records.items()},
+                  "journal": JOURNAL_FILE}
+        summary = write_result(result, out_dir, force=True,
+                               run_extra={"bridge": record, "time_tolerance": tolerance})
+        shutil.copy(state / JOURNAL_FILE, out_dir / JOURNAL_FILE)
+    finally:
+        log.removeHandler(handler)
+        handler.close()
+    shutil.copy(state / LOG_FILE, out_dir / LOG_FILE)
+    shutil.rmtree(state, ignore_errors=True)
+    return summary, record

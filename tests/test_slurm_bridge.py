@@ -1,0 +1,381 @@
+"""``hpcdispatch slurm dispatch`` (external mode, :mod:`hpcdispatch.slurm.bridge`).
+
+Unit tests read outputs recorded on a 4-node emulated cluster (``tests/data/slurm/bridge-*``):
+a foreign job ``wrap`` (Slurm job 1, 3 cores on n0001 and n0003, pinned with MinCPUsNode=3),
+``hpcd-77-2`` (job 2, ``--nodes=2 --ntasks-per-node=8 --gres=gpu:1``, pinned to n0000,n0002)
+and ``hpcd-77-3`` (job 3, ``--ntasks=2 --cpus-per-task=2``, held).
+
+The integration tests need a real Slurm, as ``tests/test_slurm_cluster.py`` (same skip /
+``HPCDISPATCH_REQUIRE_SLURM`` mechanism); one 16-node cluster, torn down in a ``finally``:
+EASY and PCP'20 on 20 jobs each end to end, a bridge killed with SIGKILL and resumed, a dispatcher that raises.
+About 100 s in all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hpcdispatch.errors import ConfigError, TraceFormatError
+from hpcdispatch.protocol import Decision, Dispatcher, Start
+from hpcdispatch.slurm.bridge import (BridgeError, BridgeJournal, Placement, build_view, call_with_budget, check_start,
+                                      parse_sinfo_nodes, placement_check, start_commands)
+from hpcdispatch.slurm.config import first_nodes
+from hpcdispatch.slurm.records import parse_squeue_json
+from hpcdispatch.slurm.replay import ReplayClock
+from hpcdispatch.system.allocation import Allocation
+from hpcdispatch.system.io import load_system
+from hpcdispatch.workload.loader import load_workload
+
+DATA = Path(__file__).parent / "data" / "slurm"
+HEADER = "id,submit,user,run_time,time_limit,ntasks,nodes,ntasks_per_node,gres,contiguous\n"
+
+
+@pytest.fixture
+def recorded(tmp_path: Path):
+    system = first_nodes(load_system("machine-s"), 4)
+    wl_file = tmp_path / "two.csv"
+    # job 2 as hpcd-77-2 (2 nodes x 8 cores, a GPU on each); job 3: 2 tasks of 1 core (its held
+    # record hpcd-77-3 holds no cores, its request does not matter to squeue's record)
+    wl_file.write_text(HEADER + "2,0,u1,100,2,,2,8,gpu:1,\n3,10,u1,100,2,2,,,,\n")
+    workload = load_workload(str(wl_file), system)
+    records = {r.name: r for r in parse_squeue_json((DATA / "bridge-squeue.json").read_text())}
+    ours = {0: records["hpcd-77-2"], 1: records["hpcd-77-3"]}
+    nodes = parse_sinfo_nodes((DATA / "bridge-sinfo.json").read_text())
+    t0 = records["hpcd-77-2"].start - 10  # job 2 started 10 real s after t0: workload time 0 + 10 / 0.1 = 100
+    clock = ReplayClock(t0, 0.0, 0.1)
+    return system, workload, ours, nodes, clock
+
+
+def test_sinfo_nodes_as_recorded() -> None:
+    nodes = parse_sinfo_nodes((DATA / "bridge-sinfo.json").read_text())
+    assert sorted(nodes) == ["n0000", "n0001", "n0002", "n0003"]
+    assert [(n.cpus, n.alloc_cpus) for n in nodes.values()] == [(8, 8), (8, 3), (8, 8), (8, 3)]
+    assert all(n.usable for n in nodes.values())
+
+
+def test_sinfo_errors_name_the_field(tmp_path: Path) -> None:
+    with pytest.raises(TraceFormatError, match=r"^sinfo --json, field cpus: nodes\[0\]: missing$"):
+        parse_sinfo_nodes('{"nodes": [{"name": "n0000", "state": "idle"}]}')
+    with pytest.raises(TraceFormatError, match="no 'nodes' list"):
+        parse_sinfo_nodes('{"jobs": []}')
+    from hpcdispatch.slurm.bridge import NodeState
+
+    assert not NodeState("n0", 8, 0, "idle", ("DRAIN",)).usable and not NodeState("n0", 8, 0, "down").usable
+
+
+def test_view_from_recorded_cluster(recorded) -> None:
+    system, workload, ours, nodes, clock = recorded
+    now_epoch = clock.t0 + 12  # workload time 120
+    view = build_view(system, workload, clock, now_epoch, ours, nodes, [120.0, 120.0], decided={})
+    assert view.now == pytest.approx(120.0)
+    assert [j.id for j in view.queue] == [3]
+    rj = view.running[0]
+    assert rj.allocation.pairs() == [(0, 1), (2, 1)]  # one unit of 8 cores on n0000 and n0002
+    assert rj.start == pytest.approx(100.0) and rj.planned_end == pytest.approx(220.0)
+    core, gpu = system.resources.index("core"), system.resources.index("gpu")
+    # n0000 / n0002: all 8 cores and 1 of 2 GPUs to job 2; n0001 / n0003: 3 cores to the foreign job
+    assert view.free[:, core].tolist() == [0, 5, 0, 5]
+    assert view.free[:, gpu].tolist() == [1, 2, 1, 2]
+    assert view.free_total[core] == 10 and view.free_total[gpu] == 6
+    assert [j.id for j in view.new_jobs] == [3]  # no previous call: every queued job is new
+
+
+def test_released_job_holds_its_nodes_and_ended_jobs_are_reported(recorded) -> None:
+    system, workload, ours, nodes, clock = recorded
+    first = build_view(system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={})
+    # job 3 released at t=120 onto n0001 (2 units of 1 core), not started yet by Slurm
+    released = {1: ours[1].__class__(**{**ours[1].__dict__, "state_reason": "None"})}
+    decided = {1: Placement((1,), (2,), 120.0)}
+    view = build_view(system, workload, clock, clock.t0 + 13, {0: ours[0], **released}, nodes, [120.0, 120.0],
+                      decided, previous=first)
+    assert list(view.queue) == [] and view.new_jobs == ()
+    assert view.running[1].allocation.pairs() == [(1, 2)] and view.running[1].start == 120.0
+    assert view.free[1, system.resources.index("core")] == 3  # 8 - 3 (foreign) - 2
+    assert view.running_version == first.running_version + 1
+    # killed between journal and release: still held in Slurm, yet its nodes are taken
+    resumed = build_view(system, workload, clock, clock.t0 + 13, ours, nodes, [120.0, 120.0], decided)
+    assert list(resumed.queue) == [] and resumed.running[1].allocation.pairs() == [(1, 2)]
+    assert resumed.free[1, system.resources.index("core")] == 3
+    # job 2 ends
+    done = {0: ours[0].__class__(**{**ours[0].__dict__, "state": "COMPLETED"}), **released}
+    later = build_view(system, workload, clock, clock.t0 + 14, done, nodes, [120.0, 120.0], decided, previous=view)
+    assert [j.id for j in later.ended_jobs] == [2] and [rj.job.id for rj in later.ended_running] == [2]
+
+
+def test_start_commands_pin_and_release(recorded) -> None:
+    system, workload, *_ = recorded
+    job2, job3 = workload.jobs
+    assert start_commands("scontrol", 7, job2, Allocation([1, 3], [1, 1]), system) == [
+        ["scontrol", "update", "JobId=7", "NumNodes=2-2", "MinCPUsNode=8", "ReqNodeList=n0001,n0003"],
+        ["scontrol", "release", "7"]]
+    assert start_commands("scontrol", 8, job3, Allocation([2], [2]), system)[0] == [
+        "scontrol", "update", "JobId=8", "NumNodes=1-1", "MinCPUsNode=2", "ReqNodeList=n0002"]
+    # two units of 1 core on two nodes: one each, the same count (MinCPUsNode=1)
+    assert start_commands("scontrol", 8, job3, Allocation([0, 1], [1, 1]), system)[0][3:5] == [
+        "NumNodes=2-2", "MinCPUsNode=1"]
+    with pytest.raises(ConfigError, match=r"job 3: .*\{'n0000': 3, 'n0001': 1\}"):
+        start_commands("scontrol", 8, job3, Allocation([0, 1], [3, 1]), system)
+
+
+def test_check_start_refuses_what_does_not_fit(recorded) -> None:
+    system, workload, ours, nodes, clock = recorded
+    view = build_view(system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={})
+    job2, job3 = workload.jobs
+    assert check_start(Start(job3, Allocation([1], [2])), view) is None
+    assert check_start(Start(job2, Allocation([1, 3], [1, 1])), view) == "job 2 is not queued"
+    assert check_start(Start(job3, Allocation([1], [1])), view) == "job 3 asks for 2 units, the start gives [1]"
+    assert check_start(Start(job3, Allocation([0], [2])), view) == (
+        "job 3 needs [2, 0] on node n0000, which has [0, 1] free")
+
+
+def test_placement_check_against_squeue(recorded) -> None:
+    system, workload, ours, *_ = recorded
+    right = placement_check(system, workload, ours, {0: Placement((0, 2), (1, 1), 100.0)})
+    assert right == {"started": 1, "exact": 1, "wrong": [], "started_without_decision": []}
+    wrong = placement_check(system, workload, ours, {0: Placement((0, 1), (1, 1), 100.0)})
+    assert wrong["exact"] == 0 and wrong["wrong"] == [
+        {"job": 2, "chosen": {"n0000": 8, "n0001": 8}, "slurm": {"n0000": 8, "n0002": 8}}]
+    assert placement_check(system, workload, ours, {})["started_without_decision"] == [2]
+
+
+def test_journal_resumes_and_drops_a_cut_last_line(recorded, tmp_path: Path) -> None:
+    system, workload, ours, nodes, clock = recorded
+    path = tmp_path / "j" / "journal.jsonl"
+    run = {"cluster": "c", "jobs": 2}
+    journal = BridgeJournal.open(path, run, t0=1000)
+    view = build_view(system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={})
+    journal.record(120.0, view, Decision([Start(workload.jobs[1], Allocation([1], [2]))]), 0.01)
+    with open(path, "a") as fh:
+        fh.write('{"k": 2, "t": 130.0, "queue": 0, "sta')  # killed while writing
+    again = BridgeJournal.open(path, run, t0=2000)
+    assert again.t0 == 1000 and again.calls == 1  # t0 from the header, not the new one
+    assert again.decided == {1: Placement((1,), (2,), 120.0)}
+    assert path.read_text().count("\n") == 2  # the cut line is gone
+    with pytest.raises(ConfigError, match=r"journal.jsonl: the journal is of another run \(differs in jobs\)"):
+        BridgeJournal.open(path, {"cluster": "c", "jobs": 3}, t0=1)
+
+
+class _Raises(Dispatcher):
+    name = "raises-test"
+
+    def _dispatch(self, view):  # noqa: ANN001, ANN202
+        raise RuntimeError("no solution for you")
+
+
+class _Slow(Dispatcher):
+    name = "slow-test"
+
+    def _dispatch(self, view):  # noqa: ANN001, ANN202
+        time.sleep(2.0)
+        return Decision()
+
+
+def test_a_dispatcher_that_raises_or_is_late_stops_the_bridge(recorded) -> None:
+    system, workload, ours, nodes, clock = recorded
+    view = build_view(system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={})
+    with pytest.raises(BridgeError, match=r"dispatcher raises-test\(allocator=first-fit\) raised RuntimeError: "
+                                          r"no solution for you"):
+        call_with_budget(_Raises(), view, 5.0)
+    began = time.monotonic()
+    with pytest.raises(BridgeError, match=r"did not decide within its budget of 0.2 s"):
+        call_with_budget(_Slow(), view, 0.2)
+    assert time.monotonic() - began < 1.5
+
+
+# ---- a real Slurm -------------------------------------------------------------------------
+def _require_slurm() -> None:
+    from test_slurm_cluster import _require_slurm as require
+
+    require()
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "300"})
+
+
+@pytest.fixture(scope="module")
+def cluster16():
+    _require_slurm()
+    from hpcdispatch.slurm.cluster import daemon_pids, down, read_cluster
+
+    state = Path(f"/tmp/hpcdispatch-slurm-pytest-bridge-{os.getpid()}")
+    try:
+        proc = run_cli("slurm", "up", "--system", "machine-s", "--nodes", "16", "--dir", str(state))
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        yield state
+    finally:
+        info = read_cluster(state)
+        down(state)
+        if info is not None:
+            assert daemon_pids(info) == []
+        assert not state.exists()
+
+
+def _slurm_jobs(state: Path) -> list[dict]:
+    from hpcdispatch.slurm.cluster import read_cluster
+
+    info = read_cluster(state)
+    assert info is not None
+    out = subprocess.run([info.binaries["squeue"], "--json", "-t", "all"], env=info.env(), capture_output=True,
+                         text=True, check=True).stdout
+    return [r.__dict__ for r in parse_squeue_json(out)]
+
+
+def _check_run(out: Path, name: str, n_jobs: int) -> dict:
+    run = json.loads((out / "run.json").read_text())
+    assert run["dispatcher"]["name"] == name
+    check = run["bridge"]["placement"]
+    assert check == {"started": n_jobs, "exact": n_jobs, "wrong": [], "started_without_decision": []}
+    assert run["bridge"]["problems"] == []
+    valid = run_cli("validate", str(out))
+    assert valid.returncode == 0, valid.stdout + valid.stderr
+    return run
+
+
+def test_easy_schedules_20_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: Path) -> None:
+    out = tmp_path / "easy"
+    proc = run_cli("slurm", "dispatch", str(DATA / "bridge-20.csv"), "-d", "easy", "-x", "0.1", "--dir",
+                   str(cluster16), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "20/20 jobs started on exactly the nodes chosen" in proc.stdout
+    run = _check_run(out, "easy", 20)
+    # every journalled start is one the squeue record confirms; each job started once
+    journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()[1:]]
+    started = [s[1] for rec in journal for s in rec["starts"]]
+    assert sorted(started) == list(range(1, 21))
+    ids = set(run["bridge"]["slurm_job_ids"].values())
+    mine = [j for j in _slurm_jobs(cluster16) if j["job_id"] in ids]
+    assert len(mine) == 20 and all(j["state"] == "COMPLETED" for j in mine)
+
+
+def test_pcp20_schedules_whole_node_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: Path) -> None:
+    """PCP'20 (no Slurm-style node constraints: jobs of cores) on jobs of whole multiples of 8
+    cores: no node is ever shared, so every allocation has the same count on each node and
+    Slurm can pin it (an uneven one would be refused: test_start_commands_pin_and_release)."""
+    out = tmp_path / "pcp20"
+    proc = run_cli("slurm", "dispatch", str(DATA / "bridge-20-whole.csv"), "-d", "pcp20", "-x", "0.1", "--dir",
+                   str(cluster16), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    run = _check_run(out, "pcp20", 20)
+    assert run["bridge"]["refused"] == {}
+
+
+def test_killed_bridge_resumes_and_starts_every_job_once(cluster16: Path, tmp_path: Path) -> None:
+    out = tmp_path / "conservative"
+    args = [sys.executable, "-m", "hpcdispatch", "slurm", "dispatch", str(DATA / "bridge-20.csv"), "-d",
+            "conservative", "-x", "0.1", "--dir", str(cluster16), "-o", str(out)]
+    journal = tmp_path / "conservative.bridge" / "journal.jsonl"
+    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # kill it once 5 jobs were started and some still wait
+            if journal.exists() and sum(len(json.loads(x).get("starts", [])) for x in
+                                        journal.read_text().splitlines()[1:] if x.endswith("}")) >= 5:
+                break
+            time.sleep(0.2)
+        first.send_signal(signal.SIGKILL)
+    finally:
+        first.wait(10)
+    before = [json.loads(x) for x in journal.read_text().splitlines()[1:] if x.endswith("}")]
+    n_before = sum(len(r.get("starts", [])) for r in before)
+    assert 5 <= n_before < 20
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    run = _check_run(out, "conservative", 20)
+    ids = run["bridge"]["slurm_job_ids"]
+    names = [j for j in _slurm_jobs(cluster16) if j["name"].startswith(f"hpcb-{run['bridge']['t0_epoch']}-")]
+    # Slurm's records: 20 jobs of this run (none submitted twice), each started once, on the chosen nodes
+    assert len(names) == 20 and sorted(j["job_id"] for j in names) == sorted(ids.values())
+    assert all(j["state"] == "COMPLETED" and j["start"] is not None for j in names)
+    assert "started job" in (out / "bridge.log").read_text()
+
+
+PLUGIN = '''
+from hpcdispatch.protocol import Decision, Dispatcher, register
+
+
+@register
+class FailsThird(Dispatcher):
+    """FIFO on one node per job until its third call, which raises."""
+
+    name = "fails-third"
+
+    def _setup(self, system):
+        self.calls = 0
+
+    def _dispatch(self, view):
+        self.calls += 1
+        if self.calls == 3:
+            raise RuntimeError("the solver crashed")
+        return []
+
+
+@register
+class NeverStarts(Dispatcher):
+    """Starts nothing."""
+
+    name = "never-starts"
+
+    def _dispatch(self, view):
+        return []
+'''
+
+
+def test_a_raising_dispatcher_leaves_the_jobs_held(cluster16: Path, tmp_path: Path) -> None:
+    plugin = tmp_path / "fails_third.py"
+    plugin.write_text(PLUGIN)
+    out = tmp_path / "fails"
+    proc = run_cli("slurm", "dispatch", str(DATA / "replay-6.csv"), "-d", "fails-third", "--plugin", str(plugin),
+                   "-x", "0.1", "--dir", str(cluster16), "-o", str(out), timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert "dispatcher fails-third(allocator=first-fit) raised RuntimeError: the solver crashed; the cluster keeps " \
+           "running and the waiting jobs stay held" in proc.stderr
+    log = (tmp_path / "fails.bridge" / "bridge.log").read_text()
+    assert "raised RuntimeError: the solver crashed" in log
+    header = json.loads((tmp_path / "fails.bridge" / "journal.jsonl").read_text().splitlines()[0])
+    mine = [j for j in _slurm_jobs(cluster16) if j["name"].startswith(f"hpcb-{header['t0']}-")]
+    assert mine and all(j["state"] == "PENDING" and j["state_reason"] == "JobHeldUser" for j in mine)
+    assert not out.exists()
+    from hpcdispatch.slurm.cluster import read_cluster
+
+    info = read_cluster(cluster16)
+    subprocess.run([info.binaries["scancel"], *(str(j["job_id"]) for j in mine)], env=info.env(), check=True)
+
+
+def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path: Path) -> None:
+    """A dispatcher that starts nothing; SIGTERM after its second call: exit 130, one line,
+    every submitted job still held."""
+    plugin = tmp_path / "never.py"
+    plugin.write_text(PLUGIN)
+    out = tmp_path / "term"
+    args = [sys.executable, "-m", "hpcdispatch", "slurm", "dispatch", str(DATA / "replay-6.csv"), "-d",
+            "never-starts", "--plugin", str(plugin), "-x", "0.1", "--dir", str(cluster16), "-o", str(out)]
+    journal = tmp_path / "term.bridge" / "journal.jsonl"
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count("\n") >= 3):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.strip().count("\n") == 0 and "interrupted: the waiting jobs stay held" in err
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert all(rec["starts"] == [] for rec in map(json.loads, lines[1:]))
+    mine = [j for j in _slurm_jobs(cluster16) if j["name"].startswith(f"hpcb-{header['t0']}-")]
+    assert len(mine) >= 2  # jobs 1 and 2 (submitted at once), maybe more
+    assert all((j["state"], j["state_reason"]) == ("PENDING", "JobHeldUser") for j in mine), mine
+    from hpcdispatch.slurm.cluster import read_cluster
+
+    info = read_cluster(cluster16)
+    subprocess.run([info.binaries["scancel"], *(str(j["job_id"]) for j in mine)], env=info.env(), check=True)
