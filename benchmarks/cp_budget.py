@@ -29,8 +29,11 @@ from pathlib import Path
 SHORT = {"walltime": "W", "oracle": "R", "last-two": "L2"}
 TRACE = Path(__file__).resolve().parents[2] / "shared" / "traces" / "SDSC-SP2-1998-4.2-cln.swf.gz"
 
-DEFAULT_CELLS = [f"{d}-{p}:{b}" for p in ("W", "R") for d in ("hcp", "pcp20")
-                 for b in ("none", "stall=0.05", "stall=0.01", "gap=0.05")] + ["hcp-W:none+charge", "hcp-W:stall=0.01+charge"]
+#: in the order run (the measurement had 15 minutes: hcp's matrix first, then pcp20's slower
+#: runs, the budget before the reference so that a time-out costs the reference)
+DEFAULT_CELLS = ([f"hcp-{p}:{b}" for p in ("W", "R") for b in ("none", "stall=0.05", "stall=0.01", "gap=0.5")]
+                 + ["pcp20-R:stall=0.01", "pcp20-R:none", "hcp-W:none+charge", "hcp-W:stall=0.01+charge",
+                    "pcp20-W:stall=0.01", "pcp20-W:none", "pcp20-R:stall=0.05", "pcp20-W:stall=0.05", "pcp20-R:gap=0.5"])
 
 WORKER = r"""
 import collections, json, sys, time

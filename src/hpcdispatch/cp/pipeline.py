@@ -177,7 +177,9 @@ class CPDispatcher(Dispatcher):
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
         return [{"deterministic": True, "delta": 0.2, "delta_max": 0.4, "m": 20},
-                {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "version": 1, "reserve": 1}]
+                {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "version": 1, "reserve": 1},
+                # the decision budget: a deterministic stall must keep decisions repeatable
+                {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "m": 20, "budget": "stall", "stall": 0.02}]
 
     def _setup(self, system: System) -> None:
         self.settings = CPSettings(
