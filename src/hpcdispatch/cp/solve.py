@@ -32,7 +32,9 @@ mostly without beating the hint -- docs/RESULTS-CP.md, "A decision budget"):
   seconds after the last improvement (the first solution -- normally the hint -- counts as
   one). On the wall clock (``deterministic=False``) a solution callback records the time of
   every improving solution and the waiting thread calls ``stop_search`` when the stall has
-  lasted ``stall`` s (checked every ``STALL_POLL_S``). With ``deterministic=True`` the clock is
+  lasted ``stall`` s (checked every ``STALL_POLL_S``; CP-SAT has no stall parameter, and a
+  thread that holds the solver and calls ``StopSearch`` on a timer is the OR-Tools maintainers'
+  answer to early stopping, google/or-tools discussion 4021). With ``deterministic=True`` the clock is
   CP-SAT's deterministic time, which only CP-SAT itself can watch, so the search runs in
   chunks: until the first solution (the callback stops it there, a deterministic point with
   one worker), then chunks of ``stall`` deterministic units, each hinted with the best
