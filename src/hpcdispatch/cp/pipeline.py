@@ -25,7 +25,11 @@ pipeline; the models differ only in how they represent allocation:
    ``info["postponed_by_allocation"]`` the jobs postponed that way.
 
 ``Decision.info`` records the model size (variables, constraints), build and solve time,
-status, objective and bound, the rule's objective, and the fallback reason.
+status, objective and bound, the rule's objective, the fallback reason, and ``stop``: why the
+(last) search stopped -- ``optimal``, ``gap``, ``stall``, ``limit``, ``infeasible`` or
+``invalid`` (cp/solve.py; ``budget``, ``stall`` and ``gap`` are the decision budget's
+parameters, documented in ``CPDispatcher.__init__``); the run summary counts them
+(``stop_<reason>``).
 """
 
 from __future__ import annotations
@@ -77,7 +81,8 @@ class CPDispatcher(Dispatcher):
     #: other jobs keep the starts of the first solution
     RESOLVE_UNPLACED: ClassVar[bool] = False
     ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0, "job_symmetry": False,
-                                              "paper_v1": False, "on_unplaced": "default"}
+                                              "paper_v1": False, "on_unplaced": "default",
+                                              "budget": "none", "stall": 0.05, "gap": 0.01}
     ON_UNPLACED = ("default", "resolve", "postpone")
 
     def __init__(
@@ -99,6 +104,9 @@ class CPDispatcher(Dispatcher):
         job_symmetry: bool = True,
         paper_v1: bool = False,
         on_unplaced: str = "default",
+        budget: str = "none",
+        stall: float = 0.05,
+        gap: float = 0.01,
     ):
         self.allocator = allocator
         self.version = version
@@ -140,6 +148,16 @@ class CPDispatcher(Dispatcher):
         #: model's own: resolve for hcp, postpone for the others). Runs from before the option
         #: behave as "postpone" for hcp and as "default" for the others
         self.on_unplaced = on_unplaced
+        #: the decision budget, beyond the papers (cp/solve.py): "none" -- CP'19's search
+        #: control alone (time limit ``delta``, doubling restarts); "stall" -- also stop a search
+        #: whose best solution has not improved for ``stall`` seconds (deterministic-time units
+        #: with ``deterministic=true``, so runs stay repeatable) since the last improvement, the
+        #: first solution (normally the rule's hint) included; "gap" -- also stop at a relative
+        #: optimality gap ``gap`` (CP-SAT's ``relative_gap_limit``). Defaults: stall 0.05 s,
+        #: gap 0.01 (1 %); measured in docs/RESULTS-CP.md, "A decision budget"
+        self.budget = budget
+        self.stall = stall
+        self.gap = gap
 
     @property
     def node_level(self) -> bool:
@@ -159,13 +177,16 @@ class CPDispatcher(Dispatcher):
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
         return [{"deterministic": True, "delta": 0.2, "delta_max": 0.4, "m": 20},
-                {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "version": 1, "reserve": 1}]
+                {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "version": 1, "reserve": 1},
+                # the decision budget: a deterministic stall must keep decisions repeatable
+                {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "m": 20, "budget": "stall", "stall": 0.02}]
 
     def _setup(self, system: System) -> None:
         self.settings = CPSettings(
             version=int(self.version), m=int(self.m), time_unit=float(self.time_unit), delta=float(self.delta),
             delta_max=float(self.delta_max), k=int(self.k), workers=int(self.workers), symmetry=bool(self.symmetry),
             deterministic=bool(self.deterministic), job_symmetry=bool(self.job_symmetry),
+            budget=str(self.budget), stall=float(self.stall), gap=float(self.gap),
         )
         if self.paper_v1 and (self.settings.version != 1 or self.MODEL is None):
             raise ConfigError(f"{self.name}: paper_v1 reproduces CP'19's version-1 horizon; it needs "
@@ -305,7 +326,9 @@ class CPDispatcher(Dispatcher):
             info.update(status="error", traceback=traceback.format_exc(limit=3),
                         **({"fallback": why} if rule_fits else {"postponed_all": why}))
             return fallback
-        info.update(status=outcome.status, solve_s=outcome.solve_s, attempts=outcome.attempts)
+        info.update(status=outcome.status, solve_s=outcome.solve_s, attempts=outcome.attempts, stop=outcome.stop)
+        if self.settings.budget == "stall":
+            info["improvements"] = outcome.improvements
         if outcome.watchdog_fired:
             info["watchdog"] = True
         if not outcome.has_solution:

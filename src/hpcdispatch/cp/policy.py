@@ -36,6 +36,9 @@ from hpcdispatch.errors import ConfigError
 
 WEIGHT_SCALE = 100
 
+#: the decision budgets (``CPSettings.budget``)
+BUDGETS = ("none", "stall", "gap")
+
 
 @dataclass(frozen=True)
 class CPSettings:
@@ -52,10 +55,23 @@ class CPSettings:
     #: limit the search by CP-SAT's deterministic time only (the wall clock is then just a
     #: safety net at 10x the limit + 10 s): decisions are reproducible on a loaded machine too
     deterministic: bool = False
+    #: the decision budget (cp/solve.py; not in the papers): "none" (the papers' search
+    #: control), "stall" (stop once the best solution has not improved for ``stall`` s, or
+    #: deterministic units with ``deterministic``, after the first solution) or "gap" (stop at
+    #: CP-SAT's ``relative_gap_limit = gap``)
+    budget: str = "none"
+    stall: float = 0.05
+    gap: float = 0.01
 
     def __post_init__(self) -> None:
         if self.version not in (1, 2, 3):
             raise ConfigError(f"CP dispatcher version must be 1, 2 or 3, got {self.version}")
+        if self.budget not in BUDGETS:
+            raise ConfigError(f"CP parameter budget must be one of {', '.join(BUDGETS)}, got {self.budget!r}")
+        if not self.stall > 0:
+            raise ConfigError(f"CP parameter stall must be > 0 seconds, got {self.stall!r}")
+        if not 0 <= self.gap < 1:
+            raise ConfigError(f"CP parameter gap must be a fraction in [0, 1), got {self.gap!r}")
         for name, ok, rule in (("m", self.m > 0, "> 0"), ("time_unit", self.time_unit > 0, "> 0 seconds"),
                                ("delta", self.delta > 0, "> 0 seconds"),
                                ("delta_max", self.delta_max >= self.delta, f">= delta ({self.delta:g})"),

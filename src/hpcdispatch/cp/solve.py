@@ -19,12 +19,39 @@ decision; when no solution was found, the search restarts with ``2 delta`` while
   solutions);
 - the priority-rule schedule is given as a complete hint, so a solution normally exists at
   once; when none comes back the caller uses the rule's decision (and says so).
+
+The decision budget (``CPSettings.budget``; not in the papers, for production use: on the
+whole SDSC-SP2 7-8 % of the calls end at the 1 s limit and take ~90 % of the decision time,
+mostly without beating the hint -- docs/RESULTS-CP.md, "A decision budget"):
+
+- ``none``: the papers' search control above;
+- ``gap``: CP-SAT's own ``relative_gap_limit = settings.gap``: the search ends when
+  ``|objective - bound| / max(1, |objective|) <= gap``; CP-SAT then reports OPTIMAL, and the
+  outcome says ``stop="gap"`` when the bound was not reached (``stop="optimal"`` when it was);
+- ``stall``: the search ends once its best objective has not improved for ``settings.stall``
+  seconds after the last improvement (the first solution -- normally the hint -- counts as
+  one). On the wall clock (``deterministic=False``) a solution callback records the time of
+  every improving solution and the waiting thread calls ``stop_search`` when the stall has
+  lasted ``stall`` s (checked every ``STALL_POLL_S``; CP-SAT has no stall parameter, and a
+  thread that holds the solver and calls ``StopSearch`` on a timer is the OR-Tools maintainers'
+  answer to early stopping, google/or-tools discussion 4021). With ``deterministic=True`` the clock is
+  CP-SAT's deterministic time, which only CP-SAT itself can watch, so the search runs in
+  chunks: until the first solution (the callback stops it there, a deterministic point with
+  one worker), then chunks of ``stall`` deterministic units, each hinted with the best
+  solution so far, until a chunk does not improve it (``stop="stall"``), proves optimality,
+  or the attempt's limit ``delta`` is used up. The chunks restart CP-SAT's search (it keeps
+  the solution, not its learnt clauses), so the deterministic stall is a slightly different
+  search from the wall-clock one; it is repeatable.
+
+Every outcome says why the search stopped (``SolveOutcome.stop``): ``optimal`` (proved),
+``gap``, ``stall``, ``limit`` (the time limit or the watchdog), ``infeasible`` or ``invalid``.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -42,6 +69,12 @@ PACKING_LNS = ("packing_precedences_lns", "packing_random_lns", "packing_slice_l
 #: keeps them equal to OR-Tools' own) -> our names
 STATUS = {4: "optimal", 2: "feasible", 3: "infeasible", 1: "invalid", 0: "unknown"}
 
+#: why a search stopped (``SolveOutcome.stop``; the run summary counts them)
+STOP_REASONS = ("optimal", "gap", "stall", "limit", "infeasible", "invalid")
+
+#: how often the waiting thread checks a wall-clock stall (s)
+STALL_POLL_S = 0.002
+
 
 @dataclass
 class SolveOutcome:
@@ -52,10 +85,81 @@ class SolveOutcome:
     solve_s: float = 0.0
     attempts: list[tuple[float, str]] = field(default_factory=list)
     watchdog_fired: bool = False
+    #: why the search stopped: one of ``STOP_REASONS``
+    stop: str = "limit"
+    #: improving solutions seen (with a ``stall`` budget; 0 otherwise)
+    improvements: int = 0
 
     @property
     def has_solution(self) -> bool:
         return self.status in ("optimal", "feasible")
+
+
+_CALLBACK: list[type] = []
+
+
+def improvement_recorder(deterministic: bool, stop_at_first: bool = False) -> cp_model.CpSolverSolutionCallback:
+    """A CP-SAT solution callback that records the clock at every improving solution (wall:
+    ``time.monotonic()``; deterministic: CP-SAT's deterministic time) in ``last_improvement``,
+    counts them in ``improvements``, and with ``stop_at_first`` stops the search at the first
+    solution. (The class is made on first use: OR-Tools is imported lazily.)"""
+    if not _CALLBACK:
+        class ImprovementRecorder(cp_model.CpSolverSolutionCallback):
+            def __init__(self, deterministic: bool, stop_at_first: bool) -> None:
+                super().__init__()
+                self.deterministic = deterministic
+                self.stop_at_first = stop_at_first
+                self.best: float | None = None
+                self.last_improvement: float | None = None
+                self.improvements = 0
+
+            def on_solution_callback(self) -> None:
+                value = self.objective_value
+                if self.best is None or value < self.best:
+                    self.best = value
+                    self.last_improvement = self.deterministic_time if self.deterministic else time.monotonic()
+                    self.improvements += 1
+                    if self.stop_at_first:
+                        self.stop_search()
+
+        _CALLBACK.append(ImprovementRecorder)
+    return _CALLBACK[0](deterministic, stop_at_first)
+
+
+def _new_solver(settings: CPSettings, limit: float, extra_params: dict | None) -> tuple[cp_model.CpSolver, float]:
+    """A solver with the attempt's limits and the dispatcher's parameters; and its watchdog
+    wall-clock limit."""
+    solver = cp_model.CpSolver()
+    p = solver.parameters
+    if settings.deterministic:
+        wall = limit * 100 + 60.0  # the watchdog's only: no wall-clock limit for CP-SAT itself
+        p.ignore_subsolvers.extend(PACKING_LNS)
+    else:
+        wall = limit
+        p.max_time_in_seconds = wall
+    p.max_deterministic_time = limit
+    p.num_workers = settings.workers
+    p.random_seed = 0
+    if settings.budget == "gap":
+        p.relative_gap_limit = settings.gap
+    for key, value in (extra_params or {}).items():
+        if isinstance(value, list):
+            getattr(p, key).extend(value)
+        elif key == "search_branching" and isinstance(value, str):
+            p.search_branching = getattr(type(p), value)
+        else:
+            setattr(p, key, value)
+    return solver, wall
+
+
+def _stop_reason(status: str, solver: cp_model.CpSolver | None, settings: CPSettings, stalled: bool) -> str:
+    if status == "optimal":
+        if settings.budget == "gap" and solver is not None and solver.objective_value != solver.best_objective_bound:
+            return "gap"  # CP-SAT says OPTIMAL once the gap limit holds
+        return "optimal"
+    if status in ("infeasible", "invalid"):
+        return status
+    return "stall" if stalled else "limit"
 
 
 def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | None = None) -> SolveOutcome:
@@ -65,38 +169,95 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
     fired = False
     unchanged = 0
     while True:
-        solver = cp_model.CpSolver()
-        p = solver.parameters
-        if settings.deterministic:
-            wall = delta * 100 + 60.0  # the watchdog's only: no wall-clock limit for CP-SAT itself
-            p.ignore_subsolvers.extend(PACKING_LNS)
+        if settings.budget == "stall" and settings.deterministic:
+            code, solver, stopped, stalled, improvements = _solve_in_chunks(model, settings, delta, extra_params)
         else:
-            wall = delta
-            p.max_time_in_seconds = wall
-        p.max_deterministic_time = delta
-        p.num_workers = settings.workers
-        p.random_seed = 0
-        for key, value in (extra_params or {}).items():
-            if isinstance(value, list):
-                getattr(p, key).extend(value)
-            elif key == "search_branching" and isinstance(value, str):
-                p.search_branching = getattr(type(p), value)
-            else:
-                setattr(p, key, value)
-        code, stopped = solve_interruptibly(solver, model, wall * 1.5 + 0.25)
+            solver, wall = _new_solver(settings, delta, extra_params)
+            callback, stall_check = None, None
+            if settings.budget == "stall":
+                callback = improvement_recorder(deterministic=False)
+
+                def stall_check(cb=callback) -> bool:
+                    last = cb.last_improvement
+                    return last is not None and time.monotonic() - last >= settings.stall
+
+            code, stopped, stalled = _solve_watched(solver, model, wall * 1.5 + 0.25, callback, stall_check)
+            improvements = callback.improvements if callback is not None else 0
         fired = fired or stopped
         status = STATUS.get(code, "unknown")
         attempts.append((delta, status))
         if status in ("optimal", "feasible"):
             return SolveOutcome(status, solver, solver.objective_value, solver.best_objective_bound,
-                                time.perf_counter() - t0, attempts, fired)
+                                time.perf_counter() - t0, attempts, fired,
+                                _stop_reason(status, solver, settings, stalled), improvements)
         if status in ("infeasible", "invalid"):
             break
         unchanged += 1  # a restart without any solution: the outcome did not change
         if unchanged >= settings.k or delta * 2 > settings.delta_max:
             break
         delta *= 2
-    return SolveOutcome(attempts[-1][1], None, None, None, time.perf_counter() - t0, attempts, fired)
+    status = attempts[-1][1]
+    return SolveOutcome(status, None, None, None, time.perf_counter() - t0, attempts, fired,
+                        _stop_reason(status, None, settings, False))
+
+
+def _solve_watched(solver: cp_model.CpSolver, model: cp_model.CpModel, watchdog_s: float,
+                   callback: object | None, stall_check: Callable[[], bool] | None) -> tuple[int, bool, bool]:
+    """``solve_interruptibly`` with an optional stall check: ``(code, watchdog fired, stalled)``."""
+    flag = {"stalled": False}
+    stop_when = None
+    if stall_check is not None:
+        def stop_when() -> bool:
+            if stall_check():
+                flag["stalled"] = True
+                return True
+            return False
+    code, stopped = solve_interruptibly(solver, model, watchdog_s, callback=callback, stop_when=stop_when)
+    return code, stopped, flag["stalled"]
+
+
+def _solve_in_chunks(model: cp_model.CpModel, settings: CPSettings, limit: float,
+                     extra_params: dict | None) -> tuple[int, cp_model.CpSolver, bool, bool, int]:
+    """The deterministic stall (module docstring): ``(code, last solver with a solution or the
+    last solver, watchdog fired, stalled, improvements)``. The model's hint is restored after."""
+    proto = model.proto
+    hint_vars, hint_values = list(proto.solution_hint.vars), list(proto.solution_hint.values)
+    used, fired, improvements = 0.0, False, 0
+    best_solver: cp_model.CpSolver | None = None
+    best: float | None = None
+    first = True
+    try:
+        while True:
+            chunk = limit - used if first else min(settings.stall, limit - used)
+            solver, wall = _new_solver(settings, chunk, extra_params)
+            callback = improvement_recorder(deterministic=True, stop_at_first=first)
+            code, stopped = solve_interruptibly(solver, model, wall * 1.5 + 0.25, callback=callback)
+            fired = fired or stopped
+            used += solver.deterministic_time
+            status = STATUS.get(code, "unknown")
+            if status not in ("optimal", "feasible"):
+                if best_solver is None:
+                    return code, solver, fired, False, improvements
+                return int(cp_model.FEASIBLE), best_solver, fired, status == "unknown" and used < limit, improvements
+            value = solver.objective_value
+            if best is not None and value >= best and status != "optimal":
+                # a whole chunk without improvement (or the limit ran out)
+                return int(cp_model.FEASIBLE), best_solver, fired, used < limit - 1e-9, improvements  # type: ignore[return-value]
+            if best is None or value < best:
+                improvements += 1
+            best, best_solver = value, solver
+            if status == "optimal":
+                return code, solver, fired, False, improvements
+            if used >= limit - 1e-9:
+                return code, solver, fired, False, improvements
+            first = False
+            model.clear_hints()  # the next chunk starts from the best solution so far
+            proto.solution_hint.vars.extend(range(len(proto.variables)))
+            proto.solution_hint.values.extend(solver.response_proto.solution)
+    finally:
+        model.clear_hints()
+        proto.solution_hint.vars.extend(hint_vars)
+        proto.solution_hint.values.extend(hint_values)
 
 
 def hint_is_solution(model: cp_model.CpModel, time_limit: float = 5.0) -> bool | None:
@@ -117,7 +278,8 @@ def hint_is_solution(model: cp_model.CpModel, time_limit: float = 5.0) -> bool |
 
 
 def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel,
-                        watchdog_s: float | None = None) -> tuple[cp_model.CpSolverStatus, bool]:
+                        watchdog_s: float | None = None, callback: object | None = None,
+                        stop_when: Callable[[], bool] | None = None) -> tuple[cp_model.CpSolverStatus, bool]:
     """``solver.solve(model)``, stoppable: returns ``(status code, whether the watchdog
     stopped it)``.
 
@@ -128,14 +290,16 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel,
     stopped and joined, and the interrupt goes on up (the simulator's journal and checkpoint
     are left as they were after the last decision). ``watchdog_s``: wall-clock seconds after
     which the search is stopped (a safety net against hangs; CP-SAT's own limits are in its
-    parameters)."""
+    parameters). ``callback``: a solution callback for ``solve``; ``stop_when``: checked every
+    ``STALL_POLL_S`` while the search runs, the search is stopped once it returns True (the
+    wall-clock stall budget)."""
     solver.parameters.catch_sigint_signal = False
     box: dict[str, object] = {}
     done = threading.Event()
 
     def search() -> None:
         try:
-            box["code"] = solver.solve(model)
+            box["code"] = solver.solve(model, callback) if callback is not None else solver.solve(model)
         except BaseException as exc:  # handed to the caller's thread
             box["error"] = exc
         finally:
@@ -148,8 +312,13 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel,
     threading.Thread(target=search, name="cp-sat", daemon=True).start()
     try:
         while not done.is_set():
-            wait = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
+            period = 0.5 if stop_when is None else STALL_POLL_S
+            wait = period if deadline is None else min(period, max(0.0, deadline - time.monotonic()))
             done.wait(wait)
+            if stop_when is not None and not done.is_set() and stop_when():
+                solver.stop_search()
+                stop_when = None
+                continue
             if deadline is not None and not stopped and not done.is_set() and time.monotonic() >= deadline:
                 solver.stop_search()
                 stopped = True

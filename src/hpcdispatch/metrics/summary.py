@@ -124,6 +124,20 @@ def allocation_iterations(info: Any) -> dict[str, Any]:
     }
 
 
+def stop_reasons(info: Any) -> dict[str, Any]:
+    """CP dispatchers: how many decisions' (last) searches stopped for each reason (``stop``
+    in a decision's info: optimal, gap, stall, limit, infeasible, invalid; the decision
+    budget's record, cp/solve.py), as ``stop_<reason>``. Empty for dispatchers that do not
+    record them."""
+    if not hasattr(info, "column") or "stop" not in info.keys():
+        return {}
+    counts: dict[str, int] = {}
+    for value in info.column("stop"):
+        if value is not None:
+            counts[f"stop_{value}"] = counts.get(f"stop_{value}", 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]:
     w = result.workload
     submit = w.submit.astype(np.float64)
@@ -169,6 +183,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
     for stat, value in describe(elapsed).items():
         out[f"decision_time_{stat}_s"] = value
     out.update(allocation_iterations(result.decisions.get("info")))
+    out.update(stop_reasons(result.decisions.get("info")))
     real = result.end - result.start
     out.update(prediction_quality(result.planned, real))
     out["queue_length_mean"] = time_weighted_mean(qt, ql, last_end)

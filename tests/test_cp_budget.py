@@ -1,0 +1,158 @@
+"""The decision budget of the CP dispatchers (issue 36): ``budget=none|stall|gap``, why each
+search stopped, and the run summary's counts (cp/solve.py)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from helpers import cores_system
+from ortools.sat.python import cp_model
+
+from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
+from hpcdispatch.cp.pipeline import CPDispatcher
+from hpcdispatch.cp.policy import CPSettings
+from hpcdispatch.cp.solve import solve
+from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.metrics.summary import stop_reasons
+from hpcdispatch.runner import run_simulation
+from hpcdispatch.sim.info_log import InfoLog
+from hpcdispatch.system.io import load_system
+from hpcdispatch.workload.loader import load_workload
+
+PARAMS = CPDispatcher.SOLVER_PARAMS
+
+
+def stalling_model(n: int = 30) -> cp_model.CpModel:
+    """A model whose search improves once and then stalls without proving optimality.
+
+    Minimise ``100 + r``, ``r`` in 0..3; ``r = 0`` needs ``sum a_i x_i = T`` with every
+    ``a_i`` even and ``T`` odd, which has no solution, but CP-SAT's search (presolve off, as
+    the dispatchers run it) does not see the parity and keeps looking; ``r >= 1`` is free.
+    The hint says ``r = 3`` (objective 103). By hand: optimum 101, linear bound 100, so the
+    search goes 103 -> 101 at once and then never improves nor closes the gap (1 / 101)."""
+    m = cp_model.CpModel()
+    rng = random.Random(7)
+    a = [2 * rng.randint(50_000, 500_000) for _ in range(n)]
+    target = sum(a) // 2 + (1 - (sum(a) // 2) % 2)  # odd
+    assert target % 2 == 1
+    x = [m.new_bool_var(f"x{i}") for i in range(n)]
+    r = m.new_int_var(0, 3, "r")
+    subset = m.new_bool_var("subset")
+    m.add(sum(ai * xi for ai, xi in zip(a, x)) == target).only_enforce_if(subset)
+    m.add(r == 0).only_enforce_if(subset)
+    m.add(r >= 1).only_enforce_if(subset.negated())
+    m.minimize(100 + r)
+    m.add_hint(r, 3)
+    m.add_hint(subset, False)
+    for xi in x:
+        m.add_hint(xi, False)
+    return m
+
+
+def test_without_a_budget_the_search_runs_to_its_limit():
+    out = solve(stalling_model(), CPSettings(delta=0.2, delta_max=0.2, deterministic=True), PARAMS)
+    assert (out.status, out.stop, out.objective, out.bound) == ("feasible", "limit", 101.0, 100.0)
+    assert out.solver.deterministic_time >= 0.2 - 1e-6
+
+
+def test_a_deterministic_stall_stops_after_a_chunk_without_improvement():
+    # 103 (the hint: first chunk, stopped at the first solution), 101 (second chunk of 0.05
+    # deterministic units), then a third chunk without improvement -> "stall", long before
+    # the 2-unit limit; the model's own hint is left as it was
+    settings = CPSettings(delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.05)
+    model = stalling_model()
+    hint = (list(model.proto.solution_hint.vars), list(model.proto.solution_hint.values))
+    out = solve(model, settings, PARAMS)
+    assert (out.status, out.stop, out.objective, out.bound, out.improvements) == ("feasible", "stall", 101.0, 100.0, 2)
+    assert out.solver.deterministic_time <= 0.055  # the chunk that found 101 (CP-SAT overruns by a hair)
+    assert (list(model.proto.solution_hint.vars), list(model.proto.solution_hint.values)) == hint
+
+
+def test_the_deterministic_stall_is_repeatable():
+    settings = CPSettings(delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.03)
+    runs = set()
+    for _ in range(3):
+        out = solve(stalling_model(), settings, PARAMS)
+        runs.add((out.stop, out.objective, out.improvements, out.solver.num_branches, out.solver.num_conflicts))
+    assert len(runs) == 1, runs
+
+
+def test_a_wall_clock_stall_stops_the_search_long_before_its_limit():
+    settings = CPSettings(delta=5.0, delta_max=5.0, budget="stall", stall=0.05)
+    out = solve(stalling_model(), settings, PARAMS)
+    assert (out.status, out.stop, out.objective, out.improvements) == ("feasible", "stall", 101.0, 2)
+    assert out.solve_s < 2.5  # 5 s without the budget
+
+
+@pytest.mark.parametrize("gap, stop", [(0.01, "gap"), (0.001, "limit")])
+def test_the_gap_budget_stops_at_cp_sats_relative_gap(gap, stop):
+    # 101 against the bound 100: gap 1 / 101 = 0.0099 <= 0.01 -> CP-SAT reports OPTIMAL and we
+    # say "gap"; 0.001 is never reached: the search runs to its limit
+    out = solve(stalling_model(), CPSettings(delta=0.2, delta_max=0.2, deterministic=True, budget="gap", gap=gap),
+                PARAMS)
+    assert (out.stop, out.objective, out.bound) == (stop, 101.0, 100.0)
+    assert out.status == ("optimal" if stop == "gap" else "feasible")
+
+
+def test_a_proved_optimum_says_optimal_under_every_budget():
+    m = cp_model.CpModel()
+    x = m.new_int_var(0, 10, "x")
+    m.add(x >= 4)
+    m.minimize(x)
+    m.add_hint(x, 9)
+    for budget in ("none", "stall", "gap"):
+        for deterministic in (True, False):
+            out = solve(m, CPSettings(budget=budget, deterministic=deterministic), PARAMS)
+            assert (out.status, out.stop, out.objective) == ("optimal", "optimal", 4.0), (budget, deterministic)
+
+
+def test_every_decision_that_solves_records_why_it_stopped():
+    # 1 node x 4 cores, a 2-core job running until 10 s; queued: A (4 cores, 1 s), B (2 cores,
+    # 10 s): the rule starts B now and A at 10 -- a model is built, and its search is proved
+    # optimal at once
+    system = cores_system(1, 4)
+    running = [RunningEntry(10, 11, -5.0, 10.0, (0,), (1,), (2,))]
+    free = np.array(system.capacity)
+    free[0] -= 2
+    queue = [QueuedJob(0, 1, 0.0, 1.0, 1, (4,)), QueuedJob(1, 2, 0.0, 10.0, 1, (2,))]
+    inst = DispatchInstance(0.0, system.resources, np.array(system.capacity), free, queue, running)
+    for name in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
+        for budget in ("none", "stall", "gap"):
+            d = make_dispatcher(name, time_unit=1.0, deterministic=True, budget=budget, keep_blocked=True)
+            d.setup(system)
+            placed, info = d.decide(inst)
+            assert info["stop"] == "optimal", (name, budget, info)
+            assert ("improvements" in info) == (budget == "stall")
+            assert [idx for idx, _ in placed] == [1]
+
+
+def test_the_summary_counts_the_stop_reasons():
+    log = InfoLog([{"stop": "optimal"}, {}, {"stop": "stall"}, {"stop": "stall", "status": "feasible"},
+                   {"stop": "limit"}, {"status": "rule-optimal"}])
+    assert stop_reasons(log) == {"stop_limit": 1, "stop_optimal": 1, "stop_stall": 2}
+    assert stop_reasons(InfoLog([{}, {"status": "rule"}])) == {}
+
+
+@pytest.mark.parametrize("params, field", [({"budget": "fast"}, "budget"), ({"budget": "stall", "stall": 0}, "stall"),
+                                           ({"budget": "gap", "gap": 1.5}, "gap")])
+def test_bad_budget_parameters_are_one_line_errors(params, field):
+    d = make_dispatcher("hcp", **params)
+    with pytest.raises(ConfigError, match=f"CP parameter {field} must be") as err:
+        d.setup(cores_system(1, 4))
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("spec", ["hcp:deterministic=true,budget=stall,stall=0.02,delta=0.2,delta_max=0.4",
+                                  "pcp20:deterministic=true,budget=gap,gap=0.05,delta=0.2,delta_max=0.4"])
+def test_a_deterministic_run_with_a_budget_is_the_same_twice(spec):
+    system = load_system("lublin-256")
+    w = load_workload("synthetic:lublin,jobs=80,seed=4,load=1.1", system)
+    runs = [run_simulation(system, w, spec, predictor="oracle") for _ in range(2)]
+    assert all(r.validation.ok for r in runs)
+    assert np.array_equal(runs[0].result.start, runs[1].result.start)
+    stops = {k: v for k, v in runs[0].summary.items() if k.startswith("stop_")}
+    assert stops == {k: v for k, v in runs[1].summary.items() if k.startswith("stop_")}
+    assert sum(stops.values()) > 0  # the run did build and solve models
