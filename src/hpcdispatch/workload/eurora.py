@@ -55,14 +55,12 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.lublin import walltime_estimates
 from hpcdispatch.workload.synthetic_parts import (
-    LogNormalClass,
     apply_load,
     check_common,
+    class_run_times,
     check_share,
-    class_bounds,
     columns_to_workload,
     draw_log2_sizes,
-    draw_run_times,
     poisson_submits,
 )
 
@@ -99,15 +97,13 @@ class EuroraSpec:
     def __post_init__(self) -> None:
         where = "synthetic:eurora"
         check_common(where, self.jobs, self.load, self.interarrival, self.p_max_walltime, self.overestimate_max,
-                     (self.short_share, self.medium_share, self.long_share))
+                     (self.short_share, self.medium_share, self.long_share), self.max_walltime)
         for name in ("gpu_share", "mic_share", "reservation_share"):
             check_share(name, getattr(self, name), where)
         if self.gpu_share + self.mic_share > 1:
             raise ConfigError(f"{where}: gpu_share + mic_share must be <= 1, got {self.gpu_share + self.mic_share:g}")
         if not 1 <= self.max_units <= 32:
             raise ConfigError(f"{where}: max_units must be in [1, 32] (32 nodes of each kind), got {self.max_units}")
-        if self.max_walltime <= 5 * 3600:
-            raise ConfigError(f"{where}: max_walltime must exceed 5 h (18000 s) for long jobs, got {self.max_walltime}")
 
 
 def eurora_columns(spec: EuroraSpec, resources: tuple[str, ...], total_cores: int) -> dict[str, np.ndarray]:
@@ -115,9 +111,7 @@ def eurora_columns(spec: EuroraSpec, resources: tuple[str, ...], total_cores: in
     to ``total_cores``."""
     rng = np.random.default_rng([spec.seed, 36, 3])
     n = spec.jobs
-    bounds = class_bounds(spec.max_walltime)
-    classes = [LogNormalClass(lo, hi, mu, sd) for (lo, hi), (mu, sd) in zip(bounds, BLUE_RUN_CLASSES)]
-    run, _ = draw_run_times(rng, n, (spec.short_share, spec.medium_share, spec.long_share), classes)
+    run = class_run_times(rng, spec, BLUE_RUN_CLASSES)
     top_class = int(np.floor(np.log2(spec.max_units)))
     shares = np.array(BLUE_UNIT_SHARES[: top_class + 1], dtype=np.float64)
     shares[-1] += sum(BLUE_UNIT_SHARES[top_class + 1:])

@@ -51,14 +51,12 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.lublin import walltime_estimates
 from hpcdispatch.workload.synthetic_parts import (
-    LogNormalClass,
     apply_load,
     check_common,
+    class_run_times,
     check_share,
-    class_bounds,
     columns_to_workload,
     draw_log2_sizes,
-    draw_run_times,
     poisson_submits,
 )
 from hpcdispatch.errors import ConfigError
@@ -95,12 +93,10 @@ class KitSpec:
     def __post_init__(self) -> None:
         where = "synthetic:kit"
         check_common(where, self.jobs, self.load, self.interarrival, self.p_max_walltime, self.overestimate_max,
-                     (self.short_share, self.medium_share, self.long_share))
+                     (self.short_share, self.medium_share, self.long_share), self.max_walltime)
         check_share("gpu_share", self.gpu_share, where)
         if not 1 <= self.max_nodes <= 1152:
             raise ConfigError(f"{where}: max_nodes must be in [1, 1152], got {self.max_nodes}")
-        if self.max_walltime <= 5 * 3600:
-            raise ConfigError(f"{where}: max_walltime must exceed 5 h (18000 s) for long jobs, got {self.max_walltime}")
 
 
 def kit_columns(spec: KitSpec, resources: tuple[str, ...], total_cores: int) -> dict[str, np.ndarray]:
@@ -108,9 +104,7 @@ def kit_columns(spec: KitSpec, resources: tuple[str, ...], total_cores: int) -> 
     to ``total_cores``."""
     rng = np.random.default_rng([spec.seed, 36, 1])
     n = spec.jobs
-    bounds = class_bounds(spec.max_walltime)
-    classes = [LogNormalClass(lo, hi, mu, sd) for (lo, hi), (mu, sd) in zip(bounds, CURIE_RUN_CLASSES)]
-    run, _ = draw_run_times(rng, n, (spec.short_share, spec.medium_share, spec.long_share), classes)
+    run = class_run_times(rng, spec, CURIE_RUN_CLASSES)
     top = spec.max_nodes * THIN_CORES
     n_classes = max(1, int(math.floor(math.log2(top))) + 1)
     shares = np.array(CURIE_CORE_SHARES[:n_classes], dtype=np.float64)

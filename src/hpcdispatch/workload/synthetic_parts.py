@@ -18,6 +18,7 @@ as ``synthetic:lublin`` does.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,8 +103,10 @@ def check_share(name: str, value: float, where: str) -> None:
 
 
 def check_common(where: str, jobs: int, load: float | None, interarrival: float, p_max_walltime: float,
-                 overestimate_max: float, shares: Sequence[float]) -> None:
+                 overestimate_max: float, shares: Sequence[float], max_walltime: int) -> None:
     """The checks every generator's parameter dataclass makes (one-line ConfigErrors)."""
+    if max_walltime <= 5 * 3600:
+        raise ConfigError(f"{where}: max_walltime must exceed 5 h (18000 s) for long jobs, got {max_walltime}")
     if jobs <= 0:
         raise ConfigError(f"{where}: jobs must be positive, got {jobs}")
     if load is not None and not (0 < load < 100):
@@ -143,3 +146,12 @@ def columns_to_workload(system: System, cols: dict[str, np.ndarray], spec_string
     source = WorkloadSource(kind="synthetic", spec=spec_string, options={})
     return Workload(jobs, system.resources, source=source, report=report, queue_names=queue_names,
                     queue_ewt=queue_ewt)
+
+
+def class_run_times(rng: np.random.Generator, spec: Any, class_params: Sequence[tuple[float, float]]) -> np.ndarray:
+    """``spec.jobs`` run times: a short, medium or long class by ``spec``'s shares, then a
+    log-normal within the class (``class_params``: (mu, sigma) per class, bounds from
+    :func:`class_bounds` of ``spec.max_walltime``)."""
+    classes = [LogNormalClass(lo, hi, mu, sd) for (lo, hi), (mu, sd) in zip(class_bounds(spec.max_walltime), class_params)]
+    run, _ = draw_run_times(rng, spec.jobs, (spec.short_share, spec.medium_share, spec.long_share), classes)
+    return run
