@@ -199,7 +199,8 @@ class _Where:
     def error(self, fld: str, message: str) -> SweepSpecError:
         line = self.line(fld) if fld else None
         where = self.source + (f", line {line}" if line else "") + (f", {fld}" if fld else "")
-        return SweepSpecError(f"{where}: {message}")
+        # one line, whatever the file's values hold (a value quoted in a message may hold a newline)
+        return SweepSpecError(f"{where}: {message}".replace("\r", "\\r").replace("\n", "\\n"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -422,7 +423,7 @@ def _aucsched_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | No
     for n in names:
         _expect(w, f"{fld}.workload", n, (str,), "a string I-V or a list of them")
         if n.upper() not in WORKLOAD_MIXES:
-            raise w.error(f"{fld}.workload", f"must be one of {', '.join(WORKLOAD_MIXES)} (Table 4), got '{n}'")
+            raise w.error(f"{fld}.workload", f"must be one of {', '.join(WORKLOAD_MIXES)} (Table 4), got {n!r}")
     for v in versions:
         if isinstance(v, bool) or not isinstance(v, int) or v not in CONTIGUOUS_FRACTION:
             raise w.error(f"{fld}.version", f"must be 1, 2 or 3 (0/50/100 % contiguous) or a list of them, got {v!r}")

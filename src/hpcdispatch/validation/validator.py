@@ -147,7 +147,10 @@ def validate_tables(
     bookings: pd.DataFrame | None = None,
     time_tolerance: float = 0.0,
 ) -> ValidationReport:
-    """Validate a schedule given as tables (see the module docstring for the rules).
+    """Validate a schedule given as tables (see the module docstring for the rules). The
+    tables hold their columns' kinds of value, as a result's frames and
+    :func:`~hpcdispatch.results.store.read_run` give them (the run reader checks them: ids and
+    counts integers, times numbers); integer columns holding NaN or 2.5 are reported per job.
 
     ``bookings``: the dispatcher's advance reservations, one row per booking and node
     (``job_id, made, start, end, released, node``: ``bookings.parquet``), or ``None`` when it
@@ -163,8 +166,6 @@ def validate_tables(
     report = ValidationReport(jobs=len(workload), allocation_rows=len(allocations))
     resources = list(system.resources)
     cap = system.capacity
-    if not _columns_have_their_types(report, system, workload, jobs, allocations):
-        return report  # the checks below read these columns as numbers and ids
 
     # ---- the set of jobs ------------------------------------------------------------------
     # Columns are read through positions of the common job ids (sorted) in each table; when a
@@ -567,51 +568,6 @@ def _check_bookings(report: ValidationReport, bookings: pd.DataFrame, ids: np.nd
                                      f"(held until {last_to:.15g})")
         if n != last_node or r > last_to:
             last_node, last_to, last_job = n, r, j
-
-
-#: table -> (integer columns, number columns: NaN allowed where a job may lack the value)
-_COLUMN_KINDS = {
-    "workload": (("job_id", "units"), ("submit", "run_time", "wall_time")),
-    "jobs": (("job_id",), ("start", "end")),
-    "allocations": (("job_id", "segment", "node", "units"), ("from", "to")),
-}
-
-
-def _columns_have_their_types(report: ValidationReport, system: System, workload: pd.DataFrame,
-                              jobs: pd.DataFrame, allocations: pd.DataFrame) -> bool:
-    """Each column the checks read holds numbers (job ids: integers), never text or true/false,
-    and the jobs table has a status; each offending column is a violation naming the table,
-    column and first rows. False when any is found (the checks below could not read them)."""
-    tables = {"workload": workload, "jobs": jobs, "allocations": allocations}
-    ok = True
-    for table, (ints, numbers) in _COLUMN_KINDS.items():
-        frame = tables[table]
-        extra_ints = tuple(r for r in system.resources if table == "allocations" and r in frame.columns)
-        for name in ints + extra_ints + numbers:
-            if name not in frame.columns:
-                report.add(-np.inf, "table", f"the {table} table has no column '{name}'")
-                ok = False
-                continue
-            column = frame[name]
-            if pd.api.types.is_bool_dtype(column.dtype):
-                bad = np.ones(len(column), bool)
-            else:
-                values = pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
-                given = column.notna().to_numpy()
-                bad = given & np.isnan(values)  # text, not a number
-                if name == "job_id":  # (other integer columns: rows with NaN or 2.5 are reported per job below)
-                    bad |= ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > 2.0**62)
-            if bad.any():
-                rows = np.flatnonzero(bad)
-                shown = ", ".join(f"row {r} ({column.iloc[r]!r})" for r in rows[:3])
-                kind = "integers" if name in ints + extra_ints else "numbers"
-                report.add(-np.inf, "table", f"the {table} table's column '{name}' must hold {kind}: "
-                                             f"{shown}{' ...' if len(rows) > 3 else ''} ({len(rows)} in all)")
-                ok = False
-    if "status" not in jobs.columns:
-        report.add(-np.inf, "table", "the jobs table has no column 'status'")
-        ok = False
-    return ok
 
 
 def _int_column(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
