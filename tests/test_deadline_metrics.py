@@ -126,3 +126,18 @@ def test_per_type_cancellations_waiting_and_running_by_hand():
     assert (s["type3_cancelled_waiting"], s["type3_cancelled_running"], s["type3_success_rate"]) == (1, 0, 0.0)
     assert (s["type1_on_time"], s["type1_cancel_rate"], s["type1_success_rate"]) == (1, 0.0, 1.0)
     assert s["cancel_rate"] == pytest.approx(2 / 3)
+
+
+def test_line0_passed_counts_shape_rejections_by_hand():
+    # hilbert: A takes curve positions 0-62, B 63 (until 100), C 64, E 65 (until 100), F 66-127.
+    # D (2 nodes, R = 100, deadline 1000): at t = 1 nothing is free (count fails); at the
+    # boundary t = 100 positions 63 and 65 are free (count passes) but not consecutive (shape
+    # fails); the next boundary, 5000, is past the deadline: rejected at the shape stage
+    jobs = [djob(1, 0, 5000, 252, 9000), djob(2, 0, 100, 4, 9000), djob(3, 0, 5000, 4, 9000),
+            djob(4, 0, 100, 4, 9000), djob(5, 0, 5000, 248, 9000), djob(6, 1, 100, 8, 1000)]
+    r = run(jobs, "hilbert")
+    assert r.reject_reason[5].startswith("shape")
+    s = summarize(r)
+    assert (s["accepted"], s["reject_reasons"], s["line0_passed"]) == (5, {"shape": 1}, 6)
+    s = summarize(run(jobs, "count-only"))  # any two free nodes will do: positions 63 and 65 at t = 100
+    assert (s["accepted"], s["line0_passed"]) == (6, 6)

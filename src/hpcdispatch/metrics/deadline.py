@@ -7,6 +7,11 @@ workload with deadlines:
   (completed, ending by the deadline);
 - ``acceptance_rate`` = accepted / submitted, ``cancel_rate`` = cancelled / accepted (the
   paper's "share of cancelled"), ``success_rate`` = on time / submitted;
+- ``line0_passed``: the jobs that passed the count stage (Figs 6/8 line 0: ``k`` nodes free over
+  some window) in this run, i.e. accepted + rejected at the shape stage -- the paper's "number
+  of jobs that could be accepted after checking the number of nodes (line 0 in the static
+  procedures)" (sec. 5.1) read as a count inside a static strategy's run (for ``count-only``
+  it equals ``accepted``; see docs/RESULTS-DEADLINE.md, C1);
 - the same per behaviour type ``b`` (0-3, Table 1) for every type present in the workload,
   prefixed ``type{b}_``: ``type2_submitted``, ``type2_accepted``, ``type2_rejected``,
   ``type2_cancelled``, ``type2_cancelled_waiting``, ``type2_cancelled_running``,
@@ -151,6 +156,7 @@ def deadline_summary(result: SimulationResult) -> dict[str, Any]:
     out = _counts(status, on_time, cancel_kind, "")
     del out["rejected"]  # summarize() has it already (every run's rejection count)
     out["reject_reasons"] = dict(sorted(reasons.items()))
+    out["line0_passed"] = out["accepted"] + int(reasons.get("shape", 0))
     behaviour = np.array([-1 if j.app is None else j.app.behaviour for j in w.jobs], dtype=np.int64)
     for b in BEHAVIOUR_TYPES:
         sel = behaviour == b
