@@ -141,3 +141,48 @@ def test_line0_passed_counts_shape_rejections_by_hand():
     assert (s["accepted"], s["reject_reasons"], s["line0_passed"]) == (5, {"shape": 1}, 6)
     s = summarize(run(jobs, "count-only"))  # any two free nodes will do: positions 63 and 65 at t = 100
     assert (s["accepted"], s["line0_passed"]) == (6, 6)
+
+
+# ---- free_fragmentation_of against a direct computation, interval by interval ---------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _direct_fragmentation(rows, cols, torus, node, t_from, t_to):
+    grid = grid_of(rows, cols, torus)
+    times = sorted(set(t_from) | set(t_to))
+    num = den = 0.0
+    for a, b in zip(times, times[1:]):
+        busy = {v for v, f, t in zip(node, t_from, t_to) if f <= a and b <= t}
+        free = [v for v in range(rows * cols) if v not in busy]
+        if not free:
+            continue
+        largest, seen = 0, set()
+        for v in free:  # flood fill
+            if v in seen:
+                continue
+            comp, todo = {v}, [v]
+            while todo:
+                for m in grid.neighbours(todo.pop()).tolist():
+                    if m not in busy and m not in comp:
+                        comp.add(m)
+                        todo.append(m)
+            seen |= comp
+            largest = max(largest, len(comp))
+        num += (1 - largest / len(free)) * (b - a)
+        den += b - a
+    return num / den if den else float("nan")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 5), st.booleans(), st.data())
+def test_free_fragmentation_equals_a_direct_computation(rows, cols, torus, data):
+    n_rows = data.draw(st.integers(1, 8))
+    node = [data.draw(st.integers(0, rows * cols - 1)) for _ in range(n_rows)]
+    t_from = [data.draw(st.integers(0, 20)) for _ in range(n_rows)]
+    t_to = [f + data.draw(st.integers(1, 20)) for f in t_from]
+    got = free_fragmentation_of(grid_of(rows, cols, torus), np.array(node), np.array(t_from, float),
+                                np.array(t_to, float))
+    want = _direct_fragmentation(rows, cols, torus, node, t_from, t_to)
+    assert (np.isnan(got) and np.isnan(want)) or got == pytest.approx(want)
+    assert np.isnan(got) or 0.0 <= got < 1.0
