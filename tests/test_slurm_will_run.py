@@ -65,32 +65,31 @@ def test_ends_further_apart_than_the_window_are_separate_batches():
 
 
 def _will_run(bf_window_linear: int, ends: list[float], fits_after: int) -> float | None:
-    """The start the will-run test gives a 1-node job on a 1-node system whose running jobs end
+    """The start the will-run test gives a 1-node job on one 8-core node whose running jobs end
     at ``ends``, each holding one core, when the job fits once ``fits_after`` of them ended."""
     d = SlurmBackfill(will_run="slurm", bf_window_linear=bf_window_linear)
     d._core, d.cons_res_sets = 0, False
-    job = sjob(9, ntasks=4 - len(ends) + fits_after, nodes=1)
-    free = np.array([[4 - len(ends), 0]], dtype=np.int64)
+    job = sjob(9, ntasks=8 - len(ends) + fits_after, nodes=1)
+    free = np.array([[8 - len(ends), 0]], dtype=np.int64)
     running = [(e, np.array([0]), np.array([[1, 0]], dtype=np.int64)) for e in ends]
     found = d._will_run(job, np.array([1, 0], dtype=np.int64), free, np.ones(1, bool), running, 0.0)
     return None if found is None else found[0]
 
 
 @pytest.mark.parametrize("linear, fits_after, start", [
-    # ends 10, 35, 100, 200. First batch: 10 and 35 (<= 10 + 30). Then the window grows until
-    # it reaches the next end from the batch's first (Slurm's do-while): doubling 30 -> 60 ->
-    # 120 (100 <= 10 + 120); the second batch starts at 100 and takes 200 too (<= 100 + 120).
-    (0, 1, 35.0), (0, 2, 35.0), (0, 3, 200.0), (0, 4, 200.0),
-    # bf_window_linear=5: 30 -> 35 -> ... -> 90 (100 <= 10 + 90); 200 > 100 + 90: the second
-    # batch is 100 alone, the third 200
-    (5, 2, 35.0), (5, 3, 100.0), (5, 4, 200.0),
+    # ends 10, 35, 100, 150, 300; the window grows once per batch (Slurm 22.05, slurm.conf(5):
+    # "30, 60, 120, 240 seconds"). Doubling: {10, 35} (35 <= 10 + 30), window 60:
+    # {100, 150} (150 <= 100 + 60), window 120: {300}
+    (0, 1, 35.0), (0, 2, 35.0), (0, 3, 150.0), (0, 4, 150.0), (0, 5, 300.0),
+    # bf_window_linear=5: {10, 35}, window 35: {100} (150 > 135), window 40: {150}, then {300}
+    (5, 2, 35.0), (5, 3, 100.0), (5, 4, 150.0), (5, 5, 300.0),
 ])
 def test_will_run_batches_by_hand(linear, fits_after, start):
-    assert _will_run(linear, [10.0, 35.0, 100.0, 200.0], fits_after) == start
+    assert _will_run(linear, [10.0, 35.0, 100.0, 150.0, 300.0], fits_after) == start
 
 
 def test_will_run_finds_nothing_when_the_job_never_fits():
-    assert _will_run(0, [10.0, 35.0], 3) is None
+    assert _will_run(0, [10.0, 35.0], 3) is None  # 9 cores on an 8-core node
 
 
 def test_parameters_in_slurm_units_and_the_identity_of_older_runs():

@@ -29,8 +29,8 @@ What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it
   the nodes usable by a job are those no reservation holds during ``[start, start + time
   limit]``; its start is estimated by removing the running jobs in order of expected end, in
   batches -- the next job to end and every job ending within a window of it, 30 s at first,
-  the window then growing (doubling, or by ``bf_window_linear`` seconds) until it reaches
-  the next end -- and taking the end of the batch after which it fits; a start later than
+  the window growing after each batch (doubling, or by ``bf_window_linear`` seconds) -- and
+  taking the end of the batch after which it fits; a start later than
   the moment a reserved node becomes usable again is tried again from that moment; a start
   whose nodes overlap a reservation is tried again from that start. The estimate is often
   later than the earliest possible one (slurm.conf(5): "can result in the expected start time
@@ -533,9 +533,10 @@ class SlurmBackfill(Dispatcher):
         the ``usable`` nodes. Can it start now? Else the running jobs on usable nodes are
         removed in order of expected end, in batches: the next job to end plus every job
         ending within a time window of it (30 s at first; after every batch the window
-        doubles, or grows by ``bf_window_linear`` seconds, until it reaches the next job's
-        end); after each batch the selection is tried, and the start is the expected end of
-        the batch's last job. So a start is found later than the earliest possible one when
+        doubles, or grows by ``bf_window_linear`` seconds: 30, 60, 120, ... as slurm.conf(5)
+        of Slurm 22.05 says and its cons_common ``_will_run_test`` does -- later releases
+        changed the growth); after each batch the selection is tried, and the start is the
+        expected end of the batch's last job. So a start is found later than the earliest possible one when
         the job would fit between two ends of one batch -- Slurm's documented loss of
         precision (``slurm.conf(5)``, ``bf_window_linear``)."""
         free = np.array(free, dtype=np.int64)
@@ -564,10 +565,7 @@ class SlurmBackfill(Dispatcher):
                 removed += 1
             if last is None:
                 break
-            while True:  # Slurm's do { grow } while (next ends beyond first + window)
-                window = window + self.bf_window_linear if self.bf_window_linear else window * 2
-                if not (i < len(ends) and ends[i][0] > first + window):
-                    break
+            window = window + self.bf_window_linear if self.bf_window_linear else window * 2
             alloc = slurm_allocate(job, req, free, self.cons_res_sets, self._core)
             if alloc is not None:
                 return max(last, now), alloc
