@@ -180,7 +180,7 @@ def real_run(seed: int, accounting: bool = False) -> dict[str, object]:
                      "limit_min": r.time_limit_min, "nodes": sorted(node_index[n] for n in r.cores),
                      "cores": [r.cores[n] for n in sorted(r.cores, key=node_index.get)]})
     jobs.sort(key=lambda j: j["id"])
-    record = {"kind": "real", "seed": seed, "utc": stamp, "slurm_version": replay["slurm_version"],
+    record = {"kind": "real", "seed": seed, "utc": stamp, "t0_epoch": t0, "slurm_version": replay["slurm_version"],
               "scheduler_parameters": run["dispatcher"]["params"]["scheduler_parameters"],
               "accounting": accounting, "wall_s": round(elapsed, 1),
               "makespan": summary["makespan"], "wait_mean": summary["wait_mean"],
@@ -211,13 +211,14 @@ def read(name: str) -> list[dict]:
 MODELS = ("slurm", "exact")
 
 
-def dispatcher_spec(will_run: str = "slurm") -> str:
+def dispatcher_spec(will_run: str = "slurm", epoch: int = 0) -> str:
     """``slurm-bf`` with the emulated cluster's SchedulerParameters line, as it is, and the
-    start estimate ``will_run`` (``slurm``: Slurm's will-run batches; ``exact``: the earliest
-    boundary)."""
+    start estimate ``will_run`` (``slurm``: Slurm's will-run batches, aligned on the wall
+    clock: ``epoch`` = the Unix time of simulated time 0; ``exact``: the earliest boundary)."""
     from hpcdispatch.slurm.config import SCHEDULER_PARAMETERS
 
-    return f'slurm-bf:priority=basic,will_run={will_run},scheduler_parameters="{SCHEDULER_PARAMETERS}"'
+    return (f'slurm-bf:priority=basic,will_run={will_run},epoch={epoch},'
+            f'scheduler_parameters="{SCHEDULER_PARAMETERS}"')
 
 
 def nominal_workload(seed: int):
@@ -327,12 +328,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.cmd == "sim":
         (RESULTS / args.out).unlink(missing_ok=True)
         for model in MODELS:
-            spec = dispatcher_spec(model)
+            spec = dispatcher_spec(model)  # nominal: simulated time 0 at an arbitrary epoch (0)
             for seed in SEEDS:
                 m = simulate_jobs(nominal_workload(seed), spec)
                 append(args.out, {"kind": "nominal", "model": model, "seed": seed, "spec": spec,
                                   "makespan": m["makespan"], "wait_mean": m["wait_mean"]})
             for real in read("real.jsonl"):
+                spec = dispatcher_spec(model, real["t0_epoch"])  # time 0 = the replay's t0
                 m = simulate_jobs(as_submitted_workload(real["seed"], real), spec)
                 append(args.out, {"kind": "as-submitted", "model": model, "seed": real["seed"], "real_utc": real["utc"],
                                   "spec": spec, "makespan": m["makespan"], "wait_mean": m["wait_mean"],

@@ -25,19 +25,20 @@ What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it
   not kept between passes.
 - **Start estimate** (``will_run``): ``exact`` (default, the model before this option) takes
   for every examined job the earliest boundary of the plan at which it fits. ``slurm`` does
-  what sched/backfill and select/cons_tres do (``_attempt_backfill``, ``_will_run_test``):
-  the nodes usable by a job are those no reservation holds during ``[start, start + time
-  limit]``; its start is estimated by removing the running jobs in order of expected end, in
-  batches -- the next job to end and every job ending within a window of it, 30 s at first,
-  the window growing after each batch (doubling, or by ``bf_window_linear`` seconds) -- and
-  taking the end of the batch after which it fits; a start later than
-  the moment a reserved node becomes usable again is tried again from that moment; a start
-  whose nodes overlap a reservation is tried again from that start. The estimate is often
-  later than the earliest possible one (slurm.conf(5): "can result in the expected start time
-  of pending jobs being gradually deferred due to lack of precision"), so Slurm reserves later
-  and on other nodes, and backfills more (measured against a real Slurm 22.05:
-  docs/RESULTS-SLURM.md). Not the default yet: the published slurm-bf results (docs/RESULTS-AUCSCHED.md)
-  were made with ``exact``; a run's identity records the choice.
+  what sched/backfill and select/cons_tres of Slurm 22.05 do (``_attempt_backfill``,
+  ``_will_run_test``): the nodes usable by a job are those no reservation holds during
+  ``[start, start + time limit]``; its start is estimated by removing the running jobs in
+  order of expected end, in batches that are windows on the wall clock (:meth:`_will_run`:
+  aligned on multiples of 30 s, growing; ``epoch`` = the Unix time of simulated time 0, since
+  the alignment depends on it; ``bf_window_linear`` as in slurm.conf), taking the end of the
+  batch after which it fits; a start later than the moment a reserved node becomes usable
+  again is tried again from that moment; a start whose nodes overlap a reservation is tried
+  again from that start. The estimate is often later than the earliest possible one, so
+  Slurm reserves later and on other nodes, and backfills more. Checked against a real Slurm
+  22.05's backfill log (``DebugFlags=Backfill,BackfillMap``): given the running jobs and the
+  queue of that moment, the same reservations (docs/RESULTS-SLURM.md). Not the default yet:
+  the published slurm-bf results (docs/RESULTS-AUCSCHED.md) were made with ``exact``; a
+  run's identity records the choice.
 - **Time resolution** ``bf_resolution`` (seconds, default 60; ``0`` -- below Slurm's minimum
   of 1 -- keeps exact times): the plan's boundaries (expected ends
   of running jobs, ends of reservations) are rounded up to multiples of it.
@@ -295,13 +296,13 @@ class SlurmBackfill(Dispatcher):
     tags = Tags(rejects=True)  # jobs Slurm's node selection cannot place even on the empty machine
     TEXT_TAIL_KEYS = ("scheduler_parameters",)
     #: runs from before these parameters existed planned with exact earliest starts
-    ADDED_PARAMS = {"will_run": "exact", "bf_window_linear": 0}
+    ADDED_PARAMS = {"will_run": "exact", "bf_window_linear": 0, "epoch": 0.0}
 
     def __init__(self, bf_interval: int = 30, bf_window: int = 1440, bf_resolution: int = 60,
                  bf_max_job_test: int = 500, priority: str = "basic", weight_age: float = 1000.0,
                  weight_size: float = 1000.0, max_age: float = 604800.0, favor_small: bool = False,
                  cons_res_sets: bool = False, allocator: str = "slurm-linear", unmodelled: str = "",
-                 will_run: str = "exact", bf_window_linear: int = 0):
+                 will_run: str = "exact", bf_window_linear: int = 0, epoch: float = 0.0):
         self.bf_interval = bf_interval
         self.bf_window = bf_window
         self.bf_resolution = bf_resolution
@@ -316,6 +317,7 @@ class SlurmBackfill(Dispatcher):
         self.unmodelled = unmodelled
         self.will_run = will_run
         self.bf_window_linear = bf_window_linear
+        self.epoch = epoch
 
     @classmethod
     def expand_params(cls, params: dict[str, object]) -> dict[str, object]:
@@ -529,16 +531,18 @@ class SlurmBackfill(Dispatcher):
 
     def _will_run(self, job: Job, req: np.ndarray, free: np.ndarray, usable: np.ndarray,
                   running: list[tuple[float, np.ndarray, np.ndarray]], now: float) -> tuple[float, Allocation] | None:
-        """select/cons_tres's will-run test (``_will_run_test``): the job's start and nodes on
-        the ``usable`` nodes. Can it start now? Else the running jobs on usable nodes are
-        removed in order of expected end, in batches: the next job to end plus every job
-        ending within a time window of it (30 s at first; after every batch the window
-        doubles, or grows by ``bf_window_linear`` seconds: 30, 60, 120, ... as slurm.conf(5)
-        of Slurm 22.05 says and its cons_common ``_will_run_test`` does -- later releases
-        changed the growth); after each batch the selection is tried, and the start is the
-        expected end of the batch's last job. So a start is found later than the earliest possible one when
-        the job would fit between two ends of one batch -- Slurm's documented loss of
-        precision (``slurm.conf(5)``, ``bf_window_linear``)."""
+        """select/cons_tres's will-run test (Slurm 22.05's cons_common ``_will_run_test``):
+        the job's start and nodes on the ``usable`` nodes. Can it start now? Else the running
+        jobs holding a usable node are removed in order of expected end, in batches, and the
+        selection is tried after each batch; the start is the expected end of the batch's last
+        job. The batches: a boundary ``B`` is set once, at the first such job's end rounded up
+        to the next multiple of 30 s of the wall clock (``epoch`` + simulated time; Slurm:
+        "align all time windows on a time_window barrier"); a batch takes jobs while the next
+        one ends no later than ``B + window``; after each batch the window (30 s at first)
+        doubles, or grows by ``bf_window_linear`` seconds, until the next end is within ``B +
+        window``. So the estimate is often later than the earliest possible start, and on
+        other nodes (slurm.conf(5), ``bf_window_linear``: "can result in the expected start
+        time of pending jobs being gradually being deferred due to lack of precision")."""
         free = np.array(free, dtype=np.int64)
         free[~usable] = 0
         alloc = slurm_allocate(job, req, free, self.cons_res_sets, self._core)
@@ -546,29 +550,38 @@ class SlurmBackfill(Dispatcher):
             return now, alloc
         ends = sorted(running, key=lambda r: r[0])
         window = WILL_RUN_FIRST_WINDOW
+        boundary = None
         i = 0
         while i < len(ends):
-            first = last = None
+            last = None
             removed = 0
+            test = True
             while i < len(ends):
                 end, nodes, amounts = ends[i]
                 i += 1
                 here = usable[nodes]
                 if not here.any():
                     continue  # the job holds no usable node
-                if first is None:
-                    first = end
+                if boundary is None:
+                    boundary = end + (window - (end + self.epoch) % window)
                 last = end
                 free[nodes[here]] += amounts[here]
-                if i >= len(ends) or ends[i][0] > first + window or removed > WILL_RUN_MAX_BATCH:
+                if i >= len(ends) or ends[i][0] > boundary + window:
                     break
                 removed += 1
+                if removed > WILL_RUN_MAX_BATCH:
+                    test = False  # Slurm: goto timer_check, no test for this batch
+                    break
             if last is None:
                 break
-            window = window + self.bf_window_linear if self.bf_window_linear else window * 2
-            alloc = slurm_allocate(job, req, free, self.cons_res_sets, self._core)
-            if alloc is not None:
-                return max(last, now), alloc
+            if test:
+                while True:  # do { grow } while (the next job ends after boundary + window)
+                    window = window + self.bf_window_linear if self.bf_window_linear else window * 2
+                    if not (i < len(ends) and ends[i][0] > boundary + window):
+                        break
+                alloc = slurm_allocate(job, req, free, self.cons_res_sets, self._core)
+                if alloc is not None:
+                    return max(last, now), alloc
         return None
 
 
