@@ -271,6 +271,135 @@ def simulate_jobs(workload, spec: str | None = None) -> dict[str, object]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Slurm's own backfill plan (DebugFlags=Backfill) against the model's, from the same state
+# ---------------------------------------------------------------------------------------------
+
+LOG_DIR = Path("/tmp/hpcdispatch-slurm-fid-backfill-log")
+
+
+def capture_backfill_log(seed: int) -> Path:
+    """One replay with ``DebugFlags=Backfill,BackfillMap`` (slurm.conf edited after ``slurm
+    up``, ``scontrol reconfigure``); slurmctld's log and the jobs' records are kept in
+    :data:`LOG_DIR` (several MB: not committed)."""
+    import shutil
+
+    from hpcdispatch.slurm.cluster import down, up
+    from hpcdispatch.slurm.replay import replay
+    from hpcdispatch.workload.loader import load_workload
+
+    state = Path(f"/tmp/hpcdispatch-slurm-fid-debug-{os.getpid()}")
+    out = LOG_DIR / "run"
+    shutil.rmtree(LOG_DIR, ignore_errors=True)
+    LOG_DIR.mkdir(parents=True)
+    try:
+        info = up(system(), state)
+        conf = state / "etc" / "slurm.conf"
+        conf.write_text(conf.read_text() + "DebugFlags=Backfill,BackfillMap\n")
+        subprocess.run([info.binaries["scontrol"], "reconfigure"], env=info.env(), check=True, timeout=60)
+        time.sleep(2)
+        wl = load_workload(str(workload_path(seed)), info.load_system())
+        _, record = replay(info, wl, 1.0, out)
+        recs = slurm_records(state)
+        (LOG_DIR / "records.json").write_text(json.dumps({
+            "seed": seed, "t0": record["t0_epoch"], "ids": record["slurm_job_ids"],
+            "jobs": [r.__dict__ for r in recs]}))
+        shutil.copy(state / "log" / "slurmctld.log", LOG_DIR / "slurmctld.log")
+    finally:
+        down(state)
+    return LOG_DIR
+
+
+def _slurm_plans(log: Path, t0: int, slurm_to_job: dict[int, int]) -> dict[int, dict[int, tuple]]:
+    """Per backfill pass (seconds after t0, the first pass of that second): job -> ("START",
+    nodes) or (planned start, nodes), from ``_dump_job_sched`` / ``_start_job`` lines."""
+    import re
+    from datetime import datetime
+
+    from hpcdispatch.slurm.records import expand_hostlist
+
+    def rel(stamp: str) -> int:
+        return int(datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S").timestamp()) - t0
+
+    plans: dict[int, dict[int, tuple]] = {}
+    current = None
+    for line in log.read_text(errors="replace").splitlines():
+        m = re.match(r"\[(\S+?)\.\d+\] (.*)", line)
+        if not m:
+            continue
+        t, msg = rel(m.group(1)), m.group(2)
+        if "_attempt_backfill: beginning" in msg:
+            current = plans.setdefault(t, {}) if t not in plans else None
+        elif current is not None and (mm := re.search(r"JobId=(\d+) to start at (\S+), end at \S+ on nodes (\S+)", msg)):
+            nodes = sorted(int(n[1:]) for n in expand_hostlist(mm.group(3)))
+            current[slurm_to_job[int(mm.group(1))]] = (rel(mm.group(2)), nodes)
+        elif current is not None and (mm := re.search(r"Started JobId=(\d+) in \S+ on (\S+)", msg)):
+            nodes = sorted(int(n[1:]) for n in expand_hostlist(mm.group(2)))
+            current[slurm_to_job[int(mm.group(1))]] = ("START", nodes)
+        elif "_attempt_backfill: completed" in msg:
+            current = None
+    return plans
+
+
+def check_backfill_log(times: list[int]) -> dict[str, object]:
+    """The model's backfill pass on the state of the logged replay at each time in ``times``
+    (running jobs with their nodes and time limits, the queue, from Slurm's records) against
+    the plan Slurm logged in its first pass of that second: per job, the same (start, nodes)?"""
+    from types import SimpleNamespace as NS
+
+    from hpcdispatch.dispatchers.slurm_bf import SlurmBackfill
+    from hpcdispatch.system.allocation import Allocation, held_amounts
+
+    recs = json.loads((LOG_DIR / "records.json").read_text())
+    t0 = int(recs["t0"])
+    job_of = {int(v): int(k) for k, v in recs["ids"].items()}
+    by_job = {job_of[r["job_id"]]: r for r in recs["jobs"]}
+    sysm = system()
+    wl = nominal_workload(int(recs["seed"]))
+    jobs = {int(j.id): j for j in wl.jobs}
+    plans = _slurm_plans(LOG_DIR / "slurmctld.log", t0, job_of)
+    same = total = 0
+    differ = []
+    for now in times:
+        free = sysm.capacity.astype(np.int64).copy()
+        running, queue = {}, []
+        for jid, r in by_job.items():
+            j = jobs[jid]
+            submit, start, end = r["submit"] - t0, r["start"] - t0, r["end"] - t0
+            if start < now <= end:  # a job stamped ending at `now` ends after the pass (measured)
+                nodes = np.array(sorted(int(n[1:]) for n in r["cores"]))
+                units = np.array([r["cores"][f"n{n:04d}"] // max(1, j.unit_request[0]) for n in nodes])
+                alloc = Allocation.trusted(nodes, units)
+                free[nodes] -= held_amounts(alloc, wl.unit_requests[j.index], j.per_node_request)
+                running[j.index] = NS(job=j, allocation=alloc, planned_end=start + 60 * r["time_limit_min"])
+            elif submit <= now <= start:
+                queue.append(j)
+        queue.sort(key=lambda j: j.index)
+        d = SlurmBackfill(will_run="slurm", bf_interval=1, bf_resolution=1, bf_max_job_test=1000, epoch=t0)
+        d.setup(sysm)
+        view = NS(now=float(now), requests=wl.unit_requests, running=running,
+                  expected_end=lambda rj, now=now: max(rj.planned_end, now + 1.0),
+                  planned_duration=lambda j: float(j.wall_time))
+        scratch = NS(free=free.copy(), starts=[])
+
+        def take(job, alloc, scratch=scratch):
+            scratch.free[alloc.nodes] -= held_amounts(alloc, wl.unit_requests[job.index], job.per_node_request)
+            scratch.starts.append(NS(job=job, allocation=alloc))
+
+        scratch.take = take
+        d._backfill_slurm(view, scratch, queue)
+        model = {jid: (v[0] if v[0] == "START" else int(v[0]), v[1]) for jid, v in d.last_plan.items()}
+        real = plans.get(now, {})
+        for jid in sorted(set(model) | set(real)):
+            ok = model.get(jid) == real.get(jid)
+            same += ok
+            total += 1
+            if not ok:
+                differ.append({"t": now, "job": jid, "model": model.get(jid), "slurm": real.get(jid)})
+    return {"kind": "backfill-log-check", "will_run": "slurm", "times": times, "same": same, "total": total,
+            "differ": differ}
+
+
+# ---------------------------------------------------------------------------------------------
 # the accounting round trip
 # ---------------------------------------------------------------------------------------------
 
@@ -315,6 +444,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="sim.jsonl")
     p = sub.add_parser("table")
     p.add_argument("--file", default="sim.jsonl")
+    p = sub.add_parser("backfill-log")
+    p.add_argument("--seed", type=int, default=1)
+    p = sub.add_parser("backfill-check")
+    p.add_argument("--times", default="26,61,100,150,200")
     p = sub.add_parser("roundtrip")
     p.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
@@ -346,6 +479,15 @@ def main(argv: list[str] | None = None) -> int:
         record.pop("jobs")
         append("roundtrip.jsonl", {**check, "real": record})
         print(json.dumps(check, indent=1))
+    elif args.cmd == "backfill-log":
+        print(capture_backfill_log(args.seed))
+    elif args.cmd == "backfill-check":
+        (RESULTS / "backfill-check.jsonl").unlink(missing_ok=True)
+        check = check_backfill_log([int(t) for t in args.times.split(",")])
+        append("backfill-check.jsonl", check)
+        print(f"{check['same']}/{check['total']} jobs planned with Slurm's start and nodes")
+        for d in check["differ"]:
+            print(f"  t={d['t']} job {d['job']}: model {d['model']}, Slurm {d['slurm']}")
     elif args.cmd == "table":
         for model in MODELS:
             print(f"\n### slurm-bf, will_run={model}\n")

@@ -478,6 +478,7 @@ class SlurmBackfill(Dispatcher):
             running.append((now + max(view.planned_duration(s.job), 1.0), s.allocation.nodes,
                             held_amounts(s.allocation, requests[s.job.index], s.job.per_node_request)))
         reservations: list[tuple[float, float, np.ndarray]] = []  # (from, to, node mask)
+        plan: dict[int, tuple[object, list[int]]] = {}  # job id -> ("START" | start, nodes)
         window_end = now + self.bf_window * 60.0
         res = float(self.bf_resolution)
         tested = reserved = backfilled = 0
@@ -508,6 +509,7 @@ class SlurmBackfill(Dispatcher):
                 if start <= now:
                     scratch.take(job, alloc)
                     running.append((now + duration, alloc.nodes, held_amounts(alloc, req, job.per_node_request)))
+                    plan[int(job.id)] = ("START", alloc.nodes.tolist())
                     backfilled += 1
                     break
                 if later is not None and start > later:
@@ -525,8 +527,11 @@ class SlurmBackfill(Dispatcher):
                     start_res = start  # overlaps a reservation Slurm's select plugin does not know of
                     continue
                 reservations.append((t0, t1, mask))
+                plan[int(job.id)] = (start, alloc.nodes.tolist())
                 reserved += 1
                 break
+        #: the last pass's plan, for comparing it with Slurm's backfill log (not used to decide)
+        self.last_plan = plan
         return tested, reserved, backfilled
 
     def _will_run(self, job: Job, req: np.ndarray, free: np.ndarray, usable: np.ndarray,
