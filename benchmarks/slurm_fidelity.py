@@ -5,7 +5,7 @@ System: the first 16 nodes of the ``machine-s`` preset (16 nodes x 8 cores x 2 G
 order): ``slurm up --system machine-s --nodes 16`` emulates exactly that, and the simulation
 uses :func:`hpcdispatch.slurm.config.first_nodes` of the same preset.
 
-Workload (:func:`fidelity_workload`, seeded): 100 jobs, run times uniform 5..60 s (whole
+Workload (:func:`fidelity_rows`, seeded): 100 jobs, run times uniform 5..60 s (whole
 seconds), Poisson arrivals with a mean gap of 1.2 s (integer submit times, so the replay's
 rounding of submissions up to whole seconds changes nothing planned), and a request mix that
 gives Slurm's backfill work to do:
@@ -31,6 +31,8 @@ Sub-commands (all results are JSON lines under ``benchmarks/results/slurm/``)::
     python3 benchmarks/slurm_fidelity.py sim                 # slurm-bf on every real run's submissions
     python3 benchmarks/slurm_fidelity.py table               # the comparison, and whether the bar holds
     python3 benchmarks/slurm_fidelity.py roundtrip --seed 1  # the accounting round trip at 100 jobs
+    python3 benchmarks/slurm_fidelity.py backfill-log --seed 1   # a replay with DebugFlags=Backfill
+    python3 benchmarks/slurm_fidelity.py backfill-check      # Slurm's logged plans against slurm-bf's
 
 A real run records Slurm's own stamps of every job (``squeue --json -t all`` before the
 cluster is stopped): submit, start, end (whole epoch seconds relative to the replay's t0),
@@ -44,7 +46,9 @@ nodes and the time limit. ``sim`` then simulates two workloads per real run:
 
 Both use ``slurm-bf`` with the emulated cluster's ``SchedulerParameters`` line as it is
 (:data:`hpcdispatch.slurm.config.SCHEDULER_PARAMETERS`) and ``priority=basic`` (slurm.conf sets
-no ``PriorityType``: Slurm 22.05's default is ``priority/basic``).
+no ``PriorityType``: Slurm 22.05's default is ``priority/basic``), once with each start
+estimate (``will_run=slurm``, with ``epoch`` = the replay's t0, and ``will_run=exact``).
+Results and their reading: docs/RESULTS-SLURM.md.
 """
 
 from __future__ import annotations

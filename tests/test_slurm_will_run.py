@@ -118,3 +118,19 @@ def test_parameters_in_slurm_units_and_the_identity_of_older_runs():
     assert not make_dispatcher("slurm-bf:will_run=slurm").matches_identity(old)
     with pytest.raises(ConfigError, match="will_run must be one of slurm, exact, got 'fast'"):
         simulate(SYSTEM, Workload(JOBS, RES), "slurm-bf:will_run=fast")
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_properties import scenarios  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(max_jobs=15), st.sampled_from([
+    "slurm-bf:will_run=slurm", "slurm-bf:will_run=slurm,bf_interval=1,bf_resolution=1,epoch=17",
+    "slurm-bf:will_run=slurm,bf_resolution=0,bf_interval=7,bf_window_linear=20,bf_max_job_test=2"]))
+def test_random_workloads_give_valid_deterministic_schedules(scenario, name):
+    system, wl, kill = scenario
+    r = simulate(system, wl, name, walltime_kill=kill)  # the helper validates the schedule
+    assert not np.isnan(r.start).any()  # every job ran
+    assert np.array_equal(r.start, simulate(system, wl, name, walltime_kill=kill).start)
