@@ -118,6 +118,12 @@ def test_parameters_in_slurm_units_and_the_identity_of_older_runs():
     assert not make_dispatcher("slurm-bf:will_run=slurm").matches_identity(old)
     with pytest.raises(ConfigError, match="will_run must be one of slurm, exact, got 'fast'"):
         simulate(SYSTEM, Workload(JOBS, RES), "slurm-bf:will_run=fast")
+    with pytest.raises(ConfigError, match="bf_window_linear=-1 is outside Slurm's range 0-43200 s"):
+        simulate(SYSTEM, Workload(JOBS, RES), "slurm-bf:bf_window_linear=-1")
+    with pytest.raises(ConfigError, match="parameter 'epoch' must be float, got 'soon'"):
+        simulate(SYSTEM, Workload(JOBS, RES), "slurm-bf:epoch=soon")
+    with pytest.raises(ConfigError, match="epoch must be a number of seconds"):
+        simulate(SYSTEM, Workload(JOBS, RES), SlurmBackfill(epoch=float("nan")))
 
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

@@ -36,7 +36,8 @@ What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it
   again from that start. The estimate is often later than the earliest possible one, so
   Slurm reserves later and on other nodes, and backfills more. Checked against a real Slurm
   22.05's backfill log (``DebugFlags=Backfill,BackfillMap``): given the running jobs and the
-  queue of that moment, the same reservations (docs/RESULTS-SLURM.md). Not the default yet:
+  queue of a moment, 59 of 72 planned jobs get Slurm's start and nodes, 66 of 72 its start;
+  the rest differ in the node choice (docs/RESULTS-SLURM.md). Not the default yet:
   the published slurm-bf results (docs/RESULTS-AUCSCHED.md) were made with ``exact``; a
   run's identity records the choice.
 - **Time resolution** ``bf_resolution`` (seconds, default 60; ``0`` -- below Slurm's minimum
@@ -227,8 +228,8 @@ MODELLED_SCHEDULER_PARAMETERS = {
     "bf_max_job_test": (1, 1_000_000),
     "bf_window_linear": (0, 43200),
 }
-#: the will-run test's first time window (s): Slurm's select plugin removes the running jobs
-#: that end within it of the first one together (``slurm.conf(5)``, ``bf_window_linear``)
+#: the will-run test's first time window (s); its batches of running jobs are aligned on
+#: multiples of it on the wall clock (``slurm.conf(5)``, ``bf_window_linear``)
 WILL_RUN_FIRST_WINDOW = 30.0
 #: Slurm's cap on the running jobs removed in one step of the will-run test
 WILL_RUN_MAX_BATCH = 200
@@ -352,6 +353,9 @@ class SlurmBackfill(Dispatcher):
                 unit = {"bf_interval": " s", "bf_window": " min", "bf_resolution": " s",
                         "bf_window_linear": " s"}.get(name, "")
                 raise ConfigError(f"slurm-bf: {name}={value!r} is outside Slurm's range {lo}-{hi}{unit}")
+        if isinstance(self.epoch, bool) or not isinstance(self.epoch, (int, float)) or not math.isfinite(self.epoch):
+            raise ConfigError(f"slurm-bf: epoch must be a number of seconds (the Unix time of simulated time 0), "
+                              f"got {self.epoch!r}")
         if self.will_run not in WILL_RUN_MODES:
             raise ConfigError(f"slurm-bf: will_run must be one of {', '.join(WILL_RUN_MODES)}, got {self.will_run!r}")
         self._prio = SlurmPriority(self.priority, system, weight_age=self.weight_age, weight_size=self.weight_size,
