@@ -385,7 +385,8 @@ def test_slurm_bf_parameters_and_reservations_for_every_tested_job():
     assert d.get_params() == {"bf_interval": 30, "bf_window": 1440, "bf_resolution": 60,
                               "bf_max_job_test": 500, "priority": "basic", "weight_age": 1000.0,
                               "weight_size": 1000.0, "max_age": 604800.0, "favor_small": False,
-                              "cons_res_sets": False, "allocator": "slurm-linear", "unmodelled": ""}
+                              "cons_res_sets": False, "allocator": "slurm-linear", "unmodelled": "",
+                              "will_run": "exact", "bf_window_linear": 0, "epoch": 0.0}
     system = system_of([(4, {"core": 4, "gpu": 0})], RES)
     jobs = [
         sjob(1, run=600, nodes=3, ntasks_per_node=4),  # 0-600 on nodes 0-2

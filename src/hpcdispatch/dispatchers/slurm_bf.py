@@ -23,6 +23,23 @@ What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it
   not only the first, gets a reservation -- Slurm's backfill is conservative within its
   window and its queue depth -- but the plan is rebuilt from scratch at every pass and is
   not kept between passes.
+- **Start estimate** (``will_run``): ``exact`` (default, the model before this option) takes
+  for every examined job the earliest boundary of the plan at which it fits. ``slurm`` does
+  what sched/backfill and select/cons_tres of Slurm 22.05 do (``_attempt_backfill``,
+  ``_will_run_test``): the nodes usable by a job are those no reservation holds during
+  ``[start, start + time limit]``; its start is estimated by removing the running jobs in
+  order of expected end, in batches that are windows on the wall clock (:meth:`_will_run`:
+  aligned on multiples of 30 s, growing; ``epoch`` = the Unix time of simulated time 0, since
+  the alignment depends on it; ``bf_window_linear`` as in slurm.conf), taking the end of the
+  batch after which it fits; a start later than the moment a reserved node becomes usable
+  again is tried again from that moment; a start whose nodes overlap a reservation is tried
+  again from that start. The estimate is often later than the earliest possible one, so
+  Slurm reserves later and on other nodes, and backfills more. Checked against a real Slurm
+  22.05's backfill log (``DebugFlags=Backfill,BackfillMap``): given the running jobs and the
+  queue of a moment, 59 of 72 planned jobs get Slurm's start and nodes, 66 of 72 its start;
+  the rest differ in the node choice (docs/RESULTS-SLURM.md). Not the default yet:
+  the published slurm-bf results (docs/RESULTS-AUCSCHED.md) were made with ``exact``; a
+  run's identity records the choice.
 - **Time resolution** ``bf_resolution`` (seconds, default 60; ``0`` -- below Slurm's minimum
   of 1 -- keeps exact times): the plan's boundaries (expected ends
   of running jobs, ends of reservations) are rounded up to multiples of it.
@@ -38,7 +55,8 @@ What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it
 
 **Parameters in Slurm's units and names** (``slurm.conf(5)``, ``SchedulerParameters``):
 ``bf_interval`` (s, 1-10800), ``bf_window`` (min, 1-43200), ``bf_resolution`` (s, 0-3600),
-``bf_max_job_test`` (1-1,000,000); a value out of Slurm's range is a one-line error naming it.
+``bf_max_job_test`` (1-1,000,000), ``bf_window_linear`` (s, 0-43200; 0 = doubling windows; only
+read by ``will_run=slurm``); a value out of Slurm's range is a one-line error naming it.
 A ``SchedulerParameters=`` line copied from slurm.conf is accepted as it is, as the
 parameter ``scheduler_parameters`` (quote it in a list of dispatchers, where commas
 separate dispatchers)::
@@ -208,7 +226,14 @@ MODELLED_SCHEDULER_PARAMETERS = {
     "bf_window": (1, 43200),
     "bf_resolution": (0, 3600),
     "bf_max_job_test": (1, 1_000_000),
+    "bf_window_linear": (0, 43200),
 }
+#: the will-run test's first time window (s); its batches of running jobs are aligned on
+#: multiples of it on the wall clock (``slurm.conf(5)``, ``bf_window_linear``)
+WILL_RUN_FIRST_WINDOW = 30.0
+#: Slurm's cap on the running jobs removed in one step of the will-run test
+WILL_RUN_MAX_BATCH = 200
+WILL_RUN_MODES = ("slurm", "exact")
 #: real Slurm SchedulerParameters (slurm.conf(5)) this model does not have: accepted, ignored,
 #: recorded in ``unmodelled``
 UNMODELLED_SCHEDULER_PARAMETERS = frozenset("""
@@ -226,7 +251,7 @@ UNMODELLED_SCHEDULER_PARAMETERS = frozenset("""
     reduce_completing_frag requeue_setup_env_fail salloc_wait_nodes sbatch_wait_nodes
     sched_interval sched_max_job_start sched_min_interval spec_cores_first step_retry_count
     step_retry_time time_min_as_soft_limit whole_hetjob kill_invalid_depend max_depend_depth
-    max_rpc_cnt bf_allow_magnetic_slot bf_topopt_enable bf_topopt_iterations
+    bf_allow_magnetic_slot bf_topopt_enable bf_topopt_iterations
 """.split())
 
 
@@ -271,11 +296,14 @@ class SlurmBackfill(Dispatcher):
     name = "slurm-bf"
     tags = Tags(rejects=True)  # jobs Slurm's node selection cannot place even on the empty machine
     TEXT_TAIL_KEYS = ("scheduler_parameters",)
+    #: runs from before these parameters existed planned with exact earliest starts
+    ADDED_PARAMS = {"will_run": "exact", "bf_window_linear": 0, "epoch": 0.0}
 
     def __init__(self, bf_interval: int = 30, bf_window: int = 1440, bf_resolution: int = 60,
                  bf_max_job_test: int = 500, priority: str = "basic", weight_age: float = 1000.0,
                  weight_size: float = 1000.0, max_age: float = 604800.0, favor_small: bool = False,
-                 cons_res_sets: bool = False, allocator: str = "slurm-linear", unmodelled: str = ""):
+                 cons_res_sets: bool = False, allocator: str = "slurm-linear", unmodelled: str = "",
+                 will_run: str = "exact", bf_window_linear: int = 0, epoch: float = 0.0):
         self.bf_interval = bf_interval
         self.bf_window = bf_window
         self.bf_resolution = bf_resolution
@@ -288,6 +316,9 @@ class SlurmBackfill(Dispatcher):
         self.cons_res_sets = cons_res_sets
         self.allocator = allocator
         self.unmodelled = unmodelled
+        self.will_run = will_run
+        self.bf_window_linear = bf_window_linear
+        self.epoch = epoch
 
     @classmethod
     def expand_params(cls, params: dict[str, object]) -> dict[str, object]:
@@ -319,8 +350,14 @@ class SlurmBackfill(Dispatcher):
         for name, (lo, hi) in MODELLED_SCHEDULER_PARAMETERS.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-                unit = {"bf_interval": " s", "bf_window": " min", "bf_resolution": " s"}.get(name, "")
+                unit = {"bf_interval": " s", "bf_window": " min", "bf_resolution": " s",
+                        "bf_window_linear": " s"}.get(name, "")
                 raise ConfigError(f"slurm-bf: {name}={value!r} is outside Slurm's range {lo}-{hi}{unit}")
+        if isinstance(self.epoch, bool) or not isinstance(self.epoch, (int, float)) or not math.isfinite(self.epoch):
+            raise ConfigError(f"slurm-bf: epoch must be a number of seconds (the Unix time of simulated time 0), "
+                              f"got {self.epoch!r}")
+        if self.will_run not in WILL_RUN_MODES:
+            raise ConfigError(f"slurm-bf: will_run must be one of {', '.join(WILL_RUN_MODES)}, got {self.will_run!r}")
         self._prio = SlurmPriority(self.priority, system, weight_age=self.weight_age, weight_size=self.weight_size,
                                    max_age=self.max_age, favor_small=self.favor_small)
         self._core = system.resources.index("core") if "core" in system.resources else 0
@@ -353,7 +390,8 @@ class SlurmBackfill(Dispatcher):
         info: dict[str, object] = {"main": main_started}
         if now >= self._next_bf and len(view.queue) > main_started:
             self.passes += 1
-            tested, reserved, backfilled = self._backfill(view, scratch, queue)
+            backfill = self._backfill_slurm if self.will_run == "slurm" else self._backfill
+            tested, reserved, backfilled = backfill(view, scratch, queue)
             info.update(backfill_pass=self.passes, tested=tested, reserved=reserved, backfilled=backfilled)
             self._next_bf = (math.floor(now / self.bf_interval) + 1) * self.bf_interval
         # the next backfill pass (Slurm's backfill thread wakes up every bf_interval)
@@ -410,3 +448,170 @@ class SlurmBackfill(Dispatcher):
                 plan.reserve(times[k], times[k] + duration, alloc.nodes)
                 reserved += 1
         return tested, reserved, backfilled
+
+    # ------------------------------------------------------------------------------------
+    # will_run="slurm": the backfill pass as sched/backfill and select/cons_tres run it
+    # ------------------------------------------------------------------------------------
+    def _backfill_slurm(self, view: DispatchView, scratch: Scratch, queue) -> tuple[int, int, int]:
+        """The backfill pass with Slurm's own start-time estimate (``will_run="slurm"``).
+
+        For each pending job in priority order (Slurm's ``_attempt_backfill``):
+
+        1. ``start_res`` = now; the usable nodes are those no reservation holds at any time in
+           ``[start_res, start_res + time limit]`` (a reservation starting exactly at the end
+           counts, as Slurm's ``begin_time <= end_time``);
+        2. the will-run test (:meth:`_will_run`) on the usable nodes gives a start time and
+           the selected nodes;
+        3. no start found, or a start later than ``later_start`` -- the first later moment
+           at which a reserved node becomes usable again -- : try again from ``later_start``;
+        4. a start now: the job starts; otherwise, if the selected nodes overlap a reservation
+           during the job's run, try again from that start; if the start lies beyond
+           ``bf_window``: no reservation; else the selected nodes are reserved from the start
+           (rounded down to ``bf_resolution``) for the time limit.
+        """
+        now = view.now
+        requests = view.requests
+        n_nodes = self._capacity.shape[0]
+        running: list[tuple[float, np.ndarray, np.ndarray]] = []
+        for rj in view.running.values():
+            running.append((view.expected_end(rj), rj.allocation.nodes,
+                            held_amounts(rj.allocation, requests[rj.job.index], rj.job.per_node_request)))
+        started = set()
+        for s in scratch.starts:  # started by the main scheduler in this call
+            started.add(s.job.index)
+            running.append((now + max(view.planned_duration(s.job), 1.0), s.allocation.nodes,
+                            held_amounts(s.allocation, requests[s.job.index], s.job.per_node_request)))
+        reservations: list[tuple[float, float, np.ndarray]] = []  # (from, to, node mask)
+        plan: dict[int, tuple[object, list[int]]] = {}  # job id -> ("START" | start, nodes)
+        window_end = now + self.bf_window * 60.0
+        res = float(self.bf_resolution)
+        tested = reserved = backfilled = 0
+        for job in queue:
+            if job.index in started:
+                continue
+            if tested >= self.bf_max_job_test:
+                break
+            tested += 1
+            req = requests[job.index]
+            duration = max(view.planned_duration(job), 1.0)
+            start_res = now
+            while True:
+                end_time = start_res + duration
+                usable = np.ones(n_nodes, dtype=bool)
+                for r0, r1, mask in reservations:
+                    if r1 > start_res and r0 <= end_time:
+                        usable &= ~mask
+                later = _later_start(reservations, start_res, window_end)
+                found = self._will_run(job, req, np.asarray(scratch.free), usable, running, now)
+                if found is None:
+                    if later is not None:
+                        start_res = later
+                        continue
+                    break  # cannot run within the window: no reservation
+                start, alloc = found
+                start = max(start, start_res)
+                if start <= now:
+                    scratch.take(job, alloc)
+                    running.append((now + duration, alloc.nodes, held_amounts(alloc, req, job.per_node_request)))
+                    plan[int(job.id)] = ("START", alloc.nodes.tolist())
+                    backfilled += 1
+                    break
+                if later is not None and start > later:
+                    start_res = later
+                    continue
+                if start > window_end:
+                    break  # starts too far in the future to worry about
+                t0, t1 = (math.floor(start / res) * res, math.floor((start + duration) / res) * res) if res > 0 \
+                    else (start, start + duration)
+                mask = np.zeros(n_nodes, dtype=bool)
+                mask[alloc.nodes] = True
+                if any(r0 < t1 and r1 > t0 and (m & mask).any() for r0, r1, m in reservations):
+                    if start <= start_res:
+                        break  # no progress possible (cannot happen with whole-second times)
+                    start_res = start  # overlaps a reservation Slurm's select plugin does not know of
+                    continue
+                reservations.append((t0, t1, mask))
+                plan[int(job.id)] = (start, alloc.nodes.tolist())
+                reserved += 1
+                break
+        #: the last pass's plan, for comparing it with Slurm's backfill log (not used to decide)
+        self.last_plan = plan
+        return tested, reserved, backfilled
+
+    def _will_run(self, job: Job, req: np.ndarray, free: np.ndarray, usable: np.ndarray,
+                  running: list[tuple[float, np.ndarray, np.ndarray]], now: float) -> tuple[float, Allocation] | None:
+        """select/cons_tres's will-run test (Slurm 22.05's cons_common ``_will_run_test``):
+        the job's start and nodes on the ``usable`` nodes. Can it start now? Else the running
+        jobs holding a usable node are removed in order of expected end, in batches, and the
+        selection is tried after each batch; the start is the expected end of the batch's last
+        job. The batches: a boundary ``B`` is set once, at the first such job's end rounded up
+        to the next multiple of 30 s of the wall clock (``epoch`` + simulated time; Slurm:
+        "align all time windows on a time_window barrier"); a batch takes jobs while the next
+        one ends no later than ``B + window``; after each batch the window (30 s at first)
+        doubles, or grows by ``bf_window_linear`` seconds, until the next end is within ``B +
+        window``. So the estimate is often later than the earliest possible start, and on
+        other nodes (slurm.conf(5), ``bf_window_linear``: "can result in the expected start
+        time of pending jobs being gradually being deferred due to lack of precision")."""
+        free = np.array(free, dtype=np.int64)
+        free[~usable] = 0
+        alloc = slurm_allocate(job, req, free, self.cons_res_sets, self._core)
+        if alloc is not None:
+            return now, alloc
+        ends = sorted(running, key=lambda r: r[0])
+        window = WILL_RUN_FIRST_WINDOW
+        boundary = None
+        i = 0
+        while i < len(ends):
+            last = None
+            removed = 0
+            test = True
+            while i < len(ends):
+                end, nodes, amounts = ends[i]
+                i += 1
+                here = usable[nodes]
+                if not here.any():
+                    continue  # the job holds no usable node
+                if boundary is None:
+                    boundary = end + (window - (end + self.epoch) % window)
+                last = end
+                free[nodes[here]] += amounts[here]
+                if i >= len(ends) or ends[i][0] > boundary + window:
+                    break
+                removed += 1
+                if removed > WILL_RUN_MAX_BATCH:
+                    test = False  # Slurm: goto timer_check, no test for this batch
+                    break
+            if last is None:
+                break
+            if test:
+                while True:  # do { grow } while (the next job ends after boundary + window)
+                    window = window + self.bf_window_linear if self.bf_window_linear else window * 2
+                    if not (i < len(ends) and ends[i][0] > boundary + window):
+                        break
+                alloc = slurm_allocate(job, req, free, self.cons_res_sets, self._core)
+                if alloc is not None:
+                    return max(last, now), alloc
+        return None
+
+
+def _later_start(reservations: list[tuple[float, float, np.ndarray]], start_res: float, window_end: float) -> float | None:
+    """Slurm's ``later_start``: the first boundary of the reservation map after ``start_res``
+    (and before the window's end) at which a node that was reserved becomes usable."""
+    times = sorted({t for r0, r1, _ in reservations for t in (r0, r1) if start_res < t < window_end})
+    if not times:
+        return None
+
+    def held(t: float) -> np.ndarray:
+        mask = np.zeros_like(reservations[0][2])
+        for r0, r1, m in reservations:
+            if r0 <= t < r1:
+                mask |= m
+        return mask
+
+    before = held(start_res)
+    for t in times:
+        after = held(t)
+        if (before & ~after).any():
+            return t
+        before = after
+    return None
