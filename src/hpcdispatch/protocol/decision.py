@@ -20,13 +20,17 @@ class Start(NamedTuple):
 class Decision:
     """The outcome of one dispatcher call.
 
-    ``starts``: jobs to start now, applied in order. ``wakeup``: a time at which the
+    ``starts``: jobs to start now, applied in order. ``cancels``: running jobs to stop now,
+    each with a reason (a static deadline strategy cancels a job that outlived its booking
+    when the next booking on its nodes begins, design note A19), applied before the starts.
+    ``wakeup``: a time at which the
     dispatcher wants to be called again even if no event happens (e.g. a reservation that
     begins then, a solver that wants another round). ``info``: free-form per-decision record
     (model size, solver status ...) written to the decision log.
     """
 
     starts: list[Start] = field(default_factory=list)
+    cancels: list[tuple[Job, str]] = field(default_factory=list)
     wakeup: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -40,6 +44,17 @@ class Admission:
 
 
 ACCEPT = Admission(True, "")
+
+
+class ForkRequest(NamedTuple):
+    """A running deadline job forks a process and has no free core for it on its nodes
+    (:mod:`hpcdispatch.sim.execution`): it asks for one whole free node, the fork's parent
+    running on ``parent_node``. Passed to ``Dispatcher.on_resize`` of a dispatcher whose tags
+    say ``forks``; the answer is an allocation of exactly one whole free node, or ``None``
+    (the child then shares its parent's node)."""
+
+    parent_node: int
+    nodes: int = 1
 
 
 class RunningJob(NamedTuple):

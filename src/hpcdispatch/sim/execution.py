@@ -203,6 +203,13 @@ class ExecutionModel:
     cores: int
     params: AppModelParams = field(default_factory=AppModelParams)
     link_load: np.ndarray = field(init=False)
+    # what happened, for the run's summary
+    phases_run: int = field(default=0, init=False)
+    oversubscribed_phases: int = field(default=0, init=False)
+    shared_phases: int = field(default=0, init=False)  # Gamma > 1
+    gamma_sum: float = field(default=0.0, init=False)
+    forks_asked: int = field(default=0, init=False)
+    forks_granted: int = field(default=0, init=False)
     _programs: dict[int, AppProgram] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -347,11 +354,13 @@ class ExecutionModel:
                                 break
                 while rem and may_ask:
                     run.asked += 1
+                    self.forks_asked += 1
                     g = ask(nodes[u])
                     if g is None:
                         may_ask = False
                         break
                     run.granted += 1
+                    self.forks_granted += 1
                     granted.append(g)
                     pos[g] = len(nodes)
                     nodes.append(g)
@@ -422,7 +431,20 @@ class ExecutionModel:
                         self.link_load[links] += run.load
                 run.gamma = gamma
                 b = share * ratio * gamma
+        self.phases_run += 1
+        self.oversubscribed_phases += run.oversubscription > 1.0
+        self.shared_phases += run.gamma > 1.0
+        self.gamma_sum += run.gamma
         return float(prog.nominal[k]) * (combine(a, b, prog.sync, self.params.overlap) / float(prog.denom[k]))
+
+    def summary(self) -> dict:
+        """Counts over the run: phases, how many were time-shared or shared links, the mean
+        link sharing, forks asked and granted, and the parameters."""
+        n = max(1, self.phases_run)
+        return {"phases": self.phases_run, "oversubscribed_phases": self.oversubscribed_phases,
+                "shared_link_phases": self.shared_phases, "gamma_mean": self.gamma_sum / n,
+                "forks_asked": self.forks_asked, "forks_granted": self.forks_granted,
+                "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(self.params).items()}}
 
     def end_phase(self, run: AppRun) -> None:
         """The current phase is over: its traffic leaves the links."""
