@@ -59,6 +59,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -120,6 +121,7 @@ def combine(a: float, b: float, sync: bool, overlap: float) -> float:
     return max(a, b) + (1.0 - overlap) * min(a, b)
 
 
+@lru_cache(maxsize=4096)
 def _halo(p: int) -> tuple[np.ndarray, np.ndarray]:
     """A 2-D halo exchange of ``p`` ranks on a ``ceil(sqrt p) x ceil(p / that)`` rank grid."""
     rows = math.ceil(math.sqrt(p))
@@ -131,7 +133,9 @@ def _halo(p: int) -> tuple[np.ndarray, np.ndarray]:
     ok_d = down < p
     a = np.concatenate([r[ok_r], r[ok_d]])
     b = np.concatenate([right[ok_r], down[ok_d]])
-    return np.concatenate([a, b]), np.concatenate([b, a])
+    src, dst = np.concatenate([a, b]), np.concatenate([b, a])
+    src.flags.writeable = dst.flags.writeable = False  # shared by every job of that size (cached)
+    return src, dst
 
 
 def _random_peers(rng: np.random.Generator, senders: np.ndarray, pool: int, peers: int) -> tuple[np.ndarray, np.ndarray]:
@@ -184,9 +188,12 @@ class AppRun:
     base_node: np.ndarray  # (b,) node of every base rank
     phase: int = -1
     rank_node: np.ndarray | None = None  # (p_k,) node of every rank in the current phase
+    node_load: np.ndarray | None = None  # processes on each of ``nodes`` in the current phase
     links: np.ndarray | None = None  # link ids the current phase loads
     load: np.ndarray | None = None  # delta x F on those links
     # per-phase records for the metrics
+    # the last phase computed: (its messages, its placement, cost ratio, links, messages per link)
+    cache: tuple | None = None
     oversubscription: float = 1.0  # max processes per core in the current phase
     gamma: float = 1.0
     asked: int = 0
@@ -211,9 +218,23 @@ class ExecutionModel:
     forks_asked: int = field(default=0, init=False)
     forks_granted: int = field(default=0, init=False)
     _programs: dict[int, AppProgram] = field(default_factory=dict, init=False, repr=False)
+    _baselines: dict[int, np.ndarray] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.link_load = np.zeros(self.grid.n_links, dtype=np.float64)
+        # distances by table lookup up to 1,024 nodes (8 MB), computed above
+        self._dist = self.grid.distance_matrix if self.grid.n_nodes <= 1024 else None
+
+    def baseline_slots(self, m: int) -> np.ndarray:
+        """The baseline placement's cores (A9): node of every core of the Manhattan partition
+        of ``m`` nodes grown from node 0 of the empty machine, nodes ascending."""
+        slots = self._baselines.get(m)
+        if slots is None:
+            part = manhattan_partition(np.ones(self.grid.n_nodes, dtype=bool), self.grid, m)
+            if part is None:  # larger than the machine: the machine in node order
+                part = np.arange(self.grid.n_nodes, dtype=np.int64)
+            slots = self._baselines[m] = np.repeat(np.sort(part), self.cores)
+        return slots
 
     @classmethod
     def for_system(cls, system, params: AppModelParams | None = None) -> ExecutionModel:
@@ -224,10 +245,16 @@ class ExecutionModel:
             raise ConfigError(f"system '{system.name}': the execution model needs the same number of cores on every node")
         return cls(grid, int(cores[0]), params or AppModelParams())
 
-    def __getstate__(self) -> dict:  # programs are rebuilt from the jobs
+    def __getstate__(self) -> dict:  # programs and caches are rebuilt
         state = dict(vars(self))
         state["_programs"] = {}
+        state["_baselines"] = {}
+        state["_dist"] = None
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state)
+        self._dist = self.grid.distance_matrix if self.grid.n_nodes <= 1024 else None
 
     # ---- programs ----------------------------------------------------------------------------
     def program(self, job) -> AppProgram:
@@ -282,16 +309,18 @@ class ExecutionModel:
             if len(srcs[k]) and (behaviour != 0 or k in (0, k_phases - 1)):
                 share[k] = phi
         # the baseline placement: Manhattan partition from node 0 of the empty machine
-        m = -(-int(procs.max()) // self.cores)
-        part = manhattan_partition(np.ones(self.grid.n_nodes, dtype=bool), self.grid, m)
-        if part is None:  # larger than the machine: the machine in node order
-            part = np.arange(self.grid.n_nodes, dtype=np.int64)
-        slots = np.repeat(np.sort(part), self.cores)
+        slots = self.baseline_slots(-(-int(procs.max()) // self.cores))
         base_cost = np.zeros(k_phases)
+        last: tuple[int, float] = (-1, 0.0)
         for k in range(k_phases):
             if len(srcs[k]):
-                rank_node = slots[np.arange(int(procs[k])) % len(slots)]
+                if id(srcs[k]) == last[0]:  # the same messages (a halo of the same size)
+                    base_cost[k] = last[1]
+                    continue
+                rank_node = slots[: int(procs[k])] if int(procs[k]) <= len(slots) else \
+                    slots[np.arange(int(procs[k])) % len(slots)]
                 base_cost[k] = self._mean_cost(rank_node[srcs[k]], rank_node[dsts[k]])
+                last = (id(srcs[k]), float(base_cost[k]))
         sync = comm == "sync"
         denom = np.array([combine(1.0 - s, s, sync, prm.overlap) for s in share])
         return AppProgram(behaviour, sync, self.cores, procs, base, nominal, share, tuple(srcs), tuple(dsts),
@@ -299,8 +328,9 @@ class ExecutionModel:
 
     def _mean_cost(self, a: np.ndarray, b: np.ndarray) -> float:
         prm = self.params
-        d = self.grid.distance(a, b)
-        return float(np.where(a == b, prm.h_intra, prm.h_inj + d).mean())
+        d = self._dist[a, b] if self._dist is not None else self.grid.distance(a, b)
+        inter = int(np.count_nonzero(d))  # distance 0: the same node
+        return (prm.h_inj * inter + float(d.sum()) + prm.h_intra * (len(d) - inter)) / len(d)
 
     # ---- placement ------------------------------------------------------------------------------
     def start(self, job, nodes: list[int]) -> AppRun:
@@ -319,35 +349,39 @@ class ExecutionModel:
         b = prog.base
         q = int(prog.procs[k]) - b
         nodes = run.nodes
-        pos = {v: i for i, v in enumerate(nodes)}
-        base_pos = np.fromiter((pos[v] for v in run.base_node.tolist()), dtype=np.int64, count=b)
+        posmap = np.full(self.grid.n_nodes, -1, dtype=np.int64)
+        posmap[nodes] = np.arange(len(nodes))
+        base_pos = posmap[run.base_node]
         load = np.bincount(base_pos, minlength=len(nodes)).astype(np.int64)
         granted: list[int] = []
         if q > 0:
             parent_pos = base_pos[np.arange(q) % b]
             want = np.bincount(parent_pos, minlength=len(nodes))
+            here = np.minimum(want, np.maximum(0, c - load))  # free cores on the parent's node
+            load += here
+            rem_all = want - here
+            # overflow placements: (parent position, order, destination position, count)
+            over_u: list[int] = []
+            over_v: list[int] = []
+            over_c: list[int] = []
             remote = forks or prog.behaviour == 3
             may_ask = forks and ask is not None
-            dest: dict[int, list[tuple[int, int]]] = {}
-            for u in np.flatnonzero(want).tolist():
-                rem = int(want[u])
-                put: list[tuple[int, int]] = []
-                here = min(rem, max(0, c - int(load[u])))
-                if here:
-                    put.append((u, here))
-                    load[u] += here
-                    rem -= here
-                if rem and remote:
+            for u in np.flatnonzero(rem_all).tolist():
+                rem = int(rem_all[u])
+                if remote:
                     free = c - load
                     free[u] = 0
                     cand = np.flatnonzero(free > 0)
                     if len(cand):
                         node_arr = np.asarray(nodes, dtype=np.int64)
-                        d = self.grid.distance(node_arr[u], node_arr[cand])
+                        d = self._dist[node_arr[u], node_arr[cand]] if self._dist is not None else \
+                            self.grid.distance(node_arr[u], node_arr[cand])
                         cand = cand[np.lexsort((node_arr[cand], d))]
                         for v in cand.tolist():
                             take = min(rem, int(free[v]))
-                            put.append((v, take))
+                            over_u.append(u)
+                            over_v.append(v)
+                            over_c.append(take)
                             load[v] += take
                             rem -= take
                             if not rem:
@@ -362,44 +396,49 @@ class ExecutionModel:
                     run.granted += 1
                     self.forks_granted += 1
                     granted.append(g)
-                    pos[g] = len(nodes)
                     nodes.append(g)
                     load = np.append(load, 0)
                     v = len(nodes) - 1
                     take = min(rem, c)
-                    put.append((v, take))
+                    over_u.append(u)
+                    over_v.append(v)
+                    over_c.append(take)
                     load[v] += take
                     rem -= take
                 if rem:
-                    if forks or prog.behaviour == 2:
-                        put.append((u, rem))
+                    if forks or prog.behaviour == 2:  # time-share the parent's node
+                        over_u.append(u)
+                        over_v.append(u)
+                        over_c.append(rem)
                         load[u] += rem
-                    else:  # static type 3: the least-loaded nodes of the partition
+                    else:  # static type 3: the least-loaded nodes of the partition, one child at a time
                         for _ in range(rem):
                             v = int(np.argmin(load))
-                            put.append((v, 1))
+                            over_u.append(u)
+                            over_v.append(v)
+                            over_c.append(1)
                             load[v] += 1
-                dest[u] = put
-            # children in rank order, grouped by parent node: their destinations in turn
-            order = np.argsort(parent_pos, kind="stable")
+            # children in rank order, grouped by parent node, take their parent's destinations
+            # in turn: its own node first, then the overflow in the order placed
+            local = np.flatnonzero(here)
+            u_all = np.concatenate([local, np.asarray(over_u, dtype=np.int64)])
+            o_all = np.concatenate([np.zeros(len(local), np.int64), np.arange(1, len(over_u) + 1, dtype=np.int64)])
+            v_all = np.concatenate([local, np.asarray(over_v, dtype=np.int64)])
+            c_all = np.concatenate([here[local], np.asarray(over_c, dtype=np.int64)])
+            order = np.lexsort((o_all, u_all))
             child_pos = np.empty(q, dtype=np.int64)
-            seq = []
-            for u in sorted(dest):
-                for v, cnt in dest[u]:
-                    seq.append(np.full(cnt, v, dtype=np.int64))
-            child_pos[order] = np.concatenate(seq)
-            node_arr = np.asarray(nodes, dtype=np.int64)
-            run.rank_node = np.concatenate([run.base_node, node_arr[child_pos]])
+            child_pos[np.argsort(parent_pos, kind="stable")] = np.repeat(v_all[order], c_all[order])
+            run.rank_node = np.concatenate([run.base_node, np.asarray(nodes, dtype=np.int64)[child_pos]])
         else:
             run.rank_node = run.base_node
+        run.node_load = load
         run.oversubscription = float(-(-int(load.max()) // c)) if len(load) else 1.0
         return granted
 
     def idle_nodes(self, run: AppRun) -> list[int]:
         """The job's nodes with no process in the current phase (a forking dispatcher's job
         gives them back)."""
-        used = set(np.unique(run.rank_node).tolist())
-        return [v for v in run.nodes if v not in used]
+        return [run.nodes[i] for i in np.flatnonzero(run.node_load == 0).tolist()]
 
     # ---- durations -------------------------------------------------------------------------------
     def begin_phase(self, run: AppRun, k: int) -> float:
@@ -416,19 +455,26 @@ class ExecutionModel:
             if net == "none":
                 b = share
             else:
-                src = run.rank_node[prog.src[k]]
-                dst = run.rank_node[prog.dst[k]]
-                ratio = self._mean_cost(src, dst) / float(prog.base_cost[k])
+                cache = run.cache
+                if cache is not None and cache[0] is prog.src[k] and cache[1] is run.rank_node:
+                    ratio, links, count = cache[2:]  # the same messages on the same placement (types 0, 1)
+                else:
+                    src = run.rank_node[prog.src[k]]
+                    dst = run.rank_node[prog.dst[k]]
+                    ratio = self._mean_cost(src, dst) / float(prog.base_cost[k])
+                    links = count = None
+                    if net == "contention":
+                        inter = src != dst
+                        if inter.any():
+                            links, count = self._link_counts(src[inter], dst[inter])
+                    run.cache = (prog.src[k], run.rank_node, ratio, links, count)
                 gamma = 1.0
-                if net == "contention":
-                    inter = src != dst
-                    if inter.any():
-                        links, count = self._link_counts(src[inter], dst[inter])
-                        others = self.link_load[links]
-                        gamma = float(((count + others) / count).max())
-                        delta = share if prog.sync else 1.0
-                        run.links, run.load = links, delta * count
-                        self.link_load[links] += run.load
+                if links is not None:
+                    others = self.link_load[links]
+                    gamma = float(((count + others) / count).max())
+                    delta = share if prog.sync else 1.0
+                    run.links, run.load = links, delta * count
+                    self.link_load[links] += run.load
                 run.gamma = gamma
                 b = share * ratio * gamma
         self.phases_run += 1
