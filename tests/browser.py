@@ -36,6 +36,7 @@ PAGE_STATE = """JSON.stringify({
                  .map(r => [r.dataset.dispatcher, getComputedStyle(r.querySelector('span.swatch')).backgroundColor])),
   figure_data: Array.from(document.querySelectorAll('figure')).map(f => ({
                  legend: f.dataset.legend ? JSON.parse(f.dataset.legend) : null,
+                 panels: f.dataset.panels ? JSON.parse(f.dataset.panels) : null,
                  caption: f.querySelector('figcaption') ? f.querySelector('figcaption').textContent : '',
                  src: f.querySelector('img') ? f.querySelector('img').src : ''}))
 })"""

@@ -194,7 +194,9 @@ def _connected(nodes: list[int]) -> bool:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workload=deadline_workloads(), dispatcher=st.sampled_from(["count-only", "hilbert", "manhattan",
-                                                                   "hilbert:fit=best", "count-only:start=est"]))
+                                                                   "hilbert:fit=best", "count-only:start=est",
+                                                                   "manhattan:starts=all",
+                                                                   "manhattan:starts=median"]))
 def test_static_strategies_on_random_deadline_workloads(workload, dispatcher):
     result = Simulator(SMALL, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python")).run()
     report = validate_result(result)
@@ -213,7 +215,7 @@ def test_static_strategies_on_random_deadline_workloads(workload, dispatcher):
         if dispatcher.startswith("hilbert"):
             pos = sorted(positions[nodes].tolist())
             assert pos == list(range(pos[0], pos[0] + len(pos))), pos
-        if dispatcher == "manhattan":
+        if dispatcher.startswith("manhattan"):
             assert _connected(nodes), nodes
 
 

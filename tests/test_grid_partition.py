@@ -268,3 +268,46 @@ def test_leak_growth_properties(rows, cols, jump, data):
         assert len(nodes) == min(k, int(free.sum()))
     else:
         assert len(nodes) == min(k, len(comp)) and set(nodes) <= comp and connected(nodes, rows, cols, False)
+
+
+# ---- manhattan_partition(starts=...): the MM-like centred readings ---------------------------
+
+def test_manhattan_starts_all_and_median_by_hand():
+    # free: row 0 columns 0-7 (a corridor, the first component in node order) and the 2 x 2
+    # block rows 2-3 x columns 0-1 (nodes 32, 33, 48, 49); everything else busy. k = 4:
+    # first -> the corridor from node 0, [0, 1, 2, 3], pairwise sum 1+2+3+1+2+1 = 10;
+    # all -> the block from node 32: 33 (tie with 48: lowest id), then 48, 49: the square, sum 8;
+    # median -> corridor median node 3 (cols 3 and 4 tie: lowest id) grows to a line (10),
+    # block median node 32 grows the square (8): the square wins
+    free = np.zeros(128, dtype=bool)
+    free[0:8] = True
+    free[[32, 33, 48, 49]] = True
+    g = grid_of(8, 16)
+    first = manhattan_partition(free, g, 4)
+    assert first.tolist() == [0, 1, 2, 3]
+    assert manhattan_partition(free, g, 4, starts="all").tolist() == [32, 33, 48, 49]
+    assert manhattan_partition(free, g, 4, starts="median").tolist() == [32, 33, 48, 49]
+    # k = 5: only the corridor holds it; median starts at node 3, all finds the same sum as first
+    # from node 3: 2 (tie with 4), then 1 (1+2 = 3, tie with 4: 2+1), then 0 (6, tie with 4), then 4
+    assert manhattan_partition(free, g, 5, starts="median").tolist() == [3, 2, 1, 0, 4]
+    assert manhattan_partition(free, g, 5, starts="all").tolist() == [0, 1, 2, 3, 4]  # sum 20, ties: lowest start
+    assert manhattan_partition(free, g, 9, starts="all") is None
+    with pytest.raises(ValueError, match="starts must be one of first, all, median"):
+        manhattan_partition(free, g, 4, starts="centre")
+
+
+@PROPS
+@given(st.integers(1, 7), st.integers(1, 7), st.booleans(), st.data())
+def test_manhattan_starts_all_is_never_less_compact(rows, cols, torus, data):
+    n = rows * cols
+    free = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    k = data.draw(st.integers(1, n))
+    g = grid_of(rows, cols, torus)
+    got = {s: manhattan_partition(free, (rows, cols), k, torus=torus, starts=s) for s in ("first", "all", "median")}
+    assert len({p is None for p in got.values()}) == 1  # all accept iff a component holds k nodes
+    if got["first"] is None:
+        return
+    sums = {s: int(g.distance(p[:, None], p[None, :]).sum()) for s, p in got.items()}
+    assert sums["all"] <= sums["first"] and sums["all"] <= sums["median"]
+    for p in got.values():
+        assert len(set(p.tolist())) == k and free[p].all() and connected(p.tolist(), rows, cols, torus)

@@ -42,3 +42,25 @@ def test_json_texts_are_json_dumps_of_each_call(infos):
 
     log = InfoLog(infos + [{"a": 0.0}, {"a": -0.0}, {"a": True}, {"a": 1}])
     assert log.json_texts() == [json.dumps(i, default=str) if i else "" for i in log]
+
+
+@settings(deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(min_value=-(2**70), max_value=2**70)), max_size=40),
+       st.lists(st.one_of(st.none(), st.floats(allow_nan=True), st.sampled_from([0.0, -0.0])), max_size=40))
+def test_json_texts_of_keys_holding_only_ints_or_only_floats(ints, floats):
+    """The by-distinct-value path for int and float keys: big ints, 0.0 against -0.0, NaN
+    and infinities written as json.dumps writes them; a call without either key gives ""."""
+    import json
+
+    n = max(len(ints), len(floats))
+    calls = []
+    for i in range(n):
+        call = {}
+        if i < len(ints) and ints[i] is not None:
+            call["count"] = ints[i]
+        if i < len(floats) and floats[i] is not None:
+            call["shadow"] = floats[i]
+        calls.append(call)
+    log = InfoLog(calls)
+    order = log.keys()
+    assert log.json_texts() == [json.dumps({k: c[k] for k in order if k in c}) if c else "" for c in calls]

@@ -161,3 +161,43 @@ def test_compare_report_in_chromium(tmp_path, browser):
     assert "gpu: no job used any" in md  # machine-s has GPUs, Lublin jobs use none: no empty panel
     assert "| dispatcher | mean wait [s] |" not in md  # the table's first columns are dispatcher, predictor
     assert "mean wait [s]" in md and "p95 decision [ms]" in md  # units in the headers
+
+
+DEADLINE_SPEC = """
+name = "deadline-browser"
+systems = ["auto"]
+dispatchers = ["count-only", "hilbert", "manhattan"]
+[simulation]
+record_decisions = false
+[[workloads]]
+generator = "deadline"
+jobs = 40
+load = ["normal", "very-heavy"]
+types = [0, 3, "uniform"]
+comm = ["async", "sync"]
+seeds = [1, 2]
+"""
+
+
+def test_deadline_panels_in_chromium(tmp_path, browser):
+    """The deadline paper's Figs 14-18 panels: six figures (3 metrics x 2 patterns), each with a
+    panel per load in which every strategy x type mix bar has a value, in the page's colours."""
+    out = tmp_path / "out"
+    run_sweep(load_sweep(write_spec(tmp_path, DEADLINE_SPEC)), out, LocalExecutor(2))
+    html = write_report(out)
+    result = browser.open(html.as_uri())
+    _check(result, html.parent)
+    _save_screenshot(result.screenshot, tmp_path / "deadline-report.png")
+    panels = {Path(html.parent / name).name for name in (p.name for p in html.parent.glob("deadline_*.png"))}
+    assert panels == {f"deadline_{m}_{c}.png" for m in ("accepted", "cancel_rate", "on_time")
+                      for c in ("async", "sync")}
+    figures = [f for f in result.state["figure_data"] if f["panels"] is not None]
+    assert len(figures) == 6
+    for fig in figures:
+        # one panel per load, each with 3 strategies x 3 mixes = 9 bars holding a value
+        assert fig["panels"] == {"normal load (1500 s)": 9, "very heavy load (1 s)": 9}, fig["caption"]
+        _not_blank(data_url_png(fig["src"]))
+        _nothing_cut(data_url_png(fig["src"]))
+    _same_colours_everywhere(result.state, ["count-only", "hilbert", "manhattan"])
+    table = (html.parent / "deadline_panels.csv").read_text().splitlines()
+    assert len(table) == 1 + 3 * 2 * 2 * 3 * 3  # header + metric x comm x load x mix x strategy

@@ -230,3 +230,30 @@ def test_the_readme_example_is_valid():
     example = re.search(r"```toml\n(.*?)```", readme.read_text(), re.S).group(1)
     spec = parse_sweep(example, source="README.md", base=readme.parent)
     assert len(spec.cells) == (1 + 10) * 4 * 2
+
+
+def test_every_benchmark_sweep_file_is_valid():
+    """The sweep files shipped in benchmarks/ parse (their traces are not read); the CP
+    matrix of issue 36 has the cells its header states: every paper dispatcher with L2, D and R
+    at the papers' settings and with the stall budget, on the three workloads."""
+    import re
+    from pathlib import Path
+
+    from hpcdispatch.sweep.spec import load_sweep
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    files = sorted(bench.glob("*.toml"))
+    assert bench / "cp_matrix.toml" in files
+    for path in files:
+        assert load_sweep(path).cells, path
+    matrix = load_sweep(bench / "cp_matrix.toml")
+    stated = int(re.search(r"= (\d+) cells", (bench / "cp_matrix.toml").read_text()).group(1))
+    assert len(matrix.cells) == stated == 102
+    runs = {(c.labels["workload"], c.labels["run"]) for c in matrix.cells}
+    for workload in ("SDSC-SP2", "KIT-like", "Eurora-like"):
+        for name in ("easy", "cp-rule", "hcp", "pcp19", "pcp20", "cp-hybrid",
+                     "hcp-stall", "pcp19-stall", "pcp20-stall", "cp-hybrid-stall"):
+            for pred in ("L2", "D", "R"):
+                assert (workload, f"{name}-{pred}") in runs
+    stall = [c for c in matrix.cells if c.labels["run"].startswith("pcp20-stall")]
+    assert all(c.config["dispatcher"]["params"]["budget"] == "stall" for c in stall)

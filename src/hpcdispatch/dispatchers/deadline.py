@@ -63,7 +63,7 @@ from hpcdispatch.protocol import (
     register,
 )
 from hpcdispatch.system.model import System
-from hpcdispatch.system.partition import hilbert_best_fit, hilbert_first_fit, manhattan_partition
+from hpcdispatch.system.partition import MANHATTAN_STARTS, hilbert_best_fit, hilbert_first_fit, manhattan_partition
 from hpcdispatch.workload.job import Job
 
 STARTS = ("any", "est")
@@ -294,10 +294,28 @@ class Hilbert(Reservation):
 @register
 class Manhattan(Reservation):
     """Fig. 8 fixed as in design note A22: the greedy least-Manhattan-increase partition from
-    the first start node (node order) whose free 4-connected component holds ``k`` nodes."""
+    the first start node (node order) whose free 4-connected component holds ``k`` nodes;
+    ``starts=all`` / ``starts=median``: grown from every free node / each component's median
+    node, the least pairwise sum kept (MM-like centring, :func:`manhattan_partition`)."""
 
     name = "manhattan"
     SHAPE = "manhattan"
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"starts": "first"}
+
+    def __init__(self, start: str = "any", starts: str = "first", allocator: str = "first-fit"):
+        self.start = start
+        self.starts = starts
+        self.allocator = allocator
+
+    @classmethod
+    def test_params(cls) -> list[dict[str, Any]]:
+        return [{}, {"starts": "median"}]
+
+    def _setup(self, system: System) -> None:
+        if self.starts not in MANHATTAN_STARTS:
+            raise ConfigError(f"dispatcher 'manhattan': starts must be one of {', '.join(MANHATTAN_STARTS)}, "
+                              f"got '{self.starts}'")
+        super()._setup(system)
 
     def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
-        return manhattan_partition(free_mask, self._shape, k, torus=self._torus)
+        return manhattan_partition(free_mask, self._shape, k, torus=self._torus, starts=self.starts)

@@ -7,12 +7,41 @@ workload with deadlines:
   (completed, ending by the deadline);
 - ``acceptance_rate`` = accepted / submitted, ``cancel_rate`` = cancelled / accepted (the
   paper's "share of cancelled"), ``success_rate`` = on time / submitted;
-- compactness of each started deadline job's nodes (2 or more): ``compactness_mean`` = mean
-  over jobs of the mean pairwise Manhattan hops between its nodes; ``compactness_norm`` = mean
-  over jobs of (sum of pairwise hops) / (the same sum for the reference partition of that size:
-  the greedy least-Manhattan-increase growth from the grid's centre node on the empty grid,
-  which equals the brute-force optimum for k <= 8 except k = 4, 9 instead of 8: design note U3).
-  On a system without a 2-D grid, compactness is not computed (NaN).
+- ``line0_passed``: the jobs that passed the count stage (Figs 6/8 line 0: ``k`` nodes free over
+  some window) in this run, i.e. accepted + rejected at the shape stage -- the paper's "number
+  of jobs that could be accepted after checking the number of nodes (line 0 in the static
+  procedures)" (sec. 5.1) read as a count inside a static strategy's run (for ``count-only``
+  it equals ``accepted``; see docs/RESULTS-DEADLINE.md, C1);
+- the same per behaviour type ``b`` (0-3, Table 1) for every type present in the workload,
+  prefixed ``type{b}_``: ``type2_submitted``, ``type2_accepted``, ``type2_rejected``,
+  ``type2_cancelled``, ``type2_cancelled_waiting``, ``type2_cancelled_running``,
+  ``type2_on_time``, ``type2_acceptance_rate``, ``type2_cancel_rate``, ``type2_success_rate``
+  (the prefix keeps them out of the report's generic ``acceptance_*`` column patterns);
+- compactness of each started deadline job's first allocation (2 or more nodes):
+  ``compactness_mean`` = mean over jobs of the mean pairwise Manhattan hops between its nodes;
+  ``compactness_norm`` = mean over jobs of (sum of pairwise hops) / (:func:`best_pairwise_sum`
+  for that many nodes on the empty grid);
+- ``free_fragmentation``: time-weighted mean of ``1 - largest free 4-connected component /
+  free nodes`` (:func:`free_fragmentation`); ``span_days``: last end (or cancellation) - first
+  submission, in days (the paper's "simulation time", design note A27).
+
+On a system without a 2-D grid, compactness and fragmentation are not computed (NaN).
+
+**What "best" is** (:func:`best_pairwise_sum`). The least sum of pairwise Manhattan
+distances of ``k`` nodes on the empty grid is taken as the least of (a) the greedy
+least-increase growth from the grid's centre node (design note U3; 9 instead of the optimum 8
+at ``k = 4``, so not the optimum alone) and (b) every "quasi-rectangle": ``a`` full lines of
+length ``q`` side by side, plus one partial line of ``r`` nodes at the end, centred (``k =
+a q + r``), in both orientations, that fits the grid. The sum of pairwise L1 distances splits
+into a sum over rows and one over columns, and these shapes put the weight at the centre on
+both axes, and (c) the greedy shrink of the full grid (remove, one at a time, the node
+farthest in sum from the others), which finds the grid minus its corners for large ``k`` (on
+4 x 4 at ``k = 12``: 152, where the best quasi-rectangle has 154). ``tests/test_deadline_metrics.py`` compares the value with the true optimum by
+exhaustive search over every node subset of the 4 x 4, 3 x 6 and 4 x 5 meshes (every ``k``)
+and with the design note's brute-force optima on 8 x 16 for ``k`` <= 8 (0, 1, 4, 8, 16, 25, 38,
+54): equal in every case. For larger ``k`` on 8 x 16 no exhaustive check is possible; the
+value is an upper bound of the optimum, so a job's normalised compactness can in principle go
+below 1 (none was seen).
 """
 
 from __future__ import annotations
@@ -22,12 +51,15 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.system.grid import Grid
 from hpcdispatch.system.partition import manhattan_grow
 
 COMPLETED, REJECTED, CANCELLED = 3, 4, 5
+BEHAVIOUR_TYPES = (0, 1, 2, 3)
 
 
 def pairwise_hops(grid: Grid, nodes: np.ndarray) -> float:
@@ -37,12 +69,78 @@ def pairwise_hops(grid: Grid, nodes: np.ndarray) -> float:
     return float(np.asarray(d).sum()) / 2.0
 
 
+def _quasi_rectangle(lines: int, length_cap: int, k: int) -> list[tuple[int, int]] | None:
+    """``(line, position)`` pairs of ``k`` nodes: ``q`` full lines of ``lines`` nodes side by
+    side and a last line of ``r`` nodes centred on the lines' axis; None when it needs more
+    than ``length_cap`` lines."""
+    q, r = divmod(k, lines)
+    if q + (r > 0) > length_cap:
+        return None
+    cells = [(pos, line) for line in range(q) for pos in range(lines)]
+    first = (lines - r) // 2
+    cells += [(pos, q) for pos in range(first, first + r)]
+    return cells
+
+
+@lru_cache(maxsize=64)
+def _shrink_order(grid: Grid) -> np.ndarray:
+    """The nodes of ``grid`` in the order a greedy shrink removes them from the full grid:
+    each time the node with the largest sum of distances to the nodes left (ties: lowest id)."""
+    d = np.asarray(grid.distance_matrix, dtype=np.int64)
+    cost = d.sum(axis=1)
+    left = np.ones(grid.n_nodes, dtype=bool)
+    order = []
+    for _ in range(grid.n_nodes):
+        node = int(np.argmax(np.where(left, cost, -1)))
+        order.append(node)
+        left[node] = False
+        cost -= d[node]
+    return np.asarray(order, dtype=np.int64)
+
+
 @lru_cache(maxsize=4096)
-def _reference_sum(grid: Grid, k: int) -> float:
+def best_pairwise_sum(grid: Grid, k: int) -> float:
+    """The least pairwise Manhattan sum of ``k`` nodes on the empty ``grid`` found by the
+    constructions of the module docstring ("What 'best' is"); 0 for ``k`` <= 1."""
+    if k <= 1:
+        return 0.0
     centre = (grid.rows // 2) * grid.cols + grid.cols // 2
-    nodes = manhattan_grow(np.ones(grid.n_nodes, dtype=bool), grid, centre, k)
-    assert nodes is not None
-    return pairwise_hops(grid, nodes)
+    greedy = manhattan_grow(np.ones(grid.n_nodes, dtype=bool), grid, centre, k)
+    assert greedy is not None
+    best = pairwise_hops(grid, greedy)
+    if grid.n_nodes <= 1024:  # the shrink reads the distance matrix
+        best = min(best, pairwise_hops(grid, _shrink_order(grid)[grid.n_nodes - k:]))
+    for lines in range(1, max(grid.rows, grid.cols) + 1):
+        # lines along the rows' axis (a column of `lines` rows per line) and the other way round
+        for along_rows in (True, False):
+            height, width = (grid.rows, grid.cols) if along_rows else (grid.cols, grid.rows)
+            if lines > height:
+                continue
+            cells = _quasi_rectangle(lines, width, k)
+            if cells is None:
+                continue
+            nodes = [p * grid.cols + line if along_rows else line * grid.cols + p for p, line in cells]
+            best = min(best, pairwise_hops(grid, np.asarray(nodes)))
+    return best
+
+
+def _counts(status: np.ndarray, on_time: np.ndarray, cancel_kind: np.ndarray, prefix: str) -> dict[str, Any]:
+    submitted = len(status)
+    accepted = int((status != REJECTED).sum())
+    cancelled = int((status == CANCELLED).sum())
+    n_on_time = int(on_time.sum())
+    return {
+        f"{prefix}submitted": submitted,
+        f"{prefix}accepted": accepted,
+        f"{prefix}rejected": submitted - accepted,
+        f"{prefix}cancelled": cancelled,
+        f"{prefix}cancelled_waiting": int((cancel_kind == 1).sum()),
+        f"{prefix}cancelled_running": int((cancel_kind == 2).sum()),
+        f"{prefix}on_time": n_on_time,
+        f"{prefix}acceptance_rate": accepted / submitted if submitted else float("nan"),
+        f"{prefix}cancel_rate": cancelled / accepted if accepted else float("nan"),
+        f"{prefix}success_rate": n_on_time / submitted if submitted else float("nan"),
+    }
 
 
 def deadline_summary(result: SimulationResult) -> dict[str, Any]:
@@ -50,25 +148,26 @@ def deadline_summary(result: SimulationResult) -> dict[str, Any]:
     w = result.workload
     status = np.asarray(result.status)
     deadline = np.array([np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64)
-    submitted = len(w)
-    accepted = int((status != REJECTED).sum())
-    cancelled = int((status == CANCELLED).sum())
-    on_time = int(((status == COMPLETED) & (result.end <= deadline + 1e-9)).sum())
+    on_time = (status == COMPLETED) & (np.asarray(result.end) <= deadline + 1e-9)
+    cancel_kind = np.zeros(len(status), dtype=np.int8)
+    for idx, why in result.cancel_reason.items():
+        cancel_kind[int(idx)] = {"deadline-waiting": 1, "deadline-running": 2}.get(why, 3)
     reasons = Counter(str(r).split(":", 1)[0].strip() for r in result.reject_reason.values())
-    cancel_reasons = Counter(result.cancel_reason.values())
-    out: dict[str, Any] = {
-        "submitted": submitted,
-        "accepted": accepted,
-        "cancelled": cancelled,
-        "cancelled_waiting": int(cancel_reasons.get("deadline-waiting", 0)),
-        "cancelled_running": int(cancel_reasons.get("deadline-running", 0)),
-        "on_time": on_time,
-        "reject_reasons": dict(sorted(reasons.items())),
-        "acceptance_rate": accepted / submitted if submitted else float("nan"),
-        "cancel_rate": cancelled / accepted if accepted else float("nan"),
-        "success_rate": on_time / submitted if submitted else float("nan"),
-    }
+    out = _counts(status, on_time, cancel_kind, "")
+    del out["rejected"]  # summarize() has it already (every run's rejection count)
+    out["reject_reasons"] = dict(sorted(reasons.items()))
+    out["line0_passed"] = out["accepted"] + int(reasons.get("shape", 0))
+    behaviour = np.array([-1 if j.app is None else j.app.behaviour for j in w.jobs], dtype=np.int64)
+    for b in BEHAVIOUR_TYPES:
+        sel = behaviour == b
+        if sel.any():
+            out.update(_counts(status[sel], on_time[sel], cancel_kind[sel], f"type{b}_"))
     out["compactness_mean"], out["compactness_norm"] = compactness(result)
+    out["free_fragmentation"] = free_fragmentation(result)
+    submit = np.asarray(w.submit, dtype=np.float64) if len(w) else np.zeros(0)
+    end = np.asarray(result.end, dtype=np.float64)
+    ended = end[np.isfinite(end)]
+    out["span_days"] = float((ended.max() - submit.min()) / 86400.0) if len(ended) and len(submit) else float("nan")
     return out
 
 
@@ -92,7 +191,65 @@ def compactness(result: SimulationResult) -> tuple[float, float]:
         k = len(group)
         total = pairwise_hops(grid, group)
         means.append(total / (k * (k - 1) / 2))
-        norms.append(total / _reference_sum(grid, k))
+        norms.append(total / best_pairwise_sum(grid, k))
     if not means:
         return float("nan"), float("nan")
     return float(np.mean(means)), float(np.mean(norms))
+
+
+def free_fragmentation_of(grid: Grid, node: np.ndarray, t_from: np.ndarray, t_to: np.ndarray) -> float:
+    """Time-weighted mean of ``1 - largest free 4-connected component / free nodes`` while
+    nodes are held by the rows ``(node, t_from, t_to)`` (a node is busy while any row holds
+    it, over ``[t_from, t_to)``), from the first ``t_from`` to the last ``t_to``. Instants with
+    no free node have no free space to fragment and are left out of the mean (weight 0); NaN
+    when every instant is such, or there are no rows.
+
+    All intervals are labelled at once: one graph whose vertices are (interval, free node)
+    and whose edges join free 4-neighbours of the same interval."""
+    node = np.asarray(node, dtype=np.int64)
+    t_from, t_to = np.asarray(t_from, dtype=np.float64), np.asarray(t_to, dtype=np.float64)
+    keep = t_to > t_from
+    node, t_from, t_to = node[keep], t_from[keep], t_to[keep]
+    if len(node) == 0:
+        return float("nan")
+    n = grid.n_nodes
+    times = np.unique(np.concatenate([t_from, t_to]))
+    m = len(times) - 1
+    if m < 1:
+        return float("nan")
+    diff = np.zeros((m + 1, n), dtype=np.int32)
+    np.add.at(diff, (np.searchsorted(times, t_from), node), 1)
+    np.add.at(diff, (np.searchsorted(times, t_to), node), -1)
+    free = np.cumsum(diff, axis=0)[:m] == 0  # (interval, node)
+    dt = np.diff(times)
+    n_free = free.sum(axis=1)
+    indptr, indices = grid.neighbour_csr
+    src = np.repeat(np.arange(n), np.diff(indptr))
+    both = free[:, src] & free[:, indices]  # (interval, directed edge)
+    iv, e = np.nonzero(both)
+    vid = np.full((m, n), -1, dtype=np.int64)
+    vid[free] = np.arange(int(free.sum()))
+    n_v = int(free.sum())
+    if n_v == 0:
+        return float("nan")
+    adj = csr_matrix((np.ones(len(iv), dtype=np.int8), (vid[iv, src[e]], vid[iv, indices[e]])), shape=(n_v, n_v))
+    _, label = connected_components(adj, directed=False)
+    sizes = np.bincount(label)
+    per_node = np.zeros((m, n), dtype=np.int64)
+    per_node[free] = sizes[label]
+    largest = per_node.max(axis=1)
+    some = n_free > 0
+    weight = dt[some]
+    if weight.sum() <= 0:
+        return float("nan")
+    frag = 1.0 - largest[some] / n_free[some]
+    return float((frag * weight).sum() / weight.sum())
+
+
+def free_fragmentation(result: SimulationResult) -> float:
+    """:func:`free_fragmentation_of` the run's allocation rows; NaN without a 2-D grid."""
+    topo = result.system.topology
+    if not topo.is_grid:
+        return float("nan")
+    rows = result.allocation_rows()
+    return free_fragmentation_of(topo.grid, rows.node, rows.t_from, rows.t_to)

@@ -41,6 +41,7 @@ class Figure:
     path: Path
     caption: str
     legend: dict[str, str] | None = None  # dispatcher -> colour drawn (PlotInfo.legend), put on the page
+    panels: dict[str, int] | None = None  # panel title -> bars drawn with a value (put on the page)
 
 
 @dataclass

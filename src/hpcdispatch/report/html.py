@@ -61,6 +61,8 @@ def _element(el: Element) -> str:
     assert isinstance(el, Figure)
     data = base64.b64encode(Path(el.path).read_bytes()).decode("ascii")
     legend = f' data-legend="{e(json.dumps(el.legend))}"' if el.legend else ""
+    if el.panels is not None:
+        legend += f' data-panels="{e(json.dumps(el.panels))}"'
     return (f'<figure{legend}><img src="data:image/png;base64,{data}" alt="{e(el.caption)}">'
             f"<figcaption>{e(el.caption)}</figcaption></figure>")
 

@@ -15,6 +15,8 @@ legends placed outside the axes are never clipped.
 - :func:`plot_cost`: decision time (mean, p95) and simulation time per dispatcher;
 - :func:`plot_grouped_bars`: mean per dispatcher and workload with standard-deviation error
   bars (PCP'20 Figs 4-5, CP'19 Figs 2-4; AUCSCHED utilisation; deadline paper Figs 14-18);
+- :func:`plot_panel_bars`: the deadline paper's Figs 14-18 layout -- one panel per load, x = type
+  mix, one bar per strategy, error bars given (standard error over seeds);
 - :func:`plot_gantt`: node occupancy over a time window, one lane per core;
 - :func:`plot_usage_over_time`: utilisation per resource and queue length over time.
 """
@@ -392,6 +394,50 @@ def plot_grouped_bars(stats: pd.DataFrame, metrics: list[Metric], path: Path, ti
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     _save(fig, path, layout=False)
     return info
+
+
+def plot_panel_bars(stats: pd.DataFrame, panels: list[str], groups: list[str], names: list[str], path: Path,
+                    title: str, ylabel: str, panel_col: str = "panel", group_col: str = "group",
+                    series_col: str = "run", value: str = "mean", error: str = "sem",
+                    styles: dict[str, SeriesStyle] | None = None,
+                    xlabel: str | None = None) -> tuple[PlotInfo, dict[str, int]]:
+    """One panel per ``panels`` value (side by side, shared y-axis), x = ``groups``, one bar per
+    ``names`` value in its colour, height ``stats[value]``, error bar ``stats[error]`` (none when
+    NaN). Returns the colours drawn and, per panel, how many bars have a value."""
+    styles = _styles(names, styles)
+    width = 0.8 / max(len(names), 1)
+    panel_w = max(3.4, 0.9 + 0.32 * len(groups) * max(len(names), 2))
+    fig, axes = plt.subplots(1, len(panels), figsize=(panel_w * len(panels), 3.4), squeeze=False, sharey=True)
+    info = PlotInfo(Path(path))
+    counts: dict[str, int] = {}
+    for ax, panel in zip(axes.flat, panels):
+        in_panel = stats[stats[panel_col] == panel]
+        counts[str(panel)] = 0
+        for k, name in enumerate(names):
+            sub = in_panel[in_panel[series_col] == name].set_index(group_col)
+            heights = np.array([sub[value].get(g, np.nan) for g in groups], dtype=float)
+            errs = np.array([sub[error].get(g, np.nan) for g in groups], dtype=float)
+            x = np.arange(len(groups)) - 0.4 + width * (k + 0.5)
+            bars = ax.bar(x, np.nan_to_num(heights), width * 0.95, color=styles[name].color, label=name)
+            info.legend.setdefault(name, to_hex(bars.patches[0].get_facecolor()))
+            counts[str(panel)] += int((~np.isnan(heights)).sum())
+            has = ~np.isnan(errs) & ~np.isnan(heights)
+            if has.any():
+                ax.errorbar(x[has], heights[has], yerr=errs[has], fmt="none", ecolor="black", elinewidth=0.8,
+                            capsize=2)
+        ax.set_xticks(np.arange(len(groups)))
+        ax.set_xticklabels(groups, fontsize=8)
+        ax.set_title(str(panel), fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes.flat[0].set_ylabel(ylabel, fontsize=9)
+    for ax in axes.flat:
+        ax.set_xlabel(group_col if xlabel is None else xlabel, fontsize=8)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1.0, 0.93))
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    _save(fig, path, layout=False)
+    return info, counts
 
 
 # ---------------------------------------------------------------------------------------

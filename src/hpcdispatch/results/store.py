@@ -105,7 +105,7 @@ def workload_columns(result: SimulationResult) -> dict[str, np.ndarray]:
         "run_time": w.run_time,
         "wall_time": w.wall_time,
         "units": w.units,
-        "max_units_per_node": np.fromiter((j.max_units_per_node for j in w.jobs), dtype=np.int64, count=len(w)),
+        "max_units_per_node": w.max_units_per_node,
     }
     for r, name in enumerate(w.resources):
         data[f"unit_{name}"] = w.unit_requests[:, r]

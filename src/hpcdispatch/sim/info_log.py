@@ -95,33 +95,24 @@ class InfoLog(Sequence[dict[str, Any]]):
     def json_texts(self) -> list[str]:
         """Each call's dict as ``json.dumps(info, default=str)`` writes it ("" for an empty
         one), built key by key: each distinct value is serialised once, not once per call (a
-        whole-trace run has hundreds of thousands of calls with a handful of distinct values)."""
+        whole-trace run has hundreds of thousands of calls with a handful of distinct values),
+        and the calls' texts are joined by Arrow."""
         n = self._n
         if not self._columns:
             return [""] * n
-        fragments: list[list[str | None]] = []
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        body = None  # the keys' texts so far, null where a call set none of them
         for key, column in self._columns.items():
-            prefix = json.dumps(key) + ": "
-            memo: dict[tuple[type, Any], str] = {}
-            frag: list[str | None] = []
-            for v in column:
-                if v is MISSING:
-                    frag.append(None)
-                    continue
-                try:  # (floats by their text: 0.0 and -0.0 are equal but written apart)
-                    mkey = (float, repr(v)) if type(v) is float else (type(v), v)
-                    text = memo.get(mkey)
-                    if text is None:
-                        text = memo[mkey] = prefix + json.dumps(v, default=str)
-                except TypeError:  # an unhashable value (a list, a dict)
-                    text = prefix + json.dumps(v, default=str)
-                frag.append(text)
-            fragments.append(frag)
-        out = []
-        for parts in zip(*fragments):
-            present = [p for p in parts if p is not None]
-            out.append("{" + ", ".join(present) + "}" if present else "")
-        return out
+            part = _key_texts(key, column)
+            if body is None:
+                body = part
+                continue
+            both = pc.binary_join_element_wise(body, part, ", ")  # (null where either is)
+            body = pc.if_else(pc.is_null(body), part, pc.if_else(pc.is_null(part), body, both))
+        wrapped = pc.binary_join_element_wise(pa.scalar("{"), body, pa.scalar("}"), "")
+        return pc.fill_null(wrapped, "").to_pylist()
 
     def keys(self) -> list[str]:
         """Every key any call used, in order of first use."""
@@ -141,3 +132,46 @@ class InfoLog(Sequence[dict[str, Any]]):
 
     def __repr__(self) -> str:
         return f"InfoLog({self._n} calls, keys {self.keys()})"
+
+
+def _key_texts(key: str, column: list[Any]) -> Any:
+    """``'"key": value'`` per call as an Arrow string array (null where the call did not set
+    ``key``); each distinct value serialised once. Columns of plain ints or floats are
+    mapped through their distinct values by numpy (a float by its bits, so 0.0 and -0.0
+    keep their own texts); others value by value."""
+    import numpy as np
+    import pyarrow as pa
+
+    prefix = json.dumps(key) + ": "
+    kinds = {type(v) for v in column}
+    kinds.discard(_Missing)
+    if len(kinds) == 1 and next(iter(kinds)) in (int, float):
+        kind = next(iter(kinds))
+        present = np.fromiter((v is not MISSING for v in column), dtype=bool, count=len(column))
+        values = [v for v in column if v is not MISSING]
+        try:
+            arr = np.array(values, dtype=np.int64 if kind is int else np.float64)
+        except OverflowError:  # an int beyond 64 bits: value by value below
+            arr = None
+        if arr is not None:
+            bits = arr if kind is int else arr.view(np.int64)
+            distinct, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+            texts = np.array([prefix + json.dumps(values[i]) for i in first.tolist()], dtype=object)
+            out = np.empty(len(column), dtype=object)
+            out[present] = texts[inverse]
+            return pa.array(out, type=pa.string(), mask=~present)
+    memo: dict[tuple[type, Any], str] = {}
+    frag: list[str | None] = []
+    for v in column:
+        if v is MISSING:
+            frag.append(None)
+            continue
+        try:  # (floats by their text: 0.0 and -0.0 are equal but written apart)
+            mkey = (float, repr(v)) if type(v) is float else (type(v), v)
+            text = memo.get(mkey)
+            if text is None:
+                text = memo[mkey] = prefix + json.dumps(v, default=str)
+        except TypeError:  # an unhashable value (a list, a dict)
+            text = prefix + json.dumps(v, default=str)
+        frag.append(text)
+    return pa.array(frag, type=pa.string())

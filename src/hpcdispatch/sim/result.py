@@ -20,6 +20,7 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 
 STATUS_NAMES = {0: "pending", 1: "queued", 2: "running", 3: "completed", 4: "rejected", 5: "cancelled"}
+_STATUS_TEXT = np.array([STATUS_NAMES[k] for k in range(len(STATUS_NAMES))], dtype=object)  # by status code
 
 
 @dataclass
@@ -83,7 +84,7 @@ class SimulationResult:
         """The columns of :meth:`jobs_frame`; some are the result's own arrays (read only,
         or wrap them with ``pd.DataFrame(columns, copy=False)`` for a read-only frame)."""
         w = self.workload
-        status = np.array([STATUS_NAMES[int(s)] for s in self.status], dtype=object)
+        status = _STATUS_TEXT[np.asarray(self.status, dtype=np.int64)]
         status[(self.status == 3) & self.killed] = "killed"
         data: dict[str, Any] = {
             "job_id": w.ids,
@@ -110,8 +111,8 @@ class SimulationResult:
             for idx, why in self.cancel_reason.items():
                 cancel[idx] = why
             data["cancel_reason"] = cancel
-        data["user"] = np.fromiter((j.user for j in w.jobs), dtype=np.int64, count=len(w))
-        data["queue"] = np.fromiter((j.queue for j in w.jobs), dtype=np.int64, count=len(w))
+        data["user"] = w.users
+        data["queue"] = w.queues
         if allocation_text:
             data["allocation"] = _allocation_text(self.allocation_rows(), len(w))
         return data

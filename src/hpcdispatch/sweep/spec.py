@@ -40,6 +40,12 @@ The schema (every key except ``workloads`` and ``dispatchers`` is optional; see
     jobs = 50000                        # EuroraSpec (load, interarrival, gpu_share ...);
     load = 0.9                          # systems = ["auto"] picks kit-forhlr2 / eurora
     seeds = [1, 2]
+    [[workloads]]                       # the deadline paper's jobs (workload/deadline.py); keys:
+    generator = "deadline"              # the fields of DeadlineWorkloadParams; load, types and
+    load = ["normal", "heavy"]          # comm take a list: one workload per combination and seed
+    types = [0, 1, "uniform"]           # systems = ["auto"] picks hlrn2-grid
+    comm = ["async", "sync"]
+    seeds = { from = 1, count = 5 }
 
 Top-level keys must come before the first ``[simulation]`` / ``[[workloads]]`` table (TOML).
 
@@ -377,9 +383,12 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
         if generator in DATACLASS_MODELS:
             out.extend(_dataclass_entries(generator, entry, w, fld, name))
             continue
+        if generator == "deadline":
+            out.extend(_deadline_entries(entry, w, fld, name))
+            continue
         if generator != "lublin":
             raise w.error(f"{fld}.generator", f"unknown generator '{generator}' "
-                          f"(available: lublin, aucsched, {', '.join(DATACLASS_MODELS)})")
+                          f"(available: lublin, aucsched, deadline, {', '.join(DATACLASS_MODELS)})")
         known = ("generator", "name", "seed", "seeds", "units", "cores_per_unit", "max_jobs", *LUBLIN_KEYS)
         _check_keys(entry, known, w, fld)
         swf = _swf_canonical(entry, w, fld, ("units", "cores_per_unit", "max_jobs"))
@@ -474,6 +483,67 @@ def _dataclass_entries(generator: str, entry: dict[str, Any], w: _Where, fld: st
             f"{k}={_spec_value(v)}" for k, v in params.items() if v is not None) + f",seed={seed}"
         label = name or f"{generator}-{params['jobs']}j" + (f"-load{params['load']:g}" if params["load"] else "")
         out.append(_Workload(label, seed, config, spec, swf))
+    return out
+
+
+DEADLINE_AXES = ("load", "types", "comm")  # a value or a list: every combination is a workload
+
+
+def _deadline_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | None) -> list[_Workload]:
+    """``generator = "deadline"``: the deadline paper's workloads (workload/deadline.py); keys
+    are the fields of :class:`DeadlineWorkloadParams` (``seed`` / ``seeds`` as for every
+    generator); ``load``, ``types`` and ``comm`` take one value or a list, and every
+    combination (load, then types, then comm, then seed) is a workload. Every field, defaults
+    filled in, goes into the cell's configuration. Label: ``deadline-<load>-types<T>-<comm>``."""
+    from hpcdispatch.workload.deadline import DeadlineWorkloadParams
+
+    hints = get_type_hints(DeadlineWorkloadParams)
+    names = [f.name for f in dataclass_fields(DeadlineWorkloadParams) if f.name != "seed"]
+    _check_keys(entry, ("generator", "name", "seed", "seeds", "max_jobs", *names), w, fld)
+    swf = _swf_canonical(entry, w, fld, ("max_jobs",))
+    default = DeadlineWorkloadParams()
+    params: dict[str, Any] = {k: getattr(default, k) for k in names}
+    axes: dict[str, list[str]] = {}
+    for key in names:
+        if key not in entry:
+            if key in DEADLINE_AXES:
+                axes[key] = [params[key]]
+            continue
+        value = entry[key]
+        if key in DEADLINE_AXES:
+            values = value if isinstance(value, list) else [value]
+            if not values:
+                raise w.error(f"{fld}.{key}", "is empty")
+            texts = []
+            for v in values:
+                _expect(w, f"{fld}.{key}", v, (str, int, float), "a string or number, or a list of them")
+                if isinstance(v, bool):
+                    raise w.error(f"{fld}.{key}", f"must be a string or number, got {v!r}")
+                texts.append(format(float(v), "g") if key == "load" and not isinstance(v, str) else str(v))
+            if len(set(texts)) != len(texts):
+                raise w.error(f"{fld}.{key}", f"lists a value twice: {values}")
+            axes[key] = texts
+        elif hints[key] is bool:
+            params[key] = _expect(w, f"{fld}.{key}", value, (bool,), "true/false")
+        elif hints[key] is int:
+            params[key] = _expect(w, f"{fld}.{key}", value, (int,), "an integer")
+        else:
+            params[key] = float(_expect(w, f"{fld}.{key}", value, (int, float), "a number"))
+    out = []
+    for load in axes["load"]:
+        for types in axes["types"]:
+            for comm in axes["comm"]:
+                p = {**params, "load": load, "types": types, "comm": comm}
+                for seed in _seeds(entry, w, fld):
+                    try:
+                        DeadlineWorkloadParams(**p, seed=seed)
+                    except HpcDispatchError as exc:
+                        raise w.error(fld, str(exc)) from None
+                    config = {"generator": "deadline", **p, "seed": seed, "max_jobs": swf["max_jobs"]}
+                    spec = "synthetic:deadline," + ",".join(f"{k}={_spec_value(v)}" for k, v in p.items()) \
+                        + f",seed={seed}"
+                    label = (f"{name}-" if name else "deadline-") + f"{load}-types{types}-{comm}"
+                    out.append(_Workload(label, seed, config, spec, swf))
     return out
 
 

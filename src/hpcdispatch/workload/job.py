@@ -323,6 +323,18 @@ class Workload:
         return arr
 
     @cached_property
+    def users(self) -> np.ndarray:
+        return self._column("user", np.int64)
+
+    @cached_property
+    def queues(self) -> np.ndarray:
+        return self._column("queue", np.int64)
+
+    @cached_property
+    def max_units_per_node(self) -> np.ndarray:
+        return self._column("max_units_per_node", np.int64)
+
+    @cached_property
     def node_counts(self) -> np.ndarray:
         return self._column("node_count", np.int64)
 
