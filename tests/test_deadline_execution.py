@@ -138,3 +138,28 @@ def test_params_are_the_documented_defaults():
     p = execution.AppModelParams()
     assert (p.phases, p.comm_share, p.overlap, p.h_intra, p.h_inj, p.network) == (
         10, (0.5, 0.3, 0.2, 0.2), 0.5, 0.1, 1.0, "contention")
+
+
+@pytest.mark.parametrize("name", ["leak-nc", "manhattan"])
+def test_checkpoint_resume_mid_run_equals_the_whole_run(tmp_path, name):
+    """The execution model's state (runs, link loads, granted nodes) lives in the loop state:
+    a run interrupted between instants and resumed from its checkpoint is the same run."""
+    from hpcdispatch.workload.loader import load_workload
+    wl = load_workload("synthetic:deadline,jobs=120,load=heavy,types=uniform,seed=4", HLRN)
+    whole = Simulator(HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python")).run()
+    path = tmp_path / "run.ckpt"
+    sim = Simulator(HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python"), checkpoint=path)
+    sim.begin()
+    for _ in range(150):
+        sim.step()
+    assert sim.state.apps and sim.state.execution.link_load.any()  # mid-run, messages in flight
+    sim.save_checkpoint()
+    sim.close()
+    resumed = Simulator(HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python"),
+                        checkpoint=path).run()
+    assert resumed.extra["checkpoint"]["resumed_at"] is not None
+    assert np.array_equal(whole.end, resumed.end, equal_nan=True)
+    assert np.array_equal(whole.status, resumed.status)
+    a, b = whole.allocation_rows(), resumed.allocation_rows()
+    assert np.array_equal(a.node, b.node) and np.array_equal(a.t_to, b.t_to)
+    assert validate_result(resumed).ok

@@ -30,9 +30,9 @@ class Decision:
     """
 
     starts: list[Start] = field(default_factory=list)
-    cancels: list[tuple[Job, str]] = field(default_factory=list)
     wakeup: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    cancels: list[tuple[Job, str]] = field(default_factory=list)  # (last: positional callers)
 
 
 @dataclass(frozen=True)
