@@ -112,8 +112,9 @@ def test_leak_fork_and_join_by_hand(monkeypatch, name, busy, end, rows):
     a = result.allocation_rows()
     mine = a.job == 0
     assert {(int(n), float(f), float(t)) for n, f, t in zip(a.node[mine], a.t_from[mine], a.t_to[mine])} == rows
-    assert result.extra["execution_model"]["forks_asked"] == 1
-    assert result.extra["execution_model"]["forks_granted"] == (0 if (busy and name == "leak") else 1)
+    assert result.extra["forks_asked"] == 1
+    assert result.extra["forks_granted"] == (0 if (busy and name == "leak") else 1)
+    assert result.extra["exec_phases"] == 3 + (10 if busy else 0)  # (the busy job: 10 phases of 50 s)
 
 
 def test_leak_job_waits_and_is_cancelled_at_its_deadline():

@@ -484,13 +484,19 @@ class ExecutionModel:
         return float(prog.nominal[k]) * (combine(a, b, prog.sync, self.params.overlap) / float(prog.denom[k]))
 
     def summary(self) -> dict:
-        """Counts over the run: phases, how many were time-shared or shared links, the mean
-        link sharing, forks asked and granted, and the parameters."""
-        n = max(1, self.phases_run)
-        return {"phases": self.phases_run, "oversubscribed_phases": self.oversubscribed_phases,
-                "shared_link_phases": self.shared_phases, "gamma_mean": self.gamma_sum / n,
+        """Flat numbers over the run (they go into the run's summary): phases run, the share
+        of them with time-shared cores and with shared links, the mean link sharing
+        ``Gamma``, fork requests, grants and the grant rate (NaN without requests), and the
+        network mode."""
+        n = self.phases_run
+        nan = float("nan")
+        return {"exec_phases": n,
+                "exec_oversubscribed_share": self.oversubscribed_phases / n if n else nan,
+                "exec_shared_link_share": self.shared_phases / n if n else nan,
+                "exec_gamma_mean": self.gamma_sum / n if n else nan,
                 "forks_asked": self.forks_asked, "forks_granted": self.forks_granted,
-                "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(self.params).items()}}
+                "fork_grant_rate": self.forks_granted / self.forks_asked if self.forks_asked else nan,
+                "exec_network": self.params.network}
 
     def end_phase(self, run: AppRun) -> None:
         """The current phase is over: its traffic leaves the links."""

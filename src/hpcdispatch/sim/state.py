@@ -148,7 +148,7 @@ class LoopState:
                    execution=execution)
 
     def _execution_extra(self) -> dict[str, Any]:
-        return {} if self.execution is None else {"execution_model": self.execution.summary()}
+        return {} if self.execution is None else self.execution.summary()
 
     def result(self, system: System, workload: Workload, dispatcher: Dispatcher, predictor: Predictor,
                options: SimulationOptions) -> SimulationResult:
