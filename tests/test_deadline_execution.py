@@ -164,3 +164,17 @@ def test_checkpoint_resume_mid_run_equals_the_whole_run(tmp_path, name):
     a, b = whole.allocation_rows(), resumed.allocation_rows()
     assert np.array_equal(a.node, b.node) and np.array_equal(a.t_to, b.t_to)
     assert validate_result(resumed).ok
+
+
+@pytest.mark.parametrize("behaviour", [2, 3])
+@pytest.mark.parametrize("comm", ["async", "sync"])
+@pytest.mark.parametrize("procs", [3, 17, 64, 300])
+def test_dynamic_job_alone_under_leak_nc_is_near_its_run_time(behaviour, comm, procs):
+    """I4: a type 2 or 3 job alone on the empty machine under leak-nc gets every fork, never
+    time-shares, and ends within 10 % of earliest start + R (its nodes differ from the
+    baseline's only in distances)."""
+    job = deadline_job(HLRN, 5, 0, 10_000, 0.0, 40_000.0, AppSpec(behaviour, comm, procs))
+    result = run(HLRN, [job], "leak-nc")
+    e = result.extra
+    assert e["forks_granted"] == e["forks_asked"] and e["exec_oversubscribed_share"] == 0.0
+    assert abs(result.end[0] - 10_000) <= 1_000
