@@ -77,6 +77,22 @@ def test_partial_start_and_the_noncontiguous_jump():
     assert nc.dispatch(FakeView(GRID4, busy, [job])).starts[0].allocation.nodes.tolist() == [4, 6, 9, 10, 14]
 
 
+def test_partial_false_waits_for_the_whole_request():
+    """partial=false: a job whose free component is too small does not start, and (FIFO)
+    nobody behind it does either."""
+    busy = FIG11_BUSY - {4}
+    big, small = _jobs(GRID4, [(1, 6), (0, 1)])
+    leak = make_dispatcher("leak:partial=false")
+    leak.setup(GRID4)
+    assert leak.dispatch(FakeView(GRID4, busy, [big, small])).starts == []
+    leak = make_dispatcher("leak")
+    leak.setup(GRID4)
+    starts = leak.dispatch(FakeView(GRID4, busy, [big, small])).starts
+    # the partial start takes 6, 9, 10, 14; the small job the next free node along the snake
+    # from the next start node (4): row 1 from node 4 left to right -- node 4 itself
+    assert [s.allocation.nodes.tolist() for s in starts] == [[6, 9, 10, 14], [4]]
+
+
 def _running(job, nodes):
     nodes = np.asarray(sorted(nodes), dtype=np.int64)
     return RunningJob(job, 0.0, Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64)), 100.0)

@@ -257,7 +257,7 @@ class Reservation(Dispatcher):
                 self._holding[idx] = (end, nodes, row)
             else:
                 wakeup = min(wakeup, t)
-        return Decision(starts=starts, cancels=cancels, wakeup=None if wakeup == math.inf else wakeup)
+        return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup, cancels=cancels)
 
 
 @register

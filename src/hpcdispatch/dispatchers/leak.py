@@ -14,8 +14,9 @@ jobs whose partitions grow and shrink while they run. ``leak`` (contiguous) and 
   per started job, to spread jobs over the machine -- then growth by breadth-first layers of
   free 4-neighbours up to the job's request (``ceil(n / c)`` nodes); ``leak-nc`` jumps along
   the snake when a layer is empty (Fig. 10 line 14). The job starts with what was found,
-  even fewer nodes (a partial start: its extra processes time-share). No free node: the
-  queue waits (FIFO, nobody overtakes).
+  even fewer nodes (a partial start: its extra processes time-share; Fig. 10 line 15
+  returns what it found, A23); ``partial=false``: it waits until its whole request is
+  found. No free node: the queue waits (FIFO, nobody overtakes).
 - **Forks** (:meth:`Leak.on_resize`, a ``ForkRequest``; Fig. 12, 13): a free node adjacent to
   the parent's node (lowest id), else a free node adjacent to any node of the job (nearest
   to the parent, then lowest id), else -- ``leak-nc`` only -- the first free node along the
@@ -64,9 +65,13 @@ class Leak(Dispatcher):
     tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True, forks=True,
                 contiguous_grants=True)
 
-    def __init__(self, contiguous: bool = True, admission: str = "queue", allocator: str = "first-fit"):
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"partial": True}
+
+    def __init__(self, contiguous: bool = True, admission: str = "queue", partial: bool = True,
+                 allocator: str = "first-fit"):
         self.contiguous = contiguous
         self.admission = admission
+        self.partial = partial
         self.allocator = allocator
 
     def get_tags(self) -> Tags:
@@ -76,14 +81,15 @@ class Leak(Dispatcher):
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
-        return [{}, {"admission": "free-node"}]
+        return [{}, {"admission": "free-node", "partial": False}]
 
     def _setup(self, system: System) -> None:
         if self.admission not in ADMITS:
             raise ConfigError(f"dispatcher '{self.name}': admission must be one of {', '.join(ADMITS)}, "
                               f"got '{self.admission}'")
-        if not isinstance(self.contiguous, bool):
-            raise ConfigError(f"dispatcher '{self.name}': contiguous must be true or false, got {self.contiguous!r}")
+        for key in ("contiguous", "partial"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(f"dispatcher '{self.name}': {key} must be true or false, got {getattr(self, key)!r}")
         topo = system.topology
         self._grid: Grid = topo.grid if topo.is_grid else grid_of(1, system.n_nodes)
         rows, cols = self._grid.rows, self._grid.cols
@@ -131,6 +137,8 @@ class Leak(Dispatcher):
                 break
             first = int(snake[hits[0]])
             nodes = leak_grow(whole, self._grid, first, job.units, jump=not self.contiguous, snake_start=start)
+            if len(nodes) < job.units and not self.partial:
+                break  # it waits for its whole request; FIFO: nobody behind it starts
             nodes = np.sort(nodes)
             whole[nodes] = False
             free[nodes] = 0
@@ -175,5 +183,6 @@ class LeakNC(Leak):
 
     name = "leak-nc"
 
-    def __init__(self, contiguous: bool = False, admission: str = "queue", allocator: str = "first-fit"):
-        super().__init__(contiguous, admission, allocator)
+    def __init__(self, contiguous: bool = False, admission: str = "queue", partial: bool = True,
+                 allocator: str = "first-fit"):
+        super().__init__(contiguous, admission, partial, allocator)

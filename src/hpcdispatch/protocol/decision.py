@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -32,7 +33,7 @@ class Decision:
     starts: list[Start] = field(default_factory=list)
     wakeup: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
-    cancels: list[tuple[Job, str]] = field(default_factory=list)  # (last: positional callers)
+    cancels: Sequence[tuple[Job, str]] = ()  # (last: positional callers; a tuple: no list per decision)
 
 
 @dataclass(frozen=True)

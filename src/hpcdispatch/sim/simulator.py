@@ -562,7 +562,7 @@ class Simulator:
         segments = st.segments
         correction = self._correction
         deadlines = self._deadlines
-        app_starts: list[int] = []
+        app_starts: list[int] | None = None  # deadline jobs started: their first phase after the loop
         seq = st.next_seq
         for start in starts:
             job = start.job
@@ -578,6 +578,8 @@ class Simulator:
                 self._check_deadline_start(job, alloc, t, begin)
                 if job.app is not None and self._exec is not None:
                     self._start_app(job, alloc, t, begin)
+                    if app_starts is None:
+                        app_starts = []
                     app_starts.append(idx)
                     continue
             if job.node_count or job.contiguous or job.per_node_request:
@@ -609,9 +611,10 @@ class Simulator:
                         _heappush(heap, (at, RESIZE, seq, RESIZE, (idx, request)))
                         seq += 1
         st.next_seq = seq
-        for idx in app_starts:
-            if idx in running:
-                self._next_phase(idx, st.apps[idx], 0, begin)
+        if app_starts is not None:
+            for idx in app_starts:
+                if idx in running:
+                    self._next_phase(idx, st.apps[idx], 0, begin)
 
     # ---- jobs with an application model (sim/execution.py) --------------------------------
     def _start_app(self, job, alloc: Allocation, t: float, begin: float) -> None:
