@@ -89,7 +89,13 @@ def test_free_fragmentation_by_hand_on_a_2x3_mesh():
     assert free_fragmentation_of(grid, np.array([0]), np.array([0.0]), np.array([3.0])) == 0.0
 
 
-def test_free_fragmentation_of_a_run_by_hand():
+def test_free_fragmentation_of_a_run_by_hand(monkeypatch):
+    # the execution model without network costs (network=none): these type-0 jobs then run
+    # exactly R wherever they are placed, as the hand computation below assumes
+    from functools import partial
+
+    from hpcdispatch.sim import execution
+    monkeypatch.setattr(execution, "AppModelParams", partial(execution.AppModelParams, network="none"))
     # count-only takes the lowest free ids: job 1 rows 0-3 (nodes 0-63) over [0, 100), job 2
     # row 4 (64-79) over [0, 300). [0, 100): rows 5-7 free and connected: 0. [100, 300): rows
     # 0-3 and 5-7 free, cut by row 4: 1 - 64 / 112 = 3/7. Time-weighted: 3/7 * 200 / 300 = 2/7

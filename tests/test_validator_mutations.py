@@ -486,6 +486,7 @@ def test_every_corruption_is_rejected_naming_job_node_and_time(runs, tmp_path, d
 DEADLINE_RUNS = {
     "manhattan": "synthetic:deadline,jobs=80,seed=2,load=heavy,lead_days=1",  # bookings, earliest starts
     "fifo": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # cancellations (waiting and running)
+    "leak": "synthetic:deadline,jobs=80,seed=2,load=heavy,types=3",  # forks granted, nodes given back at joins
 }
 
 
@@ -577,7 +578,64 @@ def _booked_start(c: Case) -> None:
     c.expects("booking", job_word(j), "its booking starts at")
 
 
+def _grant_away(c: Case) -> None:
+    """A contiguous-leak grant moved to a free node that touches none of the job's nodes."""
+    grid = c.system.topology.grid
+    a = c.allocs
+    for k in np.flatnonzero((a.segment > 0).to_numpy()):
+        row = a.iloc[k]
+        mine = a[(a.job_id == row.job_id) & (a["from"] <= row["from"]) & (a.to >= row["from"])]
+        busy = set(a.node[(a["from"] < row.to) & (a.to > row["from"])])
+        for n in range(c.system.n_nodes):
+            if n not in busy and not (grid.distance(n, mine.node.to_numpy()) <= 1).any():
+                c.allocs.loc[a.index[k], "node"] = n
+                c.expects("fork", job_word(row.job_id), "touches none")
+                return
+    raise AssertionError("no fork grant to move")
+
+
+def _kept_past_end(c: Case) -> None:
+    """A node given back at a join is held past the job's end."""
+    a = c.allocs
+    end = c.jobs.set_index("job_id").end
+    early = a[a.to.to_numpy() < end.loc[a.job_id].to_numpy()]
+    k = early.index[0]
+    j = int(a.job_id[k])
+    c.allocs.loc[k, "to"] = float(end.loc[j]) + 5
+    c.expects("release", job_word(j))
+
+
+def _fork_without_forks(c: Case) -> None:
+    """A static strategy's job suddenly holds one more node (a grant it cannot make)."""
+    j = c.started().iloc[0]
+    row = c.rows_of(j.job_id).iloc[0].copy()
+    row["segment"] = 1
+    row["node"] = c.free_node(j.start, j.end)
+    c.allocs = pd.concat([c.allocs, row.to_frame().T.astype(c.allocs.dtypes.to_dict())], ignore_index=True)
+    c.expects("fork", job_word(j.job_id), "does not grant forks")
+
+
+def _conflict_time(c: Case) -> None:
+    """A job cancelled for a booking conflict ends a second early."""
+    j = c.jobs[c.jobs.cancel_reason == "booking-conflict"].iloc[0]
+    _shift(c, j.job_id, j.start, j.end - 1)
+    c.expects("cancelled", job_word(j.job_id), "booking conflict")
+
+
+def _partial_static_start(c: Case) -> None:
+    """A static strategy's job started on fewer nodes than booked (only the leak may)."""
+    j = c.job(c.multi_row_job())
+    rows = c.rows_of(j.job_id)
+    c.allocs = c.allocs.drop(rows.index[-1])
+    c.expects("units", job_word(j.job_id))
+
+
 DEADLINE_CORRUPTIONS = {
+    "contiguous-grant-not-adjacent": ("leak", _grant_away),
+    "released-node-held-past-the-end": ("leak", _kept_past_end),
+    "static-job-grows": ("manhattan", _fork_without_forks),
+    "booking-conflict-cancel-time": ("manhattan", _conflict_time),
+    "static-partial-start": ("manhattan", _partial_static_start),
     "start-before-earliest-start": ("manhattan", _before_earliest),
     "end-after-deadline": ("manhattan", _past_deadline),
     "cancel-time-not-the-deadline": ("fifo", _cancel_time),

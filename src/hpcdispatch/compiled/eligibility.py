@@ -55,6 +55,9 @@ def refusal(sim: Simulator) -> str | None:
         return "jobs with node constraints need the Python engine"
     if any(job.growth for job in workload.jobs):
         return "jobs with growth requests need the Python engine"
+    if workload.has_apps:
+        return ("deadline jobs with an application model need the Python engine (their run time is the execution model's "
+                "output: phases, forks and joins, sim/execution.py)")
     if workload.has_deadlines:
         return ("jobs with a deadline or an earliest start need the Python engine (it enforces earliest starts "
                 "and cancels jobs at their deadline)")

@@ -30,10 +30,15 @@ node it uses (so the strategies run on
 any workload, as the conformance suite does). On a system without a 2-D grid the Hilbert
 curve is the node order and the Manhattan partition grows on a 1 x n line.
 
-A job is never kept beyond its booking: the simulator kills jobs at their wall-time, and a
-run without that (``walltime_kill = false``) is refused, since a job running past its booking
-would run into the next one on its nodes (design note A19's overrun rules belong to the
-execution model, not built yet).
+A job without an application model is never kept beyond its booking: the simulator kills
+such jobs at their wall-time, and a run without that (``walltime_kill = false``) is refused.
+A deadline job (with an application model) runs as long as the execution model says on
+exactly its booked nodes (its children share them, :mod:`hpcdispatch.sim.execution`), and
+may outlive its booking. Then (design note A19, our choice of its two options): it keeps its
+nodes until the next booking on any of them begins or until its deadline, whichever comes
+first -- its booking is extended to then, so nothing new is booked on them -- and is
+cancelled at that time if still running (``booking-conflict`` when a booking begins, else the
+simulator's ``deadline-running``).
 """
 
 from __future__ import annotations
@@ -104,9 +109,8 @@ class Reservation(Dispatcher):
         self._booked: dict[int, tuple[float, float, np.ndarray, Allocation, int]] = {}  # waiting; last: log row
         self._holding: dict[int, tuple[float, np.ndarray, int]] = {}  # started: booked end, nodes, log row
         self._log: list[Booking] = []
-
-    def bookings(self) -> list[Booking]:
-        return list(self._log)
+        self._conflicts: set[int] = set()  # overrunning jobs whose nodes are booked from now on
+        self._deadline_of: dict[int, float] = {}  # deadline jobs booked: their deadlines (A19)
 
     # ---- the profile -----------------------------------------------------------------------
     def _sync(self, view: DispatchView) -> AvailabilityProfile:
@@ -124,8 +128,52 @@ class Reservation(Dispatcher):
             if now < end:
                 profile.release(now, end, nodes, self._capacity[nodes])
                 self._log[row] = self._log[row]._replace(released=now)
+            elif now > end and idx in self._deadline_of:
+                self._settle(idx, end, nodes, row, now)
+        for idx, (end, nodes, row) in list(self._holding.items()):
+            if end <= now and idx not in self._conflicts:
+                self._overrun(idx, view.running[idx].job, end, nodes, row, now)
         profile.advance(now)
         return profile
+
+    def _settle(self, idx: int, end: float, nodes: np.ndarray, row: int, now: float) -> None:
+        """A deadline job gone by ``now`` and last seen before its booked ``end`` (nobody
+        asked the strategy anything in between, so it made no booking then): it may have
+        outlived its booking, up to what A19 entitled it to -- the next booking on its nodes
+        or its deadline -- and no later (a booking beginning would have cancelled it). The
+        booking is recorded as held until then, or ``now`` if earlier."""
+        until = self._deadline_of[idx]
+        for b in self._log:
+            if b.job != idx and b.start >= end and b.start < until and set(b.nodes) & set(nodes.tolist()):
+                until = b.start
+        released = min(now, until)
+        if released > end:
+            self._log[row] = self._log[row]._replace(end=released, released=released)
+
+    def bookings(self) -> list[Booking]:
+        for idx, (end, nodes, row) in list(self._holding.items()):  # still held when the run ended
+            if idx in self._deadline_of and math.isfinite(self._deadline_of[idx]):
+                self._settle(idx, end, nodes, row, math.inf)
+        return list(self._log)
+
+    def _overrun(self, idx: int, job: Job, end: float, nodes: np.ndarray, row: int, now: float) -> None:
+        """A job still running at the end of its booking (its model time is longer than
+        ``R``: design note A19): it keeps its nodes until the next booking on any of them
+        begins or its deadline, whichever comes first -- the booking is extended to then --
+        and is cancelled at that time (at its deadline by the simulator, at a booking by
+        :meth:`_dispatch`: ``booking-conflict``)."""
+        deadline = math.inf if job.deadline is None else float(job.deadline)
+        nxt = min((t for (t, _e, other, _a, _r) in self._booked.values() if np.intersect1d(other, nodes).size),
+                  default=math.inf)
+        until = min(deadline, nxt)
+        if until > now:
+            self._profile.reserve(now, until, nodes, self._capacity[nodes])
+            self._holding[idx] = (until, nodes, row)
+            self._log[row] = self._log[row]._replace(end=until, released=until)
+        else:  # (it held the nodes unobserved from its booked end until now)
+            if until > end:
+                self._log[row] = self._log[row]._replace(end=until, released=until)
+            self._conflicts.add(idx)
 
     def _nodes_for(self, job: Job, free_mask: np.ndarray, window: np.ndarray,
                    view: DispatchView) -> tuple[np.ndarray | None, Allocation | None, str]:
@@ -175,6 +223,8 @@ class Reservation(Dispatcher):
                 continue
             profile.reserve(t, t + length, nodes, self._capacity[nodes])
             self._booked[job.index] = (t, t + length, nodes, alloc, len(self._log))
+            if job.app is not None:
+                self._deadline_of[job.index] = deadline
             self._log.append(Booking(job.index, now, t, t + length, tuple(int(n) for n in nodes), t + length))
             return Admission(True, "")
         what = (f"{job.units} whole free node(s)" if job.app is not None else "enough whole free nodes")
@@ -186,6 +236,12 @@ class Reservation(Dispatcher):
         self._sync(view)
         now = view.now
         starts: list[Start] = []
+        cancels: list[tuple[Job, str]] = []
+        for idx in sorted(self._conflicts):
+            if idx in view.running:
+                cancels.append((view.running[idx].job, "booking-conflict"))
+            self._holding.pop(idx, None)
+        self._conflicts.clear()
         wakeup = math.inf
         for idx, (t, end, nodes, alloc, row) in list(self._booked.items()):
             try:
@@ -201,7 +257,7 @@ class Reservation(Dispatcher):
                 self._holding[idx] = (end, nodes, row)
             else:
                 wakeup = min(wakeup, t)
-        return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup)
+        return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup, cancels=cancels)
 
 
 @register

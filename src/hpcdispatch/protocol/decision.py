@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -20,7 +21,10 @@ class Start(NamedTuple):
 class Decision:
     """The outcome of one dispatcher call.
 
-    ``starts``: jobs to start now, applied in order. ``wakeup``: a time at which the
+    ``starts``: jobs to start now, applied in order. ``cancels``: running jobs to stop now,
+    each with a reason (a static deadline strategy cancels a job that outlived its booking
+    when the next booking on its nodes begins, design note A19), applied before the starts.
+    ``wakeup``: a time at which the
     dispatcher wants to be called again even if no event happens (e.g. a reservation that
     begins then, a solver that wants another round). ``info``: free-form per-decision record
     (model size, solver status ...) written to the decision log.
@@ -29,6 +33,7 @@ class Decision:
     starts: list[Start] = field(default_factory=list)
     wakeup: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    cancels: Sequence[tuple[Job, str]] = ()  # (last: positional callers; a tuple: no list per decision)
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,17 @@ class Admission:
 
 
 ACCEPT = Admission(True, "")
+
+
+class ForkRequest(NamedTuple):
+    """A running deadline job forks a process and has no free core for it on its nodes
+    (:mod:`hpcdispatch.sim.execution`): it asks for one whole free node, the fork's parent
+    running on ``parent_node``. Passed to ``Dispatcher.on_resize`` of a dispatcher whose tags
+    say ``forks``; the answer is an allocation of exactly one whole free node, or ``None``
+    (the child then shares its parent's node)."""
+
+    parent_node: int
+    nodes: int = 1
 
 
 class RunningJob(NamedTuple):

@@ -33,7 +33,7 @@ import numpy as np
 from hpcdispatch._util import json_default
 from hpcdispatch.allocators import Allocator, allocate_job, make_allocator
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.protocol.decision import ACCEPT, Admission, Booking, Decision, RunningJob, Start
+from hpcdispatch.protocol.decision import ACCEPT, Admission, Booking, Decision, ForkRequest, RunningJob, Start
 from hpcdispatch.protocol.view import DispatchView
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.model import System
@@ -61,6 +61,13 @@ class Tags:
       without it rejects nothing: the simulator refuses such a rejection as an invalid
       decision, and the validator refuses a schedule with rejected jobs from such a
       dispatcher (every rejection must carry the dispatcher's reason).
+    - ``forks``: the dispatcher places the processes deadline jobs fork while they run
+      (:meth:`Dispatcher.on_resize` with a ``ForkRequest``, the leak): the simulator asks it
+      when a child finds no free core on the job's nodes, and gives a node back as soon as
+      no process of the job is left on it (a join). Without it a deadline job keeps exactly
+      the nodes it started with, and its children share them (design note A11);
+    - ``contiguous_grants``: every node granted at a fork touches (is a 4-neighbour of) a
+      node the job holds then; the validator checks it.
     """
 
     deterministic: bool = True
@@ -68,6 +75,8 @@ class Tags:
     uses_solver: bool = False
     node_constraints: bool = True
     rejects: bool = False
+    forks: bool = False
+    contiguous_grants: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,8 +229,11 @@ class Dispatcher(ABC):
         every booked job ran at its booked start on exactly its booked nodes."""
         return []
 
-    def on_resize(self, running: RunningJob, request: GrowthRequest, view: DispatchView) -> Allocation | None:
-        """Grant ``request.units`` more units to a running job (an allocation) or refuse (None)."""
+    def on_resize(self, running: RunningJob, request: GrowthRequest | ForkRequest,
+                  view: DispatchView) -> Allocation | None:
+        """Grant a running job more: ``request.units`` more units (a ``GrowthRequest``), or
+        one whole free node for a forked process (a ``ForkRequest``, only to dispatchers
+        tagged ``forks``) -- an allocation -- or refuse (None)."""
         return None
 
     # ---- helpers for policies ------------------------------------------------------------

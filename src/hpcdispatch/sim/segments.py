@@ -1,7 +1,9 @@
 """What every job held and when: allocation segments, recorded compactly as they happen.
 
 A job's first segment is the allocation it started with; a job that grows gets one more
-segment per grant (held from the grant to the job's end). The simulator appends every
+segment per grant (held from the grant to the job's end). A job that gives a node back while
+it runs (a deadline job's join, :mod:`hpcdispatch.sim.execution`) records an explicit end for
+that node's row (:meth:`SegmentLog.release`); every other row ends with its job. The simulator appends every
 segment to a :class:`SegmentLog` -- typed arrays, about 80 bytes per job on a whole trace
 instead of about 550 for a dict of lists of ``Allocation`` objects -- and the result turns
 it into :class:`AllocationRows`, the flat columns every table, metric and the validator use.
@@ -50,7 +52,8 @@ class SegmentLog:
     and compacted into the typed arrays a batch at a time, so at most one batch of
     ``Allocation`` objects is kept alive by the log."""
 
-    __slots__ = ("job", "number", "t_from", "lengths", "node", "units", "_pending", "_batch", "_grants")
+    __slots__ = ("job", "number", "t_from", "lengths", "node", "units", "_pending", "_batch", "_grants",
+                 "rel_job", "rel_node", "rel_t")
 
     def __init__(self, batch: int = 4096) -> None:
         self._batch = batch
@@ -62,6 +65,10 @@ class SegmentLog:
         self.units = array("q")
         self._pending: list[tuple[int, int, float, Allocation]] = []
         self._grants: dict[int, int] = {}  # job index -> segments granted after its start
+        # nodes given back before their job's end: (job, node, time), in time order
+        self.rel_job = array("q")
+        self.rel_node = array("q")
+        self.rel_t = array("d")
 
     @classmethod
     def from_arrays(cls, job: np.ndarray, t_from: np.ndarray, lengths: np.ndarray, node: np.ndarray,
@@ -85,6 +92,14 @@ class SegmentLog:
         """More nodes granted to a running job (its next segment)."""
         number = self._grants[job_index] = self._grants.get(job_index, 0) + 1
         self._add(job_index, number, t_from, allocation)
+
+    def release(self, job_index: int, node: int, t: float) -> None:
+        """Job ``job_index`` gave ``node`` back at ``t`` (its row holding it ends then). A node
+        is given back at most once per time it was taken, so the ``i``-th release of a
+        (job, node) ends the ``i``-th row of that pair."""
+        self.rel_job.append(job_index)
+        self.rel_node.append(node)
+        self.rel_t.append(t)
 
     def _add(self, job_index: int, number: int, t_from: float, allocation: Allocation) -> None:
         pending = self._pending
@@ -128,14 +143,48 @@ class SegmentLog:
             job, number, t_from, lengths = job[order], number[order], t_from[order], lengths[order]
             node, units = node[row_order], units[row_order]
         row_job = np.repeat(job, lengths)
+        row_from = np.repeat(t_from, lengths)
+        t_to = np.asarray(end, dtype=np.float64)[row_job]
+        if len(self.rel_job):
+            t_to = t_to.copy()
+            t_to[self._released_rows(row_job, node, row_from)] = np.array(self.rel_t, dtype=np.float64)[
+                self._release_order()]
         return AllocationRows(
             job=row_job,
             segment=np.repeat(number, lengths),
             node=node,
             units=units,
-            t_from=np.repeat(t_from, lengths),
-            t_to=np.asarray(end, dtype=np.float64)[row_job],
+            t_from=row_from,
+            t_to=t_to,
         )
+
+    def _release_order(self) -> np.ndarray:
+        """Releases sorted by (job, node, time)."""
+        return np.lexsort((np.array(self.rel_t), np.array(self.rel_node), np.array(self.rel_job)))
+
+    def _released_rows(self, row_job: np.ndarray, node: np.ndarray, row_from: np.ndarray) -> np.ndarray:
+        """The row each release ends (in :meth:`_release_order`): the ``i``-th release of a
+        (job, node) pair ends that pair's ``i``-th row by start time."""
+        rj, rn = np.array(self.rel_job, dtype=np.int64), np.array(self.rel_node, dtype=np.int64)
+        rel = self._release_order()
+        rj, rn = rj[rel], rn[rel]
+        rows = np.lexsort((row_from, node, row_job))
+        width = int(max(node.max(initial=0), rn.max(initial=0))) + 1
+        row_key = row_job[rows] * width + node[rows]
+        rel_key = rj * width + rn
+
+        def rank(keys: np.ndarray) -> np.ndarray:  # position within a run of equal (sorted) keys
+            first = np.r_[True, keys[1:] != keys[:-1]]
+            starts = np.flatnonzero(first)
+            return np.arange(len(keys)) - np.repeat(starts, np.diff(np.r_[starts, len(keys)]))
+
+        # (key, rank) of every row, searched for every release's (key, rank)
+        combined_rows = row_key * (len(node) + 1) + rank(row_key)
+        combined_rel = rel_key * (len(node) + 1) + rank(rel_key)
+        at = np.searchsorted(combined_rows, combined_rel)
+        if (at >= len(rows)).any() or (combined_rows[np.minimum(at, len(rows) - 1)] != combined_rel).any():
+            raise RuntimeError("a node was released that its job did not hold")
+        return rows[at]
 
     def by_job(self) -> dict[int, list[tuple[float, Allocation]]]:
         """``job index -> [(from, Allocation)]`` in segment order, jobs in start order."""

@@ -52,13 +52,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hpcdispatch.errors import (
     ConfigError,
     InvalidDecisionError,
     SimulationStalledError,
     UnsupportedJobError,
 )
-from hpcdispatch.protocol import Allocation, Dispatcher, Predictor, RunningJob, WallTimePredictor
+from hpcdispatch.protocol import Allocation, Dispatcher, ForkRequest, Predictor, RunningJob, WallTimePredictor
 from hpcdispatch.sim.checkpoint import Checkpoint
 from hpcdispatch.sim.correction import revised_end
 from hpcdispatch.sim.journal import DecisionJournal
@@ -71,6 +73,7 @@ from hpcdispatch.sim.state import (
     CANCELLED,
     DONE,
     END,
+    PHASE,
     QUEUED,
     REJECTED,
     RESIZE,
@@ -210,7 +213,10 @@ class Simulator:
         self._record = opts.record_decisions
         self._timed = self.predictor.timed  # a field lookup (W, R) costs less than its timer
         self._rejects = self.dispatcher.get_tags().rejects
-        self._deadlines = workload.has_deadlines  # earliest starts enforced, cancellations at deadlines
+        # earliest starts enforced, cancellations at deadlines, jobs with an application model
+        self._deadlines = workload.has_deadlines or workload.has_apps
+        self._exec = self._st.execution  # the execution model (jobs with an application model), or None
+        self._forks = self.dispatcher.get_tags().forks
         return self._st
 
     def close(self) -> None:
@@ -307,6 +313,7 @@ class Simulator:
         timed = self._timed
         ended_jobs = st.ended_jobs
         ended_running = st.ended_running
+        apps = st.apps
         ended = 0
         spent = 0.0
         while heap and heap[0][0] == t and heap[0][1] == END:
@@ -317,6 +324,10 @@ class Simulator:
             removed(rj)
             for nodes, amounts in held.pop(idx):
                 give(nodes, amounts)
+            if apps:
+                run = apps.pop(idx, None)
+                if run is not None:
+                    self._exec.end_phase(run)
             st.end_at[idx] = t
             st.status[idx] = DONE
             job = jobs[idx]
@@ -417,6 +428,13 @@ class Simulator:
             elif kind == WAKEUP:
                 st.wakeup_pending.discard(t)
                 woken = True
+            elif kind == PHASE:
+                idx, k = payload
+                run = st.apps.get(idx)
+                if run is not None and idx in running:
+                    self._exec.end_phase(run)
+                    self._next_phase(idx, run, k, t)
+                    happened = True
             elif kind == CANCEL:
                 happened = self._cancel(payload, t) or happened
             else:  # an interval tick
@@ -434,19 +452,31 @@ class Simulator:
             del st.queue[idx]
             st.cancel_reason[idx] = CANCEL_WAITING
         elif idx in st.running:
-            rj = st.running.pop(idx)
-            self._running_removed(rj)
-            for nodes, amounts in st.held.pop(idx):
-                st.cluster.give(nodes, amounts)
-            st.ended_jobs.append(rj.job)
-            st.ended_running.append(rj)
-            st.cancel_reason[idx] = CANCEL_RUNNING
+            self._stop(idx, t, CANCEL_RUNNING)
+            return True
         else:
             return False
         st.status[idx] = CANCELLED
         st.end_at[idx] = t
         st.done += 1
         return True
+
+    def _stop(self, idx: int, t: float, reason: str) -> None:
+        """Cancel the running job ``idx`` at ``t``: its nodes back, status ``cancelled``."""
+        st = self._st
+        rj = st.running.pop(idx)
+        self._running_removed(rj)
+        for nodes, amounts in st.held.pop(idx):
+            st.cluster.give(nodes, amounts)
+        run = st.apps.pop(idx, None)
+        if run is not None:
+            self._exec.end_phase(run)
+        st.ended_jobs.append(rj.job)
+        st.ended_running.append(rj)
+        st.cancel_reason[idx] = reason
+        st.status[idx] = CANCELLED
+        st.end_at[idx] = t
+        st.done += 1
 
     def _call_dispatcher(self, t: float) -> None:
         """One dispatcher call at ``t`` (or its journalled record), and its starts applied."""
@@ -488,6 +518,8 @@ class Simulator:
         begin = t
         if self._charge:
             begin = st.busy_until = t + elapsed
+        if decision.cancels:
+            self._apply_cancels(t, decision.cancels)
         starts = decision.starts
         if starts:
             self._start_jobs(t, begin, starts)
@@ -530,6 +562,7 @@ class Simulator:
         segments = st.segments
         correction = self._correction
         deadlines = self._deadlines
+        app_starts: list[int] | None = None  # deadline jobs started: their first phase after the loop
         seq = st.next_seq
         for start in starts:
             job = start.job
@@ -543,6 +576,12 @@ class Simulator:
                                            f"allocation must be an Allocation, got {type(alloc).__name__}")
             if deadlines:
                 self._check_deadline_start(job, alloc, t, begin)
+                if job.app is not None and self._exec is not None:
+                    self._start_app(job, alloc, t, begin)
+                    if app_starts is None:
+                        app_starts = []
+                    app_starts.append(idx)
+                    continue
             if job.node_count or job.contiguous or job.per_node_request:
                 amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node,
                                        job.node_count, per_node_array(job.per_node_request), job.contiguous)
@@ -572,6 +611,124 @@ class Simulator:
                         _heappush(heap, (at, RESIZE, seq, RESIZE, (idx, request)))
                         seq += 1
         st.next_seq = seq
+        if app_starts is not None:
+            for idx in app_starts:
+                if idx in running:
+                    self._next_phase(idx, st.apps[idx], 0, begin)
+
+    # ---- jobs with an application model (sim/execution.py) --------------------------------
+    def _start_app(self, job, alloc: Allocation, t: float, begin: float) -> None:
+        """Start a job with an application model on whole nodes: between one node and the
+        nodes its request names (a forking dispatcher may start it on fewer: the leak's
+        partial start). Its first phase begins once all starts of the decision are applied
+        (its forks must not take nodes another start of the same decision was given)."""
+        st = self._st
+        idx = job.index
+        name = self.dispatcher.name
+        m = len(alloc.nodes)
+        if not 1 <= m <= job.units or (m != job.units and not self._forks):
+            want = f"1 to {job.units}" if self._forks else f"exactly {job.units}"
+            raise InvalidDecisionError(name, job.id, t, f"a deadline job starts on {want} whole node(s), got {m}")
+        amounts = st.cluster.take_checked(alloc, self._requests[idx], m, 1)
+        if isinstance(amounts, str):
+            raise InvalidDecisionError(name, job.id, t, amounts)
+        del st.queue[idx]
+        st.status[idx] = RUNNING
+        st.start_at[idx] = begin
+        rj = RunningJob(job, begin, alloc, begin + st.planned[idx])
+        st.running[idx] = rj
+        st.held[idx] = [(alloc.nodes, amounts)]
+        self._running_added(rj)
+        st.segments.start(idx, begin, alloc)
+        st.apps[idx] = self._exec.start(job, alloc.nodes.tolist())
+
+    def _next_phase(self, idx: int, run, k: int, t: float) -> None:
+        """Phase ``k`` of a running app job begins at ``t``: its children placed (forks asked
+        of a forking dispatcher), nodes left without a process given back (forking
+        dispatchers, from the second phase on: a join), the phase's end pushed."""
+        model = self._exec
+        forks = self._forks
+        ask = (lambda parent: self._fork(idx, parent, t)) if forks else None
+        model.place_phase(run, k, forks, ask)
+        if forks and k > 0:
+            idle = model.idle_nodes(run)
+            if idle:
+                self._release(idx, idle, t)
+                gone = set(idle)
+                run.nodes = [v for v in run.nodes if v not in gone]
+        end = t + model.begin_phase(run, k)
+        st = self._st
+        if k + 1 < run.program.phases:
+            _heappush(st.heap, (end, RESIZE, st.next_seq, PHASE, (idx, k + 1)))
+        else:
+            _heappush(st.heap, (end, END, st.next_seq, END, idx))
+        st.next_seq += 1
+
+    def _regrant(self, idx: int, rj: RunningJob, nodes: np.ndarray) -> None:
+        """The running record of an app job now on ``nodes`` (one unit each)."""
+        new = rj._replace(allocation=Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64)))
+        self._st.running[idx] = new
+        self._running_removed(rj)
+        self._running_added(new)
+
+    def _fork(self, idx: int, parent: int, t: float) -> int | None:
+        """A child of a process on ``parent`` finds no free core: the dispatcher grants one
+        whole free node (verified) or refuses."""
+        st = self._st
+        rj = st.running[idx]
+        job = rj.job
+        view = st.view
+        view.now = t
+        alloc = self.dispatcher.on_resize(rj, ForkRequest(parent), view)
+        if alloc is None:
+            st.resize_log.append((t, job.id, 1, False))
+            return None
+        name = self.dispatcher.name
+        if not isinstance(alloc, Allocation) or len(alloc.nodes) != 1:
+            raise InvalidDecisionError(name, job.id, t, "a fork grant must be an Allocation of exactly one node")
+        node = int(alloc.nodes[0])
+        if node in rj.allocation.nodes:
+            raise InvalidDecisionError(name, job.id, t, f"fork grant: node {node} is already the job's")
+        cluster = st.cluster
+        if 0 <= node < cluster.n_nodes and not (cluster.free[node] == cluster.capacity[node]).all():
+            raise InvalidDecisionError(name, job.id, t, f"fork grant: node {node} is not a whole free node")
+        amounts = cluster.take_checked(alloc, self._requests[idx], 1, 1)
+        if isinstance(amounts, str):
+            raise InvalidDecisionError(name, job.id, t, f"fork grant: {amounts}")
+        st.held[idx].append((alloc.nodes, amounts))
+        st.segments.grow(idx, t, alloc)
+        self._regrant(idx, rj, np.union1d(rj.allocation.nodes, alloc.nodes))
+        st.resize_log.append((t, job.id, 1, True))
+        return node
+
+    def _release(self, idx: int, nodes: list[int], t: float) -> None:
+        """Job ``idx`` gives ``nodes`` back at ``t`` (a join left no process on them)."""
+        st = self._st
+        gone = np.asarray(sorted(nodes), dtype=np.int64)
+        kept = []
+        for seg_nodes, amounts in st.held[idx]:
+            out = np.isin(seg_nodes, gone)
+            if out.any():
+                st.cluster.give(seg_nodes[out], amounts[out])
+                if not out.all():
+                    kept.append((seg_nodes[~out], amounts[~out]))
+            else:
+                kept.append((seg_nodes, amounts))
+        st.held[idx] = kept
+        for v in gone.tolist():
+            st.segments.release(idx, v, t)
+        rj = st.running[idx]
+        self._regrant(idx, rj, np.setdiff1d(rj.allocation.nodes, gone))
+
+    def _apply_cancels(self, t: float, cancels: list) -> None:
+        """The dispatcher stops running jobs (``Decision.cancels``), verified."""
+        for job, reason in cancels:
+            idx = job.index
+            if idx not in self._st.running:
+                raise InvalidDecisionError(self.dispatcher.name, job.id, t, "cannot cancel it: it is not running")
+            if not reason:
+                raise InvalidDecisionError(self.dispatcher.name, job.id, t, "cancelled without a reason")
+            self._stop(idx, t, str(reason))
 
     def _check_deadline_start(self, job, alloc: Allocation, t: float, begin: float) -> None:
         """A start in a deadline workload: never before the job's earliest start; a job with

@@ -19,6 +19,7 @@ import numpy as np
 
 from hpcdispatch.protocol import Dispatcher, DispatchView, Predictor, RunningJob
 from hpcdispatch.sim.cluster import ClusterState
+from hpcdispatch.sim.execution import AppRun, ExecutionModel
 from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.sim.options import SimulationOptions
 from hpcdispatch.sim.result import SimulationResult
@@ -30,6 +31,7 @@ from hpcdispatch.workload.job import Job, Workload
 END, SUBMIT, RESIZE, WAKEUP = 0, 1, 2, 3
 REVISE = 4  # an expired prediction (heap priority RESIZE)
 CANCEL = 5  # a job's deadline (heap priority RESIZE: after the ends and submissions at that instant)
+PHASE = 6  # a deadline job's phase boundary (heap priority RESIZE; its last boundary is an END)
 TICK = -1  # an interval tick (heap priority WAKEUP)
 
 # job status codes (result arrays)
@@ -120,6 +122,9 @@ class LoopState:
     ended_running: list[RunningJob] = field(default_factory=list)
     revised: dict[int, None] = field(default_factory=dict)  # jobs revised since the last call (ordered set)
     revisions: int = 0
+    # the execution model of jobs with an application model, and their runs in it
+    execution: ExecutionModel | None = None
+    apps: dict[int, AppRun] = field(default_factory=dict)
     # costs measured so far
     predict_time_s: float = 0.0
     wall_s: float = 0.0  # wall-clock seconds simulated by processes that wrote a checkpoint
@@ -137,8 +142,13 @@ class LoopState:
         view = DispatchView(system, cluster.free_readonly, cluster.free_total, queue, running, planned,
                             workload.unit_requests, options.walltime_kill, planned_np, workload.queue_ewt, held)
         nan = math.nan
+        execution = ExecutionModel.for_system(system) if workload.has_apps else None
         return cls(cluster=cluster, view=view, queue=queue, running=running, held=held, planned=planned,
-                   planned_np=planned_np, start_at=[nan] * n, end_at=[nan] * n, status=[PENDING] * n)
+                   planned_np=planned_np, start_at=[nan] * n, end_at=[nan] * n, status=[PENDING] * n,
+                   execution=execution)
+
+    def _execution_extra(self) -> dict[str, Any]:
+        return {} if self.execution is None else self.execution.summary()
 
     def result(self, system: System, workload: Workload, dispatcher: Dispatcher, predictor: Predictor,
                options: SimulationOptions) -> SimulationResult:
@@ -165,6 +175,6 @@ class LoopState:
             bookings=list(dispatcher.bookings()),
             resize_log=self.resize_log,
             decisions=self.decisions.columns(),
-            extra={"prediction_time_s": self.predict_time_s},
+            extra={"prediction_time_s": self.predict_time_s, **self._execution_extra()},
             tags=dict(vars(dispatcher.get_tags())),
         )

@@ -126,6 +126,7 @@ def _ids(values: np.ndarray, limit: int = 5) -> str:
 
 
 #: the statuses a job can have when a run has ended
+CONFLICT = "booking-conflict"  # a static deadline job cancelled when the next booking on its nodes begins (A19)
 FINAL_STATUSES = ("completed", "killed", "rejected", "cancelled")
 #: summary fields recomputed from the tables by :func:`validate_run_dir`
 SUMMARY_COUNTS = ("jobs", "started", "rejected", "killed")
@@ -210,6 +211,14 @@ def validate_tables(
 
     rejected = status == "rejected"
     cancelled = status == "cancelled"
+    # jobs with an application model (deadline jobs: whole nodes): their run time is the
+    # execution model's output, not checked against the trace's; they may give nodes back
+    # before they end, and grow at forks when the dispatcher says it grants them
+    app = w_col("whole_nodes", bool) if "whole_nodes" in workload.columns else np.zeros(len(common), bool)
+    tags = dispatcher_tags if isinstance(dispatcher_tags, Mapping) else {}
+    forks = bool(tags.get("forks", False))
+    cancel_why = (pd.Series(j_col("cancel_reason"), dtype=object).fillna("").astype(str).to_numpy()
+                  if "cancel_reason" in jobs.columns else np.full(len(common), "", dtype=object))
     never = np.isnan(start) & ~rejected & ~cancelled
     for i in np.flatnonzero(never)[:20]:
         report.add(submit[i], "never", f"job {int(ids[i])} (submitted at {submit[i]:.15g}) never started and was not rejected")
@@ -229,7 +238,7 @@ def validate_tables(
     for i in np.flatnonzero(early)[:20]:
         report.add(start[i], "early", f"job {int(ids[i])} started at {start[i]:.15g}, before its submission at {submit[i]:.15g}")
     expected = np.minimum(run, wall) if walltime_kill else run
-    wrong = timed & ~cancelled & ~(np.abs((end - start) - expected)
+    wrong = timed & ~cancelled & ~app & ~(np.abs((end - start) - expected)
                                    <= np.maximum(TOL * np.maximum(1.0, np.abs(expected)), float(time_tolerance)))
     for i in np.flatnonzero(wrong)[:20]:
         report.add(
@@ -266,7 +275,7 @@ def validate_tables(
             report.add(submit[i], "cancelled", f"{job_name(i)} is cancelled, but the workload has no deadlines")
     if deadline_rules:
         _check_deadlines(report, ids, submit, start, end, started, cancelled, expected,
-                         w_col("earliest_start", np.float64), w_col("deadline", np.float64))
+                         w_col("earliest_start", np.float64), w_col("deadline", np.float64), app, cancel_why)
 
     # ---- rejections: declared by the dispatcher, always with a reason ----------------------
     if rejected.any():
@@ -355,7 +364,9 @@ def validate_tables(
     # units per job in segment 0 and agreement with start/end
     units_first = np.bincount(row_job[seg0], weights=units[seg0], minlength=len(common))
     req_units = w_col("units", np.int64)
-    wrong_units = started & (units_first != req_units)
+    # a forking dispatcher may start a deadline job on fewer nodes (the leak's partial start)
+    partial_ok = app & forks & (units_first >= 1) & (units_first <= req_units)
+    wrong_units = started & (units_first != req_units) & ~partial_ok
     for i in np.flatnonzero(wrong_units)[:20]:
         report.add(start[i], "units", f"job {int(ids[i])} got {int(units_first[i])} unit(s) at its start at {start[i]:.15g}, it requests "
                                       f"{int(req_units[i])}")
@@ -379,7 +390,8 @@ def validate_tables(
         report.add(t_from[k], "segment", f"job {int(ids[row_job[k]])}: allocation segment {int(seg[k])} on node "
                                          f"{int(node[k])} starts at {t_from[k]:.15g}, outside its run "
                                          f"[{start[row_job[k]]:.15g}, {end[row_job[k]]:.15g})")
-    to_mismatch = np.abs(t_to - end[row_job]) > TOL
+    # a deadline job's row may end before its job (a node given back at a join)
+    to_mismatch = np.where(app[row_job], t_to > end[row_job] + TOL, np.abs(t_to - end[row_job]) > TOL)
     for k in np.flatnonzero(to_mismatch)[:20]:
         report.add(t_to[k], "release", f"job {int(ids[row_job[k]])} releases node {int(node[k])} at {t_to[k]:.15g}, but ended at {end[row_job[k]]:.15g}")
     # (job, segment, node) listed twice; units per (job, node) over all segments -- one int64
@@ -399,7 +411,16 @@ def validate_tables(
     for k in np.sort(twice)[:20]:
         report.add(t_from[k], "node-twice", f"job {int(ids[row_job[k]])} lists node {int(node[k])} twice in segment {int(seg[k])} "
                                                f"(from {t_from[k]:.15g})")
+    if app.any():  # a deadline job holds a node at most once at a time (one unit: the whole node)
+        rows_app = np.flatnonzero(app[row_job])
+        o = rows_app[np.lexsort((t_from[rows_app], pair[rows_app]))]
+        again = np.flatnonzero((pair[o][1:] == pair[o][:-1]) & (t_from[o][1:] < t_to[o][:-1] - TOL))
+        for q in again[:20]:
+            k = o[q + 1]
+            report.add(t_from[k], "per-node", f"job {int(ids[row_job[k]])} takes node {int(node[k])} at {t_from[k]:.15g} "
+                                              f"while it still holds it (until {t_to[o[q]]:.15g})")
     if (max_pn > 0).any():
+        pair = np.where(app[row_job], -1 - np.arange(len(pair)), pair)  # deadline jobs: checked above, per instant
         order = np.argsort(pair, kind="stable")
         sorted_pair = pair[order]
         first_of_pair = np.flatnonzero(np.r_[True, sorted_pair[1:] != sorted_pair[:-1]]) if len(pair) else np.zeros(0, np.int64)
@@ -415,8 +436,15 @@ def validate_tables(
     del pair
 
     # ---- later segments: growth grants, each explained by a growth request ----------------------
+    later_app = (seg > 0) & app[row_job]
     if (seg > 0).any():
-        _check_growth(report, growth, ids, start, row_job, seg, node, units, t_from)
+        if later_app.any():
+            _check_forks(report, system, forks, bool(tags.get("contiguous_grants", False)), ids, row_job, seg,
+                         node, units, t_from, t_to, later_app)
+        if (later_app != (seg > 0)).any():
+            other = ~later_app
+            _check_growth(report, growth, ids, start, row_job[other], seg[other], node[other], units[other],
+                          t_from[other])
 
     # ---- Slurm-style constraints on the first segment ------------------------------------------
     if (node_count > 0).any() or contiguous.any():
@@ -456,17 +484,70 @@ def validate_tables(
                 _check_exclusive(report, node[sel], sweep_from[sel], sweep_to[sel], row_job[sel], whole, ids)
     if bookings is not None:
         _check_bookings(report, bookings, ids, start, end, started, row_job, seg0, node, t_from,
-                        w_col("deadline", np.float64) if deadline_rules else np.full(len(ids), np.inf))
+                        w_col("deadline", np.float64) if deadline_rules else np.full(len(ids), np.inf),
+                        cancelled & (cancel_why == CONFLICT))
     report.violations.sort()
     return report
 
 
+def _check_forks(report: ValidationReport, system: System, forks: bool, contiguous: bool, ids: np.ndarray,
+                 row_job: np.ndarray, seg: np.ndarray, node: np.ndarray, units: np.ndarray, t_from: np.ndarray,
+                 t_to: np.ndarray, later: np.ndarray) -> None:
+    """Later segments of deadline jobs are fork grants: only from a dispatcher tagged
+    ``forks``, one unit (one whole node) each; with ``contiguous_grants`` each granted node
+    is a 4-neighbour of a node the job held when it was granted (its rows with
+    ``from <= t <= to``: a node given back at ``t`` was still held when the forks of ``t``
+    were placed)."""
+    rows = np.flatnonzero(later)
+    if not forks:
+        for k in rows[:20]:
+            report.add(t_from[k], "fork", f"job {int(ids[row_job[k]])} holds node {int(node[k])} from {t_from[k]:.15g} "
+                                          f"in segment {int(seg[k])}, but its dispatcher does not grant forks")
+        return
+    for k in rows[units[rows] != 1][:20]:
+        report.add(t_from[k], "fork", f"job {int(ids[row_job[k]])}: fork grant of {int(units[k])} unit(s) on node "
+                                      f"{int(node[k])} at {t_from[k]:.15g} (a grant is one whole node)")
+    if not contiguous:
+        return
+    topo = system.topology
+    cols = topo.grid.cols if topo.is_grid else system.n_nodes
+    torus = topo.kind == "torus2d"
+    rows_n = system.n_nodes // cols
+    by_job: dict[int, np.ndarray] = {}
+    order = np.argsort(row_job, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, row_job[order][1:] != row_job[order][:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        by_job[int(row_job[order[a]])] = order[a:b]
+    found = 0
+    for k in rows.tolist():
+        mine = by_job[int(row_job[k])]
+        t = t_from[k]
+        held = mine[(mine != k) & (t_from[mine] <= t + TOL) & (t_to[mine] >= t - TOL)]
+        r0, c0 = divmod(int(node[k]), cols)
+        r1, c1 = np.divmod(node[held], cols)
+        dr, dc = np.abs(r1 - r0), np.abs(c1 - c0)
+        if torus:
+            dr, dc = np.minimum(dr, rows_n - dr), np.minimum(dc, cols - dc)
+        if not ((dr + dc) == 1).any():
+            report.add(t, "fork", f"job {int(ids[row_job[k]])} was granted node {int(node[k])} at {t:.15g}, which touches "
+                                  "none of its nodes (the contiguous leak grows over neighbours)")
+            found += 1
+            if found >= 20:
+                return
+
+
 def _check_deadlines(report: ValidationReport, ids: np.ndarray, submit: np.ndarray, start: np.ndarray,
                      end: np.ndarray, started: np.ndarray, cancelled: np.ndarray, expected: np.ndarray,
-                     earliest: np.ndarray, deadline: np.ndarray) -> None:
+                     earliest: np.ndarray, deadline: np.ndarray, app: np.ndarray | None = None,
+                     cancel_why: np.ndarray | None = None) -> None:
     """Deadline workloads: no start before ``max(submit, earliest start)``; no started job
-    ends after its deadline; a cancelled job ends exactly at its deadline and, when it had
-    started, would have run past it (``start + its length > deadline``)."""
+    ends after its deadline; a cancelled job ends exactly at its deadline -- or, cancelled
+    for a ``booking-conflict``, at the end of its booking (:func:`_check_bookings`) -- and,
+    when it had started and has no application model, would have run past it
+    (``start + its length > deadline``; a job with one runs as long as the model says)."""
+    if app is None:
+        app = np.zeros(len(ids), bool)
+    conflict = np.zeros(len(ids), bool) if cancel_why is None else (cancel_why == CONFLICT)
     ready = np.maximum(submit, np.nan_to_num(earliest, nan=-np.inf))
     for i in np.flatnonzero(started & (start < ready - TOL))[:20]:
         report.add(start[i], "earliest-start", f"job {int(ids[i])} started at {start[i]:.15g}, before its earliest "
@@ -474,11 +555,11 @@ def _check_deadlines(report: ValidationReport, ids: np.ndarray, submit: np.ndarr
     late = started & np.isfinite(end) & (end > deadline + TOL)
     for i in np.flatnonzero(late)[:20]:
         report.add(end[i], "deadline", f"job {int(ids[i])} ended at {end[i]:.15g}, after its deadline {deadline[i]:.15g}")
-    off = cancelled & ~(np.abs(end - deadline) <= TOL)
+    off = cancelled & ~conflict & ~(np.abs(end - deadline) <= TOL)
     for i in np.flatnonzero(off)[:20]:
         report.add(end[i] if np.isfinite(end[i]) else submit[i], "cancelled",
                    f"job {int(ids[i])} is cancelled at {end[i]:.15g}, not at its deadline {deadline[i]:.15g}")
-    early_cut = cancelled & started & ~(start + expected > deadline + TOL)
+    early_cut = cancelled & started & ~app & ~(start + expected > deadline + TOL)
     for i in np.flatnonzero(early_cut)[:20]:
         report.add(start[i], "cancelled", f"job {int(ids[i])} started at {start[i]:.15g} and would have ended by its "
                                           f"deadline {deadline[i]:.15g}, but is cancelled")
@@ -509,11 +590,13 @@ def _check_exclusive(report: ValidationReport, node: np.ndarray, t_from: np.ndar
 
 def _check_bookings(report: ValidationReport, bookings: pd.DataFrame, ids: np.ndarray, start: np.ndarray,
                     end: np.ndarray, started: np.ndarray, row_job: np.ndarray, seg0: np.ndarray, node: np.ndarray,
-                    t_from: np.ndarray, deadline: np.ndarray) -> None:
+                    t_from: np.ndarray, deadline: np.ndarray, conflict: np.ndarray | None = None) -> None:
     """Advance reservations: every started job has one booking and started at its booked
     start on exactly its booked nodes, made no later than that start, ending by its deadline;
     the job ended by its booked end, and gave the nodes back (``released``) no earlier than it
-    ended; bookings never overlap on a node (each held until it was released)."""
+    ended; bookings never overlap on a node (each held until it was released). A job
+    cancelled for a ``booking-conflict`` (``conflict``) ends exactly at its booking's end,
+    when another booking on one of its nodes begins."""
     missing = [c for c in ("job_id", "made", "start", "end", "released", "node") if c not in bookings.columns]
     if missing:
         report.add(-np.inf, "table", f"the bookings table has no column '{missing[0]}'")
@@ -552,6 +635,17 @@ def _check_bookings(report: ValidationReport, bookings: pd.DataFrame, ids: np.nd
         if end[i] > b1 + TOL or rel < end[i] - TOL:
             report.add(end[i], "booking", f"job {int(ids[i])} ran until {end[i]:.15g}, its booking [{b0:.15g}, {b1:.15g}) "
                                           f"was released at {rel:.15g}")
+    if conflict is not None and conflict.any():
+        starts_on: dict[int, set[float]] = {}
+        for k in np.flatnonzero(known).tolist():
+            starts_on.setdefault(int(b_node[k]), set()).add(float(b_start[k]))
+        for i in np.flatnonzero(conflict & started).tolist():
+            b1 = booked_at[i][1] if i in booked_at else np.nan
+            hit = any(any(abs(s0 - end[i]) <= TOL for s0 in starts_on.get(n, ())) for n in booked_nodes.get(i, ()))
+            if not abs(end[i] - b1) <= TOL or not hit:
+                report.add(end[i], "cancelled", f"job {int(ids[i])} is cancelled for a booking conflict at {end[i]:.15g}, "
+                                                f"but its booking ends at {b1:.15g} or no other booking on its nodes "
+                                                "begins then")
     for i, (b0, b1, made, rel) in booked_at.items():
         if made > b0 + TOL or b1 > deadline[i] + TOL or not b0 < b1 or not b0 - TOL <= rel <= b1 + TOL:
             report.add(b0, "booking", f"job {int(ids[i])}'s booking made at {made:.15g} for [{b0:.15g}, {b1:.15g}) "

@@ -52,8 +52,9 @@ class AppSpec:
     (``async``: asynchronous send with synchronous receive; ``sync``: synchronous sends) and
     its process count (the trace size, one process per core).
 
-    Stored for the execution model, which is not built yet: today every job, whatever its
-    type, runs exactly its run time on the nodes it was given (docs/DEADLINE.md).
+    The simulator runs such a job through the execution model
+    (:mod:`hpcdispatch.sim.execution`): its run time ``R`` is its time on a compact partition
+    of the empty machine, and where it really runs decides how long it takes (docs/DEADLINE.md).
     """
 
     behaviour: int
@@ -345,6 +346,12 @@ class Workload:
     def has_deadlines(self) -> bool:
         """True when any job has a deadline or an earliest start (a deadline workload)."""
         return any(j.deadline is not None or j.earliest_start is not None for j in self.jobs)
+
+    @cached_property
+    def has_apps(self) -> bool:
+        """True when any job has an application model (its run time is the execution
+        model's output, :mod:`hpcdispatch.sim.execution`)."""
+        return any(j.app is not None for j in self.jobs)
 
     @cached_property
     def has_constraints(self) -> bool:

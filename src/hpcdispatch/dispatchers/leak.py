@@ -1,0 +1,188 @@
+"""The leak (Linnert, De Rose, Heiss 2024, sec. 4, Fig. 10-13): dynamic allocation of deadline
+jobs whose partitions grow and shrink while they run. ``leak`` (contiguous) and ``leak-nc``
+(non-contiguous) are one class, :class:`Leak`, with a ``contiguous`` parameter.
+
+- **Admission** (design note A18): every job is accepted ("the RMS in the leak approach
+  accepts all job requests", sec. 4.1) unless even its earliest start plus its run time is
+  after its deadline; an accepted job waits in the queue until it starts or is cancelled at
+  its deadline (the simulator's ``deadline-waiting``). ``admission="free-node"`` is Fig. 10
+  line 6-7 read literally: also rejected when no node is free at submission.
+- **Start** (Fig. 10, 11; A23, A25): jobs in submission order (FIFO, A28), each once its
+  earliest start has come; the first whole free node along the snake (rows boustrophedon,
+  :meth:`~hpcdispatch.system.grid.Grid.snake_order`) from the next of the **start nodes** --
+  the first node of rows ``0, R/4, R/2, 3R/4`` (0, 32, 64, 96 on 8 x 16), taken in turn, one
+  per started job, to spread jobs over the machine -- then growth by breadth-first layers of
+  free 4-neighbours up to the job's request (``ceil(n / c)`` nodes); ``leak-nc`` jumps along
+  the snake when a layer is empty (Fig. 10 line 14). The job starts with what was found,
+  even fewer nodes (a partial start: its extra processes time-share; Fig. 10 line 15
+  returns what it found, A23); ``partial=false``: it waits until its whole request is
+  found. No free node: the queue waits (FIFO, nobody overtakes).
+- **Forks** (:meth:`Leak.on_resize`, a ``ForkRequest``; Fig. 12, 13): a free node adjacent to
+  the parent's node (lowest id), else a free node adjacent to any node of the job (nearest
+  to the parent, then lowest id), else -- ``leak-nc`` only -- the first free node along the
+  snake from the job's start node; else refused, and the child shares its parent's node
+  (the simulator's execution model). Nodes are given back at joins by the simulator (tag
+  ``forks``).
+
+Jobs without an application model (other workloads, the conformance suite) are started in
+FIFO order by the ``allocator`` parameter on the free capacity.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hpcdispatch.errors import ConfigError
+from hpcdispatch.protocol import (
+    Admission,
+    Allocation,
+    Decision,
+    Dispatcher,
+    DispatchView,
+    ForkRequest,
+    RunningJob,
+    Start,
+    Tags,
+    register,
+)
+from hpcdispatch.system.allocation import held_amounts
+from hpcdispatch.system.grid import Grid, grid_of
+from hpcdispatch.system.model import System
+from hpcdispatch.system.partition import leak_grow
+from hpcdispatch.workload.job import GrowthRequest, Job
+
+ADMITS = ("queue", "free-node")
+
+
+@register
+class Leak(Dispatcher):
+    """The contiguous leak (``contiguous=False``: the non-contiguous one); see the module."""
+
+    name: ClassVar[str] = "leak"
+    tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True, forks=True,
+                contiguous_grants=True)
+
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"partial": True}
+
+    def __init__(self, contiguous: bool = True, admission: str = "queue", partial: bool = True,
+                 allocator: str = "first-fit"):
+        self.contiguous = contiguous
+        self.admission = admission
+        self.partial = partial
+        self.allocator = allocator
+
+    def get_tags(self) -> Tags:
+        t = self.tags
+        return Tags(t.deterministic, t.memoryless, t.uses_solver, t.node_constraints, t.rejects, t.forks,
+                    bool(self.contiguous))
+
+    @classmethod
+    def test_params(cls) -> list[dict[str, Any]]:
+        return [{}, {"admission": "free-node", "partial": False}]
+
+    def _setup(self, system: System) -> None:
+        if self.admission not in ADMITS:
+            raise ConfigError(f"dispatcher '{self.name}': admission must be one of {', '.join(ADMITS)}, "
+                              f"got '{self.admission}'")
+        for key in ("contiguous", "partial"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(f"dispatcher '{self.name}': {key} must be true or false, got {getattr(self, key)!r}")
+        topo = system.topology
+        self._grid: Grid = topo.grid if topo.is_grid else grid_of(1, system.n_nodes)
+        rows, cols = self._grid.rows, self._grid.cols
+        self._starts = sorted({(rows * q // 4) * cols for q in range(4)})
+        self._next_start = 0
+        self._job_start: dict[int, int] = {}  # job index -> its snake's start node
+        self._capacity = system.capacity
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def _whole_free(self, view: DispatchView) -> np.ndarray:
+        return (view.free == self._capacity).all(axis=1)
+
+    # ---- the contract ----------------------------------------------------------------------
+    def admit(self, job: Job, view: DispatchView) -> Admission:
+        ready = job.ready_at
+        if job.deadline is not None and ready + job.run_time > job.deadline:
+            return Admission(False, f"deadline: earliest start {ready:g} + {job.run_time:g} s is after the deadline "
+                                    f"{float(job.deadline):g}")
+        if self.admission == "free-node" and job.app is not None and not self._whole_free(view).any():
+            return Admission(False, "count: no free node at submission (Fig. 10 line 7)")
+        return Admission(True, "")
+
+    def _dispatch(self, view: DispatchView) -> Decision:
+        now = view.now
+        free = view.free.copy()
+        whole = (free == self._capacity).all(axis=1)
+        starts: list[Start] = []
+        wakeup = math.inf
+        for job in view.queue:
+            if job.ready_at > now:
+                wakeup = min(wakeup, job.ready_at)
+                continue
+            if job.app is None:
+                alloc = self.place(job, free, view)
+                if alloc is None:
+                    break
+                free[alloc.nodes] -= held_amounts(alloc, view.requests[job.index], job.per_node_request)
+                whole[alloc.nodes] = False
+                starts.append(Start(job, alloc))
+                continue
+            start = self._starts[self._next_start % len(self._starts)]
+            snake = self._grid.snake_order(start)
+            hits = np.flatnonzero(whole[snake])
+            if len(hits) == 0:
+                break
+            first = int(snake[hits[0]])
+            nodes = leak_grow(whole, self._grid, first, job.units, jump=not self.contiguous, snake_start=start)
+            if len(nodes) < job.units and not self.partial:
+                break  # it waits for its whole request; FIFO: nobody behind it starts
+            nodes = np.sort(nodes)
+            whole[nodes] = False
+            free[nodes] = 0
+            self._next_start += 1
+            self._job_start[job.index] = start
+            starts.append(Start(job, Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64))))
+        return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup)
+
+    def on_resize(self, running: RunningJob, request: GrowthRequest | ForkRequest,
+                  view: DispatchView) -> Allocation | None:
+        if not isinstance(request, ForkRequest):
+            return None
+        node = self.fork_node(running, request.parent_node, self._whole_free(view))
+        if node is None:
+            return None
+        return Allocation.trusted(np.array([node], dtype=np.int64), np.ones(1, dtype=np.int64))
+
+    def fork_node(self, running: RunningJob, parent: int, whole: np.ndarray) -> int | None:
+        """Where a fork of a process on ``parent`` goes (see the module), or ``None``."""
+        grid = self._grid
+        near = grid.neighbours(parent)
+        near = near[whole[near]]
+        if len(near):
+            return int(near[0])
+        held = running.allocation.nodes
+        indptr, indices = grid.neighbour_csr
+        around = np.unique(np.concatenate([indices[indptr[v]: indptr[v + 1]] for v in held.tolist()]))
+        around = around[whole[around]]
+        if len(around):
+            d = grid.distance(parent, around)
+            return int(around[np.lexsort((around, d))[0]])
+        if self.contiguous:
+            return None
+        snake = grid.snake_order(self._job_start.get(running.job.index, 0))
+        hits = np.flatnonzero(whole[snake])
+        return int(snake[hits[0]]) if len(hits) else None
+
+
+@register
+class LeakNC(Leak):
+    """The non-contiguous leak (``leak`` with ``contiguous=False``)."""
+
+    name = "leak-nc"
+
+    def __init__(self, contiguous: bool = False, admission: str = "queue", partial: bool = True,
+                 allocator: str = "first-fit"):
+        super().__init__(contiguous, admission, partial, allocator)

@@ -1,0 +1,156 @@
+"""The leak strategies (dispatchers/leak.py) by hand: the snake search and growth of Fig. 11
+(U5), the fork rules of Figs. 12-13 (U6), admission (A18)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.protocol import Allocation, ForkRequest, RunningJob
+from hpcdispatch.system.io import load_system
+from hpcdispatch.system.model import NodeType, System, Topology
+from hpcdispatch.system.partition import leak_grow
+from hpcdispatch.workload.deadline import deadline_job
+from hpcdispatch.workload.job import AppSpec, Workload
+
+GRID4 = System("grid-4x4", ("core",), (NodeType("node", 16, {"core": 1}),), Topology("grid2d", (4, 4)))
+HLRN = load_system("hlrn2-grid")
+
+
+class FakeView:
+    """What the leak reads of a DispatchView."""
+
+    def __init__(self, system, busy, queue, now=0.0):
+        self.system = system
+        self.capacity = system.capacity
+        free = system.capacity.copy()
+        free[list(busy)] = 0
+        self.free = free
+        self.queue = list(queue)
+        self.requests = np.array([j.unit_request for j in queue], dtype=np.int64) if queue else np.zeros((0, 1))
+        self.now = now
+
+
+def _jobs(system, specs):
+    jobs = [deadline_job(system, i + 1, 0, 100, 0.0, 1000.0, AppSpec(b, "async", n)) for i, (b, n) in enumerate(specs)]
+    return Workload(jobs, system.resources).jobs
+
+
+FIG11_BUSY = {0, 1, 2, 3, 4, 5, 7, 8, 11, 12, 13, 15}  # free: (1,2)=6, (2,1)=9, (2,2)=10, (3,2)=14
+
+
+def test_fig11_snake_search_then_growth():
+    """U5: from start node 0 the snake runs row 0 left to right (busy), row 1 right to left:
+    node 7 busy, 6 free -- the first node; its only free neighbour 10 below; then 9 and 14 at once."""
+    free = np.ones(16, bool)
+    free[list(FIG11_BUSY)] = False
+    assert GRID4.topology.grid.snake_order(0).tolist()[:8] == [0, 1, 2, 3, 7, 6, 5, 4]
+    assert leak_grow(free, GRID4.topology.grid, 6, 4).tolist() == [6, 10, 9, 14]
+    leak = make_dispatcher("leak")
+    leak.setup(GRID4)
+    job, = _jobs(GRID4, [(1, 4)])
+    decision = leak.dispatch(FakeView(GRID4, FIG11_BUSY, [job]))
+    assert [s.allocation.nodes.tolist() for s in decision.starts] == [[6, 9, 10, 14]]
+
+
+def test_start_nodes_spread_jobs_over_the_rows():
+    """A23: start nodes are the first nodes of rows 0, R/4, R/2, 3R/4 (0, 32, 64, 96 on the
+    8 x 16 mesh), one per started job in turn."""
+    leak = make_dispatcher("leak")
+    leak.setup(HLRN)
+    jobs = _jobs(HLRN, [(0, 4)] * 5)
+    decision = leak.dispatch(FakeView(HLRN, set(), jobs))
+    assert [s.allocation.nodes.tolist() for s in decision.starts] == [[0], [32], [64], [96], [1]]
+
+
+def test_partial_start_and_the_noncontiguous_jump():
+    """Contiguous: the job starts with what its free component offers (a partial start);
+    leak-nc jumps along the snake to the next free node and grows there (Fig. 13)."""
+    busy = FIG11_BUSY - {4}  # 4 is free too, but touches none of 6, 9, 10, 14
+    job, = _jobs(GRID4, [(1, 6)])
+    leak = make_dispatcher("leak")
+    leak.setup(GRID4)
+    assert leak.dispatch(FakeView(GRID4, busy, [job])).starts[0].allocation.nodes.tolist() == [6, 9, 10, 14]
+    nc = make_dispatcher("leak-nc")
+    nc.setup(GRID4)
+    assert nc.dispatch(FakeView(GRID4, busy, [job])).starts[0].allocation.nodes.tolist() == [4, 6, 9, 10, 14]
+
+
+def test_partial_false_waits_for_the_whole_request():
+    """partial=false: a job whose free component is too small does not start, and (FIFO)
+    nobody behind it does either."""
+    busy = FIG11_BUSY - {4}
+    big, small = _jobs(GRID4, [(1, 6), (0, 1)])
+    leak = make_dispatcher("leak:partial=false")
+    leak.setup(GRID4)
+    assert leak.dispatch(FakeView(GRID4, busy, [big, small])).starts == []
+    leak = make_dispatcher("leak")
+    leak.setup(GRID4)
+    starts = leak.dispatch(FakeView(GRID4, busy, [big, small])).starts
+    # the partial start takes 6, 9, 10, 14; the small job the next free node along the snake
+    # from the next start node (4): row 1 from node 4 left to right -- node 4 itself
+    assert [s.allocation.nodes.tolist() for s in starts] == [[6, 9, 10, 14], [4]]
+
+
+def _running(job, nodes):
+    nodes = np.asarray(sorted(nodes), dtype=np.int64)
+    return RunningJob(job, 0.0, Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64)), 100.0)
+
+
+def _whole(busy):
+    free = np.ones(16, bool)
+    free[list(busy)] = False
+    return free
+
+
+@pytest.mark.parametrize("name", ["leak", "leak-nc"])
+def test_forks_figs_12_13(name):
+    """U6: a free neighbour of the parent's node first (lowest id); else a free neighbour of
+    any node of the job, nearest the parent; else (leak-nc) the first free node along the snake
+    from the job's start node; else refused."""
+    leak = make_dispatcher(name)
+    leak.setup(GRID4)
+    job, = _jobs(GRID4, [(3, 3)])
+    # Fig. 12: the parent on node 5; its neighbours 1, 4, 6, 9 -- 1 busy: node 4
+    rj = _running(job, [5])
+    assert leak.fork_node(rj, 5, _whole({1, 5})) == 4
+    # a neighbour released earlier was taken by another job: the parent's neighbours are busy,
+    # the job's nodes 5, 6, 7 have free neighbours 2 (2 hops from the parent) and 11 (3 hops)
+    rj = _running(job, [5, 6, 7])
+    busy = set(range(16)) - {2, 11}
+    assert leak.fork_node(rj, 5, _whole(busy)) == 2
+    # nothing next to the job: the contiguous leak refuses (the child shares its parent's
+    # core), the non-contiguous one takes the first free node along the snake from node 0:
+    # row 0, row 1 reversed, row 2, then row 3 reversed: 15 before 12
+    busy = set(range(16)) - {12, 15}
+    want = None if name == "leak" else 15
+    assert leak.fork_node(rj, 5, _whole(busy)) == want
+    # through the contract: one whole free node as an Allocation, or None
+    view = FakeView(GRID4, busy, [])
+    got = leak.on_resize(rj, ForkRequest(5), view)
+    assert (got is None) if name == "leak" else got.nodes.tolist() == [15]
+    assert leak.on_resize(rj, object(), view) is None  # a growth request: not the leak's
+
+
+def test_admission_accepts_and_queues():
+    """A18: accepted unless the earliest start + R is after the deadline; with
+    admission=free-node (Fig. 10 line 7 literally) also rejected when no node is free."""
+    leak = make_dispatcher("leak")
+    leak.setup(GRID4)
+    ok, = _jobs(GRID4, [(0, 1)])
+    late = deadline_job(GRID4, 9, 0, 100, 50.0, 149.0, AppSpec(0, "async", 1))
+    full = FakeView(GRID4, set(range(16)), [])
+    assert leak.admit(ok, full).accept
+    answer = leak.admit(late, full)
+    assert not answer.accept and answer.reason.startswith("deadline:")
+    literal = make_dispatcher("leak:admission=free-node")
+    literal.setup(GRID4)
+    assert not literal.admit(ok, full).accept
+    assert literal.admit(ok, FakeView(GRID4, set(range(15)), [])).accept
+
+
+def test_tags_say_what_the_validator_checks():
+    assert make_dispatcher("leak").get_tags().contiguous_grants
+    assert not make_dispatcher("leak-nc").get_tags().contiguous_grants
+    assert make_dispatcher("leak-nc").get_tags().forks and not make_dispatcher("manhattan").get_tags().forks
