@@ -487,6 +487,7 @@ DEADLINE_RUNS = {
     "manhattan": "synthetic:deadline,jobs=80,seed=2,load=heavy,lead_days=1",  # bookings, earliest starts
     "fifo": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # cancellations (waiting and running)
     "leak": "synthetic:deadline,jobs=80,seed=2,load=heavy,types=3",  # forks granted, nodes given back at joins
+    "hilbert": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # bookings on consecutive curve positions
 }
 
 
@@ -555,6 +556,51 @@ def _wrong_booked_node(c: Case) -> None:
     assert free is not None
     c.allocs.loc[rows.index[0], "node"] = free
     c.expects("booking", job_word(j.job_id), "booked nodes")
+
+
+def _moved_off_shape(c: Case, fits_shape) -> None:
+    """One booked node of a multi-node job moved, in its booking and its allocation, to a node
+    nobody holds or books during the job's booking that breaks the strategy's shape."""
+    b = pd.read_parquet(c.path / "bookings.parquet")
+    for j in c.started().itertuples():
+        mine = b[b.job_id == j.job_id]
+        if len(mine) < 2:
+            continue
+        t0, t1 = float(mine.start.iloc[0]), float(mine.released.iloc[0])
+        busy = set(c.allocs.node[(c.allocs["from"] < t1) & (c.allocs.to > t0)])
+        busy |= set(b.node[(b.start < t1) & (b.released > t0)])
+        keep = sorted(set(mine.node))[1:]
+        moved = int(mine.node.min())
+        for n in range(c.system.n_nodes):
+            if n not in busy and not fits_shape(keep + [n]):
+                b.loc[(b.job_id == j.job_id) & (b.node == moved), "node"] = n
+                c.allocs.loc[(c.allocs.job_id == j.job_id) & (c.allocs.node == moved), "node"] = n
+                b.to_parquet(c.path / "bookings.parquet", index=False)
+                return j.job_id
+    raise AssertionError("no multi-node job with a free node off its shape")
+
+
+def _not_consecutive_on_the_curve(c: Case) -> None:
+    pos = c.system.topology.grid.hilbert_position
+    job = _moved_off_shape(c, lambda nodes: np.ptp(pos[nodes]) == len(nodes) - 1)
+    c.expects("booking", job_word(job), "Hilbert curve")
+
+
+def _not_connected(c: Case) -> None:
+    grid = c.system.topology.grid
+
+    def connected(nodes: list[int]) -> bool:
+        seen, todo = {nodes[0]}, [nodes[0]]
+        while todo:
+            n = todo.pop()
+            for m in nodes:
+                if m not in seen and grid.distance(n, m) == 1:
+                    seen.add(m)
+                    todo.append(m)
+        return len(seen) == len(nodes)
+
+    job = _moved_off_shape(c, connected)
+    c.expects("booking", job_word(job), "4-connected")
 
 
 def _overlapping_bookings(c: Case) -> None:
@@ -643,6 +689,8 @@ DEADLINE_CORRUPTIONS = {
     "not-on-the-booked-nodes": ("manhattan", _wrong_booked_node),
     "bookings-overlap": ("manhattan", _overlapping_bookings),
     "not-at-the-booked-start": ("manhattan", _booked_start),
+    "hilbert-booking-off-the-curve": ("hilbert", _not_consecutive_on_the_curve),
+    "manhattan-booking-not-connected": ("manhattan", _not_connected),
 }
 
 

@@ -37,7 +37,10 @@ with the simulator's bookkeeping. It reports every violation it finds, earliest 
   a node; and with the dispatcher's bookings: a started job without a booking, not at its
   booked start or not on exactly its booked nodes, or outliving its booking, and two bookings
   overlapping on a node (:func:`_check_deadlines`, :func:`_check_exclusive`,
-  :func:`_check_bookings`).
+  :func:`_check_bookings`); with the shape rule of the strategy that booked (``shape``:
+  ``hilbert`` or ``manhattan``, from the dispatcher's name), a whole-node job's booked nodes
+  that are not consecutive positions of the grid's Hilbert curve, or not one 4-connected
+  piece of the grid (:func:`_check_shapes`, which derives the curve and the neighbours itself).
 
 ``time_tolerance`` (seconds, default 0): a schedule recorded by a real system rather than
 simulated -- a replay on a real Slurm (:mod:`hpcdispatch.slurm.replay`), whose timestamps are
@@ -147,6 +150,7 @@ def validate_tables(
     growth: Growth | None = None,
     bookings: pd.DataFrame | None = None,
     time_tolerance: float = 0.0,
+    shape: str | None = None,
 ) -> ValidationReport:
     """Validate a schedule given as tables (see the module docstring for the rules). The
     tables hold their columns' kinds of value, as a result's frames and
@@ -156,7 +160,8 @@ def validate_tables(
     ``bookings``: the dispatcher's advance reservations, one row per booking and node
     (``job_id, made, start, end, released, node``: ``bookings.parquet``), or ``None`` when it
     made none; deadline workloads carry ``earliest_start`` and ``deadline`` columns
-    (:func:`_check_deadlines`).
+    (:func:`_check_deadlines`). ``shape``: the booking strategy's shape rule, ``"hilbert"``
+    or ``"manhattan"`` (:func:`shape_rule` of the dispatcher's identity), or ``None``.
 
     ``dispatcher_tags``: the tags the dispatcher declared (``run.json``'s ``dispatcher_tags``,
     ``SimulationResult.tags``); ``rejects`` says whether it may reject jobs. ``growth``: job id
@@ -486,6 +491,8 @@ def validate_tables(
         _check_bookings(report, bookings, ids, start, end, started, row_job, seg0, node, t_from,
                         w_col("deadline", np.float64) if deadline_rules else np.full(len(ids), np.inf),
                         cancelled & (cancel_why == CONFLICT))
+        if shape is not None and "whole_nodes" in workload.columns:
+            _check_shapes(report, system, shape, bookings, ids, w_col("whole_nodes", bool))
     report.violations.sort()
     return report
 
@@ -662,6 +669,103 @@ def _check_bookings(report: ValidationReport, bookings: pd.DataFrame, ids: np.nd
                                      f"(held until {last_to:.15g})")
         if n != last_node or r > last_to:
             last_node, last_to, last_job = n, r, j
+
+
+#: the shape rule of each booking strategy that has one (count-only books any free nodes)
+SHAPE_RULES = {"hilbert": "hilbert", "manhattan": "manhattan"}
+
+
+def shape_rule(identity: Any) -> str | None:
+    """The shape rule a run's bookings must follow, from the dispatcher's identity
+    (``{"name": ..., "params": ...}`` as ``run.json`` records it): ``"hilbert"``,
+    ``"manhattan"`` or ``None``."""
+    name = identity.get("name") if isinstance(identity, Mapping) else None
+    return SHAPE_RULES.get(name) if isinstance(name, str) else None
+
+
+def _curve_positions(rows: int, cols: int) -> np.ndarray:
+    """Every node's position (row-major node id -> position) on the Hilbert curve of a
+    ``rows x cols`` grid as Slurm ranks it: the curve through the enclosing ``2^k`` square,
+    the coordinate along the shorter side as the curve's ``x``, cells outside the grid left
+    out. Walked from the curve index (the classic ``d2xy``), not from the nodes."""
+    side = 1
+    while side < max(rows, cols):
+        side *= 2
+    d = np.arange(side * side, dtype=np.int64)
+    x = np.zeros_like(d)
+    y = np.zeros_like(d)
+    t = d.copy()
+    s = 1
+    while s < side:
+        rx = (t // 2) & 1
+        ry = (t ^ rx) & 1
+        turn = ry == 0
+        flip = turn & (rx == 1)
+        x = np.where(flip, s - 1 - x, x)
+        y = np.where(flip, s - 1 - y, y)
+        x, y = np.where(turn, y, x), np.where(turn, x, y)
+        x = x + s * rx
+        y = y + s * ry
+        t //= 4
+        s *= 2
+    r, c = (x, y) if rows <= cols else (y, x)
+    inside = (r < rows) & (c < cols)
+    walk = (r * cols + c)[inside]  # nodes in curve order
+    pos = np.empty(rows * cols, dtype=np.int64)
+    pos[walk] = np.arange(len(walk))
+    return pos
+
+
+def _connected(nodes: Sequence[int], rows: int, cols: int, torus: bool) -> bool:
+    """Whether ``nodes`` form one piece of the grid under 4-neighbourhood (a torus adds the
+    wrap-around links of every axis of length >= 3)."""
+    left = set(nodes)
+    if not left:
+        return True
+    todo = [left.pop()]
+    while todo:
+        n = todo.pop()
+        r, c = divmod(n, cols)
+        for dr, dc in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+            rr, cc = r + dr, c + dc
+            if torus:
+                rr = rr % rows if rows >= 3 else rr
+                cc = cc % cols if cols >= 3 else cc
+            if 0 <= rr < rows and 0 <= cc < cols and rr * cols + cc in left:
+                left.discard(rr * cols + cc)
+                todo.append(rr * cols + cc)
+    return not left
+
+
+def _check_shapes(report: ValidationReport, system: System, rule: str, bookings: pd.DataFrame, ids: np.ndarray,
+                  whole: np.ndarray) -> None:
+    """Each whole-node job's booked nodes follow the strategy's shape rule: ``hilbert``,
+    consecutive positions of the grid's Hilbert curve; ``manhattan``, one 4-connected piece."""
+    topo = system.topology
+    if not topo.is_grid:
+        report.add(-np.inf, "booking", f"the bookings follow the {rule} shape rule, but system {system.name} is not a 2-D grid")
+        return
+    rows, cols = (int(v) for v in topo.shape)
+    b_job = bookings["job_id"].to_numpy(np.int64)
+    b_node = bookings["node"].to_numpy(np.int64)
+    b_pos = np.searchsorted(ids, b_job)
+    known = (b_pos < len(ids)) & (ids[np.minimum(b_pos, len(ids) - 1)] == b_job) if len(ids) else np.zeros(len(b_job), bool)
+    known &= (b_node >= 0) & (b_node < rows * cols)  # (other rules report unknown jobs and nodes)
+    nodes_of: dict[int, list[int]] = {}
+    for k in np.flatnonzero(known).tolist():
+        if whole[b_pos[k]]:
+            nodes_of.setdefault(int(b_pos[k]), []).append(int(b_node[k]))
+    positions = _curve_positions(rows, cols) if rule == "hilbert" else None
+    for i, nodes in nodes_of.items():
+        nodes = sorted(set(nodes))
+        if positions is not None:
+            p = np.sort(positions[nodes])
+            if p[-1] - p[0] != len(p) - 1:
+                report.add(-np.inf, "booking", f"job {int(ids[i])} booked nodes {_ids(np.array(nodes), 8)}: not consecutive "
+                                               f"positions of the Hilbert curve (positions {_ids(p, 8)})")
+        elif not _connected(nodes, rows, cols, topo.kind == "torus2d"):
+            report.add(-np.inf, "booking", f"job {int(ids[i])} booked nodes {_ids(np.array(nodes), 8)}: not one "
+                                           "4-connected piece of the grid")
 
 
 def _int_column(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -842,6 +946,7 @@ def validate_result(result: Any) -> ValidationReport:
         dispatcher_tags=result.tags or None,
         growth=growth_requests(result.workload),
         bookings=pd.DataFrame(result.bookings_columns()) if getattr(result, "bookings", None) else None,
+        shape=shape_rule(result.dispatcher),
     )
 
 
@@ -892,6 +997,7 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
         growth=growth,
         bookings=stored.bookings,
         time_tolerance=float(stored.run.get("time_tolerance", 0.0)),
+        shape=shape_rule(stored.run.get("dispatcher")),
     )
     if stored.run.get("time_tolerance"):
         notes.append(f"times checked with run.json's time_tolerance of {float(stored.run['time_tolerance']):.6g} s "
