@@ -289,6 +289,22 @@ def parse_scheduler_parameters(text: str) -> tuple[dict[str, int], list[str]]:
     return modelled, unmodelled
 
 
+
+def _expected_releases(view: DispatchView, scratch: Scratch) -> tuple[list[tuple[float, np.ndarray, np.ndarray]], set[int]]:
+    """What the backfill pass plans around: ``(expected end, nodes, amounts held)`` of every
+    running job and of every job the main scheduler started in this call (for its planned
+    duration, at least 1 s), and the indices of the latter."""
+    requests = view.requests
+    releases = [(view.expected_end(rj), rj.allocation.nodes,
+                 held_amounts(rj.allocation, requests[rj.job.index], rj.job.per_node_request))
+                for rj in view.running.values()]
+    started = set()
+    for s in scratch.starts:
+        started.add(s.job.index)
+        releases.append((view.now + max(view.planned_duration(s.job), 1.0), s.allocation.nodes,
+                         held_amounts(s.allocation, requests[s.job.index], s.job.per_node_request)))
+    return releases, started
+
 @register
 class SlurmBackfill(Dispatcher):
     """Slurm's main scheduler (FIFO at events) plus its backfill pass every bf_interval."""
@@ -401,15 +417,7 @@ class SlurmBackfill(Dispatcher):
     def _backfill(self, view: DispatchView, scratch: Scratch, queue) -> tuple[int, int, int]:
         now = view.now
         requests = view.requests
-        releases = []
-        for rj in view.running.values():
-            releases.append((view.expected_end(rj), rj.allocation.nodes,
-                             held_amounts(rj.allocation, requests[rj.job.index], rj.job.per_node_request)))
-        started = set()
-        for s in scratch.starts:  # started by the main scheduler in this call
-            started.add(s.job.index)
-            releases.append((now + max(view.planned_duration(s.job), 1.0), s.allocation.nodes,
-                             held_amounts(s.allocation, requests[s.job.index], s.job.per_node_request)))
+        releases, started = _expected_releases(view, scratch)
         plan = _Plan(now, np.asarray(scratch.free), releases, self.bf_resolution)
         horizon = now + self.bf_window * 60.0  # bf_window is in minutes, as in slurm.conf
         tested = reserved = backfilled = 0
@@ -472,15 +480,7 @@ class SlurmBackfill(Dispatcher):
         now = view.now
         requests = view.requests
         n_nodes = self._capacity.shape[0]
-        running: list[tuple[float, np.ndarray, np.ndarray]] = []
-        for rj in view.running.values():
-            running.append((view.expected_end(rj), rj.allocation.nodes,
-                            held_amounts(rj.allocation, requests[rj.job.index], rj.job.per_node_request)))
-        started = set()
-        for s in scratch.starts:  # started by the main scheduler in this call
-            started.add(s.job.index)
-            running.append((now + max(view.planned_duration(s.job), 1.0), s.allocation.nodes,
-                            held_amounts(s.allocation, requests[s.job.index], s.job.per_node_request)))
+        running, started = _expected_releases(view, scratch)
         reservations: list[tuple[float, float, np.ndarray]] = []  # (from, to, node mask)
         plan: dict[int, tuple[object, list[int]]] = {}  # job id -> ("START" | start, nodes)
         window_end = now + self.bf_window * 60.0

@@ -457,12 +457,7 @@ def _dataclass_entries(generator: str, entry: dict[str, Any], w: _Where, fld: st
     dataclass (``seed`` / ``seeds`` as for every generator); every field, defaults filled in,
     goes into the cell's configuration, so a changed default makes a new cell."""
     cls = DATACLASS_MODELS[generator][0]
-    hints = get_type_hints(cls)
-    params_names = [f.name for f in dataclass_fields(cls) if f.name != "seed"]
-    _check_keys(entry, ("generator", "name", "seed", "seeds", "max_jobs", *params_names), w, fld)
-    swf = _swf_canonical(entry, w, fld, ("max_jobs",))
-    default = cls()
-    params: dict[str, Any] = {k: getattr(default, k) for k in params_names}
+    hints, params_names, swf, params = _model_entry(cls, entry, w, fld)
     for key in params_names:
         if key not in entry:
             continue
@@ -497,12 +492,7 @@ def _deadline_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | No
     filled in, goes into the cell's configuration. Label: ``deadline-<load>-types<T>-<comm>``."""
     from hpcdispatch.workload.deadline import DeadlineWorkloadParams
 
-    hints = get_type_hints(DeadlineWorkloadParams)
-    names = [f.name for f in dataclass_fields(DeadlineWorkloadParams) if f.name != "seed"]
-    _check_keys(entry, ("generator", "name", "seed", "seeds", "max_jobs", *names), w, fld)
-    swf = _swf_canonical(entry, w, fld, ("max_jobs",))
-    default = DeadlineWorkloadParams()
-    params: dict[str, Any] = {k: getattr(default, k) for k in names}
+    hints, names, swf, params = _model_entry(DeadlineWorkloadParams, entry, w, fld)
     axes: dict[str, list[str]] = {}
     for key in names:
         if key not in entry:
@@ -545,6 +535,19 @@ def _deadline_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | No
                     label = (f"{name}-" if name else "deadline-") + f"{load}-types{types}-{comm}"
                     out.append(_Workload(label, seed, config, spec, swf))
     return out
+
+
+def _model_entry(cls: type, entry: dict[str, Any], w: _Where, fld: str
+                 ) -> tuple[dict[str, Any], list[str], dict[str, Any], dict[str, Any]]:
+    """A generator entry whose keys are the fields of the model's parameter dataclass ``cls``
+    (but ``seed``): checks the keys and returns ``(type hints, field names, the reader's
+    canonical options, every field's default)``."""
+    hints = get_type_hints(cls)
+    names = [f.name for f in dataclass_fields(cls) if f.name != "seed"]
+    _check_keys(entry, ("generator", "name", "seed", "seeds", "max_jobs", *names), w, fld)
+    swf = _swf_canonical(entry, w, fld, ("max_jobs",))
+    default = cls()
+    return hints, names, swf, {k: getattr(default, k) for k in names}
 
 
 def _check_keys(entry: dict[str, Any], known: tuple[str, ...], w: _Where, fld: str) -> None:
