@@ -401,13 +401,14 @@ def plot_panel_bars(stats: pd.DataFrame, panels: list[str], groups: list[str], n
                     series_col: str = "run", value: str = "mean", error: str = "sem",
                     styles: dict[str, SeriesStyle] | None = None,
                     xlabel: str | None = None) -> tuple[PlotInfo, dict[str, int]]:
-    """One panel per ``panels`` value (side by side, shared y-axis), x = ``groups``, one bar per
-    ``names`` value in its colour, height ``stats[value]``, error bar ``stats[error]`` (none when
-    NaN). Returns the colours drawn and, per panel, how many bars have a value."""
+    """One panel per ``panels`` value (one above the other, each with its own y scale: a very
+    heavy load's counts are a tenth of a normal one's), x = ``groups``, one bar per ``names``
+    value in its colour, height ``stats[value]``, error bar ``stats[error]`` (none when NaN).
+    Returns the colours drawn and, per panel, how many bars have a value."""
     styles = _styles(names, styles)
     width = 0.8 / max(len(names), 1)
-    panel_w = max(3.4, 0.9 + 0.32 * len(groups) * max(len(names), 2))
-    fig, axes = plt.subplots(1, len(panels), figsize=(panel_w * len(panels), 3.4), squeeze=False, sharey=True)
+    panel_w = min(11.0, max(5.0, 1.2 + 0.3 * len(groups) * max(len(names), 2)))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(panel_w, 0.7 + 2.6 * len(panels)), squeeze=False)
     info = PlotInfo(Path(path))
     counts: dict[str, int] = {}
     for ax, panel in zip(axes.flat, panels):
@@ -429,12 +430,12 @@ def plot_panel_bars(stats: pd.DataFrame, panels: list[str], groups: list[str], n
         ax.set_xticklabels(groups, fontsize=8)
         ax.set_title(str(panel), fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-    axes.flat[0].set_ylabel(ylabel, fontsize=9)
     for ax in axes.flat:
-        ax.set_xlabel(group_col if xlabel is None else xlabel, fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+    axes.flat[-1].set_xlabel(group_col if xlabel is None else xlabel, fontsize=8)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1.0, 0.93))
+    fig.tight_layout(rect=(0, 0, 1.0, 1 - 0.35 / (0.7 + 2.6 * len(panels))))
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     _save(fig, path, layout=False)
     return info, counts
