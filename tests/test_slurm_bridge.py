@@ -26,10 +26,10 @@ import pytest
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.protocol import Decision, Dispatcher, Start
 from hpcdispatch.slurm.bridge import (BridgeError, BridgeJournal, Placement, build_view, call_with_budget, check_start,
-                                      parse_sinfo_nodes, placement_check, start_commands)
+                                      hetjob_command, is_uneven, parse_sinfo_nodes, placement_check, start_commands)
 from hpcdispatch.slurm.config import first_nodes
-from hpcdispatch.slurm.records import parse_squeue_json
-from hpcdispatch.slurm.replay import ReplayClock
+from hpcdispatch.slurm.records import merge_hetjob, parse_squeue_json
+from hpcdispatch.slurm.replay import ReplayClock, plan_submissions
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.io import load_system
 from hpcdispatch.workload.loader import load_workload
@@ -123,6 +123,50 @@ def test_start_commands_pin_and_release(recorded) -> None:
         "NumNodes=2-2", "MinCPUsNode=1"]
     with pytest.raises(ConfigError, match=r"job 3: .*\{'n0000': 3, 'n0001': 1\}"):
         start_commands("scontrol", 8, job3, Allocation([0, 1], [3, 1]), system)
+
+
+def test_an_uneven_start_is_one_hetjob_component_per_node(tmp_path: Path) -> None:
+    """3 + 1 units of 2 cores on n0000 and n0003, and a node job with a GPU per node: each
+    component pins one node with its cores (one per task) and GPUs; the sleep comes once."""
+    system = first_nodes(load_system("machine-s"), 4)
+    wl_file = tmp_path / "het.csv"
+    wl_file.write_text("id,submit,user,run_time,time_limit,ntasks,nodes,ntasks_per_node,cpus_per_task,gres,contiguous\n"
+                       "5,0,u1,90,2,4,,,2,,\n")
+    workload = load_workload(str(wl_file), system)
+    job = workload.jobs[0]
+    sub = plan_submissions(workload, system, 0.5)[0]  # sleeps 90 x 0.5 = 45 s; -t ceil((120 x 0.5 + 2) / 60) = 2
+    alloc = Allocation([0, 3], [3, 1])
+    assert is_uneven(alloc) and not is_uneven(Allocation([0, 3], [2, 2]))
+    cmd = hetjob_command("sbatch", sub, job, alloc, system, "hpcb-9-5-h", tmp_path)
+    assert cmd == ["sbatch", "--parsable", "--job-name=hpcb-9-5-h", "--output=/dev/null", f"--chdir={tmp_path}",
+                   "--partition=batch", "--time=2", "--nodes=1", "--ntasks=6", "--nodelist=n0000", ":",
+                   "--partition=batch", "--time=2", "--nodes=1", "--ntasks=2", "--nodelist=n0003",
+                   "--wrap", "sleep 45"]
+
+
+def test_hetjob_components_read_as_one_job() -> None:
+    """squeue --json lists a heterogeneous job as one record per component (recorded on Slurm
+    22.05: job 2 = 2+0 with 3 cores on n0000 and 3 = 2+1 with 1 core on n0001)."""
+    def comp(job_id: int, offset: int, node: str, cores: list[int], state: str = "RUNNING") -> dict:
+        return {"job_id": job_id, "name": "hpcb-9-5-h", "job_state": state, "submit_time": 100, "start_time": 101,
+                "end_time": 121 if state == "COMPLETED" else 0, "het_job_id": 2, "het_job_offset": offset,
+                "state_reason": "None", "job_resources": {"allocated_nodes": [
+                    {"nodename": node, "sockets": {"0": {"cores": {str(c): "allocated" for c in cores}}}}]}}
+    text = json.dumps({"jobs": [comp(3, 1, "n0001", [0]), comp(2, 0, "n0000", [0, 1, 2])]})
+    parts = parse_squeue_json(text)
+    assert [(p.job_id, p.het_job_id, p.het_job_offset) for p in parts] == [(3, 2, 1), (2, 2, 0)]
+    one = merge_hetjob(parts)
+    assert (one.job_id, one.state, one.start, one.end, one.cores) == (2, "RUNNING", 101, None,
+                                                                       {"n0000": 3, "n0001": 1})
+    # final only when every component is; the end is the latest
+    done = merge_hetjob(parse_squeue_json(json.dumps({"jobs": [comp(2, 0, "n0000", [0, 1, 2], "COMPLETED"),
+                                                               comp(3, 1, "n0001", [0], "RUNNING")]})))
+    assert done.state == "RUNNING" and done.end is None
+    done = merge_hetjob(parse_squeue_json(json.dumps({"jobs": [comp(2, 0, "n0000", [0, 1, 2], "COMPLETED"),
+                                                               comp(3, 1, "n0001", [0], "COMPLETED")]})))
+    assert done.state == "COMPLETED" and done.end == 121
+    # a plain job's record has no hetjob id
+    assert parse_squeue_json((DATA / "bridge-squeue.json").read_text())[0].het_job_id == 0
 
 
 def test_check_start_refuses_what_does_not_fit(recorded) -> None:
@@ -230,6 +274,22 @@ def _slurm_jobs(state: Path) -> list[dict]:
     return [r.__dict__ for r in parse_squeue_json(out)]
 
 
+def _assert_each_started_once(run: dict, cluster: Path, n_jobs: int) -> None:
+    """Slurm's records of the run: one held job per workload job (none submitted twice), and
+    each workload job got cores from exactly one Slurm job (a heterogeneous job's components
+    count as one), which completed."""
+    mine = [j for j in _slurm_jobs(cluster) if j["name"].startswith(f"hpcb-{run['bridge']['t0_epoch']}-")]
+    held = [j for j in mine if not j["name"].endswith("-h")]
+    assert sorted(j["job_id"] for j in held) == sorted(run["bridge"]["held_slurm_job_ids"].values())
+    assert len(held) == n_jobs
+    ran: dict[int, set[int]] = {}
+    for j in mine:
+        if j["cores"]:
+            ran.setdefault(int(j["name"].split("-")[2]), set()).add(j["het_job_id"] or j["job_id"])
+    assert sorted(ran) == list(range(1, n_jobs + 1)) and all(len(v) == 1 for v in ran.values())
+    assert all(j["state"] == "COMPLETED" for j in mine if j["cores"])
+
+
 def _check_run(out: Path, name: str, n_jobs: int) -> dict:
     run = json.loads((out / "run.json").read_text())
     assert run["dispatcher"]["name"] == name
@@ -291,11 +351,7 @@ def test_killed_bridge_resumes_and_starts_every_job_once(cluster16: Path, tmp_pa
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     run = _check_run(out, "conservative", 20)
-    ids = run["bridge"]["slurm_job_ids"]
-    names = [j for j in _slurm_jobs(cluster16) if j["name"].startswith(f"hpcb-{run['bridge']['t0_epoch']}-")]
-    # Slurm's records: 20 jobs of this run (none submitted twice), each started once, on the chosen nodes
-    assert len(names) == 20 and sorted(j["job_id"] for j in names) == sorted(ids.values())
-    assert all(j["state"] == "COMPLETED" and j["start"] is not None for j in names)
+    _assert_each_started_once(run, cluster16, 20)
     assert "started job" in (out / "bridge.log").read_text()
 
 
