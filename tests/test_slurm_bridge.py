@@ -25,7 +25,8 @@ import pytest
 
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.protocol import Decision, Dispatcher, Start
-from hpcdispatch.slurm.bridge import (BridgeError, BridgeJournal, Placement, build_view, call_with_budget, check_start,
+from hpcdispatch.slurm.bridge import (BridgeError, BridgeJournal, Placement, build_view, call_due, call_with_budget,
+                                      check_start,
                                       hetjob_command, is_uneven, parse_sinfo_nodes, placement_check, start_commands)
 from hpcdispatch.slurm.config import first_nodes
 from hpcdispatch.slurm.records import merge_hetjob, parse_squeue_json
@@ -167,6 +168,17 @@ def test_hetjob_components_read_as_one_job() -> None:
     assert done.state == "COMPLETED" and done.end == 121
     # a plain job's record has no hetjob id
     assert parse_squeue_json((DATA / "bridge-squeue.json").read_text())[0].het_job_id == 0
+
+
+def test_a_periodic_dispatcher_is_called_every_scaled_step() -> None:
+    """Event-driven dispatchers: at a change, or after 1 s. AUCSCHED (step 5 s, not on events)
+    at time scale 0.5: every 2.5 real seconds, changes or not."""
+    from hpcdispatch.dispatchers.spec import make_dispatcher
+
+    easy, auc = make_dispatcher("easy").simulation_hints(), make_dispatcher("aucsched").simulation_hints()
+    assert call_due(0.2, True, easy, 0.5) and not call_due(0.2, False, easy, 0.5) and call_due(1.0, False, easy, 0.5)
+    assert not call_due(2.4, True, auc, 0.5) and call_due(2.5, False, auc, 0.5)
+    assert call_due(0.5, False, auc, 0.1)  # 0.5 s: the step is 5 x 0.1 = 0.5 real seconds
 
 
 def test_check_start_refuses_what_does_not_fit(recorded) -> None:

@@ -4,7 +4,8 @@ The workload's jobs are submitted held (``sbatch --hold``, at their scaled submi
 the options ``slurm replay`` gives them: :func:`hpcdispatch.slurm.replay.plan_submissions`),
 so neither Slurm's main scheduler nor its backfill touches them. In a loop (every
 :data:`POLL_S` seconds; the dispatcher is called at least every :data:`CALL_EVERY_S` seconds
-while jobs wait, and at once when a job was submitted or ended) the bridge reads the cluster --
+while jobs wait, and at once when a job was submitted or ended; a periodic dispatcher such as
+AUCSCHED every scaled step instead, :func:`call_due`) the bridge reads the cluster --
 ``squeue --json -t all`` (our jobs: held = queued, running with their node lists and cores) and
 ``sinfo --json`` (node state and allocated CPUs) -- builds the same
 :class:`~hpcdispatch.protocol.DispatchView` the simulator gives (:func:`build_view`), calls the
@@ -438,6 +439,18 @@ def _run(cmd: list[str], info: ClusterInfo, timeout: float = 30) -> subprocess.C
     return subprocess.run(cmd, env=info.env(), capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def call_due(since_last_s: float, changed: bool, hints: dict[str, Any], time_scale: float) -> bool:
+    """Whether the bridge calls the dispatcher now (``since_last_s``: real seconds since its
+    last call; ``changed``: a job was submitted, started or ended since). By default: on every
+    change, and every :data:`CALL_EVERY_S` while jobs wait. A periodic dispatcher (its
+    ``simulation_hints()`` say ``dispatch_on_events: False`` with a ``dispatch_interval``, as
+    AUCSCHED's step) is called as the simulator calls it: every interval (workload seconds,
+    scaled), whatever changed -- but never more often than the bridge polls."""
+    if hints.get("dispatch_on_events", True) is False and hints.get("dispatch_interval"):
+        return since_last_s >= float(hints["dispatch_interval"]) * time_scale
+    return changed or since_last_s >= CALL_EVERY_S
+
+
 def call_with_budget(dispatcher: Dispatcher, view: DispatchView, budget_s: float) -> tuple[Decision, float]:
     """``dispatcher.dispatch(view)`` in a thread; a :class:`BridgeError` when it raises or has
     not returned after ``budget_s`` seconds (the thread is left behind, the bridge stops)."""
@@ -575,6 +588,7 @@ class Bridge:
             max_wait_s = 120.0 + sum(s.sleep_s + 1.0 for s in self.subs)
         deadline = self.journal.t0 + max(s.offset_s for s in self.subs) + max_wait_s
         last_call, seen = -math.inf, None
+        hints = self.dispatcher.simulation_hints()
         while True:
             ours, nodes = self.poll()
             if self.submit_due(ours):
@@ -597,7 +611,7 @@ class Bridge:
             state = tuple(sorted((i, r.state) for i, r in ours.items()))
             view = build_view(self.system, self.workload, self.clock, now_epoch, ours, nodes, planned,
                               self.journal.decided, set(self.refused), self.previous)
-            if view.queue and (state != seen or now_epoch - last_call >= CALL_EVERY_S):
+            if view.queue and call_due(now_epoch - last_call, state != seen, hints, self.time_scale):
                 seen, last_call = state, now_epoch
                 self.decide(view)
                 self.previous = view
