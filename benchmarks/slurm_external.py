@@ -188,6 +188,11 @@ def cluster_up(nodes: int, cluster_dir: Path) -> float:
     return time.monotonic() - began
 
 
+def idle_nodes(cluster_dir: Path) -> str:
+    env = {**os.environ, "SLURM_CONF": str(cluster_dir / "etc" / "slurm.conf")}
+    return subprocess.run(["sinfo", "-h", "-o", "%D %T"], env=env, capture_output=True, text=True).stdout.strip()
+
+
 def cluster_down(cluster_dir: Path) -> None:
     if cluster_dir.exists():
         cli("slurm", "down", "--dir", str(cluster_dir), timeout=600)
@@ -243,13 +248,15 @@ def main() -> None:
     a.add_argument("--mix", choices=["cores", "nodes"], default="cores")
     a.add_argument("--runs", default="replay,aucsched,pcp20")
     a.add_argument("--sim", default="slurm-bf,aucsched,pcp20")
-    a.add_argument("--keep-up", action="store_true")
     b = sub.add_parser("table5")
     b.add_argument("--row", required=True, help="I.1 or V.3")
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--scale", type=float, default=0.03)
     b.add_argument("--runs", default="aucsched,replay")
     b.add_argument("--sim", default="slurm-bf,aucsched")
+    for p in (a, b):
+        p.add_argument("--reuse", action="store_true", help="use the script's cluster if it is up")
+        p.add_argument("--keep-up", action="store_true", help="leave the cluster up at the end")
     sub.add_parser("report")
     args = ap.parse_args()
     if args.cmd == "report":
@@ -277,11 +284,13 @@ def main() -> None:
         extra = {"nodes": 128, "row": args.row, "seed": args.seed}
     runs = [r for r in args.runs.split(",") if r]
     if runs:
-        if cluster_dir.exists():
+        if cluster_dir.exists() and not args.reuse:
             raise SystemExit(f"{cluster_dir} exists: a cluster of this script may be running (slurm down --dir ...)")
         try:
-            up_s = cluster_up(nodes, cluster_dir)
-            record({"label": label, "kind": "cluster-up", "nodes": nodes, "up_s": round(up_s, 1)})
+            if not cluster_dir.exists():
+                up_s = cluster_up(nodes, cluster_dir)
+                record({"label": label, "kind": "cluster-up", "nodes": nodes, "up_s": round(up_s, 1),
+                        "idle": idle_nodes(cluster_dir)})
             if args.cmd == "run16":
                 (WORK / "machine-s-first16.toml").write_text((cluster_dir / "system.toml").read_text())
             real_runs(label, wl, cluster_dir, scale, runs, specs, extra)

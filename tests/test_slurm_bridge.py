@@ -181,6 +181,39 @@ def test_a_periodic_dispatcher_is_called_every_scaled_step() -> None:
     assert call_due(0.5, False, auc, 0.1)  # 0.5 s: the step is 5 x 0.1 = 0.5 real seconds
 
 
+def test_a_burst_of_submissions_is_sent_in_batches(tmp_path: Path, monkeypatch) -> None:
+    """120 jobs due at once: 50 held sbatch calls per loop turn (the dispatcher decides between
+    turns), each named after the run and the job; jobs Slurm has are not submitted again."""
+    import types
+
+    from hpcdispatch.dispatchers.spec import make_dispatcher
+    from hpcdispatch.slurm import bridge as bridge_mod
+    from hpcdispatch.slurm.cluster import ClusterInfo
+
+    system = first_nodes(load_system("machine-s"), 4)
+    wl_file = tmp_path / "burst.csv"
+    wl_file.write_text(HEADER + "".join(f"{k},0,u1,60,2,1,,,,\n" for k in range(1, 121)))
+    workload = load_workload(str(wl_file), system)
+    calls: list[list[str]] = []
+
+    def fake_run(cmd: list[str], info: object, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, f"{1000 + len(calls)}\n", "")
+
+    monkeypatch.setattr(bridge_mod, "_run", fake_run)
+    info = ClusterInfo("c", str(tmp_path), 1, 2, "machine-s", 4, [], {"sbatch": "sbatch"}, "22.05.8")
+    journal = BridgeJournal(tmp_path / "j.jsonl", t0=int(time.time()) - 5)
+    bridge = bridge_mod.Bridge(info, system, workload, make_dispatcher("easy"), 1.0, journal,
+                               plan_submissions(workload, system, 1.0))
+    assert bridge.submit_due({}) == 50 and len(calls) == 50
+    assert calls[0][:3] == ["sbatch", "--parsable", "--hold"]
+    assert f"--job-name=hpcb-{journal.t0}-1" in calls[0] and f"--job-name=hpcb-{journal.t0}-50" in calls[49]
+    have = {i: types.SimpleNamespace() for i in range(50)}
+    assert bridge.submit_due(have) == 50 and f"--job-name=hpcb-{journal.t0}-51" in calls[50]
+    assert bridge.submit_due({i: types.SimpleNamespace() for i in range(100)}) == 20 and len(calls) == 120
+    assert bridge.slurm_ids[119] == 1120
+
+
 def test_check_start_refuses_what_does_not_fit(recorded) -> None:
     system, workload, ours, nodes, clock = recorded
     view = build_view(system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={})

@@ -107,6 +107,8 @@ from hpcdispatch.workload.job import Job, Workload
 log = logging.getLogger("hpcdispatch.slurm.bridge")
 
 POLL_S = 0.5
+#: at most this many sbatch calls per loop turn (:meth:`Bridge.submit_due`)
+SUBMIT_BATCH = 50
 CALL_EVERY_S = 1.0
 JOURNAL_FILE = "journal.jsonl"
 LOG_FILE = "bridge.log"
@@ -522,13 +524,18 @@ class Bridge:
         return ours, parse_sinfo_nodes(proc.stdout)
 
     def submit_due(self, ours: dict[int, SlurmJobRecord]) -> int:
-        """Submit (held) every job whose time has come and that Slurm does not have yet."""
+        """Submit (held) the jobs whose time has come and that Slurm does not have yet, at most
+        :data:`SUBMIT_BATCH` per call: a workload submitting hundreds of jobs at once (the
+        AUCSCHED paper's) is submitted over a few loop turns, and the dispatcher decides on the
+        first jobs meanwhile instead of after the last sbatch."""
         workdir = Path(self.info.state_dir) / "jobs"
         workdir.mkdir(exist_ok=True)
         submitted = 0
         for sub in self.subs:
             if sub.job_index in ours or time.time() < self.journal.t0 + sub.offset_s:
                 continue
+            if submitted >= SUBMIT_BATCH:
+                break
             cmd = sub.command(self.info.binaries["sbatch"], workdir)
             cmd = [f"--job-name={job_name(self.journal.t0, self.workload.jobs[sub.job_index])}"
                    if a.startswith("--job-name=") else a for a in cmd]
