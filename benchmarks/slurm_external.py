@@ -150,7 +150,12 @@ def slurm_checks(run_dir: Path, cluster_dir: Path) -> dict:
             lags[kind].append(min(r.start for r in recs) - decided_at[jid])
     lag = {k: {"n": len(v), "mean_s": round(float(np.mean(v)), 2), "max_s": round(float(np.max(v)), 2)}
            for k, v in lags.items() if v}
-    return {"start_lag_real_s": lag, "workload_jobs_started": len(started), "started_once": once, "started_more_than_once": twice[:10],
+    calls = [json.loads(line) for line in lines]
+    statuses = Counter(str((c.get("info") or {}).get("status", "-")) for c in calls if "error" not in c)
+    elapsed = [c["elapsed"] for c in calls if "elapsed" in c]
+    return {"start_lag_real_s": lag, "solver_status": dict(statuses),
+            "decide_s_mean": round(float(np.mean(elapsed)), 4) if elapsed else None,
+            "decide_s_max": round(float(np.max(elapsed)), 3) if elapsed else None, "workload_jobs_started": len(started), "started_once": once, "started_more_than_once": twice[:10],
             "node_sets_match_journal_squeue_jobcomp": nodes_ok, "node_sets_differ": nodes_bad[:10],
             "jobcomp_one_line_per_slurm_job": comp_once, "jobcomp_missing_or_repeated": comp_missing[:10],
             "cores_per_node_exact": bridge["placement"]["exact"], "cores_per_node_wrong": bridge["placement"]["wrong"],
@@ -162,7 +167,9 @@ def slurm_checks(run_dir: Path, cluster_dir: Path) -> dict:
 def metrics(run_dir: Path) -> dict:
     s = json.loads((run_dir / "summary.json").read_text())
     keys = {"makespan": "makespan", "wait_mean": "wait_mean", "bsld_mean": "bounded_slowdown_mean",
-            "utilization": "utilization_core"}
+            "utilization": "utilization_core", "util_paper": "utilization_paper", "wait_std": "wait_std",
+            "slowdown_ratio": "slowdown_ratio_mean", "fragmentation": "fragmentation_mean", "spread": "spread_mean",
+            "jobs": "jobs", "theoretical_runtime_s": "theoretical_runtime_s"}
     out = {k: s.get(v) for k, v in keys.items()}
     return out
 
@@ -247,13 +254,13 @@ def main() -> None:
     a.add_argument("--seed", type=int, default=1)
     a.add_argument("--mix", choices=["cores", "nodes"], default="cores")
     a.add_argument("--runs", default="replay,aucsched,pcp20")
-    a.add_argument("--sim", default="slurm-bf,aucsched,pcp20")
+    a.add_argument("--sim", default="slurm-bf,slurm-bf-cluster,aucsched,pcp20")
     b = sub.add_parser("table5")
     b.add_argument("--row", required=True, help="I.1 or V.3")
     b.add_argument("--seed", type=int, default=1)
     b.add_argument("--scale", type=float, default=0.03)
     b.add_argument("--runs", default="aucsched,replay")
-    b.add_argument("--sim", default="slurm-bf,aucsched")
+    b.add_argument("--sim", default="slurm-bf,slurm-bf-cluster,aucsched,aucsched-paper")
     for p in (a, b):
         p.add_argument("--reuse", action="store_true", help="use the script's cluster if it is up")
         p.add_argument("--keep-up", action="store_true", help="leave the cluster up at the end")
@@ -266,7 +273,9 @@ def main() -> None:
     if args.cmd == "run16":
         label = f"n16-{args.mix}-s{args.seed}"
         wl = str(workload16(args.seed, args.mix, WORK / f"{label}.csv"))
-        specs = {"aucsched": "aucsched:time_limit=1", "pcp20": "pcp20", "slurm-bf": "slurm-bf"}
+        specs = {"aucsched": "aucsched:time_limit=1", "pcp20": "pcp20", "slurm-bf": "slurm-bf",
+                 # the emulated cluster's SchedulerParameters (hpcdispatch.slurm.config), time scale 1
+                 "slurm-bf-cluster": "slurm-bf:bf_interval=1,bf_resolution=1,bf_max_job_test=1000"}
         cluster_dir = Path("/tmp/hpcdispatch-slurm-ext-16")
         nodes, scale, system = 16, 1.0, str(cluster_dir / "system.toml")
         extra = {"nodes": 16, "mix": args.mix, "seed": args.seed}
@@ -277,8 +286,10 @@ def main() -> None:
         # CP-SAT's 5 s per step of the paper scaled like every other duration: a step's solve
         # must not take longer in workload time than in the paper
         tl = max(0.1, round(5 * args.scale, 3))
+        tick = round(1 / args.scale)  # the cluster's 1 s timers in workload seconds
         specs = {"aucsched": f"aucsched:time_limit={tl},priority=basic", "slurm-bf": "slurm-bf",
-                 "aucsched-sim": "aucsched:time_limit=5,priority=basic"}
+                 "aucsched-paper": "aucsched:time_limit=5,priority=basic",
+                 "slurm-bf-cluster": f"slurm-bf:bf_interval={tick},bf_resolution={tick},bf_max_job_test=1000"}
         cluster_dir = Path("/tmp/hpcdispatch-slurm-ext-128")
         nodes, scale, system = 128, args.scale, "machine-s"
         extra = {"nodes": 128, "row": args.row, "seed": args.seed}
@@ -304,12 +315,25 @@ def main() -> None:
 
 
 def report() -> None:
+    """One markdown table per workload label: the real runs, then the simulated ones."""
     rows = [json.loads(line) for line in LINES.read_text().splitlines() if line.strip()]
-    for r in rows:
-        if r.get("kind") in ("real-dispatch", "real-replay", "sim"):
-            m = [r.get(k) for k in ("makespan", "wait_mean", "bsld_mean", "utilization")]
-            ms = " | ".join("-" if v is None else f"{v:.4g}" for v in m)
-            print(f"| {r['label']} | {r['kind']} | {r['spec']} | {ms} | {r.get('valid')} |")
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    for label in labels:
+        print(f"\n### {label}\n")
+        print("| run | dispatcher | makespan (s) | mean wait (s) | mean bsld | core util. | valid | started once / "
+              "exact nodes+cores / hetjobs | wall (s) |")
+        print("|---|---|---:|---:|---:|---:|---|---|---:|")
+        for r in rows:
+            if r["label"] != label or r.get("kind") not in ("real-dispatch", "real-replay", "sim"):
+                continue
+            if r.get("makespan") is None:
+                print(f"| {r['kind']} | {r['spec']} | failed: {r.get('error', '')[:120]} |")
+                continue
+            c = r.get("checks")
+            checks = (f"{c['started_once']}/{c['workload_jobs_started']} / {c['cores_per_node_exact']} / {c['hetjobs']}"
+                      if c else "")
+            print(f"| {r['kind']} | {r['spec']} | {r['makespan']:.0f} | {r['wait_mean']:.1f} | {r['bsld_mean']:.2f} | "
+                  f"{r['utilization']:.3f} | {r.get('valid')} | {checks} | {r.get('wall_s', '')} |")
 
 
 if __name__ == "__main__":
