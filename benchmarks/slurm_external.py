@@ -265,9 +265,23 @@ def main() -> None:
         p.add_argument("--reuse", action="store_true", help="use the script's cluster if it is up")
         p.add_argument("--keep-up", action="store_true", help="leave the cluster up at the end")
     sub.add_parser("report")
+    c = sub.add_parser("recheck", help="recompute metrics and checks of a finished external run (cluster still up)")
+    c.add_argument("label")
+    c.add_argument("name")
+    c.add_argument("--cluster", default="/tmp/hpcdispatch-slurm-ext-16")
     args = ap.parse_args()
     if args.cmd == "report":
         report()
+        return
+    if args.cmd == "recheck":
+        rows = [json.loads(x) for x in LINES.read_text().splitlines() if x.strip()]
+        line = [r for r in rows if r["label"] == args.label and r.get("name") == args.name
+                and r.get("kind") == "real-dispatch"][-1]
+        out = WORK / f"{args.label}-{args.name}"
+        line.update(metrics(out))
+        line["checks"] = slurm_checks(out, Path(args.cluster))
+        line["rechecked"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        record(line)
         return
     WORK.mkdir(parents=True, exist_ok=True)
     if args.cmd == "run16":
@@ -317,6 +331,10 @@ def main() -> None:
 def report() -> None:
     """One markdown table per workload label: the real runs, then the simulated ones."""
     rows = [json.loads(line) for line in LINES.read_text().splitlines() if line.strip()]
+    last = {}
+    for r in rows:  # a later line of the same run (recheck) replaces the earlier one
+        last[(r["label"], r.get("kind"), r.get("spec"), r.get("name"))] = r
+    rows = list(last.values())
     labels = list(dict.fromkeys(r["label"] for r in rows))
     for label in labels:
         print(f"\n### {label}\n")
