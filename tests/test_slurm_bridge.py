@@ -29,7 +29,7 @@ from hpcdispatch.slurm.bridge import (BridgeError, BridgeJournal, Placement, bui
                                       check_start,
                                       hetjob_command, is_uneven, parse_sinfo_nodes, placement_check, start_commands)
 from hpcdispatch.slurm.config import first_nodes
-from hpcdispatch.slurm.records import merge_hetjob, parse_squeue_json
+from hpcdispatch.slurm.records import merge_hetjob, parse_squeue_json, parse_squeue_text
 from hpcdispatch.slurm.replay import ReplayClock, plan_submissions
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.io import load_system
@@ -212,6 +212,50 @@ def test_a_burst_of_submissions_is_sent_in_batches(tmp_path: Path, monkeypatch) 
     assert bridge.submit_due(have) == 50 and f"--job-name=hpcb-{journal.t0}-51" in calls[50]
     assert bridge.submit_due({i: types.SimpleNamespace() for i in range(100)}) == 20 and len(calls) == 120
     assert bridge.slurm_ids[119] == 1120
+
+
+def test_squeue_text_records(monkeypatch) -> None:
+    """``squeue -h -t all -o SQUEUE_TEXT_FORMAT`` lines (the first three recorded on Slurm 22.05:
+    a held job cancelled for its hetjob -- Slurm stamps its start and end with the cancel time --
+    and two hetjob components); a pending held job has no start; a damaged line names itself."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        text = ("1372|hpcb-1795784952-666|CANCELLED|JobHeldUser|2026-11-27T13:09:38|2026-11-27T13:18:38|"
+                "2026-11-27T13:18:38|1372\n"
+                "1373+0|hpcb-1795784952-136-h|COMPLETED|None|2026-11-27T13:09:45|2026-11-27T13:09:46|"
+                "2026-11-27T13:09:58|1373\n"
+                "1373+1|hpcb-1795784952-136-h|COMPLETED|None|2026-11-27T13:09:45|2026-11-27T13:09:46|"
+                "2026-11-27T13:09:58|1374\n"
+                "1400|hpcb-1795784952-7|PENDING|JobHeldUser|2026-11-27T13:09:45|2026-11-27T14:00:00|N/A|1400\n")
+        cancelled, lead, part, pending = parse_squeue_text(text)
+        t0946 = 1795784986  # 2026-11-27T13:09:46 UTC
+        assert (cancelled.job_id, cancelled.state, cancelled.state_reason, cancelled.het_job_id) == (
+            1372, "CANCELLED", "JobHeldUser", 0)
+        assert (lead.job_id, lead.het_job_id, lead.het_job_offset, lead.start, lead.end) == (1373, 1373, 0, t0946,
+                                                                                           t0946 + 12)
+        assert (part.job_id, part.het_job_id, part.het_job_offset) == (1374, 1373, 1)
+        assert pending.start is None and pending.end is None and pending.cores == {}
+        assert merge_hetjob([part, lead]).job_id == 1373
+        with pytest.raises(TraceFormatError, match=r"squeue -o, line 2: 3 fields, expected 8"):
+            parse_squeue_text(text.splitlines()[0] + "\n1|x|RUNNING\n")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_view_from_text_records_takes_cores_from_the_journal(recorded) -> None:
+    """The loop's records have no cores: a started job's cores are its journalled start's, so
+    the view equals the one from squeue --json (job 2: 8 cores on n0000 and n0002; sinfo's
+    other allocated cores stay a foreign job's)."""
+    system, workload, ours, nodes, clock = recorded
+    decided = {0: Placement((0, 2), (1, 1), 100.0)}
+    from_json = build_view(system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided)
+    text_like = {0: ours[0].__class__(**{**ours[0].__dict__, "cores": {}}), 1: ours[1]}
+    from_text = build_view(system, workload, clock, clock.t0 + 12, text_like, nodes, [120.0, 120.0], decided)
+    assert from_text.free.tolist() == from_json.free.tolist()
+    assert from_text.free[:, system.resources.index("core")].tolist() == [0, 5, 0, 5]
+    assert from_text.running[0].allocation.pairs() == [(0, 1), (2, 1)]
 
 
 def test_check_start_refuses_what_does_not_fit(recorded) -> None:

@@ -97,7 +97,8 @@ from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, RunningJob,
 from hpcdispatch.results.store import write_result
 from hpcdispatch.slurm.cluster import ClusterInfo
 from hpcdispatch.slurm.config import CORE, MEM
-from hpcdispatch.slurm.records import SlurmJobRecord, merge_hetjob, parse_squeue_json
+from hpcdispatch.slurm.records import (SQUEUE_TEXT_FORMAT, SlurmJobRecord, merge_hetjob, parse_squeue_json,
+                                      parse_squeue_text)
 from hpcdispatch.slurm.replay import (FINAL_STATES, TOLERANCE_REAL_S, ReplayClock, Submission, build_result,
                                       plan_submissions)
 from hpcdispatch.system.allocation import Allocation, held_amounts
@@ -221,9 +222,14 @@ def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch
                 if n in index_of:
                     started_cores[index_of[n]] += c
             begin = decided[index].t if index in decided else clock.to_workload(rec.start)
-        elif index in decided:  # released, Slurm starts it within about a second
+        elif index in decided:  # released (Slurm starts it within about a second), or a record without cores
             pairs = list(zip(decided[index].nodes, decided[index].units))
             begin = decided[index].t
+            if rec.start is not None:  # started: sinfo counts its cores, which are the journalled ones
+                unit_cores = int(requests[index][core])
+                extra = int(job.per_node_request[core]) if job.per_node_request else 0
+                for n, u in pairs:
+                    started_cores[n] += u * unit_cores + extra
         else:
             continue
         running[index] = RunningJob(job, begin, Allocation.from_pairs(pairs), begin + planned[index])
@@ -500,12 +506,20 @@ class Bridge:
     def clock(self) -> ReplayClock:
         return ReplayClock(self.journal.t0, float(self.workload.submit.min()), self.time_scale)
 
-    def poll(self) -> tuple[dict[int, SlurmJobRecord], dict[str, NodeState]]:
-        proc = _run([self.info.binaries["squeue"], "--json", "-t", "all"], self.info, timeout=60)
+    def poll(self, cores: bool = False) -> tuple[dict[int, SlurmJobRecord], dict[str, NodeState]]:
+        """Our jobs and the nodes; the records carry cores per node only with ``cores``
+        (``squeue --json``, read at the end; the loop reads the fast text form,
+        :func:`hpcdispatch.slurm.records.parse_squeue_text`, and takes a started job's cores
+        from its journalled start, which the placement check confirms at the end)."""
+        if cores:
+            cmd = [self.info.binaries["squeue"], "--json", "-t", "all"]
+        else:
+            cmd = [self.info.binaries["squeue"], "-h", "-t", "all", "-o", SQUEUE_TEXT_FORMAT]
+        proc = _run(cmd, self.info, timeout=60)
         if proc.returncode != 0:
-            raise BridgeError(f"squeue --json failed: {' '.join(proc.stderr.split())[:200]}")
+            raise BridgeError(f"{' '.join(cmd[1:3])} failed: {' '.join(proc.stderr.split())[:200]}")
         by_name: dict[str, list[SlurmJobRecord]] = {}
-        for r in parse_squeue_json(proc.stdout):
+        for r in (parse_squeue_json(proc.stdout) if cores else parse_squeue_text(proc.stdout)):
             by_name.setdefault(r.name, []).append(r)
         ours = {}
         for sub in self.subs:
@@ -611,7 +625,7 @@ class Bridge:
                     self.apply(index, placement)
             active = [i for i in ours if ours[i].state not in FINAL_STATES and i not in self.refused]
             if len(ours) == len(self.subs) and not active:
-                return ours
+                return self.poll(cores=True)[0]
             if time.time() > deadline:
                 raise BridgeError(f"{len(active)} job(s) had not ended after the wait limit; they are left as they are")
             now_epoch = time.time()

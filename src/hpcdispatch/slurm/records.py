@@ -165,6 +165,40 @@ class JobCompRecord:
     name: str = ""
 
 
+#: ``squeue -o`` format of :func:`parse_squeue_text`: job (``ID`` or ``HETID+OFFSET``), name,
+#: state, reason, submit, start, end, job id
+SQUEUE_TEXT_FORMAT = "%i|%j|%T|%r|%V|%S|%e|%A"
+_PENDING = frozenset({"PENDING", "CONFIGURING"})
+
+
+def parse_squeue_text(text: str, source: str = "squeue -o") -> list[SlurmJobRecord]:
+    """The jobs of ``squeue -h -t all -o SQUEUE_TEXT_FORMAT``: ids, names, states, reasons and
+    times, without cores per node. Slurm 22.05's ``squeue --json`` dumps every job whatever the
+    filters (measured: 29 MB and 2.4 s for 6,763 jobs of a 128-node run), this text form the same
+    jobs in 0.2 s; the bridge polls with it and reads the JSON once, at the end. A pending job has
+    no start (squeue prints its expected start); a damaged line is a :class:`TraceFormatError`
+    naming it."""
+    records = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        try:
+            if len(fields) != 8:
+                raise ValueError(f"{len(fields)} fields, expected 8")
+            jid, name, state, reason, submit, start, end, job_id = fields
+            het, _, offset = jid.partition("+")
+            started = state not in _PENDING and start not in ("N/A", "Unknown", "")
+            ended = state in _FINAL and end not in ("N/A", "Unknown", "")
+            records.append(SlurmJobRecord(
+                job_id=int(job_id), name=name, state=state, submit=_local_epoch(submit),
+                start=_local_epoch(start) if started else None, end=_local_epoch(end) if ended else None, cores={},
+                state_reason=reason, het_job_id=int(het) if offset else 0, het_job_offset=int(offset or 0)))
+        except ValueError as exc:
+            raise TraceFormatError(source, f"{exc}: {line[:120]!r}", line=n) from None
+    return records
+
+
 def _local_epoch(text: str) -> int:
     return int(datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp())
 
