@@ -258,6 +258,44 @@ def test_view_from_text_records_takes_cores_from_the_journal(recorded) -> None:
     assert from_text.running[0].allocation.pairs() == [(0, 1), (2, 1)]
 
 
+def test_a_restart_finishes_journalled_starts_without_starting_twice(tmp_path: Path, monkeypatch) -> None:
+    """Killed after journalling two starts: job 1's uneven start had its hetjob (Slurm job 900)
+    submitted but its held job 101 not yet cancelled -> only ``scancel 101``; job 2's even start
+    was never released -> pinned and released again; job 3, started, is left alone."""
+    from hpcdispatch.dispatchers.spec import make_dispatcher
+    from hpcdispatch.slurm import bridge as bridge_mod
+    from hpcdispatch.slurm.cluster import ClusterInfo
+    from hpcdispatch.slurm.records import SlurmJobRecord
+
+    system = first_nodes(load_system("machine-s"), 4)
+    wl_file = tmp_path / "three.csv"
+    wl_file.write_text(HEADER + "1,0,u1,60,2,4,,,,\n2,0,u1,60,2,4,,,,\n3,0,u1,60,2,2,,,,\n")
+    workload = load_workload(str(wl_file), system)
+    calls: list[list[str]] = []
+    monkeypatch.setattr(bridge_mod, "_run", lambda cmd, info, timeout=30: (
+        calls.append(cmd), subprocess.CompletedProcess(cmd, 0, "", ""))[1])
+    info = ClusterInfo("c", str(tmp_path), 1, 2, "machine-s", 4, [], {"scancel": "scancel", "scontrol": "scontrol"},
+                       "22.05.8")
+    journal = BridgeJournal(tmp_path / "j.jsonl", t0=1000,
+                            decided={0: Placement((0, 1), (3, 1), 0.0), 1: Placement((2, 3), (2, 2), 0.0),
+                                     2: Placement((0,), (2,), 0.0)})
+    bridge = bridge_mod.Bridge(info, system, workload, make_dispatcher("easy"), 1.0, journal,
+                               plan_submissions(workload, system, 1.0))
+
+    def rec(job_id: int, name: str, state: str, reason: str, het: int = 0) -> SlurmJobRecord:
+        return SlurmJobRecord(job_id, name, state, 1000, 1001 if state == "RUNNING" else None, None, {}, reason,
+                              het_job_id=het)
+    held1, held2 = rec(101, "hpcb-1000-1", "PENDING", "JobHeldUser"), rec(102, "hpcb-1000-2", "PENDING", "JobHeldUser")
+    bridge.slurm_ids = {0: 101, 1: 102, 2: 103}
+    bridge.held_records = {0: held1, 1: held2, 2: rec(103, "hpcb-1000-3", "RUNNING", "None")}
+    bridge.het_ids = {0: 900}
+    ours = {0: rec(900, "hpcb-1000-1-h", "RUNNING", "None", het=900), 1: held2, 2: bridge.held_records[2]}
+    bridge.finish_journalled(ours)
+    assert calls == [["scancel", "101"],
+                     ["scontrol", "update", "JobId=102", "NumNodes=2-2", "MinCPUsNode=2", "ReqNodeList=n0002,n0003"],
+                     ["scontrol", "release", "102"]]
+
+
 def test_check_start_refuses_what_does_not_fit(recorded) -> None:
     system, workload, ours, nodes, clock = recorded
     view = build_view(system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={})

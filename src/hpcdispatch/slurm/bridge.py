@@ -603,6 +603,20 @@ class Bridge:
                               f"heterogeneous job {self.het_ids.get(index)}) failed: "
                               f"{' '.join(proc.stderr.split())[:200]}")
 
+    def finish_journalled(self, ours: dict[int, SlurmJobRecord]) -> None:
+        """Journalled starts Slurm has not fully applied (the bridge was stopped between journal
+        and release): a job whose heterogeneous job exists while its held job is still held
+        gets the held job cancelled, nothing else; a job still held without one is applied
+        again."""
+        for index, placement in self.journal.decided.items():
+            if index in self.het_ids and index in self.held_records and is_held(self.held_records[index]):
+                log.info("cancelling the held job of job %s (its heterogeneous job %d runs it)",
+                         self.workload.jobs[index].id, self.het_ids[index])
+                self.cancel_held(index)
+            elif index in ours and is_held(ours[index]) and index not in self.refused:
+                log.info("re-applying the journalled start of job %s", self.workload.jobs[index].id)
+                self.apply(index, placement)
+
     def run(self, max_wait_s: float | None = None) -> dict[int, SlurmJobRecord]:
         """Submit, dispatch and wait until every job has ended (or was refused); returns
         squeue's records of the jobs."""
@@ -616,15 +630,7 @@ class Bridge:
             ours, nodes = self.poll()
             if self.submit_due(ours):
                 ours, nodes = self.poll()
-            # a recorded start whose job is still held: the bridge was stopped between journal and release
-            for index, placement in self.journal.decided.items():
-                if index in self.het_ids and index in self.held_records and is_held(self.held_records[index]):
-                    log.info("cancelling the held job of job %s (its heterogeneous job %d runs it)",
-                             self.workload.jobs[index].id, self.het_ids[index])
-                    self.cancel_held(index)
-                elif index in ours and is_held(ours[index]) and index not in self.refused:
-                    log.info("re-applying the journalled start of job %s", self.workload.jobs[index].id)
-                    self.apply(index, placement)
+            self.finish_journalled(ours)
             active = [i for i in ours if ours[i].state not in FINAL_STATES and i not in self.refused]
             if len(ours) == len(self.subs) and not active:
                 return self.poll(cores=True)[0]
