@@ -25,11 +25,12 @@ import pytest
 
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.protocol import Decision, Dispatcher, Start
-from hpcdispatch.slurm.bridge import (BridgeError, BridgeJournal, Placement, build_view, call_with_budget, check_start,
-                                      parse_sinfo_nodes, placement_check, start_commands)
+from hpcdispatch.slurm.bridge import (BridgeError, BridgeJournal, Placement, build_view, call_due, call_with_budget,
+                                      check_start,
+                                      hetjob_command, is_uneven, parse_sinfo_nodes, placement_check, start_commands)
 from hpcdispatch.slurm.config import first_nodes
-from hpcdispatch.slurm.records import parse_squeue_json
-from hpcdispatch.slurm.replay import ReplayClock
+from hpcdispatch.slurm.records import merge_hetjob, parse_squeue_json, parse_squeue_text
+from hpcdispatch.slurm.replay import ReplayClock, plan_submissions
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.io import load_system
 from hpcdispatch.workload.loader import load_workload
@@ -123,6 +124,176 @@ def test_start_commands_pin_and_release(recorded) -> None:
         "NumNodes=2-2", "MinCPUsNode=1"]
     with pytest.raises(ConfigError, match=r"job 3: .*\{'n0000': 3, 'n0001': 1\}"):
         start_commands("scontrol", 8, job3, Allocation([0, 1], [3, 1]), system)
+
+
+def test_an_uneven_start_is_one_hetjob_component_per_node(tmp_path: Path) -> None:
+    """3 + 1 units of 2 cores on n0000 and n0003, and a node job with a GPU per node: each
+    component pins one node with its cores (one per task) and GPUs; the sleep comes once."""
+    system = first_nodes(load_system("machine-s"), 4)
+    wl_file = tmp_path / "het.csv"
+    wl_file.write_text("id,submit,user,run_time,time_limit,ntasks,nodes,ntasks_per_node,cpus_per_task,gres,contiguous\n"
+                       "5,0,u1,90,2,4,,,2,,\n")
+    workload = load_workload(str(wl_file), system)
+    job = workload.jobs[0]
+    sub = plan_submissions(workload, system, 0.5)[0]  # sleeps 90 x 0.5 = 45 s; -t ceil((120 x 0.5 + 2) / 60) = 2
+    alloc = Allocation([0, 3], [3, 1])
+    assert is_uneven(alloc) and not is_uneven(Allocation([0, 3], [2, 2]))
+    cmd = hetjob_command("sbatch", sub, job, alloc, system, "hpcb-9-5-h", tmp_path)
+    assert cmd == ["sbatch", "--parsable", "--job-name=hpcb-9-5-h", "--output=/dev/null", f"--chdir={tmp_path}",
+                   "--partition=batch", "--time=2", "--nodes=1", "--ntasks=6", "--nodelist=n0000", ":",
+                   "--partition=batch", "--time=2", "--nodes=1", "--ntasks=2", "--nodelist=n0003",
+                   "--wrap", "sleep 45"]
+
+
+def test_hetjob_components_read_as_one_job() -> None:
+    """squeue --json lists a heterogeneous job as one record per component (recorded on Slurm
+    22.05: job 2 = 2+0 with 3 cores on n0000 and 3 = 2+1 with 1 core on n0001)."""
+    def comp(job_id: int, offset: int, node: str, cores: list[int], state: str = "RUNNING") -> dict:
+        return {"job_id": job_id, "name": "hpcb-9-5-h", "job_state": state, "submit_time": 100, "start_time": 101,
+                "end_time": 121 if state == "COMPLETED" else 0, "het_job_id": 2, "het_job_offset": offset,
+                "state_reason": "None", "job_resources": {"allocated_nodes": [
+                    {"nodename": node, "sockets": {"0": {"cores": {str(c): "allocated" for c in cores}}}}]}}
+    text = json.dumps({"jobs": [comp(3, 1, "n0001", [0]), comp(2, 0, "n0000", [0, 1, 2])]})
+    parts = parse_squeue_json(text)
+    assert [(p.job_id, p.het_job_id, p.het_job_offset) for p in parts] == [(3, 2, 1), (2, 2, 0)]
+    one = merge_hetjob(parts)
+    assert (one.job_id, one.state, one.start, one.end, one.cores) == (2, "RUNNING", 101, None,
+                                                                       {"n0000": 3, "n0001": 1})
+    # final only when every component is; the end is the latest
+    done = merge_hetjob(parse_squeue_json(json.dumps({"jobs": [comp(2, 0, "n0000", [0, 1, 2], "COMPLETED"),
+                                                               comp(3, 1, "n0001", [0], "RUNNING")]})))
+    assert done.state == "RUNNING" and done.end is None
+    done = merge_hetjob(parse_squeue_json(json.dumps({"jobs": [comp(2, 0, "n0000", [0, 1, 2], "COMPLETED"),
+                                                               comp(3, 1, "n0001", [0], "COMPLETED")]})))
+    assert done.state == "COMPLETED" and done.end == 121
+    # a plain job's record has no hetjob id
+    assert parse_squeue_json((DATA / "bridge-squeue.json").read_text())[0].het_job_id == 0
+
+
+def test_a_periodic_dispatcher_is_called_every_scaled_step() -> None:
+    """Event-driven dispatchers: at a change, or after 1 s. AUCSCHED (step 5 s, not on events)
+    at time scale 0.5: every 2.5 real seconds, changes or not."""
+    from hpcdispatch.dispatchers.spec import make_dispatcher
+
+    easy, auc = make_dispatcher("easy").simulation_hints(), make_dispatcher("aucsched").simulation_hints()
+    assert call_due(0.2, True, easy, 0.5) and not call_due(0.2, False, easy, 0.5) and call_due(1.0, False, easy, 0.5)
+    assert not call_due(2.4, True, auc, 0.5) and call_due(2.5, False, auc, 0.5)
+    assert call_due(0.5, False, auc, 0.1)  # 0.5 s: the step is 5 x 0.1 = 0.5 real seconds
+
+
+def test_a_burst_of_submissions_is_sent_in_batches(tmp_path: Path, monkeypatch) -> None:
+    """120 jobs due at once: 50 held sbatch calls per loop turn (the dispatcher decides between
+    turns), each named after the run and the job; jobs Slurm has are not submitted again."""
+    import types
+
+    from hpcdispatch.dispatchers.spec import make_dispatcher
+    from hpcdispatch.slurm import bridge as bridge_mod
+    from hpcdispatch.slurm.cluster import ClusterInfo
+
+    system = first_nodes(load_system("machine-s"), 4)
+    wl_file = tmp_path / "burst.csv"
+    wl_file.write_text(HEADER + "".join(f"{k},0,u1,60,2,1,,,,\n" for k in range(1, 121)))
+    workload = load_workload(str(wl_file), system)
+    calls: list[list[str]] = []
+
+    def fake_run(cmd: list[str], info: object, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, f"{1000 + len(calls)}\n", "")
+
+    monkeypatch.setattr(bridge_mod, "_run", fake_run)
+    info = ClusterInfo("c", str(tmp_path), 1, 2, "machine-s", 4, [], {"sbatch": "sbatch"}, "22.05.8")
+    journal = BridgeJournal(tmp_path / "j.jsonl", t0=int(time.time()) - 5)
+    bridge = bridge_mod.Bridge(info, system, workload, make_dispatcher("easy"), 1.0, journal,
+                               plan_submissions(workload, system, 1.0))
+    assert bridge.submit_due({}) == 50 and len(calls) == 50
+    assert calls[0][:3] == ["sbatch", "--parsable", "--hold"]
+    assert f"--job-name=hpcb-{journal.t0}-1" in calls[0] and f"--job-name=hpcb-{journal.t0}-50" in calls[49]
+    have = {i: types.SimpleNamespace() for i in range(50)}
+    assert bridge.submit_due(have) == 50 and f"--job-name=hpcb-{journal.t0}-51" in calls[50]
+    assert bridge.submit_due({i: types.SimpleNamespace() for i in range(100)}) == 20 and len(calls) == 120
+    assert bridge.slurm_ids[119] == 1120
+
+
+def test_squeue_text_records(monkeypatch) -> None:
+    """``squeue -h -t all -o SQUEUE_TEXT_FORMAT`` lines (the first three recorded on Slurm 22.05:
+    a held job cancelled for its hetjob -- Slurm stamps its start and end with the cancel time --
+    and two hetjob components); a pending held job has no start; a damaged line names itself."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        text = ("1372|hpcb-1795784952-666|CANCELLED|JobHeldUser|2026-11-27T13:09:38|2026-11-27T13:18:38|"
+                "2026-11-27T13:18:38|1372\n"
+                "1373+0|hpcb-1795784952-136-h|COMPLETED|None|2026-11-27T13:09:45|2026-11-27T13:09:46|"
+                "2026-11-27T13:09:58|1373\n"
+                "1373+1|hpcb-1795784952-136-h|COMPLETED|None|2026-11-27T13:09:45|2026-11-27T13:09:46|"
+                "2026-11-27T13:09:58|1374\n"
+                "1400|hpcb-1795784952-7|PENDING|JobHeldUser|2026-11-27T13:09:45|2026-11-27T14:00:00|N/A|1400\n")
+        cancelled, lead, part, pending = parse_squeue_text(text)
+        t0946 = 1795784986  # 2026-11-27T13:09:46 UTC
+        assert (cancelled.job_id, cancelled.state, cancelled.state_reason, cancelled.het_job_id) == (
+            1372, "CANCELLED", "JobHeldUser", 0)
+        assert (lead.job_id, lead.het_job_id, lead.het_job_offset, lead.start, lead.end) == (1373, 1373, 0, t0946,
+                                                                                           t0946 + 12)
+        assert (part.job_id, part.het_job_id, part.het_job_offset) == (1374, 1373, 1)
+        assert pending.start is None and pending.end is None and pending.cores == {}
+        assert merge_hetjob([part, lead]).job_id == 1373
+        with pytest.raises(TraceFormatError, match=r"squeue -o, line 2: 3 fields, expected 8"):
+            parse_squeue_text(text.splitlines()[0] + "\n1|x|RUNNING\n")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_view_from_text_records_takes_cores_from_the_journal(recorded) -> None:
+    """The loop's records have no cores: a started job's cores are its journalled start's, so
+    the view equals the one from squeue --json (job 2: 8 cores on n0000 and n0002; sinfo's
+    other allocated cores stay a foreign job's)."""
+    system, workload, ours, nodes, clock = recorded
+    decided = {0: Placement((0, 2), (1, 1), 100.0)}
+    from_json = build_view(system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided)
+    text_like = {0: ours[0].__class__(**{**ours[0].__dict__, "cores": {}}), 1: ours[1]}
+    from_text = build_view(system, workload, clock, clock.t0 + 12, text_like, nodes, [120.0, 120.0], decided)
+    assert from_text.free.tolist() == from_json.free.tolist()
+    assert from_text.free[:, system.resources.index("core")].tolist() == [0, 5, 0, 5]
+    assert from_text.running[0].allocation.pairs() == [(0, 1), (2, 1)]
+
+
+def test_a_restart_finishes_journalled_starts_without_starting_twice(tmp_path: Path, monkeypatch) -> None:
+    """Killed after journalling two starts: job 1's uneven start had its hetjob (Slurm job 900)
+    submitted but its held job 101 not yet cancelled -> only ``scancel 101``; job 2's even start
+    was never released -> pinned and released again; job 3, started, is left alone."""
+    from hpcdispatch.dispatchers.spec import make_dispatcher
+    from hpcdispatch.slurm import bridge as bridge_mod
+    from hpcdispatch.slurm.cluster import ClusterInfo
+    from hpcdispatch.slurm.records import SlurmJobRecord
+
+    system = first_nodes(load_system("machine-s"), 4)
+    wl_file = tmp_path / "three.csv"
+    wl_file.write_text(HEADER + "1,0,u1,60,2,4,,,,\n2,0,u1,60,2,4,,,,\n3,0,u1,60,2,2,,,,\n")
+    workload = load_workload(str(wl_file), system)
+    calls: list[list[str]] = []
+    monkeypatch.setattr(bridge_mod, "_run", lambda cmd, info, timeout=30: (
+        calls.append(cmd), subprocess.CompletedProcess(cmd, 0, "", ""))[1])
+    info = ClusterInfo("c", str(tmp_path), 1, 2, "machine-s", 4, [], {"scancel": "scancel", "scontrol": "scontrol"},
+                       "22.05.8")
+    journal = BridgeJournal(tmp_path / "j.jsonl", t0=1000,
+                            decided={0: Placement((0, 1), (3, 1), 0.0), 1: Placement((2, 3), (2, 2), 0.0),
+                                     2: Placement((0,), (2,), 0.0)})
+    bridge = bridge_mod.Bridge(info, system, workload, make_dispatcher("easy"), 1.0, journal,
+                               plan_submissions(workload, system, 1.0))
+
+    def rec(job_id: int, name: str, state: str, reason: str, het: int = 0) -> SlurmJobRecord:
+        return SlurmJobRecord(job_id, name, state, 1000, 1001 if state == "RUNNING" else None, None, {}, reason,
+                              het_job_id=het)
+    held1, held2 = rec(101, "hpcb-1000-1", "PENDING", "JobHeldUser"), rec(102, "hpcb-1000-2", "PENDING", "JobHeldUser")
+    bridge.slurm_ids = {0: 101, 1: 102, 2: 103}
+    bridge.held_records = {0: held1, 1: held2, 2: rec(103, "hpcb-1000-3", "RUNNING", "None")}
+    bridge.het_ids = {0: 900}
+    ours = {0: rec(900, "hpcb-1000-1-h", "RUNNING", "None", het=900), 1: held2, 2: bridge.held_records[2]}
+    bridge.finish_journalled(ours)
+    assert calls == [["scancel", "101"],
+                     ["scontrol", "update", "JobId=102", "NumNodes=2-2", "MinCPUsNode=2", "ReqNodeList=n0002,n0003"],
+                     ["scontrol", "release", "102"]]
 
 
 def test_check_start_refuses_what_does_not_fit(recorded) -> None:
@@ -230,6 +401,22 @@ def _slurm_jobs(state: Path) -> list[dict]:
     return [r.__dict__ for r in parse_squeue_json(out)]
 
 
+def _assert_each_started_once(run: dict, cluster: Path, n_jobs: int) -> None:
+    """Slurm's records of the run: one held job per workload job (none submitted twice), and
+    each workload job got cores from exactly one Slurm job (a heterogeneous job's components
+    count as one), which completed."""
+    mine = [j for j in _slurm_jobs(cluster) if j["name"].startswith(f"hpcb-{run['bridge']['t0_epoch']}-")]
+    held = [j for j in mine if not j["name"].endswith("-h")]
+    assert sorted(j["job_id"] for j in held) == sorted(run["bridge"]["held_slurm_job_ids"].values())
+    assert len(held) == n_jobs
+    ran: dict[int, set[int]] = {}
+    for j in mine:
+        if j["cores"]:
+            ran.setdefault(int(j["name"].split("-")[2]), set()).add(j["het_job_id"] or j["job_id"])
+    assert sorted(ran) == list(range(1, n_jobs + 1)) and all(len(v) == 1 for v in ran.values())
+    assert all(j["state"] == "COMPLETED" for j in mine if j["cores"])
+
+
 def _check_run(out: Path, name: str, n_jobs: int) -> dict:
     run = json.loads((out / "run.json").read_text())
     assert run["dispatcher"]["name"] == name
@@ -269,6 +456,22 @@ def test_pcp20_schedules_whole_node_jobs_on_exactly_its_nodes(cluster16: Path, t
     assert run["bridge"]["refused"] == {}
 
 
+def test_pcp20_uneven_starts_run_as_hetjobs_on_exactly_its_cores(cluster16: Path, tmp_path: Path) -> None:
+    """PCP'20 on 16 jobs of 3-20 loose cores (in simulation 14 of its 16 starts give nodes
+    different core counts): each uneven start runs as a heterogeneous job with exactly the
+    chosen cores on every node (squeue), every job starts once, the schedule validates."""
+    out = tmp_path / "pcp20-loose"
+    proc = run_cli("slurm", "dispatch", str(DATA / "bridge-16-loose.csv"), "-d", "pcp20", "-x", "0.1", "--dir",
+                   str(cluster16), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    run = _check_run(out, "pcp20", 16)
+    assert run["bridge"]["refused"] == {} and run["bridge"]["uneven"] == "hetjob"
+    journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()[1:]]
+    uneven = sum(len(set(s[3])) > 1 for rec in journal for s in rec.get("starts", []))
+    assert uneven >= 1 and run["bridge"]["hetjobs"] == uneven
+    _assert_each_started_once(run, cluster16, 16)
+
+
 def test_killed_bridge_resumes_and_starts_every_job_once(cluster16: Path, tmp_path: Path) -> None:
     out = tmp_path / "conservative"
     args = [sys.executable, "-m", "hpcdispatch", "slurm", "dispatch", str(DATA / "bridge-20.csv"), "-d",
@@ -291,11 +494,7 @@ def test_killed_bridge_resumes_and_starts_every_job_once(cluster16: Path, tmp_pa
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     run = _check_run(out, "conservative", 20)
-    ids = run["bridge"]["slurm_job_ids"]
-    names = [j for j in _slurm_jobs(cluster16) if j["name"].startswith(f"hpcb-{run['bridge']['t0_epoch']}-")]
-    # Slurm's records: 20 jobs of this run (none submitted twice), each started once, on the chosen nodes
-    assert len(names) == 20 and sorted(j["job_id"] for j in names) == sorted(ids.values())
-    assert all(j["state"] == "COMPLETED" and j["start"] is not None for j in names)
+    _assert_each_started_once(run, cluster16, 20)
     assert "started job" in (out / "bridge.log").read_text()
 
 

@@ -128,9 +128,12 @@ def replay_cmd(workload: str, time_scale: float, out: Path | None, state_dir: Pa
               help="seconds to wait for the jobs after the last submission (default: as if they ran one by one)")
 @click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="a .py file (or an importable module) that registers dispatchers of your own; repeat for several")
+@click.option("--uneven", type=click.Choice(["hetjob", "refuse"]), default="hetjob", show_default=True,
+              help="a start giving its nodes different core counts: run it as a heterogeneous job "
+                   "(one component per node, pinned with --nodelist) or refuse it (the job stays held)")
 @click.option("--force", is_flag=True, help="replace the run directory if it exists")
 def dispatch_cmd(workload: str, spec: str, time_scale: float, out: Path | None, state_dir: Path | None,
-                 budget: float, max_wait: float | None, plugins: tuple[Path, ...], force: bool) -> None:
+                 budget: float, max_wait: float | None, plugins: tuple[Path, ...], uneven: str, force: bool) -> None:
     """Let a dispatcher schedule WORKLOAD on the live cluster (external mode): jobs are
     submitted held (sbatch --hold), and each start the dispatcher decides is pinned
     (scontrol update JobId=.. NumNodes=k-k ReqNodeList=..) and released. Writes the schedule
@@ -160,7 +163,8 @@ def dispatch_cmd(workload: str, spec: str, time_scale: float, out: Path | None, 
                f"{time_scale:g}; journal and log in {bridge_dir(out)}")
     previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM as Ctrl-C: stop, jobs stay held
     try:
-        summary, record = dispatch(info, jobs, dispatcher, time_scale, out, budget_s=budget, max_wait_s=max_wait)
+        summary, record = dispatch(info, jobs, dispatcher, time_scale, out, budget_s=budget, max_wait_s=max_wait,
+                                   uneven=uneven)
     except BridgeError as exc:
         click.echo(f"error: {exc}; the cluster keeps running and the waiting jobs stay held "
                    f"(log: {bridge_dir(out)}/bridge.log)", err=True)
@@ -174,7 +178,8 @@ def dispatch_cmd(workload: str, spec: str, time_scale: float, out: Path | None, 
     check = record["placement"]
     click.echo(f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
                f"(workload seconds); {record['dispatcher_calls']} dispatcher calls; {check['exact']}/"
-               f"{check['started']} jobs started on exactly the nodes chosen")
+               f"{check['started']} jobs started on exactly the nodes chosen ({record['hetjobs']} uneven starts "
+               "as heterogeneous jobs)")
     report = validate_run_dir(out)
     click.echo(report.describe())
     if record["problems"]:

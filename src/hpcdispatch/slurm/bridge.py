@@ -4,9 +4,12 @@ The workload's jobs are submitted held (``sbatch --hold``, at their scaled submi
 the options ``slurm replay`` gives them: :func:`hpcdispatch.slurm.replay.plan_submissions`),
 so neither Slurm's main scheduler nor its backfill touches them. In a loop (every
 :data:`POLL_S` seconds; the dispatcher is called at least every :data:`CALL_EVERY_S` seconds
-while jobs wait, and at once when a job was submitted or ended) the bridge reads the cluster --
-``squeue --json -t all`` (our jobs: held = queued, running with their node lists and cores) and
-``sinfo --json`` (node state and allocated CPUs) -- builds the same
+while jobs wait, and at once when a job was submitted or ended; a periodic dispatcher such as
+AUCSCHED every scaled step instead, :func:`call_due`) the bridge reads the cluster --
+``squeue -h -t all -o ...`` (our jobs: held = queued, running, ended; the text form, 10 times
+faster than ``--json`` on a large cluster, :func:`hpcdispatch.slurm.records.parse_squeue_text`;
+a started job holds the cores of its journalled start, and ``squeue --json`` with every job's
+cores per node is read once at the end) and ``sinfo --json`` (node state and allocated CPUs) -- builds the same
 :class:`~hpcdispatch.protocol.DispatchView` the simulator gives (:func:`build_view`), calls the
 dispatcher, writes the decision to the journal and applies each start (:func:`start_commands`):
 
@@ -32,16 +35,25 @@ but not give each node its own task count: the bridge expresses a start on ``k``
 ``m`` units on every node as ``NumNodes=k-k MinCPUsNode=m*c`` -- with the job's total of
 ``k*m*c`` cores this puts exactly ``m*c`` cores on each node (measured on Slurm 22.05; the
 end-of-run check below confirms it job by job). A start giving nodes different unit counts
-has no such form: the bridge refuses it, naming the job and the counts, the job stays held and
-leaves the dispatcher's queue, and the run reports it as a problem (exit status 1). (PCP'20 on
-20 jobs of 1-64 loose cores on 16 x 8 cores: 10 of 20 starts were uneven and refused; on jobs of
-whole multiples of 8 cores none is.) Tried and not usable: ``sbatch -m arbitrary`` with
-``SLURM_HOSTFILE`` fixes a per-node task pattern at submission, and a later
-``ReqNodeList=`` update keeps that pattern (a held job submitted as 3+1 on n0000,n0001 and
-updated to n0002,n0003 ran 3+1 there). Cancelling the held job and submitting it again with
-the dispatcher's pattern (``-m arbitrary``, ``SLURM_HOSTFILE`` one line per unit) was tried
-too: Slurm kept the node set but not the cores per node (PCP'20 on the loose-core workload
-above: 7 of its 11 uneven starts got other per-node core counts), so it was dropped.
+has no such form with one job. ``--uneven hetjob`` (the default) runs it as a Slurm
+*heterogeneous job* instead (:func:`hetjob_command`): one component per chosen node,
+``--nodes=1 --ntasks=<cores there> --nodelist=<node>`` with that node's GPUs, submitted (not
+held; Slurm's backfill, the only scheduler of heterogeneous jobs, starts it within its 1 s
+``bf_interval``) under the name ``hpcb-<t0>-<job id>-h``, after which the held job is
+cancelled (in this order: a bridge killed between the two finds both and only cancels the held
+one, :meth:`Bridge.run`). squeue lists the components as jobs sharing ``het_job_id``; the
+bridge reads them as one record (:func:`hpcdispatch.slurm.records.merge_hetjob`), so the view,
+the placement check and the run directory see one job with its cores on every node.
+``--uneven refuse`` keeps the older behaviour: the bridge refuses the start, naming the job and
+the counts, the job stays held and leaves the dispatcher's queue, and the run reports it as a
+problem (exit status 1). (PCP'20 on 20 jobs of 1-64 loose cores on 16 x 8 cores: 10 of 20
+starts were uneven.) Tried and not usable on Slurm 22.05 (docs/RESULTS-SLURM-EXTERNAL.md):
+``sbatch -m arbitrary`` with ``SLURM_HOSTFILE`` fixes a per-node task pattern at submission,
+and a later ``ReqNodeList=`` update keeps that pattern (a held job submitted as 3+1 on
+n0000,n0001 and updated to n0002,n0003 ran 3+1 there); cancelling the held job and submitting
+it again with the dispatcher's pattern (``-m arbitrary``, ``SLURM_HOSTFILE`` one line per unit)
+kept the node set but not the cores per node (7 of 11 uneven PCP'20 starts got other per-node
+core counts): the select plugin, not the task layout, decides the cores of a batch job.
 
 Journal (``<out>.bridge/journal.jsonl``; JSON lines, the simulator's journal format,
 :mod:`hpcdispatch.sim.journal`): a header ``{"journal": 2, "bridge": 1, "run": {...}, "t0": ...}``
@@ -86,8 +98,9 @@ from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, RunningJob, Start
 from hpcdispatch.results.store import write_result
 from hpcdispatch.slurm.cluster import ClusterInfo
-from hpcdispatch.slurm.config import CORE
-from hpcdispatch.slurm.records import SlurmJobRecord, parse_squeue_json
+from hpcdispatch.slurm.config import CORE, MEM
+from hpcdispatch.slurm.records import (SQUEUE_TEXT_FORMAT, SlurmJobRecord, merge_hetjob, parse_squeue_json,
+                                      parse_squeue_text)
 from hpcdispatch.slurm.replay import (FINAL_STATES, TOLERANCE_REAL_S, ReplayClock, Submission, build_result,
                                       plan_submissions)
 from hpcdispatch.system.allocation import Allocation, held_amounts
@@ -97,6 +110,8 @@ from hpcdispatch.workload.job import Job, Workload
 log = logging.getLogger("hpcdispatch.slurm.bridge")
 
 POLL_S = 0.5
+#: at most this many sbatch calls per loop turn (:meth:`Bridge.submit_due`)
+SUBMIT_BATCH = 50
 CALL_EVERY_S = 1.0
 JOURNAL_FILE = "journal.jsonl"
 LOG_FILE = "bridge.log"
@@ -104,6 +119,10 @@ NAME_PREFIX = "hpcb-"
 #: node states (sinfo --json, lower case) on which nothing may start
 UNUSABLE = ("down", "drain", "fail", "maint", "unknown", "not_responding", "future", "power")
 HELD_REASONS = ("JobHeldUser", "JobHeldAdmin")
+#: how a start giving nodes different unit counts is applied: as a heterogeneous job, or refused
+UNEVEN_MODES = ("hetjob", "refuse")
+#: suffix of the name of the heterogeneous job that runs an uneven start
+HET_SUFFIX = "-h"
 
 
 class BridgeError(ConfigError):
@@ -205,9 +224,14 @@ def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch
                 if n in index_of:
                     started_cores[index_of[n]] += c
             begin = decided[index].t if index in decided else clock.to_workload(rec.start)
-        elif index in decided:  # released, Slurm starts it within about a second
+        elif index in decided:  # released (Slurm starts it within about a second), or a record without cores
             pairs = list(zip(decided[index].nodes, decided[index].units))
             begin = decided[index].t
+            if rec.start is not None:  # started: sinfo counts its cores, which are the journalled ones
+                unit_cores = int(requests[index][core])
+                extra = int(job.per_node_request[core]) if job.per_node_request else 0
+                for n, u in pairs:
+                    started_cores[n] += u * unit_cores + extra
         else:
             continue
         running[index] = RunningJob(job, begin, Allocation.from_pairs(pairs), begin + planned[index])
@@ -278,6 +302,42 @@ def start_commands(scontrol: str, slurm_id: int, job: Job, alloc: Allocation, sy
     return [[scontrol, "update", f"JobId={slurm_id}", f"NumNodes={k}-{k}", f"MinCPUsNode={cores_per_node}",
              f"ReqNodeList={names}"],
             [scontrol, "release", str(slurm_id)]]
+
+
+def node_amounts(job: Job, alloc: Allocation, system: System) -> list[dict[str, int]]:
+    """What each node of ``alloc`` holds for ``job``: its units' resources plus the per-node
+    extras, by resource name."""
+    need = held_amounts(alloc, job.unit_request, job.per_node_request)
+    return [{r: int(a) for r, a in zip(system.resources, row)} for row in need]
+
+
+def hetjob_command(sbatch: str, sub: Submission, job: Job, alloc: Allocation, system: System, name: str,
+                   workdir: Path) -> list[str]:
+    """The sbatch call that runs an uneven start as a heterogeneous job: one component per
+    node, ``--nodes=1 --ntasks=<cores there> --nodelist=<node>`` (one core per task) with that
+    node's GPUs (``--gres=gpu:G``) and memory (``--mem``, when the system models it), the
+    components separated by ``:``, and the job's sleep once (Slurm runs the batch script in the
+    first component and ends every component with it). Submitted not held: every node is free
+    in the dispatcher's view, and Slurm's backfill (the only scheduler of heterogeneous jobs,
+    every ``bf_interval`` = 1 s) starts it."""
+    cmd = [sbatch, "--parsable"]
+    for k, (node, amounts) in enumerate(zip(alloc.nodes.tolist(), node_amounts(job, alloc, system))):
+        if k:
+            cmd.append(":")
+        else:
+            cmd += [f"--job-name={name}", "--output=/dev/null", f"--chdir={workdir}"]
+        cmd += ["--partition=batch", f"--time={sub.time_limit_min}", "--nodes=1",
+                f"--ntasks={amounts.get(CORE, 0)}", f"--nodelist={system.node_name(int(node))}"]
+        gres = [f"{r}:{a}" for r, a in amounts.items() if r not in (CORE, MEM) and a > 0]
+        if gres:
+            cmd.append(f"--gres={','.join(gres)}")
+        if amounts.get(MEM, 0) > 0:
+            cmd.append(f"--mem={amounts[MEM]}")
+    return [*cmd, "--wrap", f"sleep {sub.sleep_s:g}"]
+
+
+def is_uneven(alloc: Allocation) -> bool:
+    return len(set(alloc.units.tolist())) > 1
 
 
 def placement_check(system: System, workload: Workload, records: dict[int, SlurmJobRecord],
@@ -389,6 +449,18 @@ def _run(cmd: list[str], info: ClusterInfo, timeout: float = 30) -> subprocess.C
     return subprocess.run(cmd, env=info.env(), capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def call_due(since_last_s: float, changed: bool, hints: dict[str, Any], time_scale: float) -> bool:
+    """Whether the bridge calls the dispatcher now (``since_last_s``: real seconds since its
+    last call; ``changed``: a job was submitted, started or ended since). By default: on every
+    change, and every :data:`CALL_EVERY_S` while jobs wait. A periodic dispatcher (its
+    ``simulation_hints()`` say ``dispatch_on_events: False`` with a ``dispatch_interval``, as
+    AUCSCHED's step) is called as the simulator calls it: every interval (workload seconds,
+    scaled), whatever changed -- but never more often than the bridge polls."""
+    if hints.get("dispatch_on_events", True) is False and hints.get("dispatch_interval"):
+        return since_last_s >= float(hints["dispatch_interval"]) * time_scale
+    return changed or since_last_s >= CALL_EVERY_S
+
+
 def call_with_budget(dispatcher: Dispatcher, view: DispatchView, budget_s: float) -> tuple[Decision, float]:
     """``dispatcher.dispatch(view)`` in a thread; a :class:`BridgeError` when it raises or has
     not returned after ``budget_s`` seconds (the thread is left behind, the bridge stops)."""
@@ -425,38 +497,61 @@ class Bridge:
     journal: BridgeJournal
     subs: list[Submission]
     budget_s: float = 60.0
+    uneven: str = "hetjob"
     refused: dict[int, str] = field(default_factory=dict)
-    slurm_ids: dict[int, int] = field(default_factory=dict)
+    slurm_ids: dict[int, int] = field(default_factory=dict)  # the held job each workload job was submitted as
+    held_records: dict[int, SlurmJobRecord] = field(default_factory=dict)  # its squeue record
+    het_ids: dict[int, int] = field(default_factory=dict)  # the heterogeneous job running an uneven start
     previous: DispatchView | None = None  # the view of the last dispatcher call
 
     @property
     def clock(self) -> ReplayClock:
         return ReplayClock(self.journal.t0, float(self.workload.submit.min()), self.time_scale)
 
-    def poll(self) -> tuple[dict[int, SlurmJobRecord], dict[str, NodeState]]:
-        proc = _run([self.info.binaries["squeue"], "--json", "-t", "all"], self.info, timeout=60)
+    def poll(self, cores: bool = False) -> tuple[dict[int, SlurmJobRecord], dict[str, NodeState]]:
+        """Our jobs and the nodes; the records carry cores per node only with ``cores``
+        (``squeue --json``, read at the end; the loop reads the fast text form,
+        :func:`hpcdispatch.slurm.records.parse_squeue_text`, and takes a started job's cores
+        from its journalled start, which the placement check confirms at the end)."""
+        if cores:
+            cmd = [self.info.binaries["squeue"], "--json", "-t", "all"]
+        else:
+            cmd = [self.info.binaries["squeue"], "-h", "-t", "all", "-o", SQUEUE_TEXT_FORMAT]
+        proc = _run(cmd, self.info, timeout=60)
         if proc.returncode != 0:
-            raise BridgeError(f"squeue --json failed: {' '.join(proc.stderr.split())[:200]}")
-        by_name = {r.name: r for r in parse_squeue_json(proc.stdout)}
+            raise BridgeError(f"{' '.join(cmd[1:3])} failed: {' '.join(proc.stderr.split())[:200]}")
+        by_name: dict[str, list[SlurmJobRecord]] = {}
+        for r in (parse_squeue_json(proc.stdout) if cores else parse_squeue_text(proc.stdout)):
+            by_name.setdefault(r.name, []).append(r)
         ours = {}
         for sub in self.subs:
-            rec = by_name.get(job_name(self.journal.t0, self.workload.jobs[sub.job_index]))
-            if rec is not None:
-                ours[sub.job_index] = rec
-                self.slurm_ids[sub.job_index] = rec.job_id
+            name = job_name(self.journal.t0, self.workload.jobs[sub.job_index])
+            plain = by_name.get(name)
+            if plain:
+                ours[sub.job_index] = self.held_records[sub.job_index] = plain[0]
+                self.slurm_ids[sub.job_index] = plain[0].job_id
+            het = by_name.get(name + HET_SUFFIX)
+            if het:  # an uneven start: the heterogeneous job is the one that runs
+                ours[sub.job_index] = merge_hetjob(het)
+                self.het_ids[sub.job_index] = ours[sub.job_index].job_id
         proc = _run([self.info.binaries["sinfo"], "--json"], self.info, timeout=60)
         if proc.returncode != 0:
             raise BridgeError(f"sinfo --json failed: {' '.join(proc.stderr.split())[:200]}")
         return ours, parse_sinfo_nodes(proc.stdout)
 
     def submit_due(self, ours: dict[int, SlurmJobRecord]) -> int:
-        """Submit (held) every job whose time has come and that Slurm does not have yet."""
+        """Submit (held) the jobs whose time has come and that Slurm does not have yet, at most
+        :data:`SUBMIT_BATCH` per call: a workload submitting hundreds of jobs at once (the
+        AUCSCHED paper's) is submitted over a few loop turns, and the dispatcher decides on the
+        first jobs meanwhile instead of after the last sbatch."""
         workdir = Path(self.info.state_dir) / "jobs"
         workdir.mkdir(exist_ok=True)
         submitted = 0
         for sub in self.subs:
             if sub.job_index in ours or time.time() < self.journal.t0 + sub.offset_s:
                 continue
+            if submitted >= SUBMIT_BATCH:
+                break
             cmd = sub.command(self.info.binaries["sbatch"], workdir)
             cmd = [f"--job-name={job_name(self.journal.t0, self.workload.jobs[sub.job_index])}"
                    if a.startswith("--job-name=") else a for a in cmd]
@@ -471,14 +566,56 @@ class Bridge:
     def apply(self, index: int, placement: Placement) -> None:
         job = self.workload.jobs[index]
         sid = self.slurm_ids[index]
-        for cmd in start_commands(self.info.binaries["scontrol"], sid, job,
-                                  Allocation(placement.nodes, placement.units), self.system):
-            proc = _run(cmd, self.info)
-            if proc.returncode != 0:
-                raise BridgeError(f"job {job.id} (Slurm job {sid}): {' '.join(cmd[1:])} failed: "
-                                  f"{' '.join(proc.stderr.split())[:200]}")
+        alloc = Allocation(placement.nodes, placement.units)
+        if self.uneven == "hetjob" and is_uneven(alloc):
+            self.apply_hetjob(index, alloc)
+        else:
+            for cmd in start_commands(self.info.binaries["scontrol"], sid, job, alloc, self.system):
+                proc = _run(cmd, self.info)
+                if proc.returncode != 0:
+                    raise BridgeError(f"job {job.id} (Slurm job {sid}): {' '.join(cmd[1:])} failed: "
+                                      f"{' '.join(proc.stderr.split())[:200]}")
         log.info("started job %s (Slurm job %d) on %s", job.id, sid,
                  ",".join(f"{self.system.node_name(n)}x{u}" for n, u in zip(placement.nodes, placement.units)))
+
+    def apply_hetjob(self, index: int, alloc: Allocation) -> None:
+        """An uneven start: submit the heterogeneous job (unless a restart finds it submitted),
+        then cancel the held job. In this order a kill between the two leaves both; a restart
+        then only cancels the held one (:meth:`run`), so the job runs once."""
+        job = self.workload.jobs[index]
+        if index not in self.het_ids:
+            sub = next(s for s in self.subs if s.job_index == index)
+            name = job_name(self.journal.t0, job) + HET_SUFFIX
+            cmd = hetjob_command(self.info.binaries["sbatch"], sub, job, alloc, self.system, name,
+                                 Path(self.info.state_dir) / "jobs")
+            proc = _run(cmd, self.info)
+            if proc.returncode != 0:
+                raise BridgeError(f"job {job.id}: sbatch of its heterogeneous job failed: "
+                                  f"{' '.join(proc.stderr.split())[:200]}")
+            self.het_ids[index] = int(proc.stdout.strip().split(";")[0].split("+")[0])
+        self.cancel_held(index)
+
+    def cancel_held(self, index: int) -> None:
+        sid = self.slurm_ids[index]
+        proc = _run([self.info.binaries["scancel"], str(sid)], self.info)
+        if proc.returncode != 0:
+            raise BridgeError(f"job {self.workload.jobs[index].id}: scancel {sid} (its held job, replaced by "
+                              f"heterogeneous job {self.het_ids.get(index)}) failed: "
+                              f"{' '.join(proc.stderr.split())[:200]}")
+
+    def finish_journalled(self, ours: dict[int, SlurmJobRecord]) -> None:
+        """Journalled starts Slurm has not fully applied (the bridge was stopped between journal
+        and release): a job whose heterogeneous job exists while its held job is still held
+        gets the held job cancelled, nothing else; a job still held without one is applied
+        again."""
+        for index, placement in self.journal.decided.items():
+            if index in self.het_ids and index in self.held_records and is_held(self.held_records[index]):
+                log.info("cancelling the held job of job %s (its heterogeneous job %d runs it)",
+                         self.workload.jobs[index].id, self.het_ids[index])
+                self.cancel_held(index)
+            elif index in ours and is_held(ours[index]) and index not in self.refused:
+                log.info("re-applying the journalled start of job %s", self.workload.jobs[index].id)
+                self.apply(index, placement)
 
     def run(self, max_wait_s: float | None = None) -> dict[int, SlurmJobRecord]:
         """Submit, dispatch and wait until every job has ended (or was refused); returns
@@ -488,25 +625,22 @@ class Bridge:
             max_wait_s = 120.0 + sum(s.sleep_s + 1.0 for s in self.subs)
         deadline = self.journal.t0 + max(s.offset_s for s in self.subs) + max_wait_s
         last_call, seen = -math.inf, None
+        hints = self.dispatcher.simulation_hints()
         while True:
             ours, nodes = self.poll()
             if self.submit_due(ours):
                 ours, nodes = self.poll()
-            # a recorded start whose job is still held: the bridge was stopped between journal and release
-            for index, placement in self.journal.decided.items():
-                if index in ours and is_held(ours[index]) and index not in self.refused:
-                    log.info("re-applying the journalled start of job %s", self.workload.jobs[index].id)
-                    self.apply(index, placement)
+            self.finish_journalled(ours)
             active = [i for i in ours if ours[i].state not in FINAL_STATES and i not in self.refused]
             if len(ours) == len(self.subs) and not active:
-                return ours
+                return self.poll(cores=True)[0]
             if time.time() > deadline:
                 raise BridgeError(f"{len(active)} job(s) had not ended after the wait limit; they are left as they are")
             now_epoch = time.time()
             state = tuple(sorted((i, r.state) for i, r in ours.items()))
             view = build_view(self.system, self.workload, self.clock, now_epoch, ours, nodes, planned,
                               self.journal.decided, set(self.refused), self.previous)
-            if view.queue and (state != seen or now_epoch - last_call >= CALL_EVERY_S):
+            if view.queue and call_due(now_epoch - last_call, state != seen, hints, self.time_scale):
                 seen, last_call = state, now_epoch
                 self.decide(view)
                 self.previous = view
@@ -526,7 +660,8 @@ class Bridge:
         ok = []
         for start in decision.starts:
             try:
-                start_commands("scontrol", 0, start.job, start.allocation, self.system)
+                if self.uneven == "refuse" or not is_uneven(start.allocation):
+                    start_commands("scontrol", 0, start.job, start.allocation, self.system)
             except ConfigError as exc:
                 self.refused[start.job.index] = str(exc)
                 log.error("refused: %s", exc)
@@ -551,11 +686,13 @@ def run_identity(info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, 
 
 def dispatch(info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time_scale: float, out_dir: str | Path,
              budget_s: float = 60.0, max_wait_s: float | None = None, force: bool = False,
-             progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+             progress: Callable[[str], None] | None = None, uneven: str = "hetjob") -> tuple[dict[str, Any], dict[str, Any]]:
     """Run ``workload`` on the cluster with ``dispatcher`` deciding (external mode), resume
     from the journal if there is one, and write the run directory; returns ``(summary,
     bridge record)``. A :class:`BridgeError` when the dispatcher fails (jobs stay held)."""
     out_dir = Path(out_dir)
+    if uneven not in UNEVEN_MODES:
+        raise ConfigError(f"uneven must be one of {', '.join(UNEVEN_MODES)}, got '{uneven}'")
     system = info.load_system()
     subs = plan_submissions(workload, system, time_scale)
     dispatcher.setup(system)
@@ -569,11 +706,12 @@ def dispatch(info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
-        journal = BridgeJournal.open(state / JOURNAL_FILE, run_identity(info, workload, dispatcher, time_scale),
+        journal = BridgeJournal.open(state / JOURNAL_FILE,
+                                     {**run_identity(info, workload, dispatcher, time_scale), "uneven": uneven},
                                      math.ceil(time.time()) + 1)
         log.info("bridge for %s on cluster %s: %d jobs, t0 %d, %d starts journalled", dispatcher.describe(),
                  info.name, len(workload), journal.t0, len(journal.decided))
-        bridge = Bridge(info, system, workload, dispatcher, time_scale, journal, subs, budget_s)
+        bridge = Bridge(info, system, workload, dispatcher, time_scale, journal, subs, budget_s, uneven)
         records = bridge.run(max_wait_s)
         clock = bridge.clock
         result, problems = build_result(system, workload, records, clock, subs, dispatcher.identity())
@@ -586,6 +724,8 @@ def dispatch(info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time
         record = {"cluster": info.name, "nodes": info.n_nodes, "slurm_version": info.slurm_version,
                   "time_scale": time_scale, "t0_epoch": journal.t0, "first_submit": clock.first_submit,
                   "time_tolerance": tolerance, "dispatcher_calls": journal.calls, "placement": check,
+                  "uneven": uneven, "hetjobs": len(bridge.het_ids),
+                  "held_slurm_job_ids": {str(workload.jobs[i].id): sid for i, sid in bridge.slurm_ids.items()},
                   "problems": problems[:50], "refused": {str(workload.jobs[i].id): w for i, w in bridge.refused.items()},
                   "slurm_job_ids": {str(workload.jobs[i].id): r.job_id for i, r in records.items()},
                   "journal": JOURNAL_FILE}

@@ -41,6 +41,37 @@ class SlurmJobRecord:
     state_reason: str = ""
     time_limit_min: int | None = None
     gres_per_node: str = ""
+    het_job_id: int = 0  # a heterogeneous job's components share it (their leader's job id); 0: not one
+    het_job_offset: int = 0
+
+
+def merge_hetjob(components: list[SlurmJobRecord]) -> SlurmJobRecord:
+    """The components of one heterogeneous job as one record: the leader's id, name and
+    submission, the cores of every component, the earliest start and latest end (Slurm starts
+    and ends the components together), and a state that is final only when every component's
+    is (else the first unfinished component's)."""
+    if not components:
+        raise ValueError("no components to merge")
+    parts = sorted(components, key=lambda r: r.het_job_offset)
+    lead = parts[0]
+    cores: dict[str, int] = {}
+    for part in parts:
+        for node, c in part.cores.items():
+            cores[node] = cores.get(node, 0) + c
+    open_ = [p for p in parts if p.state not in _FINAL]
+    state, reason = (open_[0].state, open_[0].state_reason) if open_ else (lead.state, lead.state_reason)
+    starts = [p.start for p in parts if p.start is not None]
+    ends = [p.end for p in parts if p.end is not None]
+    return SlurmJobRecord(job_id=lead.het_job_id or lead.job_id, name=lead.name, state=state, submit=lead.submit,
+                          start=min(starts) if len(starts) == len(parts) else None,
+                          end=max(ends) if len(ends) == len(parts) else None, cores=cores, state_reason=reason,
+                          time_limit_min=lead.time_limit_min, gres_per_node=lead.gres_per_node,
+                          het_job_id=lead.het_job_id, het_job_offset=0)
+
+
+#: Slurm's job states of a job that has ended
+_FINAL = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
+                    "BOOT_FAIL", "DEADLINE"})
 
 
 def expand_hostlist(text: str) -> list[str]:
@@ -109,7 +140,9 @@ def parse_squeue_json(text: str, source: str = "squeue --json") -> list[SlurmJob
                 submit=int(_epoch(job["submit_time"]) or 0), start=_epoch(job.get("start_time")),
                 end=_epoch(job.get("end_time")), cores=cores, state_reason=str(job.get("state_reason", "")),
                 time_limit_min=int(limit) if limit is not None else None,
-                gres_per_node=str(job.get("tres_per_node") or "")))
+                gres_per_node=str(job.get("tres_per_node") or ""),
+                het_job_id=int(_epoch(job.get("het_job_id")) or 0),
+                het_job_offset=int(_epoch(job.get("het_job_offset")) or 0)))
         except (KeyError, TypeError, ValueError) as exc:
             field = exc.args[0] if isinstance(exc, KeyError) else None
             raise TraceFormatError(source, f"{where} (job {job.get('job_id', '?') if isinstance(job, dict) else '?'}): "
@@ -130,6 +163,40 @@ class JobCompRecord:
     nodes: list[str]
     proc_count: int
     name: str = ""
+
+
+#: ``squeue -o`` format of :func:`parse_squeue_text`: job (``ID`` or ``HETID+OFFSET``), name,
+#: state, reason, submit, start, end, job id
+SQUEUE_TEXT_FORMAT = "%i|%j|%T|%r|%V|%S|%e|%A"
+_PENDING = frozenset({"PENDING", "CONFIGURING"})
+
+
+def parse_squeue_text(text: str, source: str = "squeue -o") -> list[SlurmJobRecord]:
+    """The jobs of ``squeue -h -t all -o SQUEUE_TEXT_FORMAT``: ids, names, states, reasons and
+    times, without cores per node. Slurm 22.05's ``squeue --json`` dumps every job whatever the
+    filters (measured: 29 MB and 2.4 s for 6,763 jobs of a 128-node run), this text form the same
+    jobs in 0.2 s; the bridge polls with it and reads the JSON once, at the end. A pending job has
+    no start (squeue prints its expected start); a damaged line is a :class:`TraceFormatError`
+    naming it."""
+    records = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        try:
+            if len(fields) != 8:
+                raise ValueError(f"{len(fields)} fields, expected 8")
+            jid, name, state, reason, submit, start, end, job_id = fields
+            het, _, offset = jid.partition("+")
+            started = state not in _PENDING and start not in ("N/A", "Unknown", "")
+            ended = state in _FINAL and end not in ("N/A", "Unknown", "")
+            records.append(SlurmJobRecord(
+                job_id=int(job_id), name=name, state=state, submit=_local_epoch(submit),
+                start=_local_epoch(start) if started else None, end=_local_epoch(end) if ended else None, cores={},
+                state_reason=reason, het_job_id=int(het) if offset else 0, het_job_offset=int(offset or 0)))
+        except ValueError as exc:
+            raise TraceFormatError(source, f"{exc}: {line[:120]!r}", line=n) from None
+    return records
 
 
 def _local_epoch(text: str) -> int:
