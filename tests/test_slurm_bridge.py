@@ -428,20 +428,22 @@ def _check_run(out: Path, name: str, n_jobs: int) -> dict:
     return run
 
 
-def test_easy_schedules_20_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: Path) -> None:
+def test_easy_schedules_30_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: Path) -> None:
+    """The issue's integration test: 30 jobs (sub-node, whole-node, multi-node and GPU
+    requests) in external mode on the 16-node cluster."""
     out = tmp_path / "easy"
-    proc = run_cli("slurm", "dispatch", str(DATA / "bridge-20.csv"), "-d", "easy", "-x", "0.1", "--dir",
+    proc = run_cli("slurm", "dispatch", str(DATA / "bridge-30.csv"), "-d", "easy", "-x", "0.1", "--dir",
                    str(cluster16), "-o", str(out))
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    assert "20/20 jobs started on exactly the nodes chosen" in proc.stdout
-    run = _check_run(out, "easy", 20)
+    assert "30/30 jobs started on exactly the nodes chosen" in proc.stdout
+    run = _check_run(out, "easy", 30)
     # every journalled start is one the squeue record confirms; each job started once
     journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()[1:]]
     started = [s[1] for rec in journal for s in rec["starts"]]
-    assert sorted(started) == list(range(1, 21))
+    assert sorted(started) == list(range(1, 31))
     ids = set(run["bridge"]["slurm_job_ids"].values())
     mine = [j for j in _slurm_jobs(cluster16) if j["job_id"] in ids]
-    assert len(mine) == 20 and all(j["state"] == "COMPLETED" for j in mine)
+    assert len(mine) == 30 and all(j["state"] == "COMPLETED" for j in mine)
 
 
 def test_pcp20_schedules_whole_node_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: Path) -> None:
