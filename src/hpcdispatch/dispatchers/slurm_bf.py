@@ -421,11 +421,7 @@ class SlurmBackfill(Dispatcher):
         plan = _Plan(now, np.asarray(scratch.free), releases, self.bf_resolution)
         horizon = now + self.bf_window * 60.0  # bf_window is in minutes, as in slurm.conf
         tested = reserved = backfilled = 0
-        for job in queue:
-            if job.index in started:
-                continue
-            if tested >= self.bf_max_job_test:
-                break
+        for job in self._tested_jobs(queue, started):
             tested += 1
             req = requests[job.index]
             duration = max(view.planned_duration(job), 1.0)
@@ -460,6 +456,18 @@ class SlurmBackfill(Dispatcher):
     # ------------------------------------------------------------------------------------
     # will_run="slurm": the backfill pass as sched/backfill and select/cons_tres run it
     # ------------------------------------------------------------------------------------
+    def _tested_jobs(self, queue, started: set[int]):
+        """The jobs a backfill pass tests, in queue order: those the main scheduler did not
+        start in this call, at most ``bf_max_job_test`` of them (Slurm's cap)."""
+        tested = 0
+        for job in queue:
+            if job.index in started:
+                continue
+            if tested >= self.bf_max_job_test:
+                return
+            tested += 1
+            yield job
+
     def _backfill_slurm(self, view: DispatchView, scratch: Scratch, queue) -> tuple[int, int, int]:
         """The backfill pass with Slurm's own start-time estimate (``will_run="slurm"``).
 
@@ -486,11 +494,7 @@ class SlurmBackfill(Dispatcher):
         window_end = now + self.bf_window * 60.0
         res = float(self.bf_resolution)
         tested = reserved = backfilled = 0
-        for job in queue:
-            if job.index in started:
-                continue
-            if tested >= self.bf_max_job_test:
-                break
+        for job in self._tested_jobs(queue, started):
             tested += 1
             req = requests[job.index]
             duration = max(view.planned_duration(job), 1.0)
