@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -169,6 +170,18 @@ def test_a_fifo_run_imports_no_solver_and_no_plotting(tmp_path):
             f"try:\n    main(['simulate', '-w', 'synthetic:lublin,jobs=50,seed=1', '-s', 'machine-s', '-d', 'fifo', "
             f"'-q', '-o', {str(tmp_path / 'o')!r}])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
             "print('LOADED', sorted(m for m in ('ortools', 'matplotlib', 'dask') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "LOADED []" in out, out[-300:]
+
+
+def test_a_fifo_run_of_a_request_file_imports_no_scipy(tmp_path):
+    """scipy (grid partitions, Lublin's daily cycle) is imported only by the runs that use it:
+    importing the dispatcher registry costs about 0.25 s less (issue 37)."""
+    jobs = Path(__file__).resolve().parents[1] / "examples" / "jobs.csv"
+    code = ("import sys\nfrom hpcdispatch.cli.main import main\n"
+            f"try:\n    main(['simulate', '-w', {str(jobs)!r}, '-s', 'machine-s', '-d', 'fifo', "
+            f"'-q', '-o', {str(tmp_path / 'o')!r}])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "print('LOADED', sorted(m for m in ('scipy', 'ortools', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "LOADED []" in out, out[-300:]
 

@@ -163,3 +163,21 @@ def test_stable_argsort_is_numpys_mergesort(values):
 
     arr = np.array(values, dtype=np.float64)
     np.testing.assert_array_equal(stable_argsort(arr, len(arr)), np.argsort(arr, kind="mergesort"))
+
+
+@given(hst.integers(0, 4).flatmap(lambda k: hst.lists(
+    hst.lists(hst.sampled_from([-2**61, -7, 0, 1, 3, 2**40, 2**62]), min_size=k + 1, max_size=k + 1), max_size=40)))
+def test_distinct_rows_numbers_rows_as_numpy_unique(rows):
+    """The engine's job shapes: the same numbering as ``np.unique(axis=0)`` (lexicographic),
+    with values near the limits of int64 (the joined code numbers distinct values, not values)."""
+    from hpcdispatch.compiled.runner import distinct_rows
+
+    width = len(rows[0]) if rows else 2
+    keys = np.array(rows, dtype=np.int64).reshape(len(rows), width)
+    count, inverse = distinct_rows(keys)
+    if not rows:
+        assert count == 0 and len(inverse) == 0
+        return
+    want, want_inverse = np.unique(keys, axis=0, return_inverse=True)
+    assert count == len(want)
+    assert np.array_equal(inverse, want_inverse.reshape(-1))

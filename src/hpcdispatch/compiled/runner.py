@@ -44,12 +44,11 @@ def build_state(sim: Simulator) -> S.EngineState:
 
     ji = np.zeros((S.N_JI, n), dtype=i64)
     ji[S.UNITS] = workload.units
-    ji[S.MPN] = np.fromiter((job.max_units_per_node for job in workload.jobs), dtype=i64, count=n)
+    ji[S.MPN] = workload.max_units_per_node
     ji[S.QNEXT] = ji[S.QPREV] = -1
     unit_requests = np.ascontiguousarray(workload.unit_requests, dtype=i64)
     shape_keys = np.column_stack([unit_requests, ji[S.MPN]]) if n else np.zeros((0, n_res + 1), dtype=i64)
-    shapes, shape_of_job = np.unique(shape_keys, axis=0, return_inverse=True)
-    ji[S.SHAPE] = shape_of_job.reshape(-1)
+    n_shapes, ji[S.SHAPE] = distinct_rows(shape_keys)
     jf = np.zeros((S.N_JF, n), dtype=np.float64)
     jf[S.SUBMIT] = workload.submit
     run = workload.run_time.astype(np.float64)
@@ -83,8 +82,27 @@ def build_state(sim: Simulator) -> S.EngineState:
         dl=np.zeros((S.D_INFO + len(spec.info), max_calls), dtype=np.float64),
         regs=regs,
         fregs=fregs,
-        memo=np.full((2, 2, max(1, len(shapes))), -1, dtype=i64),
+        memo=np.full((2, 2, max(1, n_shapes)), -1, dtype=i64),
     )
+
+
+def distinct_rows(keys: np.ndarray) -> tuple[int, np.ndarray]:
+    """The number of distinct rows of the ``(n, k)`` integer array ``keys`` and each row's index
+    among them in lexicographic order (``np.unique(keys, axis=0, return_inverse=True)``, whose
+    row sort costs 0.13 s on HPC2N's 202,871 jobs: each column is numbered on its own and the
+    numbers joined into one integer when they fit, 10x cheaper)."""
+    n, k = keys.shape
+    code = np.zeros(n, dtype=np.int64)
+    span = 1
+    for c in range(k):
+        values, codes = np.unique(keys[:, c], return_inverse=True)
+        span *= len(values)
+        if span >= 2**62:  # (never for real requests: a few distinct values per column)
+            distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
+            return len(distinct), inverse.reshape(-1)
+        code = code * len(values) + codes.reshape(-1)
+    distinct, inverse = np.unique(code, return_inverse=True)
+    return len(distinct), inverse.reshape(-1)
 
 
 def _raise_refused(sim: Simulator, st: S.EngineState) -> None:

@@ -79,7 +79,12 @@ def write_json(path: Path, data: Any) -> None:
 
 def write_frame(path: Path, frame: pd.DataFrame) -> None:
     if path.suffix == ".parquet":
-        _atomic(path, lambda p: frame.to_parquet(p, index=False))
+        # dictionary encoding only where it pays, the text columns (status, info, user, ...):
+        # on numeric columns it costs about half the writing time and saves next to nothing
+        # (a whole HPC2N run's five tables: 0.29 s -> 0.16 s, the same size within 3 %)
+        text = [str(c) for c in frame.columns if not (pd.api.types.is_numeric_dtype(frame[c])
+                                                     or pd.api.types.is_bool_dtype(frame[c]))]
+        _atomic(path, lambda p: frame.to_parquet(p, index=False, use_dictionary=text))
     else:
         _atomic(path, lambda p: frame.to_csv(p, index=False))
 

@@ -31,9 +31,6 @@ on the min-free mask of a booking window; an allocator wrapping them can follow.
 from __future__ import annotations
 
 import numpy as np
-from scipy.ndimage import label as _label_image
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from hpcdispatch.system.grid import Grid, grid_of
 
@@ -113,9 +110,14 @@ def free_components(free_mask: np.ndarray, shape: tuple[int, int] | Grid, torus:
     if not grid.torus:
         # a mesh: image labelling (4-connectivity, the default structure) numbers components in
         # raster order, i.e. by their lowest node id, as required; ~20x cheaper than the graph
-        image, _ = _label_image(mask.reshape(grid.rows, grid.cols))
+        from scipy.ndimage import label  # (here: a run without a grid never pays for importing scipy)
+
+        image, _ = label(mask.reshape(grid.rows, grid.cols))
         labels[free] = image.reshape(-1)[free] - 1
         return labels
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
     indptr, indices = grid.neighbour_csr
     src = np.repeat(np.arange(grid.n_nodes), np.diff(indptr))
     keep = mask[src] & mask[indices]

@@ -185,15 +185,18 @@ def validate_tables(
     job_dup = pd.Index(job_ids).duplicated()
     if job_dup.any():
         report.add(-np.inf, "twice", f"jobs listed more than once in the schedule: {_jobs(job_ids[job_dup])}")
-    missing = np.setdiff1d(wl_ids, job_ids)
+    w_sorted, w_order = _sorted_unique(wl_ids, wl_dup)
+    j_sorted, j_order = _sorted_unique(job_ids, job_dup)
+    w_in_j = _in_sorted(w_sorted, j_sorted)
+    missing = w_sorted[~w_in_j]
     if len(missing):
         report.add(-np.inf, "missing", f"jobs of the workload missing from the schedule: {_jobs(missing)}")
-    unknown = np.setdiff1d(job_ids, wl_ids)
+    unknown = j_sorted[~_in_sorted(j_sorted, w_sorted)]
     if len(unknown):
         report.add(-np.inf, "unknown", f"schedule lists jobs not in the workload: {_jobs(unknown)}")
-    common = np.intersect1d(wl_ids, job_ids)
-    w_pos = _positions(wl_ids, wl_dup, common)
-    j_pos = _positions(job_ids, job_dup, common)
+    common = w_sorted[w_in_j]
+    w_pos = _identity_or(w_order[w_in_j], len(wl_ids))
+    j_pos = _identity_or(j_order[np.searchsorted(j_sorted, common)], len(job_ids))
 
     def w_col(name: str, dtype: Any = None) -> np.ndarray:
         values = workload[name].to_numpy(dtype)
@@ -914,14 +917,26 @@ def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts,
         report.add(times[k], "internal", f"node {int(nodes[k])}: negative usage at t={times[k]:.15g} (inconsistent allocation rows)")
 
 
-def _positions(ids: np.ndarray, duplicated: np.ndarray, common: np.ndarray) -> np.ndarray | None:
-    """Where each of ``common`` (sorted, unique) first appears in ``ids``; ``None`` when ``ids``
-    is exactly ``common`` (no reindexing needed)."""
-    if len(ids) == len(common) and not duplicated.any() and np.array_equal(ids, common):
-        return None
+def _sorted_unique(ids: np.ndarray, duplicated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``ids`` sorted, and where each first appears in ``ids``."""
     first = np.flatnonzero(~duplicated)
     order = first[np.argsort(ids[first], kind="stable")]
-    return order[np.searchsorted(ids[order], common)]
+    return ids[order], order
+
+
+def _in_sorted(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """Boolean: whether each of ``values`` is in ``sorted_ids`` (sorted, unique)."""
+    if len(sorted_ids) == 0:
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
+    return sorted_ids[at] == values
+
+
+def _identity_or(positions: np.ndarray, n: int) -> np.ndarray | None:
+    """``positions``, or ``None`` when they are ``0..n-1`` in order (no reindexing needed)."""
+    if len(positions) == n and (n == 0 or (positions[0] == 0 and (np.diff(positions) == 1).all())):
+        return None
+    return positions
 
 
 def validate(target: Any) -> ValidationReport:
