@@ -4,6 +4,8 @@ joins, cancellations -- every time computed by hand."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -178,3 +180,43 @@ def test_dynamic_job_alone_under_leak_nc_is_near_its_run_time(behaviour, comm, p
     e = result.extra
     assert e["forks_granted"] == e["forks_asked"] and e["exec_oversubscribed_share"] == 0.0
     assert abs(result.end[0] - 10_000) <= 1_000
+
+
+def test_app_model_options_are_checked_and_canonical():
+    """The execution model's parameters as a simulation option (issue 34: the ablations of
+    docs/RESULTS-DEADLINE.md from the command line and sweeps): canonical values, so equal
+    models have equal options; wrong keys and values are one-line errors naming them."""
+    from hpcdispatch.errors import ConfigError
+    from hpcdispatch.sim.execution import app_model_params, parse_app_model
+
+    a = SimulationOptions(app_model={"network": "none", "phases": "5", "growth": [1, 2]})
+    assert a.app_model == {"network": "none", "phases": 5, "growth": [1.0, 2.0]}
+    assert parse_app_model("network=none, phases=5,growth=1/2") == a.app_model
+    assert app_model_params(a.app_model) == execution.AppModelParams(phases=5, growth=(1.0, 2.0), network="none")
+    assert SimulationOptions(app_model={}).app_model is None
+    assert "app_model" not in SimulationOptions().identity()  # runs made before the option keep their ids
+    for text, said in (("nope=1", "unknown parameter 'nope'"), ("phases=2.5", "phases must be a whole number"),
+                       ("overlap=x", "overlap must be a number"), ("network=fast", "network must be one of"),
+                       ("comm_share=0.5/0.5", "comm_share needs four shares"), ("overlap", "is not KEY=VALUE")):
+        with pytest.raises(ConfigError, match=said):
+            parse_app_model(text)
+
+
+def test_app_model_option_reaches_the_execution_model(tmp_path):
+    """``--app-model network=none``: communication costs its baseline wherever the job runs
+    (Gamma exactly 1), recorded in run.json; the default model charges the scattered nodes."""
+    from hpcdispatch.cli.main import main
+
+    runs = {}
+    for name, extra in (("default", []), ("none", ["--app-model", "network=none"])):
+        out = tmp_path / name
+        try:
+            main(["simulate", "-s", "hlrn2-grid", "-w", "synthetic:deadline,jobs=150,seed=1,load=heavy,types=2",
+                  "-d", "leak-nc", "-q", "-o", str(out), *extra])
+        except SystemExit as exc:
+            assert not exc.code
+        runs[name] = (json.loads((out / "summary.json").read_text()), json.loads((out / "run.json").read_text()))
+    assert runs["none"][1]["options"]["app_model"] == {"network": "none"}
+    assert runs["default"][1]["options"]["app_model"] is None
+    assert runs["none"][0]["exec_gamma_mean"] == 1.0
+    assert runs["default"][0]["exec_gamma_mean"] > 1.5

@@ -75,6 +75,22 @@ def test_a_prediction_correction_is_part_of_the_cell_config_only_when_set(tmp_pa
     assert corrected.simulation_options().prediction_correction == "walltime"
 
 
+def test_an_app_model_is_part_of_the_cell_config_only_when_set(tmp_path):
+    """``[simulation] app_model``: the deadline jobs' execution model per sweep (the ablations
+    of docs/RESULTS-DEADLINE.md), canonical in the cell config; a wrong one names the field."""
+    base = ('dispatchers = ["leak-nc"]\nsystems = ["hlrn2-grid"]\n[[workloads]]\ngenerator = "deadline"\n'
+            'jobs = 20\n[simulation]\n')
+    plain = load_sweep(write_spec(tmp_path, base)).cells[0]
+    ablated = load_sweep(write_spec(tmp_path, base + 'app_model = { network = "none", phases = 5 }\n')).cells[0]
+    assert "app_model" not in plain.config["simulation"]
+    assert ablated.config["simulation"]["app_model"] == {"network": "none", "phases": 5}
+    assert ablated.id != plain.id
+    assert ablated.simulation_options().app_model == {"network": "none", "phases": 5}
+    for bad, said in (('app_model = "none"', "simulation.app_model"), ('app_model = { nope = 1 }', "unknown parameter 'nope'")):
+        with pytest.raises(SweepSpecError, match=said):
+            load_sweep(write_spec(tmp_path, base + bad + "\n"))
+
+
 def test_ids_are_canonical():
     base = 'dispatchers = [{d}]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nseed = 1\n{extra}'
     ids = lambda d, extra="": parse_sweep(base.format(d=d, extra=extra)).cell_ids()  # noqa: E731

@@ -95,6 +95,9 @@ def sim_options(fn: Any) -> Any:
                      help="revise the planned end of a running job that outlived its prediction: to its "
                           "wall-time end, or by growing steps (1 min, 5 min, 15 min, ...); default: expect "
                           "it to end in the next second, as the papers do"),
+        click.option("--app-model", default=None, metavar="KEY=VALUE,...",
+                     help="deadline jobs' execution model parameters (docs/DEADLINE.md), e.g. network=none or "
+                          "overlap=0.3,growth=0.5/1/1.5; default: the documented defaults"),
         click.option("--engine", type=click.Choice(["auto", "python", "compiled"]), default="auto", show_default=True,
                      help="simulation engine: compiled (numba; FIFO and EASY with first/best fit, W or R, plain jobs), "
                           "python (everything), auto (compiled when it can and the workload has >= 20,000 jobs)"),
@@ -144,12 +147,16 @@ def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
         err_console.print(f"[yellow]{report.describe()}[/]")
     if len(workload) == 0:
         raise HpcDispatchError(f"workload {kw['workload']} has no job that can run on system {system.name}")
+    if kw.get("app_model") and not workload.has_apps:
+        err_console.print("note: --app-model sets the execution model of deadline jobs; this workload has none, "
+                          "so it changes nothing")
     return system, workload
 
 
 def make_options(kw: dict[str, Any]) -> Any:
     """The :class:`~hpcdispatch.sim.SimulationOptions` of the command's options."""
     from hpcdispatch.sim import SimulationOptions
+    from hpcdispatch.sim.execution import parse_app_model
 
     return SimulationOptions(
         walltime_kill=not kw["no_walltime_kill"],
@@ -157,6 +164,7 @@ def make_options(kw: dict[str, Any]) -> Any:
         dispatch_interval=kw["dispatch_interval"],
         engine=kw.get("engine") or "auto",
         prediction_correction=kw.get("correct_predictions"),
+        app_model=parse_app_model(kw["app_model"]) if kw.get("app_model") else None,
     )
 
 

@@ -57,9 +57,10 @@ node share its cores evenly (``max_c m_c = ceil(load / c)``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -112,6 +113,65 @@ class AppModelParams:
             raise ConfigError(f"execution model: network must be one of {', '.join(NETWORKS)}, got '{self.network}'")
         if self.peers < 1:
             raise ConfigError(f"execution model: peers must be >= 1, got {self.peers}")
+
+
+def app_model_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``overrides`` of :class:`AppModelParams` fields checked and in canonical form (ints,
+    floats, strings; lists of floats for the tuple fields), so that equal models have equal
+    options (sweep cell ids, journal headers); ``None`` or empty: the defaults (``None``).
+    A wrong key or value is a one-line :class:`ConfigError`."""
+    if not overrides:
+        return None
+    defaults = AppModelParams()
+    known = [f.name for f in fields(AppModelParams)]
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key not in known:
+            raise ConfigError(f"execution model: unknown parameter '{key}'; known: {', '.join(known)}")
+        default = getattr(defaults, key)
+        try:
+            if isinstance(default, tuple):
+                items = value if isinstance(value, (list, tuple)) else [value]
+                out[key] = [float(x) for x in items]
+            elif isinstance(default, int):
+                if isinstance(value, bool) or float(value) != int(float(value)):
+                    raise ValueError
+                out[key] = int(float(value))
+            elif isinstance(default, float):
+                if isinstance(value, bool):
+                    raise ValueError
+                out[key] = float(value)
+            else:
+                out[key] = str(value)
+        except (TypeError, ValueError):
+            kind = ("numbers separated by '/'" if isinstance(default, tuple) else
+                    "a whole number" if isinstance(default, int) else "a number")
+            raise ConfigError(f"execution model: {key} must be {kind}, got {value!r}") from None
+    app_model_params(out)  # the ranges (AppModelParams checks them)
+    return out
+
+
+def app_model_params(overrides: Mapping[str, Any] | None) -> AppModelParams:
+    """The execution model's parameters: the defaults with ``overrides`` (canonical form,
+    :func:`app_model_overrides`) applied."""
+    if not overrides:
+        return AppModelParams()
+    return AppModelParams(**{k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()})
+
+
+def parse_app_model(text: str) -> dict[str, Any] | None:
+    """``network=none,overlap=0.3,growth=0.5/1/1.5`` (the command line's ``--app-model``) ->
+    canonical overrides; the tuple fields take values separated by ``/``."""
+    raw: dict[str, Any] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"execution model: '{part}' is not KEY=VALUE (e.g. network=none,overlap=0.3)")
+        value = value.strip()
+        raw[key.strip()] = value.split("/") if "/" in value else value
+    return app_model_overrides(raw)
 
 
 def combine(a: float, b: float, sync: bool, overlap: float) -> float:

@@ -8,10 +8,11 @@ from typing import Any
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol import Dispatcher
 from hpcdispatch.sim.correction import check_correction
+from hpcdispatch.sim.execution import app_model_overrides
 
 ENGINES = ("auto", "python", "compiled")
 #: options added after decision journals existed, with the value that means "as before"
-ADDED_OPTIONS: dict[str, Any] = {"prediction_correction": None}
+ADDED_OPTIONS: dict[str, Any] = {"prediction_correction": None, "app_model": None}
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,14 @@ class SimulationOptions:
     #: expected to end in the next second), "walltime" or "ladder"
     #: (:mod:`hpcdispatch.sim.correction`)
     prediction_correction: str | None = None
+    #: the execution model of deadline jobs (:class:`~hpcdispatch.sim.execution.AppModelParams`):
+    #: field -> value for the fields that differ from the defaults (e.g. ``{"network": "none"}``,
+    #: an ablation of docs/RESULTS-DEADLINE.md); None: the defaults. Plain jobs ignore it.
+    app_model: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         check_correction(self.prediction_correction)
+        object.__setattr__(self, "app_model", app_model_overrides(self.app_model))  # checked, canonical
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got '{self.engine}'")
         if self.dispatch_interval is not None and self.dispatch_interval <= 0:

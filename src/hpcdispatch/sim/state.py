@@ -19,7 +19,7 @@ import numpy as np
 
 from hpcdispatch.protocol import Dispatcher, DispatchView, Predictor, RunningJob
 from hpcdispatch.sim.cluster import ClusterState
-from hpcdispatch.sim.execution import AppRun, ExecutionModel
+from hpcdispatch.sim.execution import AppRun, ExecutionModel, app_model_params
 from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.sim.options import SimulationOptions
 from hpcdispatch.sim.result import SimulationResult
@@ -142,7 +142,8 @@ class LoopState:
         view = DispatchView(system, cluster.free_readonly, cluster.free_total, queue, running, planned,
                             workload.unit_requests, options.walltime_kill, planned_np, workload.queue_ewt, held)
         nan = math.nan
-        execution = ExecutionModel.for_system(system) if workload.has_apps else None
+        execution = (ExecutionModel.for_system(system, app_model_params(options.app_model))
+                     if workload.has_apps else None)
         return cls(cluster=cluster, view=view, queue=queue, running=running, held=held, planned=planned,
                    planned_np=planned_np, start_at=[nan] * n, end_at=[nan] * n, status=[PENDING] * n,
                    execution=execution)

@@ -17,6 +17,8 @@ The schema (every key except ``workloads`` and ``dispatchers`` is optional; see
     dispatch_interval = 600             # omit for none
     record_decisions = true
     prediction_correction = "ladder"    # or "walltime"; omit for none (the papers' behaviour)
+    app_model = { network = "none" }    # deadline jobs' execution model (AppModelParams fields;
+                                        # lists for growth, comm_share); omit for the defaults
 
     [[workloads]]                       # an SWF trace
     trace = "traces/KTH-SP2-1996-2.1-cln.swf.gz"   # relative to this file
@@ -88,7 +90,7 @@ SWF_KEYS = ("processors", "units", "cores_per_unit", "missing_walltime", "memory
 AUCSCHED_KEYS = ("workload", "version", "runtime_h", "min_run", "max_run", "max_cores", "gpu_type", "walltime")
 LUBLIN_KEYS = ("jobs", "load", "interactive", "max_walltime", "p_max_walltime", "overestimate_max")
 SIM_KEYS = ("walltime_kill", "charge_dispatch_time", "dispatch_interval", "dispatch_on_events", "record_decisions",
-            "prediction_correction")
+            "prediction_correction", "app_model")
 
 
 class SweepSpecError(ConfigError):
@@ -670,6 +672,9 @@ def _simulation(doc: dict[str, Any], w: _Where) -> dict[str, Any]:
         _expect(w, "simulation.dispatch_interval", raw["dispatch_interval"], (int, float), "a number of seconds")
     if "prediction_correction" in raw:
         _expect(w, "simulation.prediction_correction", raw["prediction_correction"], (str,), '"walltime" or "ladder"')
+    if "app_model" in raw:
+        _expect(w, "simulation.app_model", raw["app_model"], (dict,), 'a table of execution model parameters, '
+                '{ network = "none" }')
     try:
         opts = SimulationOptions(**{k: (float(v) if k == "dispatch_interval" else v) for k, v in raw.items()})
     except HpcDispatchError as exc:
