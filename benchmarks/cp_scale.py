@@ -114,19 +114,20 @@ def read(out: Path) -> list[dict]:
 def report(out: Path) -> None:
     short = {v: k for k, v in PREDICTORS.items()}
     print("| workload | jobs | dispatcher | pred. | valid | wall | decisions | models | mean ms | p99 ms | max ms "
-          "| fallbacks | HCP iterations | mean wait s | wait sd s | mean bsld | mean slowdown | util. |")
-    print("|---" * 18 + "|")
+          "| fallbacks | HCP iterations | wait s (mean +- sd) | slowdown (mean +- sd) | mean bsld | util. |")
+    print("|---" * 17 + "|")
     for r in read(out):
         if not r.get("ok"):
             print(f"| {r['workload']} | {r['jobs']:,} | {r['dispatcher']} | {short[r['predictor']]} | - "
-                  f"| {r['wall_s']:.0f} s | {r['error']} |" + " |" * 11)
+                  f"| {r['wall_s']:.0f} s | {r['error']} |" + " |" * 10)
             continue
         print(f"| {r['workload'].split(',')[0]}{',load=0.85' if 'load=' in r['workload'] else ''} | {r['jobs']:,} "
               f"| {r['dispatcher']} | {short[r['predictor']]} | {'yes' if r['valid'] else 'NO'} "
               f"| {r['wall_s']:,.0f} s | {r['decisions']:,} | {r['models']:,} "
               f"| {1000 * r['decision_time_mean_s']:.1f} | {r['decision_p99_ms']:.0f} | {r['decision_max_ms']:,.0f} "
-              f"| {fallbacks(r)} | {r.get('allocation_iterations_total') or 0} | {r['wait_mean']:,.0f} "
-              f"| {r['wait_std']:,.0f} | {r['bounded_slowdown_mean']:.2f} | {r['slowdown_mean']:.2f} "
+              f"| {fallbacks(r)} | {r.get('allocation_iterations_total') or 0} "
+              f"| {r['wait_mean']:,.0f} +- {r['wait_std']:,.0f} "
+              f"| {r['slowdown_ratio_mean']:.2f} +- {r['slowdown_ratio_std']:.2f} | {r['bounded_slowdown_mean']:.2f} "
               f"| {100 * r['utilization_core']:.1f} % |")
 
 

@@ -1,0 +1,35 @@
+"""benchmarks/cp_scale.py: issue 36's KIT-like / Eurora-like campaign, one cell per command."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location(
+    "cp_scale", Path(__file__).resolve().parents[1] / "benchmarks" / "cp_scale.py")
+cp_scale = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cp_scale)
+
+
+def test_cells_name_workload_dispatcher_and_predictor():
+    assert cp_scale.parse_cell("kit:hcp-W", None) == (
+        "synthetic:kit,jobs=100000,seed=1", "kit-forhlr2", "hcp", "walltime", 100_000)
+    assert cp_scale.parse_cell("eurora85:pcp20:budget=stall,stall=0.01-D", 300) == (
+        "synthetic:eurora,jobs=300,seed=1,load=0.85", "eurora", "pcp20:budget=stall,stall=0.01", "data-driven", 300)
+
+
+def test_a_cell_runs_validates_and_is_not_run_twice(tmp_path, capsys):
+    """A real (tiny) cell: the command's summary and decision log land in one JSON line; the
+    same campaign started again skips it (a killed campaign resumes)."""
+    out = tmp_path / "scale.jsonl"
+    cp_scale.run(["eurora:cp-rule-R"], out, 40, 600)
+    cp_scale.run(["eurora:cp-rule-R"], out, 40, 600)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 1
+    r = records[0]
+    assert r["ok"] and r["valid"] and r["jobs"] == 40
+    assert r["workload"] == "synthetic:eurora,jobs=40,seed=1" and r["predictor"] == "oracle"
+    assert r["decisions"] >= 40 and r["decision_p99_ms"] <= r["decision_max_ms"]
+    assert r["fallbacks"] == sum(r["fallback_reasons"].values())
+    cp_scale.report(out)
+    table = capsys.readouterr().out
+    assert "| synthetic:eurora | 40 | cp-rule | R | yes |" in table
