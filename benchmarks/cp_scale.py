@@ -88,7 +88,7 @@ def run(cells: list[str], out: Path, jobs: int | None, time_limit: float) -> Non
             if proc.returncode == 0:
                 s = json.loads((run_dir / "summary.json").read_text())
                 record.update({k: s.get(k) for k in (
-                    "valid", "decisions", "decision_time_mean_s", "decision_time_total_s", "sim_wall_s", "wait_mean",
+                    "valid", "decisions", "decision_time_mean_s", "decision_time_total_s", "sim_wall_s", "wait_mean", "wait_p95", "wait_max",
                     "wait_std", "bounded_slowdown_mean", "slowdown_mean", "slowdown_ratio_mean", "slowdown_ratio_std",
                     "utilization_core", "utilization_paper", "queue_length_mean", "queue_length_max",
                     "allocation_iterations_total", "decisions_reiterated", "postponed_by_allocation_total")})

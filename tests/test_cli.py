@@ -164,24 +164,21 @@ def test_cp_status_codes_are_or_tools_own():
                       cp_model.MODEL_INVALID: "invalid", cp_model.UNKNOWN: "unknown"}
 
 
-def test_a_fifo_run_imports_no_solver_and_no_plotting(tmp_path):
-    """A FIFO run on a trace pays for what it uses: OR-Tools and matplotlib stay out."""
-    code = ("import sys\nfrom hpcdispatch.cli.main import main\n"
-            f"try:\n    main(['simulate', '-w', 'synthetic:lublin,jobs=50,seed=1', '-s', 'machine-s', '-d', 'fifo', "
-            f"'-q', '-o', {str(tmp_path / 'o')!r}])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "print('LOADED', sorted(m for m in ('ortools', 'matplotlib', 'dask') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "LOADED []" in out, out[-300:]
+EXAMPLE_JOBS = str(Path(__file__).resolve().parents[1] / "examples" / "jobs.csv")
 
 
-def test_a_fifo_run_of_a_request_file_imports_no_scipy(tmp_path):
-    """scipy (grid partitions, Lublin's daily cycle) is imported only by the runs that use it:
-    importing the dispatcher registry costs about 0.25 s less (issue 37)."""
-    jobs = Path(__file__).resolve().parents[1] / "examples" / "jobs.csv"
+@pytest.mark.parametrize("workload, absent", [
+    # a FIFO run pays for what it uses: OR-Tools and matplotlib stay out
+    ("synthetic:lublin,jobs=50,seed=1", ("ortools", "matplotlib", "dask")),
+    # scipy (grid partitions, Lublin's daily cycle) only in the runs that use it: importing the
+    # dispatcher registry costs about 0.25 s less (issue 37)
+    (EXAMPLE_JOBS, ("scipy", "ortools", "matplotlib")),
+])
+def test_a_fifo_run_imports_only_what_it_uses(tmp_path, workload, absent):
     code = ("import sys\nfrom hpcdispatch.cli.main import main\n"
-            f"try:\n    main(['simulate', '-w', {str(jobs)!r}, '-s', 'machine-s', '-d', 'fifo', "
+            f"try:\n    main(['simulate', '-w', {workload!r}, '-s', 'machine-s', '-d', 'fifo', "
             f"'-q', '-o', {str(tmp_path / 'o')!r}])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "print('LOADED', sorted(m for m in ('scipy', 'ortools', 'matplotlib') if m in sys.modules))")
+            f"print('LOADED', sorted(m for m in {absent!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "LOADED []" in out, out[-300:]
 
