@@ -227,10 +227,15 @@ def test_v1_with_overdue_jobs_still_gives_valid_starts():
 
 @st.composite
 def random_instances(draw):
-    n_nodes = draw(st.integers(1, 4))
-    cores = draw(st.integers(1, 6))
-    gpus = draw(st.integers(0, 2))
-    system = system_of([(n_nodes, {"core": cores, "gpu": gpus})], ["core", "gpu"])
+    """One to three node types in a row (so a job's nodes may form several runs of affine
+    positions, pcp20's node_segments: KIT ForHLR II's thin and fat nodes, or a type between
+    two runs of another), 1-6 cores and 0-2 GPUs each."""
+    types = [(draw(st.integers(1, 3)), {"core": draw(st.integers(1, 6)), "gpu": draw(st.integers(0, 2))})
+             for _ in range(draw(st.integers(1, 3)))]
+    system = system_of(types, ["core", "gpu"])
+    n_nodes = sum(count for count, _ in types)
+    cores = max(cap["core"] for _, cap in types)
+    gpus = max(cap["gpu"] for _, cap in types)
     queued = []
     for i in range(draw(st.integers(1, 5))):
         req = (draw(st.integers(1, cores)), draw(st.integers(0, gpus)))
@@ -247,7 +252,7 @@ def random_instances(draw):
     return system, instance(system, queued, running)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_instances())
 def test_pcp20_node_map_never_splits_a_unit(data):
     system, inst = data
@@ -798,3 +803,134 @@ def test_deterministic_search_solves_one_model_the_same_way_every_time(monkeypat
         out = solve(captured["model"], captured["settings"], captured["params"])
         outcomes.add((out.status, out.objective, out.solver.num_branches, out.solver.num_conflicts))
     assert len(outcomes) == 1, outcomes
+
+
+def test_node_segments_cut_where_positions_stop_being_affine():
+    # Two thin nodes of 20 cores, then two fat ones of 48: offsets 0, 20, 40, 88.
+    cap = np.array([20, 20, 48, 48])
+    off = np.array([0, 20, 40, 88])
+    seg = pcp20.NodeSegment
+    # thin: node n at 0 + 20 n; fat: node n at (40 - 48 * 2) + 48 n = -56 + 48 n (node 3: 88)
+    assert pcp20.node_segments(off, cap, [0, 1, 2, 3]) == [seg(0, 1, 0, 20, 20), seg(2, 3, -56, 48, 48)]
+    # one node left of a run: its own offset, no slope
+    assert pcp20.node_segments(off, cap, [1, 2, 3]) == [seg(1, 1, 20, 0, 20), seg(2, 3, -56, 48, 48)]
+    # thin, fat, thin (offsets 0, 20, 68): node 1 not allowed, nodes 0 and 2 still affine
+    # (slope 68 / 2 = 34: node 2 at 68); with node 1, three runs
+    cap3, off3 = np.array([20, 48, 20]), np.array([0, 20, 68])
+    assert pcp20.node_segments(off3, cap3, [0, 2]) == [seg(0, 2, 0, 34, 20)]
+    assert pcp20.node_segments(off3, cap3, [0, 1, 2]) == [seg(0, 0, 0, 0, 20), seg(1, 1, 20, 0, 48),
+                                                          seg(2, 2, 68, 0, 20)]
+    # GPUs on every other node (2, 0, 2, 0, 2; offsets 0, 2, 2, 4, 4): the GPU nodes are one run
+    assert pcp20.node_segments(np.array([0, 2, 2, 4, 4]), np.array([2, 0, 2, 0, 2]), [0, 2, 4]) == [seg(0, 4, 0, 1, 2)]
+    # an odd step (offsets 0, 20, 67 on equal capacities cannot happen, but the cut must hold)
+    assert pcp20.node_segments(np.array([0, 20, 67]), np.array([20, 27, 20]), [0, 2]) == [seg(0, 0, 0, 0, 20),
+                                                                                         seg(2, 2, 67, 0, 20)]
+
+
+def kit_like_instance(thin: int = 120):
+    """KIT ForHLR II in small (``thin`` nodes of 20 cores / 64 GiB, then 2 fat nodes of 48
+    cores / 1 TiB / 4 GPUs); the first 80 thin nodes busy (40 until t = 50, 40 until 100), so
+    44 whole-node units are free now (40 thin + 2 on each fat node). A: 40 units, waited 100 s;
+    B: 30 units, just arrived; both 100 s, whole-node units (20 cores, 60 GiB). Each fits now
+    alone, not together: the rule starts A now and B at 50, so a model is built."""
+    system = system_of([(thin, {"core": 20, "mem": 65536, "gpu": 0}),
+                        (2, {"core": 48, "mem": 1048576, "gpu": 4})], ["core", "mem", "gpu"])
+    unit = (20, 61440, 0)
+    running = [RunningEntry(50, 51, -10.0, 50.0, tuple(range(40)), (1,) * 40, unit),
+               RunningEntry(51, 52, -10.0, 100.0, tuple(range(40, 80)), (1,) * 40, unit)]
+    return system, instance(system, [qj(0, -100, 100, units=40, req=unit), qj(1, 0, 100, units=30, req=unit)], running)
+
+
+def loaded_variables(model, params) -> int:
+    """Variables of the model CP-SAT searches (after its expansion of constraints; with
+    presolve off nothing else changes them), read from its log."""
+    solver = cp_model.CpSolver()
+    for key, value in params.items():
+        setattr(solver.parameters, key, value)
+    solver.parameters.log_search_progress = True
+    solver.parameters.log_to_stdout = False
+    solver.parameters.max_time_in_seconds = 10
+    solver.parameters.num_workers = 1
+    lines: list[str] = []
+    solver.log_callback = lines.append
+    solver.solve(model)
+    log = "\n".join(lines).splitlines()
+    at = next(i for i, line in enumerate(log) if line.startswith("Presolved optimization model"))
+    line = next(line for line in log[at:] if line.startswith("#Variables:"))
+    return int(line.split()[1].replace("'", ""))
+
+
+def test_pcp20_on_a_kit_like_system_ties_units_to_node_types_without_a_table():
+    # The 29 model decisions of a 100,000-job KIT-like run all ended "no solution (unknown)":
+    # the several-node-type case of the node map was an element over the node tables, which
+    # CP-SAT expands into a Boolean per (unit, type, node) -- 1.44 million for two 205-unit
+    # jobs on the real 1,173 nodes, 5-13 s of loading before the first search step. Here,
+    # with 122 nodes and 70 units, the old model's 632 variables loaded as 26,532 (the
+    # decision took 0.67 s, its optimum unproven); now a unit has one literal per node type
+    # (thin, fat) shared by its types, nothing is expanded, and the optimum is proven.
+    system, inst = kit_like_instance()
+    d, jobs, policy, d_max, rule = rule_of("pcp20:time_unit=1,deterministic=true,delta=0.2,delta_max=0.4",
+                                           system, inst)
+    assert rule.starts == {0: 0, 1: 50}
+    built = d.build_model(inst, policy, jobs, d.hint_rule(rule, jobs, policy, d_max), d_max,
+                          horizon_units(policy, inst, jobs))
+    proto = built.model.proto
+    assert not any(c.has_element() for c in proto.constraints)
+    assert built.notes["segment_links"] == 70 and built.notes["unhinted_jobs"] == 0
+    # per unit: node, y_core, y_mem, 2 literals (thin, fat); per job: start and its interval
+    # has no variable of its own; v3 has no lateness variables
+    assert len(proto.variables) == 70 * 5 + 2
+    assert loaded_variables(built.model, d.SOLVER_PARAMS) == len(proto.variables)
+    assert hint_is_solution(built.model) is True
+    placed, info = d.decide(inst)
+    assert "fallback" not in info and info["attempts"] == [(0.2, "optimal")], info
+    assert info["objective"] <= info["rule_objective"]
+    assert [idx for idx, _ in placed] == [0] and placed[0][1].units.sum() == 40
+
+
+@st.composite
+def node_rows(draw):
+    """A capacity column of 1-8 nodes drawn from few values (so runs of equal capacity form),
+    the nodes a unit may use (a non-empty subset of those it fits) and its request ``q``."""
+    caps = draw(st.lists(st.sampled_from([1, 2, 3, 5]), min_size=1, max_size=8))
+    q = draw(st.integers(1, max(caps)))
+    fits = [n for n, c in enumerate(caps) if c >= q]
+    allowed = sorted(draw(st.sets(st.sampled_from(fits), min_size=1)))
+    return np.array(caps), allowed, q
+
+
+@settings(max_examples=150, deadline=None)
+@given(node_rows())
+def test_pcp20_ties_a_units_positions_to_exactly_its_nodes_range(data):
+    """Every (node, position) the node map admits -- all solutions, enumerated -- is exactly
+    an allowed node ``n`` and ``off_n <= y <= off_n + cap_n - q``: runs of affine positions
+    with a literal each give the node table's semantics, nothing more, nothing less."""
+    caps, allowed, q = data
+    off = np.concatenate(([0], np.cumsum(caps)[:-1]))
+    runs = pcp20.node_segments(off, caps, allowed)
+    covered = [n for g in runs for n in allowed if g.first <= n <= g.last]
+    assert covered == allowed  # the runs partition the allowed nodes, in order
+    for g in runs:
+        for n in allowed:
+            if g.first <= n <= g.last:
+                assert off[n] == g.off + g.slope * n and caps[n] == g.cap
+    m = cp_model.CpModel()
+    node = m.new_int_var_from_domain(cp_model.Domain.from_values(allowed), "n")
+    y = m.new_int_var(0, int(caps.sum()) - q, "y")
+    pcp20.tie_positions_to_node(m, node, y, q, runs, pcp20.run_literals(m, node, runs, "run"))
+    solver = cp_model.CpSolver()
+    solver.parameters.enumerate_all_solutions = True
+    solver.parameters.num_workers = 1
+
+    class Collect(cp_model.CpSolverSolutionCallback):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def on_solution_callback(self):
+            self.seen.append((self.value(node), self.value(y)))
+
+    found = Collect()
+    assert solver.solve(m, found) == cp_model.OPTIMAL
+    expected = {(n, p) for n in allowed for p in range(int(off[n]), int(off[n] + caps[n] - q) + 1)}
+    assert sorted(found.seen) == sorted(expected)  # each once: the run literal follows from n

@@ -10,18 +10,30 @@ horizon). Running jobs are fixed boxes on their nodes (on each node stacked by r
 time, longest at the bottom, so that space frees contiguously).
 
 The node map (a unit's types, and all positions it covers, in one node): PCP'20 posts
-``element(map_r, y)`` constraints over the position->node tables. CP-SAT expands such
-tables position by position in presolve (seconds even on Eurora), so each unit gets a node
-variable ``n_{i,k}`` instead and ``off_r(n) <= y_{i,k,r} <= off_r(n) + cap_r(n) - req``:
-the same semantics. ``off_r`` and ``cap_r`` are linear in the node index wherever the
-capacity is constant (homogeneous systems, and the GPU/MIC halves of Eurora), which makes
-these two linear constraints; an ``element`` over the *node* table (plus an offset
-variable) is used otherwise. A job that requests one resource type only (every SWF trace)
-and has no units-per-node limit needs no node variable at all: the domain of ``y`` is the
-union over the allowed nodes of ``[off_n, off_n + cap_n - q]``, so a unit can only lie
-inside one node, and the node is read back from the position. Variables: ``|Q| + sum_i
-rn_i |R_i|`` (the paper's count) for such jobs, ``rn_i (1 + |R_i|)`` for the others --
-whatever the number of nodes.
+``element(map_r, y)`` constraints over the position->node tables. CP-SAT expands an element
+value by value (a Boolean per value, even with presolve off), which for position tables
+takes seconds even on Eurora, so each unit gets a node variable ``n_{i,k}`` instead and
+``off_r(n) <= y_{i,k,r} <= off_r(n) + cap_r(n) - req``: the same semantics. The nodes a
+job may use are cut into maximal runs on which ``off_r`` is affine in the node index and
+``cap_r`` constant (:func:`node_segments`: one run on a homogeneous system and on Eurora,
+whose GPU and MIC halves differ only in types that confine a job to one half; one per node
+type on KIT ForHLR II); on a run these are two
+linear constraints, ``a + b n <= y <= a + b n + cap - q``. With several runs a literal per
+run says which run holds the unit: exactly one is true, it bounds ``n`` to its run and
+enforces that run's two constraints (the literals are shared by the unit's types when they
+are cut alike). Until this (2026-11-27) the several-run case posted an ``element`` over the
+node tables ``off_r``, ``cap_r`` instead, and CP-SAT expanded it into a Boolean per node:
+on KIT ForHLR II (1,173 nodes) two jobs of 205 whole-node units made 1.44 million of them,
+which took 5-13 s to load before the first search step -- longer than the 1 s and 2 s
+attempts, so in a 100,000-job KIT-like run PCP'20 returned no solution in all 29
+decisions that built a model although the rule's schedule was a complete, feasible hint
+(docs/RESULTS-CP.md, "PCP'20 on KIT-like instances"). A job that requests one resource
+type only (every SWF trace) and has no units-per-node limit needs no node variable at all:
+the domain of ``y`` is the union over the allowed nodes of ``[off_n, off_n + cap_n - q]``,
+so a unit can only lie inside one node, and the node is read back from the position.
+Variables: ``|Q| + sum_i rn_i |R_i|`` (the paper's count) for such jobs, ``rn_i (1 + |R_i|)``
+for the others, plus ``rn_i`` literals per run when the job's nodes form several runs (two
+on KIT ForHLR II) -- whatever the number of nodes.
 
 Search (the paper's): the job of highest priority that can start first, at its earliest
 start, then its allocation variable with the smallest domain at its maximum value (best
@@ -34,6 +46,8 @@ over the first ``min(size, total units)`` nodes of each such group.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,15 +66,68 @@ from hpcdispatch.system.allocation import Allocation
 cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
-def _affine(values: np.ndarray, nodes: list[int]) -> tuple[int, int] | None:
-    """``(a, b)`` with ``values[n] == a + b n`` for every ``n`` in ``nodes``, or ``None``."""
-    if len(nodes) == 1:
-        return int(values[nodes[0]]), 0
-    n0, n1 = nodes[0], nodes[1]
-    b = (int(values[n1]) - int(values[n0])) // (n1 - n0) if n1 != n0 else 0
-    a = int(values[n0]) - b * n0
-    idx = np.asarray(nodes)
-    return (a, b) if np.array_equal(values[idx], a + b * idx) else None
+@dataclass(frozen=True)
+class NodeSegment:
+    """A run of allowed nodes (in node order) on which one type's positions are affine: node
+    ``n`` of the run owns positions ``[off + slope n, off + slope n + cap)``."""
+
+    first: int
+    last: int
+    off: int
+    slope: int
+    cap: int
+
+
+def node_segments(offsets: np.ndarray, capacity: np.ndarray, nodes: list[int]) -> list[NodeSegment]:
+    """``nodes`` (ascending) cut, from the first on, into maximal runs on which the offsets are
+    affine in the node index and the capacity is constant: one run on a homogeneous system
+    (or on any node subset of one), one per node type on KIT ForHLR II (thin, then fat
+    nodes), never more runs than nodes."""
+    out: list[NodeSegment] = []
+    first = prev = -1
+    slope: int | None = None
+
+    def close() -> None:
+        b = slope or 0
+        out.append(NodeSegment(first, prev, int(offsets[first]) - b * first, b, int(capacity[first])))
+
+    for n in nodes:
+        if first >= 0 and capacity[n] == capacity[first]:
+            step, gap = int(offsets[n]) - int(offsets[prev]), n - prev
+            if (slope is None and step % gap == 0) or (slope is not None and step == slope * gap):
+                slope, prev = step // gap, n
+                continue
+        if first >= 0:
+            close()
+        first = prev = n
+        slope = None
+    if first >= 0:
+        close()
+    return out
+
+
+def run_literals(m: cp_model.CpModel, node: cp_model.IntVar, runs: list[NodeSegment], name: str) -> list:
+    """One literal per run (``[None]`` for a single run): exactly one holds, and it bounds
+    ``node`` to its run's first and last node."""
+    if len(runs) == 1:
+        return [None]
+    lits = [m.new_bool_var(f"{name}[{g.first}]") for g in runs]
+    m.add_exactly_one(lits)
+    for g, lit in zip(runs, lits):
+        m.add_linear_constraint(node, g.first, g.last).only_enforce_if(lit)
+    return lits
+
+
+def tie_positions_to_node(m: cp_model.CpModel, node: cp_model.IntVar, y: cp_model.IntVar, q: int,
+                          runs: list[NodeSegment], lits: list) -> None:
+    """``y``'s ``q`` positions lie inside ``node``: ``off + slope n <= y <= off + slope n + cap - q``
+    on the run whose literal holds (:func:`run_literals`)."""
+    for g, lit in zip(runs, lits):
+        low = m.add(y >= g.off + g.slope * node)
+        high = m.add(y <= g.off + g.slope * node + g.cap - q)
+        if lit is not None:
+            low.only_enforce_if(lit)
+            high.only_enforce_if(lit)
 
 
 def _pack_hints(inst, policy, jobs, rule, running_boxes, offsets, resources):
@@ -188,7 +255,7 @@ def build(x: ModelInput) -> BuiltModel:
     node_vars: dict[int, list[cp_model.IntVar]] = {}  # per unit: its node, or its position (position_only)
     position_of: dict[int, np.ndarray] = {}  # position_only jobs: position -> node via these offsets
     alloc_vars: list[cp_model.IntVar] = []
-    elements = 0
+    segment_links = 0  # units whose node is tied to their positions through node-type literals
 
     def add_box(j: QueuedJob, k: int, r: int, y: cp_model.IntVar, job_ys: dict[int, list[cp_model.IntVar]]) -> None:
         """Unit ``k`` of job ``j`` on type ``r``: the box (time x positions from ``y``)."""
@@ -218,6 +285,8 @@ def build(x: ModelInput) -> BuiltModel:
             q0 = j.unit_request[r0]
             y_domain = cp_model.Domain.from_intervals(
                 [[int(offsets[r0][n]), int(offsets[r0][n] + cap[n, r0] - q0)] for n in allowed])
+        else:  # a node variable per unit, tied to its positions run by run (see the docstring)
+            segments = {r: node_segments(offsets[r], cap[:, r], allowed) for r in job_res}
         for k in range(j.units):
             hinted_node, hinted_pos = (unit_hints[k] if unit_hints is not None else (None, {}))
             if position_only:
@@ -232,33 +301,24 @@ def build(x: ModelInput) -> BuiltModel:
             node_vars[j.index].append(nd)
             if hinted_node is not None:
                 m.add_hint(nd, hinted_node)
+            chosen: dict[tuple[tuple[int, int], ...], list] = {}  # runs -> one literal per run
             for r in resources:
                 q = j.unit_request[r]
                 if q == 0:
                     continue
                 y = m.new_int_var(0, int(totals[r]) - q, f"y[{j.id},{k},{r}]")
-                aff_off = _affine(offsets[r], allowed)
-                aff_cap = _affine(cap[:, r], allowed)
-                affine = aff_off is not None and aff_cap is not None and aff_cap[1] == 0
-                if affine:
-                    # off_r and cap_r linear on the allowed nodes: a + b n <= y <= a + b n + cap - q
-                    m.add(y >= aff_off[0] + aff_off[1] * nd)
-                    m.add(y <= aff_off[0] + aff_off[1] * nd + aff_cap[0] - q)
-                else:
-                    elements += 1
-                    off_v = m.new_int_var(0, int(totals[r]), f"off[{j.id},{k},{r}]")
-                    cap_v = m.new_int_var(0, int(cap[:, r].max()), f"cap[{j.id},{k},{r}]")
-                    m.add_element(nd, [int(v) for v in offsets[r]], off_v)
-                    m.add_element(nd, [int(v) for v in cap[:, r]], cap_v)
-                    o = m.new_int_var(0, int(cap[:, r].max()), f"o[{j.id},{k},{r}]")
-                    m.add(o <= cap_v - q)
-                    m.add(y == off_v + o)
+                runs = segments[r]
+                key = tuple((g.first, g.last) for g in runs)
+                if key not in chosen:
+                    chosen[key] = run_literals(m, nd, runs, f"run[{j.id},{k}]")
+                    if len(runs) > 1:
+                        segment_links += 1
+                        if hinted_node is not None:
+                            for g, lit in zip(runs, chosen[key]):
+                                m.add_hint(lit, int(g.first <= hinted_node <= g.last))
+                tie_positions_to_node(m, nd, y, q, runs, chosen[key])
                 if hinted_node is not None:
                     m.add_hint(y, hinted_pos[r])
-                    if not affine:
-                        m.add_hint(o, hinted_pos[r] - int(offsets[r][hinted_node]))
-                        m.add_hint(off_v, int(offsets[r][hinted_node]))
-                        m.add_hint(cap_v, int(cap[hinted_node, r]))
                 add_box(j, k, r, y, job_ys)
             if resources and job_ys[resources[0]]:
                 ys_first.append(job_ys[resources[0]][-1])
@@ -292,7 +352,7 @@ def build(x: ModelInput) -> BuiltModel:
             out[j.index] = Allocation.from_pairs(sorted(counts.items()))
         return out
 
-    notes = {"element_pairs": elements, "unhinted_jobs": sum(1 for j in jobs if hints.get(j.index) is None)}
+    notes = {"segment_links": segment_links, "unhinted_jobs": sum(1 for j in jobs if hints.get(j.index) is None)}
     return BuiltModel("pcp20", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})
 
 
