@@ -121,8 +121,9 @@ def report(out: Path) -> None:
             print(f"| {r['workload']} | {r['jobs']:,} | {r['dispatcher']} | {short[r['predictor']]} | - "
                   f"| {r['wall_s']:.0f} s | {r['error']} |" + " |" * 10)
             continue
+        note = " (before 2eb6ce2)" if "before" in r["cell"] else ""
         print(f"| {r['workload'].split(',')[0]}{',load=0.85' if 'load=' in r['workload'] else ''} | {r['jobs']:,} "
-              f"| {r['dispatcher']} | {short[r['predictor']]} | {'yes' if r['valid'] else 'NO'} "
+              f"| {r['dispatcher']}{note} | {short[r['predictor']]} | {'yes' if r['valid'] else 'NO'} "
               f"| {r['wall_s']:,.0f} s | {r['decisions']:,} | {r['models']:,} "
               f"| {1000 * r['decision_time_mean_s']:.1f} | {r['decision_p99_ms']:.0f} | {r['decision_max_ms']:,.0f} "
               f"| {fallbacks(r)} | {r.get('allocation_iterations_total') or 0} "
