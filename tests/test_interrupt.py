@@ -60,7 +60,7 @@ def test_sigint_stops_a_solver_run_within_two_seconds(tmp_path, spec):
 def test_a_ctrl_c_during_a_lazy_import_is_raised_after_it():
     """OR-Tools is imported when the first model is built, in the middle of a run; a Ctrl-C
     that arrives meanwhile must not be swallowed by the extension module's initialisation."""
-    import os
+    import threading
 
     from hpcdispatch._util import LazyModule
 
@@ -70,7 +70,10 @@ def test_a_ctrl_c_during_a_lazy_import_is_raised_after_it():
     real = importlib.import_module
 
     def slow_import(name, *a, **k):
-        os.kill(os.getpid(), signal.SIGINT)  # arrives during the import
+        # arrives during the import, in the main thread (os.kill lets the kernel pick any thread
+        # of the process, and one busy elsewhere can run the C handler after the import: the
+        # test then raced on a loaded machine)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         time.sleep(0.05)
         return real(name, *a, **k)
 
