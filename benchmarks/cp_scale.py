@@ -48,8 +48,11 @@ DEFAULT_CELLS = (
 def parse_cell(cell: str, jobs: int | None) -> tuple[str, str, str, str, int]:
     """``kit:hcp-W`` -> (workload spec, system, dispatcher spec, predictor, jobs)."""
     wl, _, rest = cell.partition(":")
-    spec, system, default_jobs = WORKLOADS[wl]
     dispatcher, _, pred = rest.rpartition("-")
+    if wl not in WORKLOADS or pred not in PREDICTORS or not dispatcher:
+        raise SystemExit(f"cell '{cell}': expected WORKLOAD:DISPATCHER-PREDICTOR with WORKLOAD one of "
+                         f"{', '.join(WORKLOADS)} and PREDICTOR one of {', '.join(PREDICTORS)}")
+    spec, system, default_jobs = WORKLOADS[wl]
     n = jobs or default_jobs
     return spec.format(jobs=n), system, dispatcher, PREDICTORS[pred], n
 
@@ -95,7 +98,7 @@ def run(cells: list[str], out: Path, jobs: int | None, time_limit: float) -> Non
                 record.update({k: v for k, v in s.items() if k.startswith("stop_")})
                 record.update(decision_stats(run_dir), ok=True)
             else:
-                record.update(ok=False, error=proc.stderr.strip().splitlines()[-1:])
+                record.update(ok=False, error=(proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"])[0])
         except subprocess.TimeoutExpired:
             record.update(ok=False, wall_s=time.perf_counter() - t0, error=f"timeout after {time_limit:g} s")
         finally:

@@ -195,11 +195,23 @@ def test_app_model_options_are_checked_and_canonical():
     assert app_model_params(a.app_model) == execution.AppModelParams(phases=5, growth=(1.0, 2.0), network="none")
     assert SimulationOptions(app_model={}).app_model is None
     assert "app_model" not in SimulationOptions().identity()  # runs made before the option keep their ids
+    # a default value is no change: the same model, the same identity
+    assert SimulationOptions(app_model={"network": "contention", "overlap": 0.5}).app_model is None
+    assert parse_app_model("network=none,peers=2") == {"network": "none"}
+    assert parse_app_model("seed=9007199254740993") == {"seed": 9007199254740993}  # exact, not via float
     for text, said in (("nope=1", "unknown parameter 'nope'"), ("phases=2.5", "phases must be a whole number"),
                        ("overlap=x", "overlap must be a number"), ("network=fast", "network must be one of"),
-                       ("comm_share=0.5/0.5", "comm_share needs four shares"), ("overlap", "is not KEY=VALUE")):
+                       ("comm_share=0.5/0.5", "comm_share needs four shares"), ("overlap", "is not KEY=VALUE"),
+                       ("phases=inf", "phases must be a whole number .finite."), ("phases=1e400", "finite"),
+                       ("h_intra=nan", "h_intra must be a number .finite."), ("h_inj=-1", "h_inj must be >= 0"),
+                       ("growth=nan", "growth must be numbers separated by '/' .finite."),
+                       ("seed=-1", "seed must be >= 0")):
         with pytest.raises(ConfigError, match=said):
             parse_app_model(text)
+    for value, said in (({"growth": [True, 2]}, "growth must be numbers"), ({"phases": True}, "whole number"),
+                        ({"network": ["none"]}, "network must be a name"), ("network=none", "expected a table")):
+        with pytest.raises(ConfigError, match=said):
+            SimulationOptions(app_model=value)
 
 
 def test_app_model_option_reaches_the_execution_model(tmp_path):

@@ -103,7 +103,7 @@ class AppModelParams:
     def __post_init__(self) -> None:
         if self.phases < 1:
             raise ConfigError(f"execution model: phases must be >= 1, got {self.phases}")
-        if not self.growth or min(self.growth) <= 0:
+        if not self.growth or not all(g > 0 for g in self.growth):  # (also NaN)
             raise ConfigError("execution model: growth factors must be > 0")
         if len(self.comm_share) != 4 or not all(0 <= s < 1 for s in self.comm_share):
             raise ConfigError("execution model: comm_share needs four shares in [0, 1)")
@@ -113,15 +113,23 @@ class AppModelParams:
             raise ConfigError(f"execution model: network must be one of {', '.join(NETWORKS)}, got '{self.network}'")
         if self.peers < 1:
             raise ConfigError(f"execution model: peers must be >= 1, got {self.peers}")
+        for name in ("h_intra", "h_inj"):
+            if not getattr(self, name) >= 0:  # (also NaN)
+                raise ConfigError(f"execution model: {name} must be >= 0, got {getattr(self, name)}")
+        if self.seed < 0:
+            raise ConfigError(f"execution model: seed must be >= 0, got {self.seed}")
 
 
 def app_model_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """``overrides`` of :class:`AppModelParams` fields checked and in canonical form (ints,
-    floats, strings; lists of floats for the tuple fields), so that equal models have equal
-    options (sweep cell ids, journal headers); ``None`` or empty: the defaults (``None``).
-    A wrong key or value is a one-line :class:`ConfigError`."""
-    if not overrides:
+    finite floats, strings; lists of floats for the tuple fields), keeping only the fields
+    that differ from the defaults, so that equal models have equal options (sweep cell ids,
+    journal headers); ``None`` when nothing differs. A wrong key or value is a one-line
+    :class:`ConfigError`."""
+    if overrides is None:
         return None
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(f"execution model: expected a table of parameters (e.g. network=none), got {overrides!r}")
     defaults = AppModelParams()
     known = [f.name for f in fields(AppModelParams)]
     out: dict[str, Any] = {}
@@ -129,26 +137,54 @@ def app_model_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any] |
         if key not in known:
             raise ConfigError(f"execution model: unknown parameter '{key}'; known: {', '.join(known)}")
         default = getattr(defaults, key)
-        try:
-            if isinstance(default, tuple):
-                items = value if isinstance(value, (list, tuple)) else [value]
-                out[key] = [float(x) for x in items]
-            elif isinstance(default, int):
-                if isinstance(value, bool) or float(value) != int(float(value)):
-                    raise ValueError
-                out[key] = int(float(value))
-            elif isinstance(default, float):
-                if isinstance(value, bool):
-                    raise ValueError
-                out[key] = float(value)
-            else:
-                out[key] = str(value)
-        except (TypeError, ValueError):
-            kind = ("numbers separated by '/'" if isinstance(default, tuple) else
-                    "a whole number" if isinstance(default, int) else "a number")
-            raise ConfigError(f"execution model: {key} must be {kind}, got {value!r}") from None
+        if isinstance(default, tuple):
+            items = value if isinstance(value, (list, tuple)) else [value]
+            canonical: Any = [_number(key, x, "numbers separated by '/'") for x in items]
+            same = canonical == list(default)
+        elif isinstance(default, int):
+            canonical = _whole(key, value)
+            same = canonical == default
+        elif isinstance(default, float):
+            canonical = _number(key, value, "a number")
+            same = canonical == default
+        else:
+            if not isinstance(value, str):
+                raise ConfigError(f"execution model: {key} must be a name, got {value!r}")
+            canonical = value
+            same = canonical == default
+        if not same:
+            out[key] = canonical
     app_model_params(out)  # the ranges (AppModelParams checks them)
-    return out
+    return out or None
+
+
+def _number(key: str, value: Any, kind: str) -> float:
+    """``value`` as a finite float (a number or a numeric string; not a boolean)."""
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"execution model: {key} must be {kind}, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ConfigError(f"execution model: {key} must be {kind} (finite), got {value!r}")
+    return number
+
+
+def _whole(key: str, value: Any) -> int:
+    """``value`` as an int: an int, an integer string, or a float / numeric string that is
+    whole (``5.0``, ``"5e0"``); exact for large ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    number = _number(key, value, "a whole number")
+    if number != int(number):
+        raise ConfigError(f"execution model: {key} must be a whole number, got {value!r}")
+    return int(number)
 
 
 def app_model_params(overrides: Mapping[str, Any] | None) -> AppModelParams:

@@ -32,7 +32,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from hpcdispatch._util import LazyModule
 from hpcdispatch.system.grid import Grid, grid_of
+
+# imported when first used (a run without a grid never pays for scipy; a Ctrl-C during the
+# import is held back and delivered after it, like OR-Tools')
+_ndimage = LazyModule("scipy.ndimage")
+_sparse = LazyModule("scipy.sparse")
+_csgraph = LazyModule("scipy.sparse.csgraph")
 
 
 def _mask(free_mask: np.ndarray, n: int) -> np.ndarray:
@@ -110,22 +117,17 @@ def free_components(free_mask: np.ndarray, shape: tuple[int, int] | Grid, torus:
     if not grid.torus:
         # a mesh: image labelling (4-connectivity, the default structure) numbers components in
         # raster order, i.e. by their lowest node id, as required; ~20x cheaper than the graph
-        from scipy.ndimage import label  # (here: a run without a grid never pays for importing scipy)
-
-        image, _ = label(mask.reshape(grid.rows, grid.cols))
+        image, _ = _ndimage.label(mask.reshape(grid.rows, grid.cols))
         labels[free] = image.reshape(-1)[free] - 1
         return labels
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
     indptr, indices = grid.neighbour_csr
     src = np.repeat(np.arange(grid.n_nodes), np.diff(indptr))
     keep = mask[src] & mask[indices]
     local = np.full(grid.n_nodes, -1, dtype=np.int64)
     local[free] = np.arange(len(free))
-    adj = csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), (local[src[keep]], local[indices[keep]])),
+    adj = _sparse.csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), (local[src[keep]], local[indices[keep]])),
                      shape=(len(free), len(free)))
-    _, comp = connected_components(adj, directed=False)
+    _, comp = _csgraph.connected_components(adj, directed=False)
     # renumber: component of the lowest free node first (connected_components already labels
     # in order of first appearance, which for increasing node ids is the same; made explicit)
     _, first = np.unique(comp, return_index=True)

@@ -308,7 +308,7 @@ def validate_tables(
 
     # ---- allocations ----------------------------------------------------------------------
     a = allocations
-    # ``common`` is sorted (intersect1d): a row's job position by binary search
+    # ``common`` is sorted (``_sorted_unique``): a row's job position by binary search
     row_ids = a["job_id"].to_numpy()
     row_job = np.searchsorted(common, row_ids)
     known = row_job < len(common)
