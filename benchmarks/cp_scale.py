@@ -124,7 +124,7 @@ def report(out: Path) -> None:
             print(f"| {r['workload']} | {r['jobs']:,} | {r['dispatcher']} | {short[r['predictor']]} | - "
                   f"| {r['wall_s']:.0f} s | {r['error']} |" + " |" * 10)
             continue
-        note = " (before 2eb6ce2)" if "before" in r["cell"] else ""
+        note = f" {r['cell'].partition(' ')[2]}".rstrip()  # a renamed superseded cell: "kit:pcp20-R (before X)"
         print(f"| {r['workload'].split(',')[0]}{',load=0.85' if 'load=' in r['workload'] else ''} | {r['jobs']:,} "
               f"| {r['dispatcher']}{note} | {short[r['predictor']]} | {'yes' if r['valid'] else 'NO'} "
               f"| {r['wall_s']:,.0f} s | {r['decisions']:,} | {r['models']:,} "
