@@ -25,7 +25,11 @@ off on the hpcdispatch side because AccaSim has none.
    (``make_dispatcher("easy", allocator="first-fit")``) with ``record_decisions=False``;
    the timed span is ``hpcdispatch.simulate(...)`` and the workload load time is reported
    separately. Both are timed in the same run of this script; jobs/s and the ratio
-   hpcdispatch / AccaSim are printed.
+   hpcdispatch / AccaSim are printed. The whole ``hpcdispatch simulate`` command is timed
+   too (end to end); with ``--first-run`` also its first run after a fresh install:
+   ``pip install --no-deps --target DIR`` of this source tree (which compiles the engine, as
+   ``pip install .`` does) into a new directory per policy, then the command with only that
+   directory on ``PYTHONPATH``, a new ``HOME`` and no ``NUMBA_CACHE_DIR``.
 3. **EASY analysis.** AccaSim's EASY does not protect the head job's reservation (it
    backfills with ``reserved_nodes=[]``, so any job that fits now starts). The script
    replays AccaSim's EASY schedule (per-job start times, wall-time kills off) and finds
@@ -316,22 +320,48 @@ def run_accasim(py: Path, workdir: Path, swf: Path, sys_config: Path, policy: st
     return AccaRun(policy=policy, record=record, **data)
 
 
-def run_hpcdispatch_command(trace: Path, system_name: str, policy: str, max_jobs: int | None, workdir: Path) -> float:
+def fresh_install(workdir: Path) -> tuple[dict[str, str], float, str]:
+    """A new installation of this source tree (``pip install --no-deps --target``, with the
+    engine compiled as ``pip install .`` compiles it) and the environment that runs it as a
+    fresh machine would (only it on ``PYTHONPATH``, a new home and cache, no numba settings);
+    returns the environment, the install's wall seconds and its compile line."""
+    target = Path(tempfile.mkdtemp(prefix="fresh-install-", dir=workdir))
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k != "PYTHONPATH"}
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-v", "--no-deps", "--target", str(target), str(root)],
+                       capture_output=True, text=True, env=env)
+    install_s = time.perf_counter() - t0
+    if r.returncode != 0:
+        console.print(r.stdout[-2000:], r.stderr[-2000:])
+        raise SystemExit("pip install of this source tree failed")
+    compiled = next((line.strip() for line in (r.stdout + r.stderr).splitlines()
+                     if "compiled the simulation engine" in line), "no compile line")
+    home = target / "home"
+    home.mkdir()
+    env.update(PYTHONPATH=str(target), HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
+    return env, install_s, compiled
+
+
+def run_hpcdispatch_command(trace: Path, system_name: str, policy: str, max_jobs: int | None, workdir: Path,
+                            env: dict[str, str] | None = None) -> float:
     """Wall seconds of the whole command a user runs -- ``python -m hpcdispatch simulate``:
     interpreter start, imports, reading the trace, simulating, validating and writing the
     run directory -- with the same jobs as AccaSim gets (``--units processor``, no wall-time
-    kills)."""
+    kills); ``env``: the environment of a fresh installation (:func:`fresh_install`)."""
     out = workdir / f"e2e-{policy}-{time.monotonic_ns()}"
     cmd = [sys.executable, "-m", "hpcdispatch", "simulate", "-w", str(trace), "-s", system_name, "-d", policy,
            "--units", "processor", "--no-walltime-kill", "-q", "-o", str(out)]
     if max_jobs:
         cmd += ["--max-jobs", str(max_jobs)]
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=workdir)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         console.print(r.stdout[-2000:], r.stderr[-2000:])
         raise SystemExit(f"hpcdispatch simulate ({policy}) failed with exit code {r.returncode}")
+    if env is not None and "compiling the simulation engine" in r.stderr:
+        console.print(f"  (the first run of the fresh install compiled the engine: {r.stderr.strip()[-200:]})")
     shutil.rmtree(out, ignore_errors=True)
     return wall
 
@@ -732,6 +762,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-speed", action="store_true", help="skip the timed AccaSim/hpcdispatch runs")
     ap.add_argument("--skip-easy-analysis", action="store_true", help="skip the EASY head-delay replay")
     ap.add_argument("--skip-check", action="store_true", help="skip the FIFO start-time check")
+    ap.add_argument("--first-run", action="store_true",
+                    help="also time the command's first run after a fresh install of this tree (pip install "
+                         "--no-deps --target, one per policy)")
     ap.add_argument("--engine", choices=("auto", "python", "compiled"), default="auto",
                     help="hpcdispatch's simulation engine (default auto: the compiled one for >= 20,000 jobs)")
     ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "accasim_compare.json"), help="JSON results file")
@@ -799,6 +832,12 @@ def main(argv: list[str] | None = None) -> int:
                     res, sec = run_hpcdispatch(system, wl, policy)
                     hpc_runs[policy] = (res, sec)
                     e2e = run_hpcdispatch_command(path, system_name, policy, args.max_jobs, workdir)
+                    first: dict[str, Any] = {}
+                    if args.first_run:
+                        env, install_s, compiled = fresh_install(workdir)
+                        first = {"first_run_install_s": install_s, "first_run_install_compile": compiled,
+                                 "first_run_command_s": run_hpcdispatch_command(path, system_name, policy,
+                                                                                args.max_jobs, workdir, env)}
                     acc = run_accasim(py, workdir, swf, sys_config, policy, record=False)
                     if acc.loaded != n or acc.dispatched != n:
                         console.print(f"[red]AccaSim {policy}: loaded {acc.loaded}, dispatched {acc.dispatched}, rejected {acc.rejected} of {n}[/]")
@@ -818,7 +857,10 @@ def main(argv: list[str] | None = None) -> int:
                         "ratio_hpcdispatch_over_accasim": (n / sec) / (n / acc.total_s),
                         "hpcdispatch_command_s": e2e,
                         "ratio_command_over_accasim": acc.total_s / e2e,
+                        **first,
                     }
+                    if first:
+                        speed[policy]["ratio_first_run_over_accasim"] = acc.total_s / first["first_run_command_s"]
                 tr["speed"] = speed
                 st = Table(title=f"speed on {n:,} jobs (hpcdispatch load: {load_s:.2f} s, not included)", title_justify="left")
                 for col in ("policy", "hpcdispatch run (s)", "hpcdispatch jobs/s", "AccaSim total (s)", "AccaSim jobs/s", "ratio hpcdispatch/AccaSim"):
@@ -837,6 +879,11 @@ def main(argv: list[str] | None = None) -> int:
                     console.print(f"  end to end, {policy.upper()}: `hpcdispatch simulate` (start to finish: imports, read, "
                                   f"simulate, validate, write) {s['hpcdispatch_command_s']:.2f} s against AccaSim's "
                                   f"{s['accasim_total_s']:.2f} s: {s['ratio_command_over_accasim']:.1f}x")
+                    if "first_run_command_s" in s:
+                        console.print(f"  first run after a fresh install, {policy.upper()}: "
+                                      f"{s['first_run_command_s']:.2f} s: {s['ratio_first_run_over_accasim']:.1f}x "
+                                      f"(the install took {s['first_run_install_s']:.0f} s: "
+                                      f"{s['first_run_install_compile']})")
                 console.print(
                     "  AccaSim total = Simulator(...) construction + start_simulation() (includes its streaming SWF read); "
                     + "; ".join(f"{p.upper()}: construction {s['accasim_construct_s']:.2f} s, its own loop timer {s['accasim_internal_loop_s']:.2f} s" for p, s in speed.items())

@@ -144,6 +144,104 @@ def test_the_first_compiled_run_says_it_is_compiling(tmp_path):
     assert "ENGINE compiled" in second.stdout and "compiling" not in second.stderr
 
 
+#: a run of every entry point from Python (compiled FIFO and EASY with both allocators, and
+#: conservative backfilling's compiled profile with both), printing each entry's cache hits
+#: and misses, its signatures and where hpcdispatch was imported from
+ENTRY_RUNS = """
+import hpcdispatch
+from hpcdispatch import simulate, load_system, SimulationOptions
+from hpcdispatch.compiled import kernels as K
+system = load_system('machine-s')
+for spec in ('fifo', 'easy:allocator=best-fit', 'conservative', 'conservative:allocator=best-fit'):
+    engine = 'python' if spec.startswith('conservative') else 'compiled'
+    r = simulate(system, 'synthetic:lublin,jobs=150,seed=3', spec, options=SimulationOptions(engine=engine))
+    assert r.extra['engine'] == engine
+print('FROM', hpcdispatch.__file__)
+for name, signature in K.entry_signatures().items():
+    f = getattr(K, name)
+    print('ENTRY', name, sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()),
+          f.signatures == [signature])
+"""
+
+
+def entry_report(stdout: str) -> dict[str, tuple[int, int, bool]]:
+    rows = [line.split() for line in stdout.splitlines() if line.startswith("ENTRY ")]
+    return {name: (int(hits), int(misses), same == "True") for _, name, hits, misses, same in rows}
+
+
+def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
+    """What ``pip install .`` does (setup.py's build step: ``install_time.py BUILD_LIB`` on a
+    copy of the package), then a first run in a fresh home: every entry point is read from
+    the code compiled at install time (a cache hit, no miss), for exactly the signatures of
+    ``entry_signatures`` (a run needing another type would compile), and nothing says
+    "compiling"."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import hpcdispatch
+
+    lib = tmp_path / "lib"
+    shutil.copytree(Path(hpcdispatch.__file__).parent, lib / "hpcdispatch",
+                    ignore=shutil.ignore_patterns("__pycache__", "engine"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    build = subprocess.run([sys.executable, str(lib / "hpcdispatch/compiled/install_time.py"), str(lib)],
+                           capture_output=True, text=True, env=env, timeout=900)
+    assert build.returncode == 0, build.stderr[-2000:]
+    assert "compiled the simulation engine into" in build.stdout
+    shipped = sorted(p.name for p in (lib / "hpcdispatch/compiled/engine").iterdir())
+    for name in ("run_steps", "profile_earliest", "profile_compress"):
+        assert any(f.startswith(f"kernels.{name}-") and f.endswith(".nbi") for f in shipped), shipped
+    home = tmp_path / "home"
+    home.mkdir()
+    env.update(HOME=str(home), PYTHONPATH=str(lib), XDG_CACHE_HOME=str(home / ".cache"))
+    first = subprocess.run([sys.executable, "-c", ENTRY_RUNS], capture_output=True, text=True, env=env,
+                           timeout=900, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert f"FROM {lib / 'hpcdispatch' / '__init__.py'}" in first.stdout
+    assert "compiling" not in first.stderr
+    assert entry_report(first.stdout) == {name: (1, 0, True) for name in
+                                          ("run_steps", "profile_earliest", "profile_compress")}
+    assert not (home / ".cache" / "hpcdispatch").exists()  # the package was writable: nothing else
+
+
+def test_the_engine_cache_directory_and_its_seeding(tmp_path):
+    """NUMBA_CACHE_DIR first, unseeded; then the package's own directory when writable; else
+    the user's, seeded once with the package's index and code files (nothing else)."""
+    from hpcdispatch.compiled.disk_cache import cache_dir, seed, source_stamp
+
+    package, user, numba_dir = tmp_path / "pkg", tmp_path / "user", tmp_path / "numba"
+    package.mkdir()
+    for name in ("kernels.run_steps-7.py311.nbi", "kernels.run_steps-7.py311.1.nbc", "notes.txt"):
+        (package / name).write_bytes(name.encode())
+    everything = lambda path: True  # noqa: E731
+    no_package = lambda path: path != package  # noqa: E731
+    assert cache_dir(str(numba_dir), package, user, everything) == numba_dir / "hpcdispatch-engine"
+    assert not user.exists()
+    assert cache_dir("", package, user, everything) == package
+    assert cache_dir("", package, user, lambda path: False) is None
+    user.mkdir()
+    assert cache_dir("", package, user, no_package) == user
+    assert sorted(p.name for p in user.iterdir()) == ["kernels.run_steps-7.py311.1.nbc",
+                                                      "kernels.run_steps-7.py311.nbi"]
+    assert (user / "kernels.run_steps-7.py311.nbi").read_bytes() == b"kernels.run_steps-7.py311.nbi"
+    # once the user's directory holds an engine (numba's own, later), it is not overwritten
+    (user / "kernels.run_steps-7.py311.nbi").write_bytes(b"numba wrote this")
+    assert seed(package, user) == []
+    assert (user / "kernels.run_steps-7.py311.nbi").read_bytes() == b"numba wrote this"
+    assert seed(tmp_path / "missing", tmp_path) == []
+    # the stamp is the content's, whatever the file's time
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("x = 1\n")
+    os_times = (1_000_000, 1_000_000)
+    import os
+    os.utime(a, os_times)
+    assert source_stamp(a) == source_stamp(b) != source_stamp(package / "notes.txt")
+
+
 def test_stable_argsort_hand_computed():
     # ties keep index order: 2.0 at 0 and 3, 1.0 at 1 and 4; inf last; only the first n count
     from hpcdispatch.compiled.kernels import stable_argsort

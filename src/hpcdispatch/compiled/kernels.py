@@ -37,9 +37,11 @@ from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
-from numba import njit
+from numba import njit, typeof
 from numba.core import cgutils, types
 from numba.extending import intrinsic
+
+from hpcdispatch.compiled.disk_cache import keep_on_disk
 
 # ======================================================================================
 # 1. State
@@ -758,7 +760,7 @@ def _apply(st, t):
     return FINISHED
 
 
-@njit(cache=True)
+@njit
 def run_steps(st, max_steps):
     """Advance the simulation by at most ``max_steps`` instants: FINISHED, PAUSED or REFUSED."""
     regs, ji, jf, dl = st.regs, st.ji, st.jf, st.dl
@@ -1062,7 +1064,7 @@ def _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, ne
     return -1, j, passed
 
 
-@njit(cache=True)
+@njit
 def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, before, not_before, node_level,
                      kind, weights, window, rows, suffix, blocks):
     """Earliest live segment ``k`` (absolute index, ``-1``: none) with ``times[k] < before``
@@ -1188,7 +1190,7 @@ def _known_failing_until(f_need, f_dur, f_lo, f_hi, count, req, units, duration,
     return best
 
 
-@njit(cache=True)
+@njit
 def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                      q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts, q_checked,
                      log_a, log_b, log_n, moved, out_off, out_len, out_rows, window, rows, suffix):
@@ -1339,3 +1341,43 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
     for blk in range((hi - lo + BLOCK - 1) // BLOCK):
         _block_concrete(free, totals, lo, hi, blocks, blk)
     return hi, log_n
+
+
+# ======================================================================================
+# 7. Entry points: the functions called from Python, compiled ahead of a run
+# ======================================================================================
+
+
+def example_state(n_res: int = 1) -> EngineState:
+    """A state of no jobs whose arrays have the types :func:`hpcdispatch.compiled.runner.build_state`
+    gives them (dtype, dimensions, C order, writable but for ``req``)."""
+    i, f = np.int64, np.float64
+    req = np.zeros((0, n_res), dtype=i)
+    req.flags.writeable = False  # the workload's request rows, read-only
+    return EngineState(ji=np.zeros((N_JI, 0), dtype=i), jf=np.zeros((N_JF, 0), dtype=f),
+                       req=req, mat=np.zeros((3, 1, n_res), dtype=i),
+                       tot=np.zeros((3, n_res), dtype=i), weights=np.zeros(n_res, dtype=f),
+                       rows=np.zeros((2, 1), dtype=i), dl=np.zeros((D_INFO, 1), dtype=f),
+                       regs=np.zeros(N_REGS, dtype=i), fregs=np.zeros(F_POL + 8 + n_res, dtype=f),
+                       memo=np.zeros((2, 2, 1), dtype=i))
+
+
+def entry_signatures() -> dict[str, tuple]:
+    """The argument types each function called from Python is compiled for: what its callers
+    pass (C-ordered arrays, writable but for the engine's request rows). ``install_time``
+    compiles these when hpcdispatch is installed; ``tests/test_compiled.py`` checks that real
+    runs need no other."""
+    i, f, b = types.int64, types.float64, types.boolean
+    f1, i1, b1 = f[::1], i[::1], types.int8[::1]
+    i2, i3 = i[:, ::1], i[:, :, ::1]
+    return {
+        "run_steps": (typeof(example_state()), i),
+        "profile_earliest": (f1, i3, i2, i, i, i1, i, i, f, f, f, b, i, f1, i2, i2, i3, i3),
+        "profile_compress": (f1, i3, i2, i, i, b, i, f1, i2, i1, i1, f1, f1, i1, i1, i2, i1, f1, f1, i, b1,
+                             i1, i1, i2, i2, i2, i3),
+    }
+
+
+#: the entry points keep their compiled code where an installation ships it
+#: (:mod:`hpcdispatch.compiled.disk_cache`); the functions they call are compiled into them
+ON_DISK = {name: keep_on_disk(globals()[name]) for name in ("run_steps", "profile_earliest", "profile_compress")}

@@ -8,13 +8,14 @@ import logging
 
 import math
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import typeof, types
 
 from hpcdispatch.allocators import BestFit, make_allocator
 from hpcdispatch.compiled import kernels as S
+from hpcdispatch.compiled.disk_cache import has_compiled
 from hpcdispatch.compiled.kernels import POLICIES, run_steps
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
 from hpcdispatch.sim.info_log import MISSING, InfoLog
@@ -46,7 +47,8 @@ def build_state(sim: Simulator) -> S.EngineState:
     ji[S.UNITS] = workload.units
     ji[S.MPN] = workload.max_units_per_node
     ji[S.QNEXT] = ji[S.QPREV] = -1
-    unit_requests = np.ascontiguousarray(workload.unit_requests, dtype=i64)
+    unit_requests = np.ascontiguousarray(workload.unit_requests, dtype=i64).view()
+    unit_requests.flags.writeable = False  # always read-only: one compiled signature
     shape_keys = np.column_stack([unit_requests, ji[S.MPN]]) if n else np.zeros((0, n_res + 1), dtype=i64)
     n_shapes, ji[S.SHAPE] = distinct_rows(shape_keys)
     jf = np.zeros((S.N_JF, n), dtype=np.float64)
@@ -125,26 +127,23 @@ def _raise_refused(sim: Simulator, st: S.EngineState) -> None:
     raise InvalidDecisionError(name, job_id, t, why)
 
 
-def compiled_on_disk() -> bool | None:
-    """Whether numba's on-disk cache holds the engine (``None``: cannot tell). Without it the
-    first run compiles the engine (some seconds, once per installation and numba version)."""
-    try:
-        index = Path(run_steps._cache._cache_file._index_path)  # (numba's FunctionCache: internal)
-    except AttributeError:
-        return None
-    return index.is_file()
+def compiled_on_disk(st: S.EngineState) -> bool | None:
+    """Whether the engine is on disk, compiled for ``st``'s types on this CPU and numba version
+    (``None``: cannot tell). It is after an installation (``install_time``); without it the
+    first run compiles it (about 20 s)."""
+    return has_compiled(run_steps, (typeof(st), types.int64))
 
 
 def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | None = None) -> SimulationResult:
     system, workload, dispatcher, predictor, opts = sim.system, sim.workload, sim.dispatcher, sim.predictor, sim.options
-    if not run_steps.signatures and compiled_on_disk() is False:
-        logging.getLogger("hpcdispatch").warning(
-            "compiling the simulation engine (once: numba keeps it on disk for the next runs; "
-            "about half a minute) ...")
     dispatcher.setup(system)
     predictor.reset(workload, opts.walltime_kill)
     spec = dispatcher.kernel()
     st = build_state(sim)
+    if not run_steps.signatures and compiled_on_disk(st) is False:
+        logging.getLogger("hpcdispatch").warning(
+            "compiling the simulation engine (once: numba keeps it on disk for the next runs; "
+            "about 20 s) ...")
     n = len(workload)
     while True:  # no Python objects are made in the loop: no gc.freeze as in the Python engine
         outcome = run_steps(st, STEPS_PER_CHUNK)

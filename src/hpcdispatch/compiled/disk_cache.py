@@ -1,0 +1,155 @@
+"""Where the compiled engine is kept on disk, so that numba compiles it once per installation:
+at install time when hpcdispatch is installed from source or a wheel (``setup.py`` runs
+:mod:`hpcdispatch.compiled.install_time`, which compiles the engine into the package), else
+on the first run, which says so.
+
+numba's own cache (``cache=True``) keeps compiled code in ``__pycache__`` beside the source or
+in a user-wide directory, and older numba versions stamp it with the source file's
+modification time, which an installation does not keep. The engine's event loop
+(:func:`hpcdispatch.compiled.kernels.run_steps`, which holds every other kernel compiled into
+it) is cached instead by :class:`EngineCacheLocator`:
+
+- in one directory of its own, ``hpcdispatch/compiled/engine/``, which a wheel ships;
+- stamped with the SHA-256 of ``kernels.py``, so that any copy of the same source (an
+  installation) finds the code compiled at build time, and any change of it recompiles;
+- when the installation is not writable (a system-wide install), in
+  ``$XDG_CACHE_HOME/hpcdispatch/engine`` (else ``~/.cache/hpcdispatch/engine``), seeded with
+  the files shipped in the package when it holds none for this source;
+- ``NUMBA_CACHE_DIR``, numba's own setting, wins: the engine is then kept in
+  ``$NUMBA_CACHE_DIR/hpcdispatch-engine``, not seeded (the tests stand for a fresh
+  installation this way).
+
+numba still checks its own version, the Python version, the function's bytecode and the CPU
+(target triple, CPU name and features) before it uses a cached engine: a wheel built for
+another CPU or numba version compiles once on the first run, with the message.
+This module uses numba's cache classes (``numba.core.caching``, not a public API: the
+project pins numba to versions where they are as used here, and ``tests/test_compiled.py``
+checks that an installation does not compile on its first run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from numba.core import config
+from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
+
+#: the directory an installation ships the compiled engine in
+PACKAGE_DIR = Path(__file__).with_name("engine")
+#: numba's file names: ``<module>.<function>-<line>.py<version>.nbi`` (index), ``.nbc`` (code)
+CACHE_SUFFIXES = (".nbi", ".nbc")
+
+
+def user_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hpcdispatch" / "engine"
+
+
+def writable(path: Path) -> bool:
+    """Whether files can be written in ``path`` (made when missing)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+def source_stamp(py_file: str | Path) -> str:
+    """The stamp numba compares before it uses a cached engine: the source's SHA-256."""
+    return "sha256:" + hashlib.sha256(Path(py_file).read_bytes()).hexdigest()
+
+
+def cache_dir(numba_cache_dir: str = "", package_dir: Path = PACKAGE_DIR, user: Path | None = None,
+              is_writable: Callable[[Path], bool] = writable) -> Path | None:
+    """The directory the engine is read from and saved in (``None``: no writable one, numba
+    then compiles it on every run). Order: ``NUMBA_CACHE_DIR``, the package, the user's
+    cache directory seeded from the package."""
+    if numba_cache_dir:
+        path = Path(numba_cache_dir) / "hpcdispatch-engine"
+        return path if is_writable(path) else None
+    if is_writable(package_dir):
+        return package_dir
+    user = user_dir() if user is None else user
+    if not is_writable(user):
+        return None
+    seed(package_dir, user)
+    return user
+
+
+def seed(shipped: Path, user: Path) -> list[str]:
+    """Copies the shipped engine files into ``user`` when it holds none (each file written
+    under a temporary name, then renamed); returns the names copied."""
+    if not shipped.is_dir() or any(p.suffix in CACHE_SUFFIXES for p in user.iterdir()):
+        return []
+    copied = []
+    for path in sorted(shipped.iterdir()):
+        if path.suffix not in CACHE_SUFFIXES:
+            continue
+        fd, tmp = tempfile.mkstemp(dir=user, prefix=path.name + ".")
+        os.close(fd)
+        try:
+            shutil.copyfile(path, tmp)
+            os.replace(tmp, user / path.name)
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+            return copied
+        copied.append(path.name)
+    return copied
+
+
+class EngineCacheLocator(_CacheLocator):
+    """numba's cache locator for the engine (see the module's docstring)."""
+
+    def __init__(self, py_func, py_file: str, path: Path):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._path = path
+
+    def get_cache_path(self) -> str:
+        return str(self._path)
+
+    def get_source_stamp(self) -> str:
+        return source_stamp(self._py_file)
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file: str):
+        path = cache_dir(config.CACHE_DIR)
+        return None if path is None else cls(py_func, py_file, path)
+
+
+class _EngineCacheImpl(CompileResultCacheImpl):
+    _locator_classes = [EngineCacheLocator]
+
+
+class EngineCache(FunctionCache):
+    _impl_class = _EngineCacheImpl
+
+
+def keep_on_disk(dispatcher) -> bool:
+    """Makes the numba dispatcher cache its compiled code with :class:`EngineCacheLocator`
+    (``False``: no writable directory, it compiles on every run)."""
+    try:
+        dispatcher._cache = EngineCache(dispatcher.py_func)
+    except RuntimeError:  # numba: "no locator available"
+        return False
+    return True
+
+
+def has_compiled(dispatcher, signature) -> bool | None:
+    """Whether the on-disk cache holds ``dispatcher`` compiled for ``signature`` on this CPU
+    and numba version, read from the index without loading the code (``None``: cannot tell)."""
+    try:
+        cache = dispatcher._cache
+        key = cache._index_key(signature, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except (AttributeError, OSError, EOFError, ValueError):
+        return None

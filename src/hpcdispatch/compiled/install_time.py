@@ -1,0 +1,66 @@
+"""Compiles the engine's entry points into an installation, so that its first run does not:
+``setup.py`` runs ``python install_time.py BUILD_LIB`` when it builds hpcdispatch (``pip
+install .`` or a wheel), and the code lands in ``hpcdispatch/compiled/engine/``
+(:mod:`hpcdispatch.compiled.disk_cache`).
+
+It runs in the build's own environment, which has numpy and numba but not the project's other
+dependencies: it loads only :mod:`hpcdispatch.compiled.kernels` and
+:mod:`hpcdispatch.compiled.disk_cache` from BUILD_LIB, under empty parent packages, and
+compiles every function of :func:`~hpcdispatch.compiled.kernels.entry_signatures`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from pathlib import Path
+
+
+def load_kernels(build_lib: Path):
+    """``hpcdispatch.compiled.kernels`` from ``build_lib`` without the packages' ``__init__``."""
+    for name in ("hpcdispatch", "hpcdispatch.compiled"):
+        if name in sys.modules:
+            raise RuntimeError(f"install_time: {name} is already imported")
+        package = types.ModuleType(name)
+        package.__path__ = [str(build_lib.joinpath(*name.split(".")))]
+        sys.modules[name] = package
+    from hpcdispatch.compiled import kernels
+
+    return kernels
+
+
+def compile_entries(kernels) -> list[str]:
+    """Compiles each entry point for its signature; returns one line per function."""
+    from hpcdispatch.compiled.disk_cache import has_compiled
+
+    lines = []
+    for name, signature in kernels.entry_signatures().items():
+        function = getattr(kernels, name)
+        if not kernels.ON_DISK[name]:
+            raise RuntimeError(f"install_time: no writable directory for the compiled {name}")
+        started = time.perf_counter()
+        function.compile(signature)
+        if not has_compiled(function, signature):
+            raise RuntimeError(f"install_time: {name} was compiled but is not in its cache")
+        lines.append(f"{name}: {time.perf_counter() - started:.1f} s")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: install_time.py BUILD_LIB", file=sys.stderr)
+        return 2
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+    kernels = load_kernels(Path(argv[0]).resolve())
+    started = time.perf_counter()
+    lines = compile_entries(kernels)
+    from hpcdispatch.compiled.disk_cache import PACKAGE_DIR
+
+    print(f"hpcdispatch: compiled the simulation engine into {PACKAGE_DIR} in "
+          f"{time.perf_counter() - started:.0f} s ({'; '.join(lines)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
