@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 from hpcdispatch._util import json_default
 from hpcdispatch._version import __version__
@@ -77,7 +78,16 @@ def write_json(path: Path, data: Any) -> None:
     _atomic(path, _w)
 
 
-def write_frame(path: Path, frame: pd.DataFrame) -> None:
+def write_frame(path: Path, frame: pd.DataFrame | pa.Table) -> None:
+    """``frame`` as Parquet or CSV (by ``path``'s suffix), atomically. An Arrow table (a run's
+    own tables) is written as it is, without a pandas frame in between."""
+    if isinstance(frame, pa.Table):
+        if path.suffix == ".parquet":
+            text = [f.name for f in frame.schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+            _atomic(path, lambda p: pq.write_table(frame, p, use_dictionary=text))
+        else:
+            _atomic(path, lambda p: pa_csv.write_csv(frame, p))
+        return
     if path.suffix == ".parquet":
         # dictionary encoding only where it pays, the text columns (status, info, user, ...):
         # on numeric columns it costs about half the writing time and saves next to nothing
@@ -89,11 +99,11 @@ def write_frame(path: Path, frame: pd.DataFrame) -> None:
         _atomic(path, lambda p: frame.to_csv(p, index=False))
 
 
-def write_csv_arrow(path: Path, frame: pd.DataFrame) -> None:
+def write_csv_arrow(path: Path, frame: pd.DataFrame | pa.Table) -> None:
     """CSV of a frame whose columns have one type each, by Arrow's writer (several times
     faster than pandas' for the half-million-row job tables of whole traces; strings quoted,
     booleans as ``true``/``false``, missing values empty)."""
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
     _atomic(path, lambda p: pa_csv.write_csv(table, p))
 
 
@@ -160,21 +170,22 @@ def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True
 
 
 def _write_files(result: SimulationResult, out: Path, csv: bool, run_extra: dict[str, Any]) -> dict[str, Any]:
-    jobs = shared_frame(result.jobs_columns())
+    # the run's tables go to Arrow straight from their numpy columns (no pandas frame)
+    jobs = result.jobs_table()
     write_frame(out / "jobs.parquet", jobs)
     if csv:
         write_csv_arrow(out / "jobs.csv", jobs)
     del jobs
-    write_frame(out / "allocations.parquet", shared_frame(result.allocations_columns()))
-    write_frame(out / "decisions.parquet", result.decisions_frame())
+    write_frame(out / "allocations.parquet", pa.table(result.allocations_columns()))
+    write_frame(out / "decisions.parquet", result.decisions_table())
     if result.bookings:  # advance reservations (deadline strategies): the validator re-checks them
-        write_frame(out / "bookings.parquet", pd.DataFrame(result.bookings_columns()))
-    write_frame(out / "workload.parquet", shared_frame(workload_columns(result)))
+        write_frame(out / "bookings.parquet", pa.table(result.bookings_columns()))
+    write_frame(out / "workload.parquet", pa.table(workload_columns(result)))
     _atomic(out / "system.toml", lambda p: dump_system(result.system, p))
     write_json(out / "run.json", {**run_record(result), **run_extra})
     real = result.end - result.start
     started = ~np.isnan(real)
-    write_frame(out / "prediction_accuracy.parquet", pd.DataFrame({
+    write_frame(out / "prediction_accuracy.parquet", pa.table({
         "job_id": result.workload.ids[started],
         "predicted": result.planned[started],
         "real": real[started],

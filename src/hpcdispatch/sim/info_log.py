@@ -94,14 +94,20 @@ class InfoLog(Sequence[dict[str, Any]]):
 
     def json_texts(self) -> list[str]:
         """Each call's dict as ``json.dumps(info, default=str)`` writes it ("" for an empty
-        one), built key by key: each distinct value is serialised once, not once per call (a
-        whole-trace run has hundreds of thousands of calls with a handful of distinct values),
-        and the calls' texts are joined by Arrow."""
-        n = self._n
-        if not self._columns:
-            return [""] * n
+        one): :meth:`json_text_array` as Python strings."""
+        return self.json_text_array().to_pylist()
+
+    def json_text_array(self):
+        """Each call's dict as ``json.dumps(info, default=str)`` writes it ("" for an empty
+        one), as an Arrow string array, built key by key: each distinct value is serialised
+        once, not once per call (a whole-trace run has hundreds of thousands of calls with a
+        handful of distinct values), and the calls' texts are joined by Arrow."""
         import pyarrow as pa
         import pyarrow.compute as pc
+
+        n = self._n
+        if not self._columns:
+            return pa.array([""] * n, pa.string())
 
         body = None  # the keys' texts so far, null where a call set none of them
         for key, column in self._columns.items():
@@ -112,7 +118,7 @@ class InfoLog(Sequence[dict[str, Any]]):
             both = pc.binary_join_element_wise(body, part, ", ")  # (null where either is)
             body = pc.if_else(pc.is_null(body), part, pc.if_else(pc.is_null(part), body, both))
         wrapped = pc.binary_join_element_wise(pa.scalar("{"), body, pa.scalar("}"), "")
-        return pc.fill_null(wrapped, "").to_pylist()
+        return pc.fill_null(wrapped, "")
 
     def keys(self) -> list[str]:
         """Every key any call used, in order of first use."""

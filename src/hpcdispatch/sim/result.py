@@ -114,8 +114,15 @@ class SimulationResult:
         data["user"] = w.users
         data["queue"] = w.queues
         if allocation_text:
-            data["allocation"] = _allocation_text(self.allocation_rows(), len(w))
+            data["allocation"] = allocation_text_array(self.allocation_rows(), len(w)).to_numpy(zero_copy_only=False)
         return data
+
+    def jobs_table(self) -> pa.Table:
+        """:meth:`jobs_columns` as an Arrow table (what ``jobs.parquet`` and ``jobs.csv``
+        hold), its allocation text built and kept in Arrow (no Python string per job)."""
+        table = pa.table({name: pa.array(values, pa.string()) if values.dtype == object else values
+                          for name, values in self.jobs_columns(allocation_text=False).items()})
+        return table.append_column("allocation", allocation_text_array(self.allocation_rows(), len(self.workload)))
 
     def allocations_frame(self) -> pd.DataFrame:
         """One row per job, allocation segment and node: ``[from, to)`` and the amounts held
@@ -156,37 +163,46 @@ class SimulationResult:
         }
 
     def decisions_frame(self) -> pd.DataFrame:
+        return self.decisions_table().to_pandas()
+
+    def decisions_table(self) -> pa.Table:
+        """One row per dispatcher call (``decisions.parquet``): time, queue length, running,
+        started, wall time of the call, and its info as JSON text ("" when empty)."""
         d = self.decisions
-        return pd.DataFrame(
-            {
-                "time": d["time"],
-                "queue_length": d["queue_length"],
-                "running": d["running"],
-                "started": d["started"],
-                "elapsed_s": d["elapsed"],
-                "info": (d["info"].json_texts() if isinstance(d["info"], InfoLog)
-                         else [json.dumps(i, default=str) if i else "" for i in d["info"]]),
-            }
-        )
+        info = d["info"]
+        return pa.table({
+            "time": d["time"],
+            "queue_length": d["queue_length"],
+            "running": d["running"],
+            "started": d["started"],
+            "elapsed_s": d["elapsed"],
+            "info": (info.json_text_array() if isinstance(info, InfoLog)
+                     else pa.array([json.dumps(i, default=str) if i else "" for i in info], pa.string())),
+        })
 
 
-def _allocation_text(rows: AllocationRows, n_jobs: int) -> np.ndarray:
-    """Per job ``"node:units node:units | node:units"`` ("" for jobs without rows), built in
-    one pass over all rows: every row's text with the separator that follows it, one string
-    buffer, cut at job boundaries."""
-    out = np.full(n_jobs, "", dtype=object)
+#: what follows a row's text: nothing (the job's last row), the end of a segment, a row
+_SEPARATORS = pa.array(["", " | ", " "], pa.string())
+
+
+def allocation_text_array(rows: AllocationRows, n_jobs: int) -> pa.Array:
+    """Per job ``"node:units node:units | node:units"`` ("" for jobs without rows) as an Arrow
+    string array, built in one pass over all rows: every row's text with the separator that
+    follows it, one string buffer, cut at job boundaries."""
     if len(rows) == 0:
-        return out
+        return pa.array([""] * n_jobs, pa.string())
     text = pc.binary_join_element_wise(pc.cast(pa.array(rows.node), pa.string()), pc.cast(pa.array(rows.units), pa.string()), ":")
     last_of_job = np.r_[rows.job[1:] != rows.job[:-1], True]
     last_of_segment = last_of_job | np.r_[rows.segment[1:] != rows.segment[:-1], True]
-    sep = np.where(last_of_job, "", np.where(last_of_segment, " | ", " "))
-    text = pc.binary_join_element_wise(text, pa.array(sep, pa.string()), "")
+    sep = np.where(last_of_job, 0, np.where(last_of_segment, 1, 2)).astype(np.int8)  # (Arrow picks the texts)
+    text = pc.binary_join_element_wise(text, pc.take(_SEPARATORS, pa.array(sep)), "")
     # a job's text is the bytes from its first row's offset to its last row's end offset
     _, offsets_buffer, data_buffer = text.buffers()
     row_offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[text.offset : text.offset + len(text) + 1].astype(np.int64)
     job_end = np.flatnonzero(last_of_job)
     job_offsets = row_offsets[np.r_[0, job_end + 1]]
     per_job = pa.LargeStringArray.from_buffers(len(job_end), pa.py_buffer(job_offsets), data_buffer)
-    out[rows.job[job_end]] = per_job.to_numpy(zero_copy_only=False)
-    return out
+    position = np.full(n_jobs, -1, dtype=np.int64)  # each job's text among per_job's, -1: none
+    position[rows.job[job_end]] = np.arange(len(job_end))
+    texts = pc.take(per_job, pa.array(position, mask=position < 0))
+    return pc.fill_null(texts, "").cast(pa.string())
