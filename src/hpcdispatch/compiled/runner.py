@@ -18,7 +18,7 @@ from hpcdispatch.compiled import kernels as S
 from hpcdispatch.compiled.disk_cache import has_compiled
 from hpcdispatch.compiled.kernels import POLICIES, run_steps
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
-from hpcdispatch.sim.info_log import MISSING, InfoLog
+from hpcdispatch.sim.info_log import InfoLog, NumericColumn
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.sim.segments import SegmentLog
 from hpcdispatch.sim.state import DecisionLog, LoopState
@@ -170,19 +170,18 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
     keep = calls if opts.record_decisions else 0
     info = InfoLog()
     if keep and spec.info:
-        columns: dict[str, list] = {}
-        values = st.dl[S.D_INFO:, :keep].T
-        present = ~np.isnan(values)
+        columns: dict[str, NumericColumn] = {}
         ids = workload.ids
         for k, key in enumerate(spec.info):
-            if key in spec.info_jobs:
-                convert = lambda v: int(ids[int(v)])  # noqa: E731 -- a job index, reported as its id
+            values = st.dl[S.D_INFO + k, :keep]
+            present = ~np.isnan(values)
+            if key in spec.info_jobs:  # a job index, reported as its id
+                column = ids[np.where(present, values, 0).astype(np.int64)]
             elif key in spec.info_ints:
-                convert = int
+                column = np.where(present, values, 0).astype(np.int64)
             else:
-                convert = float
-            columns[key] = [convert(v) if ok else MISSING
-                            for v, ok in zip(values[:, k].tolist(), present[:, k].tolist())]
+                column = values.copy()
+            columns[key] = NumericColumn(column, present)
         info = InfoLog.from_columns(keep, columns)
     elif keep:
         info = InfoLog.empty(keep)

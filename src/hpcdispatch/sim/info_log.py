@@ -27,6 +27,29 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
+class NumericColumn:
+    """One key's values as a numpy array (int64 or float64) and where a call set it: what the
+    compiled engine records, kept as arrays (no Python object per call until one is read)."""
+
+    __slots__ = ("values", "present")
+
+    def __init__(self, values: Any, present: Any) -> None:
+        if values.dtype.kind not in "if" or values.shape != present.shape or values.ndim != 1:
+            raise ValueError("a numeric info column needs 1-D int or float values and a mask of their shape")
+        self.values = values
+        self.present = present
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.values[i].item() if self.present[i] else MISSING
+
+    def __iter__(self) -> Iterator[Any]:
+        for value, present in zip(self.values.tolist(), self.present.tolist()):
+            yield value if present else MISSING
+
+
 class InfoLog(Sequence[dict[str, Any]]):
     __slots__ = ("_columns", "_n")
 
@@ -37,14 +60,20 @@ class InfoLog(Sequence[dict[str, Any]]):
             self.append(info)
 
     @classmethod
-    def from_columns(cls, n: int, columns: dict[str, list[Any]]) -> InfoLog:
-        """A log of ``n`` calls from one list per key (``MISSING`` where a call set no value)."""
+    def from_columns(cls, n: int, columns: dict[str, list[Any] | NumericColumn]) -> InfoLog:
+        """A log of ``n`` calls from one list per key (``MISSING`` where a call set no value)
+        or one :class:`NumericColumn`."""
         log = cls()
         for key, values in columns.items():
             if len(values) != n:
                 raise ValueError(f"info column '{key}' has {len(values)} values for {n} calls")
-        log._columns = {key: list(values) for key, values in columns.items()
-                        if any(v is not MISSING for v in values)}
+        log._columns = {}
+        for key, values in columns.items():
+            if isinstance(values, NumericColumn):
+                if values.present.any():
+                    log._columns[key] = values
+            elif any(v is not MISSING for v in values):
+                log._columns[key] = list(values)
         log._n = n
         return log
 
@@ -58,6 +87,9 @@ class InfoLog(Sequence[dict[str, Any]]):
     def append(self, info: dict[str, Any]) -> None:
         columns = self._columns
         n = self._n
+        for key, column in columns.items():
+            if isinstance(column, NumericColumn):  # (appending to a compiled run's log: lists again)
+                columns[key] = list(column)
         if not info and not columns:  # dispatchers that record nothing: just count the call
             self._n = n + 1
             return
@@ -149,6 +181,15 @@ def _key_texts(key: str, column: list[Any]) -> Any:
     import pyarrow as pa
 
     prefix = json.dumps(key) + ": "
+    if isinstance(column, NumericColumn):  # the same texts as the lists below, from the arrays
+        present = column.present
+        arr = column.values[present]
+        bits = arr if arr.dtype.kind == "i" else arr.view(np.int64)
+        distinct, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+        texts = np.array([prefix + json.dumps(v) for v in arr[first].tolist()], dtype=object)
+        out = np.empty(len(present), dtype=object)
+        out[present] = texts[inverse]
+        return pa.array(out, type=pa.string(), mask=~present)
     kinds = {type(v) for v in column}
     kinds.discard(_Missing)
     if len(kinds) == 1 and next(iter(kinds)) in (int, float):
