@@ -216,3 +216,33 @@ def test_underestimated_jobs_keep_dispatchers_going(name, factor, seed):
     assert not np.isnan(r.start).any()
     # a long gap without events must not make conservative wake up every second
     assert len(r.decisions["time"]) < 200
+
+
+@settings(deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 5_000), st.integers(1, 5_000)), max_size=40),
+       st.booleans())
+def test_predict_all_is_predict_at_each_submission(rows, kill):
+    """The static predictors' whole-workload predictions (what the compiled engine plans with)
+    are, job by job, what ``predict`` returns at the job's submission; W from the wall-time,
+    R the run time, cut at the wall-time when kills are on (hand-checked on two jobs)."""
+    wl = workload([job(i, submit, run, wall=wall) for i, (submit, run, wall) in enumerate(sorted(rows))])
+    for predictor in (make_predictor("W"), make_predictor("R")):
+        predictor.reset(wl, kill)
+        expected = [predictor.predict(j, float(j.submit)) for j in wl.jobs]
+        got = predictor.predict_all(wl)
+        assert got.dtype == np.float64 and got.tolist() == expected
+    two = workload([job(1, 0, 100, wall=60), job(2, 5, 30, wall=90)])
+    oracle = make_predictor("R")
+    oracle.reset(two, True)
+    assert oracle.predict_all(two).tolist() == [60.0, 30.0]
+    oracle.reset(two, False)
+    assert oracle.predict_all(two).tolist() == [100.0, 30.0]
+    assert make_predictor("W").predict_all(two).tolist() == [60.0, 90.0]
+
+
+def test_predict_all_refuses_a_predictor_that_learns():
+    wl = workload([job(1, 0, 100)])
+    last_two = make_predictor("L2")
+    last_two.reset(wl, True)
+    with pytest.raises(TypeError, match="not static"):
+        last_two.predict_all(wl)

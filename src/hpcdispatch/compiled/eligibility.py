@@ -12,9 +12,9 @@ from hpcdispatch.protocol import Dispatcher
 if TYPE_CHECKING:
     from hpcdispatch.sim.simulator import Simulator
 
-#: ``engine="auto"`` compiles only for workloads at least this large: the first compilation
-#: after an install takes about 40 s (numba then caches it on disk); a smaller run is over
-#: sooner on the Python loop
+#: ``engine="auto"`` uses the compiled engine only for workloads at least this large: loading
+#: it takes about half a second (after an install; an editable install compiles it on its
+#: first use, about 20 s), and a smaller run is over as soon on the Python loop
 AUTO_MIN_JOBS = 20_000
 
 

@@ -55,9 +55,7 @@ def build_state(sim: Simulator) -> S.EngineState:
     jf[S.SUBMIT] = workload.submit
     run = workload.run_time.astype(np.float64)
     jf[S.DURATION] = np.minimum(run, workload.wall_time.astype(np.float64)) if opts.walltime_kill else run
-    predict = sim.predictor.predict
-    jf[S.PLANNED] = np.fromiter((float(predict(job, float(job.submit))) for job in workload.jobs),
-                                dtype=np.float64, count=n)
+    jf[S.PLANNED] = sim.predictor.predict_all(workload)
     jf[S.PLANNED_END] = jf[S.START] = jf[S.END] = math.nan
 
     mat = np.broadcast_to(capacity, (3, n_nodes, n_res)).copy()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from hpcdispatch.protocol.predictor import Predictor
-from hpcdispatch.workload.job import Job
+from hpcdispatch.workload.job import Job, Workload
 
 
 class OraclePredictor(Predictor):
@@ -20,3 +22,7 @@ class OraclePredictor(Predictor):
 
     def predict(self, job: Job, now: float) -> float:
         return float(min(job.run_time, job.wall_time) if self.walltime_kill else job.run_time)
+
+    def predict_all(self, workload: Workload) -> np.ndarray:
+        run = workload.run_time
+        return (np.minimum(run, workload.wall_time) if self.walltime_kill else run).astype(np.float64)

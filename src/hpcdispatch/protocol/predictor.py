@@ -13,6 +13,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
+import numpy as np
+
 from hpcdispatch.workload.job import Job, Workload
 
 
@@ -38,6 +40,15 @@ class Predictor(ABC):
     def learn(self, job: Job, run_time: float, now: float) -> None:
         """``job`` ended at ``now`` after running ``run_time`` seconds."""
 
+    def predict_all(self, workload: Workload) -> np.ndarray:
+        """Every job's prediction at its submission, in workload order: for a :attr:`static`
+        predictor, what ``predict`` returns during a run (the compiled engine plans with it).
+        W and R read it from the workload's columns."""
+        if not self.static:
+            raise TypeError(f"predictor {self.name} is not static: it predicts during the run")
+        return np.fromiter((float(self.predict(job, float(job.submit))) for job in workload.jobs),
+                           dtype=np.float64, count=len(workload))
+
 
 class WallTimePredictor(Predictor):
     """W: the requested wall-time (the duration the baselines plan with by default)."""
@@ -50,3 +61,6 @@ class WallTimePredictor(Predictor):
 
     def predict(self, job: Job, now: float) -> float:
         return float(job.wall_time)
+
+    def predict_all(self, workload: Workload) -> np.ndarray:
+        return workload.wall_time.astype(np.float64)
