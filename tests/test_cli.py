@@ -167,16 +167,20 @@ def test_cp_status_codes_are_or_tools_own():
 EXAMPLE_JOBS = str(Path(__file__).resolve().parents[1] / "examples" / "jobs.csv")
 
 
-@pytest.mark.parametrize("workload, absent", [
+@pytest.mark.parametrize("workload, engine, absent", [
     # a FIFO run pays for what it uses: OR-Tools and matplotlib stay out
-    ("synthetic:lublin,jobs=50,seed=1", ("ortools", "matplotlib", "dask")),
+    ("synthetic:lublin,jobs=50,seed=1", "auto", ("ortools", "matplotlib", "dask")),
     # scipy (grid partitions, Lublin's daily cycle) only in the runs that use it: importing the
     # dispatcher registry costs about 0.25 s less (issue 37)
-    (EXAMPLE_JOBS, ("scipy", "ortools", "matplotlib")),
+    (EXAMPLE_JOBS, "auto", ("scipy", "ortools", "matplotlib")),
+    # on the compiled engine numba's BLAS probe does not import scipy.linalg (0.23 s;
+    # compiled/runner.py: load_numba_registries)
+    # (--engine compiled fails when the run cannot be compiled)
+    ("synthetic:lublin,jobs=50,seed=1", "compiled", ("scipy.linalg", "ortools", "matplotlib")),
 ])
-def test_a_fifo_run_imports_only_what_it_uses(tmp_path, workload, absent):
+def test_a_fifo_run_imports_only_what_it_uses(tmp_path, workload, engine, absent):
     code = ("import sys\nfrom hpcdispatch.cli.main import main\n"
-            f"try:\n    main(['simulate', '-w', {workload!r}, '-s', 'machine-s', '-d', 'fifo', "
+            f"try:\n    main(['simulate', '-w', {workload!r}, '-s', 'machine-s', '-d', 'fifo', '--engine', {engine!r}, "
             f"'-q', '-o', {str(tmp_path / 'o')!r}])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
             f"print('LOADED', sorted(m for m in {absent!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

