@@ -10,6 +10,8 @@ import sys
 import numpy as np
 import pytest
 from helpers import cores_system, job, trace
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 from sweeps import write_spec
 
 from hpcdispatch.errors import ConfigError
@@ -93,3 +95,44 @@ def test_sweep_seeds_replicate_a_trace_only_with_jitter(tmp_path):
         load_sweep(write_spec(tmp_path, base + "seeds = [1, 2]\n"))
     with pytest.raises(SweepSpecError, match=r"submit_jitter: must be >= 0"):
         load_sweep(write_spec(tmp_path, base + "submit_jitter = -1\n"))
+
+
+def reference_jitter(w: Workload, seconds: int, seed: int) -> list:
+    """The replica job by job, as the definition reads (each submission moved by its draw,
+    never before the first; deadline and earliest start moved with it; then sorted, ties in
+    the original order)."""
+    shift = np.random.default_rng(seed).integers(-seconds, seconds + 1, size=len(w)).tolist()
+    first = min(j.submit for j in w.jobs)
+    moved = []
+    for j, dt in zip(w.jobs, shift):
+        submit = max(first, j.submit + dt)
+        d = submit - j.submit
+        moved.append(j._replace(submit=submit, deadline=None if j.deadline is None else j.deadline + d,
+                                earliest_start=None if j.earliest_start is None else j.earliest_start + d))
+    moved.sort(key=lambda j: j.submit)  # (stable)
+    return [j._replace(index=pos) for pos, j in enumerate(moved)]
+
+
+
+@settings(deadline=None, max_examples=60)
+@given(hst.lists(hst.tuples(hst.integers(0, 300), hst.integers(1, 50), hst.booleans(), hst.booleans()),
+                 min_size=1, max_size=40),
+       hst.integers(1, 120), hst.integers(0, 2**32 - 1))
+def test_the_replica_is_the_definitions_job_for_job(rows, seconds, seed):
+    """The one-pass replica (built in its final order, with the columns handed over) equals the
+    definition's, field by field, and its columns are its jobs' (deadline jobs included)."""
+    jobs = []
+    for i, (submit, run, has_deadline, has_est) in enumerate(sorted(rows)):
+        j = job(i + 1, submit, run)
+        if has_deadline:
+            j = j._replace(deadline=float(submit + 3 * run))
+        if has_est:
+            j = j._replace(earliest_start=float(submit + 5))
+        jobs.append(j)
+    w = Workload(jobs, ("core",), WorkloadSource("memory", "<test>", {}))
+    replica = w.jittered(seconds, seed)
+    assert list(replica.jobs) == reference_jitter(w, seconds, seed)
+    assert all(type(j) is type(jobs[0]) for j in replica.jobs)
+    rebuilt = Workload(list(replica.jobs), ("core",))  # the columns from the jobs themselves
+    for name in ("ids", "submit", "run_time", "wall_time", "units", "unit_requests"):
+        np.testing.assert_array_equal(getattr(replica, name), getattr(rebuilt, name), err_msg=name)

@@ -12,7 +12,7 @@ it into :class:`AllocationRows`, the flat columns every table, metric and the va
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,15 +32,25 @@ class AllocationRows:
     units: np.ndarray  # int64
     t_from: np.ndarray  # float64
     t_to: np.ndarray  # float64
+    #: :meth:`held`'s arrays, by workload and resource (a run's tables and metrics ask for each
+    #: several times)
+    _held: dict[tuple[int, int], tuple[Workload, np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.job)
 
     def held(self, workload: Workload, resource: int) -> np.ndarray:
-        """Amount of ``resource`` every row holds: units x per-unit request (+ per-node request)."""
+        """Amount of ``resource`` every row holds: units x per-unit request (+ per-node
+        request); read only (computed once per workload and resource)."""
+        key = (id(workload), resource)
+        cached = self._held.get(key)
+        if cached is not None and cached[0] is workload:
+            return cached[1]
         amount = self.units * workload.unit_requests[self.job, resource]
         if workload.has_constraints:
             amount = amount + workload.per_node_requests[self.job, resource]
+        amount.flags.writeable = False
+        self._held[key] = (workload, amount)
         return amount
 
 

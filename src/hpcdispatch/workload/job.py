@@ -385,20 +385,32 @@ class Workload:
             return self
         rng = np.random.default_rng(seed)
         shift = rng.integers(-seconds, seconds + 1, size=len(self))
-        first = int(self.submit.min())
-        jobs = []
-        for job, dt in zip(self.jobs, shift.tolist()):
-            submit = max(first, job.submit + dt)
-            moved = submit - job.submit
-            deadline = None if job.deadline is None else job.deadline + moved
-            est = None if job.earliest_start is None else job.earliest_start + moved
-            jobs.append(job._replace(submit=submit, deadline=deadline, earliest_start=est))
+        old_submit = self.submit
+        submit = np.maximum(old_submit.min(), old_submit + shift)
+        order = np.argsort(submit, kind="stable")  # (the order Workload() would sort them into)
+        submit_l, moved_l = submit.tolist(), (submit - old_submit).tolist()
+        # the replica built in its final order, each job's index set, in one pass: a plain job
+        # is its tuple with the new submission and index (the fields are Job's, in order)
+        new_plain = partial(tuple.__new__, Job)
+        jobs: list[Job] = []
+        for pos, i in enumerate(order.tolist()):
+            job = self.jobs[i]
+            if job.deadline is None and job.earliest_start is None:
+                jobs.append(new_plain((job[0], submit_l[i], *job[2:-1], pos)))
+                continue
+            moved = moved_l[i]
+            jobs.append(job._replace(submit=submit_l[i], index=pos,
+                                     deadline=None if job.deadline is None else job.deadline + moved,
+                                     earliest_start=None if job.earliest_start is None else job.earliest_start + moved))
         options = {**self.source.options, "submit_jitter": int(seconds), "jitter_seed": int(seed)}
         report = replace(self.report, skipped=dict(self.report.skipped), patched=dict(self.report.patched),
                          first_lines={k: list(v) for k, v in self.report.first_lines.items()},
                          notes=[*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"])
-        return Workload(jobs, self.resources, WorkloadSource(self.source.kind, self.source.spec, options), report,
-                        self.queue_names, self.header, self.queue_ewt, self.labels)
+        replica = Workload(jobs, self.resources, WorkloadSource(self.source.kind, self.source.spec, options), report,
+                           self.queue_names, self.header, self.queue_ewt, self.labels)
+        return replica.known_columns(ids=self.ids[order], submit=submit[order], run_time=self.run_time[order],
+                                     wall_time=self.wall_time[order], units=self.units[order],
+                                     unit_requests=self.unit_requests[order])
 
     def offered_load(self, total_capacity: np.ndarray) -> np.ndarray:
         """Offered load per resource: sum(request x run time) / (capacity x submission span);
