@@ -268,7 +268,9 @@ class Workload:
 
     #: the columns a reader may hand over with :meth:`known_columns` (name -> dtype)
     COLUMNS = {"ids": np.int64, "submit": np.int64, "run_time": np.int64, "wall_time": np.int64,
-               "units": np.int64, "unit_requests": np.int64}
+               "units": np.int64, "unit_requests": np.int64, "users": np.int64, "queues": np.int64,
+               "max_units_per_node": np.int64, "node_counts": np.int64, "contiguous": bool,
+               "per_node_requests": np.int64}
 
     def known_columns(self, **columns: np.ndarray) -> Workload:
         """Hand over columns a reader already holds as arrays (one value per job, in the
@@ -408,9 +410,10 @@ class Workload:
                          notes=[*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"])
         replica = Workload(jobs, self.resources, WorkloadSource(self.source.kind, self.source.spec, options), report,
                            self.queue_names, self.header, self.queue_ewt, self.labels)
-        return replica.known_columns(ids=self.ids[order], submit=submit[order], run_time=self.run_time[order],
-                                     wall_time=self.wall_time[order], units=self.units[order],
-                                     unit_requests=self.unit_requests[order])
+        known = {name: getattr(self, name)[order] for name in self.COLUMNS if name in self.__dict__}
+        known.update(ids=self.ids[order], submit=submit[order], run_time=self.run_time[order],
+                     wall_time=self.wall_time[order], units=self.units[order], unit_requests=self.unit_requests[order])
+        return replica.known_columns(**known)
 
     def offered_load(self, total_capacity: np.ndarray) -> np.ndarray:
         """Offered load per resource: sum(request x run time) / (capacity x submission span);

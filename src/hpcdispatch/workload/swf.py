@@ -802,8 +802,11 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
             header=header.flat(),
             queue_ewt=queue_ewt,
         )
+    zeros = np.zeros(n, dtype=np.int64)  # (an SWF job has no node count, per-node extras or limit)
     return workload.known_columns(ids=ids[order], submit=submit[order], run_time=run[order], wall_time=wall[order],
-                                  units=units[order], unit_requests=unit_req[order])
+                                  units=units[order], unit_requests=unit_req[order], users=named["user"][order],
+                                  queues=queue[order], max_units_per_node=zeros, node_counts=zeros,
+                                  contiguous=zeros.astype(bool), per_node_requests=np.zeros_like(unit_req[order]))
 
 
 def fits_empty_system(
