@@ -191,9 +191,13 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
                            capture_output=True, text=True, env=env, timeout=900)
     assert build.returncode == 0, build.stderr[-2000:]
     assert "compiled the simulation engine into" in build.stdout
-    shipped = sorted(p.name for p in (lib / "hpcdispatch/compiled/engine").iterdir())
+    from hpcdispatch.compiled.disk_cache import source_stamp, stamp_dir
+
+    engine = lib / "hpcdispatch/compiled/engine" / stamp_dir(source_stamp(lib / "hpcdispatch/compiled/kernels.py"))
+    shipped = sorted(p.name for p in engine.iterdir())
     for name in ("run_steps", "profile_earliest", "profile_compress"):
         assert any(f.startswith(f"kernels.{name}-") and f.endswith(".nbi") for f in shipped), shipped
+    assert not list((lib / "hpcdispatch/compiled/__pycache__").glob("*.nb[ic]"))  # (numba's own: not shipped)
     home = tmp_path / "home"
     home.mkdir()
     env.update(HOME=str(home), PYTHONPATH=str(lib), XDG_CACHE_HOME=str(home / ".cache"))
@@ -205,41 +209,97 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
     assert entry_report(first.stdout) == {name: (1, 0, True) for name in
                                           ("run_steps", "profile_earliest", "profile_compress")}
     assert not (home / ".cache" / "hpcdispatch").exists()  # the package was writable: nothing else
+    # a read-only installation (a system-wide install; root may write anywhere, so the package
+    # directory is declared unwritable): the user's cache is seeded and nothing compiles either
+    readonly = ("import hpcdispatch.compiled.disk_cache as D\n"
+                "real = D.writable\n"
+                f"D.writable = lambda path: not str(path).startswith({str(lib)!r}) and real(path)\n")
+    second = subprocess.run([sys.executable, "-c", readonly + ENTRY_RUNS], capture_output=True, text=True, env=env,
+                            timeout=900, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "compiling" not in second.stderr
+    assert entry_report(second.stdout) == {name: (1, 0, True) for name in
+                                           ("run_steps", "profile_earliest", "profile_compress")}
+    seeded = home / ".cache" / "hpcdispatch" / "engine" / engine.name
+    assert sorted(p.name for p in seeded.iterdir()) == shipped
 
 
 def test_the_engine_cache_directory_and_its_seeding(tmp_path):
     """NUMBA_CACHE_DIR first, unseeded; then the package's own directory when writable; else
-    the user's, seeded once with the package's index and code files (nothing else)."""
-    from hpcdispatch.compiled.disk_cache import cache_dir, seed, source_stamp
+    the user's, seeded once with the package's index and code files (nothing else); each
+    source in its own subdirectory, so that two versions sharing a cache never overwrite
+    each other's index, and a new version is seeded beside an old one."""
+    from hpcdispatch.compiled.disk_cache import cache_dir, keep_on_disk, seed, source_stamp, stamp_dir
 
     package, user, numba_dir = tmp_path / "pkg", tmp_path / "user", tmp_path / "numba"
-    package.mkdir()
-    for name in ("kernels.run_steps-7.py311.nbi", "kernels.run_steps-7.py311.1.nbc", "notes.txt"):
-        (package / name).write_bytes(name.encode())
-    everything = lambda path: True  # noqa: E731
-    no_package = lambda path: path != package  # noqa: E731
-    assert cache_dir(str(numba_dir), package, user, everything) == numba_dir / "hpcdispatch-engine"
-    assert not user.exists()
-    assert cache_dir("", package, user, everything) == package
-    assert cache_dir("", package, user, lambda path: False) is None
-    user.mkdir()
-    assert cache_dir("", package, user, no_package) == user
-    assert sorted(p.name for p in user.iterdir()) == ["kernels.run_steps-7.py311.1.nbc",
-                                                      "kernels.run_steps-7.py311.nbi"]
-    assert (user / "kernels.run_steps-7.py311.nbi").read_bytes() == b"kernels.run_steps-7.py311.nbi"
-    # once the user's directory holds an engine (numba's own, later), it is not overwritten
-    (user / "kernels.run_steps-7.py311.nbi").write_bytes(b"numba wrote this")
-    assert seed(package, user) == []
-    assert (user / "kernels.run_steps-7.py311.nbi").read_bytes() == b"numba wrote this"
-    assert seed(tmp_path / "missing", tmp_path) == []
-    # the stamp is the content's, whatever the file's time
     a, b = tmp_path / "a.py", tmp_path / "b.py"
     a.write_text("x = 1\n")
-    b.write_text("x = 1\n")
-    os_times = (1_000_000, 1_000_000)
+    b.write_text("x = 2\n")
+    stamp, other = source_stamp(a), source_stamp(b)
+    sub = stamp_dir(stamp)
+    assert stamp.startswith("sha256:") and len(sub) == 16 and sub != stamp_dir(other)
+    shipped = package / sub
+    shipped.mkdir(parents=True)
+    for name in ("kernels.run_steps-7.py311.nbi", "kernels.run_steps-7.py311.1.nbc", "notes.txt"):
+        (shipped / name).write_bytes(name.encode())
+    everything = lambda path: True  # noqa: E731
+
+    def no_package(path):  # (as writable() does, a writable directory is made when missing)
+        if str(path).startswith(str(package)):
+            return False
+        path.mkdir(parents=True, exist_ok=True)
+        return True
+
+    assert cache_dir(stamp, str(numba_dir), package, user, everything) == numba_dir / "hpcdispatch-engine" / sub
+    assert not user.exists()
+    assert cache_dir(stamp, "", package, user, everything) == shipped
+    assert cache_dir(stamp, "", package, user, lambda path: False) is None
+    assert cache_dir(stamp, "", package, user, no_package) == user / sub
+    assert sorted(p.name for p in (user / sub).iterdir()) == ["kernels.run_steps-7.py311.1.nbc",
+                                                             "kernels.run_steps-7.py311.nbi"]
+    assert (user / sub / "kernels.run_steps-7.py311.nbi").read_bytes() == b"kernels.run_steps-7.py311.nbi"
+    # once the user's directory holds an engine (numba's own, later), it is not overwritten
+    (user / sub / "kernels.run_steps-7.py311.nbi").write_bytes(b"numba wrote this")
+    assert seed(shipped, user / sub) == []
+    assert (user / sub / "kernels.run_steps-7.py311.nbi").read_bytes() == b"numba wrote this"
+    # another version of the source: its own subdirectory, seeded from its own shipped files
+    (package / stamp_dir(other)).mkdir()
+    (package / stamp_dir(other) / "kernels.run_steps-7.py311.nbi").write_bytes(b"v2")
+    assert cache_dir(other, "", package, user, no_package) == user / stamp_dir(other)
+    assert (user / stamp_dir(other) / "kernels.run_steps-7.py311.nbi").read_bytes() == b"v2"
+    assert (user / sub / "kernels.run_steps-7.py311.nbi").read_bytes() == b"numba wrote this"
+    assert seed(tmp_path / "missing", tmp_path) == []
+    # the stamp is the content's, whatever the file's time
+    c = tmp_path / "c.py"
+    c.write_text("x = 1\n")
     import os
-    os.utime(a, os_times)
-    assert source_stamp(a) == source_stamp(b) != source_stamp(package / "notes.txt")
+    os.utime(c, (1_000_000, 1_000_000))
+    assert source_stamp(c) == stamp
+    # not a numba dispatcher (NUMBA_DISABLE_JIT=1 makes plain functions): nothing to keep
+    assert keep_on_disk(lambda: None) is False
+
+
+def test_with_the_jit_disabled_runs_go_on_in_python(tmp_path):
+    """NUMBA_DISABLE_JIT=1 (numba's switch for debugging): conservative backfilling runs its
+    profile kernels as plain Python, the compiled engine refuses with the reason and "auto"
+    takes the Python loop."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from hpcdispatch import simulate, load_system, SimulationOptions\n"
+            "from hpcdispatch.errors import ConfigError\n"
+            "s = load_system('machine-s')\n"
+            "w = 'synthetic:lublin,jobs=40,seed=2'\n"
+            "print('CONS', simulate(s, w, 'conservative').extra['engine'])\n"
+            "print('AUTO', simulate(s, w, 'fifo', options=SimulationOptions(engine='auto')).extra['engine'])\n"
+            "try:\n    simulate(s, w, 'fifo', options=SimulationOptions(engine='compiled'))\n"
+            "except ConfigError as e:\n    print('REFUSED', e)\n")
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "CONS python" in out.stdout and "AUTO python" in out.stdout
+    assert "REFUSED" in out.stdout and "NUMBA_DISABLE_JIT is set" in out.stdout
 
 
 def test_stable_argsort_hand_computed():

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 from helpers import cores_system, job, workload
 
@@ -160,3 +161,33 @@ def test_atomic_dir_removes_what_it_wrote_on_failure_and_stale_dirs_of_dead_writ
     mine.mkdir()
     assert remove_stale_writing_dirs(tmp_path) == [stale]
     assert mine.exists()
+
+
+def test_missing_values_are_empty_cells_and_nulls(tmp_path):
+    """Jobs that never started (rejected, cancelled) have no start and no end: an empty cell in
+    jobs.csv and a null in jobs.parquet, as pandas writes NaN; text columns are strings."""
+    import pyarrow.parquet as pq
+
+    system = h.load_system("hlrn2-grid")
+    wl = h.load_workload("synthetic:deadline,jobs=60,seed=1,load=very-heavy,types=0", system)
+    out = tmp_path / "o"
+    outcome = run_simulation(system, wl, "manhattan", out_dir=out)
+    assert outcome.validation.ok
+    status = outcome.result.jobs_frame()["status"].tolist()
+    gone = [i for i, s in enumerate(status) if s in ("rejected", "cancelled") and np.isnan(outcome.result.start[i])]
+    assert gone, "the run rejects some jobs (very heavy load)"
+    table = pq.read_table(out / "jobs.parquet")
+    assert table.column("start").null_count == int(np.isnan(outcome.result.start).sum()) >= len(gone)
+    assert table.column("end").null_count == int(np.isnan(outcome.result.end).sum())
+    assert str(table.schema.field("status").type) == "string"
+    import csv
+
+    with open(out / "jobs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(status)
+    for i in gone:
+        assert rows[i]["start"] == "" and rows[i]["end"] == "", rows[i]
+        assert rows[i]["status"] == status[i]
+    assert not any(value.lower() == "nan" for row in rows for value in row.values())
+    started = next(i for i, s in enumerate(status) if s == "completed")
+    assert float(rows[started]["start"]) == outcome.result.start[started]

@@ -246,3 +246,24 @@ def test_predict_all_refuses_a_predictor_that_learns():
     last_two.reset(wl, True)
     with pytest.raises(TypeError, match="not static"):
         last_two.predict_all(wl)
+
+
+def test_predict_all_of_a_subclass_is_its_own_predict():
+    """A subclass of W or R that predicts its own way is planned with its own ``predict``
+    (the columnar shortcut is W's and R's alone)."""
+    from hpcdispatch.protocol.predictor import WallTimePredictor
+
+    class HalfWall(WallTimePredictor):
+        def predict(self, job, now):
+            return job.wall_time / 2
+
+    class Doubled(OraclePredictor):
+        def predict(self, job, now):
+            return 2.0 * job.run_time
+
+    wl = workload([job(1, 0, 100, wall=60), job(2, 5, 30, wall=90)])
+    half, doubled = HalfWall(), Doubled()
+    half.reset(wl, True)
+    doubled.reset(wl, True)
+    assert half.predict_all(wl).tolist() == [30.0, 45.0]
+    assert doubled.predict_all(wl).tolist() == [200.0, 60.0]

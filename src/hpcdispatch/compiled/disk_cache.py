@@ -5,26 +5,28 @@ on the first run, which says so.
 
 numba's own cache (``cache=True``) keeps compiled code in ``__pycache__`` beside the source or
 in a user-wide directory, and older numba versions stamp it with the source file's
-modification time, which an installation does not keep. The engine's event loop
-(:func:`hpcdispatch.compiled.kernels.run_steps`, which holds every other kernel compiled into
-it) is cached instead by :class:`EngineCacheLocator`:
+modification time, which an installation does not keep. The engine's entry points (the event
+loop :func:`hpcdispatch.compiled.kernels.run_steps` and conservative backfilling's two profile
+kernels, each holding the kernels it calls compiled into it) are cached instead by
+:class:`EngineCacheLocator`:
 
-- in one directory of its own, ``hpcdispatch/compiled/engine/``, which a wheel ships;
+- in one directory of its own, ``hpcdispatch/compiled/engine/<stamp>/``, which a wheel
+  ships (one subdirectory per source: installations sharing a cache keep theirs apart);
 - stamped with the SHA-256 of ``kernels.py``, so that any copy of the same source (an
   installation) finds the code compiled at build time, and any change of it recompiles;
 - when the installation is not writable (a system-wide install), in
-  ``$XDG_CACHE_HOME/hpcdispatch/engine`` (else ``~/.cache/hpcdispatch/engine``), seeded with
-  the files shipped in the package when it holds none for this source;
+  ``$XDG_CACHE_HOME/hpcdispatch/engine/<stamp>`` (else under ``~/.cache``), seeded with the
+  files shipped in the package when it holds none for this source;
 - ``NUMBA_CACHE_DIR``, numba's own setting, wins: the engine is then kept in
-  ``$NUMBA_CACHE_DIR/hpcdispatch-engine``, not seeded (the tests stand for a fresh
+  ``$NUMBA_CACHE_DIR/hpcdispatch-engine/<stamp>``, not seeded (the tests stand for a fresh
   installation this way).
 
 numba still checks its own version, the Python version, the function's bytecode and the CPU
 (target triple, CPU name and features) before it uses a cached engine: a wheel built for
-another CPU or numba version compiles once on the first run, with the message.
-This module uses numba's cache classes (``numba.core.caching``, not a public API: the
-project pins numba to versions where they are as used here, and ``tests/test_compiled.py``
-checks that an installation does not compile on its first run).
+another CPU or numba version (pip's isolated build may pick a newer numba than the one
+installed) compiles once on the first run, with the message. This module uses numba's cache
+classes (``numba.core.caching``, not a public API); ``tests/test_compiled.py`` checks with the
+installed numba that an installation does not compile on its first run.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path
 from numba.core import config
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
 
-#: the directory an installation ships the compiled engine in
+#: the directory an installation ships the compiled engine in (one subdirectory per source)
 PACKAGE_DIR = Path(__file__).with_name("engine")
 #: numba's file names: ``<module>.<function>-<line>.py<version>.nbi`` (index), ``.nbc`` (code)
 CACHE_SUFFIXES = (".nbi", ".nbc")
@@ -65,39 +67,50 @@ def source_stamp(py_file: str | Path) -> str:
     return "sha256:" + hashlib.sha256(Path(py_file).read_bytes()).hexdigest()
 
 
-def cache_dir(numba_cache_dir: str = "", package_dir: Path = PACKAGE_DIR, user: Path | None = None,
-              is_writable: Callable[[Path], bool] = writable) -> Path | None:
-    """The directory the engine is read from and saved in (``None``: no writable one, numba
-    then compiles it on every run). Order: ``NUMBA_CACHE_DIR``, the package, the user's
-    cache directory seeded from the package."""
+def stamp_dir(stamp: str) -> str:
+    """The subdirectory of one source's engine: two installations (or versions) sharing a
+    cache directory keep their engines apart instead of overwriting each other's index."""
+    return stamp.removeprefix("sha256:")[:16]
+
+
+def cache_dir(stamp: str, numba_cache_dir: str = "", package_dir: Path = PACKAGE_DIR, user: Path | None = None,
+              is_writable: Callable[[Path], bool] | None = None) -> Path | None:
+    """The directory the engine of the source stamped ``stamp`` is read from and saved in
+    (``None``: no writable one, numba then compiles it on every run). Order:
+    ``NUMBA_CACHE_DIR``, the package, the user's cache directory seeded from the package."""
+    is_writable = writable if is_writable is None else is_writable
+    sub = stamp_dir(stamp)
     if numba_cache_dir:
-        path = Path(numba_cache_dir) / "hpcdispatch-engine"
+        path = Path(numba_cache_dir) / "hpcdispatch-engine" / sub
         return path if is_writable(path) else None
-    if is_writable(package_dir):
-        return package_dir
-    user = user_dir() if user is None else user
-    if not is_writable(user):
+    if is_writable(package_dir / sub):
+        return package_dir / sub
+    path = (user_dir() if user is None else user) / sub
+    if not is_writable(path):
         return None
-    seed(package_dir, user)
-    return user
+    seed(package_dir / sub, path)
+    return path
 
 
 def seed(shipped: Path, user: Path) -> list[str]:
-    """Copies the shipped engine files into ``user`` when it holds none (each file written
-    under a temporary name, then renamed); returns the names copied."""
+    """Copies the shipped engine files (of one source) into ``user`` when it holds none (each
+    file written under a temporary name, then renamed); returns the names copied. A copy
+    that fails leaves what it could not copy to be compiled."""
     if not shipped.is_dir() or any(p.suffix in CACHE_SUFFIXES for p in user.iterdir()):
         return []
     copied = []
     for path in sorted(shipped.iterdir()):
         if path.suffix not in CACHE_SUFFIXES:
             continue
-        fd, tmp = tempfile.mkstemp(dir=user, prefix=path.name + ".")
-        os.close(fd)
+        tmp = None
         try:
+            fd, tmp = tempfile.mkstemp(dir=user, prefix=path.name + ".")
+            os.close(fd)
             shutil.copyfile(path, tmp)
             os.replace(tmp, user / path.name)
         except OSError:
-            Path(tmp).unlink(missing_ok=True)
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
             return copied
         copied.append(path.name)
     return copied
@@ -106,24 +119,26 @@ def seed(shipped: Path, user: Path) -> list[str]:
 class EngineCacheLocator(_CacheLocator):
     """numba's cache locator for the engine (see the module's docstring)."""
 
-    def __init__(self, py_func, py_file: str, path: Path):
+    def __init__(self, py_func, py_file: str, path: Path, stamp: str):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
         self._path = path
+        self._stamp = stamp
 
     def get_cache_path(self) -> str:
         return str(self._path)
 
     def get_source_stamp(self) -> str:
-        return source_stamp(self._py_file)
+        return self._stamp
 
     def get_disambiguator(self) -> str:
         return str(self._lineno)
 
     @classmethod
     def from_function(cls, py_func, py_file: str):
-        path = cache_dir(config.CACHE_DIR)
-        return None if path is None else cls(py_func, py_file, path)
+        stamp = source_stamp(py_file)
+        path = cache_dir(stamp, config.CACHE_DIR)
+        return None if path is None else cls(py_func, py_file, path, stamp)
 
 
 class _EngineCacheImpl(CompileResultCacheImpl):
@@ -136,10 +151,13 @@ class EngineCache(FunctionCache):
 
 def keep_on_disk(dispatcher) -> bool:
     """Makes the numba dispatcher cache its compiled code with :class:`EngineCacheLocator`
-    (``False``: no writable directory, it compiles on every run)."""
+    (``False``: no writable directory, it compiles on every run; or not a numba dispatcher,
+    as under ``NUMBA_DISABLE_JIT=1``)."""
+    if not hasattr(dispatcher, "py_func") or not hasattr(dispatcher, "_cache"):
+        return False
     try:
         dispatcher._cache = EngineCache(dispatcher.py_func)
-    except RuntimeError:  # numba: "no locator available"
+    except (RuntimeError, OSError):  # numba: "no locator available"; an unreadable source
         return False
     return True
 

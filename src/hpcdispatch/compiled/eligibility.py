@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,8 @@ def refusal(sim: Simulator) -> str | None:
     charged and predictions are not corrected."""
     if importlib.util.find_spec("numba") is None:
         return "numba is not installed"
+    if os.environ.get("NUMBA_DISABLE_JIT", "0").strip() not in ("", "0"):
+        return "NUMBA_DISABLE_JIT is set (the engine would run as slow Python)"
     if sys.platform == "win32":
         return "no clock_gettime on Windows"
     if sim.journal_path is not None:

@@ -6,11 +6,13 @@ install .`` or a wheel), and the code lands in ``hpcdispatch/compiled/engine/``
 It runs in the build's own environment, which has numpy and numba but not the project's other
 dependencies: it loads only :mod:`hpcdispatch.compiled.kernels` and
 :mod:`hpcdispatch.compiled.disk_cache` from BUILD_LIB, under empty parent packages, and
-compiles every function of :func:`~hpcdispatch.compiled.kernels.entry_signatures`.
+compiles every function of :func:`~hpcdispatch.compiled.kernels.entry_signatures`, after
+removing what an earlier build in the same directory left (:func:`clean`).
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 import types
@@ -28,6 +30,18 @@ def load_kernels(build_lib: Path):
     from hpcdispatch.compiled import kernels
 
     return kernels
+
+
+def clean(build_lib: Path, engines: bool = True) -> None:
+    """Removes from ``build_lib`` numba's own caches of the kernels the entry points call
+    (``__pycache__``: compiling the entry points writes them, and an installation never uses
+    them) and, with ``engines``, what an earlier build there left (setuptools does not empty
+    it): the engines of other sources."""
+    compiled = build_lib / "hpcdispatch" / "compiled"
+    if engines:
+        shutil.rmtree(compiled / "engine", ignore_errors=True)
+    for path in (compiled / "__pycache__").glob("*.nb[ic]"):
+        path.unlink()
 
 
 def compile_entries(kernels) -> list[str]:
@@ -52,9 +66,12 @@ def main(argv: list[str]) -> int:
         print("usage: install_time.py BUILD_LIB", file=sys.stderr)
         return 2
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-    kernels = load_kernels(Path(argv[0]).resolve())
+    build_lib = Path(argv[0]).resolve()
+    clean(build_lib)
+    kernels = load_kernels(build_lib)
     started = time.perf_counter()
     lines = compile_entries(kernels)
+    clean(build_lib, engines=False)
     from hpcdispatch.compiled.disk_cache import PACKAGE_DIR
 
     print(f"hpcdispatch: compiled the simulation engine into {PACKAGE_DIR} in "

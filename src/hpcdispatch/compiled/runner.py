@@ -136,11 +136,14 @@ def compiled_on_disk(st: S.EngineState) -> bool | None:
 def load_numba_registries() -> None:
     """Lets numba load its registries of numpy functions, which it does before it loads or
     compiles any function, without its BLAS probe: ``numba.np.arraymath`` imports
-    ``scipy.linalg`` (0.23 s, 7 % of a whole-HPC2N run) only to learn whether inner products
-    (``np.cov``, ``np.corrcoef``) may call BLAS, which the engine never does. The probe is
-    answered "no" by marking ``scipy.linalg.cython_blas`` absent while the registries load,
-    unless scipy's BLAS is imported already; numba then uses its own loop for those functions
-    in this process, and scipy imports as usual afterwards."""
+    ``scipy.linalg`` (0.23 s, 7 % of a whole-HPC2N run) only to learn whether its inner
+    products (``np.correlate``, ``np.convolve`` in compiled code) may call BLAS, which the
+    engine never does. The probe is answered "no" by marking ``scipy.linalg.cython_blas``
+    absent while the registries load, unless scipy's BLAS or numba's registries are loaded
+    already; numba then uses its own loop for those two functions in this process, and scipy
+    imports as usual afterwards. Called once per process, before the engine's first run (the
+    command line's main thread: another thread importing ``scipy.linalg`` at that moment
+    would fail, so a program that does both in threads loads scipy's BLAS first)."""
     from numba.core.registry import cpu_target
 
     name = "scipy.linalg.cython_blas"

@@ -24,5 +24,7 @@ class OraclePredictor(Predictor):
         return float(min(job.run_time, job.wall_time) if self.walltime_kill else job.run_time)
 
     def predict_all(self, workload: Workload) -> np.ndarray:
+        if type(self).predict is not OraclePredictor.predict:  # a subclass predicts its own way
+            return super().predict_all(workload)
         run = workload.run_time
         return (np.minimum(run, workload.wall_time) if self.walltime_kill else run).astype(np.float64)

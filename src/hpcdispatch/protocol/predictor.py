@@ -63,4 +63,6 @@ class WallTimePredictor(Predictor):
         return float(job.wall_time)
 
     def predict_all(self, workload: Workload) -> np.ndarray:
+        if type(self).predict is not WallTimePredictor.predict:  # a subclass predicts its own way
+            return super().predict_all(workload)
         return workload.wall_time.astype(np.float64)

@@ -43,7 +43,7 @@ from hpcdispatch._version import __version__
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics import summarize
 from hpcdispatch.results.outdir import atomic_dir, make_readable
-from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.sim.result import SimulationResult, arrow_table
 from hpcdispatch.system.io import dump_system, load_system
 from hpcdispatch.system.model import System
 
@@ -170,22 +170,23 @@ def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True
 
 
 def _write_files(result: SimulationResult, out: Path, csv: bool, run_extra: dict[str, Any]) -> dict[str, Any]:
-    # the run's tables go to Arrow straight from their numpy columns (no pandas frame)
+    # the run's tables go to Arrow straight from their numpy columns (no pandas frame; missing
+    # values are nulls, as pandas writes them)
     jobs = result.jobs_table()
     write_frame(out / "jobs.parquet", jobs)
     if csv:
         write_csv_arrow(out / "jobs.csv", jobs)
     del jobs
-    write_frame(out / "allocations.parquet", pa.table(result.allocations_columns()))
+    write_frame(out / "allocations.parquet", arrow_table(result.allocations_columns()))
     write_frame(out / "decisions.parquet", result.decisions_table())
     if result.bookings:  # advance reservations (deadline strategies): the validator re-checks them
-        write_frame(out / "bookings.parquet", pa.table(result.bookings_columns()))
-    write_frame(out / "workload.parquet", pa.table(workload_columns(result)))
+        write_frame(out / "bookings.parquet", arrow_table(result.bookings_columns()))
+    write_frame(out / "workload.parquet", arrow_table(workload_columns(result)))
     _atomic(out / "system.toml", lambda p: dump_system(result.system, p))
     write_json(out / "run.json", {**run_record(result), **run_extra})
     real = result.end - result.start
     started = ~np.isnan(real)
-    write_frame(out / "prediction_accuracy.parquet", pa.table({
+    write_frame(out / "prediction_accuracy.parquet", arrow_table({
         "job_id": result.workload.ids[started],
         "predicted": result.planned[started],
         "real": real[started],

@@ -120,8 +120,7 @@ class SimulationResult:
     def jobs_table(self) -> pa.Table:
         """:meth:`jobs_columns` as an Arrow table (what ``jobs.parquet`` and ``jobs.csv``
         hold), its allocation text built and kept in Arrow (no Python string per job)."""
-        table = pa.table({name: pa.array(values, pa.string()) if values.dtype == object else values
-                          for name, values in self.jobs_columns(allocation_text=False).items()})
+        table = arrow_table(self.jobs_columns(allocation_text=False))
         return table.append_column("allocation", allocation_text_array(self.allocation_rows(), len(self.workload)))
 
     def allocations_frame(self) -> pd.DataFrame:
@@ -170,7 +169,7 @@ class SimulationResult:
         started, wall time of the call, and its info as JSON text ("" when empty)."""
         d = self.decisions
         info = d["info"]
-        return pa.table({
+        return arrow_table({
             "time": d["time"],
             "queue_length": d["queue_length"],
             "running": d["running"],
@@ -179,6 +178,21 @@ class SimulationResult:
             "info": (info.json_text_array() if isinstance(info, InfoLog)
                      else pa.array([json.dumps(i, default=str) if i else "" for i in info], pa.string())),
         })
+
+
+def arrow_table(columns: dict[str, Any]) -> pa.Table:
+    """An Arrow table of numpy columns (or Arrow arrays), missing values as pandas writes them:
+    NaN in a float column and ``None`` in a text column are nulls (an empty CSV cell), text
+    columns are strings; other columns are taken as they are, without a copy where Arrow can."""
+    arrays = {}
+    for name, values in columns.items():
+        if isinstance(values, np.ndarray) and values.dtype == object:
+            arrays[name] = pa.array(values, pa.string(), from_pandas=True)
+        elif isinstance(values, np.ndarray) and values.dtype.kind == "f":
+            arrays[name] = pa.array(values, from_pandas=True)
+        else:
+            arrays[name] = values
+    return pa.table(arrays)
 
 
 #: what follows a row's text: nothing (the job's last row), the end of a segment, a row
