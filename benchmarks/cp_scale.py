@@ -95,7 +95,8 @@ def run(cells: list[str], out: Path, jobs: int | None, time_limit: float) -> Non
                     "wait_std", "bounded_slowdown_mean", "slowdown_mean", "slowdown_ratio_mean", "slowdown_ratio_std",
                     "utilization_core", "utilization_paper", "queue_length_mean", "queue_length_max",
                     "allocation_iterations_total", "decisions_reiterated", "postponed_by_allocation_total")})
-                record.update({k: v for k, v in s.items() if k.startswith("stop_")})
+                # the solver's stop reasons, and how good the predictions were (metrics.prediction)
+                record.update({k: v for k, v in s.items() if k.startswith(("stop_", "prediction_"))})
                 record.update(decision_stats(run_dir), ok=True)
             else:
                 record.update(ok=False, error=(proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"])[0])

@@ -30,6 +30,8 @@ def test_a_cell_runs_validates_and_is_not_run_twice(tmp_path, capsys):
     assert r["workload"] == "synthetic:eurora,jobs=40,seed=1" and r["predictor"] == "oracle"
     assert r["decisions"] >= 40 and r["decision_p99_ms"] <= r["decision_max_ms"]
     assert r["fallbacks"] == sum(r["fallback_reasons"].values())
+    # the oracle's predictions are the run times: exact, no error
+    assert r["prediction_exact_rate"] == 1.0 and r["prediction_mae_s"] == 0.0
     cp_scale.report(out)
     table = capsys.readouterr().out
     assert "| synthetic:eurora | 40 | cp-rule | R | yes |" in table
