@@ -68,6 +68,8 @@ def decision_stats(run_dir: Path) -> dict:
         "decision_p99_ms": float(1000 * np.percentile(elapsed, 99)) if len(elapsed) else 0.0,
         "decision_max_ms": float(1000 * elapsed.max()) if len(elapsed) else 0.0,
         "models": sum("solve_s" in i for i in infos),
+        # the decision time of the decisions that built a model (the rest is the rule's)
+        "model_decision_time_s": float(sum(e for e, i in zip(elapsed, infos) if "solve_s" in i)),
         "fallbacks": sum(bool(i.get("fallback")) for i in infos),
         "fallback_reasons": dict(Counter(str(i["fallback"]) for i in infos if i.get("fallback"))),
     }

@@ -30,6 +30,7 @@ def test_a_cell_runs_validates_and_is_not_run_twice(tmp_path, capsys):
     assert r["workload"] == "synthetic:eurora,jobs=40,seed=1" and r["predictor"] == "oracle"
     assert r["decisions"] >= 40 and r["decision_p99_ms"] <= r["decision_max_ms"]
     assert r["fallbacks"] == sum(r["fallback_reasons"].values())
+    assert r["models"] == 0 and r["model_decision_time_s"] == 0.0  # cp-rule builds no model
     # the oracle's predictions are the run times: exact, no error
     assert r["prediction_exact_rate"] == 1.0 and r["prediction_mae_s"] == 0.0
     # the job classes partition the jobs, and their waits average to the run's mean wait
