@@ -4,7 +4,8 @@ workloads, end to end, one run at a time (docs/RESULTS-CP.md, "At the papers' sc
 Each cell is one ``hpcdispatch simulate`` command, as a user runs it (interpreter, workload
 generation, simulation, validation, outputs), in its own subprocess; one JSON line per finished
 cell is appended to ``--out`` and cells already there are skipped, so a killed campaign resumes
-with the same command. ``--report`` prints the markdown tables.
+with the same command. ``--report`` prints the markdown tables (the second one, waits per job
+class and prediction quality, for the cells that recorded them).
 
     nice -n 10 python benchmarks/cp_scale.py --out benchmarks/results/cp/cp_scale.jsonl \\
         --cells "kit:hcp-W;kit:cp-hybrid-W"
@@ -67,9 +68,37 @@ def decision_stats(run_dir: Path) -> dict:
         "decision_p99_ms": float(1000 * np.percentile(elapsed, 99)) if len(elapsed) else 0.0,
         "decision_max_ms": float(1000 * elapsed.max()) if len(elapsed) else 0.0,
         "models": sum("solve_s" in i for i in infos),
+        # the decision time of the decisions that built a model (the rest is the rule's)
+        "model_decision_time_s": float(sum(e for e, i in zip(elapsed, infos) if "solve_s" in i)),
         "fallbacks": sum(bool(i.get("fallback")) for i in infos),
         "fallback_reasons": dict(Counter(str(i["fallback"]) for i in infos if i.get("fallback"))),
     }
+
+
+#: a "large" accelerator job asks for at least this many units (half of one accelerator half
+#: of the Eurora preset, 32 GPU and 32 MIC nodes): the jobs that wait for that half to drain
+LARGE_UNITS = 16
+JOB_CLASSES = ("cpu", "accel_small", "accel_large")
+
+
+def job_class_stats(run_dir: Path) -> dict:
+    """Jobs, mean and max wait per class: ``cpu`` (no GPU or MIC), ``accel_small`` (GPUs or
+    MICs, fewer than :data:`LARGE_UNITS` units), ``accel_large`` (the rest); jobs that never
+    started are left out. Keys ``jobs_<class>``, ``wait_mean_<class>``, ``wait_max_<class>``."""
+    import pandas as pd
+
+    jobs = pd.read_parquet(run_dir / "jobs.parquet")
+    jobs = jobs[jobs["start"].notna()]
+    accel_cols = [c for c in jobs.columns if c.startswith("unit_") and c not in ("unit_core", "unit_mem")]
+    accel = (jobs[accel_cols] > 0).any(axis=1).to_numpy() if accel_cols else np.zeros(len(jobs), dtype=bool)
+    large = jobs["units"].to_numpy() >= LARGE_UNITS
+    wait = (jobs["start"] - jobs["submit"]).to_numpy(dtype=np.float64)
+    out: dict = {}
+    for name, mask in zip(JOB_CLASSES, (~accel, accel & ~large, accel & large)):
+        out[f"jobs_{name}"] = int(mask.sum())
+        out[f"wait_mean_{name}"] = float(wait[mask].mean()) if mask.any() else None
+        out[f"wait_max_{name}"] = float(wait[mask].max()) if mask.any() else None
+    return out
 
 
 def run(cells: list[str], out: Path, jobs: int | None, time_limit: float) -> None:
@@ -95,8 +124,9 @@ def run(cells: list[str], out: Path, jobs: int | None, time_limit: float) -> Non
                     "wait_std", "bounded_slowdown_mean", "slowdown_mean", "slowdown_ratio_mean", "slowdown_ratio_std",
                     "utilization_core", "utilization_paper", "queue_length_mean", "queue_length_max",
                     "allocation_iterations_total", "decisions_reiterated", "postponed_by_allocation_total")})
-                record.update({k: v for k, v in s.items() if k.startswith("stop_")})
-                record.update(decision_stats(run_dir), ok=True)
+                # the solver's stop reasons, and how good the predictions were (metrics.prediction)
+                record.update({k: v for k, v in s.items() if k.startswith(("stop_", "prediction_"))})
+                record.update(decision_stats(run_dir), **job_class_stats(run_dir), ok=True)
             else:
                 record.update(ok=False, error=(proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"])[0])
         except subprocess.TimeoutExpired:
@@ -135,6 +165,24 @@ def report(out: Path) -> None:
               f"| {100 * r['utilization_core']:.1f} % |")
 
 
+def class_report(out: Path) -> None:
+    """Waits per job class (:func:`job_class_stats`), for the cells that recorded them, with
+    the prediction quality (mean absolute error, share within 25 %)."""
+    rows = [r for r in read(out) if r.get("ok") and "jobs_accel_large" in r]
+    if not rows:
+        return
+    short = {v: k for k, v in PREDICTORS.items()}
+    print("\n| workload | dispatcher | pred. | prediction MAE s | A in [0.75, 1.25] | "
+          + " | ".join(f"{c} jobs / mean / max wait s" for c in JOB_CLASSES) + " |")
+    print("|---" * (5 + len(JOB_CLASSES)) + "|")
+    for r in rows:
+        waits = " | ".join(f"{r[f'jobs_{c}']:,} / {r[f'wait_mean_{c}'] or 0:,.0f} / {r[f'wait_max_{c}'] or 0:,.0f}"
+                           for c in JOB_CLASSES)
+        print(f"| {r['workload'].split(',')[0]} | {r['dispatcher']} | {short[r['predictor']]} "
+              f"| {r.get('prediction_mae_s', float('nan')):,.0f} | {r.get('prediction_within_25pct', float('nan')):.3f} "
+              f"| {waits} |")
+
+
 def fallbacks(r: dict) -> str:
     """``3 (no solution (UNKNOWN) 2, rule better 1)``: the rule's decision was used, and why."""
     if not r["fallbacks"]:
@@ -152,6 +200,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.report:
         report(a.out)
+        class_report(a.out)
     else:
         run(a.cells.split(";") if a.cells else DEFAULT_CELLS, a.out, a.jobs, a.time_limit)
 

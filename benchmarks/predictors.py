@@ -14,6 +14,12 @@ knowledge base grows when jobs end) and prints:
 
     python benchmarks/predictors.py [--traces HPC2N,SDSC-SP2] [--dispatcher easy] [--max-jobs N]
                                     [--predictors W,L2,D,R] [--corrections none]
+
+``--workloads`` adds workload specs (``;``-separated, e.g. ``synthetic:eurora,jobs=50000,seed=1``)
+on their ``auto`` system; ``--traces ""`` leaves the traces out. The synthetic models draw
+no users, job names or executables, so there L2 is the mean of the last two jobs to end
+anywhere on the machine and D can only match rule 1 (an identical queue, wall-time and
+request of any earlier job): this measures what the history predictors degenerate to.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", default="HPC2N,SDSC-SP2")
     ap.add_argument("--traces-dir", type=Path, default=TRACES)
+    ap.add_argument("--workloads", default="", help="';'-separated workload specs (synthetic:...), system auto")
     ap.add_argument("--predictors", default="W,L2,D,R")
     ap.add_argument("--dispatcher", default="easy")
     ap.add_argument("--max-jobs", type=int, default=0)
@@ -44,23 +51,27 @@ def main() -> None:
     args = ap.parse_args()
     console = Console()
     rows = []
-    for prefix in [p.strip() for p in args.traces.split(",")]:
+    sources = []
+    for prefix in [p.strip() for p in args.traces.split(",") if p.strip()]:
         path = next(iter(sorted(args.traces_dir.glob(prefix + "*.swf*"))), None)
         if path is None:
             raise SystemExit(f"no trace matching {prefix}* in {args.traces_dir}")
-        system = resolve_system("auto", str(path))
-        wl = load_workload(str(path), system, SwfOptions(max_jobs=args.max_jobs or None))
+        sources.append((path.name, str(path)))
+    sources += [(spec.strip(), spec.strip()) for spec in args.workloads.split(";") if spec.strip()]
+    for source_name, source in sources:
+        system = resolve_system("auto", source)
+        wl = load_workload(source, system, SwfOptions(max_jobs=args.max_jobs or None))
         for pred, corr in [(p.strip(), c.strip()) for p in args.predictors.split(",")
                            for c in args.corrections.split(",")]:
             spec = f"{args.dispatcher}-{pred}"
             correction = None if corr == "none" else corr
             label = spec if correction is None else f"{spec} +{correction}"
-            with console.status(f"{path.name}: {label} ..."):
+            with console.status(f"{source_name}: {label} ..."):
                 out = run_simulation(system, wl, spec, options=SimulationOptions(record_decisions=False,
                                                                                   prediction_correction=correction))
             s = out.summary
             row = {
-                "trace": path.name, "jobs": len(wl), "dispatcher": label, "predictor": s["predictor"],
+                "trace": source_name, "jobs": len(wl), "dispatcher": label, "predictor": s["predictor"],
                 "correction": correction, "revisions": s.get("prediction_revisions", 0),
                 "mae_s": s["prediction_mae_s"], "under": s["prediction_under_rate"], "over": s["prediction_over_rate"],
                 "within_25pct": s["prediction_within_25pct"], "prediction_s": s["prediction_time_s"],
@@ -68,7 +79,7 @@ def main() -> None:
                 "wait_mean": s["wait_mean"], "bsld_mean": s["bounded_slowdown_mean"], "valid": out.validation.ok,
             }
             rows.append(row)
-            console.print(f"{path.name} {label}: MAE {row['mae_s']:,.0f} s, under {row['under']:.3f}, "
+            console.print(f"{source_name} {label}: MAE {row['mae_s']:,.0f} s, under {row['under']:.3f}, "
                           f"bsld {row['bsld_mean']:.2f}, overhead {100 * row['overhead']:.1f} %")
             args.out.write_text(json.dumps(rows, indent=2))
     cols = ["trace", "dispatcher", "MAE s", "under-est.", "over-est.", "A in [0.75,1.25]", "predict+learn s",

@@ -30,6 +30,34 @@ def test_a_cell_runs_validates_and_is_not_run_twice(tmp_path, capsys):
     assert r["workload"] == "synthetic:eurora,jobs=40,seed=1" and r["predictor"] == "oracle"
     assert r["decisions"] >= 40 and r["decision_p99_ms"] <= r["decision_max_ms"]
     assert r["fallbacks"] == sum(r["fallback_reasons"].values())
+    assert r["models"] == 0 and r["model_decision_time_s"] == 0.0  # cp-rule builds no model
+    # the oracle's predictions are the run times: exact, no error
+    assert r["prediction_exact_rate"] == 1.0 and r["prediction_mae_s"] == 0.0
+    # the job classes partition the jobs, and their waits average to the run's mean wait
+    classes = cp_scale.JOB_CLASSES
+    assert sum(r[f"jobs_{c}"] for c in classes) == 40
+    weighted = sum(r[f"jobs_{c}"] * r[f"wait_mean_{c}"] for c in classes if r[f"jobs_{c}"])
+    assert abs(weighted / 40 - r["wait_mean"]) < 1e-6
+    assert max(r[f"wait_max_{c}"] for c in classes if r[f"jobs_{c}"]) == r["wait_max"]
     cp_scale.report(out)
     table = capsys.readouterr().out
     assert "| synthetic:eurora | 40 | cp-rule | R | yes |" in table
+    cp_scale.class_report(out)
+    assert "| synthetic:eurora | cp-rule | R | 0 | 1.000 |" in capsys.readouterr().out
+
+
+def test_job_classes_by_accelerators_and_units(tmp_path):
+    """Hand-made jobs: a CPU job, a 2-unit GPU job, a 16-unit MIC job (large) and one that
+    never started (left out)."""
+    import pandas as pd
+
+    pd.DataFrame({
+        "submit": [0.0, 10.0, 20.0, 30.0], "start": [5.0, 10.0, 120.0, None], "units": [32, 2, 16, 1],
+        "unit_core": [16, 1, 1, 1], "unit_mem": [1024, 1024, 1024, 1024], "unit_gpu": [0, 1, 0, 1],
+        "unit_mic": [0, 0, 2, 0],
+    }).to_parquet(tmp_path / "jobs.parquet")
+    assert cp_scale.job_class_stats(tmp_path) == {
+        "jobs_cpu": 1, "wait_mean_cpu": 5.0, "wait_max_cpu": 5.0,
+        "jobs_accel_small": 1, "wait_mean_accel_small": 0.0, "wait_max_accel_small": 0.0,
+        "jobs_accel_large": 1, "wait_mean_accel_large": 100.0, "wait_max_accel_large": 100.0,
+    }
