@@ -785,6 +785,8 @@ def _int_column(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]
 def growth_requests(workload: Any) -> dict[int, list[tuple[float, int]]]:
     """Job id -> its growth requests ``(after, units)``, for the jobs of ``workload`` (a
     :class:`~hpcdispatch.workload.job.Workload`) that have any."""
+    if getattr(workload, "has_growth", True) is False:  # (a Workload knows it: no loop over its jobs)
+        return {}
     return {int(j.id): [(float(g.after), int(g.units)) for g in j.growth] for j in workload.jobs if j.growth}
 
 
