@@ -181,32 +181,19 @@ def _key_texts(key: str, column: list[Any]) -> Any:
     import pyarrow as pa
 
     prefix = json.dumps(key) + ": "
-    if isinstance(column, NumericColumn):  # the same texts as the lists below, from the arrays
-        present = column.present
-        arr = column.values[present]
-        bits = arr if arr.dtype.kind == "i" else arr.view(np.int64)
-        distinct, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
-        texts = np.array([prefix + json.dumps(v) for v in arr[first].tolist()], dtype=object)
-        out = np.empty(len(present), dtype=object)
-        out[present] = texts[inverse]
-        return pa.array(out, type=pa.string(), mask=~present)
+    if isinstance(column, NumericColumn):  # the compiled engine's arrays
+        return _numeric_texts(prefix, column.values[column.present], column.present)
     kinds = {type(v) for v in column}
     kinds.discard(_Missing)
     if len(kinds) == 1 and next(iter(kinds)) in (int, float):
         kind = next(iter(kinds))
         present = np.fromiter((v is not MISSING for v in column), dtype=bool, count=len(column))
-        values = [v for v in column if v is not MISSING]
         try:
-            arr = np.array(values, dtype=np.int64 if kind is int else np.float64)
+            arr = np.array([v for v in column if v is not MISSING], dtype=np.int64 if kind is int else np.float64)
         except OverflowError:  # an int beyond 64 bits: value by value below
             arr = None
         if arr is not None:
-            bits = arr if kind is int else arr.view(np.int64)
-            distinct, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
-            texts = np.array([prefix + json.dumps(values[i]) for i in first.tolist()], dtype=object)
-            out = np.empty(len(column), dtype=object)
-            out[present] = texts[inverse]
-            return pa.array(out, type=pa.string(), mask=~present)
+            return _numeric_texts(prefix, arr, present)
     memo: dict[tuple[type, Any], str] = {}
     frag: list[str | None] = []
     for v in column:
@@ -222,3 +209,18 @@ def _key_texts(key: str, column: list[Any]) -> Any:
             text = prefix + json.dumps(v, default=str)
         frag.append(text)
     return pa.array(frag, type=pa.string())
+
+
+def _numeric_texts(prefix: str, values: Any, present: Any) -> Any:
+    """``prefix + json.dumps(value)`` for the calls where ``present``, each distinct value of
+    the int64 or float64 ``values`` (the present calls' values, in order) serialised once (a
+    float by its bits: 0.0 and -0.0 keep their own texts); null elsewhere."""
+    import numpy as np
+    import pyarrow as pa
+
+    bits = values if values.dtype.kind == "i" else values.view(np.int64)
+    _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+    texts = np.array([prefix + json.dumps(v) for v in values[first].tolist()], dtype=object)
+    out = np.empty(len(present), dtype=object)
+    out[present] = texts[inverse]
+    return pa.array(out, type=pa.string(), mask=~present)

@@ -410,10 +410,10 @@ class Workload:
                          notes=[*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"])
         replica = Workload(jobs, self.resources, WorkloadSource(self.source.kind, self.source.spec, options), report,
                            self.queue_names, self.header, self.queue_ewt, self.labels)
-        known = {name: getattr(self, name)[order] for name in self.COLUMNS if name in self.__dict__}
-        known.update(ids=self.ids[order], submit=submit[order], run_time=self.run_time[order],
-                     wall_time=self.wall_time[order], units=self.units[order], unit_requests=self.unit_requests[order])
-        return replica.known_columns(**known)
+        # every column the original holds (and those the engine always needs) in the new order
+        wanted = {"ids", "run_time", "wall_time", "units", "unit_requests"} | set(self.__dict__)
+        known = {name: getattr(self, name)[order] for name in self.COLUMNS if name in wanted and name != "submit"}
+        return replica.known_columns(submit=submit[order], **known)
 
     def offered_load(self, total_capacity: np.ndarray) -> np.ndarray:
         """Offered load per resource: sum(request x run time) / (capacity x submission span);
