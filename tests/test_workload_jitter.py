@@ -139,3 +139,75 @@ def test_the_replica_is_the_definitions_job_for_job(rows, seconds, seed):
     assert "users" in replica.__dict__
     for name in Workload.COLUMNS:
         np.testing.assert_array_equal(getattr(replica, name), getattr(rebuilt, name), err_msg=name)
+
+
+# --- a workload held as columns (a trace reader's): its jobs built only when asked for -------------
+
+def columns_of(jobs: list) -> dict[str, np.ndarray]:
+    return {name: np.array([getattr(j, name) for j in jobs], dtype=np.int64) for name in Workload.PLAIN_FIELDS}
+
+
+plain_jobs = hst.lists(
+    hst.tuples(hst.integers(0, 500), hst.integers(1, 300), hst.integers(1, 400), hst.integers(1, 8),
+               hst.integers(0, 3), hst.integers(-1, 4)),
+    min_size=1, max_size=25,
+).map(lambda rows: [
+    job(i + 1, submit, run, units=units, wall=wall, user=user, queue=queue, processors=3 * units)
+    for i, (submit, run, wall, units, user, queue) in enumerate(sorted(rows, key=lambda r: r[0]))
+])
+
+
+@given(plain_jobs, hst.integers(0, 90), hst.integers(0, 5), hst.integers(1, 30))
+@settings(max_examples=60, deadline=None)
+def test_a_workload_of_columns_is_the_workload_of_its_jobs(jobs, jitter, seed, n):
+    source = WorkloadSource("memory", "<test>", {"max_jobs": None})
+    of_jobs = Workload(jobs, ("core",), source)
+    of_columns = Workload.of_plain_columns(columns_of(jobs), ("core",), source)
+    assert not of_columns.jobs_built and len(of_columns) == len(jobs)
+    for name in Workload.COLUMNS:  # the columns, before any job exists
+        assert np.array_equal(getattr(of_columns, name), getattr(of_jobs, name)), name
+    for flag in ("has_deadlines", "has_apps", "has_constraints", "has_growth"):
+        assert getattr(of_columns, flag) is getattr(of_jobs, flag) is False
+    assert not of_columns.jobs_built
+    # replicas and prefixes stay columns, and equal those of the jobs
+    for a, b in ((of_columns.jittered(jitter, seed), of_jobs.jittered(jitter, seed)),
+                 (of_columns.subset(n), of_jobs.subset(n))):
+        assert (a is of_columns) == (b is of_jobs)
+        assert a is of_columns or not a.jobs_built
+        assert np.array_equal(a.submit, b.submit) and np.array_equal(a.ids, b.ids)
+        assert a.jobs == b.jobs and a.source == b.source and a.report.notes == b.report.notes
+    assert of_columns.jobs == of_jobs.jobs  # built on demand: the same named tuples, indices set
+    assert of_columns.jobs_built and of_columns[0] == of_jobs[0]
+
+
+def test_a_workload_of_columns_refuses_what_a_workload_of_jobs_refuses():
+    jobs = [job(1, 100, 50), job(2, 100, 60), job(3, 130, 10)]
+    cols = columns_of(jobs)
+    with pytest.raises(ConfigError, match="duplicate job id 2"):
+        Workload.of_plain_columns({**cols, "id": np.array([1, 2, 2])}, ("core",))
+    with pytest.raises(ValueError, match="submission order"):
+        Workload.of_plain_columns({**cols, "submit": np.array([100, 90, 130])}, ("core",))
+    with pytest.raises(ValueError, match=r"column unit_request has shape \(3, 1\), expected \(3, 2\)"):
+        Workload.of_plain_columns(cols, ("core", "gpu"))
+    with pytest.raises(ValueError, match=r"missing \['processors'\]"):
+        Workload.of_plain_columns({k: v for k, v in cols.items() if k != "processors"}, ("core",))
+
+
+def test_a_trace_run_on_the_compiled_engine_builds_no_job_objects(tmp_path):
+    """The point of the columns: reading, simulating, validating and writing a 30,000-job trace
+    on the compiled engine never turns its jobs into Python objects; a pickled copy (a sweep's
+    worker, a checkpoint) stays columns too, and builds the same jobs."""
+    import pickle
+
+    from hpcdispatch.runner import run_simulation
+    from hpcdispatch.sim import SimulationOptions
+    from hpcdispatch.system.io import load_system
+
+    system = load_system("kth-sp2")
+    wl = load_workload(str(trace("KTH-SP2-1996-2.1-cln.swf.gz")), system)
+    outcome = run_simulation(system, wl, "easy", options=SimulationOptions(engine="compiled"), out_dir=tmp_path / "run")
+    assert outcome.validation.ok and outcome.result.extra["engine"] == "compiled"
+    assert not wl.jobs_built
+    copy = pickle.loads(pickle.dumps(wl))
+    assert not copy.jobs_built and len(copy) == len(wl) == 28467
+    assert copy.jobs[1000] == wl.jobs[1000] and copy.jobs[1000].index == 1000

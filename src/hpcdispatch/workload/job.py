@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from hpcdispatch._util import gc_paused
 from hpcdispatch.errors import ConfigError
 
 
@@ -219,19 +220,8 @@ class Workload:
         queue_ewt: dict[int, float] | None = None,
         labels: dict[str, dict[int, str]] | None = None,
     ):
-        self.resources = tuple(resources)
-        #: names behind integer job fields, per field (``"user"``, ``"group"``, ``"partition"``):
-        #: ``{id: name}``; a Slurm file's ``user=alice`` becomes ``Job.user = 1`` with
-        #: ``labels["user"][1] == "alice"``
-        self.labels = {k: dict(v) for k, v in (labels or {}).items()}
-        #: expected waiting time per queue (mean recorded wait of the trace, SWF field 3);
-        #: empty when the source records no waits. Used by the CP dispatchers' v1/v2 objective.
-        self.queue_ewt = dict(queue_ewt or {})
-        self.source = source or WorkloadSource(kind="memory", spec="<memory>")
-        self.report = report or SkipReport(total_records=len(jobs))
-        self.queue_names = dict(queue_names or {})
-        self.header = dict(header or {})
         jobs = list(jobs)
+        self._describe(len(jobs), resources, source, report, queue_names, header, queue_ewt, labels)
         n_res = len(self.resources)
         lengths = {len(j.unit_request) for j in jobs}
         if lengths - {n_res}:
@@ -255,10 +245,111 @@ class Workload:
             jobs = [jobs[i] for i in order]
         if any(j.index != pos for pos, j in enumerate(jobs)):
             jobs = [j if j.index == pos else j._replace(index=pos) for pos, j in enumerate(jobs)]
-        self.jobs: tuple[Job, ...] = tuple(jobs)
+        self._jobs: tuple[Job, ...] | None = tuple(jobs)
+        self._plain_fields: dict[str, np.ndarray] = {}
+
+    def _describe(self, n_jobs: int, resources: Sequence[str], source: WorkloadSource | None,
+                  report: SkipReport | None, queue_names: dict[int, str] | None, header: dict[str, str] | None,
+                  queue_ewt: dict[int, float] | None, labels: dict[str, dict[int, str]] | None) -> None:
+        """Everything but the jobs (shared by both ways of building a workload)."""
+        self._n_jobs = n_jobs
+        self.resources = tuple(resources)
+        #: names behind integer job fields, per field (``"user"``, ``"group"``, ``"partition"``):
+        #: ``{id: name}``; a Slurm file's ``user=alice`` becomes ``Job.user = 1`` with
+        #: ``labels["user"][1] == "alice"``
+        self.labels = {k: dict(v) for k, v in (labels or {}).items()}
+        #: expected waiting time per queue (mean recorded wait of the trace, SWF field 3);
+        #: empty when the source records no waits. Used by the CP dispatchers' v1/v2 objective.
+        self.queue_ewt = dict(queue_ewt or {})
+        self.source = source or WorkloadSource(kind="memory", spec="<memory>")
+        self.report = report or SkipReport(total_records=n_jobs)
+        self.queue_names = dict(queue_names or {})
+        self.header = dict(header or {})
+
+    #: the fields of a plain job (:meth:`of_plain_columns`) given as columns; the others are
+    #: Job's defaults (no deadline, growth, node constraints or application model)
+    PLAIN_FIELDS = ("id", "submit", "run_time", "wall_time", "units", "unit_request", "user", "group", "queue",
+                    "partition", "executable", "processors")
+
+    @classmethod
+    def of_plain_columns(
+        cls,
+        fields: dict[str, np.ndarray],
+        resources: Sequence[str],
+        source: WorkloadSource | None = None,
+        report: SkipReport | None = None,
+        queue_names: dict[int, str] | None = None,
+        header: dict[str, str] | None = None,
+        queue_ewt: dict[int, float] | None = None,
+        labels: dict[str, dict[int, str]] | None = None,
+    ) -> Workload:
+        """A workload of plain jobs held as columns (``fields``: one array per name of
+        :attr:`PLAIN_FIELDS`, in submission order; ``unit_request`` of shape ``(n_jobs,
+        n_resources)``), as a trace reader holds them. The :class:`Job` objects are built only
+        when something asks for them (``jobs``, iteration, indexing): a run on the compiled
+        engine reads only the columns, and a trace of 200,000 jobs is not turned into 200,000
+        Python objects for nothing. Refused like :class:`Workload`'s jobs: duplicate ids, a
+        request of another width, submissions out of order."""
+        missing = [name for name in cls.PLAIN_FIELDS if name not in fields]
+        if missing:
+            raise ValueError(f"of_plain_columns needs the columns {list(cls.PLAIN_FIELDS)}; missing {missing}")
+        n = len(fields["id"])
+        self = cls.__new__(cls)
+        self._describe(n, resources, source, report, queue_names, header, queue_ewt, labels)
+        plain = {}
+        for name in cls.PLAIN_FIELDS:
+            arr = np.array(fields[name], dtype=np.int64)  # (a copy: the caller's arrays stay its own)
+            expected = (n, len(self.resources)) if name == "unit_request" else (n,)
+            if arr.shape != expected:
+                raise ValueError(f"column {name} has shape {arr.shape}, expected {expected}")
+            arr.flags.writeable = False
+            plain[name] = arr
+        sorted_ids = np.sort(plain["id"])
+        dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+        if len(dup):
+            raise ConfigError(f"duplicate job id {int(sorted_ids[dup[0]])} in workload {self.source.spec}")
+        if n > 1 and not bool((np.diff(plain["submit"]) >= 0).all()):
+            raise ValueError("of_plain_columns: the jobs must be in submission order")
+        self._jobs = None
+        self._plain_fields = plain
+        zeros, no_contiguity = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+        no_extras = np.zeros((n, len(self.resources)), dtype=np.int64)
+        for arr in (zeros, no_contiguity, no_extras):
+            arr.flags.writeable = False
+        self.__dict__.update(  # what the cached properties would compute from the jobs
+            ids=plain["id"], submit=plain["submit"], run_time=plain["run_time"], wall_time=plain["wall_time"],
+            units=plain["units"], unit_requests=plain["unit_request"], users=plain["user"], queues=plain["queue"],
+            max_units_per_node=zeros, node_counts=zeros, contiguous=no_contiguity, per_node_requests=no_extras,
+            has_deadlines=False, has_apps=False, has_constraints=False, has_growth=False,
+        )
+        return self
+
+    @property
+    def jobs(self) -> tuple[Job, ...]:
+        """The jobs, in submission order (built on first use when the workload holds columns)."""
+        if self._jobs is None:
+            self._jobs = self._plain_jobs()
+        return self._jobs
+
+    @property
+    def jobs_built(self) -> bool:
+        """Whether the :class:`Job` objects exist (always, but for a workload of columns that
+        nothing has asked for its jobs yet)."""
+        return self._jobs is not None
+
+    def _plain_jobs(self) -> tuple[Job, ...]:
+        f, n = self._plain_fields, self._n_jobs
+        with gc_paused():  # (millions of new ints and tuples: the collector would walk them all)
+            columns = [f[name].tolist() for name in ("id", "submit", "run_time", "wall_time", "units")]
+            requests = list(map(tuple, f["unit_request"].tolist()))
+            named = [f[name].tolist() for name in ("user", "group", "queue", "partition", "executable")]
+            jobs = tuple(map(make_job, zip(*columns, requests, *named, [None] * n, f["processors"].tolist(),
+                                           [0] * n, [None] * n, [()] * n, [0] * n, [()] * n, [False] * n,
+                                           [None] * n, [None] * n, range(n))))
+        return jobs
 
     def __len__(self) -> int:
-        return len(self.jobs)
+        return self._n_jobs
 
     def __iter__(self):
         return iter(self.jobs)
@@ -277,8 +368,8 @@ class Workload:
         workload's order), so that they are not rebuilt from the jobs; returns ``self``."""
         for name, values in columns.items():
             arr = np.array(values, dtype=self.COLUMNS[name])  # (a copy: the caller's array stays its own)
-            if len(arr) != len(self.jobs):
-                raise ValueError(f"column {name} has {len(arr)} values for {len(self.jobs)} jobs")
+            if len(arr) != len(self):
+                raise ValueError(f"column {name} has {len(arr)} values for {len(self)} jobs")
             arr.flags.writeable = False
             self.__dict__[name] = arr  # what the cached property would compute
         return self
@@ -372,6 +463,10 @@ class Workload:
     def subset(self, n: int) -> Workload:
         """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
         source = WorkloadSource(self.source.kind, self.source.spec, {**self.source.options, "max_jobs": n})
+        if self._jobs is None:  # still columns: so is the subset
+            return Workload.of_plain_columns({name: values[:n] for name, values in self._plain_fields.items()},
+                                             self.resources, source, self.report, self.queue_names, self.header,
+                                             self.queue_ewt, self.labels)
         return Workload(self.jobs[:n], self.resources, source, self.report, self.queue_names, self.header, self.queue_ewt,
                         self.labels)
 
@@ -390,6 +485,16 @@ class Workload:
         old_submit = self.submit
         submit = np.maximum(old_submit.min(), old_submit + shift)
         order = np.argsort(submit, kind="stable")  # (the order Workload() would sort them into)
+        options = {**self.source.options, "submit_jitter": int(seconds), "jitter_seed": int(seed)}
+        report = replace(self.report, skipped=dict(self.report.skipped), patched=dict(self.report.patched),
+                         first_lines={k: list(v) for k, v in self.report.first_lines.items()},
+                         notes=[*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"])
+        source = WorkloadSource(self.source.kind, self.source.spec, options)
+        if self._jobs is None:  # still columns (plain jobs): so is the replica, each column reordered once
+            fields = {name: values[order] for name, values in self._plain_fields.items()}
+            fields["submit"] = submit[order]
+            return Workload.of_plain_columns(fields, self.resources, source, report, self.queue_names, self.header,
+                                             self.queue_ewt, self.labels)
         submit_l, moved_l = submit.tolist(), (submit - old_submit).tolist()
         # the replica built in its final order, each job's index set, in one pass: a plain job
         # is its tuple with the new submission and index (the fields are Job's, in order)
@@ -404,12 +509,8 @@ class Workload:
             jobs.append(job._replace(submit=submit_l[i], index=pos,
                                      deadline=None if job.deadline is None else job.deadline + moved,
                                      earliest_start=None if job.earliest_start is None else job.earliest_start + moved))
-        options = {**self.source.options, "submit_jitter": int(seconds), "jitter_seed": int(seed)}
-        report = replace(self.report, skipped=dict(self.report.skipped), patched=dict(self.report.patched),
-                         first_lines={k: list(v) for k, v in self.report.first_lines.items()},
-                         notes=[*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"])
-        replica = Workload(jobs, self.resources, WorkloadSource(self.source.kind, self.source.spec, options), report,
-                           self.queue_names, self.header, self.queue_ewt, self.labels)
+        replica = Workload(jobs, self.resources, source, report, self.queue_names, self.header, self.queue_ewt,
+                           self.labels)
         # every column the original holds (and those the engine always needs) in the new order
         wanted = {"ids", "run_time", "wall_time", "units", "unit_requests"} | set(self.__dict__)
         known = {name: getattr(self, name)[order] for name in self.COLUMNS if name in wanted and name != "submit"}

@@ -49,11 +49,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hpcdispatch._util import gc_paused
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import NodeType, System
-from hpcdispatch.workload.job import SkipReport, Workload, WorkloadSource, make_job
+from hpcdispatch.workload.job import SkipReport, Workload, WorkloadSource
 from hpcdispatch.workload.mapping import UnitMapping
 
 SWF_FIELDS = (
@@ -754,24 +753,6 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         order = order[: options.max_jobs]
         report.notes.append(f"max_jobs={options.max_jobs}: only the first {len(order)} jobs by submit time are used")
 
-    n = len(order)
-    with gc_paused():  # (millions of new ints and tuples: the collector would walk them all)
-        cols = {name: named[name][order].tolist() for name in ("user", "group", "executable", "partition")}
-        cols["queue"] = queue[order].tolist()
-        sub_l, run_l, wall_l = submit[order].tolist(), run[order].tolist(), wall[order].tolist()
-        units_l, procs_l, ids_l = units[order].tolist(), procs[order].tolist(), ids[order].tolist()
-        req_l = list(map(tuple, unit_req[order].tolist()))
-        jobs = list(
-            map(
-                make_job,
-                zip(
-                    ids_l, sub_l, run_l, wall_l, units_l, req_l,
-                    cols["user"], cols["group"], cols["queue"], cols["partition"], cols["executable"],
-                    [None] * n, procs_l, [0] * n, [None] * n, [()] * n,
-                    [0] * n, [()] * n, [False] * n, [None] * n, [None] * n, range(n),
-                ),
-            )
-        )
     source = WorkloadSource(
         kind="swf",
         spec=str(path),
@@ -792,21 +773,12 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         w = waits[(queues == q) & (waits >= 0) & (waits <= MAX_FIELD)]
         if len(w):
             queue_ewt[int(q)] = float(w.mean())
-    with gc_paused():
-        workload = Workload(
-            jobs,
-            system.resources,
-            source=source,
-            report=report,
-            queue_names=header.named_ids("Queue"),
-            header=header.flat(),
-            queue_ewt=queue_ewt,
-        )
-    zeros = np.zeros(n, dtype=np.int64)  # (an SWF job has no node count, per-node extras or limit)
-    return workload.known_columns(ids=ids[order], submit=submit[order], run_time=run[order], wall_time=wall[order],
-                                  units=units[order], unit_requests=unit_req[order], users=named["user"][order],
-                                  queues=queue[order], max_units_per_node=zeros, node_counts=zeros,
-                                  contiguous=zeros.astype(bool), per_node_requests=np.zeros_like(unit_req[order]))
+    fields = {"id": ids, "submit": submit, "run_time": run, "wall_time": wall, "units": units,
+              "unit_request": unit_req, "queue": queue, "processors": procs, **named}
+    # the jobs stay columns: Job objects are built only if something asks for them
+    return Workload.of_plain_columns({name: values[order] for name, values in fields.items()}, system.resources,
+                                     source=source, report=report, queue_names=header.named_ids("Queue"),
+                                     header=header.flat(), queue_ewt=queue_ewt)
 
 
 def fits_empty_system(
