@@ -148,6 +148,7 @@ def test_the_first_compiled_run_says_it_is_compiling(tmp_path):
 #: conservative backfilling's compiled profile with both), printing each entry's cache hits
 #: and misses, its signatures and where hpcdispatch was imported from
 ENTRY_RUNS = """
+import sys
 import hpcdispatch
 from hpcdispatch import simulate, load_system, SimulationOptions
 from hpcdispatch.compiled import kernels as K
@@ -156,6 +157,10 @@ for spec in ('fifo', 'easy:allocator=best-fit', 'conservative', 'conservative:al
     engine = 'python' if spec.startswith('conservative') else 'compiled'
     r = simulate(system, 'synthetic:lublin,jobs=150,seed=3', spec, options=SimulationOptions(engine=engine))
     assert r.extra['engine'] == engine
+    # loaded without numba's registries of typing and lowering rules (compiling needs them),
+    # nor scipy's BLAS (conservative's kernels call numpy routines: numba.np.arraymath)
+    print('LOADED', spec, [m for m in ('numba.np.polynomial.polynomial_core', 'numba.typed.typeddict', 'scipy.linalg')
+                           if m in sys.modules])
 print('FROM', hpcdispatch.__file__)
 for name, signature in K.entry_signatures().items():
     f = getattr(K, name)
@@ -208,6 +213,9 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
     assert "compiling" not in first.stderr
     assert entry_report(first.stdout) == {name: (1, 0, True) for name in
                                           ("run_steps", "profile_earliest", "profile_compress")}
+    assert [line for line in first.stdout.splitlines() if line.startswith("LOADED")] == [
+        f"LOADED {spec} []" for spec in ("fifo", "easy:allocator=best-fit", "conservative",
+                                          "conservative:allocator=best-fit")]  # (disk_cache.py: load_compiled)
     assert not (home / ".cache" / "hpcdispatch").exists()  # the package was writable: nothing else
     # a read-only installation (a system-wide install; root may write anywhere, so the package
     # directory is declared unwritable): the user's cache is seeded and nothing compiles either

@@ -34,12 +34,15 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from numba.core import config
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
+from numba.core.runtime import rtsys
 
 #: the directory an installation ships the compiled engine in (one subdirectory per source)
 PACKAGE_DIR = Path(__file__).with_name("engine")
@@ -145,8 +148,47 @@ class _EngineCacheImpl(CompileResultCacheImpl):
     _locator_classes = [EngineCacheLocator]
 
 
+class NotOnDisk(Exception):
+    """The on-disk cache does not hold the function for the signature asked for."""
+
+
 class EngineCache(FunctionCache):
     _impl_class = _EngineCacheImpl
+    #: set by :func:`load_compiled` for the one call it makes
+    load_without_registries = False
+
+    def load_overload(self, sig, target_context):
+        if not self.load_without_registries:
+            return super().load_overload(sig, target_context)
+        rtsys.initialize(target_context)  # the runtime compiled code calls (what numba's refresh does first)
+        cres = self._load_overload(sig, target_context)
+        if cres is None:
+            raise NotOnDisk(str(sig))
+        return cres
+
+
+def load_compiled(dispatcher, signature) -> bool:
+    """Loads ``dispatcher`` compiled for ``signature`` from its on-disk cache, the way numba
+    does on a function's first call but without loading numba's registries first: before it
+    loads or compiles anything numba installs every typing and lowering rule it has (and
+    imports the modules that define them: 0.3 s, a tenth of a whole-HPC2N run), which
+    compiling needs and loaded machine code does not; the code needs only numba's runtime,
+    initialised here. Returns ``False`` (nothing loaded, nothing compiled) when the cache does
+    not hold it, or the dispatcher does not keep its code with :class:`EngineCache`: the
+    caller then lets numba load its registries and compile as usual. numba's statistics
+    count the load as a cache hit, as numba's own load would."""
+    cache = getattr(dispatcher, "_cache", None)
+    if not isinstance(cache, EngineCache):
+        return False
+    cache.load_without_registries = True
+    try:
+        with blas_probe_answered_no():  # (code using numpy's routines rebuilds numba.np.arraymath)
+            dispatcher.compile(signature)
+    except NotOnDisk:
+        return False
+    finally:
+        cache.load_without_registries = False
+    return True
 
 
 def keep_on_disk(dispatcher) -> bool:
@@ -171,3 +213,25 @@ def has_compiled(dispatcher, signature) -> bool | None:
         return key in cache._cache_file._load_index()
     except (AttributeError, OSError, EOFError, ValueError):
         return None
+
+
+@contextmanager
+def blas_probe_answered_no() -> Iterator[None]:
+    """While numba imports ``numba.np.arraymath`` (its registries, or code that calls numpy's
+    routines), its probe for BLAS is answered "no": the module imports ``scipy.linalg``
+    (0.23 s, 7 % of a whole-HPC2N run) only to learn whether its inner products
+    (``np.correlate``, ``np.convolve`` in compiled code) may call BLAS, which the engine never
+    does. The probe is answered by marking ``scipy.linalg.cython_blas`` absent, unless scipy's
+    BLAS or ``numba.np.arraymath`` is loaded already; numba then uses its own loop for those
+    two functions in this process, and scipy imports as usual afterwards. Use it in the
+    command line's main thread: another thread importing ``scipy.linalg`` at that moment
+    would fail, so a program that does both in threads loads scipy's BLAS first."""
+    name = "scipy.linalg.cython_blas"
+    blocked = name not in sys.modules and "numba.np.arraymath" not in sys.modules
+    if blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # (Python's way to make an import fail)
+    try:
+        yield
+    finally:
+        if blocked and sys.modules.get(name, 0) is None:
+            del sys.modules[name]

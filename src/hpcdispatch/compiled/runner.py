@@ -5,7 +5,6 @@ same run, decision for decision)."""
 from __future__ import annotations
 
 import logging
-import sys
 
 import math
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from numba import typeof, types
 
 from hpcdispatch.allocators import BestFit, make_allocator
 from hpcdispatch.compiled import kernels as S
-from hpcdispatch.compiled.disk_cache import has_compiled
+from hpcdispatch.compiled.disk_cache import blas_probe_answered_no, has_compiled, load_compiled
 from hpcdispatch.compiled.kernels import POLICIES, run_steps
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
 from hpcdispatch.sim.info_log import InfoLog, NumericColumn
@@ -134,27 +133,13 @@ def compiled_on_disk(st: S.EngineState) -> bool | None:
 
 
 def load_numba_registries() -> None:
-    """Lets numba load its registries of numpy functions, which it does before it loads or
-    compiles any function, without its BLAS probe: ``numba.np.arraymath`` imports
-    ``scipy.linalg`` (0.23 s, 7 % of a whole-HPC2N run) only to learn whether its inner
-    products (``np.correlate``, ``np.convolve`` in compiled code) may call BLAS, which the
-    engine never does. The probe is answered "no" by marking ``scipy.linalg.cython_blas``
-    absent while the registries load, unless scipy's BLAS or numba's registries are loaded
-    already; numba then uses its own loop for those two functions in this process, and scipy
-    imports as usual afterwards. Called once per process, before the engine's first run (the
-    command line's main thread: another thread importing ``scipy.linalg`` at that moment
-    would fail, so a program that does both in threads loads scipy's BLAS first)."""
+    """Lets numba load its registries (before it compiles a function, or loads one that
+    :func:`~hpcdispatch.compiled.disk_cache.load_compiled` could not), without its BLAS probe
+    (:func:`~hpcdispatch.compiled.disk_cache.blas_probe_answered_no`)."""
     from numba.core.registry import cpu_target
 
-    name = "scipy.linalg.cython_blas"
-    blocked = name not in sys.modules and "numba.np.arraymath" not in sys.modules
-    if blocked:
-        sys.modules[name] = None  # type: ignore[assignment]  # (Python's way to make an import fail)
-    try:
+    with blas_probe_answered_no():
         cpu_target.target_context.refresh()
-    finally:
-        if blocked and sys.modules.get(name, 0) is None:
-            del sys.modules[name]
 
 
 def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | None = None) -> SimulationResult:
@@ -163,8 +148,8 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
     predictor.reset(workload, opts.walltime_kill)
     spec = dispatcher.kernel()
     st = build_state(sim)
-    if not run_steps.signatures:
-        load_numba_registries()
+    if not run_steps.signatures and not load_compiled(run_steps, (typeof(st), types.int64)):
+        load_numba_registries()  # numba compiles it, or loads it on the first call (no EngineCache)
     if not run_steps.signatures and compiled_on_disk(st) is False:
         logging.getLogger("hpcdispatch").warning(
             "compiling the simulation engine (once: numba keeps it on disk for the next runs; "

@@ -56,6 +56,11 @@ def _kernels():
             _KERNELS = False
         else:
             _KERNELS = kernels
+            from hpcdispatch.compiled.disk_cache import load_compiled
+
+            signatures = kernels.entry_signatures()
+            for name in ("profile_earliest", "profile_compress"):  # from disk without numba's registries
+                load_compiled(getattr(kernels, name), signatures[name])  # (else compiled on the first call)
     return _KERNELS or None
 
 
