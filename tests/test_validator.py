@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from helpers import cores_system, job, simulate, trace
@@ -394,3 +395,27 @@ def test_a_system_derived_from_the_trace_header_is_derived_again(tmp_path):
     (tmp_path / "run" / "system.toml").write_text(toml.replace("core = 1", "core = 2"))
     report = validate_run_dir(tmp_path / "run")
     assert any(v.kind == "system" and "SWF header" in v.message and "core = 2" in v.message for v in report.violations)
+
+
+def test_tables_as_frames_and_as_columns_get_the_same_verdict(tables):
+    """A result in memory is validated from its numpy columns (no pandas), a run directory
+    from its frames: the same broken schedule gets the same violations either way (broken
+    here several ways: capacity, a start before its submission, a non-integer node, a
+    rejection without a reason)."""
+    system, wl, jobs, allocs = tables
+    jobs, allocs = jobs.copy(), allocs.copy()
+    allocs.loc[allocs.job_id == 3, "node"] = 0
+    allocs.loc[allocs.job_id == 2, "node"] = 0
+    jobs.loc[jobs.job_id == 2, ["start", "end"]] = [0.5, 5.5]
+    allocs["node"] = allocs["node"].astype(float)
+    allocs.loc[allocs.index[0], "node"] = 0.5
+    jobs["reject_reason"] = jobs["reject_reason"].astype(object)
+    jobs.loc[jobs.job_id == 1, ["status", "start", "end", "reject_reason"]] = ["rejected", np.nan, np.nan, None]
+    as_frames = validate_tables(system, wl, jobs, allocs, dispatcher_tags={"rejects": True})
+    as_columns = validate_tables(system, {c: wl[c].to_numpy() for c in wl.columns},
+                                 {c: jobs[c].to_numpy() for c in jobs.columns},
+                                 {c: allocs[c].to_numpy() for c in allocs.columns}, dispatcher_tags={"rejects": True})
+    kinds = {v.kind for v in as_frames.violations}
+    assert {"capacity", "early", "row", "rejected"} <= kinds, kinds
+    assert [(v.time, v.kind, v.message) for v in as_frames.violations] == \
+        [(v.time, v.kind, v.message) for v in as_columns.violations]

@@ -64,13 +64,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
-import pandas as pd
 
 from hpcdispatch.errors import HpcDispatchError, ScheduleValidationError
 from hpcdispatch.system.model import System
+
+if TYPE_CHECKING:  # (pandas for the tables of a run directory; a result in memory is checked without it)
+    import pandas as pd
 
 TOL = 1e-6
 
@@ -141,14 +143,14 @@ Growth = Mapping[int, Sequence[Any]]
 
 def validate_tables(
     system: System,
-    workload: pd.DataFrame,
-    jobs: pd.DataFrame,
-    allocations: pd.DataFrame,
+    workload: Table,
+    jobs: Table,
+    allocations: Table,
     walltime_kill: bool = True,
     *,
     dispatcher_tags: Mapping[str, Any] | None = None,
     growth: Growth | None = None,
-    bookings: pd.DataFrame | None = None,
+    bookings: Table | None = None,
     time_tolerance: float = 0.0,
     shape: str | None = None,
 ) -> ValidationReport:
@@ -169,7 +171,9 @@ def validate_tables(
     (jobs without any may be left out). ``None`` for either: unknown, said in the notes when
     the schedule needs it (rejected jobs, later allocation segments); no verdict is invented.
     """
-    report = ValidationReport(jobs=len(workload), allocation_rows=len(allocations))
+    workload, jobs, allocations = _columns(workload), _columns(jobs), _columns(allocations)
+    bookings = None if bookings is None else _columns(bookings)
+    report = ValidationReport(jobs=_n_rows(workload), allocation_rows=_n_rows(allocations))
     resources = list(system.resources)
     cap = system.capacity
 
@@ -177,12 +181,12 @@ def validate_tables(
     # Columns are read through positions of the common job ids (sorted) in each table; when a
     # table already lists exactly those ids in that order nothing is copied (a whole-trace
     # schedule has half a million jobs and a million allocation rows).
-    wl_ids = workload["job_id"].to_numpy()
-    wl_dup = pd.Index(wl_ids).duplicated()
+    wl_ids = workload["job_id"]
+    wl_dup = _duplicated(wl_ids)
     if wl_dup.any():
         report.add(-np.inf, "workload", f"duplicate job ids in the workload: {_jobs(wl_ids[wl_dup])}")
-    job_ids = jobs["job_id"].to_numpy()
-    job_dup = pd.Index(job_ids).duplicated()
+    job_ids = jobs["job_id"]
+    job_dup = _duplicated(job_ids)
     if job_dup.any():
         report.add(-np.inf, "twice", f"jobs listed more than once in the schedule: {_jobs(job_ids[job_dup])}")
     w_sorted, w_order = _sorted_unique(wl_ids, wl_dup)
@@ -199,11 +203,11 @@ def validate_tables(
     j_pos = _identity_or(j_order[np.searchsorted(j_sorted, common)], len(job_ids))
 
     def w_col(name: str, dtype: Any = None) -> np.ndarray:
-        values = workload[name].to_numpy(dtype)
+        values = np.asarray(workload[name], dtype)
         return values if w_pos is None else values[w_pos]
 
     def j_col(name: str, dtype: Any = None) -> np.ndarray:
-        values = jobs[name].to_numpy(dtype)
+        values = np.asarray(jobs[name], dtype)
         return values if j_pos is None else values[j_pos]
 
     submit = w_col("submit", np.float64)
@@ -222,11 +226,11 @@ def validate_tables(
     # jobs with an application model (deadline jobs: whole nodes): their run time is the
     # execution model's output, not checked against the trace's; they may give nodes back
     # before they end, and grow at forks when the dispatcher says it grants them
-    app = w_col("whole_nodes", bool) if "whole_nodes" in workload.columns else np.zeros(len(common), bool)
+    app = w_col("whole_nodes", bool) if "whole_nodes" in workload else np.zeros(len(common), bool)
     tags = dispatcher_tags if isinstance(dispatcher_tags, Mapping) else {}
     forks = bool(tags.get("forks", False))
-    cancel_why = (pd.Series(j_col("cancel_reason"), dtype=object).fillna("").astype(str).to_numpy()
-                  if "cancel_reason" in jobs.columns else np.full(len(common), "", dtype=object))
+    cancel_why = (_texts(j_col("cancel_reason"))
+                  if "cancel_reason" in jobs else np.full(len(common), "", dtype=object))
     never = np.isnan(start) & ~rejected & ~cancelled
     for i in np.flatnonzero(never)[:20]:
         report.add(submit[i], "never", f"job {int(ids[i])} (submitted at {submit[i]:.15g}) never started and was not rejected")
@@ -256,7 +260,7 @@ def validate_tables(
             f"{expected[i]:.15g} s (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills {'on' if walltime_kill else 'off'})",
         )
     should_kill = started & (walltime_kill & (run > wall))
-    if "killed" in jobs.columns:
+    if "killed" in jobs:
         flag = j_col("killed", bool)
         for i in np.flatnonzero(started & ~cancelled & (flag != should_kill))[:20]:
             report.add(start[i], "killed", f"job {int(ids[i])} (started at {start[i]:.15g}): killed flag is {bool(flag[i])}, expected {bool(should_kill[i])}")
@@ -277,7 +281,7 @@ def validate_tables(
                    f"{job_name(i)} is '{status[i]}', but it {'ran into' if should_kill[i] else 'did not run into'} its "
                    f"wall-time (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills {'on' if walltime_kill else 'off'})")
 
-    deadline_rules = "deadline" in workload.columns and "earliest_start" in workload.columns
+    deadline_rules = "deadline" in workload and "earliest_start" in workload
     if cancelled.any() and not deadline_rules:
         for i in np.flatnonzero(cancelled)[:20]:
             report.add(submit[i], "cancelled", f"{job_name(i)} is cancelled, but the workload has no deadlines")
@@ -288,9 +292,9 @@ def validate_tables(
     # ---- rejections: declared by the dispatcher, always with a reason ----------------------
     if rejected.any():
         rej = np.flatnonzero(rejected)
-        if "reject_reason" in jobs.columns:
-            reasons = pd.Series(j_col("reject_reason")[rej], dtype=object).fillna("").astype(str).str.strip()
-            for i in rej[(reasons == "").to_numpy()][:20]:
+        if "reject_reason" in jobs:
+            reasons = np.char.strip(_texts(j_col("reject_reason")[rej]))
+            for i in rej[reasons == ""][:20]:
                 report.add(submit[i], "rejected", f"{job_name(i)} (submitted at {submit[i]:.15g}) is rejected without a "
                                                   "reason (every rejection carries the dispatcher's reason)")
         else:
@@ -309,22 +313,22 @@ def validate_tables(
     # ---- allocations ----------------------------------------------------------------------
     a = allocations
     # ``common`` is sorted (``_sorted_unique``): a row's job position by binary search
-    row_ids = a["job_id"].to_numpy()
+    row_ids = a["job_id"]
     row_job = np.searchsorted(common, row_ids)
     known = row_job < len(common)
     known[known] = common[row_job[known]] == row_ids[known]
     if not known.all():
         report.add(-np.inf, "unknown", f"allocation rows for unknown jobs: {_jobs(np.unique(row_ids[~known]))}")
-        a = a[known]
+        a = {name: values[known] for name, values in a.items()}
         row_job = row_job[known]
     del row_ids
-    t_from = a["from"].to_numpy(np.float64)
-    t_to = a["to"].to_numpy(np.float64)
-    node, bad_node = _int_column(a, "node")
-    units, bad_units = _int_column(a, "units")
-    seg, bad_seg = _int_column(a, "segment")
-    n_rows = len(a)
-    amount_cols = [_int_column(a, r) for r in resources]
+    t_from = np.asarray(a["from"], np.float64)
+    t_to = np.asarray(a["to"], np.float64)
+    node, bad_node = _int_column(a["node"])
+    units, bad_units = _int_column(a["units"])
+    seg, bad_seg = _int_column(a["segment"])
+    n_rows = len(row_job)
+    amount_cols = [_int_column(a[r]) for r in resources]
     amounts = np.stack([c[0] for c in amount_cols], axis=1) if n_rows else np.zeros((0, len(resources)), np.int64)
     bad_amount_value = np.zeros(n_rows, bool)
     for _, bad in amount_cols:
@@ -332,17 +336,17 @@ def validate_tables(
     del amount_cols
     for k in np.flatnonzero(bad_node | bad_units | bad_seg | bad_amount_value)[:20]:
         report.add(t_from[k], "row", f"job {int(ids[row_job[k]])}: an allocation row holds values that are not "
-                                     f"integers (node {a['node'].iloc[k]}, units {a['units'].iloc[k]}, segment "
-                                     f"{a['segment'].iloc[k]}, amounts {[a[r].iloc[k] for r in resources]})")
+                                     f"integers (node {a['node'][k]}, units {a['units'][k]}, segment "
+                                     f"{a['segment'][k]}, amounts {[a[r][k] for r in resources]})")
     n_common = len(common)
     unit_req = np.stack([w_col(f"unit_{r}", np.int64) for r in resources], axis=1)
-    max_pn = w_col("max_units_per_node", np.int64) if "max_units_per_node" in workload.columns else np.zeros(n_common, np.int64)
+    max_pn = w_col("max_units_per_node", np.int64) if "max_units_per_node" in workload else np.zeros(n_common, np.int64)
     per_node = np.stack(
-        [w_col(f"pernode_{r}", np.int64) if f"pernode_{r}" in workload.columns else np.zeros(n_common, np.int64)
+        [w_col(f"pernode_{r}", np.int64) if f"pernode_{r}" in workload else np.zeros(n_common, np.int64)
          for r in resources], axis=1,
     )
-    node_count = w_col("node_count", np.int64) if "node_count" in workload.columns else np.zeros(n_common, np.int64)
-    contiguous = w_col("contiguous", bool) if "contiguous" in workload.columns else np.zeros(n_common, bool)
+    node_count = w_col("node_count", np.int64) if "node_count" in workload else np.zeros(n_common, np.int64)
+    contiguous = w_col("contiguous", bool) if "contiguous" in workload else np.zeros(n_common, bool)
 
     out_of_range = ((node < 0) | (node >= system.n_nodes)) & ~bad_node
     for k in np.flatnonzero(out_of_range)[:20]:
@@ -456,18 +460,21 @@ def validate_tables(
 
     # ---- Slurm-style constraints on the first segment ------------------------------------------
     if (node_count > 0).any() or contiguous.any():
-        first = pd.DataFrame({"j": row_job[seg0], "n": node[seg0]}).drop_duplicates()
-        grouped = first.groupby("j")["n"]
-        n_used = grouped.nunique()
-        span = grouped.max() - grouped.min() + 1
+        # the distinct (job, node) pairs of first segments: per job, how many nodes and their span
+        pairs = np.unique(np.stack([row_job[seg0], node[seg0]], axis=1), axis=0)
+        n_used = np.bincount(pairs[:, 0], minlength=len(common))
+        lowest = np.full(len(common), np.iinfo(np.int64).max)
+        highest = np.full(len(common), np.iinfo(np.int64).min)
+        np.minimum.at(lowest, pairs[:, 0], pairs[:, 1])
+        np.maximum.at(highest, pairs[:, 0], pairs[:, 1])
         for ji in np.flatnonzero((node_count > 0) & started):
-            used = int(n_used.get(ji, 0))
+            used = int(n_used[ji])
             if used != node_count[ji]:
                 report.add(start[ji], "node-count",
                            f"job {int(ids[ji])} uses {used} node(s) from {start[ji]:.15g}, it requests exactly {int(node_count[ji])}")
         for ji in np.flatnonzero(contiguous & started):
-            if ji in span.index and int(span[ji]) != int(n_used[ji]):
-                nodes_used = sorted(first.loc[first.j == ji, "n"].tolist())
+            if n_used[ji] and int(highest[ji] - lowest[ji] + 1) != int(n_used[ji]):
+                nodes_used = pairs[pairs[:, 0] == ji, 1]  # (sorted: np.unique's order)
                 report.add(start[ji], "contiguous",
                            f"job {int(ids[ji])} requests contiguous nodes, it uses nodes {_ids(np.asarray(nodes_used), 8)} "
                            f"from {start[ji]:.15g}")
@@ -486,7 +493,7 @@ def validate_tables(
         sel = slice(None) if ok_rows.all() else ok_rows  # the usual case: views, not copies of a million rows
         _capacity_sweep(report, system, cap, resources, node[sel], sweep_from[sel], sweep_to[sel], amounts[sel],
                         ids[row_job[sel]])
-        if "whole_nodes" in workload.columns:
+        if "whole_nodes" in workload:
             whole = w_col("whole_nodes", bool)
             if whole.any():
                 _check_exclusive(report, node[sel], sweep_from[sel], sweep_to[sel], row_job[sel], whole, ids)
@@ -494,7 +501,7 @@ def validate_tables(
         _check_bookings(report, bookings, ids, start, end, started, row_job, seg0, node, t_from,
                         w_col("deadline", np.float64) if deadline_rules else np.full(len(ids), np.inf),
                         cancelled & (cancel_why == CONFLICT))
-        if shape is not None and "whole_nodes" in workload.columns:
+        if shape is not None and "whole_nodes" in workload:
             _check_shapes(report, system, shape, bookings, ids, w_col("whole_nodes", bool))
     report.violations.sort()
     return report
@@ -598,7 +605,7 @@ def _check_exclusive(report: ValidationReport, node: np.ndarray, t_from: np.ndar
             last_to, last_job = b, j
 
 
-def _check_bookings(report: ValidationReport, bookings: pd.DataFrame, ids: np.ndarray, start: np.ndarray,
+def _check_bookings(report: ValidationReport, bookings: Columns, ids: np.ndarray, start: np.ndarray,
                     end: np.ndarray, started: np.ndarray, row_job: np.ndarray, seg0: np.ndarray, node: np.ndarray,
                     t_from: np.ndarray, deadline: np.ndarray, conflict: np.ndarray | None = None) -> None:
     """Advance reservations: every started job has one booking and started at its booked
@@ -607,20 +614,20 @@ def _check_bookings(report: ValidationReport, bookings: pd.DataFrame, ids: np.nd
     ended; bookings never overlap on a node (each held until it was released). A job
     cancelled for a ``booking-conflict`` (``conflict``) ends exactly at its booking's end,
     when another booking on one of its nodes begins."""
-    missing = [c for c in ("job_id", "made", "start", "end", "released", "node") if c not in bookings.columns]
+    missing = [c for c in ("job_id", "made", "start", "end", "released", "node") if c not in bookings]
     if missing:
         report.add(-np.inf, "table", f"the bookings table has no column '{missing[0]}'")
         return
-    b_job = bookings["job_id"].to_numpy(np.int64)
+    b_job = np.asarray(bookings["job_id"], np.int64)
     b_pos = np.searchsorted(ids, b_job)
     known = (b_pos < len(ids)) & (ids[np.minimum(b_pos, len(ids) - 1)] == b_job) if len(ids) else np.zeros(len(b_job), bool)
     for j in np.unique(b_job[~known])[:20]:
         report.add(-np.inf, "booking", f"a booking names job {int(j)}, which is not in the workload")
-    b_start = bookings["start"].to_numpy(np.float64)
-    b_end = bookings["end"].to_numpy(np.float64)
-    b_made = bookings["made"].to_numpy(np.float64)
-    b_rel = bookings["released"].to_numpy(np.float64)
-    b_node = bookings["node"].to_numpy(np.int64)
+    b_start = np.asarray(bookings["start"], np.float64)
+    b_end = np.asarray(bookings["end"], np.float64)
+    b_made = np.asarray(bookings["made"], np.float64)
+    b_rel = np.asarray(bookings["released"], np.float64)
+    b_node = np.asarray(bookings["node"], np.int64)
     booked_nodes: dict[int, set[int]] = {}
     booked_at: dict[int, tuple[float, float, float, float]] = {}
     for k in np.flatnonzero(known).tolist():
@@ -740,7 +747,7 @@ def _connected(nodes: Sequence[int], rows: int, cols: int, torus: bool) -> bool:
     return not left
 
 
-def _check_shapes(report: ValidationReport, system: System, rule: str, bookings: pd.DataFrame, ids: np.ndarray,
+def _check_shapes(report: ValidationReport, system: System, rule: str, bookings: Columns, ids: np.ndarray,
                   whole: np.ndarray) -> None:
     """Each whole-node job's booked nodes follow the strategy's shape rule: ``hilbert``,
     consecutive positions of the grid's Hilbert curve; ``manhattan``, one 4-connected piece."""
@@ -749,8 +756,8 @@ def _check_shapes(report: ValidationReport, system: System, rule: str, bookings:
         report.add(-np.inf, "booking", f"the bookings follow the {rule} shape rule, but system {system.name} is not a 2-D grid")
         return
     rows, cols = (int(v) for v in topo.shape)
-    b_job = bookings["job_id"].to_numpy(np.int64)
-    b_node = bookings["node"].to_numpy(np.int64)
+    b_job = np.asarray(bookings["job_id"], np.int64)
+    b_node = np.asarray(bookings["node"], np.int64)
     b_pos = np.searchsorted(ids, b_job)
     known = (b_pos < len(ids)) & (ids[np.minimum(b_pos, len(ids) - 1)] == b_job) if len(ids) else np.zeros(len(b_job), bool)
     known &= (b_node >= 0) & (b_node < rows * cols)  # (other rules report unknown jobs and nodes)
@@ -771,15 +778,59 @@ def _check_shapes(report: ValidationReport, system: System, rule: str, bookings:
                                            "4-connected piece of the grid")
 
 
-def _int_column(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """An integer column as int64, and where its values are not integers (NaN, inf, 2.5: read
-    as 0 there, and reported by the caller)."""
-    column = frame[name]
-    if pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans:
-        return column.to_numpy(np.int64), np.zeros(len(column), bool)
-    values = pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
-    bad = ~np.isfinite(values) | (values != np.round(values))
+def _int_column(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An integer column as int64, and where its values are not integers (NaN, inf, 2.5, a
+    text: read as 0 there, and reported by the caller)."""
+    column = np.asarray(column)
+    if column.dtype.kind in "iu":
+        return column.astype(np.int64, copy=False), np.zeros(len(column), bool)
+    if column.dtype.kind in "fb":
+        values = column.astype(np.float64)
+    else:  # (texts, None: what is not a number is NaN)
+        values = np.array([_number(v) for v in column.tolist()], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(values) | (values != np.round(values))
     return np.where(bad, 0, values).astype(np.int64), bad
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+#: a table as the validator takes it: a pandas frame (a run directory read back) or columns
+#: by name (a result's own arrays, without pandas)
+Table = Union["pd.DataFrame", Mapping[str, Any]]
+Columns = dict[str, np.ndarray]
+
+
+def _columns(table: Table) -> Columns:
+    """``table``'s columns as numpy arrays, by name (a frame's are read once, without copies
+    where pandas can)."""
+    if isinstance(table, Mapping):
+        return {str(name): np.asarray(values) for name, values in table.items()}
+    return {str(name): table[name].to_numpy() for name in table.columns}
+
+
+def _n_rows(columns: Columns) -> int:
+    return len(next(iter(columns.values()))) if columns else 0
+
+
+def _duplicated(values: np.ndarray) -> np.ndarray:
+    """Where a value repeats one seen earlier in ``values`` (the first occurrence is not marked)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    dup = np.zeros(len(values), bool)
+    dup[order[1:]] = ordered[1:] == ordered[:-1]
+    return dup
+
+
+def _texts(values: np.ndarray) -> np.ndarray:
+    """Text values, a missing one (None, NaN) as ""."""
+    return np.array(["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in values.tolist()],
+                    dtype=str)
 
 
 def growth_requests(workload: Any) -> dict[int, list[tuple[float, int]]]:
@@ -958,17 +1009,17 @@ def validate(target: Any) -> ValidationReport:
 def validate_result(result: Any) -> ValidationReport:
     """Validate an in-memory :class:`~hpcdispatch.sim.result.SimulationResult` (the dispatcher's
     tags from ``result.tags``, the growth requests from its workload's jobs)."""
-    from hpcdispatch.results.store import shared_frame, workload_columns
+    from hpcdispatch.results.store import workload_columns
 
     return validate_tables(
         result.system,
-        shared_frame(workload_columns(result)),
-        shared_frame(result.jobs_columns(allocation_text=False)),
-        shared_frame(result.allocations_columns()),
+        workload_columns(result),
+        result.jobs_columns(allocation_text=False),
+        result.allocations_columns(),
         walltime_kill=result.options.walltime_kill,
         dispatcher_tags=result.tags or None,
         growth=growth_requests(result.workload),
-        bookings=pd.DataFrame(result.bookings_columns()) if getattr(result, "bookings", None) else None,
+        bookings=result.bookings_columns() if getattr(result, "bookings", None) else None,
         shape=shape_rule(result.dispatcher),
     )
 
@@ -1005,7 +1056,7 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
             if extra:
                 notes.append(f"stored workload columns not derived from the source (not used): {', '.join(extra)}")
             # the schedule is checked against the source, never against the stored copy
-            workload_table = pd.DataFrame(columns, copy=False)
+            workload_table = columns
             growth = growth_requests(fresh)
     else:
         why = "not asked to" if not reload_workload else f"a '{src.get('kind')}' workload source cannot be re-read"
@@ -1139,7 +1190,7 @@ def _compare_workloads(fresh: dict[str, np.ndarray], table: pd.DataFrame, system
     return ""
 
 
-def _check_summary(report: ValidationReport, summary: dict[str, Any], workload: pd.DataFrame, jobs: pd.DataFrame) -> None:
+def _check_summary(report: ValidationReport, summary: dict[str, Any], workload: Table, jobs: pd.DataFrame) -> None:
     """``summary.json``'s job counts, mean wait, slowdown, bounded slowdown and makespan,
     recomputed from the tables (own arithmetic, per job in workload order):
 
@@ -1151,8 +1202,11 @@ def _check_summary(report: ValidationReport, summary: dict[str, Any], workload: 
     if not summary:
         report.notes.append("no summary.json: the run's summary was not checked")
         return
-    ids = workload["job_id"].to_numpy()
-    submit = workload["submit"].to_numpy(np.float64)
+    import pandas as pd
+
+    workload = _columns(workload)
+    ids = workload["job_id"]
+    submit = np.asarray(workload["submit"], np.float64)
     first = jobs.drop_duplicates("job_id")
     at = pd.Index(first["job_id"].to_numpy()).get_indexer(ids)
     listed = at >= 0
