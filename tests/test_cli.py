@@ -38,6 +38,11 @@ def test_simulate_then_validate(tmp_path):
     assert p.returncode == 0, p.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == 500 and summary["system"] == "kth-sp2"
+    # the metrics with their units (rich markup would swallow a "[s]"), long times also in h / days
+    lines = {line.split("  ")[0].strip(): line for line in p.stdout.splitlines() if "  " in line.strip()}
+    for title in ("mean wait [s]", "makespan [s]", "max decision time [ms]", "mean bounded slowdown", "core utilisation"):
+        assert title in lines, p.stdout
+    assert f"{summary['makespan']:,.0f} (" in lines["makespan [s]"] and "days)" in lines["makespan [s]"], p.stdout
     v = run("validate", str(out))
     assert v.returncode == 0 and "schedule valid" in v.stdout and "re-read" in v.stdout
     # corrupt the schedule: validate must fail with exit code 1 and name the violation

@@ -228,6 +228,29 @@ def plain_table(title: str, header: list[str], rows: list[list[str]], first_left
     return table
 
 
+#: the metrics ``simulate`` prints, in order (then every utilisation the summary has)
+SIMULATE_KEYS = ("jobs", "started", "killed", "rejected", "wait_mean", "wait_p95", "slowdown_mean",
+                 "bounded_slowdown_mean", "makespan", "decisions", "decision_time_mean_s", "decision_time_max_s",
+                 "sim_wall_s")
+
+
+def summary_table(title: str, summary: dict[str, Any]) -> Table:
+    """One run's metrics, named with their units as the reports name them (``mean wait [s]``,
+    ``max decision time [ms]``), a long time also in hours or days."""
+    from hpcdispatch.report.tables import format_value, metric
+
+    keys = [k for k in SIMULATE_KEYS if summary.get(k) is not None]
+    keys += [k for k in summary if k.startswith("utilization_") and summary[k] is not None]
+    rows = []
+    for key in keys:
+        m, v = metric(key), summary[key]
+        text = format_value(m, v)
+        if m.title.endswith("[s]") and isinstance(v, float) and abs(v) >= 3 * 3600:
+            text += f" ({v / 86400:,.1f} days)" if abs(v) >= 3 * 86400 else f" ({v / 3600:,.1f} h)"
+        rows.append([m.title, text])
+    return plain_table(title, ["metric", "value"], rows)
+
+
 def note_repeatability(label: str, result: Any) -> None:
     """Say so when a run cannot be repeated exactly (a solver stopped by the wall clock)."""
     tags = result.tags
@@ -332,17 +355,7 @@ def simulate(**kw: Any) -> None:
         console.print(f"checkpoint {checkpoint['path']}: " + (
             f"resumed at t={at['t']:,.0f} ({at['done']:,} of {at['jobs']:,} jobs done, {at['wall_s']:,.0f} s "
             f"simulated before), " if at else "") + f"{checkpoint['writes']} written, removed once the outputs were written")
-    table = Table(title=f"{s['dispatcher_params']} on {system.name}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key in ("jobs", "started", "killed", "wait_mean", "wait_p95", "slowdown_mean", "bounded_slowdown_mean",
-                "makespan", "decisions", "decision_time_mean_s", "decision_time_max_s", "sim_wall_s"):
-        v = s.get(key)
-        table.add_row(key, f"{v:,.4g}" if isinstance(v, float) else str(v))
-    for key, v in s.items():
-        if key.startswith("utilization_"):
-            table.add_row(key, f"{v:.3f}")
-    console.print(table)
+    console.print(summary_table(f"{s['dispatcher_params']} on {system.name}", s))
     print_validation(outcome.validation)
     console.print(f"outputs written to [bold]{kw['out']}[/]")
     if not outcome.validation.ok:
