@@ -347,3 +347,26 @@ def test_distinct_rows_numbers_rows_as_numpy_unique(rows):
     want, want_inverse = np.unique(keys, axis=0, return_inverse=True)
     assert count == len(want)
     assert np.array_equal(inverse, want_inverse.reshape(-1))
+
+
+def test_load_compiled_loads_only_what_is_on_disk(tmp_path):
+    """``load_compiled`` loads an entry point from the engine's cache without numba's
+    registries, and does nothing (no compiling: ``False``) when the cache does not hold it, or
+    for a function that keeps no engine cache; the caller then compiles as numba does."""
+    import subprocess
+    import sys
+
+    code = ("import numba\n"
+            "from hpcdispatch.compiled import kernels as K\n"
+            "from hpcdispatch.compiled.disk_cache import load_compiled\n"
+            "signature = K.entry_signatures()['profile_earliest']\n"
+            "print('LOADED', load_compiled(K.profile_earliest, signature), len(K.profile_earliest.signatures))\n"
+            "print('PLAIN', load_compiled(numba.njit(lambda x: x + 1), (numba.types.int64,)))\n")
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    empty = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    assert "LOADED False 0" in empty.stdout and "PLAIN False" in empty.stdout, empty.stderr[-1000:]
+    # compiled once (what a first run does), the next process loads it
+    compile_it = code.replace("print('LOADED'", "K.profile_earliest.compile(signature)\nprint('COMPILED'")
+    subprocess.run([sys.executable, "-c", compile_it], capture_output=True, text=True, env=env, timeout=900, check=True)
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    assert "LOADED True 1" in loaded.stdout, loaded.stderr[-1000:]

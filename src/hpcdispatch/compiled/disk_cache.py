@@ -42,6 +42,7 @@ from pathlib import Path
 
 from numba.core import config
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.runtime import rtsys
 
 #: the directory an installation ships the compiled engine in (one subdirectory per source)
@@ -180,14 +181,15 @@ def load_compiled(dispatcher, signature) -> bool:
     cache = getattr(dispatcher, "_cache", None)
     if not isinstance(cache, EngineCache):
         return False
-    cache.load_without_registries = True
-    try:
-        with blas_probe_answered_no():  # (code using numpy's routines rebuilds numba.np.arraymath)
-            dispatcher.compile(signature)
-    except NotOnDisk:
-        return False
-    finally:
-        cache.load_without_registries = False
+    with global_compiler_lock:  # (numba's: no other thread compiles while the cache loads this way)
+        cache.load_without_registries = True
+        try:
+            with blas_probe_answered_no():  # (code using numpy's routines rebuilds numba.np.arraymath)
+                dispatcher.compile(signature)
+        except NotOnDisk:
+            return False
+        finally:
+            cache.load_without_registries = False
     return True
 
 
