@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import cores_system, job, trace
+from helpers import cores_system, job, pythonpath, trace
 from hypothesis import given
 from hypothesis import strategies as hst
 from test_properties import SETTINGS, scenarios
@@ -136,7 +136,7 @@ def test_the_first_compiled_run_says_it_is_compiling(tmp_path):
             "r = simulate(load_system('machine-s'), 'synthetic:lublin,jobs=200,seed=1', 'fifo',\n"
             "             options=SimulationOptions(engine='compiled'))\n"
             "print('ENGINE', r.extra['engine'])")
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", **pythonpath()}
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
     assert "ENGINE compiled" in first.stdout, first.stderr[-500:]
     assert "compiling the simulation engine (once" in first.stderr
@@ -362,7 +362,7 @@ def test_load_compiled_loads_only_what_is_on_disk(tmp_path):
             "signature = K.entry_signatures()['profile_earliest']\n"
             "print('LOADED', load_compiled(K.profile_earliest, signature), len(K.profile_earliest.signatures))\n"
             "print('PLAIN', load_compiled(numba.njit(lambda x: x + 1), (numba.types.int64,)))\n")
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", **pythonpath()}
     empty = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
     assert "LOADED False 0" in empty.stdout and "PLAIN False" in empty.stdout, empty.stderr[-1000:]
     # compiled once (what a first run does), the next process loads it

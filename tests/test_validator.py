@@ -419,3 +419,37 @@ def test_tables_as_frames_and_as_columns_get_the_same_verdict(tables):
     assert {"capacity", "early", "row", "rejected"} <= kinds, kinds
     assert [(v.time, v.kind, v.message) for v in as_frames.violations] == \
         [(v.time, v.kind, v.message) for v in as_columns.violations]
+
+
+@pytest.mark.parametrize("missing", [None, np.nan, np.float32("nan"), "   ", b" ", "pd.NA", "pd.NA[pyarrow]", "Decimal"])
+def test_a_rejection_without_a_reason_is_caught_whatever_stands_for_missing(tables, missing):
+    """A reason that is missing in any of the forms frames and columns hold it (None, NaN of
+    any kind, pandas' NA in its string types, blank text) is no reason: the rejection is
+    reported, from a frame and from numpy columns alike; a real reason is accepted."""
+    from decimal import Decimal
+
+    system, wl, jobs, allocs = tables
+    jobs = jobs.copy()
+    allocs = allocs[allocs.job_id != 1]
+    jobs.loc[jobs.job_id == 1, ["status", "start", "end"]] = ["rejected", np.nan, np.nan]
+    reasons = pd.Series(["", "", ""], dtype=object)
+    if missing == "Decimal":
+        reasons[0] = Decimal("nan")
+    elif missing in ("pd.NA", "pd.NA[pyarrow]"):
+        reasons = pd.Series([pd.NA, "", ""], dtype="string[pyarrow]" if "pyarrow" in missing else "string")
+    else:
+        reasons[0] = missing
+    jobs["reject_reason"] = reasons.to_numpy() if reasons.dtype == object else reasons.array
+    tags = {"rejects": True}
+    from_frame = validate_tables(system, wl, jobs, allocs, dispatcher_tags=tags)
+    rejected = [v.message for v in from_frame.violations if v.kind == "rejected"]
+    assert rejected == ["job 1 (submitted at 0) is rejected without a reason (every rejection carries the "
+                        "dispatcher's reason)"], from_frame.describe()
+    if reasons.dtype == object:
+        as_columns = {c: jobs[c].to_numpy() for c in jobs.columns}
+        from_columns = validate_tables(system, {c: wl[c].to_numpy() for c in wl.columns}, as_columns,
+                                       {c: allocs[c].to_numpy() for c in allocs.columns}, dispatcher_tags=tags)
+        assert [v.message for v in from_columns.violations if v.kind == "rejected"] == rejected
+    jobs["reject_reason"] = pd.Series(["queue full", "", ""], dtype=object).to_numpy()
+    assert not [v for v in validate_tables(system, wl, jobs, allocs, dispatcher_tags=tags).violations
+                if v.kind == "rejected"]

@@ -187,8 +187,10 @@ def test_a_workload_of_columns_refuses_what_a_workload_of_jobs_refuses():
         Workload.of_plain_columns({**cols, "id": np.array([1, 2, 2])}, ("core",))
     with pytest.raises(ValueError, match="submission order"):
         Workload.of_plain_columns({**cols, "submit": np.array([100, 90, 130])}, ("core",))
-    with pytest.raises(ValueError, match=r"column unit_request has shape \(3, 1\), expected \(3, 2\)"):
+    with pytest.raises(ConfigError, match=r"column unit_request has shape \(3, 1\), expected \(3, 2\)"):
         Workload.of_plain_columns(cols, ("core", "gpu"))
+    with pytest.raises(ConfigError, match="column run_time holds float64 values; job fields are integers"):
+        Workload.of_plain_columns({**cols, "run_time": np.array([50.5, 60.0, 10.0])}, ("core",))
     with pytest.raises(ValueError, match=r"missing \['processors'\]"):
         Workload.of_plain_columns({k: v for k, v in cols.items() if k != "processors"}, ("core",))
 
@@ -211,3 +213,58 @@ def test_a_trace_run_on_the_compiled_engine_builds_no_job_objects(tmp_path):
     copy = pickle.loads(pickle.dumps(wl))
     assert not copy.jobs_built and len(copy) == len(wl) == 28467
     assert copy.jobs[1000] == wl.jobs[1000] and copy.jobs[1000].index == 1000
+
+
+def test_a_workload_of_columns_builds_its_jobs_once_for_all_threads():
+    import threading
+
+    cols = columns_of([job(i, i, 10) for i in range(1, 20001)])
+    wl = Workload.of_plain_columns(cols, ("core",))
+    seen, start = [], threading.Barrier(4)
+
+    def ask() -> None:
+        start.wait()
+        seen.append(wl.jobs)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 4 and all(jobs is wl.jobs for jobs in seen)
+
+
+def test_a_workload_pickled_by_an_older_version_still_loads():
+    """Before the columns, ``jobs`` was an attribute of the pickled state."""
+    w = small()
+    old = {k: v for k, v in w.__dict__.items() if k not in ("_jobs", "_n_jobs", "_plain_fields")}
+    old["jobs"] = w.jobs
+    revived = Workload.__new__(Workload)
+    revived.__setstate__(old)
+    assert len(revived) == 4 and revived.jobs == w.jobs and list(revived.submit) == list(w.submit)
+
+
+def test_the_python_engine_freezes_a_workload_of_columns_with_its_jobs(monkeypatch):
+    """The Python loop moves the workload's jobs out of the collector's sight (gc.freeze);
+    a workload of columns builds them before that, not during the run."""
+    import gc
+
+    from hpcdispatch.sim import SimulationOptions
+    from hpcdispatch.sim.simulator import Simulator
+    from hpcdispatch.system.io import load_system
+
+    system = load_system("kth-sp2")
+    wl = load_workload(str(trace("KTH-SP2-1996-2.1-cln.swf.gz")), system, SwfOptions(max_jobs=3000))
+    assert not wl.jobs_built
+    frozen = []
+    real_loop = Simulator._loop
+
+    def loop(self, progress):
+        frozen.append((wl.jobs_built, gc.get_freeze_count()))
+        return real_loop(self, progress)
+
+    monkeypatch.setattr(Simulator, "_loop", loop)
+    from hpcdispatch.engine import simulate
+    simulate(system, wl, "sjf", options=SimulationOptions(engine="python"))
+    built, count = frozen[0]
+    assert built and count >= 2 * len(wl)  # (each job: its tuple and its request tuple, at least)

@@ -36,6 +36,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -225,11 +226,12 @@ def blas_probe_answered_no() -> Iterator[None]:
     (``np.correlate``, ``np.convolve`` in compiled code) may call BLAS, which the engine never
     does. The probe is answered by marking ``scipy.linalg.cython_blas`` absent, unless scipy's
     BLAS or ``numba.np.arraymath`` is loaded already; numba then uses its own loop for those
-    two functions in this process, and scipy imports as usual afterwards. Use it in the
-    command line's main thread: another thread importing ``scipy.linalg`` at that moment
-    would fail, so a program that does both in threads loads scipy's BLAS first."""
+    two functions in this process, and scipy imports as usual afterwards. Only in the main
+    thread (elsewhere nothing is blocked): another thread importing ``scipy.linalg`` at that
+    moment would fail, so a program that does both in threads loads scipy's BLAS first."""
     name = "scipy.linalg.cython_blas"
-    blocked = name not in sys.modules and "numba.np.arraymath" not in sys.modules
+    blocked = (name not in sys.modules and "numba.np.arraymath" not in sys.modules
+               and threading.current_thread() is threading.main_thread())
     if blocked:
         sys.modules[name] = None  # type: ignore[assignment]  # (Python's way to make an import fail)
     try:

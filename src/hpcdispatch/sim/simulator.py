@@ -164,7 +164,8 @@ class Simulator:
         # The workload's half a million job objects live through the whole run: move them out
         # of the cyclic collector's sight (full collections would traverse all of them again
         # and again as the decision log grows); cycles created during the run are still
-        # collected.
+        # collected. (A workload held as columns builds its jobs here, before the freeze.)
+        self.workload.jobs  # noqa: B018
         gc.freeze()
         try:
             self.begin()

@@ -786,18 +786,13 @@ def _int_column(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return column.astype(np.int64, copy=False), np.zeros(len(column), bool)
     if column.dtype.kind in "fb":
         values = column.astype(np.float64)
-    else:  # (texts, None: what is not a number is NaN)
-        values = np.array([_number(v) for v in column.tolist()], dtype=np.float64)
+    else:  # texts, None: what is not a number is NaN (pandas' reading of numbers, as before)
+        import pandas as pd
+
+        values = pd.to_numeric(pd.Series(column, dtype=object), errors="coerce").to_numpy(np.float64)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(values) | (values != np.round(values))
     return np.where(bad, 0, values).astype(np.int64), bad
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 #: a table as the validator takes it: a pandas frame (a run directory read back) or columns
@@ -811,7 +806,14 @@ def _columns(table: Table) -> Columns:
     where pandas can)."""
     if isinstance(table, Mapping):
         return {str(name): np.asarray(values) for name, values in table.items()}
-    return {str(name): table[name].to_numpy() for name in table.columns}
+    columns = {}
+    for name in table.columns:
+        column = table[name]
+        if column.dtype.kind in "iufb":  # (numpy's numbers and booleans: shared, not copied)
+            columns[str(name)] = column.to_numpy()
+        else:  # texts, objects, pandas' own types: missing values (NA, NaT, NaN) as None
+            columns[str(name)] = column.to_numpy(dtype=object, na_value=None)
+    return columns
 
 
 def _n_rows(columns: Columns) -> int:
@@ -828,9 +830,21 @@ def _duplicated(values: np.ndarray) -> np.ndarray:
 
 
 def _texts(values: np.ndarray) -> np.ndarray:
-    """Text values, a missing one (None, NaN) as ""."""
-    return np.array(["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in values.tolist()],
-                    dtype=str)
+    """Text values, a missing one (None, a NaN of any kind) as "", bytes decoded."""
+    return np.array([_text(v) for v in values.tolist()], dtype=str)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    try:
+        if value != value:  # NaN (float, numpy, Decimal)
+            return ""
+    except (TypeError, ValueError):  # (a value that cannot say: not missing)
+        pass
+    return str(value)
 
 
 def growth_requests(workload: Any) -> dict[int, list[tuple[float, int]]]:

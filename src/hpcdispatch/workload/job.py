@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+import threading
 from functools import cached_property, partial
 from operator import attrgetter, is_not
 from typing import Any, NamedTuple
@@ -298,10 +299,14 @@ class Workload:
         self._describe(n, resources, source, report, queue_names, header, queue_ewt, labels)
         plain = {}
         for name in cls.PLAIN_FIELDS:
-            arr = np.array(fields[name], dtype=np.int64)  # (a copy: the caller's arrays stay its own)
+            given = np.asarray(fields[name])
+            if given.dtype.kind not in "iu" and not (given.size == 0 and given.dtype.kind == "f"):
+                raise ConfigError(f"column {name} holds {given.dtype} values; job fields are integers")
+            arr = np.array(given, dtype=np.int64)  # (a copy: the caller's arrays stay its own)
             expected = (n, len(self.resources)) if name == "unit_request" else (n,)
             if arr.shape != expected:
-                raise ValueError(f"column {name} has shape {arr.shape}, expected {expected}")
+                raise ConfigError(f"column {name} has shape {arr.shape}, expected {expected} "
+                                  f"({n} jobs, resources {list(self.resources)})")
             arr.flags.writeable = False
             plain[name] = arr
         sorted_ids = np.sort(plain["id"])
@@ -326,10 +331,20 @@ class Workload:
 
     @property
     def jobs(self) -> tuple[Job, ...]:
-        """The jobs, in submission order (built on first use when the workload holds columns)."""
+        """The jobs, in submission order (built on first use when the workload holds columns;
+        once, also when threads ask at the same time)."""
         if self._jobs is None:
-            self._jobs = self._plain_jobs()
+            with _BUILDING:
+                if self._jobs is None:
+                    self._jobs = self._plain_jobs()
         return self._jobs
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "jobs" in state:  # pickled by a version that kept the jobs as an attribute
+            state = dict(state)
+            jobs = state.pop("jobs")
+            state.update(_jobs=jobs, _n_jobs=len(jobs), _plain_fields={})
+        self.__dict__.update(state)
 
     @property
     def jobs_built(self) -> bool:
@@ -552,6 +567,8 @@ def _check_constraints(job: Job, n_res: int) -> None:
 
 
 _JOB_FIELDS = len(Job._fields)
+#: held while a workload of columns builds its jobs
+_BUILDING = threading.Lock()
 
 
 def make_job(fields: tuple) -> Job:
