@@ -10,6 +10,8 @@ import sys
 import time
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 from helpers import cores_system, job, workload
 
@@ -191,3 +193,29 @@ def test_missing_values_are_empty_cells_and_nulls(tmp_path):
     assert not any(value.lower() == "nan" for row in rows for value in row.values())
     started = next(i for i, s in enumerate(status) if s == "completed")
     assert float(rows[started]["start"]) == outcome.result.start[started]
+
+
+@settings(deadline=None, max_examples=80)
+@given(st.lists(st.lists(st.lists(st.tuples(st.one_of(st.integers(0, 3), st.integers(0, 5000)),
+                                                    st.one_of(st.integers(1, 2), st.integers(1, 300))), min_size=1, max_size=3),
+                         min_size=1, max_size=3), max_size=8), st.integers(0, 3))
+def test_allocation_text_is_every_row_written_out(jobs, n_without):
+    """The jobs' allocation texts, built by Arrow from tables of node and unit texts (small
+    values) or by casting (node ids beyond the column's length), read as Python writes them:
+    ``node:units`` rows joined by " ", segments by " | ", "" for a job without rows."""
+    from hpcdispatch.sim.result import allocation_text_array
+    from hpcdispatch.sim.segments import AllocationRows
+
+    job, segment, node, units, expected = [], [], [], [], []
+    for j, segments in enumerate(jobs):
+        for s, rows in enumerate(segments):
+            for n, u in rows:
+                job.append(j)
+                segment.append(s)
+                node.append(n)
+                units.append(u)
+        expected.append(" | ".join(" ".join(f"{n}:{u}" for n, u in rows) for rows in segments))
+    expected += [""] * n_without
+    i64 = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
+    rows = AllocationRows(i64(job), i64(segment), i64(node), i64(units), np.zeros(len(job)), np.ones(len(job)))
+    assert allocation_text_array(rows, len(expected)).to_pylist() == expected

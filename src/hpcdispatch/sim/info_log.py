@@ -220,7 +220,12 @@ def _numeric_texts(prefix: str, values: Any, present: Any) -> Any:
 
     bits = values if values.dtype.kind == "i" else values.view(np.int64)
     _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
-    texts = np.array([prefix + json.dumps(v) for v in values[first].tolist()], dtype=object)
-    out = np.empty(len(present), dtype=object)
-    out[present] = texts[inverse]
-    return pa.array(out, type=pa.string(), mask=~present)
+    # json.dumps writes an int as repr does, a finite float as float.__repr__ does (only NaN and
+    # the infinities are its own): repr is several times faster on thousands of distinct values
+    distinct = values[first].tolist()
+    finite = values.dtype.kind == "i" or bool(np.isfinite(values[first]).all())
+    texts = pa.array([prefix + t for t in (map(repr, distinct) if finite else map(json.dumps, distinct))],
+                     pa.string())
+    at = np.full(len(present), -1, dtype=np.int64)  # each call's text among the distinct ones
+    at[present] = inverse.reshape(-1)
+    return texts.take(pa.array(at, mask=~present))

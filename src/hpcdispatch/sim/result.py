@@ -199,17 +199,29 @@ def arrow_table(columns: dict[str, Any]) -> pa.Table:
 _SEPARATORS = pa.array(["", " | ", " "], pa.string())
 
 
+def _number_texts(values: np.ndarray, suffix: str) -> pa.Array:
+    """``str(value) + suffix`` per value of an integer column, as an Arrow string array: the
+    texts of ``0 .. max`` written once and picked by value when that table is no longer than
+    the column (node ids, units per node), else Arrow's cast."""
+    top = int(values.max()) if len(values) else 0
+    if len(values) and int(values.min()) >= 0 and top < len(values):
+        table = pa.array([f"{k}{suffix}" for k in range(top + 1)], pa.string())
+        return table.take(pa.array(values))
+    text = pc.cast(pa.array(values), pa.string())
+    return pc.binary_join_element_wise(text, suffix, "") if suffix else text
+
+
 def allocation_text_array(rows: AllocationRows, n_jobs: int) -> pa.Array:
     """Per job ``"node:units node:units | node:units"`` ("" for jobs without rows) as an Arrow
     string array, built in one pass over all rows: every row's text with the separator that
     follows it, one string buffer, cut at job boundaries."""
     if len(rows) == 0:
         return pa.array([""] * n_jobs, pa.string())
-    text = pc.binary_join_element_wise(pc.cast(pa.array(rows.node), pa.string()), pc.cast(pa.array(rows.units), pa.string()), ":")
     last_of_job = np.r_[rows.job[1:] != rows.job[:-1], True]
     last_of_segment = last_of_job | np.r_[rows.segment[1:] != rows.segment[:-1], True]
     sep = np.where(last_of_job, 0, np.where(last_of_segment, 1, 2)).astype(np.int8)  # (Arrow picks the texts)
-    text = pc.binary_join_element_wise(text, pc.take(_SEPARATORS, pa.array(sep)), "")
+    text = pc.binary_join_element_wise(_number_texts(rows.node, ":"), _number_texts(rows.units, ""),
+                                       pc.take(_SEPARATORS, pa.array(sep)), "")
     # a job's text is the bytes from its first row's offset to its last row's end offset
     _, offsets_buffer, data_buffer = text.buffers()
     row_offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[text.offset : text.offset + len(text) + 1].astype(np.int64)
