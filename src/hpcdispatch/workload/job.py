@@ -234,11 +234,7 @@ class Workload:
         for j in jobs:
             if j.node_count or j.contiguous or j.per_node_request:
                 _check_constraints(j, n_res)
-        ids = np.fromiter((j.id for j in jobs), dtype=np.int64, count=len(jobs))
-        sorted_ids = np.sort(ids)
-        dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
-        if len(dup):
-            raise ConfigError(f"duplicate job id {int(sorted_ids[dup[0]])} in workload {self.source.spec}")
+        self._refuse_duplicate_ids(np.fromiter((j.id for j in jobs), dtype=np.int64, count=len(jobs)))
         submit = np.fromiter((j.submit for j in jobs), dtype=np.float64, count=len(jobs))
         in_order = len(jobs) < 2 or bool((np.diff(submit) >= 0).all())
         if not in_order:
@@ -266,6 +262,12 @@ class Workload:
         self.report = report or SkipReport(total_records=n_jobs)
         self.queue_names = dict(queue_names or {})
         self.header = dict(header or {})
+
+    def _refuse_duplicate_ids(self, ids: np.ndarray) -> None:
+        sorted_ids = np.sort(ids)
+        dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+        if len(dup):
+            raise ConfigError(f"duplicate job id {int(sorted_ids[dup[0]])} in workload {self.source.spec}")
 
     #: the fields of a plain job (:meth:`of_plain_columns`) given as columns; the others are
     #: Job's defaults (no deadline, growth, node constraints or application model)
@@ -309,10 +311,7 @@ class Workload:
                                   f"({n} jobs, resources {list(self.resources)})")
             arr.flags.writeable = False
             plain[name] = arr
-        sorted_ids = np.sort(plain["id"])
-        dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
-        if len(dup):
-            raise ConfigError(f"duplicate job id {int(sorted_ids[dup[0]])} in workload {self.source.spec}")
+        self._refuse_duplicate_ids(plain["id"])
         if n > 1 and not bool((np.diff(plain["submit"]) >= 0).all()):
             raise ValueError("of_plain_columns: the jobs must be in submission order")
         self._jobs = None
