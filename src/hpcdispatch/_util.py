@@ -112,3 +112,97 @@ def read_utf8_file(path: Any, what: str) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(f"{path}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text "
                           f"({what} is TOML)") from None
+
+
+# ---- numpy <-> Arrow without pyarrow's pandas check ---------------------------------------
+# pyarrow imports pandas (0.16 s) the first time it converts a numpy array or a Python value
+# (``pa.array``, ``pa.scalar``, ``pa.table`` of arrays, ``Array.to_numpy``, a compute function
+# given a Python value), to ask whether it is a pandas object. A run that never makes a frame
+# (``hpcdispatch simulate`` on the compiled engine) converts through the arrays' buffers
+# instead, with pyarrow's documented ``Array.from_buffers`` and ``Array.buffers``.
+
+
+def arrow_array(values: Any, missing: Any = None) -> Any:
+    """A numpy column as a ``pyarrow.Array`` built from its buffers: integers and floats share
+    the column's memory, booleans are packed into bits; NaN in a float column is null (as
+    pandas writes it); texts (objects: ``str``, or ``None`` / NaN for missing; numpy ``str_``)
+    become UTF-8 strings, a missing one null. ``missing``: more positions to make null (one
+    boolean per value). An Arrow array is returned as it is."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(values, pa.Array):
+        return values
+    values = np.asarray(values)
+    if values.ndim != 1:
+        raise ValueError(f"arrow_array takes one column, got an array of shape {values.shape}")
+    n = len(values)
+    kind = values.dtype.kind
+    extra = None if missing is None else np.asarray(missing, dtype=bool)
+
+    def validity(gone: Any) -> tuple[Any, int]:
+        if gone is None or not gone.any():
+            return None, 0
+        return pa.py_buffer(np.packbits(~gone, bitorder="little")), int(gone.sum())
+
+    if kind in "iuf":
+        data = np.ascontiguousarray(values)
+        if not data.dtype.isnative:
+            data = data.astype(data.dtype.newbyteorder("="))
+        gone = np.isnan(data) if kind == "f" else None
+        if extra is not None:
+            gone = extra if gone is None else gone | extra
+        bits, nulls = validity(gone)
+        return pa.Array.from_buffers(pa.from_numpy_dtype(data.dtype), n, [bits, pa.py_buffer(data)], null_count=nulls)
+    if kind == "b":
+        bits, nulls = validity(extra)
+        return pa.Array.from_buffers(pa.bool_(), n, [bits, pa.py_buffer(np.packbits(values, bitorder="little"))],
+                                     null_count=nulls)
+    if kind in "OU":
+        items = values.tolist()
+        gone = np.fromiter((v is None or (isinstance(v, float) and v != v) for v in items), bool, n)
+        if extra is not None:
+            gone |= extra
+        encoded = [b"" if g else str(v).encode("utf-8") for v, g in zip(items, gone.tolist())]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), np.int64, n), out=offsets[1:])
+        bits, nulls = validity(gone)
+        data = pa.py_buffer(b"".join(encoded))
+        if offsets[-1] < 2**31 - 1:
+            return pa.Array.from_buffers(pa.string(), n, [bits, pa.py_buffer(offsets.astype(np.int32)), data],
+                                         null_count=nulls)
+        return pa.Array.from_buffers(pa.large_string(), n, [bits, pa.py_buffer(offsets), data], null_count=nulls)
+    raise TypeError(f"arrow_array: no Arrow type for numpy dtype {values.dtype}")
+
+
+def arrow_scalar(value: Any) -> Any:
+    """An Arrow scalar of a number or a text (give these to compute functions, not Python
+    values: see above)."""
+    import numpy as np
+
+    return arrow_array(np.array([value], dtype=object if isinstance(value, str) else None))[0]
+
+
+def numpy_array(array: Any) -> Any:
+    """A numeric or boolean ``pyarrow.Array`` as a numpy array, read from its buffers (numbers
+    without a copy): a null is NaN in a float array; integer and boolean arrays must have none."""
+    import numpy as np
+    import pyarrow as pa
+
+    n, offset = len(array), array.offset
+    buffers = array.buffers()
+    if pa.types.is_boolean(array.type):
+        if array.null_count:
+            raise ValueError("numpy_array: a boolean array with nulls")
+        bits = np.unpackbits(np.frombuffer(buffers[1], dtype=np.uint8), bitorder="little")
+        return bits[offset:offset + n].astype(bool)
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    if dtype.kind not in "iuf":
+        raise TypeError(f"numpy_array: {array.type} is not a number type")
+    values = np.frombuffer(buffers[1], dtype=dtype)[offset:offset + n]
+    if array.null_count:
+        if dtype.kind != "f":
+            raise ValueError(f"numpy_array: an {array.type} array with nulls")
+        present = np.unpackbits(np.frombuffer(buffers[0], dtype=np.uint8), bitorder="little")[offset:offset + n]
+        values = np.where(present.astype(bool), values, np.nan)
+    return values

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # (pandas in the functions that take or make frames: the metric catalogue does without)
+    import pandas as pd
 
 # ---------------------------------------------------------------------------------------
 # the comparison table of `hpcdispatch compare` (one row per run)
@@ -44,6 +46,8 @@ CONSOLE_KEYS = ("label", "wait_mean", "bounded_slowdown_mean", "utilization_core
 
 
 def comparison_frame(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
     frame = pd.DataFrame(summaries)
     for col in ("decision_time_mean_s", "decision_time_max_s"):
         if col in frame:
@@ -155,6 +159,8 @@ def metric(key: str) -> Metric:
 
 def family_metrics(frame: pd.DataFrame, family: str) -> list[Metric]:
     """The metrics of ``family`` that ``frame`` has (numeric columns with at least one value)."""
+    import pandas as pd
+
     out: list[str] = []
     for pattern in FAMILIES[family]:
         rx = re.compile(pattern + r"$")
@@ -192,6 +198,8 @@ def aggregate(frame: pd.DataFrame, metrics: list[Metric], keys: tuple[str, ...] 
 
     Groups keep their first-appearance order (the sweep's order).
     """
+    import pandas as pd
+
     rows = []
     for group, sub in frame.groupby(list(keys), sort=False, dropna=False):
         row: dict[str, Any] = dict(zip(keys, group))

@@ -30,10 +30,9 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
@@ -46,6 +45,9 @@ from hpcdispatch.results.outdir import atomic_dir, make_readable
 from hpcdispatch.sim.result import SimulationResult, arrow_table
 from hpcdispatch.system.io import dump_system, load_system
 from hpcdispatch.system.model import System
+
+if TYPE_CHECKING:  # (pandas where frames are read or given: writing a run's own tables does without it)
+    import pandas as pd
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
@@ -88,6 +90,8 @@ def write_frame(path: Path, frame: pd.DataFrame | pa.Table) -> None:
         else:
             _atomic(path, lambda p: pa_csv.write_csv(frame, p))
         return
+    import pandas as pd
+
     if path.suffix == ".parquet":
         # dictionary encoding only where it pays, the text columns (status, info, user, ...):
         # on numeric columns it costs about half the writing time and saves next to nothing
@@ -108,6 +112,8 @@ def write_csv_arrow(path: Path, frame: pd.DataFrame | pa.Table) -> None:
 
 
 def workload_frame(result: SimulationResult) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame(workload_columns(result))
 
 
@@ -140,6 +146,8 @@ def shared_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     """A frame over ``columns`` without copying them, for read-only use (writing, validating):
     a whole-trace schedule's tables are hundreds of MB, and copies of them set the run's peak
     memory."""
+    import pandas as pd
+
     return pd.DataFrame(columns, copy=False)
 
 
@@ -212,6 +220,8 @@ class StoredRun:
     bookings: pd.DataFrame | None = None
 
     def decisions(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.read_parquet(self.path / "decisions.parquet")
 
 
@@ -309,6 +319,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _read_table(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     try:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow's errors for a truncated or foreign file
@@ -334,6 +346,8 @@ def _typed(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with each known column in its kind (see above); a value of another kind is a
     :class:`ConfigError` naming the file, column and row. Resource columns of the allocations
     table (every column not listed above) are integers too."""
+    import pandas as pd
+
     for name in frame.columns:
         column = frame[name]
         if name in _TEXT_COLUMNS:

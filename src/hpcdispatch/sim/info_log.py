@@ -13,6 +13,8 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from hpcdispatch._util import arrow_array, arrow_scalar
+
 
 class _Missing:
     __slots__ = ()
@@ -134,12 +136,12 @@ class InfoLog(Sequence[dict[str, Any]]):
         one), as an Arrow string array, built key by key: each distinct value is serialised
         once, not once per call (a whole-trace run has hundreds of thousands of calls with a
         handful of distinct values), and the calls' texts are joined by Arrow."""
-        import pyarrow as pa
+        import numpy as np
         import pyarrow.compute as pc
 
         n = self._n
         if not self._columns:
-            return pa.array([""] * n, pa.string())
+            return arrow_array(np.full(n, "", dtype=object))
 
         body = None  # the keys' texts so far, null where a call set none of them
         for key, column in self._columns.items():
@@ -147,10 +149,12 @@ class InfoLog(Sequence[dict[str, Any]]):
             if body is None:
                 body = part
                 continue
-            both = pc.binary_join_element_wise(body, part, ", ")  # (null where either is)
+            both = pc.binary_join_element_wise(body, part, arrow_scalar(", "))  # (null where either is)
             body = pc.if_else(pc.is_null(body), part, pc.if_else(pc.is_null(part), body, both))
-        wrapped = pc.binary_join_element_wise(pa.scalar("{"), body, pa.scalar("}"), "")
-        return pc.fill_null(wrapped, "")
+        # (Arrow scalars and arrays from buffers: given Python values pyarrow imports pandas)
+        nothing = arrow_scalar("")
+        wrapped = pc.binary_join_element_wise(arrow_scalar("{"), body, arrow_scalar("}"), nothing)
+        return pc.fill_null(wrapped, nothing)
 
     def keys(self) -> list[str]:
         """Every key any call used, in order of first use."""
@@ -178,7 +182,6 @@ def _key_texts(key: str, column: list[Any]) -> Any:
     mapped through their distinct values by numpy (a float by its bits, so 0.0 and -0.0
     keep their own texts); others value by value."""
     import numpy as np
-    import pyarrow as pa
 
     prefix = json.dumps(key) + ": "
     if isinstance(column, NumericColumn):  # the compiled engine's arrays
@@ -208,7 +211,7 @@ def _key_texts(key: str, column: list[Any]) -> Any:
         except TypeError:  # an unhashable value (a list, a dict)
             text = prefix + json.dumps(v, default=str)
         frag.append(text)
-    return pa.array(frag, type=pa.string())
+    return arrow_array(np.array(frag, dtype=object))
 
 
 def _numeric_texts(prefix: str, values: Any, present: Any) -> Any:
@@ -216,7 +219,6 @@ def _numeric_texts(prefix: str, values: Any, present: Any) -> Any:
     the int64 or float64 ``values`` (the present calls' values, in order) serialised once (a
     float by its bits: 0.0 and -0.0 keep their own texts); null elsewhere."""
     import numpy as np
-    import pyarrow as pa
 
     bits = values if values.dtype.kind == "i" else values.view(np.int64)
     _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
@@ -224,8 +226,8 @@ def _numeric_texts(prefix: str, values: Any, present: Any) -> Any:
     # the infinities are its own): repr is several times faster on thousands of distinct values
     distinct = values[first].tolist()
     finite = values.dtype.kind == "i" or bool(np.isfinite(values[first]).all())
-    texts = pa.array([prefix + t for t in (map(repr, distinct) if finite else map(json.dumps, distinct))],
-                     pa.string())
+    texts = arrow_array(np.array([prefix + t for t in (map(repr, distinct) if finite else map(json.dumps, distinct))],
+                                 dtype=object))
     at = np.full(len(present), -1, dtype=np.int64)  # each call's text among the distinct ones
     at[present] = inverse.reshape(-1)
-    return texts.take(pa.array(at, mask=~present))
+    return texts.take(arrow_array(at, missing=~present))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hpcdispatch._util import arrow_array, arrow_scalar
 from hpcdispatch.protocol import describe_identity
 from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.sim.options import SimulationOptions
@@ -18,6 +18,9 @@ from hpcdispatch.sim.segments import AllocationRows, SegmentLog
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
+
+if TYPE_CHECKING:  # (pandas only for the *_frame methods: a run imports it only when asked for a frame)
+    import pandas as pd
 
 STATUS_NAMES = {0: "pending", 1: "queued", 2: "running", 3: "completed", 4: "rejected", 5: "cancelled"}
 _STATUS_TEXT = np.array([STATUS_NAMES[k] for k in range(len(STATUS_NAMES))], dtype=object)  # by status code
@@ -78,6 +81,8 @@ class SimulationResult:
     def jobs_frame(self, allocation_text: bool = True) -> pd.DataFrame:
         """One row per job: times, request, outcome and (``allocation_text``) the allocation
         as ``"node:units node:units | ..."`` (segments separated by ``|``)."""
+        import pandas as pd
+
         return pd.DataFrame(self.jobs_columns(allocation_text))
 
     def jobs_columns(self, allocation_text: bool = True) -> dict[str, np.ndarray]:
@@ -126,6 +131,8 @@ class SimulationResult:
     def allocations_frame(self) -> pd.DataFrame:
         """One row per job, allocation segment and node: ``[from, to)`` and the amounts held
         (``units x unit_request + per_node_request``)."""
+        import pandas as pd
+
         return pd.DataFrame(self.allocations_columns())
 
     def allocations_columns(self) -> dict[str, np.ndarray]:
@@ -176,27 +183,21 @@ class SimulationResult:
             "started": d["started"],
             "elapsed_s": d["elapsed"],
             "info": (info.json_text_array() if isinstance(info, InfoLog)
-                     else pa.array([json.dumps(i, default=str) if i else "" for i in info], pa.string())),
+                     else arrow_array(np.array([json.dumps(i, default=str) if i else "" for i in info], dtype=object))),
         })
 
 
 def arrow_table(columns: dict[str, Any]) -> pa.Table:
     """An Arrow table of numpy columns (or Arrow arrays), missing values as pandas writes them:
     NaN in a float column and ``None`` in a text column are nulls (an empty CSV cell), text
-    columns are strings; other columns are taken as they are, without a copy where Arrow can."""
-    arrays = {}
-    for name, values in columns.items():
-        if isinstance(values, np.ndarray) and values.dtype == object:
-            arrays[name] = pa.array(values, pa.string(), from_pandas=True)
-        elif isinstance(values, np.ndarray) and values.dtype.kind == "f":
-            arrays[name] = pa.array(values, from_pandas=True)
-        else:
-            arrays[name] = values
-    return pa.table(arrays)
+    columns are strings; numbers are taken without a copy. (Built from the columns' buffers:
+    pyarrow's own conversion would import pandas, :func:`hpcdispatch._util.arrow_array`.)"""
+    return pa.Table.from_arrays([arrow_array(values) for values in columns.values()], names=list(columns))
 
 
 #: what follows a row's text: nothing (the job's last row), the end of a segment, a row
-_SEPARATORS = pa.array(["", " | ", " "], pa.string())
+_SEPARATORS = arrow_array(np.array(["", " | ", " "], dtype=object))
+_NOTHING = arrow_scalar("")
 
 
 def _number_texts(values: np.ndarray, suffix: str) -> pa.Array:
@@ -205,10 +206,10 @@ def _number_texts(values: np.ndarray, suffix: str) -> pa.Array:
     the column (node ids, units per node), else Arrow's cast."""
     top = int(values.max()) if len(values) else 0
     if len(values) and int(values.min()) >= 0 and top < len(values):
-        table = pa.array([f"{k}{suffix}" for k in range(top + 1)], pa.string())
-        return table.take(pa.array(values))
-    text = pc.cast(pa.array(values), pa.string())
-    return pc.binary_join_element_wise(text, suffix, "") if suffix else text
+        table = arrow_array(np.array([f"{k}{suffix}" for k in range(top + 1)], dtype=object))
+        return table.take(arrow_array(values))
+    text = pc.cast(arrow_array(values), pa.string())
+    return pc.binary_join_element_wise(text, arrow_scalar(suffix), _NOTHING) if suffix else text
 
 
 def allocation_text_array(rows: AllocationRows, n_jobs: int) -> pa.Array:
@@ -216,12 +217,12 @@ def allocation_text_array(rows: AllocationRows, n_jobs: int) -> pa.Array:
     string array, built in one pass over all rows: every row's text with the separator that
     follows it, one string buffer, cut at job boundaries."""
     if len(rows) == 0:
-        return pa.array([""] * n_jobs, pa.string())
+        return arrow_array(np.full(n_jobs, "", dtype=object))
     last_of_job = np.r_[rows.job[1:] != rows.job[:-1], True]
     last_of_segment = last_of_job | np.r_[rows.segment[1:] != rows.segment[:-1], True]
     sep = np.where(last_of_job, 0, np.where(last_of_segment, 1, 2)).astype(np.int8)  # (Arrow picks the texts)
     text = pc.binary_join_element_wise(_number_texts(rows.node, ":"), _number_texts(rows.units, ""),
-                                       pc.take(_SEPARATORS, pa.array(sep)), "")
+                                       pc.take(_SEPARATORS, arrow_array(sep)), _NOTHING)
     # a job's text is the bytes from its first row's offset to its last row's end offset
     _, offsets_buffer, data_buffer = text.buffers()
     row_offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[text.offset : text.offset + len(text) + 1].astype(np.int64)
@@ -230,5 +231,5 @@ def allocation_text_array(rows: AllocationRows, n_jobs: int) -> pa.Array:
     per_job = pa.LargeStringArray.from_buffers(len(job_end), pa.py_buffer(job_offsets), data_buffer)
     position = np.full(n_jobs, -1, dtype=np.int64)  # each job's text among per_job's, -1: none
     position[rows.job[job_end]] = np.arange(len(job_end))
-    texts = pc.take(per_job, pa.array(position, mask=position < 0))
-    return pc.fill_null(texts, "").cast(pa.string())
+    texts = pc.take(per_job, arrow_array(position, missing=position < 0))
+    return pc.fill_null(texts.cast(pa.string()), _NOTHING)  # (a scalar of the array's type: no conversion)

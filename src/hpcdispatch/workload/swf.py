@@ -49,6 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hpcdispatch._util import arrow_array, arrow_scalar, numpy_array
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import NodeType, System
@@ -474,14 +475,15 @@ def _parse_block(first_line: int, block: bytes) -> tuple[np.ndarray, np.ndarray,
         text = raw.filter(pa.array(~bad)).cast(pa.string())
         line_numbers = line_numbers[~bad]
     text = pc.ascii_trim_whitespace(text)
-    skip = pc.or_(pc.equal(pc.binary_length(text), 0), pc.starts_with(text, ";"))
-    skip_np = skip.to_numpy(zero_copy_only=False)
+    # (numpy <-> Arrow through the buffers, Arrow scalars: pyarrow would import pandas; _util)
+    skip = pc.or_(pc.equal(pc.binary_length(text), arrow_scalar(0)), pc.starts_with(text, ";"))
+    skip_np = numpy_array(skip)
     if skip_np.any():
-        keep = pa.array(~skip_np)
+        keep = arrow_array(~skip_np)
         text = text.filter(keep)
         line_numbers = line_numbers[~skip_np]
     tokens = pc.ascii_split_whitespace(text)
-    counts = pc.list_value_length(tokens).to_numpy(zero_copy_only=False)
+    counts = numpy_array(pc.list_value_length(tokens))
     bad = counts != N_FIELDS
     if bad.any():
         for ln, c in zip(line_numbers[bad].tolist(), counts[bad].tolist()):
@@ -490,7 +492,7 @@ def _parse_block(first_line: int, block: bytes) -> tuple[np.ndarray, np.ndarray,
         line_numbers = line_numbers[~bad]
     flat = pc.list_flatten(tokens)
     try:
-        values = pc.cast(flat, pa.float64()).to_numpy(zero_copy_only=False)
+        values = numpy_array(pc.cast(flat, pa.float64()))
     except pa.ArrowInvalid:
         values, line_numbers, more = _numbers_of_good_rows(tokens, line_numbers)
         malformed.extend(more)
