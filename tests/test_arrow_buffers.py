@@ -41,13 +41,16 @@ def test_booleans_round_trip(values, start):
     assert np.array_equal(numpy_array(made.slice(start)), values[start:])
 
 
-@settings(deadline=None)
-@given(st.lists(st.one_of(st.none(), st.just(float("nan")), st.text(max_size=5)), max_size=30))
-def test_texts_are_strings_missing_ones_null(texts):
-    values = np.array(texts + ["x"], dtype=object)[:-1] if texts else np.array([], dtype=object)
-    made = arrow_array(values)
-    made.validate(full=True)
-    assert made.equals(pa.array(values, pa.string(), from_pandas=True))
+@settings(deadline=None, max_examples=150)
+@given(st.lists(st.one_of(st.none(), st.just(float("nan")), st.text(max_size=5), st.sampled_from(["done", "é"])),
+                max_size=60), st.integers(1, 40))
+def test_texts_are_strings_missing_ones_null(texts, repeat):
+    """One by one, or (few distinct texts, as a status column) each written once and picked."""
+    for items in (texts, texts[:3] * repeat):
+        values = np.array(items + ["x"], dtype=object)[:-1] if items else np.array([], dtype=object)
+        made = arrow_array(values)
+        made.validate(full=True)
+        assert made.type == pa.string() and made.equals(pa.array(values, pa.string(), from_pandas=True))
 
 
 def test_missing_marks_more_nulls_and_scalars_are_arrow_scalars():

@@ -160,19 +160,39 @@ def arrow_array(values: Any, missing: Any = None) -> Any:
                                      null_count=nulls)
     if kind in "OU":
         items = values.tolist()
-        gone = np.fromiter((v is None or (isinstance(v, float) and v != v) for v in items), bool, n)
-        if extra is not None:
-            gone |= extra
-        encoded = [b"" if g else str(v).encode("utf-8") for v, g in zip(items, gone.tolist())]
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), np.int64, n), out=offsets[1:])
-        bits, nulls = validity(gone)
-        data = pa.py_buffer(b"".join(encoded))
-        if offsets[-1] < 2**31 - 1:
-            return pa.Array.from_buffers(pa.string(), n, [bits, pa.py_buffer(offsets.astype(np.int32)), data],
-                                         null_count=nulls)
-        return pa.Array.from_buffers(pa.large_string(), n, [bits, pa.py_buffer(offsets), data], null_count=nulls)
+        try:
+            distinct = set(items)
+        except TypeError:  # (an unhashable value: written one by one)
+            distinct = None
+        if extra is None and distinct is not None and 0 < len(distinct) <= max(1, n // 4):
+            # few distinct texts (statuses, reasons): each written once, then picked by code
+            table = list(distinct)
+            code_of = {v: k for k, v in enumerate(table)}
+            codes = np.fromiter(map(code_of.__getitem__, items), np.int64, n)
+            return _texts_array(table, None).take(arrow_array(codes))
+        return _texts_array(items, extra)
     raise TypeError(f"arrow_array: no Arrow type for numpy dtype {values.dtype}")
+
+
+def _texts_array(items: list[Any], extra: Any) -> Any:
+    """UTF-8 strings of ``items`` (``None`` and NaN null, and where ``extra``), one by one."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(items)
+    gone = np.fromiter((v is None or (isinstance(v, float) and v != v) for v in items), bool, n)
+    if extra is not None:
+        gone |= extra
+    encoded = [b"" if g else str(v).encode("utf-8") for v, g in zip(items, gone.tolist())]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, n), out=offsets[1:])
+    bits = pa.py_buffer(np.packbits(~gone, bitorder="little")) if gone.any() else None
+    nulls = int(gone.sum())
+    data = pa.py_buffer(b"".join(encoded))
+    if offsets[-1] < 2**31 - 1:
+        return pa.Array.from_buffers(pa.string(), n, [bits, pa.py_buffer(offsets.astype(np.int32)), data],
+                                     null_count=nulls)
+    return pa.Array.from_buffers(pa.large_string(), n, [bits, pa.py_buffer(offsets), data], null_count=nulls)
 
 
 def arrow_scalar(value: Any) -> Any:
