@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import cores_system, job, simulate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hpcdispatch.metrics import bounded_slowdowns, queue_length_profile, slowdowns
 from hpcdispatch.metrics import summarize
@@ -37,3 +39,26 @@ def test_run_summary_by_hand():
     assert s["makespan"] == 30 and s["utilization_core"] == pytest.approx(25 / 30)
     # queue: length 1 on [0, 10), 0 afterwards -> mean 10 / 30
     assert s["queue_length_mean"] == pytest.approx(10 / 30) and s["queue_length_max"] == 1
+
+
+@settings(deadline=None, max_examples=150)
+@given(st.lists(st.tuples(st.integers(0, 20), st.one_of(st.none(), st.integers(0, 6)), st.booleans()), max_size=40))
+def test_queue_length_profile_counts_starts_before_submits_at_one_time(jobs):
+    """The queue length after each event time: submissions of accepted jobs in, starts out; at
+    one time the starts count first (the events ordered by time, then starts before
+    submissions, as ``np.lexsort((delta, times))`` orders them)."""
+    submit = np.array([s for s, _, _ in jobs], dtype=np.float64)
+    start = np.array([np.nan if w is None else s + w for s, w, _ in jobs], dtype=np.float64)
+    accepted = np.array([a for _, _, a in jobs], dtype=bool)
+    events = sorted([(s, -1) for s, a in zip(start, accepted) if a and not np.isnan(s)]
+                    + [(s, +1) for s, a in zip(submit, accepted) if a])
+    times, lengths, length = [], [], 0
+    for t, d in events:
+        length += d
+        if times and times[-1] == t:
+            lengths[-1] = length
+        else:
+            times.append(t)
+            lengths.append(length)
+    qt, ql = queue_length_profile(submit, start, accepted)
+    assert qt.tolist() == times and ql.tolist() == lengths

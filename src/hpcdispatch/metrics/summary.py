@@ -27,9 +27,11 @@ def queue_length_profile(submit: np.ndarray, start: np.ndarray, accepted: np.nda
     sub = submit[accepted].astype(np.float64)
     st = start[accepted]
     st = st[~np.isnan(st)]
-    times = np.concatenate([sub, st])
-    delta = np.concatenate([np.ones(len(sub)), -np.ones(len(st))])
-    order = np.lexsort((delta, times))  # at equal times, starts (-1) before submits (+1)
+    # at equal times, starts (-1) before submits (+1): the starts put first, then one stable sort
+    # by time (np.lexsort's order, in about half its time)
+    times = np.concatenate([st, sub])
+    delta = np.concatenate([-np.ones(len(st)), np.ones(len(sub))])
+    order = np.argsort(times, kind="stable")
     times, delta = times[order], delta[order]
     length = np.cumsum(delta)
     last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, dtype=bool)
@@ -46,16 +48,22 @@ def time_weighted_mean(times: np.ndarray, values: np.ndarray, t_end: float) -> f
     return float((values * widths).sum() / span)
 
 
-def utilization(result: SimulationResult, t0: float, t1: float) -> dict[str, float]:
-    """Used / available resource-seconds per resource type over ``[t0, t1]``."""
+def resource_seconds(result: SimulationResult) -> np.ndarray:
+    """Per resource type, the amount held times the seconds it was held, over every allocation
+    row of the run."""
     w = result.workload
     rows = result.allocation_rows()
     seconds = rows.t_to - rows.t_from
+    return np.array([np.dot(rows.held(w, r).astype(np.float64), seconds) for r in range(len(w.resources))],
+                    dtype=np.float64)
+
+
+def utilization(result: SimulationResult, t0: float, t1: float, used: np.ndarray | None = None) -> dict[str, float]:
+    """Used / available resource-seconds per resource type over ``[t0, t1]`` (``used``: the
+    run's :func:`resource_seconds`, when already known)."""
+    used = resource_seconds(result) if used is None else used
     cap = result.system.total_capacity.astype(np.float64) * max(t1 - t0, 1e-9)
-    return {
-        name: float(np.dot(rows.held(w, r).astype(np.float64), seconds) / cap[r]) if cap[r] > 0 else 0.0
-        for r, name in enumerate(w.resources)
-    }
+    return {name: float(used[r] / cap[r]) if cap[r] > 0 else 0.0 for r, name in enumerate(result.workload.resources)}
 
 
 def mean_std(values: np.ndarray) -> tuple[float, float]:
@@ -96,13 +104,11 @@ def core_resource(resources: tuple[str, ...]) -> int:
     return resources.index("core") if "core" in resources else 0
 
 
-def theoretical_runtime(result: SimulationResult) -> float:
+def theoretical_runtime(result: SimulationResult, used: np.ndarray | None = None) -> float:
     """The AUCSCHED paper's theoretical runtime: sum over jobs of duration x cores held,
-    divided by the system's total cores (seconds)."""
-    w = result.workload
-    r = core_resource(tuple(w.resources))
-    rows = result.allocation_rows()
-    total = float(np.dot(rows.held(w, r).astype(np.float64), rows.t_to - rows.t_from))
+    divided by the system's total cores (seconds; ``used``: :func:`resource_seconds`)."""
+    r = core_resource(tuple(result.workload.resources))
+    total = float((resource_seconds(result) if used is None else used)[r])
     cap = float(result.system.total_capacity[r])
     return total / cap if cap > 0 else 0.0
 
@@ -167,7 +173,8 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
     for key in ("wait", "slowdown", "bounded_slowdown", "turnaround"):
         for stat, value in describe(m[key]).items():
             out[f"{key}_{stat}"] = value
-    for name, value in utilization(result, first_submit, last_end).items():
+    used = resource_seconds(result)
+    for name, value in utilization(result, first_submit, last_end, used).items():
         out[f"utilization_{name}"] = value
     # the AUCSCHED paper's metrics (Tables 5-8), mean and standard deviation over jobs
     out["wait_std"] = float(np.std(m["wait"])) if len(m["wait"]) else float("nan")
@@ -175,7 +182,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
     topo = topology_metrics(result)
     out["fragmentation_mean"], out["fragmentation_std"] = mean_std(topo["fragmentation"])
     out["spread_mean"], out["spread_std"] = mean_std(topo["spread"])
-    theo = theoretical_runtime(result)
+    theo = theoretical_runtime(result, used)
     out["theoretical_runtime_s"] = theo
     out["utilization_paper"] = theo / makespan if makespan > 0 else float("nan")
     out["decisions"] = int(len(elapsed))
