@@ -77,3 +77,50 @@ def test_a_compiled_simulation_of_a_trace_never_imports_pandas(tmp_path):
                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **pythonpath()})
     assert "PANDAS False" in out.stdout, out.stdout[-500:] + out.stderr[-1500:]
     assert (tmp_path / "o" / "jobs.csv").is_file()
+
+
+def test_reading_a_damaged_trace_never_imports_pandas(tmp_path):
+    """The reader's slow paths (a stray byte, a line of 17 fields, a field that is no number)
+    convert through the buffers too, and still say what they skipped."""
+    ok = "1 0 5 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1"
+    lines = [ok, "2 10 5 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1", "3 20 5 x 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1",
+             "4 30 5 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\x01", "5" + ok[1:].replace(" 0 ", " 40 ", 1)]
+    path = tmp_path / "damaged.swf"
+    path.write_bytes(("; MaxNodes: 2\n; MaxProcs: 8\n" + "\n".join(lines) + "\n").encode())
+    code = ("import sys\nfrom hpcdispatch.workload.loader import load_workload, resolve_system\n"
+            f"w = load_workload({str(path)!r}, resolve_system('from-trace', {str(path)!r}))\n"
+            "print('JOBS', w.ids.tolist(), sorted(w.report.skipped.items()))\n"
+            "print('PANDAS', 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **pythonpath()})
+    assert "JOBS [1, 5] [('malformed', 3)]" in out.stdout, out.stdout + out.stderr[-1500:]
+    assert "PANDAS False" in out.stdout
+
+
+def test_texts_beyond_one_string_array_are_chunks_of_strings(monkeypatch):
+    """More bytes than one Arrow string array holds (2 GiB; 10 bytes here) become a chunked
+    array of ``string`` pieces, in order, none over the limit, the few-distinct path too."""
+    import hpcdispatch._util as util
+
+    monkeypatch.setattr(util, "STRING_ARRAY_BYTES", 10)
+    values = np.array(["abc", None, "defgh", "ij", "klmnopq", "r", "", "stuvwxyz"], dtype=object)
+    made = arrow_array(values)
+    assert isinstance(made, pa.ChunkedArray) and made.type == pa.string() and made.to_pylist() == values.tolist()
+    assert all(len("".join(t or "" for t in chunk.to_pylist()).encode()) <= 10 for chunk in made.chunks)
+    repeated = np.array(["abcd", "ef"] * 20, dtype=object)  # few distinct values, 120 bytes in all
+    made = arrow_array(repeated)
+    assert isinstance(made, pa.ChunkedArray) and made.to_pylist() == repeated.tolist()
+    with pytest.raises(ValueError, match="more than an Arrow string holds"):
+        arrow_array(np.array(["x" * 11], dtype=object))
+
+
+def test_texts_stand_for_themselves_and_bad_requests_are_refused():
+    import pandas as pd
+
+    mixed = np.array([True, 1, 1.0, -0.0, 0.0, b"ab", pd.NA, np.float32("nan"), None] * 3, dtype=object)
+    assert arrow_array(mixed).to_pylist() == ["True", "1", "1.0", "-0.0", "0.0", "ab", None, None, None] * 3
+    with pytest.raises(ValueError, match="missing has shape"):
+        arrow_array(np.arange(3), missing=np.array([True]))
+    with pytest.raises(TypeError, match="64-bit number"):
+        arrow_scalar(2**70)
+    assert numpy_array(pa.chunked_array([[1, 2], [3]])).tolist() == [1, 2, 3]

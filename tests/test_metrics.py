@@ -43,10 +43,9 @@ def test_run_summary_by_hand():
 
 @settings(deadline=None, max_examples=150)
 @given(st.lists(st.tuples(st.integers(0, 20), st.one_of(st.none(), st.integers(0, 6)), st.booleans()), max_size=40))
-def test_queue_length_profile_counts_starts_before_submits_at_one_time(jobs):
-    """The queue length after each event time: submissions of accepted jobs in, starts out; at
-    one time the starts count first (the events ordered by time, then starts before
-    submissions, as ``np.lexsort((delta, times))`` orders them)."""
+def test_queue_length_profile_is_the_length_after_each_event_time(jobs):
+    """The queue length after each event time, computed by hand: submissions of accepted jobs
+    in, starts out, one value per distinct time (the length after all of its events)."""
     submit = np.array([s for s, _, _ in jobs], dtype=np.float64)
     start = np.array([np.nan if w is None else s + w for s, w, _ in jobs], dtype=np.float64)
     accepted = np.array([a for _, _, a in jobs], dtype=bool)

@@ -445,8 +445,10 @@ def test_a_rejection_without_a_reason_is_caught_whatever_stands_for_missing(tabl
     rejected = [v.message for v in from_frame.violations if v.kind == "rejected"]
     assert rejected == ["job 1 (submitted at 0) is rejected without a reason (every rejection carries the "
                         "dispatcher's reason)"], from_frame.describe()
-    if reasons.dtype == object:
+    if reasons.dtype == object or missing == "pd.NA":
         as_columns = {c: jobs[c].to_numpy() for c in jobs.columns}
+        if missing == "pd.NA":  # (pandas' NA itself in an object column, as a caller may hand it over)
+            as_columns["reject_reason"] = np.array([pd.NA, "", ""], dtype=object)
         from_columns = validate_tables(system, {c: wl[c].to_numpy() for c in wl.columns}, as_columns,
                                        {c: allocs[c].to_numpy() for c in allocs.columns}, dispatcher_tags=tags)
         assert [v.message for v in from_columns.violations if v.kind == "rejected"] == rejected

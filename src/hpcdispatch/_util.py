@@ -122,16 +122,39 @@ def read_utf8_file(path: Any, what: str) -> str:
 # instead, with pyarrow's documented ``Array.from_buffers`` and ``Array.buffers``.
 
 
+#: the most bytes one Arrow ``string`` array holds (its offsets are 32-bit)
+STRING_ARRAY_BYTES = 2**31 - 1
+
+
+def text_or_none(value: Any) -> str | None:
+    """A value of a text column as its text, ``None`` when it stands for "missing": ``None``,
+    a NaN of any kind (float, numpy, Decimal), pandas' ``NA`` and ``NaT``; bytes are decoded."""
+    if value is None:
+        return None
+    if type(value) is str:
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    try:
+        if value != value:  # NaN, NaT
+            return None
+    except (TypeError, ValueError):  # pandas' NA: its comparisons are NA, whose truth is an error
+        if type(value).__name__ == "NAType":
+            return None
+    return str(value)
+
+
 def arrow_array(values: Any, missing: Any = None) -> Any:
     """A numpy column as a ``pyarrow.Array`` built from its buffers: integers and floats share
     the column's memory, booleans are packed into bits; NaN in a float column is null (as
-    pandas writes it); texts (objects: ``str``, or ``None`` / NaN for missing; numpy ``str_``)
-    become UTF-8 strings, a missing one null. ``missing``: more positions to make null (one
-    boolean per value). An Arrow array is returned as it is."""
+    pandas writes it); texts (objects, or numpy ``str_``) become UTF-8 strings, missing ones
+    null (:func:`text_or_none`), as a ``ChunkedArray`` of strings when they hold more than 2 GiB.
+    ``missing``: more positions to make null (one boolean per value). An Arrow array is
+    returned as it is."""
     import numpy as np
     import pyarrow as pa
 
-    if isinstance(values, pa.Array):
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values
     values = np.asarray(values)
     if values.ndim != 1:
@@ -139,6 +162,8 @@ def arrow_array(values: Any, missing: Any = None) -> Any:
     n = len(values)
     kind = values.dtype.kind
     extra = None if missing is None else np.asarray(missing, dtype=bool)
+    if extra is not None and extra.shape != (n,):
+        raise ValueError(f"arrow_array: missing has shape {extra.shape}, the column {n} values")
 
     def validity(gone: Any) -> tuple[Any, int]:
         if gone is None or not gone.any():
@@ -159,48 +184,57 @@ def arrow_array(values: Any, missing: Any = None) -> Any:
         return pa.Array.from_buffers(pa.bool_(), n, [bits, pa.py_buffer(np.packbits(values, bitorder="little"))],
                                      null_count=nulls)
     if kind in "OU":
-        items = values.tolist()
-        try:
-            distinct = set(items)
-        except TypeError:  # (an unhashable value: written one by one)
-            distinct = None
-        if extra is None and distinct is not None and 0 < len(distinct) <= max(1, n // 4):
+        texts = [text_or_none(v) for v in values.tolist()]
+        if extra is not None:
+            texts = [None if gone else t for t, gone in zip(texts, extra.tolist())]
+        distinct = set(texts)
+        if 0 < len(distinct) <= max(1, n // 4):
             # few distinct texts (statuses, reasons): each written once, then picked by code
             table = list(distinct)
-            code_of = {v: k for k, v in enumerate(table)}
-            codes = np.fromiter(map(code_of.__getitem__, items), np.int64, n)
-            return _texts_array(table, None).take(arrow_array(codes))
-        return _texts_array(items, extra)
+            code_of = {t: k for k, t in enumerate(table)}
+            codes = np.fromiter(map(code_of.__getitem__, texts), np.int64, n)
+            sizes = np.array([0 if t is None else len(t.encode("utf-8")) for t in table], dtype=np.int64)
+            if int(sizes[codes].sum()) <= STRING_ARRAY_BYTES:
+                return _texts_array(table).take(arrow_array(codes))
+        return _texts_array(texts)
     raise TypeError(f"arrow_array: no Arrow type for numpy dtype {values.dtype}")
 
 
-def _texts_array(items: list[Any], extra: Any) -> Any:
-    """UTF-8 strings of ``items`` (``None`` and NaN null, and where ``extra``), one by one."""
+def _texts_array(texts: list[str | None]) -> Any:
+    """UTF-8 strings of ``texts`` (``None``: null); a ``ChunkedArray`` of strings when they
+    hold more bytes than one string array can."""
     import numpy as np
     import pyarrow as pa
 
-    n = len(items)
-    gone = np.fromiter((v is None or (isinstance(v, float) and v != v) for v in items), bool, n)
-    if extra is not None:
-        gone |= extra
-    encoded = [b"" if g else str(v).encode("utf-8") for v, g in zip(items, gone.tolist())]
+    n = len(texts)
+    encoded = [b"" if t is None else t.encode("utf-8") for t in texts]
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), np.int64, n), out=offsets[1:])
+    if offsets[-1] > STRING_ARRAY_BYTES:  # pieces of at most the limit each, in order
+        if n == 1:
+            raise ValueError(f"a text of {int(offsets[-1]):,} bytes: more than an Arrow string holds")
+        cuts = [0]
+        while cuts[-1] < n:
+            end = int(np.searchsorted(offsets, offsets[cuts[-1]] + STRING_ARRAY_BYTES, side="right")) - 1
+            cuts.append(min(n, max(end, cuts[-1] + 1)))
+        return pa.chunked_array([_texts_array(texts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])], pa.string())
+    gone = np.fromiter((t is None for t in texts), bool, n)
     bits = pa.py_buffer(np.packbits(~gone, bitorder="little")) if gone.any() else None
-    nulls = int(gone.sum())
-    data = pa.py_buffer(b"".join(encoded))
-    if offsets[-1] < 2**31 - 1:
-        return pa.Array.from_buffers(pa.string(), n, [bits, pa.py_buffer(offsets.astype(np.int32)), data],
-                                     null_count=nulls)
-    return pa.Array.from_buffers(pa.large_string(), n, [bits, pa.py_buffer(offsets), data], null_count=nulls)
+    return pa.Array.from_buffers(pa.string(), n, [bits, pa.py_buffer(offsets.astype(np.int32)),
+                                                  pa.py_buffer(b"".join(encoded))], null_count=int(gone.sum()))
 
 
 def arrow_scalar(value: Any) -> Any:
-    """An Arrow scalar of a number or a text (give these to compute functions, not Python
-    values: see above)."""
+    """An Arrow scalar of a number (64 bits at most) or a text (give these to compute
+    functions, not Python values: see above)."""
     import numpy as np
 
-    return arrow_array(np.array([value], dtype=object if isinstance(value, str) else None))[0]
+    if isinstance(value, str):
+        return arrow_array(np.array([value], dtype=object))[0]
+    number = np.array([value])
+    if number.dtype.kind not in "iufb":
+        raise TypeError(f"arrow_scalar: {value!r} is neither a text nor a 64-bit number")
+    return arrow_array(number)[0]
 
 
 def numpy_array(array: Any) -> Any:
@@ -209,6 +243,8 @@ def numpy_array(array: Any) -> Any:
     import numpy as np
     import pyarrow as pa
 
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
     n, offset = len(array), array.offset
     buffers = array.buffers()
     if pa.types.is_boolean(array.type):

@@ -6,6 +6,8 @@ schedule gives exit code 1.
 
 from __future__ import annotations
 
+import math
+
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -245,7 +247,7 @@ def summary_table(title: str, summary: dict[str, Any]) -> Table:
     for key in keys:
         m, v = metric(key), summary[key]
         text = format_value(m, v)
-        if m.title.endswith("[s]") and isinstance(v, float) and abs(v) >= 3 * 3600:
+        if m.title.endswith("[s]") and isinstance(v, float) and math.isfinite(v) and abs(v) >= 3 * 3600:
             text += f" ({v / 86400:,.1f} days)" if abs(v) >= 3 * 86400 else f" ({v / 3600:,.1f} h)"
         rows.append([m.title, text])
     return plain_table(title, ["metric", "value"], rows)

@@ -27,11 +27,11 @@ def queue_length_profile(submit: np.ndarray, start: np.ndarray, accepted: np.nda
     sub = submit[accepted].astype(np.float64)
     st = start[accepted]
     st = st[~np.isnan(st)]
-    # at equal times, starts (-1) before submits (+1): the starts put first, then one stable sort
-    # by time (np.lexsort's order, in about half its time)
+    # (the order of the events within one time does not matter: only the length after the
+    # last event of each time is kept)
     times = np.concatenate([st, sub])
     delta = np.concatenate([-np.ones(len(st)), np.ones(len(sub))])
-    order = np.argsort(times, kind="stable")
+    order = np.argsort(times)
     times, delta = times[order], delta[order]
     length = np.cumsum(delta)
     last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, dtype=bool)

@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 
+from hpcdispatch._util import text_or_none
 from hpcdispatch.errors import HpcDispatchError, ScheduleValidationError
 from hpcdispatch.system.model import System
 
@@ -830,21 +831,9 @@ def _duplicated(values: np.ndarray) -> np.ndarray:
 
 
 def _texts(values: np.ndarray) -> np.ndarray:
-    """Text values, a missing one (None, a NaN of any kind) as "", bytes decoded."""
-    return np.array([_text(v) for v in values.tolist()], dtype=str)
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    try:
-        if value != value:  # NaN (float, numpy, Decimal)
-            return ""
-    except (TypeError, ValueError):  # (a value that cannot say: not missing)
-        pass
-    return str(value)
+    """Text values, a missing one (:func:`~hpcdispatch._util.text_or_none`: None, a NaN of any
+    kind, pandas' NA) as ""."""
+    return np.array(["" if t is None else t for t in map(text_or_none, values.tolist())], dtype=str)
 
 
 def growth_requests(workload: Any) -> dict[int, list[tuple[float, int]]]:

@@ -472,7 +472,7 @@ def _parse_block(first_line: int, block: bytes) -> tuple[np.ndarray, np.ndarray,
         line_numbers = np.arange(first_line, first_line + len(raw), dtype=np.int64)
         bad, messages = _not_text_lines(block, raw)
         malformed.extend((first_line + li, msg) for li, msg in messages)
-        text = raw.filter(pa.array(~bad)).cast(pa.string())
+        text = raw.filter(arrow_array(~bad)).cast(pa.string())
         line_numbers = line_numbers[~bad]
     text = pc.ascii_trim_whitespace(text)
     # (numpy <-> Arrow through the buffers, Arrow scalars: pyarrow would import pandas; _util)
@@ -488,7 +488,7 @@ def _parse_block(first_line: int, block: bytes) -> tuple[np.ndarray, np.ndarray,
     if bad.any():
         for ln, c in zip(line_numbers[bad].tolist(), counts[bad].tolist()):
             malformed.append((ln, f"has {c} fields, an SWF record has {N_FIELDS}"))
-        tokens = tokens.filter(pa.array(~bad))
+        tokens = tokens.filter(arrow_array(~bad))
         line_numbers = line_numbers[~bad]
     flat = pc.list_flatten(tokens)
     try:
@@ -502,11 +502,10 @@ def _parse_block(first_line: int, block: bytes) -> tuple[np.ndarray, np.ndarray,
 def _numbers_of_good_rows(tokens: pa.Array, line_numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
     """The values of the rows whose 18 tokens are all numbers, and a message for each other row."""
     flat = pc.list_flatten(tokens)
-    ok = pc.match_substring_regex(flat, _NUMBER, ignore_case=True).to_numpy(zero_copy_only=False)
+    ok = numpy_array(pc.match_substring_regex(flat, _NUMBER, ignore_case=True))
     row_ok = ok.reshape(-1, N_FIELDS).all(axis=1)
     try:
-        values = pc.cast(pc.list_flatten(tokens.filter(pa.array(row_ok))), pa.float64())
-        values = values.to_numpy(zero_copy_only=False)
+        values = numpy_array(pc.cast(pc.list_flatten(tokens.filter(arrow_array(row_ok))), pa.float64()))
     except pa.ArrowInvalid:  # a token the pattern takes for a number and Arrow does not: bisect
         for i in _rows_that_fail(tokens, np.flatnonzero(row_ok)):
             row_ok[i] = False
@@ -515,8 +514,7 @@ def _numbers_of_good_rows(tokens: pa.Array, line_numbers: np.ndarray) -> tuple[n
                     pc.cast(tokens[i].values[k : k + 1], pa.float64())
                 except pa.ArrowInvalid:
                     ok[i * N_FIELDS + k] = False
-        values = pc.cast(pc.list_flatten(tokens.filter(pa.array(row_ok))), pa.float64())
-        values = values.to_numpy(zero_copy_only=False)
+        values = numpy_array(pc.cast(pc.list_flatten(tokens.filter(arrow_array(row_ok))), pa.float64()))
     messages = []
     for row in np.flatnonzero(~row_ok).tolist():
         k = int(np.flatnonzero(~ok[row * N_FIELDS : (row + 1) * N_FIELDS])[0])
@@ -528,7 +526,7 @@ def _numbers_of_good_rows(tokens: pa.Array, line_numbers: np.ndarray) -> tuple[n
 def _rows_that_fail(tokens: pa.Array, rows: np.ndarray) -> list[int]:
     """The rows among ``rows`` whose tokens Arrow cannot cast to numbers (halving the rows)."""
     try:
-        pc.cast(pc.list_flatten(tokens.take(pa.array(rows))), pa.float64())
+        pc.cast(pc.list_flatten(tokens.take(arrow_array(np.asarray(rows, dtype=np.int64)))), pa.float64())
         return []
     except pa.ArrowInvalid:
         if len(rows) == 1:
