@@ -791,9 +791,9 @@ def test_deterministic_search_solves_one_model_the_same_way_every_time(monkeypat
     d.setup(system_of_instance(inst))
     captured = {}
 
-    def capture(model, settings, params=None):
+    def capture(model, settings, params=None, budget=None):
         captured.update(model=model, settings=settings, params=params)
-        return solve(model, settings, params)
+        return solve(model, settings, params, budget)
 
     monkeypatch.setattr(cp_pipeline, "solve", capture)
     placed, info = d.decide(inst)

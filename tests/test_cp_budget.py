@@ -4,6 +4,7 @@ search stopped, and the run summary's counts (cp/solve.py)."""
 from __future__ import annotations
 
 import random
+import time
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ from ortools.sat.python import cp_model
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
 from hpcdispatch.cp.pipeline import CPDispatcher
 from hpcdispatch.cp.policy import CPSettings
-from hpcdispatch.cp.solve import solve
+from hpcdispatch.cp import pipeline as cp_pipeline
+from hpcdispatch.cp.solve import DecisionBudget, solve
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics.summary import stop_reasons
@@ -137,7 +139,8 @@ def test_the_summary_counts_the_stop_reasons():
 
 
 @pytest.mark.parametrize("params, field", [({"budget": "fast"}, "budget"), ({"budget": "stall", "stall": 0}, "stall"),
-                                           ({"budget": "gap", "gap": 1.5}, "gap")])
+                                           ({"budget": "gap", "gap": 1.5}, "gap"),
+                                           ({"budget": "stall", "decision_limit": -1}, "decision_limit")])
 def test_bad_budget_parameters_are_one_line_errors(params, field):
     d = make_dispatcher("hcp", **params)
     with pytest.raises(ConfigError, match=f"CP parameter {field} must be") as err:
@@ -156,3 +159,139 @@ def test_a_deterministic_run_with_a_budget_is_the_same_twice(spec):
     stops = {k: v for k, v in runs[0].summary.items() if k.startswith("stop_")}
     assert stops == {k: v for k, v in runs[1].summary.items() if k.startswith("stop_")}
     assert sum(stops.values()) > 0  # the run did build and solve models
+
+
+# ---- the decision limit: one cap on all the searches of one decision ----------------------
+
+def no_first_solution_model(n: int = 40) -> cp_model.CpModel:
+    """A model CP-SAT finds no solution of within a few tenths of a deterministic unit: an
+    exact subset sum of 40 numbers of 10^9..2*10^9 (a solution exists: the target is the sum
+    of a random half), no hint, presolve off (as the dispatchers run it). Every attempt ends
+    "unknown", so CP'19's search control restarts it with twice the limit -- the case where
+    the stall budget, whose clock starts at the first solution, bounds nothing."""
+    m = cp_model.CpModel()
+    rng = random.Random(11)
+    a = [rng.randint(10**9, 2 * 10**9) for _ in range(n)]
+    target = sum(ai for ai in a if rng.random() < 0.5)
+    x = [m.new_bool_var(f"x{i}") for i in range(n)]
+    m.add(sum(ai * xi for ai, xi in zip(a, x)) == target)
+    m.minimize(sum(x))
+    return m
+
+
+def test_without_a_decision_limit_a_search_without_a_solution_takes_three_deltas():
+    # delta 0.2, k = 2: 0.2 "unknown", restart with 0.4 "unknown", stop (two restarts without
+    # a change): 0.6 deterministic units, whatever the stall budget says
+    settings = CPSettings(delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01)
+    out = solve(no_first_solution_model(), settings, PARAMS)
+    assert (out.status, out.stop, out.attempts) == ("unknown", "limit", [(0.2, "unknown"), (0.4, "unknown")])
+    assert not out.budget_spent
+
+
+def test_a_decision_limit_caps_the_restarts():
+    # the same search with 0.3 units for the decision: 0.2, then the restart gets the 0.1 left
+    # (not 0.4), and the budget is spent: 0.3 units in all (CP-SAT overruns by a hair)
+    settings = CPSettings(delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01)
+    budget = DecisionBudget(0.3, deterministic=True)
+    out = solve(no_first_solution_model(), settings, PARAMS, budget)
+    assert out.status == "unknown" and out.stop == "limit" and out.budget_spent
+    assert [a[1] for a in out.attempts] == ["unknown", "unknown"]
+    assert out.attempts[0][0] == 0.2 and out.attempts[1][0] == pytest.approx(0.1, abs=0.002)
+    assert 0.3 - 1e-6 <= budget.used <= 0.302
+    # nothing left: the next solve of the decision does not search at all
+    again = solve(no_first_solution_model(), settings, PARAMS, budget)
+    assert (again.status, again.attempts, again.budget_spent) == ("unknown", [], True)
+
+
+def test_a_wall_clock_decision_limit_bounds_the_wall_time():
+    # 1 s then 2 s without a solution (3 s) without the cap; 0.3 s with it
+    settings = CPSettings(delta=1.0, delta_max=16.0, budget="stall", stall=0.01)
+    out = solve(no_first_solution_model(), settings, PARAMS, DecisionBudget(0.3))
+    assert out.status == "unknown" and out.budget_spent
+    assert out.solve_s < 0.3 + 0.2  # CP-SAT stops at its own limit, min(delta, what is left)
+
+
+def two_iteration_instance():
+    """test_hcp_iterations' instance whose hcp decision needs two solves: 2 nodes x 4 cores,
+    2-core jobs running on node 0 until 1 and on node 1 until 10; B (4 cores, 1 s) and S
+    (2 cores, 10 s). Solve 1 starts B now, best fit cannot place it; solve 2 (B >= 1) starts
+    S now. The rule's schedule is the same: S now, B at 1 (objective 1,000)."""
+    system = cores_system(2, 4)
+    running = [RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,))]
+    queue = [QueuedJob(0, 1, 0.0, 1.0, 1, (4,)), QueuedJob(1, 2, 0.0, 10.0, 1, (2,))]
+    free = np.array(system.capacity)
+    free[[0, 1]] -= 2
+    return system, DispatchInstance(0.0, system.resources, np.array(system.capacity), free, queue, running)
+
+
+def slow_solves(monkeypatch, seconds: float) -> None:
+    """Every solve of the pipeline takes ``seconds`` more wall time (a loaded machine, or a
+    search that needs long for its first solution)."""
+    real = cp_pipeline.solve
+
+    def slow(*args, **kwargs):
+        out = real(*args, **kwargs)
+        time.sleep(seconds)
+        return out
+
+    monkeypatch.setattr(cp_pipeline, "solve", slow)
+
+
+@pytest.mark.parametrize("decision_limit", [0.0, 0.15])
+def test_the_decision_limit_stops_hcps_re_solves(monkeypatch, decision_limit):
+    # each solve takes >= 0.2 s: without a cap hcp solves twice (S starts now, the model's
+    # decision); with a 0.15 s cap the first solve spends it, no re-solve starts, and the
+    # decision is the rule's (S now as well), said so
+    slow_solves(monkeypatch, 0.2)
+    system, inst = two_iteration_instance()
+    d = make_dispatcher("hcp", time_unit=1.0, budget="stall", stall=0.01, decision_limit=decision_limit)
+    d.setup(system)
+    t0 = time.perf_counter()
+    placed, info = d.decide(inst)
+    elapsed = time.perf_counter() - t0
+    assert [idx for idx, _ in placed] == [1] and info["dispatched"] == 1
+    if decision_limit == 0:
+        assert info["allocation_iterations"] == 2 and "fallback" not in info
+        assert elapsed >= 0.4
+    else:
+        assert info["allocation_iterations"] == 1 and info["fallback"] == "decision limit"
+        assert info["stop"] == "limit" and info["decision_limit_left"] < 0
+        assert elapsed < 0.15 + 0.2 + 0.15  # the cap, the one solve that overran it, slack
+
+
+def test_without_a_budget_there_is_no_decision_limit(monkeypatch):
+    # budget=none is the papers' search control: decision_limit is ignored
+    slow_solves(monkeypatch, 0.2)
+    system, inst = two_iteration_instance()
+    d = make_dispatcher("hcp", time_unit=1.0, decision_limit=0.15)
+    d.setup(system)
+    placed, info = d.decide(inst)
+    assert info["allocation_iterations"] == 2 and "fallback" not in info and "decision_limit_left" not in info
+
+
+def test_a_spent_decision_limit_skips_the_hint_check(monkeypatch):
+    # a search that ends without a solution because the decision's limit ran out: the rule's
+    # decision, "decision limit", and no 5 s hint check after it
+    from hpcdispatch.cp.solve import SolveOutcome
+
+    def spent(model, settings, extra, budget):
+        time.sleep(budget.left() + 0.01)
+        return SolveOutcome("unknown", None, attempts=[(budget.limit, "unknown")], budget_spent=True)
+
+    monkeypatch.setattr(cp_pipeline, "solve", spent)
+    system, inst = two_iteration_instance()
+    d = make_dispatcher("hcp", time_unit=1.0, budget="stall", decision_limit=0.05)
+    d.setup(system)
+    placed, info = d.decide(inst)
+    assert [idx for idx, _ in placed] == [1]  # the rule: S now
+    assert info["fallback"] == "decision limit" and info["decision_limit_spent"] is True
+    assert info["hint_feasible"] is None and info["hint_check"] == "skipped: decision limit"
+    assert info["allocation_iterations"] == 1
+
+
+def test_runs_from_before_the_decision_limit_had_none():
+    hcp = make_dispatcher("hcp", budget="stall")
+    old = hcp.identity()
+    del old["params"]["decision_limit"]
+    assert not hcp.matches_identity(old)
+    assert make_dispatcher("hcp", budget="stall", decision_limit=0).matches_identity(old)

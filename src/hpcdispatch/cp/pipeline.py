@@ -22,7 +22,14 @@ pipeline; the models differ only in how they represent allocation:
    between the two stages when allocation is nontrivial" (PCP'20 sec. 1, 5.2). Each
    iteration postpones at least one more job, so there are at most ``len(jobs) + 1``.
    ``info["allocation_iterations"]`` counts the scheduling stage's solves in the decision,
-   ``info["postponed_by_allocation"]`` the jobs postponed that way.
+   ``info["postponed_by_allocation"]`` the jobs postponed that way, ``info["solve_s_each"]``
+   the wall time of each of them;
+7. with a decision budget (``budget=stall|gap``) every search of one decision -- the
+   re-solves, CP'19's restarts, the hint check -- draws on one ``decision_limit``
+   (cp/solve.py, :class:`~hpcdispatch.cp.solve.DecisionBudget`); once it is spent no search
+   starts, and the decision is the rule's (``info["fallback"] = "decision limit"``, which
+   always places what it starts). Without it one hcp decision took 109 s on the Eurora-like
+   workload (docs/RESULTS-CP.md, "A decision budget").
 
 ``Decision.info`` records the model size (variables, constraints), build and solve time,
 status, objective and bound, the rule's objective, the fallback reason, and ``stop``: why the
@@ -54,7 +61,7 @@ from hpcdispatch.cp.rule import (
     paper_horizon_units,
     rule_schedule,
 )
-from hpcdispatch.cp.solve import hint_is_solution, solve
+from hpcdispatch.cp.solve import HINT_CHECK_S, DecisionBudget, hint_is_solution, solve
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol import Allocation, Decision, Dispatcher, DispatchView, Start, Tags
 from hpcdispatch.system.allocation import pooled_fits, units_fit_per_node
@@ -82,7 +89,8 @@ class CPDispatcher(Dispatcher):
     RESOLVE_UNPLACED: ClassVar[bool] = False
     ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0, "job_symmetry": False,
                                               "paper_v1": False, "on_unplaced": "default",
-                                              "budget": "none", "stall": 0.05, "gap": 0.01}
+                                              "budget": "none", "stall": 0.05, "gap": 0.01,
+                                              "decision_limit": 0.0}
     ON_UNPLACED = ("default", "resolve", "postpone")
 
     def __init__(
@@ -107,6 +115,7 @@ class CPDispatcher(Dispatcher):
         budget: str = "none",
         stall: float = 0.05,
         gap: float = 0.01,
+        decision_limit: float = 1.0,
     ):
         self.allocator = allocator
         self.version = version
@@ -158,6 +167,16 @@ class CPDispatcher(Dispatcher):
         self.budget = budget
         self.stall = stall
         self.gap = gap
+        #: with ``budget=stall`` or ``gap``: what all the searches of one decision together may
+        #: take -- HCP'19's re-solves, CP'19's restarts (``2 delta`` when a search found
+        #: nothing) and the hint check after a fallback -- in seconds (deterministic units with
+        #: ``deterministic=true``); once it is spent the decision is the rule's
+        #: (``fallback="decision limit"``). 0: no cap (runs from before the parameter behave
+        #: so). Ignored with ``budget=none``, the papers' search control. Default 1 s, the
+        #: papers' per-search limit: the stall and gap budgets stop a search that is not
+        #: improving, this stops a decision that takes too long (docs/RESULTS-CP.md,
+        #: "A decision budget": one hcp decision took 109 s without it)
+        self.decision_limit = decision_limit
 
     @property
     def node_level(self) -> bool:
@@ -187,6 +206,7 @@ class CPDispatcher(Dispatcher):
             delta_max=float(self.delta_max), k=int(self.k), workers=int(self.workers), symmetry=bool(self.symmetry),
             deterministic=bool(self.deterministic), job_symmetry=bool(self.job_symmetry),
             budget=str(self.budget), stall=float(self.stall), gap=float(self.gap),
+            decision_limit=float(self.decision_limit),
         )
         if self.paper_v1 and (self.settings.version != 1 or self.MODEL is None):
             raise ConfigError(f"{self.name}: paper_v1 reproduces CP'19's version-1 horizon; it needs "
@@ -254,35 +274,59 @@ class CPDispatcher(Dispatcher):
             info["status"] = "rule"
             chosen = {j.index: rule.allocations.get(j.index) for j in rule.now()}
         else:
-            chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits)
+            budget = self.decision_budget()
+            chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits, budget=budget)
             placed, unplaced = self._place(inst, jobs, chosen, info)
             if self._resolve_unplaced:
                 placed = self._resolve_unplaced_jobs(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits,
-                                                placed, unplaced)
+                                                     placed, unplaced, budget)
+            if budget is not None and budget.bounded:
+                info["decision_limit_left"] = budget.left()
             info["dispatched"] = len(placed)
             return placed, info
         placed, _ = self._place(inst, jobs, chosen, info)
         info["dispatched"] = len(placed)
         return placed, info
 
+    def decision_budget(self) -> DecisionBudget | None:
+        """The decision's :class:`~hpcdispatch.cp.solve.DecisionBudget` (made when the first
+        search is about to start), or None: no ``decision_limit``, or ``budget=none``."""
+        s = self.settings
+        if s.budget == "none" or s.decision_limit <= 0:
+            return None
+        return DecisionBudget(s.decision_limit, deterministic=s.deterministic)
+
     def _resolve_unplaced_jobs(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
-                          d_max: float, info: dict[str, Any], paper_horizon: int | None, rule_fits: bool,
-                          placed: list[tuple[int, Allocation]], unplaced: list[int]) -> list[tuple[int, Allocation]]:
+                               d_max: float, info: dict[str, Any], paper_horizon: int | None, rule_fits: bool,
+                               placed: list[tuple[int, Allocation]], unplaced: list[int],
+                               budget: DecisionBudget | None = None) -> list[tuple[int, Allocation]]:
         """HCP'19's iterations between its two stages: while best fit cannot place a job the
-        scheduling stage starts now, solve the stage again with those jobs postponed."""
+        scheduling stage starts now, solve the stage again with those jobs postponed. When
+        the decision's ``budget`` is spent before a re-solve, the decision is the rule's."""
         iterations, solve_s = 1, float(info.get("solve_s", 0.0))
+        each = [round(solve_s, 6)]
         later: set[int] = set()
         while unplaced and not later.issuperset(unplaced):
+            if budget is not None and budget.spent() and rule_fits:
+                info.update(fallback="decision limit", stop="limit")
+                info.pop("postponed_at_allocation", None)
+                hinted = self.hint_rule(rule, jobs, policy, d_max)
+                placed, unplaced = self._place(inst, jobs, {j.index: hinted.allocations.get(j.index)
+                                                            for j in hinted.now()}, info)
+                break
             later.update(unplaced)
-            chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits, frozenset(later))
+            chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits, frozenset(later),
+                                 budget)
             iterations += 1
             solve_s += float(info.get("solve_s", 0.0))
+            each.append(round(float(info.get("solve_s", 0.0)), 6))
             info.pop("postponed_at_allocation", None)
             placed, unplaced = self._place(inst, jobs, chosen, info)
         info["allocation_iterations"] = iterations
         if later:
             info["postponed_by_allocation"] = len(later)
             info["solve_s"] = solve_s
+            info["solve_s_each"] = each
         return placed
 
     def hint_rule(self, rule: RuleSchedule, jobs: list[QueuedJob], policy: Policy, d_max: float) -> RuleSchedule:
@@ -300,7 +344,8 @@ class CPDispatcher(Dispatcher):
 
     def _solve(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
                d_max: float, info: dict[str, Any], paper_horizon: int | None = None,
-               rule_fits: bool = True, later: frozenset[int] = frozenset()) -> dict[int, Allocation | None]:
+               rule_fits: bool = True, later: frozenset[int] = frozenset(),
+               budget: DecisionBudget | None = None) -> dict[int, Allocation | None]:
         """The model's decision, or the rule's (``info["fallback"]`` says why). With
         ``paper_v1`` every job must end within ``paper_horizon``; when the rule's schedule
         does not (``rule_fits`` False) and the model finds nothing, every job waits. The jobs
@@ -320,7 +365,7 @@ class CPDispatcher(Dispatcher):
                 built.model.add(built.starts[idx] >= 1)
             n_vars, n_cons = built.size()
             info.update(variables=n_vars, constraints=n_cons, build_s=built.build_s, horizon=horizon, **built.notes)
-            outcome = solve(built.model, self.settings, self.SOLVER_PARAMS)
+            outcome = solve(built.model, self.settings, self.SOLVER_PARAMS, budget)
         except Exception as exc:  # a crashed model or solver must never stop the system
             why = f"solver error: {type(exc).__name__}: {exc}"
             info.update(status="error", traceback=traceback.format_exc(limit=3),
@@ -331,12 +376,14 @@ class CPDispatcher(Dispatcher):
             info["improvements"] = outcome.improvements
         if outcome.watchdog_fired:
             info["watchdog"] = True
+        if outcome.budget_spent:
+            info["decision_limit_spent"] = True
         if not outcome.has_solution:
             if not rule_fits:
                 info["postponed_all"] = f"no schedule within CP'19's version-1 horizon ({outcome.status})"
                 return {}
-            info["fallback"] = f"no solution ({outcome.status})"
-            self._check_hint(built, info)
+            info["fallback"] = "decision limit" if outcome.budget_spent else f"no solution ({outcome.status})"
+            self._check_hint(built, info, budget)
             return fallback
         solver = outcome.solver
         assert solver is not None
@@ -345,7 +392,7 @@ class CPDispatcher(Dispatcher):
         info.update(objective=objective, bound=outcome.bound)
         if objective > rule.objective and rule_fits:
             info["fallback"] = "rule better"
-            self._check_hint(built, info)
+            self._check_hint(built, info, budget)
             return fallback
         now = built.decode_now(solver)
         if not now and fallback and not inst.running:
@@ -356,14 +403,20 @@ class CPDispatcher(Dispatcher):
         return now
 
     @staticmethod
-    def _check_hint(built: BuiltModel, info: dict[str, Any]) -> None:
+    def _check_hint(built: BuiltModel, info: dict[str, Any], budget: DecisionBudget | None = None) -> None:
         """Record whether the model accepts the rule's schedule (only after a fallback, which
         is rare; the check loads the model once more, and its time counts in the decision's).
         ``hint_feasible`` False with pcp20's ``unhinted_jobs`` > 0 is that model's position
-        packing, which cannot always lay the rule's schedule out (docs/RESULTS-CP.md)."""
+        packing, which cannot always lay the rule's schedule out (docs/RESULTS-CP.md). With a
+        decision limit the check draws on it like a search (its own 5 s wall-clock limit
+        stays), and is skipped (``hint_feasible`` None, ``hint_check`` says why) when nothing
+        is left of it."""
         t0 = time.perf_counter()
+        if budget is not None and budget.bounded and budget.spent():
+            info.update(hint_feasible=None, hint_check="skipped: decision limit")
+            return
         try:
-            info["hint_feasible"] = hint_is_solution(built.model)
+            info["hint_feasible"] = hint_is_solution(built.model, HINT_CHECK_S, budget)
         except Exception as exc:  # a diagnostic must never stop the system
             info["hint_feasible"] = None
             info["hint_check_error"] = f"{type(exc).__name__}: {exc}"

@@ -62,6 +62,9 @@ class CPSettings:
     budget: str = "none"
     stall: float = 0.05
     gap: float = 0.01
+    #: with ``budget`` stall or gap: what all the searches of one decision may take together
+    #: (s; deterministic units with ``deterministic``); 0: no cap (cp/solve.py, DecisionBudget)
+    decision_limit: float = 0.0
 
     def __post_init__(self) -> None:
         if self.version not in (1, 2, 3):
@@ -70,6 +73,9 @@ class CPSettings:
             raise ConfigError(f"CP parameter budget must be one of {', '.join(BUDGETS)}, got {self.budget!r}")
         if not self.stall > 0:
             raise ConfigError(f"CP parameter stall must be > 0 seconds, got {self.stall!r}")
+        if not (self.decision_limit >= 0 and math.isfinite(self.decision_limit)):
+            raise ConfigError(f"CP parameter decision_limit must be >= 0 seconds (0: no cap), "
+                              f"got {self.decision_limit!r}")
         if not 0 <= self.gap < 1:
             raise ConfigError(f"CP parameter gap must be a fraction in [0, 1), got {self.gap!r}")
         for name, ok, rule in (("m", self.m > 0, "> 0"), ("time_unit", self.time_unit > 0, "> 0 seconds"),

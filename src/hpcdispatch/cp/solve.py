@@ -43,8 +43,22 @@ mostly without beating the hint -- docs/RESULTS-CP.md, "A decision budget"):
   the solution, not its learnt clauses), so the deterministic stall is a slightly different
   search from the wall-clock one; it is repeatable.
 
+The decision limit (``CPSettings.decision_limit``; with ``stall`` or ``gap`` only): the stall
+clock starts at the first solution, and each solve restarts with ``2 delta`` when it found
+none, so without a cap on the whole decision one decision could take ``3 delta`` per solve
+(``delta``, then ``2 delta``, for ``k = 2``), plus the hint check's 5 s after a solve without a
+usable solution, times HCP'19's re-solves (up to ``len(jobs) + 1``): on the 50,000-job
+Eurora-like workload one hcp decision under ``budget=stall,stall=0.01`` took 109 s
+(docs/RESULTS-CP.md, "A decision budget"). A :class:`DecisionBudget` is the cap: every solve
+of one decision (re-solves, restarts, the hint check) draws on it, each attempt's limit is
+``min(delta, what is left)``, and once it is spent no search starts; the dispatcher then uses
+the rule's decision (``fallback="decision limit"``). On the wall clock it counts everything
+from the first model's build on (the re-solves' builds included); with ``deterministic`` it
+counts CP-SAT's deterministic time, so decisions stay repeatable.
+
 Every outcome says why the search stopped (``SolveOutcome.stop``): ``optimal`` (proved),
-``gap``, ``stall``, ``limit`` (the time limit or the watchdog), ``infeasible`` or ``invalid``.
+``gap``, ``stall``, ``limit`` (the time limit, the decision limit or the watchdog),
+``infeasible`` or ``invalid``.
 """
 
 from __future__ import annotations
@@ -77,6 +91,39 @@ STALL_POLL_S = 0.002
 
 
 @dataclass
+class DecisionBudget:
+    """What one decision may still spend on its searches (module docstring, "The decision
+    limit"): ``limit`` wall-clock seconds from this object's creation on, or, with
+    ``deterministic``, ``limit`` units of CP-SAT's deterministic time summed over the
+    decision's solves (each solve is charged what it used: :meth:`charge`). ``limit <= 0``:
+    unbounded."""
+
+    limit: float
+    deterministic: bool = False
+    used: float = 0.0  # deterministic units charged so far (deterministic only)
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def bounded(self) -> bool:
+        return self.limit > 0
+
+    def left(self) -> float:
+        """What is left (s or deterministic units); ``inf`` when unbounded."""
+        if not self.bounded:
+            return float("inf")
+        spent = self.used if self.deterministic else time.perf_counter() - self.started
+        return self.limit - spent
+
+    def spent(self) -> bool:
+        #: (a deterministic attempt of less than a millionth of a unit cannot find anything)
+        return self.left() <= 1e-6
+
+    def charge(self, deterministic_time: float) -> None:
+        if self.deterministic:
+            self.used += deterministic_time
+
+
+@dataclass
 class SolveOutcome:
     status: str
     solver: cp_model.CpSolver | None
@@ -89,6 +136,8 @@ class SolveOutcome:
     stop: str = "limit"
     #: improving solutions seen (with a ``stall`` budget; 0 otherwise)
     improvements: int = 0
+    #: the decision's :class:`DecisionBudget` ran out during (or before) this solve
+    budget_spent: bool = False
 
     @property
     def has_solution(self) -> bool:
@@ -162,17 +211,28 @@ def _stop_reason(status: str, solver: cp_model.CpSolver | None, settings: CPSett
     return "stall" if stalled else "limit"
 
 
-def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | None = None) -> SolveOutcome:
+def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | None = None,
+          budget: DecisionBudget | None = None) -> SolveOutcome:
+    """CP'19's search control (module docstring) with the decision budget; ``budget``: the
+    decision's :class:`DecisionBudget`, which caps every attempt's limit at what is left of
+    it and is charged with what the attempts used (None: unbounded)."""
     delta = settings.delta
     attempts: list[tuple[float, str]] = []
     t0 = time.perf_counter()
     fired = False
     unchanged = 0
+    spent = False
     while True:
+        limit = delta
+        if budget is not None and budget.bounded:
+            if budget.spent():
+                spent = True
+                break
+            limit = min(delta, budget.left())
         if settings.budget == "stall" and settings.deterministic:
-            code, solver, stopped, stalled, improvements = _solve_in_chunks(model, settings, delta, extra_params)
+            code, solver, stopped, stalled, improvements, used = _solve_in_chunks(model, settings, limit, extra_params)
         else:
-            solver, wall = _new_solver(settings, delta, extra_params)
+            solver, wall = _new_solver(settings, limit, extra_params)
             callback, stall_check = None, None
             if settings.budget == "stall":
                 callback = improvement_recorder(deterministic=False)
@@ -183,22 +243,27 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
 
             code, stopped, stalled = _solve_watched(solver, model, wall * 1.5 + 0.25, callback, stall_check)
             improvements = callback.improvements if callback is not None else 0
+            used = solver.deterministic_time
+        if budget is not None:
+            budget.charge(used)
         fired = fired or stopped
         status = STATUS.get(code, "unknown")
-        attempts.append((delta, status))
+        attempts.append((limit, status))
+        spent = budget is not None and budget.bounded and budget.spent()
         if status in ("optimal", "feasible"):
             return SolveOutcome(status, solver, solver.objective_value, solver.best_objective_bound,
                                 time.perf_counter() - t0, attempts, fired,
-                                _stop_reason(status, solver, settings, stalled), improvements)
+                                _stop_reason(status, solver, settings, stalled), improvements,
+                                spent and not stalled and status != "optimal")
         if status in ("infeasible", "invalid"):
             break
         unchanged += 1  # a restart without any solution: the outcome did not change
         if unchanged >= settings.k or delta * 2 > settings.delta_max:
             break
         delta *= 2
-    status = attempts[-1][1]
+    status = attempts[-1][1] if attempts else "unknown"
     return SolveOutcome(status, None, None, None, time.perf_counter() - t0, attempts, fired,
-                        _stop_reason(status, None, settings, False))
+                        _stop_reason(status, None, settings, False), budget_spent=spent)
 
 
 def _solve_watched(solver: cp_model.CpSolver, model: cp_model.CpModel, watchdog_s: float,
@@ -217,9 +282,10 @@ def _solve_watched(solver: cp_model.CpSolver, model: cp_model.CpModel, watchdog_
 
 
 def _solve_in_chunks(model: cp_model.CpModel, settings: CPSettings, limit: float,
-                     extra_params: dict | None) -> tuple[int, cp_model.CpSolver, bool, bool, int]:
+                     extra_params: dict | None) -> tuple[int, cp_model.CpSolver, bool, bool, int, float]:
     """The deterministic stall (module docstring): ``(code, last solver with a solution or the
-    last solver, watchdog fired, stalled, improvements)``. The model's hint is restored after."""
+    last solver, watchdog fired, stalled, improvements, deterministic time used)``. The
+    model's hint is restored after."""
     proto = model.proto
     hint_vars, hint_values = list(proto.solution_hint.vars), list(proto.solution_hint.values)
     used, fired, improvements = 0.0, False, 0
@@ -237,19 +303,19 @@ def _solve_in_chunks(model: cp_model.CpModel, settings: CPSettings, limit: float
             status = STATUS.get(code, "unknown")
             if status not in ("optimal", "feasible"):
                 if best_solver is None:
-                    return code, solver, fired, False, improvements
-                return int(cp_model.FEASIBLE), best_solver, fired, status == "unknown" and used < limit, improvements
+                    return code, solver, fired, False, improvements, used
+                return int(cp_model.FEASIBLE), best_solver, fired, status == "unknown" and used < limit, improvements, used
             value = solver.objective_value
             if best is not None and value >= best and status != "optimal":
                 # a whole chunk without improvement (or the limit ran out)
-                return int(cp_model.FEASIBLE), best_solver, fired, used < limit - 1e-9, improvements  # type: ignore[return-value]
+                return int(cp_model.FEASIBLE), best_solver, fired, used < limit - 1e-9, improvements, used  # type: ignore[return-value]
             if best is None or value < best:
                 improvements += 1
             best, best_solver = value, solver
             if status == "optimal":
-                return code, solver, fired, False, improvements
+                return code, solver, fired, False, improvements, used
             if used >= limit - 1e-9:
-                return code, solver, fired, False, improvements
+                return code, solver, fired, False, improvements, used
             first = False
             model.clear_hints()  # the next chunk starts from the best solution so far
             proto.solution_hint.vars.extend(range(len(proto.variables)))
@@ -260,16 +326,29 @@ def _solve_in_chunks(model: cp_model.CpModel, settings: CPSettings, limit: float
         proto.solution_hint.values.extend(hint_values)
 
 
-def hint_is_solution(model: cp_model.CpModel, time_limit: float = 5.0) -> bool | None:
+#: the hint check's own wall-clock limit (s)
+HINT_CHECK_S = 5.0
+
+
+def hint_is_solution(model: cp_model.CpModel, time_limit: float = HINT_CHECK_S,
+                     budget: DecisionBudget | None = None) -> bool | None:
     """Whether the model's hint is a solution (every hinted variable fixed to its hint):
-    ``None`` when CP-SAT could not tell within ``time_limit``. The dispatcher asks this when a
+    ``None`` when CP-SAT could not tell within ``time_limit`` (and within what is left of the
+    decision's ``budget``, which is charged like a search). The dispatcher asks this when a
     search returns nothing or worse than the rule, whose schedule is the hint: an infeasible
     hint is a defect of the rule or the model, not the solver's limit, and the record says so."""
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1
+    if budget is not None and budget.bounded:
+        if budget.deterministic:
+            solver.parameters.max_deterministic_time = max(budget.left(), 0.0)
+        else:
+            time_limit = min(time_limit, max(budget.left(), 0.0))
     solver.parameters.max_time_in_seconds = time_limit
     code, _ = solve_interruptibly(solver, model, time_limit * 1.5 + 0.25)
+    if budget is not None:
+        budget.charge(solver.deterministic_time)
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return True
     if code == cp_model.INFEASIBLE:
