@@ -94,6 +94,60 @@ def test_an_interrupted_write_leaves_the_old_result_whole(tmp_path, monkeypatch)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
 
 
+def test_validation_beside_the_writing_is_in_the_summary_and_its_failure_keeps_the_old_result(tmp_path, monkeypatch):
+    # the runner validates on a second thread while the tables are written (results.store):
+    # its verdict is in summary.json, and an error there is raised and writes nothing
+    system, wl = small()
+    out = tmp_path / "run"
+    first = run_simulation(system, wl, "fifo", out_dir=out)
+    assert first.validation.ok and json.loads((out / "summary.json").read_text())["valid"] is True
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    threads = []
+
+    def broken_validator(result):
+        import threading
+
+        threads.append(threading.current_thread().name)
+        raise RuntimeError("the validator broke")
+
+    monkeypatch.setattr("hpcdispatch.runner.validate_result", broken_validator)
+    with pytest.raises(RuntimeError, match="the validator broke"):
+        run_simulation(system, wl, "easy", out_dir=out, force=True)
+    assert threads == ["hpcdispatch-summary"]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
+    # without an output directory the same validation runs on the caller's thread
+    with pytest.raises(RuntimeError, match="the validator broke"):
+        run_simulation(system, wl, "easy")
+    assert threads[-1] != "hpcdispatch-summary"
+
+
+def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeypatch):
+    import threading
+
+    system, wl = small()
+    release = threading.Event()
+
+    def slow_validator(result):
+        release.wait(30)  # a validation that would outlast the failed write by far
+        raise AssertionError("never reached in time")
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("hpcdispatch.runner.validate_result", slow_validator)
+    monkeypatch.setattr(store, "write_csv_arrow", full_disk)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(OSError, match="No space left"):
+            run_simulation(system, wl, "fifo", out_dir=tmp_path / "run")
+        assert time.monotonic() - t0 < 10
+    finally:
+        release.set()
+    assert not (tmp_path / "run").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
+
+
 def test_the_checkpoint_is_removed_only_once_the_outputs_are_written(tmp_path, monkeypatch):
     system, wl = small()
     checkpoint = tmp_path / "run.ckpt"

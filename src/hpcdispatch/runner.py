@@ -87,13 +87,18 @@ def run_simulation(
                       keep_checkpoint=out_dir is not None, progress=progress)
     wall = time.perf_counter() - t0
     result.extra["sim_wall_s"] = wall
-    report = validate_result(result) if validate else ValidationReport(jobs=len(workload))
-    result.extra["valid"] = report.ok if validate else None
+    reports: list[ValidationReport] = []
+
+    def check() -> None:
+        reports.append(validate_result(result) if validate else ValidationReport(jobs=len(workload)))
+        result.extra["valid"] = reports[0].ok if validate else None
+
     if out_dir is not None:
-        summary = write_result(result, out_dir, force=force)
+        summary = write_result(result, out_dir, force=force, alongside=check)  # validated while the tables are written
         if checkpoint is not None:
             Checkpoint(checkpoint, {}).remove()  # the results are safe: the checkpoint is no longer needed
     else:
+        check()
         summary = summarize(result)
     summary["label"] = spec.run_label
-    return RunOutcome(spec.run_label, result, summary, report, wall)
+    return RunOutcome(spec.run_label, result, summary, reports[0], wall)
