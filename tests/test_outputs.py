@@ -252,23 +252,27 @@ def test_missing_values_are_empty_cells_and_nulls(tmp_path):
 @settings(deadline=None, max_examples=80)
 @given(st.lists(st.lists(st.lists(st.tuples(st.one_of(st.integers(0, 3), st.integers(0, 5000)),
                                                     st.one_of(st.integers(1, 2), st.integers(1, 300))), min_size=1, max_size=3),
-                         min_size=1, max_size=3), max_size=8), st.integers(0, 3))
-def test_allocation_text_is_every_row_written_out(jobs, n_without):
+                         min_size=1, max_size=3), max_size=8), st.integers(0, 3), st.randoms(use_true_random=False))
+def test_allocation_text_is_every_row_written_out(jobs, n_without, rng):
     """The jobs' allocation texts, built by Arrow from tables of node and unit texts (small
     values) or by casting (node ids beyond the column's length), read as Python writes them:
-    ``node:units`` rows joined by " ", segments by " | ", "" for a job without rows."""
+    ``node:units`` rows joined by " ", segments by " | ", "" for a job without rows. The rows
+    come in start order (a job's rows together, jobs in any order; job order is a shortcut)."""
     from hpcdispatch.sim.result import allocation_text_array
     from hpcdispatch.sim.segments import AllocationRows
 
     job, segment, node, units, expected = [], [], [], [], []
-    for j, segments in enumerate(jobs):
-        for s, rows in enumerate(segments):
+    start_order = list(range(len(jobs)))
+    if rng.random() < 0.5:
+        rng.shuffle(start_order)
+    for j in start_order:
+        for s, rows in enumerate(jobs[j]):
             for n, u in rows:
                 job.append(j)
                 segment.append(s)
                 node.append(n)
                 units.append(u)
-        expected.append(" | ".join(" ".join(f"{n}:{u}" for n, u in rows) for rows in segments))
+    expected = [" | ".join(" ".join(f"{n}:{u}" for n, u in rows) for rows in segments) for segments in jobs]
     expected += [""] * n_without
     i64 = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
     rows = AllocationRows(i64(job), i64(segment), i64(node), i64(units), np.zeros(len(job)), np.ones(len(job)))

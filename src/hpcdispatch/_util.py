@@ -184,7 +184,9 @@ def arrow_array(values: Any, missing: Any = None) -> Any:
         return pa.Array.from_buffers(pa.bool_(), n, [bits, pa.py_buffer(np.packbits(values, bitorder="little"))],
                                      null_count=nulls)
     if kind in "OU":
-        texts = [text_or_none(v) for v in values.tolist()]
+        listed = values.tolist()
+        # a column of texts only (statuses, reasons: the usual case) needs no conversion per value
+        texts = listed if set(map(type, listed)) <= {str} else [text_or_none(v) for v in listed]
         if extra is not None:
             texts = [None if gone else t for t, gone in zip(texts, extra.tolist())]
         distinct = set(texts)

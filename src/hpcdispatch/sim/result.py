@@ -229,7 +229,10 @@ def allocation_text_array(rows: AllocationRows, n_jobs: int) -> pa.Array:
     job_end = np.flatnonzero(last_of_job)
     job_offsets = row_offsets[np.r_[0, job_end + 1]]
     per_job = pa.LargeStringArray.from_buffers(len(job_end), pa.py_buffer(job_offsets), data_buffer)
+    job_of_text = rows.job[job_end]  # rows are in start order: job order only when the jobs started in it
+    if len(job_end) == n_jobs and (job_of_text == np.arange(n_jobs)).all():
+        return per_job.cast(pa.string())  # (FIFO on a trace, say: no reordering needed)
     position = np.full(n_jobs, -1, dtype=np.int64)  # each job's text among per_job's, -1: none
-    position[rows.job[job_end]] = np.arange(len(job_end))
+    position[job_of_text] = np.arange(len(job_end))
     texts = pc.take(per_job, arrow_array(position, missing=position < 0))
     return pc.fill_null(texts.cast(pa.string()), _NOTHING)  # (a scalar of the array's type: no conversion)
