@@ -165,11 +165,6 @@ def arrow_array(values: Any, missing: Any = None) -> Any:
     if extra is not None and extra.shape != (n,):
         raise ValueError(f"arrow_array: missing has shape {extra.shape}, the column {n} values")
 
-    def validity(gone: Any) -> tuple[Any, int]:
-        if gone is None or not gone.any():
-            return None, 0
-        return pa.py_buffer(np.packbits(~gone, bitorder="little")), int(gone.sum())
-
     if kind in "iuf":
         data = np.ascontiguousarray(values)
         if not data.dtype.isnative:
@@ -177,12 +172,11 @@ def arrow_array(values: Any, missing: Any = None) -> Any:
         gone = np.isnan(data) if kind == "f" else None
         if extra is not None:
             gone = extra if gone is None else gone | extra
-        bits, nulls = validity(gone)
+        bits, nulls = _validity(gone)
         return pa.Array.from_buffers(pa.from_numpy_dtype(data.dtype), n, [bits, pa.py_buffer(data)], null_count=nulls)
     if kind == "b":
-        bits, nulls = validity(extra)
-        return pa.Array.from_buffers(pa.bool_(), n, [bits, pa.py_buffer(np.packbits(values, bitorder="little"))],
-                                     null_count=nulls)
+        bits, nulls = _validity(extra)
+        return pa.Array.from_buffers(pa.bool_(), n, [bits, _packed_bits(values)], null_count=nulls)
     if kind in "OU":
         listed = values.tolist()
         # a column of texts only (statuses, reasons: the usual case) needs no conversion per value
@@ -220,10 +214,32 @@ def _texts_array(texts: list[str | None]) -> Any:
             end = int(np.searchsorted(offsets, offsets[cuts[-1]] + STRING_ARRAY_BYTES, side="right")) - 1
             cuts.append(min(n, max(end, cuts[-1] + 1)))
         return pa.chunked_array([_texts_array(texts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])], pa.string())
-    gone = np.fromiter((t is None for t in texts), bool, n)
-    bits = pa.py_buffer(np.packbits(~gone, bitorder="little")) if gone.any() else None
+    bits, nulls = _validity(np.fromiter((t is None for t in texts), bool, n))
     return pa.Array.from_buffers(pa.string(), n, [bits, pa.py_buffer(offsets.astype(np.int32)),
-                                                  pa.py_buffer(b"".join(encoded))], null_count=int(gone.sum()))
+                                                  pa.py_buffer(b"".join(encoded))], null_count=nulls)
+
+
+def _packed_bits(flags: Any) -> Any:
+    """Booleans as an Arrow bit buffer (least significant bit first, Arrow's order)."""
+    import numpy as np
+    import pyarrow as pa
+
+    return pa.py_buffer(np.packbits(flags, bitorder="little"))
+
+
+def _validity(gone: Any) -> tuple[Any, int]:
+    """An Arrow validity buffer (``None`` when nothing is missing) and the null count, for
+    ``gone`` (one boolean per value, ``None``: nothing missing)."""
+    if gone is None or not gone.any():
+        return None, 0
+    return _packed_bits(~gone), int(gone.sum())
+
+
+def _unpacked_bits(buffer: Any, offset: int, n: int) -> Any:
+    """``n`` booleans from an Arrow bit buffer, from bit ``offset`` on."""
+    import numpy as np
+
+    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")[offset:offset + n].astype(bool)
 
 
 def arrow_scalar(value: Any) -> Any:
@@ -252,8 +268,7 @@ def numpy_array(array: Any) -> Any:
     if pa.types.is_boolean(array.type):
         if array.null_count:
             raise ValueError("numpy_array: a boolean array with nulls")
-        bits = np.unpackbits(np.frombuffer(buffers[1], dtype=np.uint8), bitorder="little")
-        return bits[offset:offset + n].astype(bool)
+        return _unpacked_bits(buffers[1], offset, n)
     dtype = np.dtype(array.type.to_pandas_dtype())
     if dtype.kind not in "iuf":
         raise TypeError(f"numpy_array: {array.type} is not a number type")
@@ -261,6 +276,5 @@ def numpy_array(array: Any) -> Any:
     if array.null_count:
         if dtype.kind != "f":
             raise ValueError(f"numpy_array: an {array.type} array with nulls")
-        present = np.unpackbits(np.frombuffer(buffers[0], dtype=np.uint8), bitorder="little")[offset:offset + n]
-        values = np.where(present.astype(bool), values, np.nan)
+        values = np.where(_unpacked_bits(buffers[0], offset, n), values, np.nan)
     return values
