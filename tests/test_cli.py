@@ -133,6 +133,15 @@ def test_console_output_in_a_log_file(tmp_path):
     assert "easy-allocator_best-fit" in p.stdout and "…" not in p.stdout
     assert "note: hcp searched with wall-clock time limits" in " ".join(p.stderr.split())
     assert "deterministic=true makes it repeatable" in " ".join(p.stderr.split())
+    # ... and in the runs' summaries and the report
+    import json
+
+    repeats = {d: json.loads((tmp_path / "out" / d / "summary.json").read_text())["repeatable"]
+               for d in ("fifo", "easy-allocator_best-fit", "hcp")}
+    assert repeats == {"fifo": True, "easy-allocator_best-fit": True, "hcp": False}
+    report = " ".join((tmp_path / "out" / "report.md").read_text().split())
+    assert "Not repeatable: hcp searched with wall-clock time limits" in report
+    assert "deterministic=true makes it repeatable" in report
 
 
 HEAVY_MODULES = ("numpy", "pandas", "pyarrow", "matplotlib", "ortools", "numba", "dask", "scipy")
@@ -210,3 +219,28 @@ def test_workload_table_keeps_its_units():
     p = run("workload", "-w", "synthetic:lublin,jobs=50,seed=1", "-s", "machine-s")
     assert p.returncode == 0, p.stderr
     assert "span [days]" in p.stdout and "mean run time [s]" in p.stdout
+
+
+@pytest.mark.parametrize("name_length", [8, 23, 24, 25, 31, 40, 60])
+def test_a_narrow_table_wraps_names_and_keeps_numbers_whole(monkeypatch, name_length):
+    # compare's table at 80 columns: a long dispatcher name folds, but no number, unit or
+    # header word is split across lines (rich adds 3 characters per column around the texts)
+    import io
+    import re
+
+    from rich.console import Console
+
+    from hpcdispatch.cli import main as cli_main
+
+    out = io.StringIO()
+    monkeypatch.setattr(cli_main, "console", Console(file=out, width=80, color_system=None))
+    header = ["dispatcher", "mean wait [s]", "mean bsld", "util.", "makespan [s]", "max decision [ms]", "valid"]
+    name = ("easy-L2-allocator_best-fit" * 3)[:name_length]
+    rows = [[name, "21,500", "40.25", "0.49", "1,234,567", "0.123", "yes"], ["fifo", "6,677", "3.1", "0.49", "987,654",
+                                                                              "0.004", "yes"]]
+    cli_main.console.print(cli_main.plain_table("compare", header, rows))
+    text = out.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    words = set(re.findall(r"\S+", text))
+    for cell in [c for row in rows for c in row[1:]] + [w for h in header for w in h.split()]:
+        assert cell in words, (cell, text)

@@ -61,3 +61,12 @@ def test_queue_length_profile_is_the_length_after_each_event_time(jobs):
             lengths.append(length)
     qt, ql = queue_length_profile(submit, start, accepted)
     assert qt.tolist() == times and ql.tolist() == lengths
+
+
+def test_a_run_is_repeatable_unless_a_solver_was_stopped_by_the_wall_clock():
+    from hpcdispatch.metrics.summary import repeatable
+
+    assert repeatable({}) and repeatable({"uses_solver": False})
+    assert repeatable({"uses_solver": True})  # a solver that declares nothing about its limits: run to the end
+    assert repeatable({"uses_solver": True, "deterministic": True})
+    assert not repeatable({"uses_solver": True, "deterministic": False})

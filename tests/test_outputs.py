@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
@@ -112,14 +114,17 @@ def test_validation_beside_the_writing_is_in_the_summary_and_its_failure_keeps_t
 
     monkeypatch.setattr("hpcdispatch.runner.validate_result", broken_validator)
     with pytest.raises(RuntimeError, match="the validator broke"):
-        run_simulation(system, wl, "easy", out_dir=out, force=True)
+        run_simulation(system, wl, "easy", out_dir=out, force=True, validate_beside=True)
     assert threads == ["hpcdispatch-summary"]
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
-    # without an output directory the same validation runs on the caller's thread
-    with pytest.raises(RuntimeError, match="the validator broke"):
-        run_simulation(system, wl, "easy")
-    assert threads[-1] != "hpcdispatch-summary"
+    # not beside (one core, or a sweep worker without a spare one), and without an output
+    # directory, the same validation runs on the caller's thread
+    for kwargs in ({"out_dir": out, "force": True, "validate_beside": False}, {}):
+        with pytest.raises(RuntimeError, match="the validator broke"):
+            run_simulation(system, wl, "easy", **kwargs)
+        assert threads[-1] == "MainThread"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeypatch):
@@ -129,23 +134,58 @@ def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeyp
     release = threading.Event()
 
     def slow_validator(result):
+        from hpcdispatch.validation.validator import ValidationReport
+
         release.wait(30)  # a validation that would outlast the failed write by far
-        raise AssertionError("never reached in time")
+        return ValidationReport(jobs=len(result.workload))
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
+    summaries = []
     monkeypatch.setattr("hpcdispatch.runner.validate_result", slow_validator)
     monkeypatch.setattr(store, "write_csv_arrow", full_disk)
+    monkeypatch.setattr(store, "summarize", lambda result: summaries.append(result) or {})
     t0 = time.monotonic()
     try:
         with pytest.raises(OSError, match="No space left"):
-            run_simulation(system, wl, "fifo", out_dir=tmp_path / "run")
+            run_simulation(system, wl, "fifo", out_dir=tmp_path / "run", validate_beside=True)
         assert time.monotonic() - t0 < 10
     finally:
         release.set()
     assert not (tmp_path / "run").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
+    deadline = time.monotonic() + 30
+    while any(t.name == "hpcdispatch-summary" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert summaries == []  # the validation under way finished on its own; the summary was skipped
+
+
+def test_a_process_whose_write_failed_exits_without_waiting_for_the_validation(tmp_path):
+    # the thread is a daemon: a script that catches the failed write and ends does not wait
+    # for a validation that is still running
+    script = f"""
+import time
+from helpers import cores_system, job, workload
+from hpcdispatch.results import store
+from hpcdispatch.runner import run_simulation
+import hpcdispatch.runner as runner
+runner.validate_result = lambda result: time.sleep(60)
+def full_disk(*a, **k):
+    raise OSError(28, "No space left on device")
+store.write_csv_arrow = full_disk
+try:
+    run_simulation(cores_system(4, 2), workload([job(1, 1, 10)]), "fifo", out_dir={str(tmp_path / "run")!r},
+                   validate_beside=True)
+except OSError:
+    print("write failed", flush=True)
+"""
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent),
+                                                                          os.environ.get("PYTHONPATH", "")])})
+    assert p.returncode == 0 and "write failed" in p.stdout, p.stderr
+    assert time.monotonic() - t0 < 30  # (60 s if the exit waited for the validation)
 
 
 def test_the_checkpoint_is_removed_only_once_the_outputs_are_written(tmp_path, monkeypatch):

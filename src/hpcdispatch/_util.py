@@ -278,3 +278,14 @@ def numpy_array(array: Any) -> Any:
             raise ValueError(f"numpy_array: an {array.type} array with nulls")
         values = np.where(_unpacked_bits(buffers[0], offset, n), values, np.nan)
     return values
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a Slurm job's or a container's
+    share, not the machine's count)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1

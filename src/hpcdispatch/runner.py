@@ -71,13 +71,17 @@ def run_simulation(
     checkpoint: str | Path | None = None,
     checkpoint_every: float = 600.0,
     force: bool = False,
+    validate_beside: bool | None = None,
 ) -> RunOutcome:
     """``dispatcher``: a spec (its predictor suffix, if any, wins over ``predictor``).
     ``overrides``: parameters set on the dispatcher when it has them and the spec does not.
     ``journal``: decision journal file; ``checkpoint``: checkpoint file written every
     ``checkpoint_every`` s -- an interrupted run started again with either resumes.
     ``out_dir``: checked before simulating (it must be writable and hold no result, unless
-    ``force``), written as a whole; the checkpoint is deleted only once it is written."""
+    ``force``), written as a whole; the checkpoint is deleted only once it is written.
+    ``validate_beside``: validate on a second thread while ``out_dir`` is written (``None``:
+    when this process may use more than one core; a sweep says whether its worker has a core
+    to spare)."""
     if out_dir is not None:
         check_output_dir(out_dir, force)
     spec = prepared_spec(dispatcher, allocator, overrides)
@@ -94,7 +98,7 @@ def run_simulation(
         result.extra["valid"] = reports[0].ok if validate else None
 
     if out_dir is not None:
-        summary = write_result(result, out_dir, force=force, alongside=check)  # validated while the tables are written
+        summary = write_result(result, out_dir, force=force, alongside=check, beside=validate_beside)
         if checkpoint is not None:
             Checkpoint(checkpoint, {}).remove()  # the results are safe: the checkpoint is no longer needed
     else:

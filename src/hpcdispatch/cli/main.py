@@ -216,10 +216,13 @@ def plain_table(title: str, header: list[str], rows: list[list[str]], first_left
 
     natural = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
     widths: list[int | None] = [None] * len(header)
-    if sum(natural) + 2 * len(header) > console.width:  # narrow: headers wrap at words, names fold
+    # what rich adds around the texts: a space of padding each side of a column (none at the
+    # table's edges) and a separator between columns and at both edges: 3 per column - 1
+    frame = 3 * len(header)
+    if sum(natural) + frame > console.width:  # narrow: headers wrap at words, names fold
         least = [max([len(w) for w in h.split()] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
         widths = least[:]
-        widths[0] = max(least[0] // 3, 8, console.width - 2 * len(header) - sum(least[1:]))
+        widths[0] = max(least[0] // 3, 8, console.width - frame - sum(least[1:]))
         widths[0] = min(widths[0], natural[0])
     table = Table(title=Text(title), box=box.SIMPLE_HEAD, pad_edge=False)
     for k, h in enumerate(header):
@@ -253,14 +256,19 @@ def summary_table(title: str, summary: dict[str, Any]) -> Table:
     return plain_table(title, ["metric", "value"], rows)
 
 
-def note_repeatability(label: str, result: Any) -> None:
-    """Say so when a run cannot be repeated exactly (a solver stopped by the wall clock)."""
-    tags = result.tags
-    if tags.get("uses_solver") and not tags.get("deterministic", True):
-        err_console.print(f"note: {label} searched with wall-clock time limits, so another run may give another "
-                          "schedule (the machine's load decides how far each search gets); "
-                          + ("deterministic=true makes it repeatable" if "deterministic" in result.dispatcher["params"]
-                             else "its results are samples of a noisy search"), markup=False)
+def note_repeatability(label: str, result: Any) -> str | None:
+    """Say so when a run cannot be repeated exactly (a solver stopped by the wall clock; the
+    summary's ``repeatable``); returns the note (None: the run repeats)."""
+    from hpcdispatch.metrics.summary import repeatable
+
+    if repeatable(result.tags or {}):
+        return None
+    note = (f"{label} searched with wall-clock time limits, so another run may give another schedule (the "
+            "machine's load decides how far each search gets); "
+            + ("deterministic=true makes it repeatable" if "deterministic" in result.dispatcher["params"]
+               else "its results are samples of a noisy search"))
+    err_console.print(f"note: {note}", markup=False)
+    return note
 
 
 def print_validation(report: Any) -> None:
@@ -419,7 +427,9 @@ def _compare_into(out: Path, specs: list[Any], system: Any, workload: Any, kw: d
                                      out_dir=out / label, progress=update, allocator=kw["allocator"],
                                      overrides=cp_overrides(kw, label))
         summaries.append(outcome.summary)
-        note_repeatability(label, outcome.result)
+        repeat_note = note_repeatability(label, outcome.result)
+        if repeat_note:
+            notes.append(f"Not repeatable: {repeat_note}.")
         runs.append(ComparedRun.from_result(label, outcome.result))
         if not outcome.validation.ok:
             invalid = True

@@ -199,5 +199,13 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
         from hpcdispatch.metrics.deadline import deadline_summary
 
         out.update(deadline_summary(result))
+    out["repeatable"] = repeatable(result.tags or {})
     out.update(result.extra)
     return out
+
+
+def repeatable(tags: dict[str, Any]) -> bool:
+    """Whether running the same spec again gives the same schedule: not when a solver's
+    searches were stopped by the wall clock (a dispatcher tagged ``uses_solver`` with
+    ``deterministic`` false), where the machine's load decides how far each search got."""
+    return not (tags.get("uses_solver") and not tags.get("deterministic", True))

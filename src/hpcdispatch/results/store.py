@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from hpcdispatch._util import json_default
+from hpcdispatch._util import available_cores, json_default
 from hpcdispatch._version import __version__
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics import summarize
@@ -169,45 +169,59 @@ def run_record(result: SimulationResult) -> dict[str, Any]:
 
 
 def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True, force: bool = False,
-                 run_extra: dict[str, Any] | None = None, alongside: Callable[[], None] | None = None) -> dict[str, Any]:
+                 run_extra: dict[str, Any] | None = None, alongside: Callable[[], None] | None = None,
+                 beside: bool | None = None) -> dict[str, Any]:
     """Write every output of ``result`` into the directory ``out_dir``, as a whole (an
     existing result there is replaced only with ``force``); returns the summary.
     ``run_extra``: more top-level fields of ``run.json`` (a replay on a real Slurm records its
     time scale and ``time_tolerance`` there; :mod:`hpcdispatch.slurm.replay`).
-    ``alongside``: work done on a second thread while the tables are written, before the
-    summary is computed there (the runner validates: what it records in ``result.extra`` is in
-    ``summary.json``); it must only read ``result``. Its exception is raised here, and nothing
-    is written then."""
+    ``alongside``: work done before the summary is computed (the runner validates); it may
+    record in ``result.extra`` (that goes into ``summary.json``; the tables do not read it) and
+    must not change anything else. Its exception is raised here, and nothing is written then.
+    ``beside``: do ``alongside`` and the summary on a second thread while the tables are
+    written (``None``: when this process may use more than one core)."""
     with atomic_dir(out_dir, force) as out:
-        return _write_files(result, out, csv, run_extra or {}, alongside)
+        return _write_files(result, out, csv, run_extra or {}, alongside,
+                            available_cores() > 1 if beside is None else beside)
 
 
 def _write_files(result: SimulationResult, out: Path, csv: bool, run_extra: dict[str, Any],
-                 alongside: Callable[[], None] | None) -> dict[str, Any]:
+                 alongside: Callable[[], None] | None, beside: bool) -> dict[str, Any]:
     # The summary (and ``alongside``) on a second thread while the tables are written: Arrow
-    # writes and numpy sorts without Python's lock, so on two cores a whole HPC2N run's
-    # validation and summary (0.25 s) take almost no time of their own. The allocation rows
-    # are built first: both sides read them, and they are cached on first use.
-    result.allocation_rows()
-
-    def summary_after() -> dict[str, Any]:
+    # writes and numpy sorts without Python's lock, so with a spare core a whole HPC2N run's
+    # validation and summary (0.25 s) take almost no time of their own. (Without one, the
+    # two threads would only share a core and hold both sides' memory at once.)
+    if not beside:
         if alongside is not None:
             alongside()
-        return summarize(result)
-
+        _write_tables(result, out, csv, run_extra)
+        summary = summarize(result)
+        write_json(out / "summary.json", summary)
+        return summary
+    result.allocation_rows()  # both sides read them, and they are cached on first use: built first
+    given_up = threading.Event()  # the write failed: what has not started yet is not started
     done: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            done["summary"] = summary_after()
+            if alongside is not None and not given_up.is_set():
+                alongside()
+            if not given_up.is_set():
+                done["summary"] = summarize(result)
         except BaseException as exc:  # raised on the writing thread, below
             done["error"] = exc
 
-    # a daemon: an interrupted write (Ctrl-C, a full disk) does not wait for the validation
-    beside = threading.Thread(target=work, name="hpcdispatch-summary", daemon=True)
-    beside.start()
-    _write_tables(result, out, csv, run_extra)
-    beside.join()
+    # A failed write (a full disk, Ctrl-C) is raised at once, without joining: a validation
+    # under way finishes on its own (it only reads), the rest is skipped; a daemon, so that
+    # the process exits without waiting for it.
+    thread = threading.Thread(target=work, name="hpcdispatch-summary", daemon=True)
+    thread.start()
+    try:
+        _write_tables(result, out, csv, run_extra)
+    except BaseException:
+        given_up.set()
+        raise
+    thread.join()
     if "error" in done:
         raise done["error"]
     write_json(out / "summary.json", done["summary"])

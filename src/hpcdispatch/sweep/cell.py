@@ -69,8 +69,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def run_cell(cell: Cell, out_root: str | Path, replace_failed: bool = False) -> dict[str, Any]:
-    """Run ``cell``, write its directory under ``out_root/cells`` and return its record."""
+def run_cell(cell: Cell, out_root: str | Path, replace_failed: bool = False,
+             beside: bool | None = None) -> dict[str, Any]:
+    """Run ``cell``, write its directory under ``out_root/cells`` and return its record.
+    ``beside``: validate on a second thread while the outputs are written (the executor says
+    whether this worker has a core to itself for it; ``None``: when this process may use more
+    than one core)."""
     from hpcdispatch.runner import run_simulation
 
     cells = Path(out_root) / CELLS
@@ -88,7 +92,7 @@ def run_cell(cell: Cell, out_root: str | Path, replace_failed: bool = False) -> 
         load_plugins(cell.plugins)
         system, workload = _inputs(cell)
         outcome = run_simulation(system, workload, cell.dispatcher, cell.predictor,
-                                 cell.simulation_options(), out_dir=tmp)
+                                 cell.simulation_options(), out_dir=tmp, validate_beside=beside)
         summary = outcome.summary
         if not outcome.validation.ok:
             status = "failed"

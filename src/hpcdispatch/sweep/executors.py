@@ -28,6 +28,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Protocol
 
+from hpcdispatch._util import available_cores
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.sweep.cell import run_cell
 from hpcdispatch.sweep.spec import Cell
@@ -42,13 +43,6 @@ class Executor(Protocol):
     def run(self, cells: list[Cell], out_root: Path, replace_failed: bool) -> Iterator[tuple[Cell, CellRecord]]: ...
 
     def close(self) -> None: ...
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def worker_died_record(cell: Cell, out_root: Path, message: str) -> CellRecord:
@@ -109,6 +103,8 @@ class LocalExecutor:
     def run(self, cells: list[Cell], out_root: Path, replace_failed: bool) -> Iterator[tuple[Cell, CellRecord]]:
         todo = list(reversed(cells))  # pop() from the end keeps the spec order
         window = 2 * self.workers
+        # a cell validates beside its writing only on a core no other worker uses (results.store)
+        beside = self.workers < available_cores()
         pool = self._pool(self.workers)
         running: dict[Future[CellRecord], Cell] = {}
         empty_breaks = 0
@@ -117,7 +113,7 @@ class LocalExecutor:
                 broken = False
                 while todo and len(running) < window:
                     try:
-                        fut = pool.submit(run_cell, todo[-1], str(out_root), replace_failed)
+                        fut = pool.submit(run_cell, todo[-1], str(out_root), replace_failed, beside)
                     except BrokenProcessPool:  # a worker died since the last look
                         broken = True
                         break
@@ -152,7 +148,7 @@ class LocalExecutor:
             for cell in cells:
                 pool = pool or self._pool(1)
                 try:
-                    record = pool.submit(run_cell, cell, str(out_root), replace_failed).result()
+                    record = pool.submit(run_cell, cell, str(out_root), replace_failed, None).result()
                 except BrokenProcessPool:
                     self._drop(pool)
                     pool = None
@@ -180,8 +176,8 @@ class LocalExecutor:
 # ---------------------------------------------------------------------------------------
 
 
-def _dask_task(cell: Cell, out_root: str, replace_failed: bool) -> CellRecord:
-    return run_cell(cell, out_root, replace_failed)
+def _dask_task(cell: Cell, out_root: str, replace_failed: bool, beside: bool | None = None) -> CellRecord:
+    return run_cell(cell, out_root, replace_failed, beside)
 
 
 class DaskExecutor:
@@ -194,6 +190,9 @@ class DaskExecutor:
             raise ConfigError(f"--dask needs the 'distributed' package: {exc}") from None
         self._cluster = None
         self._own_client = client is None
+        # a cell validates beside its writing only on a spare core: decided on the worker (its
+        # affinity) for a remote cluster, here for a local one (its workers share these cores)
+        self._beside: bool | None = None
         if client is not None:
             self.client = client
             self.description = f"Dask client {client.scheduler.address}"
@@ -205,6 +204,7 @@ class DaskExecutor:
                                                      dashboard_address=None)
             self.client = distributed.Client(self._cluster)
             self.description = f"Dask LocalCluster of {n} workers"
+            self._beside = int(n) < available_cores()
         elif address:
             try:
                 self.client = distributed.Client(address, timeout="20s")
@@ -220,7 +220,7 @@ class DaskExecutor:
 
         futures = {}
         for cell in cells:
-            fut = self.client.submit(_dask_task, cell, str(out_root), replace_failed,
+            fut = self.client.submit(_dask_task, cell, str(out_root), replace_failed, self._beside,
                                      key=f"hpcdispatch-cell-{cell.id}-{uuid.uuid4().hex[:8]}", pure=False)
             futures[fut] = cell
         try:
