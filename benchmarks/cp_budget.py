@@ -6,7 +6,10 @@ each in its own subprocess (under ``nice`` when asked), appends one JSON line pe
 run to ``--out`` and skips the runs already there; ``--report`` prints the table (markdown)
 and draws the plot: mean bounded slowdown against mean and p99 decision time, one colour per
 budget (mean bounded slowdown relative to the same dispatcher and predictor with budget
-``none``, so that W and R share one axis).
+``none``, so that W and R share one axis). Each run also records how many decisions fell back
+to the rule for each reason (``fallback_kinds``: the decisions' ``info["fallback"]`` texts,
+e.g. "decision limit", "rule better", "no solution (unknown)") and ``decision_limit_fired``
+(those whose fallback is "decision limit"); runs recorded before these fields lack them.
 
     nice -n 10 python benchmarks/cp_budget.py --max-jobs 3000 --out benchmarks/results/cp/cp_budget.jsonl
     python benchmarks/cp_budget.py --report --out benchmarks/results/cp/cp_budget.jsonl \\
@@ -51,6 +54,7 @@ wall = time.perf_counter() - t0
 infos = out.result.decisions["info"]
 dt = out.result.decisions["elapsed"]
 s = out.summary
+kinds = collections.Counter(str(i["fallback"]) for i in infos if i.get("fallback"))
 print(json.dumps({
     "jobs": len(wl), "wall_s": wall, "valid": out.validation.ok, "decisions": int(len(dt)),
     "decision_mean_ms": float(1000 * dt.mean()), "decision_p99_ms": float(1000 * np.percentile(dt, 99)),
@@ -58,6 +62,8 @@ print(json.dumps({
     "solved": sum("solve_s" in i for i in infos),
     "stops": {k[5:]: v for k, v in s.items() if k.startswith("stop_")},
     "fallbacks": sum(bool(i.get("fallback")) for i in infos),
+    "fallback_kinds": dict(sorted(kinds.items())),
+    "decision_limit_fired": kinds.get("decision limit", 0),
     "mean_wait": s["wait_mean"], "mean_bsld": s["bounded_slowdown_mean"],
 }))
 """
@@ -123,6 +129,12 @@ def report(out: Path, plot: Path | None) -> None:
               f"| {r['decision_p99_ms']:.0f} | {r['decision_max_ms']:,.0f} "
               f"| {st.get('optimal', 0)} / {st.get('limit', 0)} / {st.get('stall', 0)} / {st.get('gap', 0)} "
               f"| {r['fallbacks']} | {r['mean_wait']:,.0f} | {r['mean_bsld']:.2f} | {rel} |")
+    recorded = [r for r in rows if "fallback_kinds" in r]
+    if recorded:
+        print("\nfallback kinds (runs that recorded them; decision limit fired = fallback 'decision limit'):")
+        for r in recorded:
+            kinds = ", ".join(f"{k}: {v}" for k, v in r["fallback_kinds"].items()) or "none"
+            print(f"- {r['cell']} ({r['max_jobs']:,} jobs): decision limit fired {r['decision_limit_fired']}; {kinds}")
     if plot is None:
         return
     import matplotlib
