@@ -13,7 +13,7 @@ e.g. "decision limit", "rule better", "no solution (unknown)") and ``decision_li
 
     nice -n 10 python benchmarks/cp_budget.py --max-jobs 3000 --out benchmarks/results/cp/cp_budget.jsonl
     python benchmarks/cp_budget.py --report --out benchmarks/results/cp/cp_budget.jsonl \\
-        --plot docs/figures/cp-budget.png
+        --plot docs/img/cp-budget-sdsc-sp2.png --plot-jobs 3000
 
 A cell's budget is a spec suffix: ``none`` (the papers' settings: delta 1 s doubling to
 16 s), ``stall=S`` (``budget=stall,stall=S``), ``gap=G`` (``budget=gap,gap=G``); ``+charge``
@@ -113,7 +113,9 @@ def read(out: Path) -> list[dict]:
     return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
 
-def report(out: Path, plot: Path | None) -> None:
+def report(out: Path, plot: Path | None, plot_jobs: int | None = None) -> None:
+    """Print the table of every finished run; plot the runs on the first ``plot_jobs`` jobs
+    (all of them when None: the markers do not tell prefixes apart)."""
     rows = [r for r in read(out) if r.get("ok")]
     base = {(r["spec"].split(":")[0], r["predictor"], r["charge"], r["max_jobs"]): r["mean_bsld"]
             for r in rows if r["budget"] == "none"}
@@ -149,9 +151,10 @@ def report(out: Path, plot: Path | None) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     skipped = []
+    plotted = [r for r in rows if plot_jobs is None or r["max_jobs"] == plot_jobs]
     for ax, key, label in ((axes[0], "decision_mean_ms", "mean decision time (ms)"),
                            (axes[1], "decision_p99_ms", "p99 decision time (ms)")):
-        for r in rows:
+        for r in plotted:
             if r["charge"]:
                 continue
             d = r["spec"].split(":")[0]
@@ -175,7 +178,7 @@ def report(out: Path, plot: Path | None) -> None:
     handles += [Line2D([], [], color="black", marker=m, linestyle="", markerfacecolor="white", label=f"{d}-{SHORT[p]}")
                 for (d, p), m in markers.items()]
     axes[1].legend(handles=handles, fontsize=8, loc="best")
-    jobs = sorted({r["max_jobs"] for r in rows})
+    jobs = sorted({r["max_jobs"] for r in plotted})
     fig.suptitle(f"CP decision budget on the first {', '.join(f'{j:,}' for j in jobs)} jobs of SDSC-SP2 "
                  "(dotted / shaded: the bar, 20 ms mean, 0.5 s p99, bsld within 2 %)", fontsize=10)
     fig.tight_layout()
@@ -192,9 +195,10 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--plot", type=Path)
+    ap.add_argument("--plot-jobs", type=int, help="plot only the runs on this many jobs (default: all)")
     a = ap.parse_args()
     if a.report:
-        report(a.out, a.plot)
+        report(a.out, a.plot, a.plot_jobs)
     else:
         run(a.cells.split(";") if a.cells else DEFAULT_CELLS, a.out, a.max_jobs, a.time_limit)
 
