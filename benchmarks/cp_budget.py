@@ -83,8 +83,11 @@ def parse_cell(cell: str) -> tuple[str, str, str, bool]:
     return spec, predictor, budget, charge
 
 
-def run(cells: list[str], out: Path, max_jobs: int, time_limit: float) -> None:
-    done = {(r["cell"], r["max_jobs"]) for r in read(out) if r.get("ok")}
+def run(cells: list[str], out: Path, max_jobs: int, time_limit: float, again: bool = False) -> None:
+    """Run each cell not yet finished in ``out`` (every cell with ``again``: a repeat appends
+    a second line, e.g. to see whether a later version of the code takes the same
+    trajectory)."""
+    done = set() if again else {(r["cell"], r["max_jobs"]) for r in read(out) if r.get("ok")}
     for cell in cells:
         if (cell, max_jobs) in done:
             continue
@@ -102,6 +105,7 @@ def run(cells: list[str], out: Path, max_jobs: int, time_limit: float) -> None:
         except subprocess.TimeoutExpired:
             record.update(ok=False, error=f"timeout after {time_limit:g} s")
         record["elapsed_s"] = time.perf_counter() - t0
+        record["finished_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with out.open("a") as f:
             f.write(json.dumps(record) + "\n")
         print(cell, "ok" if record["ok"] else record["error"], f"{record['elapsed_s']:.0f} s", flush=True)
@@ -193,6 +197,7 @@ def main() -> None:
     ap.add_argument("--max-jobs", type=int, default=3000)
     ap.add_argument("--out", type=Path, default=Path("cp_budget.jsonl"))
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per run")
+    ap.add_argument("--again", action="store_true", help="run the cells even if --out has a finished run of them")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--plot", type=Path)
     ap.add_argument("--plot-jobs", type=int, help="plot only the runs on this many jobs (default: all)")
@@ -200,7 +205,7 @@ def main() -> None:
     if a.report:
         report(a.out, a.plot, a.plot_jobs)
     else:
-        run(a.cells.split(";") if a.cells else DEFAULT_CELLS, a.out, a.max_jobs, a.time_limit)
+        run(a.cells.split(";") if a.cells else DEFAULT_CELLS, a.out, a.max_jobs, a.time_limit, a.again)
 
 
 if __name__ == "__main__":
