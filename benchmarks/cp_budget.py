@@ -154,7 +154,7 @@ def report(out: Path, plot: Path | None, plot_jobs: int | None = None) -> None:
     from matplotlib.ticker import NullFormatter
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    skipped = []
+    skipped, shown = [], set()
     plotted = [r for r in rows if plot_jobs is None or r["max_jobs"] == plot_jobs]
     for ax, key, label in ((axes[0], "decision_mean_ms", "mean decision time (ms)"),
                            (axes[1], "decision_p99_ms", "p99 decision time (ms)")):
@@ -166,6 +166,7 @@ def report(out: Path, plot: Path | None, plot_jobs: int | None = None) -> None:
             if ref is None:
                 skipped.append(r["cell"])
                 continue
+            shown.add((r["budget"], d, r["predictor"]))
             ax.scatter(r[key], 100 * (r["mean_bsld"] / ref - 1), color=colours[r["budget"]],
                        marker=markers.get((d, r["predictor"]), "x"), s=42, edgecolor="black", linewidth=0.4)
         ax.set_xscale("log")
@@ -178,9 +179,10 @@ def report(out: Path, plot: Path | None, plot_jobs: int | None = None) -> None:
     axes[0].set_ylabel("mean bsld vs the same dispatcher, budget none (%)")
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=colours[b], marker="o", linestyle="", label=f"budget {b}") for b in budgets]
+    handles = [Line2D([], [], color=colours[b], marker="o", linestyle="", label=f"budget {b}") for b in budgets
+               if any(b == sb for sb, _, _ in shown)]
     handles += [Line2D([], [], color="black", marker=m, linestyle="", markerfacecolor="white", label=f"{d}-{SHORT[p]}")
-                for (d, p), m in markers.items()]
+                for (d, p), m in markers.items() if any((d, p) == (sd, sp) for _, sd, sp in shown)]
     axes[1].legend(handles=handles, fontsize=8, loc="best")
     jobs = sorted({r["max_jobs"] for r in plotted})
     fig.suptitle(f"CP decision budget on the first {', '.join(f'{j:,}' for j in jobs)} jobs of SDSC-SP2 "
