@@ -94,8 +94,9 @@ def run_simulation(
     reports: list[ValidationReport] = []
 
     def check() -> None:
-        reports.append(validate_result(result) if validate else ValidationReport(jobs=len(workload)))
-        result.extra["valid"] = reports[0].ok if validate else None
+        report = validate_result(result) if validate else ValidationReport(jobs=len(workload))
+        reports.append(report)
+        result.extra["valid"] = report.ok if validate else None
 
     if out_dir is not None:
         summary = write_result(result, out_dir, force=force, alongside=check, beside=validate_beside)

@@ -7,7 +7,6 @@ schedule gives exit code 1.
 from __future__ import annotations
 
 import math
-
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager

@@ -187,22 +187,14 @@ def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True
 
 def _write_files(result: SimulationResult, out: Path, csv: bool, run_extra: dict[str, Any],
                  alongside: Callable[[], None] | None, beside: bool) -> dict[str, Any]:
-    # The summary (and ``alongside``) on a second thread while the tables are written: Arrow
-    # writes and numpy sorts without Python's lock, so with a spare core a whole HPC2N run's
+    # With a spare core, ``alongside`` and the summary on a second thread while the tables are
+    # written: Arrow writes and numpy sorts without Python's lock, so a whole HPC2N run's
     # validation and summary (0.25 s) take almost no time of their own. (Without one, the
     # two threads would only share a core and hold both sides' memory at once.)
-    if not beside:
-        if alongside is not None:
-            alongside()
-        _write_tables(result, out, csv, run_extra)
-        summary = summarize(result)
-        write_json(out / "summary.json", summary)
-        return summary
-    result.allocation_rows()  # both sides read them, and they are cached on first use: built first
     given_up = threading.Event()  # the write failed: what has not started yet is not started
     done: dict[str, Any] = {}
 
-    def work() -> None:
+    def summary_after() -> None:
         try:
             if alongside is not None and not given_up.is_set():
                 alongside()
@@ -211,17 +203,23 @@ def _write_files(result: SimulationResult, out: Path, csv: bool, run_extra: dict
         except BaseException as exc:  # raised on the writing thread, below
             done["error"] = exc
 
-    # A failed write (a full disk, Ctrl-C) is raised at once, without joining: a validation
-    # under way finishes on its own (it only reads), the rest is skipped; a daemon, so that
-    # the process exits without waiting for it.
-    thread = threading.Thread(target=work, name="hpcdispatch-summary", daemon=True)
-    thread.start()
-    try:
-        _write_tables(result, out, csv, run_extra)
-    except BaseException:
-        given_up.set()
-        raise
-    thread.join()
+    if beside:
+        result.allocation_rows()  # both sides read them, and they are cached on first use: built first
+        # A failed write (a full disk, Ctrl-C) is raised at once, without joining: a validation
+        # under way finishes on its own (it only reads), the rest is skipped; a daemon, so that
+        # the process exits without waiting for it.
+        thread = threading.Thread(target=summary_after, name="hpcdispatch-summary", daemon=True)
+        thread.start()
+        try:
+            _write_tables(result, out, csv, run_extra)
+        except BaseException:
+            given_up.set()
+            raise
+        thread.join()
+    else:
+        summary_after()
+        if "error" not in done:
+            _write_tables(result, out, csv, run_extra)
     if "error" in done:
         raise done["error"]
     write_json(out / "summary.json", done["summary"])
