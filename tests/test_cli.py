@@ -244,3 +244,28 @@ def test_a_narrow_table_wraps_names_and_keeps_numbers_whole(monkeypatch, name_le
     words = set(re.findall(r"\S+", text))
     for cell in [c for row in rows for c in row[1:]] + [w for h in header for w in h.split()]:
         assert cell in words, (cell, text)
+
+
+@pytest.mark.parametrize("spec, loaded, absent", [
+    ("pcp20", ("ortools.sat.python.cp_model", "numba"), ()),
+    ("hcp", ("ortools.sat.python.cp_model", "numba"), ()),
+    ("cp-rule", ("numba",), ("ortools",)),  # builds no model: OR-Tools stays out
+    ("aucsched", ("ortools.sat.python.cp_model",), ()),
+    ("conservative", ("numba",), ("ortools",)),
+    ("easy", (), ("ortools",)),
+])
+def test_setup_loads_what_the_first_decision_would(spec, loaded, absent):
+    """A dispatcher's ``setup`` imports what its first decision would otherwise load on first
+    use (OR-Tools, the compiled profile search: about 0.2 s each), so that the first decision's
+    time measures deciding; before this, the first decision of a pcp20 run on SDSC-SP2 took
+    0.22 s, its slowest later one 0.11 s. Nothing is loaded before ``setup``."""
+    watched = tuple(loaded) + tuple(absent)
+    code = ("import sys\nfrom hpcdispatch.dispatchers import make_dispatcher\n"
+            "from hpcdispatch.system.io import load_system\n"
+            f"d = make_dispatcher({spec!r})\nsystem = load_system('machine-s')\n"
+            f"print('BEFORE', sorted(m for m in {watched!r} if m in sys.modules))\n"
+            "d.setup(system)\n"
+            f"print('AFTER', sorted(m for m in {watched!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "BEFORE []" in out, out[-300:]
+    assert f"AFTER {sorted(loaded)!r}" in out, out[-300:]

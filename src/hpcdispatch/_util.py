@@ -76,12 +76,17 @@ class LazyModule:
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
+        return getattr(self.load(), attr)
+
+    def load(self) -> Any:
+        """Import the module now (if not yet) and return it: a dispatcher's ``setup`` calls it
+        so that the import is not paid inside its first timed decision."""
         if self._module is None:
             import importlib
 
             with sigint_held():
                 self._module = importlib.import_module(self._name)
-        return getattr(self._module, attr)
+        return self._module
 
     def __repr__(self) -> str:
         return f"<lazily imported module {self._name}{' (imported)' if self._module is not None else ''}>"

@@ -61,8 +61,9 @@ from hpcdispatch.cp.rule import (
     paper_horizon_units,
     rule_schedule,
 )
-from hpcdispatch.cp.solve import HINT_CHECK_S, DecisionBudget, hint_is_solution, solve
+from hpcdispatch.cp.solve import HINT_CHECK_S, DecisionBudget, cp_model, hint_is_solution, solve
 from hpcdispatch.errors import ConfigError
+from hpcdispatch.planning.profile import load_compiled_kernels
 from hpcdispatch.protocol import Allocation, Decision, Dispatcher, DispatchView, Start, Tags
 from hpcdispatch.system.allocation import pooled_fits, units_fit_per_node
 from hpcdispatch.system.model import System
@@ -220,6 +221,12 @@ class CPDispatcher(Dispatcher):
             raise ConfigError(f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}")
         self._best_fit = make_allocator("best-fit", system)
         self._calls = 0
+        # what the first decision would load on first use (the rule's compiled profile search,
+        # OR-Tools for a dispatcher that builds models: about 0.2 s each, once per process)
+        # loads here, so that the decision times measure deciding
+        load_compiled_kernels()
+        if self.MODEL is not None:
+            cp_model.load()
         if self.dump_instances:
             path = Path(self.dump_instances)
             try:

@@ -682,6 +682,7 @@ class Aucsched(Dispatcher):
                 raise ConfigError(f"aucsched: parameter {name} must be {rule}, got {getattr(self, name)!r}")
         if self.priority_base < 1:
             raise ConfigError("aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)")
+        cp_model.load()  # (OR-Tools here, not inside the first timed scheduling step)
         self._prio = SlurmPriority(self.priority, system, priority_base=self.priority_base,
                                    weight_age=self.weight_age, weight_size=self.weight_size,
                                    max_age=self.max_age, favor_small=self.favor_small)

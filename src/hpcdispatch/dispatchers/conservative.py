@@ -45,7 +45,7 @@ import math
 import numpy as np
 
 from hpcdispatch.errors import ConfigError, SimulationStalledError
-from hpcdispatch.planning.profile import AvailabilityProfile
+from hpcdispatch.planning.profile import AvailabilityProfile, load_compiled_kernels
 from hpcdispatch.protocol import (
     Allocation,
     Decision,
@@ -76,6 +76,7 @@ class Conservative(Dispatcher):
             raise ConfigError(f"conservative: profile must be 'auto' or 'node', got '{self.profile}'")
         self._single_resource = len(system.resources) == 1
         self._profile: AvailabilityProfile | None = None
+        load_compiled_kernels()  # (here, not inside the first timed decision)
         # The reservations, by job index (arrays grown as indices appear): start, end, the
         # profile's freed count when the slot was last known to be the earliest the job can
         # have, units and max units per node; ``_has``: whether the job holds one. Pinned

@@ -64,6 +64,15 @@ def _kernels():
     return _KERNELS or None
 
 
+def load_compiled_kernels() -> None:
+    """Load the compiled search and compression now (the first time in a process: numba's
+    import and the kernels from the disk cache, about 0.2 s), so that the first search of a
+    run does not pay for it inside a timed decision: dispatchers that search profiles call it
+    in their ``setup``."""
+    if COMPILED:
+        _kernels()
+
+
 def _compiled_allocator(allocator: Allocator) -> tuple[int, np.ndarray] | None:
     """``(kind, weights)`` of the compiled allocator that places exactly like ``allocator``."""
     if type(allocator) is FirstFit:
