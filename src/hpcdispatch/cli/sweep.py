@@ -17,6 +17,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from hpcdispatch.cli.progress import plain_progress
+
 console = Console()
 err_console = Console(stderr=True)
 
@@ -56,8 +58,21 @@ def run_cmd(spec: Path, out: Path, workers: int | None, dask_address: str | None
     else:
         to_run = n
         console.print(f"sweep [bold]{sweep_spec.name}[/]: {n} cells; running {n} on {executor.description}")
+    def report_failure(record: dict[str, Any]) -> None:
+        if record["status"] == "failed":
+            err = record.get("error") or {}
+            console.print(f"[red]failed[/] {record['labels']['label']}: {err.get('message', '')}")
+
     if quiet:
         outcome = run_sweep(sweep_spec, out, executor, retry_failed=retry_failed)
+    elif not console.is_terminal:  # a log file or a pipe: a plain line every 5 % and at least every minute
+        lines = plain_progress(f"sweep {sweep_spec.name}", unit="cells", verb="finished")
+
+        def line(done: int, failed: int, total: int, record: dict[str, Any]) -> None:
+            report_failure(record)
+            lines(done + failed, total, None)
+
+        outcome = run_sweep(sweep_spec, out, executor, retry_failed=retry_failed, progress=line)
     else:
         with Progress(
             TextColumn("[bold]{task.description}"),
@@ -74,9 +89,7 @@ def run_cmd(spec: Path, out: Path, workers: int | None, dask_address: str | None
 
             def update(done: int, failed: int, total: int, record: dict[str, Any]) -> None:
                 progress.update(task, completed=done + failed, total=total, done=done, failed=failed)
-                if record["status"] == "failed":
-                    err = record.get("error") or {}
-                    progress.console.print(f"[red]failed[/] {record['labels']['label']}: {err.get('message', '')}")
+                report_failure(record)
 
             outcome = run_sweep(sweep_spec, out, executor, retry_failed=retry_failed, progress=update)
     console.print(f"{outcome.cells} cells: [green]{outcome.done} done[/], [red]{outcome.failed} failed[/], "
