@@ -4,6 +4,8 @@ their cell, incomplete directories never counted, the command line."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -157,12 +159,19 @@ def test_incomplete_cell_directories_are_never_counted(tmp_path):
     with open(cells / b / "jobs.parquet", "r+b") as fh:  # a file cut short after the record was written
         fh.truncate(100)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = cells / f".tmp-{c}-{int(dead.stdout)}-deadbeef@{__import__('socket').gethostname()}"
+    stale = cells / f".tmp-{c}-{int(dead.stdout)}-deadbeef@{socket.gethostname()}"
     stale.mkdir()
     (stale / "jobs.parquet").write_text("half")
+    alive = cells / f".tmp-{a}-{os.getpid()}-cafe0000@{socket.gethostname()}"
+    alive.mkdir()  # a writer that is still running (this process)
     store = SweepStore(out)
     scan = store.scan(spec.cell_ids())
     assert (sorted(scan.pending), list(scan.done)) == (sorted([a, b]), [c])
+    # status tells the dead writer's directory from a live one's (it said "being written" of both)
+    st = sweep_status(out)
+    host = socket.gethostname()
+    assert (st.running, st.abandoned) == ([(a, os.getpid(), host)], [(c, int(dead.stdout), host)])
+    alive.rmdir()
     outcome = run_sweep(spec, out, LocalExecutor(1))
     assert (outcome.ran, outcome.done, sorted(outcome.set_aside)) == (2, 3, sorted([a, b]))
     frame = summary(out)

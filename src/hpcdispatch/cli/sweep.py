@@ -112,7 +112,9 @@ def status_cmd(out: Path, list_all: bool) -> None:
     st = sweep_status(out)
     console.print(f"sweep [bold]{st.name}[/] in {out}: {st.cells} cells: [green]{len(st.done)} done[/], "
                   f"[red]{len(st.failed)} failed[/], {len(st.pending)} pending"
-                  + (f", {len(st.running)} being written now" if st.running else ""))
+                  + (f", {len(st.running)} being written now" if st.running else "")
+                  + (f", {len(st.abandoned)} left half written by a process that died (run again by the next "
+                     "'sweep run')" if st.abandoned else ""))
     if list_all:
         table = Table(title="cells")
         for col in ("cell", "label", "status", "wall s"):
@@ -143,6 +145,8 @@ def status_cmd(out: Path, list_all: bool) -> None:
         console.print(table)
     for cid, pid, host in st.running:
         console.print(f"being written: cell {cid} by process {pid} on {host}")
+    for cid, pid, host in st.abandoned:
+        console.print(f"left half written: cell {cid} by process {pid} on {host}, which is gone")
     if st.foreign:
         console.print(f"{len(st.foreign)} finished cells in {out}/cells belong to an earlier version of the spec "
                       "(not in the summary)")

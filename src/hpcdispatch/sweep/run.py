@@ -106,10 +106,13 @@ class SweepStatus:
     done: list[dict[str, Any]]
     failed: list[dict[str, Any]]
     pending: list[dict[str, Any]]  # manifest entries
-    running: list[tuple[str, int, str]]  # (cell id, pid, host) of temporary directories
+    running: list[tuple[str, int, str]]  # (cell id, pid, host) of cells being written now
     foreign: list[str]  # finished cells in the directory that the current spec does not list
     summary_rows: int | None
     entries: list[dict[str, Any]] = field(default_factory=list)  # every cell of the manifest, in order
+    #: (cell id, pid, host) of temporary directories left by writers that died (a kill, a
+    #: crash); the next ``sweep run`` removes them and runs those cells again
+    abandoned: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 def sweep_status(out: str | Path) -> SweepStatus:
@@ -124,6 +127,7 @@ def sweep_status(out: str | Path) -> SweepStatus:
     if store.cells.is_dir():
         foreign = sorted(p.name for p in store.cells.iterdir()
                          if not p.name.startswith(".") and p.name not in known and store.read(p.name))
+    live, stale = store.writers()
     try:
         rows: int | None = len(store.read_summary())
     except Exception:
@@ -134,8 +138,9 @@ def sweep_status(out: str | Path) -> SweepStatus:
         done=[scan.done[i] for i in ids if i in scan.done],
         failed=[scan.failed[i] for i in ids if i in scan.failed],
         pending=[by_id[i] for i in scan.pending],
-        running=[(cid, pid, host) for _p, cid, pid, host in store.temp_dirs()],
+        running=[(cid, pid, host) for _p, cid, pid, host in live],
         foreign=foreign,
         summary_rows=rows,
         entries=entries,
+        abandoned=[(cid, pid, host) for _p, cid, pid, host in stale],
     )

@@ -178,20 +178,31 @@ class SweepStore:
                     out.append((p, *parsed))
         return out
 
+    def writers(self, max_age_s: float = 86400.0) -> tuple[list[tuple[Path, str, int, str]],
+                                                           list[tuple[Path, str, int, str]]]:
+        """The cells' temporary directories as ``(live, stale)`` lists of ``(path, cell id,
+        pid, host)``: stale ones were left by a process that died (this host: the process is gone;
+        another host: untouched for ``max_age_s``), which :meth:`clean_stale` removes."""
+        live, stale = [], []
+        host = socket.gethostname()
+        now = time.time()
+        for path, cid, pid, h in self.temp_dirs():
+            try:
+                age = now - path.stat().st_mtime
+            except OSError:
+                continue  # (published or removed meanwhile)
+            dead = (h == host and not _pid_alive(pid)) or age > max_age_s
+            (stale if dead else live).append((path, cid, pid, h))
+        return live, stale
+
     def clean_stale(self, max_age_s: float = 86400.0) -> list[Path]:
         """Remove temporary directories left by processes that died (same host: the process is
         gone; another host: older than ``max_age_s``) and set-aside old cells."""
         removed = []
-        host = socket.gethostname()
-        now = time.time()
-        for path, _cid, pid, h in self.temp_dirs():
-            try:
-                age = now - path.stat().st_mtime
-            except OSError:
-                continue
-            if (h == host and not _pid_alive(pid)) or age > max_age_s:
-                shutil.rmtree(path, ignore_errors=True)
-                removed.append(path)
+        _live, stale = self.writers(max_age_s)
+        for path, _cid, _pid, _h in stale:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
         if self.cells.is_dir():
             for p in self.cells.iterdir():
                 if p.name.startswith(OLD_PREFIX) and "-replaced-" in p.name:
