@@ -860,6 +860,31 @@ def loaded_variables(model, params) -> int:
     return int(line.split()[1].replace("'", ""))
 
 
+def test_pcp20_alldifferent_constraints_are_not_expanded():
+    # SDSC-SP2-like: 128 single-core nodes, half of them busy until t = 50. Three jobs of 64
+    # units wait; the rule starts one now, so a model is built. Each job's positions (in
+    # [0, 127]) are all different; CP-SAT 9.15 expands such an AllDifferent (domains of at most
+    # 256 values, at least half of them taken) into a Boolean per (variable, value), even with
+    # presolve off and outside its time limit: here 3 x 64 x 128 = 24,576 Booleans; on the
+    # whole SDSC-SP2 decisions with 60-130 queued jobs loaded 442,368 in about 1.2 s before any
+    # search and fell back to the rule at 1.5-2.6 s. Not any more.
+    system = cores_system(128, 1)
+    running = [RunningEntry(50, 51, -10.0, 50.0, tuple(range(64)), (1,) * 64, (1,))]
+    inst = instance(system, [qj(i, -100 + i, 100, units=64) for i in range(3)], running)
+    d, jobs, policy, d_max, rule = rule_of("pcp20:time_unit=1,deterministic=true,delta=0.2,delta_max=0.4",
+                                           system, inst)
+    built = d.build_model(inst, policy, jobs, d.hint_rule(rule, jobs, policy, d_max), d_max,
+                          horizon_units(policy, inst, jobs))
+    proto = built.model.proto
+    assert sum(c.has_all_diff() for c in proto.constraints) >= 3
+    assert loaded_variables(built.model, d.SOLVER_PARAMS) == len(proto.variables)
+    expanding = {**d.SOLVER_PARAMS, "max_alldiff_domain_size": 256}  # CP-SAT's default
+    assert loaded_variables(built.model, expanding) == len(proto.variables) + 3 * 64 * 128
+    placed, info = d.decide(inst)
+    assert "fallback" not in info and info["status"] in ("optimal", "feasible"), info
+    assert info["objective"] <= info["rule_objective"]
+
+
 def test_pcp20_on_a_kit_like_system_ties_units_to_node_types_without_a_table():
     # The 29 model decisions of a 100,000-job KIT-like run all ended "no solution (unknown)":
     # the several-node-type case of the node map was an element over the node tables, which

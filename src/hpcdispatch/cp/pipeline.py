@@ -81,8 +81,14 @@ class CPDispatcher(Dispatcher):
     #: then is the complete rule hint picked up at once by the node-level models; CP-SAT's
     #: own symmetry detection off: on PCP'20 models it used the whole time limit before any
     #: search (the models break the symmetries they know of themselves). Measured on dumped
-    #: Eurora instances, see docs/RESULTS-CP.md.
-    SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0}
+    #: Eurora instances, see docs/RESULTS-CP.md. ``AllDifferent`` constraints are never
+    #: expanded (CP-SAT expands those over domains of up to 256 values, even with presolve
+    #: off, into a Boolean per variable and value, outside its time limit): on PCP'20's
+    #: models of 60-130 queued jobs on SDSC-SP2's 128 nodes that made 442,368 Booleans in
+    #: about 1.2 s before any search, and such decisions took 1.5-2.6 s and fell back to
+    #: the rule ("The decision limit's overruns", docs/RESULTS-CP.md)
+    SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0,
+                                               "max_alldiff_domain_size": 1}
     #: the model's own answer to ``on_unplaced="default"``: re-solve the model with the jobs
     #: best fit could not place postponed (step 6 of the module docstring; HCP'19 as the
     #: papers describe it), or not: such a job is postponed to the next decision and the
