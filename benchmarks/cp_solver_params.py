@@ -18,7 +18,10 @@
         --trace SDSC-SP2-1998-4.2-cln.swf.gz --spec pcp20-R:version=1 --sample 70 --out /tmp/pcp20-inst
     python benchmarks/cp_solver_params.py hints /tmp/pcp20-inst --spec pcp20:version=1
     python benchmarks/cp_solver_params.py compare /tmp/pcp20-inst --spec pcp20:version=1 \\
-        --param max_alldiff_domain_size=1
+        --param max_alldiff_domain_size=256
+
+(The dispatchers have set ``max_alldiff_domain_size=1`` since 2026-11-28, so ``256``, CP-SAT's
+default, is now the other side of that A/B.)
 """
 
 from __future__ import annotations

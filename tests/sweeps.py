@@ -29,9 +29,12 @@ def write_spec(directory: Path, text: str, name: str = "sweep.toml") -> Path:
     return path
 
 
-def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def cli(*args: str, timeout: float = 600, terminal: bool = False) -> subprocess.CompletedProcess:
+    """``hpcdispatch ARGS`` in a subprocess; ``terminal``: rich takes the pipe for a terminal
+    (``FORCE_COLOR``), as on an interactive console."""
+    env = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", **pythonpath(), **({"FORCE_COLOR": "1"} if terminal else {})}
     return subprocess.run([sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", **pythonpath()}, timeout=timeout)
+                          env=env, timeout=timeout)
 
 
 def records(out: Path) -> dict[str, dict]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 
 import pandas as pd
 import pytest
@@ -181,6 +183,34 @@ def test_incomplete_cell_directories_are_never_counted(tmp_path):
     _check_cells_intact(out, frame)
 
 
+def test_writers_tell_live_cells_from_those_left_by_dead_processes(tmp_path):
+    """This host: the process decides, whatever the directory's age (a live cell's directory
+    keeps the mtime of its start, and a cell may run for days); another host: 24 h of silence."""
+    spec = load_sweep(write_spec(tmp_path, 'systems = ["machine-s"]\ndispatchers = ["fifo"]\n'
+                                            '[[workloads]]\ngenerator = "lublin"\njobs = 10\nseed = 3\n'))
+    out = tmp_path / "out"
+    run_sweep(spec, out, LocalExecutor(1))
+    cells = out / "cells"
+    host = socket.gethostname()
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True).stdout)
+    day_ago = time.time() - 25 * 3600
+    made = {}
+    for name, pid, h, old in (("live-old", os.getpid(), host, True), ("dead-new", dead, host, False),
+                              ("far-new", 1, "elsewhere", False), ("far-old", 1, "elsewhere", True)):
+        d = cells / f".tmp-{name.replace('-', '')}-{pid}-0000beef@{h}"
+        d.mkdir()
+        if old:
+            os.utime(d, (day_ago, day_ago))
+        made[name] = d
+    live, stale = SweepStore(out).writers()
+    assert sorted(p.name for p, *_ in live) == sorted([made["live-old"].name, made["far-new"].name])
+    assert sorted(p.name for p, *_ in stale) == sorted([made["dead-new"].name, made["far-old"].name])
+    removed = SweepStore(out).clean_stale()
+    assert sorted(p.name for p in removed) == sorted([made["dead-new"].name, made["far-old"].name])
+    assert made["live-old"].exists() and made["far-new"].exists()
+
+
 def test_command_line(tmp_path):
     spec_path = write_spec(tmp_path, MIXED.replace('trace = "bad.swf"', f'trace = "{trace("KTH-SP2-1996-2.1-cln.swf.gz")}"\n'
                                                    "max_jobs = 200"))
@@ -193,6 +223,11 @@ def test_command_line(tmp_path):
     assert "failed machine-s/missing/fifo" in p.stdout
     # not a terminal (a pipe here): plain progress lines, none of the bar's redraws
     assert "sweep mixed: 6 / 6 cells finished (100 %)" in p.stdout and "ETA" not in p.stdout, p.stdout
+    # on a terminal: the bar (done and failed counts, ETA) and the failures, no plain lines
+    shown = cli("sweep", "run", str(spec_path), "--out", str(tmp_path / "out-terminal"), "-j", "1", terminal=True)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.stdout)  # (colours and cursor moves)
+    assert shown.returncode == 1 and "ETA" in text and "cells finished" not in text, text
+    assert "failed machine-s/missing/fifo" in text
     st = cli("sweep", "status", str(out))
     assert st.returncode == 0 and "4 done" in st.stdout and "2 failed" in st.stdout and "0 pending" in st.stdout
     assert "TraceFormatError" in st.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def run_cmd(spec: Path, out: Path, workers: int | None, dask_address: str | None
 
     if quiet:
         outcome = run_sweep(sweep_spec, out, executor, retry_failed=retry_failed)
-    elif not console.is_terminal:  # a log file or a pipe: a plain line every 5 % and at least every minute
+    elif not console.is_terminal:  # a log file or a pipe: a line per 5 % of the cells, or a minute after the last
         lines = plain_progress(f"sweep {sweep_spec.name}", unit="cells", verb="finished")
 
         def line(done: int, failed: int, total: int, record: dict[str, Any]) -> None:
@@ -113,8 +114,9 @@ def status_cmd(out: Path, list_all: bool) -> None:
     console.print(f"sweep [bold]{st.name}[/] in {out}: {st.cells} cells: [green]{len(st.done)} done[/], "
                   f"[red]{len(st.failed)} failed[/], {len(st.pending)} pending"
                   + (f", {len(st.running)} being written now" if st.running else "")
-                  + (f", {len(st.abandoned)} left half written by a process that died (run again by the next "
-                     "'sweep run')" if st.abandoned else ""))
+                  + (f", {len(st.abandoned)} left half written by a process that died (this host) or that "
+                     "has been silent for a day (another host); run again by the next 'sweep run'"
+                     if st.abandoned else ""))
     if list_all:
         table = Table(title="cells")
         for col in ("cell", "label", "status", "wall s"):
@@ -146,7 +148,8 @@ def status_cmd(out: Path, list_all: bool) -> None:
     for cid, pid, host in st.running:
         console.print(f"being written: cell {cid} by process {pid} on {host}")
     for cid, pid, host in st.abandoned:
-        console.print(f"left half written: cell {cid} by process {pid} on {host}, which is gone")
+        gone = "which is gone" if host == socket.gethostname() else "silent for a day"
+        console.print(f"left half written: cell {cid} by process {pid} on {host}, {gone}")
     if st.foreign:
         console.print(f"{len(st.foreign)} finished cells in {out}/cells belong to an earlier version of the spec "
                       "(not in the summary)")

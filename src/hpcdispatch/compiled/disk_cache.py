@@ -169,6 +169,15 @@ class EngineCache(FunctionCache):
         return cres
 
 
+def load_numba_registries() -> None:
+    """Lets numba load its registries (before it compiles a function, or loads one that
+    :func:`load_compiled` could not), without its BLAS probe (:func:`blas_probe_answered_no`)."""
+    from numba.core.registry import cpu_target
+
+    with blas_probe_answered_no():
+        cpu_target.target_context.refresh()
+
+
 def load_compiled(dispatcher, signature) -> bool:
     """Loads ``dispatcher`` compiled for ``signature`` from its on-disk cache, the way numba
     does on a function's first call but without loading numba's registries first: before it

@@ -15,7 +15,7 @@ from numba import typeof, types
 
 from hpcdispatch.allocators import BestFit, make_allocator
 from hpcdispatch.compiled import kernels as S
-from hpcdispatch.compiled.disk_cache import blas_probe_answered_no, has_compiled, load_compiled
+from hpcdispatch.compiled.disk_cache import has_compiled, load_compiled, load_numba_registries
 from hpcdispatch.compiled.kernels import POLICIES, run_steps
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
 from hpcdispatch.sim.info_log import InfoLog, NumericColumn
@@ -130,16 +130,6 @@ def compiled_on_disk(st: S.EngineState) -> bool | None:
     (``None``: cannot tell). It is after an installation (``install_time``); without it the
     first run compiles it (about 20 s)."""
     return has_compiled(run_steps, (typeof(st), types.int64))
-
-
-def load_numba_registries() -> None:
-    """Lets numba load its registries (before it compiles a function, or loads one that
-    :func:`~hpcdispatch.compiled.disk_cache.load_compiled` could not), without its BLAS probe
-    (:func:`~hpcdispatch.compiled.disk_cache.blas_probe_answered_no`)."""
-    from numba.core.registry import cpu_target
-
-    with blas_probe_answered_no():
-        cpu_target.target_context.refresh()
 
 
 def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | None = None) -> SimulationResult:

@@ -56,17 +56,23 @@ def _kernels():
             _KERNELS = False
         else:
             _KERNELS = kernels
-            from hpcdispatch.compiled.disk_cache import load_compiled
+            from hpcdispatch.compiled.disk_cache import load_compiled, load_numba_registries
 
             signatures = kernels.entry_signatures()
             for name in ("profile_earliest", "profile_compress"):  # from disk without numba's registries
-                load_compiled(getattr(kernels, name), signatures[name])  # (else compiled on the first call)
+                function, signature = getattr(kernels, name), signatures[name]
+                if not load_compiled(function, signature):
+                    # not on disk (a first run, a changed numba, no writable cache): compiled
+                    # now, a few seconds, and kept on disk when it can be; not on the first call
+                    load_numba_registries()
+                    function.compile(signature)
     return _KERNELS or None
 
 
 def load_compiled_kernels() -> None:
     """Load the compiled search and compression now (the first time in a process: numba's
-    import and the kernels from the disk cache, about 0.2 s), so that the first search of a
+    import and the kernels from the disk cache, about 0.2 s; compiled, a few seconds, when the
+    cache does not hold them), so that the first search of a
     run does not pay for it inside a timed decision: dispatchers that search profiles call it
     in their ``setup``."""
     if COMPILED:

@@ -191,13 +191,15 @@ class SweepStore:
                 age = now - path.stat().st_mtime
             except OSError:
                 continue  # (published or removed meanwhile)
-            dead = (h == host and not _pid_alive(pid)) or age > max_age_s
+            # this host: the process itself says (a live cell may run for days: its directory
+            # keeps the mtime of its start until it is published); another host: its age
+            dead = not _pid_alive(pid) if h == host else age > max_age_s
             (stale if dead else live).append((path, cid, pid, h))
         return live, stale
 
     def clean_stale(self, max_age_s: float = 86400.0) -> list[Path]:
         """Remove temporary directories left by processes that died (same host: the process is
-        gone; another host: older than ``max_age_s``) and set-aside old cells."""
+        gone; another host: untouched for ``max_age_s``) and set-aside old cells."""
         removed = []
         _live, stale = self.writers(max_age_s)
         for path, _cid, _pid, _h in stale:
