@@ -61,11 +61,12 @@ def _kernels():
             signatures = kernels.entry_signatures()
             for name in ("profile_earliest", "profile_compress"):  # from disk without numba's registries
                 function, signature = getattr(kernels, name), signatures[name]
-                if not load_compiled(function, signature):
-                    # not on disk (a first run, a changed numba, no writable cache): compiled
-                    # now, a few seconds, and kept on disk when it can be; not on the first call
-                    load_numba_registries()
-                    function.compile(signature)
+                if load_compiled(function, signature) or not hasattr(function, "compile"):
+                    continue  # loaded from disk; or NUMBA_DISABLE_JIT=1 (plain Python functions)
+                # not on disk (a first run, a changed numba, no writable cache): compiled now, a
+                # few seconds, and kept on disk when it can be; not inside the first search
+                load_numba_registries()
+                function.compile(signature)
     return _KERNELS or None
 
 
