@@ -59,6 +59,7 @@ def run_cmd(spec: Path, out: Path, workers: int | None, dask_address: str | None
     else:
         to_run = n
         console.print(f"sweep [bold]{sweep_spec.name}[/]: {n} cells; running {n} on {executor.description}")
+
     def report_failure(record: dict[str, Any]) -> None:
         if record["status"] == "failed":
             err = record.get("error") or {}

@@ -71,11 +71,10 @@ def _kernels():
 
 
 def load_compiled_kernels() -> None:
-    """Load the compiled search and compression now (the first time in a process: numba's
-    import and the kernels from the disk cache, about 0.2 s; compiled, a few seconds, when the
-    cache does not hold them), so that the first search of a
-    run does not pay for it inside a timed decision: dispatchers that search profiles call it
-    in their ``setup``."""
+    """Load the compiled search and compression now, so that a run's first search does not
+    pay for it inside a timed decision (once per process: numba's import and the kernels from
+    the disk cache, about 0.2 s; a few seconds when they must be compiled). Dispatchers that
+    search profiles call it in their ``setup``."""
     if COMPILED:
         _kernels()
 
