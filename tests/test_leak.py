@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol import Allocation, ForkRequest, RunningJob
 from hpcdispatch.system.io import load_system
 from hpcdispatch.system.model import NodeType, System, Topology
@@ -148,6 +149,31 @@ def test_admission_accepts_and_queues():
     literal.setup(GRID4)
     assert not literal.admit(ok, full).accept
     assert literal.admit(ok, FakeView(GRID4, set(range(15)), [])).accept
+
+
+def test_deadline_aware_order_and_hopeless_jobs():
+    """The options after the gates: ``order=edf`` takes ready jobs by deadline;
+    ``skip_hopeless`` passes over a job that could not end by its deadline even at its run
+    time. At t = 950 job 1 (R = 100, deadline 1,000) is hopeless; jobs 2 and 3 are not, and 3's
+    deadline is earlier. One node free (5), then two (5, 6)."""
+    specs = [(1, 0, 1000.0), (2, 10, 3000.0), (3, 20, 2000.0)]
+    jobs = Workload([deadline_job(GRID4, i, t, 100, float(t), d, AppSpec(0, "async", 1)) for i, t, d in specs],
+                    GRID4.resources).jobs
+    one_free = set(range(16)) - {5}
+
+    def started(spec, busy):
+        leak = make_dispatcher(spec)
+        leak.setup(GRID4)
+        return [s.job.id for s in leak.dispatch(FakeView(GRID4, busy, jobs, now=950.0)).starts]
+
+    assert started("leak", one_free) == [1]  # FIFO, deadline-unaware: the hopeless job takes the node
+    assert started("leak:order=edf", one_free) == [1]  # it also has the earliest deadline
+    assert started("leak:skip_hopeless=true", one_free) == [2]
+    assert started("leak-nc:order=edf,skip_hopeless=true", one_free) == [3]
+    assert started("leak:order=edf,skip_hopeless=true", one_free - {6}) == [3, 2]
+    assert started("leak:skip_hopeless=true", one_free - {6}) == [2, 3]
+    with pytest.raises(ConfigError, match="order must be one of fifo, edf"):
+        make_dispatcher("leak:order=lifo").setup(GRID4)
 
 
 def test_tags_say_what_the_validator_checks():

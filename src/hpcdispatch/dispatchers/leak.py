@@ -17,6 +17,12 @@ jobs whose partitions grow and shrink while they run. ``leak`` (contiguous) and 
   even fewer nodes (a partial start: its extra processes time-share; Fig. 10 line 15
   returns what it found, A23); ``partial=false``: it waits until its whole request is
   found. No free node: the queue waits (FIFO, nobody overtakes).
+- **Deadline-aware options** (not the paper's; the design note's additions after the gates,
+  off by default): ``order="edf"`` takes the ready jobs by deadline (earliest first, ties by
+  submission) instead of FIFO (A28); ``skip_hopeless=True`` never starts a job that could
+  not end by its deadline even at its calibrated run time (``now + run time > deadline``:
+  it could only be cancelled running); it stays queued until the simulator cancels it at its
+  deadline (``deadline-waiting``) and the jobs behind it go first.
 - **Forks** (:meth:`Leak.on_resize`, a ``ForkRequest``; Fig. 12, 13): a free node adjacent to
   the parent's node (lowest id), else a free node adjacent to any node of the job (nearest
   to the parent, then lowest id), else -- ``leak-nc`` only -- the first free node along the
@@ -55,6 +61,7 @@ from hpcdispatch.system.partition import leak_grow
 from hpcdispatch.workload.job import GrowthRequest, Job
 
 ADMITS = ("queue", "free-node")
+ORDERS = ("fifo", "edf")
 
 
 @register
@@ -65,14 +72,16 @@ class Leak(Dispatcher):
     tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True, forks=True,
                 contiguous_grants=True)
 
-    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"partial": True}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"partial": True, "order": "fifo", "skip_hopeless": False}
 
     def __init__(self, contiguous: bool = True, admission: str = "queue", partial: bool = True,
-                 allocator: str = "first-fit"):
+                 allocator: str = "first-fit", order: str = "fifo", skip_hopeless: bool = False):
         self.contiguous = contiguous
         self.admission = admission
         self.partial = partial
         self.allocator = allocator
+        self.order = order
+        self.skip_hopeless = skip_hopeless
 
     def get_tags(self) -> Tags:
         t = self.tags
@@ -81,13 +90,15 @@ class Leak(Dispatcher):
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
-        return [{}, {"admission": "free-node", "partial": False}]
+        return [{}, {"admission": "free-node", "partial": False}, {"order": "edf", "skip_hopeless": True}]
 
     def _setup(self, system: System) -> None:
         if self.admission not in ADMITS:
             raise ConfigError(f"dispatcher '{self.name}': admission must be one of {', '.join(ADMITS)}, "
                               f"got '{self.admission}'")
-        for key in ("contiguous", "partial"):
+        if self.order not in ORDERS:
+            raise ConfigError(f"dispatcher '{self.name}': order must be one of {', '.join(ORDERS)}, got '{self.order}'")
+        for key in ("contiguous", "partial", "skip_hopeless"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"dispatcher '{self.name}': {key} must be true or false, got {getattr(self, key)!r}")
         topo = system.topology
@@ -118,10 +129,16 @@ class Leak(Dispatcher):
         whole = (free == self._capacity).all(axis=1)
         starts: list[Start] = []
         wakeup = math.inf
-        for job in view.queue:
+        queue = view.queue
+        if self.order == "edf":
+            queue = sorted(queue, key=lambda j: (math.inf if j.deadline is None else float(j.deadline), j.submit,
+                                                 j.index))
+        for job in queue:
             if job.ready_at > now:
                 wakeup = min(wakeup, job.ready_at)
                 continue
+            if self.skip_hopeless and job.deadline is not None and now + job.run_time > job.deadline:
+                continue  # it could only be cancelled running; the simulator cancels it at its deadline
             if job.app is None:
                 alloc = self.place(job, free, view)
                 if alloc is None:
@@ -184,5 +201,5 @@ class LeakNC(Leak):
     name = "leak-nc"
 
     def __init__(self, contiguous: bool = False, admission: str = "queue", partial: bool = True,
-                 allocator: str = "first-fit"):
-        super().__init__(contiguous, admission, partial, allocator)
+                 allocator: str = "first-fit", order: str = "fifo", skip_hopeless: bool = False):
+        super().__init__(contiguous, admission, partial, allocator, order, skip_hopeless)
