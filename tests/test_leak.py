@@ -9,6 +9,7 @@ import pytest
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol import Allocation, ForkRequest, RunningJob
+from hpcdispatch.protocol.view import QueueView
 from hpcdispatch.system.io import load_system
 from hpcdispatch.system.model import NodeType, System, Topology
 from hpcdispatch.system.partition import leak_grow
@@ -28,7 +29,7 @@ class FakeView:
         free = system.capacity.copy()
         free[list(busy)] = 0
         self.free = free
-        self.queue = list(queue)
+        self.queue = QueueView({j.index: j for j in queue})
         self.requests = np.array([j.unit_request for j in queue], dtype=np.int64) if queue else np.zeros((0, 1))
         self.now = now
 
@@ -152,28 +153,66 @@ def test_admission_accepts_and_queues():
 
 
 def test_deadline_aware_order_and_hopeless_jobs():
-    """The options after the gates: ``order=edf`` takes ready jobs by deadline;
-    ``skip_hopeless`` passes over a job that could not end by its deadline even at its run
-    time. At t = 950 job 1 (R = 100, deadline 1,000) is hopeless; jobs 2 and 3 are not, and 3's
-    deadline is earlier. One node free (5), then two (5, 6)."""
-    specs = [(1, 0, 1000.0), (2, 10, 3000.0), (3, 20, 2000.0)]
+    """The options after the gates: ``order=edf`` takes ready jobs by deadline (no deadline
+    last); ``skip_hopeless`` passes over a job that would not end by its deadline at its run
+    time. At t = 950 (R = 100 for all): job 1 (deadline 1,000) is hopeless; job 4 (1,050)
+    ends exactly at its deadline, which is on time, so it is not; job 5 has no deadline."""
+    specs = [(1, 0, 1000.0), (2, 10, 3000.0), (3, 20, 2000.0), (4, 30, 1050.0), (5, 40, None)]
     jobs = Workload([deadline_job(GRID4, i, t, 100, float(t), d, AppSpec(0, "async", 1)) for i, t, d in specs],
                     GRID4.resources).jobs
-    one_free = set(range(16)) - {5}
+    every = set(range(16))
 
-    def started(spec, busy):
+    def started(spec, busy, queue=jobs):
         leak = make_dispatcher(spec)
         leak.setup(GRID4)
-        return [s.job.id for s in leak.dispatch(FakeView(GRID4, busy, jobs, now=950.0)).starts]
+        return [s.job.id for s in leak.dispatch(FakeView(GRID4, busy, queue, now=950.0)).starts]
 
-    assert started("leak", one_free) == [1]  # FIFO, deadline-unaware: the hopeless job takes the node
-    assert started("leak:order=edf", one_free) == [1]  # it also has the earliest deadline
-    assert started("leak:skip_hopeless=true", one_free) == [2]
-    assert started("leak-nc:order=edf,skip_hopeless=true", one_free) == [3]
-    assert started("leak:order=edf,skip_hopeless=true", one_free - {6}) == [3, 2]
-    assert started("leak:skip_hopeless=true", one_free - {6}) == [2, 3]
+    assert started("leak", every - {5}) == [1]  # FIFO, deadline-unaware: the hopeless job takes the node
+    assert started("leak:order=edf", every - {5}) == [1]  # it also has the earliest deadline
+    assert started("leak:skip_hopeless=true", every - {5}) == [2]
+    assert started("leak-nc:order=edf,skip_hopeless=true", every - {5}) == [4]  # on time to the second
+    assert started("leak:order=edf,skip_hopeless=true", every - {5, 6, 7, 8, 9}) == [4, 3, 2, 5]
+    assert started("leak:skip_hopeless=true", every - {5, 6, 7, 8, 9}) == [2, 3, 4, 5]
+    assert started("leak:order=edf", every - {5, 6, 7, 8, 9}) == [1, 4, 3, 2, 5]
     with pytest.raises(ConfigError, match="order must be one of fifo, edf"):
         make_dispatcher("leak:order=lifo").setup(GRID4)
+
+
+def test_edf_order_is_kept_across_calls():
+    """``order=edf`` keeps its sorted keys between calls: a job that left the queue is dropped
+    when the walk meets it, a new arrival is inserted at its deadline's place."""
+    specs = [(1, 0, 3000.0), (2, 10, 2000.0), (3, 500, 1500.0), (4, 900, 1200.0)]
+    j1, j2, j3, j4 = Workload([deadline_job(GRID4, i, t, 100, float(t), d, AppSpec(0, "async", 1))
+                               for i, t, d in specs], GRID4.resources).jobs
+    leak = make_dispatcher("leak:order=edf,skip_hopeless=true")
+    leak.setup(GRID4)
+    every = set(range(16))
+    assert [s.job.id for s in leak.dispatch(FakeView(GRID4, every - {0}, [j1, j2], now=100.0)).starts] == [2]
+    # job 2 runs; 3 and 4 arrive with earlier deadlines than 1's; one node free: 4 first
+    assert [s.job.id for s in leak.dispatch(FakeView(GRID4, every - {1}, [j1, j3, j4], now=950.0)).starts] == [4]
+    assert [s.job.id for s in leak.dispatch(FakeView(GRID4, every - {1, 2}, [j1, j3], now=960.0)).starts] == [3, 1]
+    assert [key[2] for key in leak._edf_order] == [j3.index, j1.index]  # 2 and 4 left: dropped when met
+
+
+def test_deadline_aware_leak_in_a_whole_run():
+    """The options through the simulator and the validator, 300 very-heavy jobs: the FIFO leak
+    starts jobs in submission order and some of them already late at their start; with
+    ``order=edf,skip_hopeless=true`` no start is late at the calibrated speed, and jobs start
+    out of submission order."""
+    from hpcdispatch.sim.options import SimulationOptions
+    from hpcdispatch.sim.simulator import Simulator
+    from hpcdispatch.validation import validate_result
+    from hpcdispatch.workload.loader import load_workload
+    wl = load_workload("synthetic:deadline,jobs=300,load=very-heavy,types=uniform,seed=1", HLRN)
+    wall = np.array([j.wall_time for j in wl.jobs], dtype=float)
+    deadline = np.array([j.deadline for j in wl.jobs], dtype=float)
+    for spec, in_order, late_starts in (("leak", True, True), ("leak-nc:order=edf,skip_hopeless=true", False, False)):
+        result = Simulator(HLRN, wl, make_dispatcher(spec), None, SimulationOptions(engine="python")).run()
+        assert validate_result(result).ok, spec
+        started = np.flatnonzero(~np.isnan(result.start))  # workload order = submission order
+        assert len(started) > 10, spec
+        assert bool((np.diff(result.start[started]) >= 0).all()) == in_order, spec
+        assert bool((result.start[started] + wall[started] > deadline[started]).any()) == late_starts, spec
 
 
 def test_tags_say_what_the_validator_checks():

@@ -46,3 +46,20 @@ def test_deadline_generator_errors_are_one_line_naming_the_field(extra, message)
     with pytest.raises(SweepSpecError, match=message) as info:
         parse_sweep(DEADLINE.format(extra=extra))
     assert "\n" not in str(info.value)
+
+
+def test_a_dispatcher_parameter_added_at_its_old_value_keeps_the_cell_ids():
+    """A sweep cell is keyed by the dispatcher's identity without the parameters added later
+    (``ADDED_PARAMS``) while they have the value they were added with, so a sweep run before
+    an addition resumes without recomputing; a changed value is a new cell."""
+    from hpcdispatch.dispatchers.spec import DispatcherSpec
+    plain = DispatcherSpec.parse("leak").cell_identity()
+    assert plain == {"name": "leak", "params": {"contiguous": True, "admission": "queue", "allocator": "first-fit"}}
+    assert DispatcherSpec.parse("leak").identity()["params"]["order"] == "fifo"  # run.json keeps them all
+    spelled = 'dispatchers = [{ name = "leak", order = "fifo", skip_hopeless = false, partial = true }]\n'
+    edf = 'dispatchers = [{ name = "leak", order = "edf" }]\n'
+    body = '[[workloads]]\ngenerator = "deadline"\njobs = 50\nseed = 2\n'
+    ids = {text: parse_sweep(text + body).cell_ids() for text in ('dispatchers = ["leak"]\n', spelled, edf)}
+    assert ids['dispatchers = ["leak"]\n'] == ids[spelled]
+    assert set(ids[spelled]).isdisjoint(ids[edf])
+    assert parse_sweep(edf + body).cells[0].config["dispatcher"]["params"]["order"] == "edf"

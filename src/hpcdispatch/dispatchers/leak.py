@@ -17,12 +17,16 @@ jobs whose partitions grow and shrink while they run. ``leak`` (contiguous) and 
   even fewer nodes (a partial start: its extra processes time-share; Fig. 10 line 15
   returns what it found, A23); ``partial=false``: it waits until its whole request is
   found. No free node: the queue waits (FIFO, nobody overtakes).
-- **Deadline-aware options** (not the paper's; the design note's additions after the gates,
-  off by default): ``order="edf"`` takes the ready jobs by deadline (earliest first, ties by
-  submission) instead of FIFO (A28); ``skip_hopeless=True`` never starts a job that could
-  not end by its deadline even at its calibrated run time (``now + run time > deadline``:
-  it could only be cancelled running); it stays queued until the simulator cancels it at its
-  deadline (``deadline-waiting``) and the jobs behind it go first.
+- **Deadline-aware options** (not the paper's, off by default; after the design note's
+  additions beyond the gates): ``order="edf"`` takes the ready jobs by deadline (earliest
+  first, then by submission; jobs without a deadline last) instead of FIFO (A28);
+  ``skip_hopeless=True`` never starts a job that would not end by its deadline at its
+  calibrated speed (``now + wall time > deadline``). This is a rule at the calibrated speed,
+  not a proof: a job can run a little faster than R (a child on its parent's node
+  communicates for less than the baseline), so the option may pass over a job that could
+  just have made it. A skipped job stays queued until the simulator cancels it at its
+  deadline (``deadline-waiting``; the design note's ``drop_hopeless`` would cancel it at
+  once), and the jobs behind it go first.
 - **Forks** (:meth:`Leak.on_resize`, a ``ForkRequest``; Fig. 12, 13): a free node adjacent to
   the parent's node (lowest id), else a free node adjacent to any node of the job (nearest
   to the parent, then lowest id), else -- ``leak-nc`` only -- the first free node along the
@@ -31,12 +35,15 @@ jobs whose partitions grow and shrink while they run. ``leak`` (contiguous) and 
   ``forks``).
 
 Jobs without an application model (other workloads, the conformance suite) are started in
-FIFO order by the ``allocator`` parameter on the free capacity.
+queue order (by deadline with ``order="edf"``) by the ``allocator`` parameter on the free
+capacity.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -107,17 +114,49 @@ class Leak(Dispatcher):
         self._starts = sorted({(rows * q // 4) * cols for q in range(4)})
         self._next_start = 0
         self._job_start: dict[int, int] = {}  # job index -> its snake's start node
+        # order=edf: the queued jobs' keys (deadline, submit, index), kept sorted across calls
+        self._edf_order: list[tuple[float, int, int]] = []
+        self._edf_known = np.zeros(0, dtype=bool)  # job index -> its key is in _edf_order
         self._capacity = system.capacity
 
     # ---- helpers ---------------------------------------------------------------------------
     def _whole_free(self, view: DispatchView) -> np.ndarray:
         return (view.free == self._capacity).all(axis=1)
 
+    def _by_deadline(self, view: DispatchView) -> Iterator[Job]:
+        """The queued jobs by deadline (then submission, then index; no deadline last), lazily:
+        a job's key is inserted into a sorted list once, when it is first queued, and keys of
+        jobs that left the queue are dropped when the walk meets them -- so a call that stops
+        at the first job it cannot start costs no sort of the whole queue."""
+        queue = view.queue
+        idx = queue.indices()
+        if len(idx) and int(idx.max()) >= len(self._edf_known):
+            grown = np.zeros(max(int(idx.max()) + 1, 2 * len(self._edf_known)), dtype=bool)
+            grown[: len(self._edf_known)] = self._edf_known
+            self._edf_known = grown
+        known = self._edf_known
+        order = self._edf_order
+        for i in idx[~known[idx]].tolist():
+            job = queue.get(i)
+            bisect.insort(order, (math.inf if job.deadline is None else float(job.deadline), job.submit, i))
+            known[i] = True
+        pos = 0
+        while pos < len(order):
+            i = order[pos][2]
+            try:
+                job = queue.get(i)
+            except KeyError:  # started or cancelled since: forget it (a job queued again is new)
+                del order[pos]
+                known[i] = False
+                continue
+            yield job
+            pos += 1
+
     # ---- the contract ----------------------------------------------------------------------
     def admit(self, job: Job, view: DispatchView) -> Admission:
         ready = job.ready_at
-        if job.deadline is not None and ready + job.run_time > job.deadline:
-            return Admission(False, f"deadline: earliest start {ready:g} + {job.run_time:g} s is after the deadline "
+        if job.deadline is not None and ready + job.wall_time > job.deadline:
+            return Admission(False, f"deadline: earliest start {ready:g} + {job.wall_time:g} s is after the deadline "
                                     f"{float(job.deadline):g}")
         if self.admission == "free-node" and job.app is not None and not self._whole_free(view).any():
             return Admission(False, "count: no free node at submission (Fig. 10 line 7)")
@@ -129,16 +168,13 @@ class Leak(Dispatcher):
         whole = (free == self._capacity).all(axis=1)
         starts: list[Start] = []
         wakeup = math.inf
-        queue = view.queue
-        if self.order == "edf":
-            queue = sorted(queue, key=lambda j: (math.inf if j.deadline is None else float(j.deadline), j.submit,
-                                                 j.index))
+        queue: Iterable[Job] = self._by_deadline(view) if self.order == "edf" else view.queue
         for job in queue:
             if job.ready_at > now:
                 wakeup = min(wakeup, job.ready_at)
                 continue
-            if self.skip_hopeless and job.deadline is not None and now + job.run_time > job.deadline:
-                continue  # it could only be cancelled running; the simulator cancels it at its deadline
+            if self.skip_hopeless and job.deadline is not None and now + job.wall_time > job.deadline:
+                continue  # late even at its calibrated speed; the simulator cancels it at its deadline
             if job.app is None:
                 alloc = self.place(job, free, view)
                 if alloc is None:

@@ -136,6 +136,11 @@ class DispatcherSpec:
         """The dispatcher's identity (name and every parameter, defaults included)."""
         return self.build().identity()
 
+    def cell_identity(self) -> dict[str, Any]:
+        """What keys a sweep cell: the identity without later-added parameters at the value
+        they were added with (:meth:`Dispatcher.cell_identity`)."""
+        return self.build().cell_identity()
+
     @property
     def text(self) -> str:
         """The spec as it would be written: ``name[-P][:key=value,...]``."""

@@ -159,6 +159,16 @@ class Dispatcher(ABC):
         what a journal, a checkpoint and ``run.json`` store of the dispatcher."""
         return json.loads(json.dumps({"name": self.name, "params": self.get_params()}, default=json_default))
 
+    def cell_identity(self) -> dict[str, Any]:
+        """:meth:`identity` without the parameters added later (:attr:`ADDED_PARAMS`) while they
+        have the value they were added with: what keys a sweep cell, so that a parameter added
+        with the old behaviour as its default leaves the cells run before it valid (as
+        ``SimulationOptions.identity`` does for the simulation options)."""
+        ident = self.identity()
+        added = json.loads(json.dumps(self.ADDED_PARAMS, default=json_default))
+        ident["params"] = {k: v for k, v in ident["params"].items() if not (k in added and added[k] == v)}
+        return ident
+
     def matches_identity(self, saved: Any) -> bool:
         """Whether ``saved`` (an earlier :meth:`identity`) is this dispatcher: the same name
         and parameters, where a parameter ``saved`` lacks must be one of

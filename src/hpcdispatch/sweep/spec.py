@@ -736,7 +736,7 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
         for wl in workloads:
             for d in dispatchers:
                 preds = [d.predictor] if d.predictor else predictors
-                d_config = d.identity()
+                d_config = d.cell_identity()  # (later-added parameters at their old value left out)
                 for pred in preds:
                     for rep in range(repetitions):
                         config = {
