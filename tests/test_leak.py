@@ -178,6 +178,21 @@ def test_deadline_aware_order_and_hopeless_jobs():
         make_dispatcher("leak:order=lifo").setup(GRID4)
 
 
+def test_deadline_checks_read_the_wall_time_not_the_run_time():
+    """Admission and ``skip_hopeless`` judge a job by what a dispatcher may know, its wall time
+    (R for a deadline job), never its true run time: a job that runs 100 s but asks for 200 s
+    with a deadline 150 s after its earliest start is rejected, and skipped once queued."""
+    job, = _jobs(GRID4, [(0, 1)])
+    asks_more = job._replace(wall_time=200, deadline=150.0)
+    leak = make_dispatcher("leak:skip_hopeless=true")
+    leak.setup(GRID4)
+    answer = leak.admit(asks_more, FakeView(GRID4, set(), []))
+    assert not answer.accept and "+ 200 s" in answer.reason
+    assert leak.dispatch(FakeView(GRID4, set(), [asks_more], now=0.0)).starts == []
+    assert [s.job.id for s in leak.dispatch(FakeView(GRID4, set(), [asks_more._replace(wall_time=100)],
+                                                     now=0.0)).starts] == [asks_more.id]
+
+
 def test_edf_order_is_kept_across_calls():
     """``order=edf`` keeps its sorted keys between calls: a job that left the queue is dropped
     when the walk meets it, a new arrival is inserted at its deadline's place."""

@@ -61,5 +61,6 @@ def test_a_dispatcher_parameter_added_at_its_old_value_keeps_the_cell_ids():
     body = '[[workloads]]\ngenerator = "deadline"\njobs = 50\nseed = 2\n'
     ids = {text: parse_sweep(text + body).cell_ids() for text in ('dispatchers = ["leak"]\n', spelled, edf)}
     assert ids['dispatchers = ["leak"]\n'] == ids[spelled]
+    assert parse_sweep('dispatchers = ["leak"]\n' + body).cells[0].config["dispatcher"] == plain  # what is hashed
     assert set(ids[spelled]).isdisjoint(ids[edf])
     assert parse_sweep(edf + body).cells[0].config["dispatcher"]["params"]["order"] == "edf"
