@@ -228,3 +228,16 @@ def test_report_of_a_compare_folder(tmp_path):
     with pytest.raises(ConfigError, match="single run directory"):
         write_report(out, window=(0, 1))
     assert parse_range("3:5", "--nodes", int) == (3, 5)
+
+
+def test_a_deadline_sweep_report_opens_with_the_paper_panels(tmp_path):
+    """A sweep of deadline workloads: its report starts with the Figs 14-18 panels, before the
+    generic tables (quality of service, resources, outcomes, cost); other sweeps have none."""
+    spec = ('name = "dl"\nsystems = ["auto"]\ndispatchers = ["count-only", "leak"]\n[simulation]\n'
+            'record_decisions = false\n[[workloads]]\ngenerator = "deadline"\njobs = 20\nseeds = [1, 2]\n')
+    out = tmp_path / "out"
+    run_sweep(load_sweep(write_spec(tmp_path, spec)), out, LocalExecutor(1))
+    html = write_report(out)
+    headings = re.findall(r"^## (.+)$", (html.parent / "report.md").read_text(), flags=re.M)
+    assert headings[0] == "Deadline paper panels (Figs 14-18)", headings
+    assert "Quality of service" in headings[1:]

@@ -210,6 +210,10 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
     if len(done) == 0:
         doc.intro.append(Text("No cell finished successfully: there is nothing to tabulate.", note=True))
 
+    if len(done):  # a deadline sweep's point, the paper's panels, first; the generic tables after them
+        from hpcdispatch.report.deadline import add_deadline_panels
+
+        add_deadline_panels(doc, done, out, styles)
     for family in FAMILIES:
         metrics = family_metrics(done, family) if len(done) else []
         if not metrics:
@@ -253,10 +257,6 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
                                            "Prediction accuracy A = real / predicted duration, pooled per dispatcher "
                                            "and predictor (ECDF; CP'19 Fig. 1)." + _identical_note(info),
                                            legend=info.legend))
-    if len(done):
-        from hpcdispatch.report.deadline import add_deadline_panels
-
-        add_deadline_panels(doc, done, out, styles)
     if len(failed):
         cols = [c for c in ("label", "error_type", "error") if c in failed]
         rows = [[str(v) for v in r] for r in failed[cols].itertuples(index=False)]
