@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest

@@ -39,6 +39,12 @@ def _jobs(system, specs):
     return Workload(jobs, system.resources).jobs
 
 
+def _timed_jobs(specs):
+    """One-process type-0 jobs of R = 100 s on GRID4 from ``(id, submit, deadline)``."""
+    jobs = [deadline_job(GRID4, i, t, 100, float(t), d, AppSpec(0, "async", 1)) for i, t, d in specs]
+    return Workload(jobs, GRID4.resources).jobs
+
+
 FIG11_BUSY = {0, 1, 2, 3, 4, 5, 7, 8, 11, 12, 13, 15}  # free: (1,2)=6, (2,1)=9, (2,2)=10, (3,2)=14
 
 
@@ -158,8 +164,7 @@ def test_deadline_aware_order_and_hopeless_jobs():
     time. At t = 950 (R = 100 for all): job 1 (deadline 1,000) is hopeless; job 4 (1,050)
     ends exactly at its deadline, which is on time, so it is not; job 5 has no deadline."""
     specs = [(1, 0, 1000.0), (2, 10, 3000.0), (3, 20, 2000.0), (4, 30, 1050.0), (5, 40, None)]
-    jobs = Workload([deadline_job(GRID4, i, t, 100, float(t), d, AppSpec(0, "async", 1)) for i, t, d in specs],
-                    GRID4.resources).jobs
+    jobs = _timed_jobs(specs)
     every = set(range(16))
 
     def started(spec, busy, queue=jobs):
@@ -197,8 +202,7 @@ def test_edf_order_is_kept_across_calls():
     """``order=edf`` keeps its sorted keys between calls: a job that left the queue is dropped
     when the walk meets it, a new arrival is inserted at its deadline's place."""
     specs = [(1, 0, 3000.0), (2, 10, 2000.0), (3, 500, 1500.0), (4, 900, 1200.0)]
-    j1, j2, j3, j4 = Workload([deadline_job(GRID4, i, t, 100, float(t), d, AppSpec(0, "async", 1))
-                               for i, t, d in specs], GRID4.resources).jobs
+    j1, j2, j3, j4 = _timed_jobs(specs)
     leak = make_dispatcher("leak:order=edf,skip_hopeless=true")
     leak.setup(GRID4)
     every = set(range(16))

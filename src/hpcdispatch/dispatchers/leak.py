@@ -71,6 +71,12 @@ ADMITS = ("queue", "free-node")
 ORDERS = ("fifo", "edf")
 
 
+def _late(job: Job, start: float) -> bool:
+    """Whether ``job``, started at ``start``, would end after its deadline at its calibrated
+    speed (its wall time: R for a deadline job; what a dispatcher may know of it)."""
+    return job.deadline is not None and start + job.wall_time > job.deadline
+
+
 @register
 class Leak(Dispatcher):
     """The contiguous leak (``contiguous=False``: the non-contiguous one); see the module."""
@@ -155,7 +161,7 @@ class Leak(Dispatcher):
     # ---- the contract ----------------------------------------------------------------------
     def admit(self, job: Job, view: DispatchView) -> Admission:
         ready = job.ready_at
-        if job.deadline is not None and ready + job.wall_time > job.deadline:
+        if _late(job, ready):
             return Admission(False, f"deadline: earliest start {ready:g} + {job.wall_time:g} s is after the deadline "
                                     f"{float(job.deadline):g}")
         if self.admission == "free-node" and job.app is not None and not self._whole_free(view).any():
@@ -173,7 +179,7 @@ class Leak(Dispatcher):
             if job.ready_at > now:
                 wakeup = min(wakeup, job.ready_at)
                 continue
-            if self.skip_hopeless and job.deadline is not None and now + job.wall_time > job.deadline:
+            if self.skip_hopeless and _late(job, now):
                 continue  # late even at its calibrated speed; the simulator cancels it at its deadline
             if job.app is None:
                 alloc = self.place(job, free, view)

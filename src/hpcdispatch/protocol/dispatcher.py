@@ -159,14 +159,20 @@ class Dispatcher(ABC):
         what a journal, a checkpoint and ``run.json`` store of the dispatcher."""
         return json.loads(json.dumps({"name": self.name, "params": self.get_params()}, default=json_default))
 
+    def _at_added_value(self, params: dict[str, Any]) -> set[str]:
+        """The keys of ``params`` (an identity's) that are :attr:`ADDED_PARAMS` at the value
+        they were added with, i.e. that behave as before the parameter existed."""
+        added = json.loads(json.dumps(self.ADDED_PARAMS, default=json_default))
+        return {k for k, v in params.items() if k in added and added[k] == v}
+
     def cell_identity(self) -> dict[str, Any]:
         """:meth:`identity` without the parameters added later (:attr:`ADDED_PARAMS`) while they
         have the value they were added with: what keys a sweep cell, so that a parameter added
         with the old behaviour as its default leaves the cells run before it valid (as
         ``SimulationOptions.identity`` does for the simulation options)."""
         ident = self.identity()
-        added = json.loads(json.dumps(self.ADDED_PARAMS, default=json_default))
-        ident["params"] = {k: v for k, v in ident["params"].items() if not (k in added and added[k] == v)}
+        old = self._at_added_value(ident["params"])
+        ident["params"] = {k: v for k, v in ident["params"].items() if k not in old}
         return ident
 
     def matches_identity(self, saved: Any) -> bool:
@@ -181,8 +187,8 @@ class Dispatcher(ABC):
         theirs = saved["params"]
         if not set(theirs) <= set(ours):
             return False
-        added = json.loads(json.dumps(self.ADDED_PARAMS, default=json_default))
-        return all(theirs[k] == v if k in theirs else (k in added and added[k] == v) for k, v in ours.items())
+        old = self._at_added_value(ours)
+        return all(theirs[k] == v if k in theirs else k in old for k, v in ours.items())
 
     def describe(self) -> str:
         """``name(key=value, ...)``, for people (never parsed back: :meth:`identity` is the data)."""
