@@ -18,7 +18,9 @@ class BuildPyWithEngine(build_py):
         if getattr(self, "editable_mode", False):
             return
         script = Path(self.build_lib, "hpcdispatch", "compiled", "install_time.py")
-        env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT")}
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT")
+        }
         subprocess.run([sys.executable, str(script), self.build_lib], check=True, env=env)
 
 

@@ -269,7 +269,9 @@ def ensure_accasim_venv(venv: Path) -> tuple[Path, bool]:
     py = venv_python(venv)
     if accasim_works(py):
         return py, False
-    console.print(f"[bold]creating throwaway venv {venv} and installing accasim=={ACCASIM_VERSION}[/]")
+    console.print(
+        f"[bold]creating throwaway venv {venv} and installing accasim=={ACCASIM_VERSION}[/]"
+    )
     if venv.exists():
         shutil.rmtree(venv)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -277,7 +279,9 @@ def ensure_accasim_venv(venv: Path) -> tuple[Path, bool]:
         [str(py), "-m", "pip", "install", "--quiet", f"accasim=={ACCASIM_VERSION}"], check=True
     )
     if not accasim_works(py):
-        raise SystemExit(f"accasim {ACCASIM_VERSION} does not import in {venv} even after installation")
+        raise SystemExit(
+            f"accasim {ACCASIM_VERSION} does not import in {venv} even after installation"
+        )
     return py, True
 
 
@@ -298,7 +302,9 @@ class AccaRun:
     reservation_log: list | None = None
 
 
-def run_accasim(py: Path, workdir: Path, swf: Path, sys_config: Path, policy: str, record: bool) -> AccaRun:
+def run_accasim(
+    py: Path, workdir: Path, swf: Path, sys_config: Path, policy: str, record: bool
+) -> AccaRun:
     tag = f"{policy}-{'rec' if record else 'fast'}-{time.monotonic_ns()}"
     spec_path = workdir / f"spec-{tag}.json"
     out_path = workdir / f"out-{tag}.json"
@@ -313,7 +319,11 @@ def run_accasim(py: Path, workdir: Path, swf: Path, sys_config: Path, policy: st
         "out": str(out_path),
     }
     spec_path.write_text(json.dumps(spec))
-    r = subprocess.run([str(py), str(workdir / "accasim_driver.py"), str(spec_path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [str(py), str(workdir / "accasim_driver.py"), str(spec_path)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0 or not out_path.exists():
         console.print(r.stdout[-4000:])
         console.print(r.stderr[-4000:])
@@ -332,29 +342,71 @@ def fresh_install(workdir: Path) -> tuple[dict[str, str], float, str]:
     root = Path(__file__).resolve().parents[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k != "PYTHONPATH"}
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "-v", "--no-deps", "--target", str(target), str(root)],
-                       capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-v",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     install_s = time.perf_counter() - t0
     if r.returncode != 0:
         console.print(r.stdout[-2000:], r.stderr[-2000:])
         raise SystemExit("pip install of this source tree failed")
-    compiled = next((line.strip() for line in (r.stdout + r.stderr).splitlines()
-                     if "compiled the simulation engine" in line), "no compile line")
+    compiled = next(
+        (
+            line.strip()
+            for line in (r.stdout + r.stderr).splitlines()
+            if "compiled the simulation engine" in line
+        ),
+        "no compile line",
+    )
     home = target / "home"
     home.mkdir()
     env.update(PYTHONPATH=str(target), HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
     return env, install_s, compiled
 
 
-def run_hpcdispatch_command(trace: Path, system_name: str, policy: str, max_jobs: int | None, workdir: Path,
-                            env: dict[str, str] | None = None) -> float:
+def run_hpcdispatch_command(
+    trace: Path,
+    system_name: str,
+    policy: str,
+    max_jobs: int | None,
+    workdir: Path,
+    env: dict[str, str] | None = None,
+) -> float:
     """Wall seconds of the whole command a user runs -- ``python -m hpcdispatch simulate``:
     interpreter start, imports, reading the trace, simulating, validating and writing the
     run directory -- with the same jobs as AccaSim gets (``--units processor``, no wall-time
     kills); ``env``: the environment of a fresh installation (:func:`fresh_install`)."""
     out = workdir / f"e2e-{policy}-{time.monotonic_ns()}"
-    cmd = [sys.executable, "-m", "hpcdispatch", "simulate", "-w", str(trace), "-s", system_name, "-d", policy,
-           "--units", "processor", "--no-walltime-kill", "-q", "-o", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "hpcdispatch",
+        "simulate",
+        "-w",
+        str(trace),
+        "-s",
+        system_name,
+        "-d",
+        policy,
+        "--units",
+        "processor",
+        "--no-walltime-kill",
+        "-q",
+        "-o",
+        str(out),
+    ]
     if max_jobs:
         cmd += ["--max-jobs", str(max_jobs)]
     t0 = time.perf_counter()
@@ -364,7 +416,9 @@ def run_hpcdispatch_command(trace: Path, system_name: str, policy: str, max_jobs
         console.print(r.stdout[-2000:], r.stderr[-2000:])
         raise SystemExit(f"hpcdispatch simulate ({policy}) failed with exit code {r.returncode}")
     if env is not None and "compiling the simulation engine" in r.stderr:
-        console.print(f"  (the first run of the fresh install compiled the engine: {r.stderr.strip()[-200:]})")
+        console.print(
+            f"  (the first run of the fresh install compiled the engine: {r.stderr.strip()[-200:]})"
+        )
     shutil.rmtree(out, ignore_errors=True)
     return wall
 
@@ -372,7 +426,9 @@ def run_hpcdispatch_command(trace: Path, system_name: str, policy: str, max_jobs
 def accasim_system_config(system, start_time: int) -> dict[str, Any]:
     """AccaSim's system JSON for an hpcdispatch system whose only resource is ``core``."""
     if tuple(system.resources) != ("core",):
-        raise SystemExit(f"system {system.name}: only core-only systems are supported, got {system.resources}")
+        raise SystemExit(
+            f"system {system.name}: only core-only systems are supported, got {system.resources}"
+        )
     groups = {f"g{i}": {"core": int(nt.capacity["core"])} for i, nt in enumerate(system.node_types)}
     resources = {f"g{i}": int(nt.count) for i, nt in enumerate(system.node_types)}
     return {
@@ -416,8 +472,12 @@ ENGINE = "auto"  # --engine: hpcdispatch's engine (auto: compiled for >= 20,000 
 
 def run_hpcdispatch(system, wl, policy: str):
     t0 = time.perf_counter()
-    res = simulate(system, wl, make_dispatcher(policy, allocator="first-fit"),
-                   options=SimulationOptions(walltime_kill=False, record_decisions=False, engine=ENGINE))
+    res = simulate(
+        system,
+        wl,
+        make_dispatcher(policy, allocator="first-fit"),
+        options=SimulationOptions(walltime_kill=False, record_decisions=False, engine=ENGINE),
+    )
     return res, time.perf_counter() - t0
 
 
@@ -426,7 +486,9 @@ def run_hpcdispatch(system, wl, policy: str):
 # --------------------------------------------------------------------------------------
 
 
-def compare_starts(wl, hpc_start: np.ndarray, acc_start: np.ndarray, acc_end: np.ndarray, acc_queued: np.ndarray) -> dict[str, Any]:
+def compare_starts(
+    wl, hpc_start: np.ndarray, acc_start: np.ndarray, acc_end: np.ndarray, acc_queued: np.ndarray
+) -> dict[str, Any]:
     submit = wl.submit.astype(np.float64)
     hpc_wait = hpc_start - submit
     acc_wait = acc_start - submit
@@ -474,17 +536,41 @@ def print_check(name: str, chk: dict[str, Any]) -> None:
     t.add_row("jobs compared (started in both)", f"{chk['compared']:,}")
     t.add_row("missing in one simulator", f"{chk['missing']:,}")
     t.add_row("start-time (wait) mismatches", f"{chk['mismatches']:,}")
-    t.add_row("mean wait hpcdispatch / AccaSim (s)", f"{chk['mean_wait_hpcdispatch']:.2f} / {chk['mean_wait_accasim']:.2f}")
+    t.add_row(
+        "mean wait hpcdispatch / AccaSim (s)",
+        f"{chk['mean_wait_hpcdispatch']:.2f} / {chk['mean_wait_accasim']:.2f}",
+    )
     t.add_row("AccaSim queued_time != submit", str(chk["accasim_queued_time_not_submit"]))
     t.add_row("AccaSim end != start + run time", str(chk["accasim_end_not_start_plus_run"]))
     t.add_row("hpcdispatch validator", chk["validator"])
     console.print(t)
     if chk["first_mismatches"]:
         m = Table(title="first mismatches", title_justify="left")
-        for col in ("job_id", "submit", "procs", "run_time", "wall_time", "hpcdispatch_wait", "accasim_wait"):
+        for col in (
+            "job_id",
+            "submit",
+            "procs",
+            "run_time",
+            "wall_time",
+            "hpcdispatch_wait",
+            "accasim_wait",
+        ):
             m.add_column(col, justify="right")
         for d in chk["first_mismatches"]:
-            m.add_row(*(str(d[c]) for c in ("job_id", "submit", "procs", "run_time", "wall_time", "hpcdispatch_wait", "accasim_wait")))
+            m.add_row(
+                *(
+                    str(d[c])
+                    for c in (
+                        "job_id",
+                        "submit",
+                        "procs",
+                        "run_time",
+                        "wall_time",
+                        "hpcdispatch_wait",
+                        "accasim_wait",
+                    )
+                )
+            )
         console.print(m)
 
 
@@ -506,7 +592,12 @@ def _reservation_at(log: list | None, t: int, offset: int) -> tuple[int | None, 
 
 
 def easy_head_delays(
-    wl, start: np.ndarray, total_cores: int, reservation_log: list | None = None, offset: int = 0, max_events: int = 3
+    wl,
+    start: np.ndarray,
+    total_cores: int,
+    reservation_log: list | None = None,
+    offset: int = 0,
+    max_events: int = 3,
 ) -> dict[str, Any]:
     """Replay a schedule (start times indexed like ``wl.jobs``, jobs run their full run time)
     and find backfills that delayed the first queued job.
@@ -570,13 +661,20 @@ def easy_head_delays(
             if free_now >= need:
                 shadow, avail = t, free_now
             else:
-                rel_t = np.array([max(int(st[j] + wall[j]), t + 1) for j in running] + [t + int(wall[j]) for j in fifo])
+                rel_t = np.array(
+                    [max(int(st[j] + wall[j]), t + 1) for j in running]
+                    + [t + int(wall[j]) for j in fifo]
+                )
                 rel_p = np.array([int(procs[j]) for j in running] + [int(procs[j]) for j in fifo])
                 o = np.argsort(rel_t, kind="stable")
                 rt = rel_t[o]
                 cum = free_now + np.cumsum(rel_p[o])
-                shadow = int(rt[int(np.searchsorted(cum, need))])  # first expected end at which the head fits
-                avail = int(cum[int(np.searchsorted(rt, shadow, side="right")) - 1])  # all releases at shadow
+                shadow = int(
+                    rt[int(np.searchsorted(cum, need))]
+                )  # first expected end at which the head fits
+                avail = int(
+                    cum[int(np.searchsorted(rt, shadow, side="right")) - 1]
+                )  # all releases at shadow
             spare = avail - need
             breakers = []
             for j in backfills:
@@ -591,9 +689,15 @@ def easy_head_delays(
             if delayed:
                 counts["delayed_instants_any_cause"] += 1
                 if first_any is None:
-                    first_any = {"time": t, "head_id": int(ids[head]), "head_start": head_start, "shadow_time": shadow,
-                                 "delay_s": head_start - shadow, "backfilled_ids": [int(ids[j]) for j in backfills],
-                                 "a_backfill_broke_the_reservation": bool(breakers)}
+                    first_any = {
+                        "time": t,
+                        "head_id": int(ids[head]),
+                        "head_start": head_start,
+                        "shadow_time": shadow,
+                        "delay_s": head_start - shadow,
+                        "backfilled_ids": [int(ids[j]) for j in backfills],
+                        "a_backfill_broke_the_reservation": bool(breakers),
+                    }
             if breakers:
                 counts["breaking_instants"] += 1
             if breakers and delayed:
@@ -603,7 +707,9 @@ def easy_head_delays(
                     heads.add(head)
                     total_delay += head_start - shadow
                 if kind not in first:
-                    at = (st < shadow) & (end > shadow)  # really running at the shadow time, before starts then
+                    at = (st < shadow) & (
+                        end > shadow
+                    )  # really running at the shadow time, before starts then
                     free_at_shadow = total_cores - int(procs[at].sum())
                     still = [j for j in breakers if end[j] > shadow]
                     # every job that overtook the head and still runs at the shadow time
@@ -614,22 +720,37 @@ def easy_head_delays(
                     first[kind] = {
                         "kind": kind,
                         "time": t,
-                        "head": {"job_id": int(ids[head]), "submit": int(submit[head]), "procs": need,
-                                 "start": head_start, "wall_time": int(wall[head]), "run_time": int(run[head])},
+                        "head": {
+                            "job_id": int(ids[head]),
+                            "submit": int(submit[head]),
+                            "procs": need,
+                            "start": head_start,
+                            "wall_time": int(wall[head]),
+                            "run_time": int(run[head]),
+                        },
                         "shadow_time": shadow,
                         "delay_s": head_start - shadow,
                         "free_cores_at_t": free_now,
                         "cores_expected_free_at_shadow": avail,
                         "backfilled_ids": [int(ids[j]) for j in backfills],
                         "breaking_ids": [int(ids[j]) for j in breakers],
-                        "breaker": {"job_id": int(ids[j0]), "submit": int(submit[j0]), "procs": int(procs[j0]),
-                                    "start": int(st[j0]), "expected_end": int(st[j0] + wall[j0]), "real_end": int(end[j0])},
+                        "breaker": {
+                            "job_id": int(ids[j0]),
+                            "submit": int(submit[j0]),
+                            "procs": int(procs[j0]),
+                            "start": int(st[j0]),
+                            "expected_end": int(st[j0] + wall[j0]),
+                            "real_end": int(end[j0]),
+                        },
                         "actual_free_cores_at_shadow": free_at_shadow,
                         "breakers_running_at_shadow": [int(ids[j]) for j in still],
-                        "head_fits_at_shadow_without_breakers": free_at_shadow + int(sum(int(procs[j]) for j in still)) >= need,
+                        "head_fits_at_shadow_without_breakers": free_at_shadow
+                        + int(sum(int(procs[j]) for j in still))
+                        >= need,
                         "overtakers_running_at_shadow": len(over),
                         "overtakers_cores_at_shadow": over_cores,
-                        "head_fits_at_shadow_without_overtakers": free_at_shadow + over_cores >= need,
+                        "head_fits_at_shadow_without_overtakers": free_at_shadow + over_cores
+                        >= need,
                         "accasim_blocked_job_at_t": acc_blocked,
                         "accasim_reserved_time_at_t": acc_res,
                     }
@@ -658,17 +779,21 @@ def _describe_event(e: dict[str, Any]) -> str:
     h, b = e["head"], e["breaker"]
     acc = ""
     if e.get("accasim_reserved_time_at_t") is not None:
-        acc = (f" AccaSim's own reservation at t: job {e['accasim_blocked_job_at_t']} at "
-               f"{e['accasim_reserved_time_at_t']} (head start - that = {h['start'] - e['accasim_reserved_time_at_t']} s).")
+        acc = (
+            f" AccaSim's own reservation at t: job {e['accasim_blocked_job_at_t']} at "
+            f"{e['accasim_reserved_time_at_t']} (head start - that = {h['start'] - e['accasim_reserved_time_at_t']} s)."
+        )
     return (
         f"({e['kind']}) at t={e['time']} job {b['job_id']} ({b['procs']} cores, submitted {b['submit']}, expected end "
-        f"{b['expected_end']}, real end {b['real_end']}) was backfilled while head job {h['job_id']} ({h['procs']} cores, "
+        f"{b['expected_end']}, real end {b['real_end']}) was backfilled while head job "
+        f"{h['job_id']} ({h['procs']} cores, "
         f"submitted {h['submit']}) waited; free cores at t: {e['free_cores_at_t']}; head's shadow time at t: "
         f"{e['shadow_time']} ({e['cores_expected_free_at_shadow']} cores expected free then). The head started at "
         f"{h['start']}: [bold]{e['delay_s']} s ({e['delay_s'] / 3600:.2f} h) late[/]. Really free at the shadow time: "
         f"{e['actual_free_cores_at_shadow']} cores; breakers still running then: {e['breakers_running_at_shadow']}; "
         f"head would have fit without them: {e['head_fits_at_shadow_without_breakers']}; jobs that overtook the head "
-        f"and still ran then: {e['overtakers_running_at_shadow']} ({e['overtakers_cores_at_shadow']} cores), head would have "
+        f"and still ran then: {e['overtakers_running_at_shadow']} "
+        f"({e['overtakers_cores_at_shadow']} cores), head would have "
         f"fit without those: {e['head_fits_at_shadow_without_overtakers']}.{acc}"
     )
 
@@ -677,23 +802,45 @@ def print_easy(name: str, ana: dict[str, Any]) -> None:
     t = Table(title=f"EASY head-delay replay: {name}", title_justify="left")
     t.add_column("quantity")
     t.add_column("value", justify="right")
-    t.add_row("instants with a backfill (a job started past a waiting head)", f"{ana['instants_with_backfill']:,}")
-    t.add_row("... a backfill broke the head's reservation", f"{ana['instants_with_reservation_breaking_backfill']:,}")
-    t.add_row("... the head started later than its shadow time (any cause)", f"{ana['instants_head_started_after_shadow_any_cause']:,}")
-    t.add_row("head-delay events (broken reservation and head late)", f"{ana['head_delay_events']:,}")
-    t.add_row("   with a future shadow time / head fitted at t", f"{ana['head_delay_events_future_shadow']:,} / {ana['head_delay_events_head_fits_now']:,}")
+    t.add_row(
+        "instants with a backfill (a job started past a waiting head)",
+        f"{ana['instants_with_backfill']:,}",
+    )
+    t.add_row(
+        "... a backfill broke the head's reservation",
+        f"{ana['instants_with_reservation_breaking_backfill']:,}",
+    )
+    t.add_row(
+        "... the head started later than its shadow time (any cause)",
+        f"{ana['instants_head_started_after_shadow_any_cause']:,}",
+    )
+    t.add_row(
+        "head-delay events (broken reservation and head late)", f"{ana['head_delay_events']:,}"
+    )
+    t.add_row(
+        "   with a future shadow time / head fitted at t",
+        f"{ana['head_delay_events_future_shadow']:,} / {ana['head_delay_events_head_fits_now']:,}",
+    )
     t.add_row("distinct heads delayed", f"{ana['heads_delayed']:,}")
-    t.add_row("sum of their delays past the shadow time (h)", f"{ana['sum_delay_of_delayed_heads_s'] / 3600:,.1f}")
+    t.add_row(
+        "sum of their delays past the shadow time (h)",
+        f"{ana['sum_delay_of_delayed_heads_s'] / 3600:,.1f}",
+    )
     console.print(t)
     shown = []
     for key in ("first_event", "first_event_future_shadow"):
         e = ana[key]
         if e and e["time"] not in shown:
             shown.append(e["time"])
-            console.print(f"  first head delay{' with a future shadow time' if key.endswith('shadow') else ''}: " + _describe_event(e))
+            console.print(
+                f"  first head delay{' with a future shadow time' if key.endswith('shadow') else ''}: "
+                + _describe_event(e)
+            )
     fa = ana["first_instant_head_after_shadow_any_cause"]
     if fa and fa["time"] not in shown:
-        console.print(f"  first instant (any cause) after which the head started past its shadow time: {fa}")
+        console.print(
+            f"  first instant (any cause) after which the head started past its shadow time: {fa}"
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -711,7 +858,9 @@ def resolve_trace(name: str, traces_dir: Path, system_name: str | None) -> tuple
             return k, traces_dir / fname, system_name or preset
     path = Path(name) if Path(name).exists() else traces_dir / name
     if not path.exists():
-        raise SystemExit(f"unknown trace '{name}' (known: {', '.join(TRACES)}, or a file in {traces_dir})")
+        raise SystemExit(
+            f"unknown trace '{name}' (known: {', '.join(TRACES)}, or a file in {traces_dir})"
+        )
     if not system_name:
         raise SystemExit(f"trace '{name}' is not a known one: give --system PRESET")
     return path.name, path, system_name
@@ -720,7 +869,9 @@ def resolve_trace(name: str, traces_dir: Path, system_name: str | None) -> tuple
 def load(path: Path, system_name: str, max_jobs: int | None):
     system = load_system(system_name)
     t0 = time.perf_counter()
-    wl = load_workload(str(path), system, SwfOptions(units=UnitMapping(mode="processor"), max_jobs=max_jobs))
+    wl = load_workload(
+        str(path), system, SwfOptions(units=UnitMapping(mode="processor"), max_jobs=max_jobs)
+    )
     return system, wl, time.perf_counter() - t0
 
 
@@ -757,23 +908,49 @@ def fmt_rate(n: int, s: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trace", help=f"run everything on this trace only ({', '.join(TRACES)} or an SWF file name); "
-                    "default: everything on hpc2n plus the start-time check on kth")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--trace",
+        help=f"run everything on this trace only ({', '.join(TRACES)} or an SWF file name); "
+        "default: everything on hpc2n plus the start-time check on kth",
+    )
     ap.add_argument("--system", help="hpcdispatch system preset for a trace not in the known list")
-    ap.add_argument("--max-jobs", type=int, default=None, help="use only the first N jobs (by submit time)")
-    ap.add_argument("--skip-speed", action="store_true", help="skip the timed AccaSim/hpcdispatch runs")
-    ap.add_argument("--skip-easy-analysis", action="store_true", help="skip the EASY head-delay replay")
+    ap.add_argument(
+        "--max-jobs", type=int, default=None, help="use only the first N jobs (by submit time)"
+    )
+    ap.add_argument(
+        "--skip-speed", action="store_true", help="skip the timed AccaSim/hpcdispatch runs"
+    )
+    ap.add_argument(
+        "--skip-easy-analysis", action="store_true", help="skip the EASY head-delay replay"
+    )
     ap.add_argument("--skip-check", action="store_true", help="skip the FIFO start-time check")
-    ap.add_argument("--first-run", action="store_true",
-                    help="also time the command's first run after a fresh install of this tree (pip install "
-                         "--no-deps --target, one per policy)")
-    ap.add_argument("--command-runs", type=int, default=5,
-                    help="runs of the whole `hpcdispatch simulate` command per policy (its median is compared; "
-                         "default 5)")
-    ap.add_argument("--engine", choices=("auto", "python", "compiled"), default="auto",
-                    help="hpcdispatch's simulation engine (default auto: the compiled one for >= 20,000 jobs)")
-    ap.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "accasim_compare.json"), help="JSON results file")
+    ap.add_argument(
+        "--first-run",
+        action="store_true",
+        help="also time the command's first run after a fresh install of this tree (pip install "
+        "--no-deps --target, one per policy)",
+    )
+    ap.add_argument(
+        "--command-runs",
+        type=int,
+        default=5,
+        help="runs of the whole `hpcdispatch simulate` command per policy (its median is compared; "
+        "default 5)",
+    )
+    ap.add_argument(
+        "--engine",
+        choices=("auto", "python", "compiled"),
+        default="auto",
+        help="hpcdispatch's simulation engine (default auto: the compiled one for >= 20,000 jobs)",
+    )
+    ap.add_argument(
+        "--out",
+        default=str(Path(tempfile.gettempdir()) / "accasim_compare.json"),
+        help="JSON results file",
+    )
     ap.add_argument("--venv", default=DEFAULT_VENV, help="throwaway venv for AccaSim")
     ap.add_argument("--traces-dir", default=DEFAULT_TRACES_DIR)
     args = ap.parse_args(argv)
@@ -784,12 +961,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.trace:
         plan = [(resolve_trace(args.trace, traces_dir, args.system), True)]
     else:
-        plan = [(resolve_trace("hpc2n", traces_dir, None), True), (resolve_trace("kth", traces_dir, None), False)]
+        plan = [
+            (resolve_trace("hpc2n", traces_dir, None), True),
+            (resolve_trace("kth", traces_dir, None), False),
+        ]
 
     t_venv = time.perf_counter()
     py, created = ensure_accasim_venv(Path(args.venv))
     t_venv = time.perf_counter() - t_venv
-    console.print(f"AccaSim {ACCASIM_VERSION}: {py} ({'created' if created else 'reused'}, {t_venv:.1f} s)")
+    console.print(
+        f"AccaSim {ACCASIM_VERSION}: {py} ({'created' if created else 'reused'}, {t_venv:.1f} s)"
+    )
 
     results: dict[str, Any] = {
         "accasim_version": ACCASIM_VERSION,
@@ -797,7 +979,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
         "max_jobs": args.max_jobs,
-        "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
+        "command": " ".join(
+            [Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]
+        ),
         "hpcdispatch_source": source_state(),
         "traces": {},
     }
@@ -839,18 +1023,27 @@ def main(argv: list[str] | None = None) -> int:
                     hpc_runs[policy] = (res, sec)
                     # the end-to-end command takes about 2 s, and single runs of it on this machine
                     # move by 10 %: its median of --command-runs runs (each one recorded)
-                    e2e_runs = [run_hpcdispatch_command(path, system_name, policy, args.max_jobs, workdir)
-                                for _ in range(max(1, args.command_runs))]
+                    e2e_runs = [
+                        run_hpcdispatch_command(path, system_name, policy, args.max_jobs, workdir)
+                        for _ in range(max(1, args.command_runs))
+                    ]
                     e2e = statistics.median(e2e_runs)
                     first: dict[str, Any] = {}
                     if args.first_run:
                         env, install_s, compiled = fresh_install(workdir)
-                        first = {"first_run_install_s": install_s, "first_run_install_compile": compiled,
-                                 "first_run_command_s": run_hpcdispatch_command(path, system_name, policy,
-                                                                                args.max_jobs, workdir, env)}
+                        first = {
+                            "first_run_install_s": install_s,
+                            "first_run_install_compile": compiled,
+                            "first_run_command_s": run_hpcdispatch_command(
+                                path, system_name, policy, args.max_jobs, workdir, env
+                            ),
+                        }
                     acc = run_accasim(py, workdir, swf, sys_config, policy, record=False)
                     if acc.loaded != n or acc.dispatched != n:
-                        console.print(f"[red]AccaSim {policy}: loaded {acc.loaded}, dispatched {acc.dispatched}, rejected {acc.rejected} of {n}[/]")
+                        console.print(
+                            f"[red]AccaSim {policy}: loaded {acc.loaded}, dispatched "
+                            f"{acc.dispatched}, rejected {acc.rejected} of {n}[/]"
+                        )
                     speed[policy] = {
                         "hpcdispatch_engine": res.extra.get("engine"),
                         "hpcdispatch_run_s": sec,
@@ -871,10 +1064,22 @@ def main(argv: list[str] | None = None) -> int:
                         **first,
                     }
                     if first:
-                        speed[policy]["ratio_first_run_over_accasim"] = acc.total_s / first["first_run_command_s"]
+                        speed[policy]["ratio_first_run_over_accasim"] = (
+                            acc.total_s / first["first_run_command_s"]
+                        )
                 tr["speed"] = speed
-                st = Table(title=f"speed on {n:,} jobs (hpcdispatch load: {load_s:.2f} s, not included)", title_justify="left")
-                for col in ("policy", "hpcdispatch run (s)", "hpcdispatch jobs/s", "AccaSim total (s)", "AccaSim jobs/s", "ratio hpcdispatch/AccaSim"):
+                st = Table(
+                    title=f"speed on {n:,} jobs (hpcdispatch load: {load_s:.2f} s, not included)",
+                    title_justify="left",
+                )
+                for col in (
+                    "policy",
+                    "hpcdispatch run (s)",
+                    "hpcdispatch jobs/s",
+                    "AccaSim total (s)",
+                    "AccaSim jobs/s",
+                    "ratio hpcdispatch/AccaSim",
+                ):
                     st.add_column(col, justify="right")
                 for policy, s in speed.items():
                     st.add_row(
@@ -888,19 +1093,31 @@ def main(argv: list[str] | None = None) -> int:
                 console.print(st)
                 for policy, s in speed.items():
                     runs = s["hpcdispatch_command_runs_s"]
-                    spread = (f" (median of {len(runs)} runs, {min(runs):.2f}-{max(runs):.2f} s)" if len(runs) > 1
-                              else "")
-                    console.print(f"  end to end, {policy.upper()}: `hpcdispatch simulate` (start to finish: imports, read, "
-                                  f"simulate, validate, write) {s['hpcdispatch_command_s']:.2f} s{spread} against "
-                                  f"AccaSim's {s['accasim_total_s']:.2f} s: {s['ratio_command_over_accasim']:.1f}x")
+                    spread = (
+                        f" (median of {len(runs)} runs, {min(runs):.2f}-{max(runs):.2f} s)"
+                        if len(runs) > 1
+                        else ""
+                    )
+                    console.print(
+                        f"  end to end, {policy.upper()}: `hpcdispatch simulate` (start to finish: imports, read, "
+                        f"simulate, validate, write) {s['hpcdispatch_command_s']:.2f} s{spread} against "
+                        f"AccaSim's {s['accasim_total_s']:.2f} s: {s['ratio_command_over_accasim']:.1f}x"
+                    )
                     if "first_run_command_s" in s:
-                        console.print(f"  first run after a fresh install, {policy.upper()}: "
-                                      f"{s['first_run_command_s']:.2f} s: {s['ratio_first_run_over_accasim']:.1f}x "
-                                      f"(the install took {s['first_run_install_s']:.0f} s: "
-                                      f"{s['first_run_install_compile']})")
+                        console.print(
+                            f"  first run after a fresh install, {policy.upper()}: "
+                            f"{s['first_run_command_s']:.2f} s: {s['ratio_first_run_over_accasim']:.1f}x "
+                            f"(the install took {s['first_run_install_s']:.0f} s: "
+                            f"{s['first_run_install_compile']})"
+                        )
                 console.print(
-                    "  AccaSim total = Simulator(...) construction + start_simulation() (includes its streaming SWF read); "
-                    + "; ".join(f"{p.upper()}: construction {s['accasim_construct_s']:.2f} s, its own loop timer {s['accasim_internal_loop_s']:.2f} s" for p, s in speed.items())
+                    "  AccaSim total = Simulator(...) construction + start_simulation() (includes "
+                    "its streaming SWF read); "
+                    + "; ".join(
+                        f"{p.upper()}: construction {s['accasim_construct_s']:.2f} s, its own loop "
+                        f"timer {s['accasim_internal_loop_s']:.2f} s"
+                        for p, s in speed.items()
+                    )
                 )
 
             # ---- FIFO start-time check
@@ -927,7 +1144,9 @@ def main(argv: list[str] | None = None) -> int:
                 acc = run_accasim(py, workdir, swf, sys_config, "easy", record=True)
                 a_start, a_end, a_queued = accasim_starts(acc, wl, offset)
                 if np.isnan(a_start).any():
-                    raise SystemExit(f"AccaSim EASY: {int(np.isnan(a_start).sum())} jobs without a start time")
+                    raise SystemExit(
+                        f"AccaSim EASY: {int(np.isnan(a_start).sum())} jobs without a start time"
+                    )
                 ana = easy_head_delays(wl, a_start, total_cores, acc.reservation_log, offset)
                 if "easy" in hpc_runs:
                     hres, _ = hpc_runs["easy"]
@@ -951,7 +1170,8 @@ def main(argv: list[str] | None = None) -> int:
                 print_easy(f"hpcdispatch easy (cross-check) on {path.name}", hana)
                 console.print(
                     f"  EASY start times identical in both simulators for {same:,} of {n:,} jobs; mean wait AccaSim "
-                    f"{tr['easy']['mean_wait_accasim']:.1f} s, hpcdispatch {tr['easy']['mean_wait_hpcdispatch']:.1f} s; "
+                    f"{tr['easy']['mean_wait_accasim']:.1f} s, hpcdispatch "
+                    f"{tr['easy']['mean_wait_hpcdispatch']:.1f} s; "
                     f"hpcdispatch validator: {hrep.describe()}"
                 )
     finally:

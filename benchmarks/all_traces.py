@@ -68,8 +68,15 @@ print(json.dumps({
 """
 
 
-def run_one(path: Path, dispatcher: str, max_jobs: int, limit: float, units: str = "divisor",
-            checkpoint_dir: Path | None = None, every: float = 600.0) -> dict:
+def run_one(
+    path: Path,
+    dispatcher: str,
+    max_jobs: int,
+    limit: float,
+    units: str = "divisor",
+    checkpoint_dir: Path | None = None,
+    every: float = 600.0,
+) -> dict:
     """One run in a subprocess. With ``checkpoint_dir`` the simulation saves a checkpoint
     there every ``every`` s and resumes from it when started again (after a time limit or an
     interruption), and logs its progress next to it (``<run>.log``)."""
@@ -82,19 +89,37 @@ def run_one(path: Path, dispatcher: str, max_jobs: int, limit: float, units: str
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", WORKER, str(path), dispatcher, str(max_jobs or 0), units,
-             str(checkpoint or ""), str(every)],
-            stdout=subprocess.PIPE, stderr=log or subprocess.PIPE, text=True, timeout=limit,
+            [
+                sys.executable,
+                "-c",
+                WORKER,
+                str(path),
+                dispatcher,
+                str(max_jobs or 0),
+                units,
+                str(checkpoint or ""),
+                str(every),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log or subprocess.PIPE,
+            text=True,
+            timeout=limit,
         )
     except subprocess.TimeoutExpired:
-        return {"status": f"stopped after {limit:.0f} s" + (f" (checkpoint {checkpoint})" if checkpoint else "")}
+        return {
+            "status": f"stopped after {limit:.0f} s"
+            + (f" (checkpoint {checkpoint})" if checkpoint else "")
+        }
     finally:
         if log is not None:
             log.close()
     if proc.returncode != 0:
         if log is not None:
             return {"status": "error", "error": f"see {log.name}"}
-        return {"status": "error", "error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "?"}
+        return {
+            "status": "error",
+            "error": proc.stderr.strip().splitlines()[-1] if proc.stderr else "?",
+        }
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     out["status"] = "ok"
     out["wall_s"] = time.perf_counter() - t0
@@ -102,17 +127,31 @@ def run_one(path: Path, dispatcher: str, max_jobs: int, limit: float, units: str
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--traces-dir", type=Path, default=DEFAULT_TRACES)
-    ap.add_argument("--traces", default="", help="comma-separated file-name prefixes (default: all)")
+    ap.add_argument(
+        "--traces", default="", help="comma-separated file-name prefixes (default: all)"
+    )
     ap.add_argument("--dispatchers", default="fifo,sjf,easy,conservative")
-    ap.add_argument("--max-jobs", type=int, default=0, help="only the first N jobs of each trace (0: all)")
+    ap.add_argument(
+        "--max-jobs", type=int, default=0, help="only the first N jobs of each trace (0: all)"
+    )
     ap.add_argument("--time-limit", type=float, default=4 * 3600.0, help="seconds per run")
-    ap.add_argument("--units", default="divisor", choices=["divisor", "processor", "node"],
-                    help="processors -> units mapping (processor: 1-core units; conservative then plans pooled)")
-    ap.add_argument("--checkpoint-dir", type=Path, default=None,
-                    help="save each run's simulation state here every --checkpoint-every s; run the same "
-                         "command again to resume runs that were stopped (time limit, end of session)")
+    ap.add_argument(
+        "--units",
+        default="divisor",
+        choices=["divisor", "processor", "node"],
+        help="processors -> units mapping (processor: 1-core units; conservative then plans pooled)",
+    )
+    ap.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        default=None,
+        help="save each run's simulation state here every --checkpoint-every s; run the same "
+        "command again to resume runs that were stopped (time limit, end of session)",
+    )
     ap.add_argument("--checkpoint-every", type=float, default=600.0)
     ap.add_argument("--out", type=Path, default=Path("all_traces.json"))
     args = ap.parse_args()
@@ -127,17 +166,39 @@ def main() -> None:
     for path in paths:
         for disp in dispatchers:
             console.print(f"{path.name} / {disp} ...", end=" ")
-            r = run_one(path, disp, args.max_jobs, args.time_limit, args.units, args.checkpoint_dir,
-                        args.checkpoint_every)
+            r = run_one(
+                path,
+                disp,
+                args.max_jobs,
+                args.time_limit,
+                args.units,
+                args.checkpoint_dir,
+                args.checkpoint_every,
+            )
             r.update(trace=path.name, dispatcher=disp, units=args.units)
             rows.append(r)
-            console.print(r["status"] if r["status"] != "ok" else
-                          f"{r['jobs']} jobs in {r['sim_s']:.1f} s, valid={r['valid']}")
+            console.print(
+                r["status"]
+                if r["status"] != "ok"
+                else f"{r['jobs']} jobs in {r['sim_s']:.1f} s, valid={r['valid']}"
+            )
             args.out.write_text(json.dumps(rows, indent=2))
 
-    table = Table(title=f"all traces, units={args.units}{'' if not args.max_jobs else f', first {args.max_jobs} jobs'}")
-    cols = ["trace", "dispatcher", "jobs", "load s", "simulate s", "jobs/s", "peak RSS MiB", "valid",
-            "mean wait s", "mean bsld"]
+    table = Table(
+        title=f"all traces, units={args.units}{'' if not args.max_jobs else f', first {args.max_jobs} jobs'}"
+    )
+    cols = [
+        "trace",
+        "dispatcher",
+        "jobs",
+        "load s",
+        "simulate s",
+        "jobs/s",
+        "peak RSS MiB",
+        "valid",
+        "mean wait s",
+        "mean bsld",
+    ]
     for c in cols:
         table.add_column(c, justify="left" if c in ("trace", "dispatcher") else "right")
     md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -145,10 +206,18 @@ def main() -> None:
         if r["status"] != "ok":
             cells = [r["trace"], r["dispatcher"], "", "", r["status"], "", "", "", "", ""]
         else:
-            cells = [r["trace"], r["dispatcher"], f"{r['jobs']:,}", f"{r['load_s']:.1f}", f"{r['sim_s']:.1f}",
-                     f"{r['jobs'] / max(r['sim_s'], 1e-9):,.0f}", f"{r['peak_rss_mib']:.0f}",
-                     "yes" if r["valid"] else f"NO: {r['first_violation']}", f"{r['wait_mean']:,.0f}",
-                     f"{r['bsld_mean']:,.1f}"]
+            cells = [
+                r["trace"],
+                r["dispatcher"],
+                f"{r['jobs']:,}",
+                f"{r['load_s']:.1f}",
+                f"{r['sim_s']:.1f}",
+                f"{r['jobs'] / max(r['sim_s'], 1e-9):,.0f}",
+                f"{r['peak_rss_mib']:.0f}",
+                "yes" if r["valid"] else f"NO: {r['first_violation']}",
+                f"{r['wait_mean']:,.0f}",
+                f"{r['bsld_mean']:,.1f}",
+            ]
         table.add_row(*cells)
         md.append("| " + " | ".join(cells) + " |")
     console.print(table)

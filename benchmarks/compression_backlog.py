@@ -36,14 +36,20 @@ class _Done(Exception):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--ricc", type=Path, default=RICC)
-    ap.add_argument("--at", type=float, default=10_650_000.0, help="simulated time to start timing at (s)")
+    ap.add_argument(
+        "--at", type=float, default=10_650_000.0, help="simulated time to start timing at (s)"
+    )
     ap.add_argument("--calls", type=int, default=100, help="compressions to time")
     args = ap.parse_args()
     console = Console()
     system = resolve_system("auto", str(args.ricc))
-    workload = load_workload(str(args.ricc), system, SwfOptions(units=UnitMapping(mode="processor")))
+    workload = load_workload(
+        str(args.ricc), system, SwfOptions(units=UnitMapping(mode="processor"))
+    )
     original = profile_module.AvailabilityProfile.compress
     times: list[float] = []
     sizes: list[tuple[int, int, int]] = []
@@ -65,8 +71,12 @@ def main() -> None:
         return result
 
     profile_module.AvailabilityProfile.compress = timed_compress
-    simulator = Simulator(system, workload, make_dispatcher("conservative"),
-                          options=SimulationOptions(record_decisions=False))
+    simulator = Simulator(
+        system,
+        workload,
+        make_dispatcher("conservative"),
+        options=SimulationOptions(record_decisions=False),
+    )
     t_start = time.perf_counter()
     with console.status(f"simulating RICC (pooled conservative) up to t = {args.at:,.0f} s ..."):
         try:
@@ -75,16 +85,32 @@ def main() -> None:
             pass
     wall = time.perf_counter() - t_start
     if len(times) < 2:
-        console.print(f"[red]the run ended before {args.calls} compressions after t = {args.at:,.0f} s[/red]")
+        console.print(
+            f"[red]the run ended before {args.calls} compressions after t = {args.at:,.0f} s[/red]"
+        )
         raise SystemExit(1)
     timed, shapes = times[1:], sizes[1:]
-    table = Table(title=f"RICC pooled conservative: {len(timed)} compressions from t = {args.at:,.0f} s")
-    for col in ("queue (mean)", "segments (mean)", "moved (mean)", "mean ms", "median ms", "max ms", "digest"):
+    table = Table(
+        title=f"RICC pooled conservative: {len(timed)} compressions from t = {args.at:,.0f} s"
+    )
+    for col in (
+        "queue (mean)",
+        "segments (mean)",
+        "moved (mean)",
+        "mean ms",
+        "median ms",
+        "max ms",
+        "digest",
+    ):
         table.add_column(col, justify="right")
     table.add_row(
-        f"{statistics.fmean(s[0] for s in shapes):,.0f}", f"{statistics.fmean(s[1] for s in shapes):,.0f}",
-        f"{statistics.fmean(s[2] for s in shapes):,.0f}", f"{1000 * statistics.fmean(timed):.1f}",
-        f"{1000 * statistics.median(timed):.1f}", f"{1000 * max(timed):.1f}", digest.hexdigest()[:16],
+        f"{statistics.fmean(s[0] for s in shapes):,.0f}",
+        f"{statistics.fmean(s[1] for s in shapes):,.0f}",
+        f"{statistics.fmean(s[2] for s in shapes):,.0f}",
+        f"{1000 * statistics.fmean(timed):.1f}",
+        f"{1000 * statistics.median(timed):.1f}",
+        f"{1000 * max(timed):.1f}",
+        digest.hexdigest()[:16],
     )
     console.print(table)
     console.print(f"whole script {wall:.0f} s (simulation up to the timed part included)")

@@ -15,7 +15,9 @@ from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
 from hpcdispatch.workload.swf import SwfOptions
 
-path = str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "LLNL-Atlas-2006-2.1-cln.swf.gz")
+path = str(
+    Path(__file__).resolve().parents[2] / "shared" / "traces" / "LLNL-Atlas-2006-2.1-cln.swf.gz"
+)
 system = resolve_system("auto", path)
 wl = load_workload(path, system, SwfOptions())
 out = run_simulation(system, wl, "pcp20-R", options=SimulationOptions())
@@ -23,8 +25,25 @@ infos = out.result.decisions["info"]
 el = out.result.decisions["elapsed"]
 solved = [(i, e) for i, e in zip(infos, el) if "variables" in i]
 for i, e in solved:
-    keys = ("status", "fallback", "variables", "in_model", "queued", "unhinted_jobs", "attempts",
-            "build_s", "solve_s", "watchdog")
+    keys = (
+        "status",
+        "fallback",
+        "variables",
+        "in_model",
+        "queued",
+        "unhinted_jobs",
+        "attempts",
+        "build_s",
+        "solve_s",
+        "watchdog",
+    )
     print(json.dumps({k: i.get(k) for k in keys} | {"elapsed": e}))
-print(json.dumps({"valid": out.validation.ok, "wait_mean": out.summary["wait_mean"],
-                  "bsld_mean": out.summary["bounded_slowdown_mean"]}))
+print(
+    json.dumps(
+        {
+            "valid": out.validation.ok,
+            "wait_mean": out.summary["wait_mean"],
+            "bsld_mean": out.summary["bounded_slowdown_mean"],
+        }
+    )
+)

@@ -42,7 +42,11 @@ WORKLOADS = {
 DEFAULT_CELLS = (
     [f"kit:{d}-W" for d in ("hcp", "cp-hybrid")]
     + [f"kit:{d}-R" for d in ("easy", "hcp", "cp-hybrid", "pcp20", "pcp19")]
-    + [f"eurora:{d}-{p}" for p in ("R", "L2", "D") for d in ("easy", "cp-rule", "hcp", "cp-hybrid", "pcp20", "pcp19")]
+    + [
+        f"eurora:{d}-{p}"
+        for p in ("R", "L2", "D")
+        for d in ("easy", "cp-rule", "hcp", "cp-hybrid", "pcp20", "pcp19")
+    ]
 )
 
 
@@ -51,8 +55,10 @@ def parse_cell(cell: str, jobs: int | None) -> tuple[str, str, str, str, int]:
     wl, _, rest = cell.partition(":")
     dispatcher, _, pred = rest.rpartition("-")
     if wl not in WORKLOADS or pred not in PREDICTORS or not dispatcher:
-        raise SystemExit(f"cell '{cell}': expected WORKLOAD:DISPATCHER-PREDICTOR with WORKLOAD one of "
-                         f"{', '.join(WORKLOADS)} and PREDICTOR one of {', '.join(PREDICTORS)}")
+        raise SystemExit(
+            f"cell '{cell}': expected WORKLOAD:DISPATCHER-PREDICTOR with WORKLOAD one of "
+            f"{', '.join(WORKLOADS)} and PREDICTOR one of {', '.join(PREDICTORS)}"
+        )
     spec, system, default_jobs = WORKLOADS[wl]
     n = jobs or default_jobs
     return spec.format(jobs=n), system, dispatcher, PREDICTORS[pred], n
@@ -89,8 +95,14 @@ def job_class_stats(run_dir: Path) -> dict:
 
     jobs = pd.read_parquet(run_dir / "jobs.parquet")
     jobs = jobs[jobs["start"].notna()]
-    accel_cols = [c for c in jobs.columns if c.startswith("unit_") and c not in ("unit_core", "unit_mem")]
-    accel = (jobs[accel_cols] > 0).any(axis=1).to_numpy() if accel_cols else np.zeros(len(jobs), dtype=bool)
+    accel_cols = [
+        c for c in jobs.columns if c.startswith("unit_") and c not in ("unit_core", "unit_mem")
+    ]
+    accel = (
+        (jobs[accel_cols] > 0).any(axis=1).to_numpy()
+        if accel_cols
+        else np.zeros(len(jobs), dtype=bool)
+    )
     large = jobs["units"].to_numpy() >= LARGE_UNITS
     wait = (jobs["start"] - jobs["submit"]).to_numpy(dtype=np.float64)
     out: dict = {}
@@ -107,35 +119,97 @@ def run(cells: list[str], out: Path, jobs: int | None, time_limit: float) -> Non
         workload, system, dispatcher, predictor, n = parse_cell(cell, jobs)
         if (cell, n) in done:
             continue
-        record = {"cell": cell, "workload": workload, "system": system, "dispatcher": dispatcher,
-                  "predictor": predictor, "jobs": n}
+        record = {
+            "cell": cell,
+            "workload": workload,
+            "system": system,
+            "dispatcher": dispatcher,
+            "predictor": predictor,
+            "jobs": n,
+        }
         tmp = Path(tempfile.mkdtemp(prefix="cp-scale-"))
         run_dir = tmp / "run"
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run([sys.executable, "-m", "hpcdispatch", "simulate", "-w", workload, "-s", system,
-                                   "-d", dispatcher, "-p", predictor, "-o", str(run_dir), "-q"],
-                                  capture_output=True, text=True, timeout=time_limit)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "hpcdispatch",
+                    "simulate",
+                    "-w",
+                    workload,
+                    "-s",
+                    system,
+                    "-d",
+                    dispatcher,
+                    "-p",
+                    predictor,
+                    "-o",
+                    str(run_dir),
+                    "-q",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=time_limit,
+            )
             record["wall_s"] = time.perf_counter() - t0
             if proc.returncode == 0:
                 s = json.loads((run_dir / "summary.json").read_text())
-                record.update({k: s.get(k) for k in (
-                    "valid", "decisions", "decision_time_mean_s", "decision_time_total_s", "sim_wall_s", "wait_mean", "wait_p95", "wait_max",
-                    "wait_std", "bounded_slowdown_mean", "slowdown_mean", "slowdown_ratio_mean", "slowdown_ratio_std",
-                    "utilization_core", "utilization_paper", "queue_length_mean", "queue_length_max",
-                    "allocation_iterations_total", "decisions_reiterated", "postponed_by_allocation_total")})
+                record.update(
+                    {
+                        k: s.get(k)
+                        for k in (
+                            "valid",
+                            "decisions",
+                            "decision_time_mean_s",
+                            "decision_time_total_s",
+                            "sim_wall_s",
+                            "wait_mean",
+                            "wait_p95",
+                            "wait_max",
+                            "wait_std",
+                            "bounded_slowdown_mean",
+                            "slowdown_mean",
+                            "slowdown_ratio_mean",
+                            "slowdown_ratio_std",
+                            "utilization_core",
+                            "utilization_paper",
+                            "queue_length_mean",
+                            "queue_length_max",
+                            "allocation_iterations_total",
+                            "decisions_reiterated",
+                            "postponed_by_allocation_total",
+                        )
+                    }
+                )
                 # the solver's stop reasons, and how good the predictions were (metrics.prediction)
-                record.update({k: v for k, v in s.items() if k.startswith(("stop_", "prediction_"))})
+                record.update(
+                    {k: v for k, v in s.items() if k.startswith(("stop_", "prediction_"))}
+                )
                 record.update(decision_stats(run_dir), **job_class_stats(run_dir), ok=True)
             else:
-                record.update(ok=False, error=(proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"])[0])
+                record.update(
+                    ok=False,
+                    error=(
+                        proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+                    )[0],
+                )
         except subprocess.TimeoutExpired:
-            record.update(ok=False, wall_s=time.perf_counter() - t0, error=f"timeout after {time_limit:g} s")
+            record.update(
+                ok=False, wall_s=time.perf_counter() - t0, error=f"timeout after {time_limit:g} s"
+            )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         with out.open("a") as f:
             f.write(json.dumps(record) + "\n")
-        print(cell, n, "ok" if record["ok"] else record["error"], f"{record['wall_s']:.0f} s", flush=True)
+        print(
+            cell,
+            n,
+            "ok" if record["ok"] else record["error"],
+            f"{record['wall_s']:.0f} s",
+            flush=True,
+        )
 
 
 def read(out: Path) -> list[dict]:
@@ -146,23 +220,31 @@ def read(out: Path) -> list[dict]:
 
 def report(out: Path) -> None:
     short = {v: k for k, v in PREDICTORS.items()}
-    print("| workload | jobs | dispatcher | pred. | valid | wall | decisions | models | mean ms | p99 ms | max ms "
-          "| fallbacks | HCP iterations | wait s (mean +- sd) | slowdown (mean +- sd) | mean bsld | util. |")
+    print(
+        "| workload | jobs | dispatcher | pred. | valid | wall | decisions | models | mean ms | p99 ms | max ms "
+        "| fallbacks | HCP iterations | wait s (mean +- sd) | slowdown (mean +- sd) | mean bsld | util. |"
+    )
     print("|---" * 17 + "|")
     for r in read(out):
         if not r.get("ok"):
-            print(f"| {r['workload']} | {r['jobs']:,} | {r['dispatcher']} | {short[r['predictor']]} | - "
-                  f"| {r['wall_s']:.0f} s | {r['error']} |" + " |" * 10)
+            print(
+                f"| {r['workload']} | {r['jobs']:,} | {r['dispatcher']} | {short[r['predictor']]} | - "
+                f"| {r['wall_s']:.0f} s | {r['error']} |" + " |" * 10
+            )
             continue
-        note = f" {r['cell'].partition(' ')[2]}".rstrip()  # a renamed superseded cell: "kit:pcp20-R (before X)"
-        print(f"| {r['workload'].split(',')[0]}{',load=0.85' if 'load=' in r['workload'] else ''} | {r['jobs']:,} "
-              f"| {r['dispatcher']}{note} | {short[r['predictor']]} | {'yes' if r['valid'] else 'NO'} "
-              f"| {r['wall_s']:,.0f} s | {r['decisions']:,} | {r['models']:,} "
-              f"| {1000 * r['decision_time_mean_s']:.1f} | {r['decision_p99_ms']:.0f} | {r['decision_max_ms']:,.0f} "
-              f"| {fallbacks(r)} | {r.get('allocation_iterations_total') or 0} "
-              f"| {r['wait_mean']:,.0f} +- {r['wait_std']:,.0f} "
-              f"| {r['slowdown_ratio_mean']:.2f} +- {r['slowdown_ratio_std']:.2f} | {r['bounded_slowdown_mean']:.2f} "
-              f"| {100 * r['utilization_core']:.1f} % |")
+        note = (
+            f" {r['cell'].partition(' ')[2]}".rstrip()
+        )  # a renamed superseded cell: "kit:pcp20-R (before X)"
+        print(
+            f"| {r['workload'].split(',')[0]}{',load=0.85' if 'load=' in r['workload'] else ''} | {r['jobs']:,} "
+            f"| {r['dispatcher']}{note} | {short[r['predictor']]} | {'yes' if r['valid'] else 'NO'} "
+            f"| {r['wall_s']:,.0f} s | {r['decisions']:,} | {r['models']:,} "
+            f"| {1000 * r['decision_time_mean_s']:.1f} | {r['decision_p99_ms']:.0f} | {r['decision_max_ms']:,.0f} "
+            f"| {fallbacks(r)} | {r.get('allocation_iterations_total') or 0} "
+            f"| {r['wait_mean']:,.0f} +- {r['wait_std']:,.0f} "
+            f"| {r['slowdown_ratio_mean']:.2f} +- {r['slowdown_ratio_std']:.2f} | {r['bounded_slowdown_mean']:.2f} "
+            f"| {100 * r['utilization_core']:.1f} % |"
+        )
 
 
 def class_report(out: Path) -> None:
@@ -172,15 +254,22 @@ def class_report(out: Path) -> None:
     if not rows:
         return
     short = {v: k for k, v in PREDICTORS.items()}
-    print("\n| workload | dispatcher | pred. | prediction MAE s | A in [0.75, 1.25] | "
-          + " | ".join(f"{c} jobs / mean / max wait s" for c in JOB_CLASSES) + " |")
+    print(
+        "\n| workload | dispatcher | pred. | prediction MAE s | A in [0.75, 1.25] | "
+        + " | ".join(f"{c} jobs / mean / max wait s" for c in JOB_CLASSES)
+        + " |"
+    )
     print("|---" * (5 + len(JOB_CLASSES)) + "|")
     for r in rows:
-        waits = " | ".join(f"{r[f'jobs_{c}']:,} / {r[f'wait_mean_{c}'] or 0:,.0f} / {r[f'wait_max_{c}'] or 0:,.0f}"
-                           for c in JOB_CLASSES)
-        print(f"| {r['workload'].split(',')[0]} | {r['dispatcher']} | {short[r['predictor']]} "
-              f"| {r.get('prediction_mae_s', float('nan')):,.0f} | {r.get('prediction_within_25pct', float('nan')):.3f} "
-              f"| {waits} |")
+        waits = " | ".join(
+            f"{r[f'jobs_{c}']:,} / {r[f'wait_mean_{c}'] or 0:,.0f} / {r[f'wait_max_{c}'] or 0:,.0f}"
+            for c in JOB_CLASSES
+        )
+        print(
+            f"| {r['workload'].split(',')[0]} | {r['dispatcher']} | {short[r['predictor']]} "
+            f"| {r.get('prediction_mae_s', float('nan')):,.0f} | {r.get('prediction_within_25pct', float('nan')):.3f} "
+            f"| {waits} |"
+        )
 
 
 def fallbacks(r: dict) -> str:
@@ -191,9 +280,13 @@ def fallbacks(r: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--cells", help="';'-separated cells (default: the matrix of issue 36)")
-    ap.add_argument("--jobs", type=int, help="jobs per workload (default: 100,000 KIT-like, 50,000 Eurora-like)")
+    ap.add_argument(
+        "--jobs", type=int, help="jobs per workload (default: 100,000 KIT-like, 50,000 Eurora-like)"
+    )
     ap.add_argument("--out", type=Path, default=Path("cp_scale.jsonl"))
     ap.add_argument("--time-limit", type=float, default=7200.0, help="seconds per run")
     ap.add_argument("--report", action="store_true")

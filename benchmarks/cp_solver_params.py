@@ -34,13 +34,13 @@ import sys
 import time
 from pathlib import Path
 
-from hpcdispatch.instance_eval import system_of_instance
 from hpcdispatch.cp.instance import DispatchInstance
 from hpcdispatch.cp.policy import Policy
 from hpcdispatch.cp.rule import horizon_units, rule_schedule
 from hpcdispatch.cp.solve import hint_is_solution
 from hpcdispatch.dispatchers import cp as cp_dispatchers
 from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.instance_eval import system_of_instance
 from hpcdispatch.runner import run_simulation
 from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload import load_workload, resolve_system
@@ -73,8 +73,11 @@ def fallback_decisions(journal: Path) -> list[int]:
 
 
 def sample(decisions: list[tuple[int, int]], n: int, seed: int = 7) -> list[int]:
-    strata = [[d for d in decisions if d[1] <= 300], [d for d in decisions if 300 < d[1] <= 2000],
-              [d for d in decisions if d[1] > 2000]]
+    strata = [
+        [d for d in decisions if d[1] <= 300],
+        [d for d in decisions if 300 < d[1] <= 2000],
+        [d for d in decisions if d[1] > 2000],
+    ]
     rng = random.Random(seed)
     share = [n * 4 // 10, n * 4 // 10, n - 2 * (n * 4 // 10)]
     picked = []
@@ -138,16 +141,22 @@ def hints(directory: Path, spec: str) -> None:
             print(f"| {f.stem} | no model | | | | |")
             continue
         d_max = max(j.duration for j in jobs)
-        rule = d.hint_rule(rule_schedule(inst, policy, jobs, d._best_fit, node_level, d_max), jobs, policy, d_max)
+        rule = d.hint_rule(
+            rule_schedule(inst, policy, jobs, d._best_fit, node_level, d_max), jobs, policy, d_max
+        )
         built = d.build_model(inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs))
         ok = hint_is_solution(built.model, time_limit=10.0)
         accepted += ok is True
         t0 = time.perf_counter()
         _, info = d.decide(inst)
         fallbacks += bool(info.get("fallback"))
-        print(f"| {f.stem} | {built.size()[0]} | {ok} | {built.notes.get('unhinted_jobs', '')} | "
-              f"{info.get('status')} {info.get('fallback', '')} | {time.perf_counter() - t0:.1f} |")
-    print(f"hint accepted on {accepted} of {len(files)} instances; {fallbacks} decisions fell back to the rule")
+        print(
+            f"| {f.stem} | {built.size()[0]} | {ok} | {built.notes.get('unhinted_jobs', '')} | "
+            f"{info.get('status')} {info.get('fallback', '')} | {time.perf_counter() - t0:.1f} |"
+        )
+    print(
+        f"hint accepted on {accepted} of {len(files)} instances; {fallbacks} decisions fell back to the rule"
+    )
 
 
 def compare(directory: Path, spec: str, extra: dict, baseline: dict) -> None:
@@ -157,7 +166,7 @@ def compare(directory: Path, spec: str, extra: dict, baseline: dict) -> None:
     for n, f in enumerate(files):
         inst = DispatchInstance.load(f)
         row = {}
-        for side in (["baseline", "with params"] if n % 2 == 0 else ["with params", "baseline"]):
+        for side in ["baseline", "with params"] if n % 2 == 0 else ["with params", "baseline"]:
             d = make_dispatcher(spec)
             d.setup(system_of_instance(inst))
             d.SOLVER_PARAMS = {**d.SOLVER_PARAMS, **(baseline if side == "baseline" else extra)}
@@ -165,49 +174,76 @@ def compare(directory: Path, spec: str, extra: dict, baseline: dict) -> None:
             _, info = d.decide(inst)
             took = time.perf_counter() - t0
             totals[side].append(took)
-            row[side] = (took, info.get("status"), info.get("objective", info.get("rule_objective")),
-                         info.get("fallback", ""), info.get("variables"))
+            row[side] = (
+                took,
+                info.get("status"),
+                info.get("objective", info.get("rule_objective")),
+                info.get("fallback", ""),
+                info.get("variables"),
+            )
         b, w = row["baseline"], row["with params"]
         if b[2] is not None and w[2] is not None:
             better += w[2] < b[2]
             worse += w[2] > b[2]
-        print(f"| {f.stem} | {b[4]} | {b[0]:.2f} | {b[1]} {b[3]} | {w[0]:.2f} | {w[1]} {w[3]} | {b[2]} | {w[2]} |")
+        print(
+            f"| {f.stem} | {b[4]} | {b[0]:.2f} | {b[1]} {b[3]} | {w[0]:.2f} | {w[1]} {w[3]} | {b[2]} | {w[2]} |"
+        )
     for side, xs in totals.items():
-        print(f"{side}: total {sum(xs):.1f} s, median {statistics.median(xs):.3f} s over {len(xs)} instances")
+        print(
+            f"{side}: total {sum(xs):.1f} s, median {statistics.median(xs):.3f} s over {len(xs)} instances"
+        )
     print(f"objective with params: better on {better}, worse on {worse} instances")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("dump")
     d.add_argument("--journal", type=Path, required=True)
     d.add_argument("--trace", required=True, help="file name in ../shared/traces or a path")
-    d.add_argument("--spec", required=True, help="the journal's dispatcher spec, e.g. pcp20-R:version=1")
+    d.add_argument(
+        "--spec", required=True, help="the journal's dispatcher spec, e.g. pcp20-R:version=1"
+    )
     d.add_argument("--decisions", default="", help="comma-separated decision numbers")
-    d.add_argument("--sample", type=int, default=0, help="or: this many solver decisions, by model size")
-    d.add_argument("--fallbacks", action="store_true", help="or: every decision that fell back to the rule")
+    d.add_argument(
+        "--sample", type=int, default=0, help="or: this many solver decisions, by model size"
+    )
+    d.add_argument(
+        "--fallbacks", action="store_true", help="or: every decision that fell back to the rule"
+    )
     d.add_argument("--out", type=Path, required=True)
     h = sub.add_parser("hints")
     h.add_argument("directory", type=Path)
-    h.add_argument("--spec", required=True, help="e.g. pcp20:version=1 (the instance holds the predictions)")
+    h.add_argument(
+        "--spec", required=True, help="e.g. pcp20:version=1 (the instance holds the predictions)"
+    )
     c = sub.add_parser("compare")
     c.add_argument("directory", type=Path)
     c.add_argument("--spec", required=True)
     c.add_argument("--param", action="append", default=[], help="extra CP-SAT parameter key=value")
-    c.add_argument("--baseline-param", action="append", default=[], help="baseline CP-SAT parameter key=value")
+    c.add_argument(
+        "--baseline-param", action="append", default=[], help="baseline CP-SAT parameter key=value"
+    )
     a = ap.parse_args()
     if a.cmd == "dump":
         trace = Path(a.trace) if Path(a.trace).exists() else TRACES / a.trace
-        ks = ([int(x) for x in a.decisions.split(",") if x]
-              or (fallback_decisions(a.journal) if a.fallbacks else sample(solver_decisions(a.journal), a.sample)))
+        ks = [int(x) for x in a.decisions.split(",") if x] or (
+            fallback_decisions(a.journal)
+            if a.fallbacks
+            else sample(solver_decisions(a.journal), a.sample)
+        )
         dump(a.journal, trace, a.spec, ks, a.out)
     elif a.cmd == "hints":
         print("| instance | variables | hint accepted | unhinted jobs | decision | s |")
         print("|---|---:|---|---:|---|---:|")
         hints(a.directory, a.spec)
     else:
-        print("| instance | variables | baseline s | baseline status | with params s | status | baseline objective | objective |")
+        print(
+            "| instance | variables | baseline s | baseline status | with params s | status | "
+            "baseline objective | objective |"
+        )
         print("|---|---:|---:|---|---:|---|---:|---:|")
         compare(a.directory, a.spec, _params(a.param), _params(a.baseline_param))
 

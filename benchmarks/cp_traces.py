@@ -39,14 +39,19 @@ import time
 from pathlib import Path
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-FILES = {"LLNL-Atlas": "LLNL-Atlas-2006-2.1-cln.swf.gz", "SDSC-SP2": "SDSC-SP2-1998-4.2-cln.swf.gz",
-         "KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz", "HPC2N": "HPC2N-2002-2.2-cln.swf.gz"}
+FILES = {
+    "LLNL-Atlas": "LLNL-Atlas-2006-2.1-cln.swf.gz",
+    "SDSC-SP2": "SDSC-SP2-1998-4.2-cln.swf.gz",
+    "KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz",
+    "HPC2N": "HPC2N-2002-2.2-cln.swf.gz",
+}
 
 
 def trace_path(trace: str) -> tuple[Path, int | None]:
     """``NAME`` (whole trace) or ``NAME@N`` (its first N jobs by submit time)."""
     name, _, n = trace.partition("@")
     return TRACES / FILES.get(name, name), (int(n) if n else None)
+
 
 WORKER = r"""
 import collections, json, sys, time
@@ -102,7 +107,11 @@ def plan(name: str) -> list[tuple[str, str]]:
     # 2. CP'19 orderings: v3-R vs v1-W, v2-L2 vs v1-L2
     for trace in traces:
         for d in ("hcp", "cp-hybrid", "pcp20", "pcp19"):
-            runs += [(trace, f"{d}-W:version=1"), (trace, f"{d}-L2:version=1"), (trace, f"{d}-L2:version=2")]
+            runs += [
+                (trace, f"{d}-W:version=1"),
+                (trace, f"{d}-L2:version=1"),
+                (trace, f"{d}-L2:version=2"),
+            ]
         for d in BASE:
             runs.append((trace, f"{d}-L2"))
     if name == "full":
@@ -138,9 +147,15 @@ def same_dispatcher(record: dict, spec: str) -> bool:
 
 def job_symmetry_of(record: dict) -> str:
     """'yes' / 'no' for CP runs (records from before the option: 'no'), '' otherwise."""
-    if record["spec"].split("-")[0] not in ("hcp", "pcp19", "pcp20", "cp") or record["spec"].startswith("cp-rule"):
+    if record["spec"].split("-")[0] not in ("hcp", "pcp19", "pcp20", "cp") or record[
+        "spec"
+    ].startswith("cp-rule"):
         return ""
-    return "yes" if (record.get("dispatcher") or {}).get("params", {}).get("job_symmetry") is True else "no"
+    return (
+        "yes"
+        if (record.get("dispatcher") or {}).get("params", {}).get("job_symmetry") is True
+        else "no"
+    )
 
 
 def done(out: Path) -> dict[tuple[str, str, str], dict]:
@@ -169,23 +184,61 @@ def report(out: Path, trace: str | None = None) -> str:
     rows = done(out)
     if trace:
         rows = {k: r for k, r in rows.items() if k[0] == trace}
-    cols = ["trace", "spec", "job sym.", "jobs", "valid", "wall s", "decisions", "mean ms", "p99 ms", "max ms",
-            "fallbacks", "vars med/max", "mean wait s", "mean slowdown", "mean bsld"]
+    cols = [
+        "trace",
+        "spec",
+        "job sym.",
+        "jobs",
+        "valid",
+        "wall s",
+        "decisions",
+        "mean ms",
+        "p99 ms",
+        "max ms",
+        "fallbacks",
+        "vars med/max",
+        "mean wait s",
+        "mean slowdown",
+        "mean bsld",
+    ]
     md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     resumed = False
     for (trace, spec, _sym), r in rows.items():
         if r.get("status") != "ok":
-            md.append(f"| {trace} | {spec} | {job_symmetry_of(r)} | | | {r.get('status')} | | | | | | | | | |")
+            md.append(
+                f"| {trace} | {spec} | {job_symmetry_of(r)} | | | {r.get('status')} | | | | | | | | | |"
+            )
             continue
-        md.append("| " + " | ".join([
-            trace, spec, job_symmetry_of(r), f"{r['jobs']:,}", "yes" if r["valid"] else "NO", _wall(r), f"{r['decisions']:,}",
-            f"{r['decision_mean_ms']:.1f}", _ms(r["decision_p99_ms"]), f"{r['decision_max_ms']:,.0f}",
-            _fallbacks(r), f"{r['variables_median']:.0f}/{r['variables_max']}",
-            _wait(r['wait_mean']), f"{r['slowdown_mean']:.2f}", f"{r['bsld_mean']:.3f}"]) + " |")
+        md.append(
+            "| "
+            + " | ".join(
+                [
+                    trace,
+                    spec,
+                    job_symmetry_of(r),
+                    f"{r['jobs']:,}",
+                    "yes" if r["valid"] else "NO",
+                    _wall(r),
+                    f"{r['decisions']:,}",
+                    f"{r['decision_mean_ms']:.1f}",
+                    _ms(r["decision_p99_ms"]),
+                    f"{r['decision_max_ms']:,.0f}",
+                    _fallbacks(r),
+                    f"{r['variables_median']:.0f}/{r['variables_max']}",
+                    _wait(r["wait_mean"]),
+                    f"{r['slowdown_mean']:.2f}",
+                    f"{r['bsld_mean']:.3f}",
+                ]
+            )
+            + " |"
+        )
         resumed = resumed or _wall(r).endswith("*")
     if resumed:
-        md += ["", "\\* resumed from its decision journal: wall s covers the last part only (the "
-               "decision times are the recorded ones)."]
+        md += [
+            "",
+            "\\* resumed from its decision journal: wall s covers the last part only (the "
+            "decision times are the recorded ones).",
+        ]
     return "\n".join(md)
 
 
@@ -207,7 +260,10 @@ def journal_progress(trace: str, spec: str, journals: Path, parked: Path) -> tup
     journals (the one a resumed run would start from); None when there is neither."""
     best = None
     local = journal_path(journals, trace, spec)
-    for where, path, opener in (("started", local, open), ("parked", parked / (local.name + ".gz"), gzip.open)):
+    for where, path, opener in (
+        ("started", local, open),
+        ("parked", parked / (local.name + ".gz"), gzip.open),
+    ):
         if path.exists():
             with opener(path, "rb") as fh:
                 n = sum(1 for _ in fh) - 1  # the first line is the run's header
@@ -230,7 +286,9 @@ def matrix(out: Path, trace: str, journals: Path, parked: Path) -> str:
         symmetric = params.pop("job_symmetry", None) != "false" and sym != "no"
         if params:  # reserve=1, keep_blocked=true, ...: not the matrix's default settings
             continue
-        text = f"{r['bsld_mean']:.2f} / {_wait(r['wait_mean'])}" + ("" if symmetric or not sym else " †")
+        text = f"{r['bsld_mean']:.2f} / {_wait(r['wait_mean'])}" + (
+            "" if symmetric or not sym else " †"
+        )
         key = (name, version, pred)
         if key not in cells or symmetric >= cells[key][0]:
             cells[key] = (int(symmetric), text)
@@ -246,18 +304,28 @@ def matrix(out: Path, trace: str, journals: Path, parked: Path) -> str:
                 if (name, v, p) in cells:
                     state, text = "done", cells[(name, v, p)][1]
                 else:  # read a journal only for a run that has not finished
-                    progress = journal_progress(trace, spec, journals, parked) if name in MODELS else None
-                    state, text = (progress[0], f"{progress[0]} {progress[1]:,}") if progress else ("to run", "-")
+                    progress = (
+                        journal_progress(trace, spec, journals, parked) if name in MODELS else None
+                    )
+                    state, text = (
+                        (progress[0], f"{progress[0]} {progress[1]:,}")
+                        if progress
+                        else ("to run", "-")
+                    )
                 row.append(text)
                 if name in ISSUE_MODELS:
                     counts[state] += 1
             if name not in MODELS and all(c == "-" for c in row):
                 continue
             md.append(f"| {name} | {v if name in MODELS else ''} | " + " | ".join(row) + " |")
-    md += ["", f"Cells: mean bounded slowdown / mean wait s of the finished, valid run (default options; "
-           f"† without job symmetry); \"started N\" / \"parked N\": decisions in its local / parked journal; \"-\": not run. "
-           f"hcp, pcp19 and pcp20 x versions 1-3 x {', '.join(preds)}: "
-           + ", ".join(f"{v} {k}" for k, v in counts.items()) + "."]
+    md += [
+        "",
+        f"Cells: mean bounded slowdown / mean wait s of the finished, valid run (default options; "
+        f'† without job symmetry); "started N" / "parked N": decisions in its local / parked journal; "-": not run. '
+        f"hcp, pcp19 and pcp20 x versions 1-3 x {', '.join(preds)}: "
+        + ", ".join(f"{v} {k}" for k, v in counts.items())
+        + ".",
+    ]
     return "\n".join(md)
 
 
@@ -277,8 +345,10 @@ def _fallbacks(r: dict) -> str:
 
 def is_finished(finished: dict, trace: str, spec: str) -> bool:
     """A finished ("ok") record of this run, made by the dispatcher ``spec`` names today."""
-    return any(k[:2] == (trace, spec) and r.get("status") == "ok" and same_dispatcher(r, spec)
-               for k, r in finished.items())
+    return any(
+        k[:2] == (trace, spec) and r.get("status") == "ok" and same_dispatcher(r, spec)
+        for k, r in finished.items()
+    )
 
 
 def journal_path(directory: Path, trace: str, spec: str) -> Path:
@@ -301,7 +371,9 @@ def park(runs: list[tuple[str, str]], finished: dict, journals: Path, parked: Pa
             with open(src, "rb") as fin, gzip.open(dst, "wb", compresslevel=9) as fout:
                 shutil.copyfileobj(fin, fout)
             lines = sum(1 for _ in open(src))
-            print(f"{trace} {spec}: {lines - 1} decisions parked in {dst} ({dst.stat().st_size / 1e6:.1f} MB)")
+            print(
+                f"{trace} {spec}: {lines - 1} decisions parked in {dst} ({dst.stat().st_size / 1e6:.1f} MB)"
+            )
 
 
 def main() -> None:
@@ -309,22 +381,41 @@ def main() -> None:
     # on writing the journal, hold its lock and lose its result. SIGTERM becomes SystemExit,
     # on which subprocess.run kills the worker.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--plan", choices=["priority", "full"], default="priority")
     ap.add_argument("--runs", default="", help="explicit TRACE:SPEC list separated by ';'")
     ap.add_argument("--out", type=Path, default=Path("cp_traces.jsonl"))
     ap.add_argument("--time-limit", type=float, default=6 * 3600.0)
-    ap.add_argument("--journals", type=Path, default=Path(__file__).resolve().parents[2] / "cp-journals",
-                    help="directory of the runs' decision journals (default: ../cp-journals, outside the repo)")
-    ap.add_argument("--parked", type=Path, default=Path(__file__).resolve().parent / "results" / "cp" / "journals",
-                    help="gzipped journals of unfinished runs kept in the repository (see --park)")
-    ap.add_argument("--park", action="store_true",
-                    help="gzip the journals of the unfinished runs of --runs/--plan into --parked and stop")
+    ap.add_argument(
+        "--journals",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / "cp-journals",
+        help="directory of the runs' decision journals (default: ../cp-journals, outside the repo)",
+    )
+    ap.add_argument(
+        "--parked",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "cp" / "journals",
+        help="gzipped journals of unfinished runs kept in the repository (see --park)",
+    )
+    ap.add_argument(
+        "--park",
+        action="store_true",
+        help="gzip the journals of the unfinished runs of --runs/--plan into --parked and stop",
+    )
     ap.add_argument("--report", action="store_true")
-    ap.add_argument("--matrix", action="store_true",
-                    help="with --trace: dispatcher x version x predictor table of finished and journalled runs")
-    ap.add_argument("--trace", default=None,
-                    help="with --report: only this trace's rows (e.g. LLNL-Atlas); needed by --matrix")
+    ap.add_argument(
+        "--matrix",
+        action="store_true",
+        help="with --trace: dispatcher x version x predictor table of finished and journalled runs",
+    )
+    ap.add_argument(
+        "--trace",
+        default=None,
+        help="with --report: only this trace's rows (e.g. LLNL-Atlas); needed by --matrix",
+    )
     args = ap.parse_args()
     if args.matrix:
         if not args.trace:
@@ -334,7 +425,11 @@ def main() -> None:
     if args.report:
         print(report(args.out, args.trace))
         return
-    runs = [tuple(r.split(":", 1)) for r in args.runs.split(";") if r.strip()] if args.runs else plan(args.plan)
+    runs = (
+        [tuple(r.split(":", 1)) for r in args.runs.split(";") if r.strip()]
+        if args.runs
+        else plan(args.plan)
+    )
     finished = done(args.out)
     if args.park:
         park(runs, finished, args.journals, args.parked)
@@ -346,7 +441,12 @@ def main() -> None:
         t0 = time.perf_counter()
         print(f"{trace} {spec} ...", flush=True)
         journal = "-"
-        if spec.split("-")[0] in ("cp", "hcp", "pcp19", "pcp20"):  # memoryless and slow: journal them
+        if spec.split("-")[0] in (
+            "cp",
+            "hcp",
+            "pcp19",
+            "pcp20",
+        ):  # memoryless and slow: journal them
             args.journals.mkdir(parents=True, exist_ok=True)
             journal = str(journal_path(args.journals, trace, spec))
             parked = args.parked / (Path(journal).name + ".gz")
@@ -355,8 +455,12 @@ def main() -> None:
                     shutil.copyfileobj(src, dst)
                 print(f"  resuming from the parked journal {parked}", flush=True)
         try:
-            proc = subprocess.run([sys.executable, "-c", WORKER, str(path), spec, str(max_jobs or "all"), journal],
-                                  capture_output=True, text=True, timeout=args.time_limit)
+            proc = subprocess.run(
+                [sys.executable, "-c", WORKER, str(path), spec, str(max_jobs or "all"), journal],
+                capture_output=True,
+                text=True,
+                timeout=args.time_limit,
+            )
             if proc.returncode != 0:
                 rec = {"status": "error", "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
                 if "in use by another process" in rec["error"]:  # another campaign runs it now
@@ -367,7 +471,9 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             rec = {"status": f"stopped after {args.time_limit:.0f} s"}
             if journal != "-":  # not finished: the next invocation resumes it from its journal
-                print(f"  stopped after {args.time_limit:.0f} s; journal {journal} kept", flush=True)
+                print(
+                    f"  stopped after {args.time_limit:.0f} s; journal {journal} kept", flush=True
+                )
                 continue
         rec.update(trace=trace, spec=spec, total_s=time.perf_counter() - t0)
         with args.out.open("a") as fh:

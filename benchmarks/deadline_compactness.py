@@ -29,11 +29,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--masks", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--starts", default="first,median,all", help="manhattan_partition starts= readings")
+    parser.add_argument(
+        "--starts", default="first,median,all", help="manhattan_partition starts= readings"
+    )
     args = parser.parse_args()
     grid = load_system("hlrn2-grid").topology.grid
     rng = np.random.default_rng(args.seed)
-    sizes = -(-deadline_columns(DeadlineWorkloadParams(jobs=args.masks, seed=args.seed))["processes"] // 4)
+    sizes = -(
+        -deadline_columns(DeadlineWorkloadParams(jobs=args.masks, seed=args.seed))["processes"] // 4
+    )
     sizes = sizes[(sizes >= 2) & (sizes <= 64)]
     starts = args.starts.split(",")
     counts = {s: np.zeros(3, dtype=np.int64) for s in starts}
@@ -45,7 +49,7 @@ def main() -> None:
         while busy.mean() < target:
             r, c = rng.integers(0, grid.rows), rng.integers(0, grid.cols)
             h, w = rng.integers(1, 4), rng.integers(1, 5)
-            busy[r:r + h, c:c + w] = True
+            busy[r : r + h, c : c + w] = True
         free = ~busy.ravel()
         a = hilbert_first_fit(free, grid.hilbert_order, k)
         parts = {s: manhattan_partition(free, (grid.rows, grid.cols), k, starts=s) for s in starts}
@@ -60,11 +64,15 @@ def main() -> None:
             ratios[s].append(hb / ha)
             norm[s].append(hb / best)
     n = int(counts[starts[0]].sum())
-    print(f"{n} pairs (same size, same mask); hilbert first fit: mean sum / best {np.mean(norm['hilbert']):.3f}")
+    print(
+        f"{n} pairs (same size, same mask); hilbert first fit: mean sum / best {np.mean(norm['hilbert']):.3f}"
+    )
     for s in starts:
         lower, equal, higher = counts[s] / n
-        print(f"manhattan starts={s:6s}: lower than hilbert {lower:.1%}, equal {equal:.1%}, higher {higher:.1%}; "
-              f"mean ratio manhattan / hilbert {np.mean(ratios[s]):.3f}; mean sum / best {np.mean(norm[s]):.3f}")
+        print(
+            f"manhattan starts={s:6s}: lower than hilbert {lower:.1%}, equal {equal:.1%}, higher {higher:.1%}; "
+            f"mean ratio manhattan / hilbert {np.mean(ratios[s]):.3f}; mean sum / best {np.mean(norm[s]):.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -97,6 +97,10 @@ def _fmt(values: pd.Series, digits: int = 1) -> str:
     return f"{mean:.{digits}f} +- {se:.{digits}f}"
 
 
+def _accepted(frame, strategy, load):
+    return _cells(frame, strategy=strategy, load=load)["accepted"].mean()
+
+
 def _cells(frame: pd.DataFrame, **where: str) -> pd.DataFrame:
     mask = np.ones(len(frame), dtype=bool)
     for column, value in where.items():
@@ -124,8 +128,12 @@ def _type_col(mix: str, metric: str) -> str:
 
 
 def c1_count_only(frame: pd.DataFrame) -> Finding:
-    f = Finding("C1", "count-only accepts 410-610 of 1,000 at normal load, normal > heavy > very heavy "
-                "(paper 510 / 400 / 260)", gated=True)
+    f = Finding(
+        "C1",
+        "count-only accepts 410-610 of 1,000 at normal load, normal > heavy > very heavy "
+        "(paper 510 / 400 / 260)",
+        gated=True,
+    )
     means = _groups(_cells(frame, strategy="count-only"), "accepted", ["mix", "comm", "load"])
     ok = True
     for mix in _present(frame, "mix", MIXES):
@@ -134,10 +142,14 @@ def c1_count_only(frame: pd.DataFrame) -> Finding:
             band = 410 <= vals[0] <= 610
             falls = vals[0] > vals[1] > vals[2]
             ok &= band and falls
-            per = _per_seed(frame, "accepted", strategy="count-only", mix=mix, comm=comm, load="normal")
-            f.lines.append(f"mix {mix:>7} {comm:5}: {vals[0]:.1f} / {vals[1]:.1f} / {vals[2]:.1f} "
-                           f"(band {'ok' if band else 'no'}, falls {'ok' if falls else 'no'}); "
-                           f"normal per seed {list(per.astype(int))}")
+            per = _per_seed(
+                frame, "accepted", strategy="count-only", mix=mix, comm=comm, load="normal"
+            )
+            f.lines.append(
+                f"mix {mix:>7} {comm:5}: {vals[0]:.1f} / {vals[1]:.1f} / {vals[2]:.1f} "
+                f"(band {'ok' if band else 'no'}, falls {'ok' if falls else 'no'}); "
+                f"normal per seed {list(per.astype(int))}"
+            )
     overall = [_fmt(_cells(frame, strategy="count-only", load=load)["accepted"]) for load in LOADS]
     f.lines.append("all cells: " + " / ".join(overall))
     f.met = bool(ok)
@@ -145,7 +157,9 @@ def c1_count_only(frame: pd.DataFrame) -> Finding:
 
 
 def c2_leaks_accept(frame: pd.DataFrame) -> Finding:
-    f = Finding("C2", "both leaks accept >= 95 % of submitted jobs at every load and mix", gated=True)
+    f = Finding(
+        "C2", "both leaks accept >= 95 % of submitted jobs at every load and mix", gated=True
+    )
     ok = True
     for strategy in LEAKS:
         cells = _cells(frame, strategy=strategy)
@@ -157,16 +171,25 @@ def c2_leaks_accept(frame: pd.DataFrame) -> Finding:
 
 
 def c3_spans(frame: pd.DataFrame) -> Finding:
-    f = Finding("C3", "simulated span about 74 / 65 / 65 days (normal / heavy / very heavy)", gated=False)
+    f = Finding(
+        "C3", "simulated span about 74 / 65 / 65 days (normal / heavy / very heavy)", gated=False
+    )
     for strategy in _present(frame, "strategy", ("count-only",) + FOUR):
-        f.lines.append(f"{strategy:10} span_days " + " / ".join(
-            _fmt(_cells(frame, strategy=strategy, load=load)["span_days"]) for load in LOADS))
+        f.lines.append(
+            f"{strategy:10} span_days "
+            + " / ".join(
+                _fmt(_cells(frame, strategy=strategy, load=load)["span_days"]) for load in LOADS
+            )
+        )
     return f
 
 
 def f1_leaks_accept_more(frame: pd.DataFrame) -> Finding:
-    f = Finding("F1", "both leaks accept more than both static strategies at every load and mix (Fig 14)",
-                gated=True)
+    f = Finding(
+        "F1",
+        "both leaks accept more than both static strategies at every load and mix (Fig 14)",
+        gated=True,
+    )
     means = _groups(frame, "accepted", ["strategy", "load", "mix", "comm"])
     ok = True
     worst = None
@@ -181,13 +204,21 @@ def f1_leaks_accept_more(frame: pd.DataFrame) -> Finding:
                 if worst is None or not margin >= worst[0]:
                     worst = (margin, load, mix, comm, leak, static)
                 if not good:
-                    f.lines.append(f"{load} mix {mix} {comm}: leaks {leak:.1f} <= static {static:.1f}")
+                    f.lines.append(
+                        f"{load} mix {mix} {comm}: leaks {leak:.1f} <= static {static:.1f}"
+                    )
     for strategy in FOUR:
-        f.lines.append(f"{strategy:10} accepted " + " / ".join(
-            _fmt(_cells(frame, strategy=strategy, load=load)["accepted"]) for load in LOADS))
+        f.lines.append(
+            f"{strategy:10} accepted "
+            + " / ".join(
+                _fmt(_cells(frame, strategy=strategy, load=load)["accepted"]) for load in LOADS
+            )
+        )
     if worst is not None:
-        f.lines.append(f"smallest margin: {worst[1]} mix {worst[2]} {worst[3]}: least leak {worst[4]:.1f} "
-                       f"vs best static {worst[5]:.1f}")
+        f.lines.append(
+            f"smallest margin: {worst[1]} mix {worst[2]} {worst[3]}: least leak {worst[4]:.1f} "
+            f"vs best static {worst[5]:.1f}"
+        )
     f.met = bool(ok)
     return f
 
@@ -203,23 +234,32 @@ def f2_static_falls(frame: pd.DataFrame) -> Finding:
                 good = bool(vals[0] > vals[1] > vals[2])
                 ok &= good
                 if not good:
-                    f.lines.append(f"{strategy} mix {mix} {comm}: {vals[0]:.1f} / {vals[1]:.1f} / {vals[2]:.1f}")
+                    f.lines.append(
+                        f"{strategy} mix {mix} {comm}: {vals[0]:.1f} / {vals[1]:.1f} / {vals[2]:.1f}"
+                    )
         cells = _cells(frame, strategy=strategy)
         seeds_falling = 0
         seeds = sorted(set(cells["seed"]))
         for seed in seeds:
             per = cells[cells["seed"] == seed].groupby("load")["accepted"].mean()
-            seeds_falling += bool(per.get("normal", np.nan) > per.get("heavy", np.nan) > per.get("very-heavy", np.nan))
-        f.lines.append(f"{strategy:10} accepted " + " / ".join(
-            _fmt(cells[cells["load"] == load]["accepted"]) for load in LOADS)
-            + f"; falling in {seeds_falling} of {len(seeds)} seeds (mean over mixes and patterns)")
+            seeds_falling += bool(
+                per.get("normal", np.nan) > per.get("heavy", np.nan) > per.get("very-heavy", np.nan)
+            )
+        f.lines.append(
+            f"{strategy:10} accepted "
+            + " / ".join(_fmt(cells[cells["load"] == load]["accepted"]) for load in LOADS)
+            + f"; falling in {seeds_falling} of {len(seeds)} seeds (mean over mixes and patterns)"
+        )
     f.met = bool(ok)
     return f
 
 
 def f3_manhattan_vs_hilbert(frame: pd.DataFrame) -> Finding:
-    f = Finding("F3", "Manhattan / Hilbert accepted >= 0.9 at normal, <= 0.75 at very heavy (paper ~0.5)",
-                gated=False)
+    f = Finding(
+        "F3",
+        "Manhattan / Hilbert accepted >= 0.9 at normal, <= 0.75 at very heavy (paper ~0.5)",
+        gated=False,
+    )
     ratios = {}
     for load in LOADS:
         h = _cells(frame, strategy="hilbert", load=load)["accepted"].mean()
@@ -227,16 +267,23 @@ def f3_manhattan_vs_hilbert(frame: pd.DataFrame) -> Finding:
         ratios[load] = m / h
     f.lines.append("manhattan / hilbert: " + " / ".join(f"{ratios[load]:.3f}" for load in LOADS))
     if "manhattan-all" in set(frame["strategy"]):
-        f.lines.append("manhattan-all / hilbert: " + " / ".join(
-            f"{_cells(frame, strategy='manhattan-all', load=load)['accepted'].mean() / _cells(frame, strategy='hilbert', load=load)['accepted'].mean():.3f}"
-            for load in LOADS))
+        f.lines.append(
+            "manhattan-all / hilbert: "
+            + " / ".join(
+                f"{_accepted(frame, 'manhattan-all', load) / _accepted(frame, 'hilbert', load):.3f}"
+                for load in LOADS
+            )
+        )
     f.met = bool(ratios["normal"] >= 0.9 and ratios["very-heavy"] <= 0.75)
     return f
 
 
 def f4_leak_nc_on_time(frame: pd.DataFrame) -> Finding:
-    f = Finding("F4", "types 2, 3, normal load, async: leak-nc on time > both static in >= 4 of 5 seeds (Fig 17a)",
-                gated=True)
+    f = Finding(
+        "F4",
+        "types 2, 3, normal load, async: leak-nc on time > both static in >= 4 of 5 seeds (Fig 17a)",
+        gated=True,
+    )
     ok = True
     for comm in _present(frame, "comm", COMMS):
         for mix in ("2", "3"):
@@ -247,9 +294,11 @@ def f4_leak_nc_on_time(frame: pd.DataFrame) -> Finding:
             wins = int((nc > best_static).sum())
             if comm == "async":
                 ok &= wins >= 4 and len(nc) > 0
-            f.lines.append(f"type {mix} {comm:5}: leak-nc wins {wins} of {len(nc)} seeds; on time per seed "
-                           f"leak-nc {list(nc.astype(int))}, hilbert {list(h.astype(int))}, "
-                           f"manhattan {list(m.astype(int))}" + ("" if comm == "async" else " (not gated)"))
+            f.lines.append(
+                f"type {mix} {comm:5}: leak-nc wins {wins} of {len(nc)} seeds; on time per seed "
+                f"leak-nc {list(nc.astype(int))}, hilbert {list(h.astype(int))}, "
+                f"manhattan {list(m.astype(int))}" + ("" if comm == "async" else " (not gated)")
+            )
     f.met = bool(ok)
     return f
 
@@ -262,12 +311,17 @@ def _cancel_table(frame: pd.DataFrame, load: str, mix: str, comm: str) -> dict[s
 def _cancel_line(frame: pd.DataFrame, load: str, mix: str, comm: str) -> str:
     col = _type_col(mix, "cancel_rate")
     return f"{load} type {mix} {comm}: cancel share " + ", ".join(
-        f"{s} {_fmt(_cells(frame, strategy=s, load=load, mix=mix, comm=comm)[col], 3)}" for s in FOUR)
+        f"{s} {_fmt(_cells(frame, strategy=s, load=load, mix=mix, comm=comm)[col], 3)}"
+        for s in FOUR
+    )
 
 
 def f5_manhattan_type1(frame: pd.DataFrame) -> Finding:
-    f = Finding("F5", "type 1, normal, async: Manhattan has the lowest cancel share of the four (Fig 15a)",
-                gated=False)
+    f = Finding(
+        "F5",
+        "type 1, normal, async: Manhattan has the lowest cancel share of the four (Fig 15a)",
+        gated=False,
+    )
     table = _cancel_table(frame, "normal", "1", "async")
     f.lines.append(_cancel_line(frame, "normal", "1", "async"))
     f.met = bool(table["manhattan"] == min(table.values()))
@@ -275,7 +329,11 @@ def f5_manhattan_type1(frame: pd.DataFrame) -> Finding:
 
 
 def f6_leak_nc_cancel(frame: pd.DataFrame) -> Finding:
-    f = Finding("F6", "types 2, 3, normal, async: leak-nc cancel share below both static (Fig 15a)", gated=False)
+    f = Finding(
+        "F6",
+        "types 2, 3, normal, async: leak-nc cancel share below both static (Fig 15a)",
+        gated=False,
+    )
     ok = True
     for mix in ("2", "3"):
         table = _cancel_table(frame, "normal", mix, "async")
@@ -286,13 +344,19 @@ def f6_leak_nc_cancel(frame: pd.DataFrame) -> Finding:
 
 
 def f7_leak_cancel_rises(frame: pd.DataFrame) -> Finding:
-    f = Finding("F7", "types 2, 3, async: the leaks' cancel share rises from normal to very heavy (Fig 15)",
-                gated=False)
+    f = Finding(
+        "F7",
+        "types 2, 3, async: the leaks' cancel share rises from normal to very heavy (Fig 15)",
+        gated=False,
+    )
     ok = True
     for strategy in LEAKS:
         for mix in ("2", "3"):
             col = _type_col(mix, "cancel_rate")
-            vals = [_cells(frame, strategy=strategy, load=load, mix=mix, comm="async")[col].mean() for load in LOADS]
+            vals = [
+                _cells(frame, strategy=strategy, load=load, mix=mix, comm="async")[col].mean()
+                for load in LOADS
+            ]
             ok &= bool(vals[2] > vals[0])
             f.lines.append(f"{strategy} type {mix}: " + " / ".join(f"{v:.3f}" for v in vals))
     f.met = bool(ok)
@@ -300,8 +364,11 @@ def f7_leak_cancel_rises(frame: pd.DataFrame) -> Finding:
 
 
 def f8_leak_vs_leak_nc(frame: pd.DataFrame) -> Finding:
-    f = Finding("F8", "very heavy, types 2, 3, async: contiguous leak cancels no more than leak-nc (Fig 15c)",
-                gated=False)
+    f = Finding(
+        "F8",
+        "very heavy, types 2, 3, async: contiguous leak cancels no more than leak-nc (Fig 15c)",
+        gated=False,
+    )
     ok = True
     for mix in ("2", "3"):
         table = _cancel_table(frame, "very-heavy", mix, "async")
@@ -312,28 +379,45 @@ def f8_leak_vs_leak_nc(frame: pd.DataFrame) -> Finding:
 
 
 def f9_uniform_on_time(frame: pd.DataFrame) -> Finding:
-    f = Finding("F9", "uniform mix: leak-nc on time >= both static at every load, both patterns (Figs 17/18)",
-                gated=False)
+    f = Finding(
+        "F9",
+        "uniform mix: leak-nc on time >= both static at every load, both patterns (Figs 17/18)",
+        gated=False,
+    )
     ok = True
     for comm in _present(frame, "comm", COMMS):
         for load in LOADS:
-            vals = {s: _cells(frame, strategy=s, load=load, mix="uniform", comm=comm)["on_time"] for s in FOUR}
+            vals = {
+                s: _cells(frame, strategy=s, load=load, mix="uniform", comm=comm)["on_time"]
+                for s in FOUR
+            }
             ok &= bool(vals["leak-nc"].mean() >= max(vals[s].mean() for s in STATIC))
-            f.lines.append(f"{load} {comm}: on time " + ", ".join(f"{s} {_fmt(v)}" for s, v in vals.items()))
+            f.lines.append(
+                f"{load} {comm}: on time " + ", ".join(f"{s} {_fmt(v)}" for s, v in vals.items())
+            )
     f.met = bool(ok)
     return f
 
 
 def f10_compactness(frame: pd.DataFrame) -> Finding:
-    f = Finding("F10", "Manhattan partitions are more compact than Hilbert's (§3.2): compactness_norm", gated=True)
+    f = Finding(
+        "F10",
+        "Manhattan partitions are more compact than Hilbert's (§3.2): compactness_norm",
+        gated=True,
+    )
     ok = True
     for load in LOADS:
         h = _cells(frame, strategy="hilbert", load=load)
         m = _cells(frame, strategy="manhattan", load=load)
         ok &= bool(m["compactness_norm"].mean() < h["compactness_norm"].mean())
         line = f"{load}: hilbert {_fmt(h['compactness_norm'], 4)}, manhattan {_fmt(m['compactness_norm'], 4)}"
-        pairs = h.set_index(["mix", "comm", "seed"])["compactness_norm"].to_frame("h").join(
-            m.set_index(["mix", "comm", "seed"])["compactness_norm"].to_frame("m"), how="inner")
+        pairs = (
+            h.set_index(["mix", "comm", "seed"])["compactness_norm"]
+            .to_frame("h")
+            .join(
+                m.set_index(["mix", "comm", "seed"])["compactness_norm"].to_frame("m"), how="inner"
+            )
+        )
         line += f" (manhattan lower in {int((pairs['m'] < pairs['h']).sum())} of {len(pairs)} paired cells)"
         if "manhattan-all" in set(frame["strategy"]):
             a = _cells(frame, strategy="manhattan-all", load=load)
@@ -344,8 +428,11 @@ def f10_compactness(frame: pd.DataFrame) -> Finding:
 
 
 def f11_fragmentation(frame: pd.DataFrame) -> Finding:
-    f = Finding("F11", "Manhattan fragments the free space more than Hilbert at heavy and very heavy (§5.1)",
-                gated=False)
+    f = Finding(
+        "F11",
+        "Manhattan fragments the free space more than Hilbert at heavy and very heavy (§5.1)",
+        gated=False,
+    )
     ok = True
     for load in LOADS:
         h = _cells(frame, strategy="hilbert", load=load)["free_fragmentation"]
@@ -358,8 +445,11 @@ def f11_fragmentation(frame: pd.DataFrame) -> Finding:
 
 
 def f12_sync(frame: pd.DataFrame) -> Finding:
-    f = Finding("F12", "type 1: sync cancels less than async for Hilbert and the contiguous leak (Figs 16/18)",
-                gated=False)
+    f = Finding(
+        "F12",
+        "type 1: sync cancels less than async for Hilbert and the contiguous leak (Figs 16/18)",
+        gated=False,
+    )
     ok = True
     col = _type_col("1", "cancel_rate")
     for strategy in ("hilbert", "leak", "manhattan"):
@@ -370,16 +460,32 @@ def f12_sync(frame: pd.DataFrame) -> Finding:
             if strategy != "manhattan":
                 ok &= bool(s < a)
             parts.append(f"{load} {a:.3f} -> {s:.3f}")
-        f.lines.append(f"{strategy} (async -> sync): " + ", ".join(parts)
-                       + (" (not part of the verdict)" if strategy == "manhattan" else ""))
+        f.lines.append(
+            f"{strategy} (async -> sync): "
+            + ", ".join(parts)
+            + (" (not part of the verdict)" if strategy == "manhattan" else "")
+        )
     f.met = bool(ok)
     return f
 
 
-CHECKS = (c1_count_only, c2_leaks_accept, c3_spans, f1_leaks_accept_more, f2_static_falls,
-          f3_manhattan_vs_hilbert, f4_leak_nc_on_time, f5_manhattan_type1, f6_leak_nc_cancel,
-          f7_leak_cancel_rises, f8_leak_vs_leak_nc, f9_uniform_on_time, f10_compactness,
-          f11_fragmentation, f12_sync)
+CHECKS = (
+    c1_count_only,
+    c2_leaks_accept,
+    c3_spans,
+    f1_leaks_accept_more,
+    f2_static_falls,
+    f3_manhattan_vs_hilbert,
+    f4_leak_nc_on_time,
+    f5_manhattan_type1,
+    f6_leak_nc_cancel,
+    f7_leak_cancel_rises,
+    f8_leak_vs_leak_nc,
+    f9_uniform_on_time,
+    f10_compactness,
+    f11_fragmentation,
+    f12_sync,
+)
 
 
 def evaluate(frame: pd.DataFrame) -> list[Finding]:
@@ -391,8 +497,14 @@ def evaluate(frame: pd.DataFrame) -> list[Finding]:
             findings.append(check(frame))
         except KeyError as missing:
             key = check.__name__.split("_")[0].upper()
-            findings.append(Finding(key, check.__name__, gated=False,
-                                    lines=[f"not in this sweep: no {missing} column"]))
+            findings.append(
+                Finding(
+                    key,
+                    check.__name__,
+                    gated=False,
+                    lines=[f"not in this sweep: no {missing} column"],
+                )
+            )
     return findings
 
 
@@ -402,8 +514,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     frame = read_sweep(args.sweep_dir)
     findings = evaluate(frame)
-    print(f"{args.sweep_dir}: {len(frame)} cells, {int(frame['valid'].sum())} valid, "
-          f"seeds {sorted(set(frame['seed']))}")
+    print(
+        f"{args.sweep_dir}: {len(frame)} cells, {int(frame['valid'].sum())} valid, "
+        f"seeds {sorted(set(frame['seed']))}"
+    )
     for finding in findings:
         print(finding.render())
     gated = [x for x in findings if x.gated]

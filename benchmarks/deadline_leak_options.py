@@ -42,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     frame = pd.concat([base, options], ignore_index=True)
     variants = sorted(set(options["strategy"]))
     stand_ins = ["leak", *variants]
-    print(f"{args.sweep_dir}: {len(base)} cells, {int(base['valid'].sum())} valid; "
-          f"{args.options_dir}: {len(options)} cells, {int(options['valid'].sum())} valid")
+    print(
+        f"{args.sweep_dir}: {len(base)} cells, {int(base['valid'].sum())} valid; "
+        f"{args.options_dir}: {len(options)} cells, {int(options['valid'].sum())} valid"
+    )
 
     order = ["hilbert", "manhattan", "leak", "leak-nc", *variants]
     order = sorted(order, key=lambda s: (s.startswith("leak"), s.startswith("leak-nc"), len(s)))

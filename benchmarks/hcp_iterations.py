@@ -40,14 +40,16 @@ def main() -> None:
         info = out.result.decisions["info"]
         solved = sum(1 for v in info.column("solve_s") if v is not None)
         postponed = sum(v for v in info.column("postponed_at_allocation") if v is not None)
-        print(f"re-solve {'on ' if resolve else 'off'}: valid {out.validation.ok}, wall {wall:.1f} s, "
-              f"decisions {s['decisions']}, with a model {solved}, "
-              f"stage solves {s.get('allocation_iterations_total', solved)}, "
-              f"re-iterated {s.get('decisions_reiterated', 0)} (max {s.get('allocation_iterations_max', 1)}), "
-              f"postponed by allocation {s.get('postponed_by_allocation_total', postponed)}, "
-              f"decision mean {1000 * s['decision_time_mean_s']:.2f} ms p95 {1000 * s['decision_time_p95_s']:.2f} ms "
-              f"max {1000 * s['decision_time_max_s']:.0f} ms, wait mean {s['wait_mean']:.0f} s, "
-              f"bsld mean {s['bounded_slowdown_mean']:.3f}, slowdown mean {s['slowdown_mean']:.3f}")
+        print(
+            f"re-solve {'on ' if resolve else 'off'}: valid {out.validation.ok}, wall {wall:.1f} s, "
+            f"decisions {s['decisions']}, with a model {solved}, "
+            f"stage solves {s.get('allocation_iterations_total', solved)}, "
+            f"re-iterated {s.get('decisions_reiterated', 0)} (max {s.get('allocation_iterations_max', 1)}), "
+            f"postponed by allocation {s.get('postponed_by_allocation_total', postponed)}, "
+            f"decision mean {1000 * s['decision_time_mean_s']:.2f} ms p95 {1000 * s['decision_time_p95_s']:.2f} ms "
+            f"max {1000 * s['decision_time_max_s']:.0f} ms, wait mean {s['wait_mean']:.0f} s, "
+            f"bsld mean {s['bounded_slowdown_mean']:.3f}, slowdown mean {s['slowdown_mean']:.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -39,15 +39,19 @@ def report(path: Path) -> None:
     run, procs = run[ok], procs[ok]
     print(f"{path.name}: {len(run)} jobs with run time and size")
     s, m, long_ = run < 3600, (run >= 3600) & (run < 18000), run >= 18000
-    print(f"  short {s.mean():.4f} medium {m.mean():.4f} long {long_.mean():.4f}; "
-          f"long among > 1 h {long_.sum() / (m.sum() + long_.sum()):.3f}")
+    print(
+        f"  short {s.mean():.4f} medium {m.mean():.4f} long {long_.mean():.4f}; "
+        f"long among > 1 h {long_.sum() / (m.sum() + long_.sum()):.3f}"
+    )
     for name, mask in (("short", s), ("medium", m), ("long", long_)):
         lr = np.log(run[mask])
         print(f"  {name}: log run time mean {lr.mean():.2f} sd {lr.std():.2f}")
     edges = [2.0**k for k in range(15)] + [1e12]
     share = np.histogram(procs, bins=edges)[0] / len(procs)
-    print("  processors by log2 class: " + " ".join(f"{int(edges[k])}+:{share[k]:.3f}" for k in range(len(share))
-                                                     if share[k] > 0))
+    print(
+        "  processors by log2 class: "
+        + " ".join(f"{int(edges[k])}+:{share[k]:.3f}" for k in range(len(share)) if share[k] > 0)
+    )
     p = procs.astype(np.int64)
     par = p > 1
     print(f"  power of two among parallel jobs {((p & (p - 1)) == 0)[par].mean():.3f}")
@@ -55,7 +59,10 @@ def report(path: Path) -> None:
     if len(small):
         bins = [1, 2, 4, 8, 16, 17]
         h = np.histogram(small, bins=bins)[0] / len(small)
-        print("  jobs of <= 16 processors: " + " ".join(f"{bins[k]}+:{h[k]:.3f}" for k in range(len(h))))
+        print(
+            "  jobs of <= 16 processors: "
+            + " ".join(f"{bins[k]}+:{h[k]:.3f}" for k in range(len(h)))
+        )
 
 
 if __name__ == "__main__":

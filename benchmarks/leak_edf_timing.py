@@ -32,10 +32,14 @@ def main() -> None:
     times = []
     for _ in range(args.runs):
         t0 = time.perf_counter()
-        Simulator(system, workload, make_dispatcher(args.spec), None, SimulationOptions(engine="python")).run()
+        Simulator(
+            system, workload, make_dispatcher(args.spec), None, SimulationOptions(engine="python")
+        ).run()
         times.append(time.perf_counter() - t0)
-    print(f"{args.spec} on {args.workload}: min {min(times):.3f} s, median {statistics.median(times):.3f} s "
-          f"over {args.runs} runs")
+    print(
+        f"{args.spec} on {args.workload}: min {min(times):.3f} s, median {statistics.median(times):.3f} s "
+        f"over {args.runs} runs"
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,10 @@ def draws(summary: pd.DataFrame) -> pd.DataFrame:
     out = summary.copy()
     workloads = [json.loads(c)["workload"] for c in out["config"]]
     out["draw"] = [int(w.get("jitter_seed", 0)) for w in workloads]
-    out["_key"] = [json.dumps({k: v for k, v in w.items() if k not in JITTER_KEYS}, sort_keys=True)
-                   for w in workloads]
+    out["_key"] = [
+        json.dumps({k: v for k, v in w.items() if k not in JITTER_KEYS}, sort_keys=True)
+        for w in workloads
+    ]
     out["_key"] = out["system_spec"].astype(str) + out["_key"]
     names = {k: g.sort_values("draw")["workload_label"].iloc[0] for k, g in out.groupby("_key")}
     out["trace"] = out["_key"].map(names)
@@ -54,9 +56,17 @@ def per_run(rows: pd.DataFrame, metric: str) -> pd.DataFrame:
     for (trace, run), g in rows.groupby(["trace", "run_label"], sort=False):
         g = g.sort_values("draw")
         replicas = g.loc[g["draw"] > 0, metric].to_numpy()
-        table.append({"trace": trace, "run": run, "draws": ", ".join(_fmt(v) for v in g[metric]),
-                      "replicas": f"{_fmt(replicas.mean())} ± {_fmt(replicas.std(ddof=1))}" if len(replicas) > 1 else "",
-                      "range / median": f"{_spread(g[metric].to_numpy()):.0%}"})
+        table.append(
+            {
+                "trace": trace,
+                "run": run,
+                "draws": ", ".join(_fmt(v) for v in g[metric]),
+                "replicas": f"{_fmt(replicas.mean())} ± {_fmt(replicas.std(ddof=1))}"
+                if len(replicas) > 1
+                else "",
+                "range / median": f"{_spread(g[metric].to_numpy()):.0%}",
+            }
+        )
     return pd.DataFrame(table)
 
 
@@ -71,16 +81,25 @@ def paired(rows: pd.DataFrame, a: str, b: str, metric: str) -> list[dict]:
         if not len(common):
             continue
         diff = (va[common] - vb[common]) / vb[common]
-        result.append({"trace": trace, "pair": f"{a} vs {b}", "metric": metric,
-                       "a wins / ties / loses": f"{int((va[common] < vb[common]).sum())} / "
-                                                f"{int((va[common] == vb[common]).sum())} / "
-                                                f"{int((va[common] > vb[common]).sum())}",
-                       "mean diff": f"{diff.mean():+.2%}", "min..max diff": f"{diff.min():+.2%} .. {diff.max():+.2%}"})
+        result.append(
+            {
+                "trace": trace,
+                "pair": f"{a} vs {b}",
+                "metric": metric,
+                "a wins / ties / loses": f"{int((va[common] < vb[common]).sum())} / "
+                f"{int((va[common] == vb[common]).sum())} / "
+                f"{int((va[common] > vb[common]).sum())}",
+                "mean diff": f"{diff.mean():+.2%}",
+                "min..max diff": f"{diff.min():+.2%} .. {diff.max():+.2%}",
+            }
+        )
     return result
 
 
 def _markdown(frame: pd.DataFrame) -> str:
-    return markdown_rows(list(frame.columns), [[str(v) for v in row] for row in frame.itertuples(index=False)])
+    return markdown_rows(
+        list(frame.columns), [[str(v) for v in row] for row in frame.itertuples(index=False)]
+    )
 
 
 def _spread(values: np.ndarray) -> float:
@@ -92,10 +111,14 @@ def _fmt(v: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("out", type=Path, help="sweep output directory (with summary.parquet)")
     ap.add_argument("--metrics", default="bounded_slowdown_mean,wait_mean")
-    ap.add_argument("--pairs", default="", help="A:B,... run labels; A wins a draw when its metric is lower")
+    ap.add_argument(
+        "--pairs", default="", help="A:B,... run labels; A wins a draw when its metric is lower"
+    )
     ap.add_argument("--csv", type=Path, help="write the per-draw figures here")
     args = ap.parse_args(argv)
     summary = pd.read_parquet(args.out / "summary.parquet")
@@ -107,14 +130,27 @@ def main(argv: list[str] | None = None) -> int:
     pairs = [p.split(":") for p in args.pairs.split(",") if p]
     unknown = {label for pair in pairs for label in pair} - set(rows["run_label"])
     if unknown:
-        raise SystemExit(f"--pairs: no run labelled {sorted(unknown)}; the runs are {sorted(set(rows['run_label']))}")
+        raise SystemExit(
+            f"--pairs: no run labelled {sorted(unknown)}; the runs are {sorted(set(rows['run_label']))}"
+        )
     if pairs:
         table = [r for a, b in pairs for metric in metrics for r in paired(rows, a, b, metric)]
         print("\n### paired draws\n")
         print(_markdown(pd.DataFrame(table)))
     if args.csv:
-        cols = ["trace", "run_label", "draw", "jobs", "valid", *metrics, "decisions", "decision_time_mean_s"]
-        rows.sort_values(["trace", "run_label", "draw"])[cols].to_csv(args.csv, index=False, float_format="%.4f")
+        cols = [
+            "trace",
+            "run_label",
+            "draw",
+            "jobs",
+            "valid",
+            *metrics,
+            "decisions",
+            "decision_time_mean_s",
+        ]
+        rows.sort_values(["trace", "run_label", "draw"])[cols].to_csv(
+            args.csv, index=False, float_format="%.4f"
+        )
     return 0
 
 

@@ -39,10 +39,14 @@ TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--traces", default="HPC2N,SDSC-SP2")
     ap.add_argument("--traces-dir", type=Path, default=TRACES)
-    ap.add_argument("--workloads", default="", help="';'-separated workload specs (synthetic:...), system auto")
+    ap.add_argument(
+        "--workloads", default="", help="';'-separated workload specs (synthetic:...), system auto"
+    )
     ap.add_argument("--predictors", default="W,L2,D,R")
     ap.add_argument("--dispatcher", default="easy")
     ap.add_argument("--max-jobs", type=int, default=0)
@@ -61,38 +65,83 @@ def main() -> None:
     for source_name, source in sources:
         system = resolve_system("auto", source)
         wl = load_workload(source, system, SwfOptions(max_jobs=args.max_jobs or None))
-        for pred, corr in [(p.strip(), c.strip()) for p in args.predictors.split(",")
-                           for c in args.corrections.split(",")]:
+        for pred, corr in [
+            (p.strip(), c.strip())
+            for p in args.predictors.split(",")
+            for c in args.corrections.split(",")
+        ]:
             spec = f"{args.dispatcher}-{pred}"
             correction = None if corr == "none" else corr
             label = spec if correction is None else f"{spec} +{correction}"
             with console.status(f"{source_name}: {label} ..."):
-                out = run_simulation(system, wl, spec, options=SimulationOptions(record_decisions=False,
-                                                                                  prediction_correction=correction))
+                out = run_simulation(
+                    system,
+                    wl,
+                    spec,
+                    options=SimulationOptions(
+                        record_decisions=False, prediction_correction=correction
+                    ),
+                )
             s = out.summary
             row = {
-                "trace": source_name, "jobs": len(wl), "dispatcher": label, "predictor": s["predictor"],
-                "correction": correction, "revisions": s.get("prediction_revisions", 0),
-                "mae_s": s["prediction_mae_s"], "under": s["prediction_under_rate"], "over": s["prediction_over_rate"],
-                "within_25pct": s["prediction_within_25pct"], "prediction_s": s["prediction_time_s"],
-                "sim_s": out.wall_seconds, "overhead": s["prediction_time_s"] / out.wall_seconds,
-                "wait_mean": s["wait_mean"], "bsld_mean": s["bounded_slowdown_mean"], "valid": out.validation.ok,
+                "trace": source_name,
+                "jobs": len(wl),
+                "dispatcher": label,
+                "predictor": s["predictor"],
+                "correction": correction,
+                "revisions": s.get("prediction_revisions", 0),
+                "mae_s": s["prediction_mae_s"],
+                "under": s["prediction_under_rate"],
+                "over": s["prediction_over_rate"],
+                "within_25pct": s["prediction_within_25pct"],
+                "prediction_s": s["prediction_time_s"],
+                "sim_s": out.wall_seconds,
+                "overhead": s["prediction_time_s"] / out.wall_seconds,
+                "wait_mean": s["wait_mean"],
+                "bsld_mean": s["bounded_slowdown_mean"],
+                "valid": out.validation.ok,
             }
             rows.append(row)
-            console.print(f"{source_name} {label}: MAE {row['mae_s']:,.0f} s, under {row['under']:.3f}, "
-                          f"bsld {row['bsld_mean']:.2f}, overhead {100 * row['overhead']:.1f} %")
+            console.print(
+                f"{source_name} {label}: MAE {row['mae_s']:,.0f} s, under {row['under']:.3f}, "
+                f"bsld {row['bsld_mean']:.2f}, overhead {100 * row['overhead']:.1f} %"
+            )
             args.out.write_text(json.dumps(rows, indent=2))
-    cols = ["trace", "dispatcher", "MAE s", "under-est.", "over-est.", "A in [0.75,1.25]", "predict+learn s",
-            "simulation s", "overhead", "revisions", "mean wait s", "mean bsld", "valid"]
+    cols = [
+        "trace",
+        "dispatcher",
+        "MAE s",
+        "under-est.",
+        "over-est.",
+        "A in [0.75,1.25]",
+        "predict+learn s",
+        "simulation s",
+        "overhead",
+        "revisions",
+        "mean wait s",
+        "mean bsld",
+        "valid",
+    ]
     table = Table(title="duration predictors")
     for c in cols:
         table.add_column(c, justify="left" if c in ("trace", "dispatcher") else "right")
     md = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        cells = [r["trace"], r["dispatcher"], f"{r['mae_s']:,.0f}", f"{r['under']:.3f}", f"{r['over']:.3f}",
-                 f"{r['within_25pct']:.3f}", f"{r['prediction_s']:.2f}", f"{r['sim_s']:.1f}",
-                 f"{100 * r['overhead']:.1f} %", f"{r['revisions']:,}", f"{r['wait_mean']:,.0f}", f"{r['bsld_mean']:.2f}",
-                 "yes" if r["valid"] else "NO"]
+        cells = [
+            r["trace"],
+            r["dispatcher"],
+            f"{r['mae_s']:,.0f}",
+            f"{r['under']:.3f}",
+            f"{r['over']:.3f}",
+            f"{r['within_25pct']:.3f}",
+            f"{r['prediction_s']:.2f}",
+            f"{r['sim_s']:.1f}",
+            f"{100 * r['overhead']:.1f} %",
+            f"{r['revisions']:,}",
+            f"{r['wait_mean']:,.0f}",
+            f"{r['bsld_mean']:.2f}",
+            "yes" if r["valid"] else "NO",
+        ]
         table.add_row(*cells)
         md.append("| " + " | ".join(cells) + " |")
     console.print(table)

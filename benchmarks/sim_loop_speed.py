@@ -58,16 +58,44 @@ CASES = [
     ("fifo W", "machine-s", "synthetic:lublin,jobs=20000,seed=1,load=0.9", "fifo", "walltime", {}),
     ("sjf W", "machine-s", "synthetic:lublin,jobs=20000,seed=1,load=0.9", "sjf", "walltime", {}),
     ("easy W", "machine-s", "synthetic:lublin,jobs=20000,seed=1,load=0.9", "easy", "walltime", {}),
-    ("easy L2 + ladder", "machine-s", "synthetic:lublin,jobs=20000,seed=1,load=0.9", "easy", "last-two",
-     {"prediction_correction": "ladder"}),
-    ("conservative W", "machine-s", "synthetic:lublin,jobs=5000,seed=1,load=0.9", "conservative", "walltime", {}),
+    (
+        "easy L2 + ladder",
+        "machine-s",
+        "synthetic:lublin,jobs=20000,seed=1,load=0.9",
+        "easy",
+        "last-two",
+        {"prediction_correction": "ladder"},
+    ),
+    (
+        "conservative W",
+        "machine-s",
+        "synthetic:lublin,jobs=5000,seed=1,load=0.9",
+        "conservative",
+        "walltime",
+        {},
+    ),
 ]
 
 
 def run_once(src: Path, case: tuple) -> dict:
     _, system, workload, dispatcher, predictor, options = case
-    out = subprocess.run([sys.executable, "-c", WORKER, system, workload, dispatcher, predictor, json.dumps(options), "1"],
-                         capture_output=True, text=True, env=_env(src), check=False)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            WORKER,
+            system,
+            workload,
+            dispatcher,
+            predictor,
+            json.dumps(options),
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(src),
+        check=False,
+    )
     if out.returncode != 0:
         raise SystemExit(f"{src}: {case[0]} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -76,9 +104,26 @@ def run_once(src: Path, case: tuple) -> dict:
 def instructions(src: Path, case: tuple, run: bool) -> int:
     """Instructions of a process that builds the case's simulation (and runs it, ``run``)."""
     _, system, workload, dispatcher, predictor, options = case
-    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", WORKER,
-                          system, workload, dispatcher, predictor, json.dumps(options), "1" if run else "0"],
-                         capture_output=True, text=True, env=_env(src), check=False)
+    out = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            WORKER,
+            system,
+            workload,
+            dispatcher,
+            predictor,
+            json.dumps(options),
+            "1" if run else "0",
+        ],
+        capture_output=True,
+        text=True,
+        env=_env(src),
+        check=False,
+    )
     found = re.search(r"Collected : (\d+)", out.stderr)
     if out.returncode != 0 or found is None:
         raise SystemExit(f"{src}: {case[0]} under callgrind failed:\n{out.stderr[-2000:]}")
@@ -101,29 +146,51 @@ def instruction_table(trees: dict[str, Path], cases: list[tuple]) -> None:
     print("| case | jobs | baseline loop instructions | this loop instructions | this / baseline |")
     print("|---|---:|---:|---:|---:|")
     for case in cases:
-        loop = {tree: instructions(src, case, True) - instructions(src, case, False) for tree, src in trees.items()}
+        loop = {
+            tree: instructions(src, case, True) - instructions(src, case, False)
+            for tree, src in trees.items()
+        }
         jobs = case[2].split("jobs=")[1].split(",")[0]
-        print(f"| {case[0]} | {int(jobs):,} | {loop['baseline']:,} | {loop['this']:,} | "
-              f"{loop['this'] / loop['baseline']:.3f} |", flush=True)
+        print(
+            f"| {case[0]} | {int(jobs):,} | {loop['baseline']:,} | {loop['this']:,} | "
+            f"{loop['this'] / loop['baseline']:.3f} |",
+            flush=True,
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the code to compare with")
+    parser.add_argument(
+        "--baseline", type=Path, required=True, help="a checkout of the code to compare with"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cases", default="", help="comma-separated labels (default: all)")
-    parser.add_argument("--instructions", action="store_true", help="count instructions (callgrind) instead of seconds")
-    parser.add_argument("--jobs", type=int, default=None, help="jobs per workload instead of the cases' own")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions (callgrind) instead of seconds",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=None, help="jobs per workload instead of the cases' own"
+    )
     args = parser.parse_args()
     trees = {"this": HERE / "src", "baseline": args.baseline.resolve() / "src"}
-    wanted = [scaled(c, args.jobs) for c in CASES if not args.cases or c[0] in args.cases.split(",")]
+    wanted = [
+        scaled(c, args.jobs) for c in CASES if not args.cases or c[0] in args.cases.split(",")
+    ]
     if args.instructions:
-        print(f"this tree: {trees['this']}\nbaseline:  {trees['baseline']}\ninstructions (callgrind)\n")
+        print(
+            f"this tree: {trees['this']}\nbaseline:  {trees['baseline']}\ninstructions (callgrind)\n"
+        )
         instruction_table(trees, wanted)
         return
-    print(f"this tree: {trees['this']}\nbaseline:  {trees['baseline']}\nrepeats: {args.repeats}, alternating\n")
-    print("| case | jobs | decisions | baseline median s (min-max) | this median s (min-max) | this / baseline, "
-          "medians | minimums |")
+    print(
+        f"this tree: {trees['this']}\nbaseline:  {trees['baseline']}\nrepeats: {args.repeats}, alternating\n"
+    )
+    print(
+        "| case | jobs | decisions | baseline median s (min-max) | this median s (min-max) | this / baseline, "
+        "medians | minimums |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for case in wanted:
         times: dict[str, list[float]] = {"this": [], "baseline": []}
@@ -133,13 +200,19 @@ def main() -> None:
                 rec = run_once(trees[tree], case)
                 times[tree].append(rec["seconds"])
                 seen[tree] = rec
-        if seen["this"]["decisions"] != seen["baseline"]["decisions"] or seen["this"]["started"] != seen["baseline"]["started"]:
+        if (
+            seen["this"]["decisions"] != seen["baseline"]["decisions"]
+            or seen["this"]["started"] != seen["baseline"]["started"]
+        ):
             raise SystemExit(f"{case[0]}: the two trees ran different simulations: {seen}")
         b, t = statistics.median(times["baseline"]), statistics.median(times["this"])
         jobs = case[2].split("jobs=")[1].split(",")[0]
-        print(f"| {case[0]} | {int(jobs):,} | {seen['this']['decisions']:,} | {b:.2f} ({min(times['baseline']):.2f}-"
-              f"{max(times['baseline']):.2f}) | {t:.2f} ({min(times['this']):.2f}-{max(times['this']):.2f}) | "
-              f"{t / b:.3f} | {min(times['this']) / min(times['baseline']):.3f} |", flush=True)
+        print(
+            f"| {case[0]} | {int(jobs):,} | {seen['this']['decisions']:,} | {b:.2f} ({min(times['baseline']):.2f}-"
+            f"{max(times['baseline']):.2f}) | {t:.2f} ({min(times['this']):.2f}-{max(times['this']):.2f}) | "
+            f"{t / b:.3f} | {min(times['this']) / min(times['baseline']):.3f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

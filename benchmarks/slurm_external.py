@@ -43,9 +43,16 @@ def cli(*args: str, timeout: float = 3600) -> subprocess.CompletedProcess[str]:
     cmd = ["nice", "-n", "5", sys.executable, "-m", "hpcdispatch", *args]
     print("$", " ".join(cmd[3:]), flush=True)
     began = time.monotonic()
-    proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout, check=False)
-    print(proc.stdout.strip()[-1500:], proc.stderr.strip()[-1500:], f"[{time.monotonic() - began:.0f} s, exit "
-          f"{proc.returncode}]", sep="\n", flush=True)
+    proc = subprocess.run(
+        cmd, env=ENV, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    print(
+        proc.stdout.strip()[-1500:],
+        proc.stderr.strip()[-1500:],
+        f"[{time.monotonic() - began:.0f} s, exit {proc.returncode}]",
+        sep="\n",
+        flush=True,
+    )
     return proc
 
 
@@ -73,7 +80,9 @@ def workload16(seed: int, mix: str, path: Path) -> Path:
             nodes = int(rng.choice([1, 2, 4]))
             tpn = int(rng.integers(1, 9))
             gpus = int(rng.integers(0, 3))
-            rows.append(f"{k + 1},{int(t)},u{k % 4},{run},{limit},,{nodes},{tpn},{f'gpu:{gpus}' if gpus else ''},")
+            rows.append(
+                f"{k + 1},{int(t)},u{k % 4},{run},{limit},,{nodes},{tpn},{f'gpu:{gpus}' if gpus else ''},"
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(HEADER + "\n".join(rows) + "\n")
     return path
@@ -92,7 +101,9 @@ def slurm_checks(run_dir: Path, cluster_dir: Path) -> dict:
     bridge = run["bridge"]
     t0 = bridge["t0_epoch"]
     env = {**os.environ, "SLURM_CONF": str(cluster_dir / "etc" / "slurm.conf")}
-    out = subprocess.run(["squeue", "--json", "-t", "all"], env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["squeue", "--json", "-t", "all"], env=env, capture_output=True, text=True, check=True
+    ).stdout
     records = [r for r in parse_squeue_json(out) if r.name.startswith(f"hpcb-{t0}-")]
     comp, _damaged = read_jobcomp(cluster_dir / "log" / "jobcomp.txt")
     comp_by_id = Counter(c.job_id for c in comp)
@@ -148,28 +159,52 @@ def slurm_checks(run_dir: Path, cluster_dir: Path) -> dict:
         if jid in decided_at:
             kind = "hetjob" if any(r.het_job_id for r in recs) else "plain"
             lags[kind].append(min(r.start for r in recs) - decided_at[jid])
-    lag = {k: {"n": len(v), "mean_s": round(float(np.mean(v)), 2), "max_s": round(float(np.max(v)), 2)}
-           for k, v in lags.items() if v}
+    lag = {
+        k: {"n": len(v), "mean_s": round(float(np.mean(v)), 2), "max_s": round(float(np.max(v)), 2)}
+        for k, v in lags.items()
+        if v
+    }
     calls = [json.loads(line) for line in lines]
-    statuses = Counter(str((c.get("info") or {}).get("status", "-")) for c in calls if "error" not in c)
+    statuses = Counter(
+        str((c.get("info") or {}).get("status", "-")) for c in calls if "error" not in c
+    )
     elapsed = [c["elapsed"] for c in calls if "elapsed" in c]
-    return {"start_lag_real_s": lag, "solver_status": dict(statuses),
-            "decide_s_mean": round(float(np.mean(elapsed)), 4) if elapsed else None,
-            "decide_s_max": round(float(np.max(elapsed)), 3) if elapsed else None, "workload_jobs_started": len(started), "started_once": once, "started_more_than_once": twice[:10],
-            "node_sets_match_journal_squeue_jobcomp": nodes_ok, "node_sets_differ": nodes_bad[:10],
-            "jobcomp_one_line_per_slurm_job": comp_once, "jobcomp_missing_or_repeated": comp_missing[:10],
-            "cores_per_node_exact": bridge["placement"]["exact"], "cores_per_node_wrong": bridge["placement"]["wrong"],
-            "dispatcher_calls": bridge["dispatcher_calls"], "refused": len(bridge.get("refused", {})),
-            "hetjobs": bridge.get("hetjobs", 0)}
+    return {
+        "start_lag_real_s": lag,
+        "solver_status": dict(statuses),
+        "decide_s_mean": round(float(np.mean(elapsed)), 4) if elapsed else None,
+        "decide_s_max": round(float(np.max(elapsed)), 3) if elapsed else None,
+        "workload_jobs_started": len(started),
+        "started_once": once,
+        "started_more_than_once": twice[:10],
+        "node_sets_match_journal_squeue_jobcomp": nodes_ok,
+        "node_sets_differ": nodes_bad[:10],
+        "jobcomp_one_line_per_slurm_job": comp_once,
+        "jobcomp_missing_or_repeated": comp_missing[:10],
+        "cores_per_node_exact": bridge["placement"]["exact"],
+        "cores_per_node_wrong": bridge["placement"]["wrong"],
+        "dispatcher_calls": bridge["dispatcher_calls"],
+        "refused": len(bridge.get("refused", {})),
+        "hetjobs": bridge.get("hetjobs", 0),
+    }
 
 
 # ---- metrics -----------------------------------------------------------------------------------
 def metrics(run_dir: Path) -> dict:
     s = json.loads((run_dir / "summary.json").read_text())
-    keys = {"makespan": "makespan", "wait_mean": "wait_mean", "bsld_mean": "bounded_slowdown_mean",
-            "utilization": "utilization_core", "util_paper": "utilization_paper", "wait_std": "wait_std",
-            "slowdown_ratio": "slowdown_ratio_mean", "fragmentation": "fragmentation_mean", "spread": "spread_mean",
-            "jobs": "jobs", "theoretical_runtime_s": "theoretical_runtime_s"}
+    keys = {
+        "makespan": "makespan",
+        "wait_mean": "wait_mean",
+        "bsld_mean": "bounded_slowdown_mean",
+        "utilization": "utilization_core",
+        "util_paper": "utilization_paper",
+        "wait_std": "wait_std",
+        "slowdown_ratio": "slowdown_ratio_mean",
+        "fragmentation": "fragmentation_mean",
+        "spread": "spread_mean",
+        "jobs": "jobs",
+        "theoretical_runtime_s": "theoretical_runtime_s",
+    }
     out = {k: s.get(v) for k, v in keys.items()}
     return out
 
@@ -189,7 +224,9 @@ def record(line: dict) -> None:
 # ---- one cluster -------------------------------------------------------------------------------
 def cluster_up(nodes: int, cluster_dir: Path) -> float:
     began = time.monotonic()
-    proc = cli("slurm", "up", "-s", "machine-s", "-N", str(nodes), "--dir", str(cluster_dir), timeout=600)
+    proc = cli(
+        "slurm", "up", "-s", "machine-s", "-N", str(nodes), "--dir", str(cluster_dir), timeout=600
+    )
     if proc.returncode != 0:
         raise SystemExit(f"slurm up failed: {proc.stderr.strip()[-500:]}")
     return time.monotonic() - began
@@ -197,7 +234,9 @@ def cluster_up(nodes: int, cluster_dir: Path) -> float:
 
 def idle_nodes(cluster_dir: Path) -> str:
     env = {**os.environ, "SLURM_CONF": str(cluster_dir / "etc" / "slurm.conf")}
-    return subprocess.run(["sinfo", "-h", "-o", "%D %T"], env=env, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["sinfo", "-h", "-o", "%D %T"], env=env, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def cluster_down(cluster_dir: Path) -> None:
@@ -205,21 +244,62 @@ def cluster_down(cluster_dir: Path) -> None:
         cli("slurm", "down", "--dir", str(cluster_dir), timeout=600)
 
 
-def real_runs(label: str, wl: str, cluster_dir: Path, scale: float, runs: list[str], specs: dict[str, str],
-              extra: dict) -> None:
+def real_runs(
+    label: str,
+    wl: str,
+    cluster_dir: Path,
+    scale: float,
+    runs: list[str],
+    specs: dict[str, str],
+    extra: dict,
+) -> None:
     for name in runs:
         out = WORK / f"{label}-{name}"
         began = time.time()
         if name == "replay":
-            proc = cli("slurm", "replay", wl, "-x", str(scale), "--dir", str(cluster_dir), "-o", str(out), "--force")
+            proc = cli(
+                "slurm",
+                "replay",
+                wl,
+                "-x",
+                str(scale),
+                "--dir",
+                str(cluster_dir),
+                "-o",
+                str(out),
+                "--force",
+            )
             kind = "real-replay"
         else:
-            proc = cli("slurm", "dispatch", wl, "-d", specs[name], "-x", str(scale), "--dir", str(cluster_dir), "-o",
-                       str(out), "--force", "--budget", "120")
+            proc = cli(
+                "slurm",
+                "dispatch",
+                wl,
+                "-d",
+                specs[name],
+                "-x",
+                str(scale),
+                "--dir",
+                str(cluster_dir),
+                "-o",
+                str(out),
+                "--force",
+                "--budget",
+                "120",
+            )
             kind = "real-dispatch"
-        line = {"label": label, "kind": kind, "name": name, "spec": specs.get(name, "slurm backfill"),
-                "workload": wl, "time_scale": scale, "exit": proc.returncode, "wall_s": round(time.time() - began, 1),
-                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra}
+        line = {
+            "label": label,
+            "kind": kind,
+            "name": name,
+            "spec": specs.get(name, "slurm backfill"),
+            "workload": wl,
+            "time_scale": scale,
+            "exit": proc.returncode,
+            "wall_s": round(time.time() - began, 1),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **extra,
+        }
         if (out / "summary.json").exists():
             line.update(metrics(out))
             line["valid"] = validated(out)
@@ -234,13 +314,22 @@ def real_runs(label: str, wl: str, cluster_dir: Path, scale: float, runs: list[s
         record(line)
 
 
-def sim_runs(label: str, wl: str, system: str, runs: list[str], specs: dict[str, str], extra: dict) -> None:
+def sim_runs(
+    label: str, wl: str, system: str, runs: list[str], specs: dict[str, str], extra: dict
+) -> None:
     for name in runs:
         spec = specs[name]
         out = WORK / f"{label}-sim-{name}"
         proc = cli("simulate", "-w", wl, "-s", system, "-d", spec, "-o", str(out), "--force")
-        line = {"label": label, "kind": "sim", "name": name, "spec": spec, "workload": wl, "exit": proc.returncode,
-                **extra}
+        line = {
+            "label": label,
+            "kind": "sim",
+            "name": name,
+            "spec": spec,
+            "workload": wl,
+            "exit": proc.returncode,
+            **extra,
+        }
         if (out / "summary.json").exists():
             line.update(metrics(out))
             line["valid"] = validated(out)
@@ -248,7 +337,9 @@ def sim_runs(label: str, wl: str, system: str, runs: list[str], specs: dict[str,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("run16")
     a.add_argument("--seed", type=int, default=1)
@@ -265,7 +356,9 @@ def main() -> None:
         p.add_argument("--reuse", action="store_true", help="use the script's cluster if it is up")
         p.add_argument("--keep-up", action="store_true", help="leave the cluster up at the end")
     sub.add_parser("report")
-    c = sub.add_parser("recheck", help="recompute metrics and checks of a finished external run (cluster still up)")
+    c = sub.add_parser(
+        "recheck", help="recompute metrics and checks of a finished external run (cluster still up)"
+    )
     c.add_argument("label")
     c.add_argument("name")
     c.add_argument("--cluster", default="/tmp/hpcdispatch-slurm-ext-16")
@@ -275,8 +368,13 @@ def main() -> None:
         return
     if args.cmd == "recheck":
         rows = [json.loads(x) for x in LINES.read_text().splitlines() if x.strip()]
-        line = [r for r in rows if r["label"] == args.label and r.get("name") == args.name
-                and r.get("kind") == "real-dispatch"][-1]
+        line = [
+            r
+            for r in rows
+            if r["label"] == args.label
+            and r.get("name") == args.name
+            and r.get("kind") == "real-dispatch"
+        ][-1]
         out = WORK / f"{args.label}-{args.name}"
         line.update(metrics(out))
         line["checks"] = slurm_checks(out, Path(args.cluster))
@@ -287,9 +385,13 @@ def main() -> None:
     if args.cmd == "run16":
         label = f"n16-{args.mix}-s{args.seed}"
         wl = str(workload16(args.seed, args.mix, WORK / f"{label}.csv"))
-        specs = {"aucsched": "aucsched:time_limit=1", "pcp20": "pcp20", "slurm-bf": "slurm-bf",
-                 # the emulated cluster's SchedulerParameters (hpcdispatch.slurm.config), time scale 1
-                 "slurm-bf-cluster": "slurm-bf:bf_interval=1,bf_resolution=1,bf_max_job_test=1000"}
+        specs = {
+            "aucsched": "aucsched:time_limit=1",
+            "pcp20": "pcp20",
+            "slurm-bf": "slurm-bf",
+            # the emulated cluster's SchedulerParameters (hpcdispatch.slurm.config), time scale 1
+            "slurm-bf-cluster": "slurm-bf:bf_interval=1,bf_resolution=1,bf_max_job_test=1000",
+        }
         cluster_dir = Path("/tmp/hpcdispatch-slurm-ext-16")
         nodes, scale, system = 16, 1.0, str(cluster_dir / "system.toml")
         extra = {"nodes": 16, "mix": args.mix, "seed": args.seed}
@@ -301,31 +403,51 @@ def main() -> None:
         # must not take longer in workload time than in the paper
         tl = max(0.1, round(5 * args.scale, 3))
         tick = round(1 / args.scale)  # the cluster's 1 s timers in workload seconds
-        specs = {"aucsched": f"aucsched:time_limit={tl},priority=basic", "slurm-bf": "slurm-bf",
-                 "aucsched-paper": "aucsched:time_limit=5,priority=basic",
-                 "slurm-bf-cluster": f"slurm-bf:bf_interval={tick},bf_resolution={tick},bf_max_job_test=1000"}
+        specs = {
+            "aucsched": f"aucsched:time_limit={tl},priority=basic",
+            "slurm-bf": "slurm-bf",
+            "aucsched-paper": "aucsched:time_limit=5,priority=basic",
+            "slurm-bf-cluster": f"slurm-bf:bf_interval={tick},bf_resolution={tick},bf_max_job_test=1000",
+        }
         cluster_dir = Path("/tmp/hpcdispatch-slurm-ext-128")
         nodes, scale, system = 128, args.scale, "machine-s"
         extra = {"nodes": 128, "row": args.row, "seed": args.seed}
     runs = [r for r in args.runs.split(",") if r]
     if runs:
         if cluster_dir.exists() and not args.reuse:
-            raise SystemExit(f"{cluster_dir} exists: a cluster of this script may be running (slurm down --dir ...)")
+            raise SystemExit(
+                f"{cluster_dir} exists: a cluster of this script may be running (slurm down --dir ...)"
+            )
         try:
             if not cluster_dir.exists():
                 up_s = cluster_up(nodes, cluster_dir)
-                record({"label": label, "kind": "cluster-up", "nodes": nodes, "up_s": round(up_s, 1),
-                        "idle": idle_nodes(cluster_dir)})
+                record(
+                    {
+                        "label": label,
+                        "kind": "cluster-up",
+                        "nodes": nodes,
+                        "up_s": round(up_s, 1),
+                        "idle": idle_nodes(cluster_dir),
+                    }
+                )
             if args.cmd == "run16":
-                (WORK / "machine-s-first16.toml").write_text((cluster_dir / "system.toml").read_text())
+                (WORK / "machine-s-first16.toml").write_text(
+                    (cluster_dir / "system.toml").read_text()
+                )
             real_runs(label, wl, cluster_dir, scale, runs, specs, extra)
         finally:
             if not getattr(args, "keep_up", False):
                 cluster_down(cluster_dir)
     sims = [r for r in args.sim.split(",") if r]
     if sims:
-        sim_runs(label, wl, system if args.cmd == "table5" else str(WORK / "machine-s-first16.toml"), sims, specs,
-                 extra)
+        sim_runs(
+            label,
+            wl,
+            system if args.cmd == "table5" else str(WORK / "machine-s-first16.toml"),
+            sims,
+            specs,
+            extra,
+        )
 
 
 def report() -> None:
@@ -338,8 +460,10 @@ def report() -> None:
     labels = list(dict.fromkeys(r["label"] for r in rows))
     for label in labels:
         print(f"\n### {label}\n")
-        print("| run | dispatcher | makespan (s) | mean wait (s) | mean bsld | core util. | valid | started once / "
-              "exact nodes+cores / hetjobs | wall (s) |")
+        print(
+            "| run | dispatcher | makespan (s) | mean wait (s) | mean bsld | core util. | valid | started once / "
+            "exact nodes+cores / hetjobs | wall (s) |"
+        )
         print("|---|---|---:|---:|---:|---:|---|---|---:|")
         for r in rows:
             if r["label"] != label or r.get("kind") not in ("real-dispatch", "real-replay", "sim"):
@@ -348,10 +472,15 @@ def report() -> None:
                 print(f"| {r['kind']} | {r['spec']} | failed: {r.get('error', '')[:120]} |")
                 continue
             c = r.get("checks")
-            checks = (f"{c['started_once']}/{c['workload_jobs_started']} / {c['cores_per_node_exact']} / {c['hetjobs']}"
-                      if c else "")
-            print(f"| {r['kind']} | {r['spec']} | {r['makespan']:.0f} | {r['wait_mean']:.1f} | {r['bsld_mean']:.2f} | "
-                  f"{r['utilization']:.3f} | {r.get('valid')} | {checks} | {r.get('wall_s', '')} |")
+            checks = (
+                f"{c['started_once']}/{c['workload_jobs_started']} / {c['cores_per_node_exact']} / {c['hetjobs']}"
+                if c
+                else ""
+            )
+            print(
+                f"| {r['kind']} | {r['spec']} | {r['makespan']:.0f} | {r['wait_mean']:.1f} | {r['bsld_mean']:.2f} | "
+                f"{r['utilization']:.3f} | {r.get('valid')} | {checks} | {r.get('wall_s', '')} |"
+            )
 
 
 if __name__ == "__main__":

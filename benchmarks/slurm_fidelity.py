@@ -89,9 +89,16 @@ def fidelity_rows(seed: int, n_jobs: int = N_JOBS) -> list[dict[str, object]]:
     rows = []
     for i in range(n_jobs):
         run = int(rng.integers(5, 61))
-        row: dict[str, object] = {"id": i + 1, "submit": int(submit[i]), "run_time": run,
-                                  "time_limit": math.ceil((run + 15) / 60), "nodes": "", "ntasks": "",
-                                  "ntasks_per_node": "", "gres": ""}
+        row: dict[str, object] = {
+            "id": i + 1,
+            "submit": int(submit[i]),
+            "run_time": run,
+            "time_limit": math.ceil((run + 15) / 60),
+            "nodes": "",
+            "ntasks": "",
+            "ntasks_per_node": "",
+            "gres": "",
+        }
         kind = kinds[i]
         if kind == "sub-node":
             row.update(nodes=1, ntasks=int(rng.integers(1, 8)))
@@ -100,8 +107,11 @@ def fidelity_rows(seed: int, n_jobs: int = N_JOBS) -> list[dict[str, object]]:
         elif kind == "multi-node":
             row.update(nodes=int(rng.integers(2, 5)), ntasks_per_node=int(rng.integers(1, 8)))
         else:
-            row.update(nodes=int(rng.choice([1, 2])), ntasks_per_node=int(rng.integers(1, 9)),
-                       gres=f"gpu:{int(rng.integers(1, 3))}")
+            row.update(
+                nodes=int(rng.choice([1, 2])),
+                ntasks_per_node=int(rng.integers(1, 9)),
+                gres=f"gpu:{int(rng.integers(1, 3))}",
+            )
         row["kind"] = kind
         rows.append(row)
     return rows
@@ -114,8 +124,12 @@ def write_workload(seed: int) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = fidelity_rows(seed)
     with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=[k for k in rows[0] if k != "kind"], lineterminator="\n",
-                           extrasaction="ignore")
+        w = csv.DictWriter(
+            fh,
+            fieldnames=[k for k in rows[0] if k != "kind"],
+            lineterminator="\n",
+            extrasaction="ignore",
+        )
         w.writeheader()
         w.writerows(rows)
     return path
@@ -132,10 +146,13 @@ def system():
 # real runs
 # ---------------------------------------------------------------------------------------------
 
+
 def cli(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "hpcdispatch", *args]
     print("$ hpcdispatch " + " ".join(args), flush=True)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "COLUMNS": "200"}
+    )
 
 
 def slurm_records(state_dir: Path) -> list:
@@ -143,8 +160,14 @@ def slurm_records(state_dir: Path) -> list:
     from hpcdispatch.slurm.records import parse_squeue_json
 
     info = read_cluster(state_dir)
-    proc = subprocess.run([info.binaries["squeue"], "--json", "-t", "all"], env=info.env(), capture_output=True,
-                          text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [info.binaries["squeue"], "--json", "-t", "all"],
+        env=info.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return parse_squeue_json(proc.stdout)
 
 
@@ -162,7 +185,18 @@ def real_run(seed: int, accounting: bool = False) -> dict[str, object]:
         if proc.returncode != 0:
             raise SystemExit(f"slurm up failed: {proc.stderr.strip()}")
         t_start = time.monotonic()
-        proc = cli("slurm", "replay", str(wl), "--time-scale", "1", "--dir", str(state), "-o", str(out), "--force")
+        proc = cli(
+            "slurm",
+            "replay",
+            str(wl),
+            "--time-scale",
+            "1",
+            "--dir",
+            str(state),
+            "-o",
+            str(out),
+            "--force",
+        )
         elapsed = time.monotonic() - t_start
         print(proc.stdout.strip(), proc.stderr.strip()[-400:], sep="\n", flush=True)
         records = slurm_records(state) if proc.returncode in (0, 1) else []
@@ -180,16 +214,34 @@ def real_run(seed: int, accounting: bool = False) -> dict[str, object]:
     jobs = []
     for job_id, slurm_id in replay["slurm_job_ids"].items():
         r = by_slurm[slurm_id]
-        jobs.append({"id": int(job_id), "submit": r.submit - t0, "start": r.start - t0, "end": r.end - t0,
-                     "limit_min": r.time_limit_min, "nodes": sorted(node_index[n] for n in r.cores),
-                     "cores": [r.cores[n] for n in sorted(r.cores, key=node_index.get)]})
+        jobs.append(
+            {
+                "id": int(job_id),
+                "submit": r.submit - t0,
+                "start": r.start - t0,
+                "end": r.end - t0,
+                "limit_min": r.time_limit_min,
+                "nodes": sorted(node_index[n] for n in r.cores),
+                "cores": [r.cores[n] for n in sorted(r.cores, key=node_index.get)],
+            }
+        )
     jobs.sort(key=lambda j: j["id"])
-    record = {"kind": "real", "seed": seed, "utc": stamp, "t0_epoch": t0, "slurm_version": replay["slurm_version"],
-              "scheduler_parameters": run["dispatcher"]["params"]["scheduler_parameters"],
-              "accounting": accounting, "wall_s": round(elapsed, 1),
-              "makespan": summary["makespan"], "wait_mean": summary["wait_mean"],
-              "submit_late_max_s": replay["submit_late_max_s"], "slurm_states": replay["slurm_states"],
-              "jobcomp_agree": replay["jobcomp"]["agree"], "jobs": jobs}
+    record = {
+        "kind": "real",
+        "seed": seed,
+        "utc": stamp,
+        "t0_epoch": t0,
+        "slurm_version": replay["slurm_version"],
+        "scheduler_parameters": run["dispatcher"]["params"]["scheduler_parameters"],
+        "accounting": accounting,
+        "wall_s": round(elapsed, 1),
+        "makespan": summary["makespan"],
+        "wait_mean": summary["wait_mean"],
+        "submit_late_max_s": replay["submit_late_max_s"],
+        "slurm_states": replay["slurm_states"],
+        "jobcomp_agree": replay["jobcomp"]["agree"],
+        "jobs": jobs,
+    }
     if accounting:
         record["run_dir"] = str(out)
     return record
@@ -221,8 +273,10 @@ def dispatcher_spec(will_run: str = "slurm", epoch: int = 0) -> str:
     clock: ``epoch`` = the Unix time of simulated time 0; ``exact``: the earliest boundary)."""
     from hpcdispatch.slurm.config import SCHEDULER_PARAMETERS
 
-    return (f'slurm-bf:priority=basic,will_run={will_run},epoch={epoch},'
-            f'scheduler_parameters="{SCHEDULER_PARAMETERS}"')
+    return (
+        f"slurm-bf:priority=basic,will_run={will_run},epoch={epoch},"
+        f'scheduler_parameters="{SCHEDULER_PARAMETERS}"'
+    )
 
 
 def nominal_workload(seed: int):
@@ -232,7 +286,9 @@ def nominal_workload(seed: int):
     from hpcdispatch.workload.loader import load_workload
 
     wl = load_workload(str(workload_path(seed)), system())
-    jobs = [j._replace(wall_time=60 * time_limit_minutes(j.wall_time, 1.0), index=-1) for j in wl.jobs]
+    jobs = [
+        j._replace(wall_time=60 * time_limit_minutes(j.wall_time, 1.0), index=-1) for j in wl.jobs
+    ]
     return Workload(jobs, wl.resources)
 
 
@@ -247,15 +303,24 @@ def as_submitted_workload(seed: int, real: dict):
     jobs = []
     for j in wl.jobs:
         r = got[int(j.id)]
-        jobs.append(j._replace(submit=int(r["submit"]), run_time=int(r["end"] - r["start"]),
-                               wall_time=60 * int(r["limit_min"]), index=-1))
+        jobs.append(
+            j._replace(
+                submit=int(r["submit"]),
+                run_time=int(r["end"] - r["start"]),
+                wall_time=60 * int(r["limit_min"]),
+                index=-1,
+            )
+        )
     jobs.sort(key=lambda j: (j.submit, j.id))
     return Workload(jobs, wl.resources)
 
 
 def metrics_of(submit: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict[str, float]:
     """Makespan (last end - first submission) and mean wait (start - submission)."""
-    return {"makespan": float(end.max() - submit.min()), "wait_mean": float((start - submit).mean())}
+    return {
+        "makespan": float(end.max() - submit.min()),
+        "wait_mean": float((start - submit).mean()),
+    }
 
 
 def real_metrics(real: dict) -> dict[str, float]:
@@ -299,14 +364,23 @@ def capture_backfill_log(seed: int) -> Path:
         info = up(system(), state)
         conf = state / "etc" / "slurm.conf"
         conf.write_text(conf.read_text() + "DebugFlags=Backfill,BackfillMap\n")
-        subprocess.run([info.binaries["scontrol"], "reconfigure"], env=info.env(), check=True, timeout=60)
+        subprocess.run(
+            [info.binaries["scontrol"], "reconfigure"], env=info.env(), check=True, timeout=60
+        )
         time.sleep(2)
         wl = load_workload(str(workload_path(seed)), info.load_system())
         _, record = replay(info, wl, 1.0, out)
         recs = slurm_records(state)
-        (LOG_DIR / "records.json").write_text(json.dumps({
-            "seed": seed, "t0": record["t0_epoch"], "ids": record["slurm_job_ids"],
-            "jobs": [r.__dict__ for r in recs]}))
+        (LOG_DIR / "records.json").write_text(
+            json.dumps(
+                {
+                    "seed": seed,
+                    "t0": record["t0_epoch"],
+                    "ids": record["slurm_job_ids"],
+                    "jobs": [r.__dict__ for r in recs],
+                }
+            )
+        )
         shutil.copy(state / "log" / "slurmctld.log", LOG_DIR / "slurmctld.log")
     finally:
         down(state)
@@ -333,7 +407,9 @@ def _slurm_plans(log: Path, t0: int, slurm_to_job: dict[int, int]) -> dict[int, 
         t, msg = rel(m.group(1)), m.group(2)
         if "_attempt_backfill: beginning" in msg:
             current = plans.setdefault(t, {}) if t not in plans else None
-        elif current is not None and (mm := re.search(r"JobId=(\d+) to start at (\S+), end at \S+ on nodes (\S+)", msg)):
+        elif current is not None and (
+            mm := re.search(r"JobId=(\d+) to start at (\S+), end at \S+ on nodes (\S+)", msg)
+        ):
             nodes = sorted(int(n[1:]) for n in expand_hostlist(mm.group(3)))
             current[slurm_to_job[int(mm.group(1))]] = (rel(mm.group(2)), nodes)
         elif current is not None and (mm := re.search(r"Started JobId=(\d+) in \S+ on (\S+)", msg)):
@@ -371,41 +447,64 @@ def check_backfill_log(times: list[int]) -> dict[str, object]:
             submit, start, end = r["submit"] - t0, r["start"] - t0, r["end"] - t0
             if start < now <= end:  # a job stamped ending at `now` ends after the pass (measured)
                 nodes = np.array(sorted(int(n[1:]) for n in r["cores"]))
-                units = np.array([r["cores"][f"n{n:04d}"] // max(1, j.unit_request[0]) for n in nodes])
+                units = np.array(
+                    [r["cores"][f"n{n:04d}"] // max(1, j.unit_request[0]) for n in nodes]
+                )
                 alloc = Allocation.trusted(nodes, units)
                 free[nodes] -= held_amounts(alloc, wl.unit_requests[j.index], j.per_node_request)
-                running[j.index] = NS(job=j, allocation=alloc, planned_end=start + 60 * r["time_limit_min"])
+                running[j.index] = NS(
+                    job=j, allocation=alloc, planned_end=start + 60 * r["time_limit_min"]
+                )
             elif submit <= now <= start:
                 queue.append(j)
         queue.sort(key=lambda j: j.index)
-        d = SlurmBackfill(will_run="slurm", bf_interval=1, bf_resolution=1, bf_max_job_test=1000, epoch=t0)
+        d = SlurmBackfill(
+            will_run="slurm", bf_interval=1, bf_resolution=1, bf_max_job_test=1000, epoch=t0
+        )
         d.setup(sysm)
-        view = NS(now=float(now), requests=wl.unit_requests, running=running,
-                  expected_end=lambda rj, now=now: max(rj.planned_end, now + 1.0),
-                  planned_duration=lambda j: float(j.wall_time))
+        view = NS(
+            now=float(now),
+            requests=wl.unit_requests,
+            running=running,
+            expected_end=lambda rj, now=now: max(rj.planned_end, now + 1.0),
+            planned_duration=lambda j: float(j.wall_time),
+        )
         scratch = NS(free=free.copy(), starts=[])
 
         def take(job, alloc, scratch=scratch):
-            scratch.free[alloc.nodes] -= held_amounts(alloc, wl.unit_requests[job.index], job.per_node_request)
+            scratch.free[alloc.nodes] -= held_amounts(
+                alloc, wl.unit_requests[job.index], job.per_node_request
+            )
             scratch.starts.append(NS(job=job, allocation=alloc))
 
         scratch.take = take
         d._backfill_slurm(view, scratch, queue)
-        model = {jid: (v[0] if v[0] == "START" else int(v[0]), v[1]) for jid, v in d.last_plan.items()}
+        model = {
+            jid: (v[0] if v[0] == "START" else int(v[0]), v[1]) for jid, v in d.last_plan.items()
+        }
         real = plans.get(now, {})
         for jid in sorted(set(model) | set(real)):
             ok = model.get(jid) == real.get(jid)
             same += ok
             total += 1
             if not ok:
-                differ.append({"t": now, "job": jid, "model": model.get(jid), "slurm": real.get(jid)})
-    return {"kind": "backfill-log-check", "will_run": "slurm", "times": times, "same": same, "total": total,
-            "differ": differ}
+                differ.append(
+                    {"t": now, "job": jid, "model": model.get(jid), "slurm": real.get(jid)}
+                )
+    return {
+        "kind": "backfill-log-check",
+        "will_run": "slurm",
+        "times": times,
+        "same": same,
+        "total": total,
+        "differ": differ,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
 # the accounting round trip
 # ---------------------------------------------------------------------------------------------
+
 
 def round_trip(record: dict) -> dict[str, object]:
     """The replay's ``slurm.sacct`` read back by the project's sacct reader, job by job against
@@ -432,10 +531,19 @@ def round_trip(record: dict) -> dict[str, object]:
         same_nodes += got.exact_nodes == job.node_count
         run_diff.append(int(got.run_time) - int(job.run_time))
     diffs = {str(d): run_diff.count(d) for d in sorted(set(run_diff))}
-    return {"kind": "roundtrip", "seed": record["seed"], "utc": record["utc"], "jobs": len(original),
-            "read_back": len(back), "skipped": dict(back.report.skipped), "missing": missing,
-            "same_size": same_size, "same_node_count": same_nodes, "run_time_minus_sleep_s": diffs,
-            "slurm_states": record["slurm_states"]}
+    return {
+        "kind": "roundtrip",
+        "seed": record["seed"],
+        "utc": record["utc"],
+        "jobs": len(original),
+        "read_back": len(back),
+        "skipped": dict(back.report.skipped),
+        "missing": missing,
+        "same_size": same_size,
+        "same_node_count": same_nodes,
+        "run_time_minus_sleep_s": diffs,
+        "slurm_states": record["slurm_states"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -461,21 +569,42 @@ def main(argv: list[str] | None = None) -> int:
     elif args.cmd == "real":
         record = real_run(args.seed)
         append("real.jsonl", record)
-        print(f"seed {args.seed}: makespan {record['makespan']:.0f} s, mean wait {record['wait_mean']:.1f} s")
+        print(
+            f"seed {args.seed}: makespan {record['makespan']:.0f} s, mean wait {record['wait_mean']:.1f} s"
+        )
     elif args.cmd == "sim":
         (RESULTS / args.out).unlink(missing_ok=True)
         for model in MODELS:
             spec = dispatcher_spec(model)  # nominal: simulated time 0 at an arbitrary epoch (0)
             for seed in SEEDS:
                 m = simulate_jobs(nominal_workload(seed), spec)
-                append(args.out, {"kind": "nominal", "model": model, "seed": seed, "spec": spec,
-                                  "makespan": m["makespan"], "wait_mean": m["wait_mean"]})
+                append(
+                    args.out,
+                    {
+                        "kind": "nominal",
+                        "model": model,
+                        "seed": seed,
+                        "spec": spec,
+                        "makespan": m["makespan"],
+                        "wait_mean": m["wait_mean"],
+                    },
+                )
             for real in read("real.jsonl"):
                 spec = dispatcher_spec(model, real["t0_epoch"])  # time 0 = the replay's t0
                 m = simulate_jobs(as_submitted_workload(real["seed"], real), spec)
-                append(args.out, {"kind": "as-submitted", "model": model, "seed": real["seed"], "real_utc": real["utc"],
-                                  "spec": spec, "makespan": m["makespan"], "wait_mean": m["wait_mean"],
-                                  "starts": m["starts"]})
+                append(
+                    args.out,
+                    {
+                        "kind": "as-submitted",
+                        "model": model,
+                        "seed": real["seed"],
+                        "real_utc": real["utc"],
+                        "spec": spec,
+                        "makespan": m["makespan"],
+                        "wait_mean": m["wait_mean"],
+                        "starts": m["starts"],
+                    },
+                )
         print(f"wrote {RESULTS / args.out}")
     elif args.cmd == "roundtrip":
         record = real_run(args.seed, accounting=True)
@@ -509,8 +638,10 @@ def table(sim_file: str = "sim.jsonl", model: str = "slurm") -> str:
     sims = [s for s in read(sim_file) if s.get("model", "slurm") == model]
     nominal = {s["seed"]: s for s in sims if s["kind"] == "nominal"}
     as_sub = {(s["seed"], s["real_utc"]): s for s in sims if s["kind"] == "as-submitted"}
-    lines = ["| seed | real run (UTC) | real makespan | sim makespan | diff | real mean wait | sim mean wait | diff |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| seed | real run (UTC) | real makespan | sim makespan | diff | real mean wait | sim mean wait | diff |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     ok_all = True
     summary = []
     for seed in SEEDS:
@@ -527,24 +658,32 @@ def table(sim_file: str = "sim.jsonl", model: str = "slurm") -> str:
                 continue
             sms.append(s["makespan"])
             sws.append(s["wait_mean"])
-            lines.append(f"| {seed} | {r['utc']} | {m['makespan']:.0f} | {s['makespan']:.0f} | "
-                         f"{100 * rel(s['makespan'], m['makespan']):+.1f} % | {m['wait_mean']:.1f} | "
-                         f"{s['wait_mean']:.1f} | {100 * rel(s['wait_mean'], m['wait_mean']):+.1f} % |")
+            lines.append(
+                f"| {seed} | {r['utc']} | {m['makespan']:.0f} | {s['makespan']:.0f} | "
+                f"{100 * rel(s['makespan'], m['makespan']):+.1f} % | {m['wait_mean']:.1f} | "
+                f"{s['wait_mean']:.1f} | {100 * rel(s['wait_mean'], m['wait_mean']):+.1f} % |"
+            )
         rm, rw = float(np.mean(ms)), float(np.mean(ws))
         sm, sw = float(np.mean(sms)), float(np.mean(sws))
         dm, dw = rel(sm, rm), rel(sw, rw)
         ok = abs(dm) <= BAR_MAKESPAN and abs(dw) <= BAR_WAIT
         ok_all &= ok
         nom = nominal.get(seed)
-        lines.append(f"| **{seed}** | mean of {len(runs)} (spread {min(ms):.0f}-{max(ms):.0f} s, "
-                     f"{min(ws):.1f}-{max(ws):.1f} s) | **{rm:.1f}** | **{sm:.1f}** | **{100 * dm:+.1f} %** | "
-                     f"**{rw:.1f}** | **{sw:.1f}** | **{100 * dw:+.1f} %** |")
+        lines.append(
+            f"| **{seed}** | mean of {len(runs)} (spread {min(ms):.0f}-{max(ms):.0f} s, "
+            f"{min(ws):.1f}-{max(ws):.1f} s) | **{rm:.1f}** | **{sm:.1f}** | **{100 * dm:+.1f} %** | "
+            f"**{rw:.1f}** | **{sw:.1f}** | **{100 * dw:+.1f} %** |"
+        )
         if nom:
-            lines.append(f"| {seed} | nominal workload (planned submits, sleeps) | | {nom['makespan']:.0f} | "
-                         f"{100 * rel(nom['makespan'], rm):+.1f} % | | {nom['wait_mean']:.1f} | "
-                         f"{100 * rel(nom['wait_mean'], rw):+.1f} % |")
-        summary.append(f"seed {seed}: makespan {100 * dm:+.1f} % (bar 10 %), mean wait {100 * dw:+.1f} % "
-                       f"(bar 25 %): {'holds' if ok else 'NOT met'}")
+            lines.append(
+                f"| {seed} | nominal workload (planned submits, sleeps) | | {nom['makespan']:.0f} | "
+                f"{100 * rel(nom['makespan'], rm):+.1f} % | | {nom['wait_mean']:.1f} | "
+                f"{100 * rel(nom['wait_mean'], rw):+.1f} % |"
+            )
+        summary.append(
+            f"seed {seed}: makespan {100 * dm:+.1f} % (bar 10 %), mean wait {100 * dw:+.1f} % "
+            f"(bar 25 %): {'holds' if ok else 'NOT met'}"
+        )
     lines.append("")
     lines += summary
     missing = [seed for seed in SEEDS if not any(r["seed"] == seed for r in reals)]

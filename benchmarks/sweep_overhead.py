@@ -41,7 +41,9 @@ seeds = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--trace", type=Path, default=TRACES / "KTH-SP2-1996-2.1-cln.swf.gz")
     ap.add_argument("--out", type=Path, default=Path("sweep_overhead.json"))
     args = ap.parse_args()
@@ -60,12 +62,23 @@ def main() -> None:
     summary = outcome.summary
     sim = float(summary["sim_wall_s"].sum())
     cells = float(summary["cell_wall_s"].sum())
-    result = {"trace": str(args.trace), "cells": 50, "wall_s": wall, "sim_s": sim, "cells_s": cells,
-              "outside_simulation_share": 1 - sim / wall, "outside_cells_share": 1 - cells / wall}
-    console.print(f"50 cells of {args.trace.name}, one worker: {wall:.1f} s wall; simulation {sim:.1f} s; "
-                  f"whole cells {cells:.1f} s")
-    console.print(f"outside simulation: {100 * (1 - sim / wall):.1f} % of the wall time "
-                  f"(outside the cells -- start-up, scheduling, summary: {100 * (1 - cells / wall):.1f} %)")
+    result = {
+        "trace": str(args.trace),
+        "cells": 50,
+        "wall_s": wall,
+        "sim_s": sim,
+        "cells_s": cells,
+        "outside_simulation_share": 1 - sim / wall,
+        "outside_cells_share": 1 - cells / wall,
+    }
+    console.print(
+        f"50 cells of {args.trace.name}, one worker: {wall:.1f} s wall; simulation {sim:.1f} s; "
+        f"whole cells {cells:.1f} s"
+    )
+    console.print(
+        f"outside simulation: {100 * (1 - sim / wall):.1f} % of the wall time "
+        f"(outside the cells -- start-up, scheduling, summary: {100 * (1 - cells / wall):.1f} %)"
+    )
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     console.print(f"written {args.out}")
 

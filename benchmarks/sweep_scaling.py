@@ -24,7 +24,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from hpcdispatch.sweep import DaskExecutor, LocalExecutor, deterministic_columns, load_sweep, run_sweep
+from hpcdispatch.sweep import (
+    DaskExecutor,
+    LocalExecutor,
+    deterministic_columns,
+    load_sweep,
+    run_sweep,
+)
 
 SPEC = """
 name = "scaling"
@@ -52,10 +58,14 @@ seeds = [1, 2]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--jobs", type=int, default=3000, help="jobs per workload")
     ap.add_argument("--repeat", type=int, default=1)
-    ap.add_argument("--dask", action="store_true", help="also time a Dask LocalCluster of 2 workers")
+    ap.add_argument(
+        "--dask", action="store_true", help="also time a Dask LocalCluster of 2 workers"
+    )
     ap.add_argument("--out", type=Path, default=Path("sweep_scaling.json"))
     args = ap.parse_args()
     console = Console()
@@ -67,7 +77,10 @@ def main() -> None:
     times: dict[str, list[float]] = {"1 local worker": [], "2 local workers": []}
     summaries = {}
     cpu_s: dict[str, list[float]] = {}
-    configs = [("1 local worker", lambda: LocalExecutor(1)), ("2 local workers", lambda: LocalExecutor(2))]
+    configs = [
+        ("1 local worker", lambda: LocalExecutor(1)),
+        ("2 local workers", lambda: LocalExecutor(2)),
+    ]
     if args.dask:
         times["Dask LocalCluster, 2 workers"] = []
         configs.append(("Dask LocalCluster, 2 workers", lambda: DaskExecutor("local:2")))
@@ -87,7 +100,9 @@ def main() -> None:
             # CPU time of the worker processes (local executors: they are children, joined at the end)
             cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
             cpu_s.setdefault(name, []).append(cpu)
-            console.print(f"{name}: {wall:.2f} s wall, workers' CPU {cpu:.2f} s, 1-min load average before: {load:.2f}")
+            console.print(
+                f"{name}: {wall:.2f} s wall, workers' CPU {cpu:.2f} s, 1-min load average before: {load:.2f}"
+            )
     ref = summaries["1 local worker"]
     cols = deterministic_columns(ref)
     identical = all(s[cols].equals(ref[cols]) for s in summaries.values())
@@ -99,8 +114,12 @@ def main() -> None:
     for name, ts in times.items():
         med = statistics.median(ts)
         table.add_row(name, ", ".join(f"{t:.2f}" for t in ts), f"{med:.2f}", f"{med / base:.3f}")
-        result["runs"][name] = {"seconds": ts, "median_s": med, "ratio_vs_1_worker": med / base,
-                                "workers_cpu_s": cpu_s.get(name, [])}
+        result["runs"][name] = {
+            "seconds": ts,
+            "median_s": med,
+            "ratio_vs_1_worker": med / base,
+            "workers_cpu_s": cpu_s.get(name, []),
+        }
     console.print(table)
     console.print(f"deterministic summary columns identical across executors: {identical}")
     sim = float(ref["sim_wall_s"].sum())

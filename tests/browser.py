@@ -17,18 +17,28 @@ from typing import Any
 import numpy as np
 import websocket
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-port=0"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-port=0",
+]
 
 PAGE_STATE = """JSON.stringify({
   title: document.title,
-  images: Array.from(document.images).map(i => ({alt: i.alt, complete: i.complete, width: i.naturalWidth,
-                                                 height: i.naturalHeight, data: i.src.startsWith('data:image/png;base64,')})),
+  images: Array.from(document.images).map(i => ({alt: i.alt, complete: i.complete,
+                                                 width: i.naturalWidth, height: i.naturalHeight,
+                                                 data: i.src.startsWith('data:image/png;base64,')})),
   figures: document.querySelectorAll('figure').length,
   tables: document.querySelectorAll('table').length,
   scripts: document.scripts.length,
-  external: Array.from(document.querySelectorAll('[src],[href]')).map(e => e.getAttribute('src') || e.getAttribute('href'))
+  external: Array.from(document.querySelectorAll('[src],[href]'))
+                 .map(e => e.getAttribute('src') || e.getAttribute('href'))
                  .filter(u => !u.startsWith('data:')),
   colours: Object.fromEntries(Array.from(document.querySelectorAll('table.colours tr[data-dispatcher]'))
                  .map(r => [r.dataset.dispatcher, r.dataset.colour])),
@@ -61,22 +71,31 @@ class Browser:
     def __init__(self, binary: str, timeout: float = 60.0):
         self.timeout = timeout
         self.profile = tempfile.mkdtemp(prefix="hpcdispatch-chromium-")
-        self.proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [binary, *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         port_file = Path(self.profile) / "DevToolsActivePort"
         deadline = time.monotonic() + timeout
         while not (port_file.is_file() and len(port_file.read_text().splitlines()) >= 2):
             if self.proc.poll() is not None:
-                raise RuntimeError(f"chromium exited with {self.proc.returncode}: {self.proc.stderr.read().decode()[-2000:]}")
+                raise RuntimeError(
+                    f"chromium exited with {self.proc.returncode}: {self.proc.stderr.read().decode()[-2000:]}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError("chromium did not open its DevTools port")
             time.sleep(0.05)
         port, path = port_file.read_text().splitlines()[:2]
-        self.ws = websocket.create_connection(f"ws://127.0.0.1:{port}{path}", timeout=timeout, suppress_origin=True)
+        self.ws = websocket.create_connection(
+            f"ws://127.0.0.1:{port}{path}", timeout=timeout, suppress_origin=True
+        )
         self._id = 0
         self.events: list[dict[str, Any]] = []
 
-    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> dict[str, Any]:
+    def call(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None
+    ) -> dict[str, Any]:
         self._id += 1
         msg: dict[str, Any] = {"id": self._id, "method": method, "params": params or {}}
         if session:
@@ -92,7 +111,9 @@ class Browser:
 
     def _wait_event(self, method: str, session: str) -> None:
         deadline = time.monotonic() + self.timeout
-        while not any(e.get("method") == method and e.get("sessionId") == session for e in self.events):
+        while not any(
+            e.get("method") == method and e.get("sessionId") == session for e in self.events
+        ):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no {method} within {self.timeout} s")
             self.events.append(json.loads(self.ws.recv()))
@@ -110,35 +131,67 @@ class Browser:
 
     def open(self, url: str, width: int = 1280, height: int = 900) -> PageResult:
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable", session=session)
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            session,
+        )
         self.events = [e for e in self.events if e.get("sessionId") != session]
         self.call("Page.navigate", {"url": url}, session)
         self._wait_event("Page.loadEventFired", session)
         self._drain(0.5)
-        state = json.loads(self.call("Runtime.evaluate", {"expression": PAGE_STATE, "returnByValue": True},
-                                     session)["result"]["value"])
+        state = json.loads(
+            self.call(
+                "Runtime.evaluate", {"expression": PAGE_STATE, "returnByValue": True}, session
+            )["result"]["value"]
+        )
         size = self.call("Page.getLayoutMetrics", session=session)["cssContentSize"]
-        shot = self.call("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
-        }, session)["data"]
+        shot = self.call(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {
+                    "x": 0,
+                    "y": 0,
+                    "width": size["width"],
+                    "height": size["height"],
+                    "scale": 1,
+                },
+            },
+            session,
+        )["data"]
         errors = []
         for e in self.events:
             if e.get("sessionId") != session:
                 continue
             p = e.get("params", {})
             if e.get("method") == "Runtime.exceptionThrown":
-                errors.append("exception: " + p["exceptionDetails"].get("text", "") + " " +
-                              str(p["exceptionDetails"].get("exception", {}).get("description", "")))
-            elif e.get("method") == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                errors.append("console." + p["type"] + ": " + " ".join(str(a.get("value", a.get("description")))
-                                                                        for a in p.get("args", [])))
+                errors.append(
+                    "exception: "
+                    + p["exceptionDetails"].get("text", "")
+                    + " "
+                    + str(p["exceptionDetails"].get("exception", {}).get("description", ""))
+                )
+            elif e.get("method") == "Runtime.consoleAPICalled" and p.get("type") in (
+                "error",
+                "assert",
+            ):
+                errors.append(
+                    "console."
+                    + p["type"]
+                    + ": "
+                    + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+                )
             elif e.get("method") == "Log.entryAdded" and p["entry"].get("level") == "error":
-                errors.append("log: " + p["entry"].get("text", "") + " " + p["entry"].get("url", ""))
+                errors.append(
+                    "log: " + p["entry"].get("text", "") + " " + p["entry"].get("url", "")
+                )
         self.call("Target.closeTarget", {"targetId": target})
         return PageResult(state, errors, base64.b64decode(shot))
 
@@ -169,12 +222,12 @@ def decode_png(data: bytes) -> np.ndarray:
 def data_url_png(src: str) -> bytes:
     prefix = "data:image/png;base64,"
     assert src.startswith(prefix), src[:40]
-    return base64.b64decode(src[len(prefix):])
+    return base64.b64decode(src[len(prefix) :])
 
 
 def pixels_near(pixels: np.ndarray, colour: str, tolerance: float = 10 / 255) -> int:
     """How many pixels are within ``tolerance`` (per channel) of ``colour`` (``#rrggbb``)."""
-    rgb = np.array([int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    rgb = np.array([int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)])
     return int((np.abs(pixels - rgb) <= tolerance).all(axis=-1).sum())
 
 

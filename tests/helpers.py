@@ -11,8 +11,8 @@ import pytest
 
 from hpcdispatch.dispatchers import Dispatcher, make_dispatcher
 from hpcdispatch.predictors import Predictor
-from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.sim import SimulationOptions, Simulator
+from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload.job import Job, Workload
@@ -36,14 +36,20 @@ def all_traces() -> list[str]:
 
 
 def cores_system(nodes: int, cores: int, name: str = "test") -> System:
-    return System(name=name, resources=("core",), node_types=(NodeType("node", nodes, {"core": cores}),))
+    return System(
+        name=name, resources=("core",), node_types=(NodeType("node", nodes, {"core": cores}),)
+    )
 
 
-def system_of(types: Sequence[tuple[int, dict[str, int]]], resources: Sequence[str], name: str = "test") -> System:
+def system_of(
+    types: Sequence[tuple[int, dict[str, int]]], resources: Sequence[str], name: str = "test"
+) -> System:
     return System(
         name=name,
         resources=tuple(resources),
-        node_types=tuple(NodeType(f"t{i}", count, dict(cap)) for i, (count, cap) in enumerate(types)),
+        node_types=tuple(
+            NodeType(f"t{i}", count, dict(cap)) for i, (count, cap) in enumerate(types)
+        ),
     )
 
 
@@ -57,8 +63,13 @@ def job(
     **extra: Any,
 ) -> Job:
     return Job(
-        id=id, submit=submit, run_time=run, wall_time=run if wall is None else wall,
-        units=units, unit_request=tuple(req), **extra,
+        id=id,
+        submit=submit,
+        run_time=run,
+        wall_time=run if wall is None else wall,
+        units=units,
+        unit_request=tuple(req),
+        **extra,
     )
 
 

@@ -71,12 +71,16 @@ def remaining(row: list[int], maxcap: list[int]) -> Fraction:
     return score
 
 
-def place(free: list[list[int]], job, allocator: str, maxcap: list[int]) -> list[tuple[int, int]] | None:
+def place(
+    free: list[list[int]], job, allocator: str, maxcap: list[int]
+) -> list[tuple[int, int]] | None:
     """``[(node, units)]`` (nodes ascending) for ``job`` on ``free``, or ``None``."""
     room = [units_on_node(row, job.unit_request, job.max_units_per_node) for row in free]
     order = [n for n in range(len(free)) if room[n] > 0]
     if allocator == "best-fit":
-        order.sort(key=lambda n: remaining(free[n], maxcap))  # stable: ties keep the lower index first
+        order.sort(
+            key=lambda n: remaining(free[n], maxcap)
+        )  # stable: ties keep the lower index first
     need = job.units
     chosen = []
     for n in order:
@@ -130,7 +134,10 @@ class ReferenceEASY(Dispatcher):
             head = queue[head_pos]
             # releases: running jobs at max(planned end, now + 1), the jobs just started at
             # now + planned duration; the shadow time is the first release after which the head fits
-            releases = [(max(rj.planned_end, now + 1.0), rj.job, rj.allocation.pairs()) for rj in view.running.values()]
+            releases = [
+                (max(rj.planned_end, now + 1.0), rj.job, rj.allocation.pairs())
+                for rj in view.running.values()
+            ]
             releases += [(now + view.planned_duration(job), job, pairs) for job, pairs in started]
             releases.sort(key=lambda rel: rel[0])
             future = [list(row) for row in free]
@@ -160,4 +167,9 @@ class ReferenceEASY(Dispatcher):
                 if fits(trial, head):
                     start(job, pairs)
                     at_shadow = trial
-        return Decision([Start(job, Allocation([n for n, _ in pairs], [u for _, u in pairs])) for job, pairs in started])
+        return Decision(
+            [
+                Start(job, Allocation([n for n, _ in pairs], [u for _, u in pairs]))
+                for job, pairs in started
+            ]
+        )

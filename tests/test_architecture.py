@@ -37,8 +37,14 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> list[tuple[str, in
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([base] if base else [])
+                )
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                for alias in node.names
+            ]
         else:
             continue
         for target in targets:
@@ -59,7 +65,11 @@ def layers() -> dict[str, int]:
         m = re.match(r"\s*(\d+)\s+(.*)$", line)
         if m:
             for entry in m.group(2).split("#")[0].split():
-                out["hpcdispatch" if entry == "hpcdispatch" else f"hpcdispatch.{entry.strip('/').replace('/', '.')}"] = int(m.group(1))
+                out[
+                    "hpcdispatch"
+                    if entry == "hpcdispatch"
+                    else f"hpcdispatch.{entry.strip('/').replace('/', '.')}"
+                ] = int(m.group(1))
     return out
 
 
@@ -91,7 +101,7 @@ def test_no_import_circle():
         stack.append(a)
         for b in g.get(a, []):
             if state.get(b) == 1:
-                circles.append(stack[stack.index(b):] + [b])
+                circles.append(stack[stack.index(b) :] + [b])
             elif b not in state:
                 visit(b)
         stack.pop()
@@ -105,8 +115,12 @@ def test_no_import_circle():
 
 def test_at_most_two_imports_run_back_up_a_layer():
     table = layers()
-    upward = [f"{a} (layer {layer_of(a, table)}, line {line}) -> {b} (layer {layer_of(b, table)})"
-              for a, edges in graph().items() for b, line in edges if layer_of(b, table) > layer_of(a, table)]
+    upward = [
+        f"{a} (layer {layer_of(a, table)}, line {line}) -> {b} (layer {layer_of(b, table)})"
+        for a, edges in graph().items()
+        for b, line in edges
+        if layer_of(b, table) > layer_of(a, table)
+    ]
     assert len(upward) <= MAX_UPWARD, "imports that run back up a layer:\n" + "\n".join(upward)
 
 
@@ -115,14 +129,34 @@ def test_the_simulator_and_the_readers_stay_below_the_policies():
     for name, edges in g.items():
         targets = {b for b, _ in edges}
         if name.startswith(("hpcdispatch.sim", "hpcdispatch.protocol")):
-            assert not any(t.startswith(("hpcdispatch.dispatchers", "hpcdispatch.cp", "hpcdispatch.compiled",
-                                         "hpcdispatch.predictors")) for t in targets), (name, targets)
+            assert not any(
+                t.startswith(
+                    (
+                        "hpcdispatch.dispatchers",
+                        "hpcdispatch.cp",
+                        "hpcdispatch.compiled",
+                        "hpcdispatch.predictors",
+                    )
+                )
+                for t in targets
+            ), (name, targets)
         if name.startswith("hpcdispatch.workload"):
-            assert not any(t.startswith(("hpcdispatch.sim", "hpcdispatch.protocol")) for t in targets), (name, targets)
+            assert not any(
+                t.startswith(("hpcdispatch.sim", "hpcdispatch.protocol")) for t in targets
+            ), (name, targets)
 
 
 def test_a_dispatcher_needs_one_import_line():
     import hpcdispatch.protocol as protocol
 
-    for name in ("Dispatcher", "DispatchView", "Decision", "Start", "Allocation", "Scratch", "Tags", "register"):
+    for name in (
+        "Dispatcher",
+        "DispatchView",
+        "Decision",
+        "Start",
+        "Allocation",
+        "Scratch",
+        "Tags",
+        "register",
+    ):
         assert hasattr(protocol, name), name

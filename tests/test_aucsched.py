@@ -40,9 +40,16 @@ def sjob(id, run=100, submit=0, wall=None, **request):
 def view_of(system, jobs, free, now=0.0):
     """A dispatcher's view of ``free`` (nodes x resources) with ``jobs`` queued, nothing running."""
     wl = Workload(jobs, system.resources)
-    view = DispatchView(system, np.array(free, dtype=np.int64), list(np.asarray(free).sum(axis=0)),
-                        {j.index: j for j in wl.jobs}, {}, [float(j.wall_time) for j in wl.jobs],
-                        wl.unit_requests, True)
+    view = DispatchView(
+        system,
+        np.array(free, dtype=np.int64),
+        list(np.asarray(free).sum(axis=0)),
+        {j.index: j for j in wl.jobs},
+        {},
+        [float(j.wall_time) for j in wl.jobs],
+        wl.unit_requests,
+        True,
+    )
     view.now = now
     view.new_jobs = tuple(wl.jobs)
     return view, wl
@@ -64,14 +71,34 @@ def ranges(nodes):
 
 def test_nodesets_of_a_hand_made_12_node_state():
     # free (cores, GPUs) of 12 nodes
-    free = np.array([[8, 2], [4, 1], [0, 2], [2, 0], [8, 2], [8, 2], [1, 1], [0, 0], [3, 2], [8, 1], [6, 2], [2, 2]])
+    free = np.array(
+        [
+            [8, 2],
+            [4, 1],
+            [0, 2],
+            [2, 0],
+            [8, 2],
+            [8, 2],
+            [1, 1],
+            [0, 0],
+            [3, 2],
+            [8, 1],
+            [6, 2],
+            [2, 2],
+        ]
+    )
     sets = paper_nodesets(free)
     # g = 0: runs of nodes with a free core: 1-2, 4-7, 9-12 (1-based) -> 0-based (0,1), (3,6), (8,11)
     assert [s for s in sets if s[3] == 0] == [(0, 1, 12, 0), (3, 6, 19, 0), (8, 11, 19, 0)]
     # g = 1: node 4 (index 3) has no GPU
     assert [s for s in sets if s[3] == 1] == [(0, 1, 12, 1), (4, 6, 17, 1), (8, 11, 19, 1)]
     # g = 2: nodes with 2 free GPUs and a core: 1, 5-6, 9, 11-12
-    assert [s for s in sets if s[3] == 2] == [(0, 0, 8, 2), (4, 5, 16, 2), (8, 8, 3, 2), (10, 11, 8, 2)]
+    assert [s for s in sets if s[3] == 2] == [
+        (0, 0, 8, 2),
+        (4, 5, 16, 2),
+        (8, 8, 3, 2),
+        (10, 11, 8, 2),
+    ]
 
 
 def test_preference_values_follow_eq_12_and_table_3_ranges():
@@ -92,21 +119,33 @@ def test_preference_values_follow_eq_12_and_table_3_ranges():
 def bids_of(job, free, system, max_bids=5, contiguous_only=False):
     wl = Workload([job], system.resources)
     j = wl.jobs[0]
-    fit = node_units(np.asarray(free), wl.unit_requests[0], j.max_units_per_node, per_node_array(j.per_node_request))
+    fit = node_units(
+        np.asarray(free),
+        wl.unit_requests[0],
+        j.max_units_per_node,
+        per_node_array(j.per_node_request),
+    )
     return generate_bids(j, fit, np.zeros(len(free)), max_bids, contiguous_only)
 
 
 def test_type_1_bid_classes_a_b_c_by_hand():
     system = gpu_system(10, cores=4)
     # free cores: nodesets [0..3] (4+4+1+4 = 13) and [5..9] (2+4+4+4+4 = 18); node 4 full
-    free = np.array([[4, 2], [4, 2], [1, 2], [4, 2], [0, 2], [2, 2], [4, 2], [4, 2], [4, 2], [4, 2]])
+    free = np.array(
+        [[4, 2], [4, 2], [1, 2], [4, 2], [0, 2], [2, 2], [4, 2], [4, 2], [4, 2], [4, 2]]
+    )
     bids, n_runs = bids_of(sjob(1, ntasks=6), free, system)
     assert n_runs == 2
     got = [(b.kind, b.nodes.tolist(), b.r_node, b.runs) for b in bids]
     # A: tightest nodeset first (13 - 6 = 7 spare before 18 - 6 = 12): prefix {0,1} (8 cores) and the
     # shortest suffix holding 6, {1,2,3} (2 + 1 + 4 = 9 > 1 + 4);
     # then nodeset 2: prefix {5,6} (2+4 = 6) and suffix {8,9}
-    assert got[:4] == [("A", [0, 1], 2, 1), ("A", [1, 2, 3], 3, 1), ("A", [5, 6], 2, 1), ("A", [8, 9], 2, 1)]
+    assert got[:4] == [
+        ("A", [0, 1], 2, 1),
+        ("A", [1, 2, 3], 3, 1),
+        ("A", [5, 6], 2, 1),
+        ("A", [8, 9], 2, 1),
+    ]
     # B: the shortest window strictly inside a nodeset, least left-over: {6,7} inside [5..9] (8 - 6 = 2 over)
     assert got[4] == ("B", [6, 7], 2, 1)
     assert len(got) == 5  # MAXBIDSPERJOB
@@ -116,8 +155,12 @@ def test_type_1_bid_classes_a_b_c_by_hand():
     # 20 cores: no nodeset holds them; C combines nodesets 1 and 2 (13 + 18 >= 20); every node of the
     # class gets at least one core (9 nodes <= 20 cores, so no prefix is cut)
     big, _ = bids_of(sjob(2, ntasks=20), free, system, max_bids=15)
-    assert [(b.kind, b.nodes.tolist(), b.r_node, b.runs) for b in big] == [("C", [0, 1, 2, 3, 5, 6, 7, 8, 9], 9, 2)]
-    assert bids_of(sjob(2, ntasks=20, contiguous=True), free, system)[0] == []  # contiguous: no C bid
+    assert [(b.kind, b.nodes.tolist(), b.r_node, b.runs) for b in big] == [
+        ("C", [0, 1, 2, 3, 5, 6, 7, 8, 9], 9, 2)
+    ]
+    assert (
+        bids_of(sjob(2, ntasks=20, contiguous=True), free, system)[0] == []
+    )  # contiguous: no C bid
 
 
 def test_type_2_and_3_bid_classes_by_hand():
@@ -132,13 +175,17 @@ def test_type_2_and_3_bid_classes_by_hand():
     assert got[:3] == [("A", [0, 1], 2), ("A", [1, 2], 2), ("A", [6, 7], 2)]
     assert ("B", [5, 6], 2) in got
     # type 3: -N 3 --ntasks-per-node=3 --gres=gpu:1: usable nodes need 3 cores and 1 GPU: 0, 2, 5, 6, 7
-    bids3, runs3 = bids_of(sjob(2, nodes=3, ntasks_per_node=3, gpus_per_node=1), free, system, max_bids=15)
+    bids3, runs3 = bids_of(
+        sjob(2, nodes=3, ntasks_per_node=3, gpus_per_node=1), free, system, max_bids=15
+    )
     assert runs3 == 3  # [0], [2], [5..7]
     got3 = [(b.kind, b.nodes.tolist(), b.r_node, b.runs) for b in bids3]
     assert got3[0] == ("A", [5, 6, 7], 3, 1)
     # C: the first 3 usable nodes from nodeset k on, spanning at least two nodesets
     assert ("C", [0, 2, 5], 3, 3) in got3 and ("C", [2, 5, 6], 3, 2) in got3
-    only = bids_of(sjob(2, nodes=3, ntasks_per_node=3, gpus_per_node=1), free, system, contiguous_only=True)[0]
+    only = bids_of(
+        sjob(2, nodes=3, ntasks_per_node=3, gpus_per_node=1), free, system, contiguous_only=True
+    )[0]
     assert [b.kind for b in only] == ["A"]
 
 
@@ -162,7 +209,9 @@ def paper_example():
 def test_paper_example_nodesets_and_bids():
     system, free, jobs = paper_example()
     # "two available blocks ... that form nodesets (1,64,512,g) and (81,144,512,g) for g = 0, 1, 2"
-    assert paper_nodesets(free) == [s for g in (0, 1, 2) for s in ((0, 63, 512, g), (80, 143, 512, g))]
+    assert paper_nodesets(free) == [
+        s for g in (0, 1, 2) for s in ((0, 63, 512, g), (80, 143, 512, g))
+    ]
     disp = Aucsched(window=4, slurm_bids=False)
     disp.setup(system)
     view, wl = view_of(system, jobs, free)
@@ -196,7 +245,9 @@ def test_paper_example_auction_gives_figure_4(slurm_bids):
     j2_side = lo if got[2].nodes[0] == 0 else hi
     j3_side = hi if got[2].nodes[0] == 0 else lo
     assert np.array_equal(got[2].nodes, j2_side) and np.array_equal(got[3].nodes, j3_side)
-    assert np.array_equal(got[4].nodes, np.concatenate([lo, hi])) and set(got[4].units.tolist()) == {1}
+    assert np.array_equal(got[4].nodes, np.concatenate([lo, hi])) and set(
+        got[4].units.tolist()
+    ) == {1}
     # J1: 512 cores on all 128 nodes: 8 - 2 - 1 = 5 next to J2, 8 - 4 - 1 = 3 next to J3
     j1 = dict(zip(got[1].nodes.tolist(), got[1].units.tolist()))
     assert sorted(j1) == list(range(64)) + list(range(80, 144))
@@ -215,7 +266,10 @@ def test_auction_program_build_solve_decode_by_hand():
     job_bids = disp.build_bids(view, wl.jobs)
     # J1: A {0,1}; J2: A {3}, A {0}, A {1}, C {0,1,3}; J3: A {3}, A {0}, A {1}
     assert [[b.nodes.tolist() for b in jb.bids] for jb in job_bids] == [
-        [[0, 1]], [[3], [0], [1], [0, 1, 3]], [[3], [0], [1]]]
+        [[0, 1]],
+        [[3], [0], [1], [0, 1, 3]],
+        [[3], [0], [1]],
+    ]
 
     program = disp.build_program(view, job_bids)
     assert len(program.plans) == 3 and program.n_bids == 8
@@ -229,11 +283,15 @@ def test_auction_program_build_solve_decode_by_hand():
     # 8 bid booleans + 6 r; (2) x 2, J2's (4), J3's (7) x 3 and (4), (5) on nodes 0, 1, 3, aggregate cut
     assert (program.n_variables, program.n_constraints) == (14, 11)
 
-    status, solver, solve_s = solve_program(program, time_limit=10, workers=1, seed=0, probing_level=0)
+    status, solver, solve_s = solve_program(
+        program, time_limit=10, workers=1, seed=0, probing_level=0
+    )
     assert solver.status_name(status) == "OPTIMAL" and solve_s >= 0
     # three jobs cannot fit (14 > 12 cores); the pair of highest priorities, J1 and J2, can only
     # as J1 on its one class {0, 1} (one unit of 4 cores per node) and J2 on node 3 (4 cores)
-    winners = [(jp, bp, nodes.tolist(), units.tolist()) for jp, bp, nodes, units in decode(program, solver)]
+    winners = [
+        (jp, bp, nodes.tolist(), units.tolist()) for jp, bp, nodes, units in decode(program, solver)
+    ]
     assert winners == [(0, 0, [0, 1], [1, 1]), (1, 0, [3], [4])]
 
     starts, info = disp.solve(view, job_bids)
@@ -261,7 +319,14 @@ def test_slurm_priority_modes_by_hand():
     from hpcdispatch.dispatchers.slurm_priority import TOP_PRIORITY, SlurmPriority
 
     system = system_of([(4, {"core": 4, "gpu": 0})], RES)  # 4 nodes, 16 cores
-    wl = Workload([sjob(1, ntasks=2), sjob(2, nodes=2, ntasks_per_node=4), sjob(3, nodes=4, ntasks_per_node=1)], RES)
+    wl = Workload(
+        [
+            sjob(1, ntasks=2),
+            sjob(2, nodes=2, ntasks_per_node=4),
+            sjob(3, nodes=4, ntasks_per_node=1),
+        ],
+        RES,
+    )
     j1, j2, j3 = wl.jobs
     basic = SlurmPriority("basic", system)
     assert basic.of_all(wl.jobs, 50.0) == [TOP_PRIORITY - 1, TOP_PRIORITY - 2, TOP_PRIORITY - 3]
@@ -290,7 +355,10 @@ def test_aucsched_basic_priorities_break_ties_by_submission_order():
         dec = disp.dispatch(view)
         assert [s.job.id for s in dec.starts] == [1] and dec.info["status"] == "OPTIMAL"
         # eq. 10 with P ~ 4.29e9: the objective's integer scale shrinks and stays exact
-        assert disp.priorities(view, list(view.queue))[0] - disp.priorities(view, list(view.queue))[1] == 1
+        assert (
+            disp.priorities(view, list(view.queue))[0] - disp.priorities(view, list(view.queue))[1]
+            == 1
+        )
 
 
 def test_aucsched_max_total_bids_caps_the_window_like_the_plugin():
@@ -306,7 +374,9 @@ def test_aucsched_max_total_bids_caps_the_window_like_the_plugin():
         assert sorted(s.job.id for s in dec.starts) == winners and dec.info["bids"] == len(winners)
 
 
-@pytest.mark.parametrize("priority, winners", [("basic", [2, 3]), ("age", [2, 3]), ("multifactor", [1])])
+@pytest.mark.parametrize(
+    "priority, winners", [("basic", [2, 3]), ("age", [2, 3]), ("multifactor", [1])]
+)
 def test_aucsched_priorities_decide_between_one_large_and_two_small_jobs(priority, winners):
     # 4 nodes x 4 cores, all free. J1 -N 4 --ntasks-per-node=4 (the whole machine), J2 and J3
     # -n 8 each. basic / age: P_j all about equal, two jobs beat one. multifactor (job size,
@@ -329,11 +399,16 @@ def test_slurm_bf_multifactor_orders_its_queue_by_job_size():
     # multifactor (size): J3 first, it cannot start, the main scheduler stops; the backfill
     # pass reserves both nodes for J3 at 100 and J2 (ends at 200 > 100) may not start before.
     system = system_of([(2, {"core": 4, "gpu": 0})], RES)
-    jobs = [sjob(1, run=100, ntasks=4), sjob(2, run=200, submit=1, ntasks=4),
-            sjob(3, run=100, submit=1, nodes=2, ntasks_per_node=4)]
+    jobs = [
+        sjob(1, run=100, ntasks=4),
+        sjob(2, run=200, submit=1, ntasks=4),
+        sjob(3, run=100, submit=1, nodes=2, ntasks_per_node=4),
+    ]
     fifo = starts(simulate(system, Workload(jobs, RES), "slurm-bf"))
     assert fifo == {1: 0.0, 2: 1.0, 3: 201.0}
-    size = starts(simulate(system, Workload(jobs, RES), "slurm-bf:priority=multifactor,weight_age=0"))
+    size = starts(
+        simulate(system, Workload(jobs, RES), "slurm-bf:priority=multifactor,weight_age=0")
+    )
     assert size == {1: 0.0, 2: 200.0, 3: 100.0}
 
 
@@ -364,11 +439,11 @@ def test_slurm_selection_best_fit_sets_by_hand():
 def test_slurm_bf_backfills_without_delaying_the_reservation():
     system = system_of([(4, {"core": 4, "gpu": 0})], RES)
     jobs = [
-        sjob(1, run=600, nodes=2, ntasks_per_node=4),   # starts at 0 on nodes 0-1
-        sjob(2, run=300, nodes=4, ntasks_per_node=4),   # whole machine: reserved at 600
-        sjob(3, run=660, nodes=2, ntasks_per_node=4),   # fits now on 2-3 but would delay J2
-        sjob(4, run=540, nodes=1, ntasks_per_node=4),   # fits now, ends at 540 <= 600: backfilled
-        sjob(5, run=60, submit=10, ntasks=2),           # arrives at 10: waits for the pass at 30
+        sjob(1, run=600, nodes=2, ntasks_per_node=4),  # starts at 0 on nodes 0-1
+        sjob(2, run=300, nodes=4, ntasks_per_node=4),  # whole machine: reserved at 600
+        sjob(3, run=660, nodes=2, ntasks_per_node=4),  # fits now on 2-3 but would delay J2
+        sjob(4, run=540, nodes=1, ntasks_per_node=4),  # fits now, ends at 540 <= 600: backfilled
+        sjob(5, run=60, submit=10, ntasks=2),  # arrives at 10: waits for the pass at 30
     ]
     r = simulate(system, Workload(jobs, RES), "slurm-bf")
     assert starts(r) == {1: 0.0, 2: 600.0, 3: 900.0, 4: 0.0, 5: 30.0}
@@ -382,17 +457,31 @@ def test_slurm_bf_backfills_without_delaying_the_reservation():
 def test_slurm_bf_parameters_and_reservations_for_every_tested_job():
     d = make_dispatcher("slurm-bf")
     # slurm.conf's units and defaults: bf_window in minutes (1 day), Slurm's bf_max_job_test (500)
-    assert d.get_params() == {"bf_interval": 30, "bf_window": 1440, "bf_resolution": 60,
-                              "bf_max_job_test": 500, "priority": "basic", "weight_age": 1000.0,
-                              "weight_size": 1000.0, "max_age": 604800.0, "favor_small": False,
-                              "cons_res_sets": False, "allocator": "slurm-linear", "unmodelled": "",
-                              "will_run": "exact", "bf_window_linear": 0, "epoch": 0.0}
+    assert d.get_params() == {
+        "bf_interval": 30,
+        "bf_window": 1440,
+        "bf_resolution": 60,
+        "bf_max_job_test": 500,
+        "priority": "basic",
+        "weight_age": 1000.0,
+        "weight_size": 1000.0,
+        "max_age": 604800.0,
+        "favor_small": False,
+        "cons_res_sets": False,
+        "allocator": "slurm-linear",
+        "unmodelled": "",
+        "will_run": "exact",
+        "bf_window_linear": 0,
+        "epoch": 0.0,
+    }
     system = system_of([(4, {"core": 4, "gpu": 0})], RES)
     jobs = [
         sjob(1, run=600, nodes=3, ntasks_per_node=4),  # 0-600 on nodes 0-2
         sjob(2, run=600, nodes=2, ntasks_per_node=4),  # reserved at 600
         sjob(3, run=300, nodes=2, ntasks_per_node=4),  # second reservation, also at 600 (nodes 2-3)
-        sjob(4, run=900, nodes=1, ntasks_per_node=4),  # fits now on node 3, but node 3 is reserved at 600
+        sjob(
+            4, run=900, nodes=1, ntasks_per_node=4
+        ),  # fits now on node 3, but node 3 is reserved at 600
     ]
     r = simulate(system, Workload(jobs, RES), "slurm-bf")
     s = starts(r)
@@ -414,7 +503,7 @@ def test_aucsched_honours_every_request_exactly():
     assert not np.isnan(r.start).any()
     ci, gi = system.resource_index("core"), system.resource_index("gpu")
     for job in w.jobs:
-        (t, alloc), = r.segments[job.index]
+        ((t, alloc),) = r.segments[job.index]
         req = request_of(job, tuple(w.resources))
         units = dict(zip(alloc.nodes.tolist(), alloc.units.tolist()))
         cores = {n: u * job.unit_request[ci] for n, u in units.items()}
@@ -423,7 +512,11 @@ def test_aucsched_honours_every_request_exactly():
             assert len(units) == req.nodes
         if req.ntasks_per_node is not None:
             assert set(cores.values()) == {req.ntasks_per_node}
-        gpus = job.unit_request[gi] if job.slurm_type == 3 else (job.per_node_request[gi] if job.per_node_request else 0)
+        gpus = (
+            job.unit_request[gi]
+            if job.slurm_type == 3
+            else (job.per_node_request[gi] if job.per_node_request else 0)
+        )
         assert gpus == req.gpus_per_node
         if req.contiguous:
             assert alloc.nodes[-1] - alloc.nodes[0] + 1 == len(alloc.nodes)
@@ -433,7 +526,9 @@ def test_aucsched_honours_every_request_exactly():
 def test_aucsched_contiguous_only_bids_give_unfragmented_allocations():
     system = load_system("machine-s")
     w = load_workload("synthetic:aucsched,workload=IV,version=1,seed=2,runtime_h=0.2", system)
-    s = summarize(simulate(system, w, "aucsched:contiguous_only=True,slurm_bids=False,time_limit=2"))
+    s = summarize(
+        simulate(system, w, "aucsched:contiguous_only=True,slurm_bids=False,time_limit=2")
+    )
     assert s["fragmentation_mean"] == 1.0 and s["spread_mean"] == 1.0
     s2 = summarize(simulate(system, w, "aucsched:time_limit=2"))
     assert s2["fragmentation_mean"] >= 1.0
@@ -472,19 +567,29 @@ def test_aucsched_step_on_machine_l_with_100_jobs_keeps_its_time_limit():
 def test_sweep_spec_expands_the_aucsched_generator():
     from hpcdispatch.sweep import SweepSpecError, parse_sweep
 
-    text = ('dispatchers = ["aucsched", "slurm-bf"]\nsystems = ["machine-s"]\n[[workloads]]\ngenerator = "aucsched"\n'
-            'workload = ["I", "V"]\nversion = [1, 3]\nruntime_h = 0.5\nseeds = [1, 2]\n')
+    text = (
+        'dispatchers = ["aucsched", "slurm-bf"]\nsystems = ["machine-s"]\n[[workloads]]\ngenerator = "aucsched"\n'
+        'workload = ["I", "V"]\nversion = [1, 3]\nruntime_h = 0.5\nseeds = [1, 2]\n'
+    )
     spec = parse_sweep(text)
     assert len(spec.cells) == 2 * 2 * 2 * 2
     specs = sorted({c.workload_spec for c in spec.cells})
-    assert "synthetic:aucsched,workload=V,version=3,seed=2,runtime_h=0.5" in specs and len(specs) == 8
-    assert {c.labels["workload"] for c in spec.cells} == {"aucsched-I.1-0.5h", "aucsched-I.3-0.5h",
-                                                          "aucsched-V.1-0.5h", "aucsched-V.3-0.5h"}
+    assert (
+        "synthetic:aucsched,workload=V,version=3,seed=2,runtime_h=0.5" in specs and len(specs) == 8
+    )
+    assert {c.labels["workload"] for c in spec.cells} == {
+        "aucsched-I.1-0.5h",
+        "aucsched-I.3-0.5h",
+        "aucsched-V.1-0.5h",
+        "aucsched-V.3-0.5h",
+    }
     system = load_system("machine-s")
     w = load_workload(specs[0], system)
     assert len(w) > 0 and all(j.submit == 0 for j in w.jobs)
     bad = text.replace('["I", "V"]', '"VI"')
-    with pytest.raises(SweepSpecError, match=r"line 5, workloads\[0\]\.workload: must be one of I, II"):
+    with pytest.raises(
+        SweepSpecError, match=r"line 5, workloads\[0\]\.workload: must be one of I, II"
+    ):
         parse_sweep(bad)
     with pytest.raises(SweepSpecError, match="unknown key"):
         parse_sweep(text.replace("runtime_h", "hours"))
@@ -498,8 +603,17 @@ from test_properties import scenarios  # noqa: E402
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios(max_jobs=15), st.sampled_from(["slurm-bf", "slurm-bf:bf_resolution=0,bf_interval=7",
-                                                 "aucsched:time_limit=0.5", "aucsched:slurm_bids=False,time_limit=0.5"]))
+@given(
+    scenarios(max_jobs=15),
+    st.sampled_from(
+        [
+            "slurm-bf",
+            "slurm-bf:bf_resolution=0,bf_interval=7",
+            "aucsched:time_limit=0.5",
+            "aucsched:slurm_bids=False,time_limit=0.5",
+        ]
+    ),
+)
 def test_random_workloads_give_valid_schedules(scenario, name):
     system, wl, kill = scenario
     r = simulate(system, wl, name, walltime_kill=kill)  # validated
@@ -510,8 +624,10 @@ def test_random_workloads_give_valid_schedules(scenario, name):
 
 def test_offered_load_counts_gpus_per_node():
     system = gpu_system(4)  # 32 cores, 8 GPUs
-    jobs = [sjob(1, run=100, submit=0, ntasks=10, nodes=2, gpus_per_node=2),
-            sjob(2, run=50, submit=100, nodes=3, ntasks_per_node=4, gpus_per_node=1)]
+    jobs = [
+        sjob(1, run=100, submit=0, ntasks=10, nodes=2, gpus_per_node=2),
+        sjob(2, run=50, submit=100, nodes=3, ntasks_per_node=4, gpus_per_node=1),
+    ]
     load = Workload(jobs, RES).offered_load(system.total_capacity)
     # cores: (10 x 100 + 12 x 50) / (32 x 100); GPUs: (2 x 2 x 100 + 3 x 1 x 50) / (8 x 100)
     assert load.tolist() == pytest.approx([1600 / 3200, 550 / 800])

@@ -13,19 +13,19 @@ import time
 
 import numpy as np
 import pytest
+from helpers import cores_system
 
+import hpcdispatch
 from hpcdispatch.dispatchers import dispatcher_class, make_dispatcher
+from hpcdispatch.engine import choose_engine
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.predictors import make_predictor
+from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.sim import checkpoint as checkpoint_module
 from hpcdispatch.sim.checkpoint import CheckpointError
-import hpcdispatch
-from hpcdispatch.engine import choose_engine
-from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import load_workload
-from helpers import cores_system
 
 SPEC = "synthetic:lublin,jobs=200,seed=5,load=1.1"
 
@@ -44,7 +44,9 @@ def interrupting(name: str):
             raise KeyboardInterrupt
         return base._dispatch(self, view)
 
-    return type(f"Interrupting{base.__name__}", (base,), {"_dispatch": _dispatch, "name": base.name})
+    return type(
+        f"Interrupting{base.__name__}", (base,), {"_dispatch": _dispatch, "name": base.name}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +64,15 @@ def pooled_case():
 
 def simulate(case, dispatcher, predictor="walltime", checkpoint=None, every=0.0):
     system, workload = case
-    sim = Simulator(system, workload, dispatcher, make_predictor(predictor),
-                    SimulationOptions(engine="python"), checkpoint=checkpoint, checkpoint_every=every)
+    sim = Simulator(
+        system,
+        workload,
+        dispatcher,
+        make_predictor(predictor),
+        SimulationOptions(engine="python"),
+        checkpoint=checkpoint,
+        checkpoint_every=every,
+    )
     return sim.run()
 
 
@@ -149,7 +158,9 @@ def test_killed_process_resumes_from_its_last_checkpoint(tmp_path):
         f"Simulator(s, w, Slow(), options=SimulationOptions(engine='python'), checkpoint=r'{path}',"
         " checkpoint_every=0.0).run()\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code], env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)}
+    )
     deadline = time.monotonic() + 60
     while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -196,16 +207,29 @@ def test_checkpoint_of_another_run_is_refused(eurora_case, tmp_path, monkeypatch
     old = tmp_path / "old.ckpt"
     with old.open("wb") as fh:
         pickle.dump({"checkpoint": 1, "version": "0.1.0", "code": "x", "run": {}, "at": {}}, fh)
-    with pytest.raises(CheckpointError, match=r"a checkpoint of format 1 .*this version reads format 2"):
+    with pytest.raises(
+        CheckpointError, match=r"a checkpoint of format 1 .*this version reads format 2"
+    ):
         simulate(eurora_case, cls(), checkpoint=old)
 
 
 def test_checkpoints_need_the_python_engine(eurora_case, tmp_path):
     system, workload = eurora_case
     with pytest.raises(ConfigError, match="compiled engine cannot write checkpoints"):
-        hpcdispatch.simulate(system, workload, make_dispatcher("easy"), options=SimulationOptions(engine="compiled"),
-                             checkpoint=tmp_path / "c.ckpt")
+        hpcdispatch.simulate(
+            system,
+            workload,
+            make_dispatcher("easy"),
+            options=SimulationOptions(engine="compiled"),
+            checkpoint=tmp_path / "c.ckpt",
+        )
     sim = Simulator(system, workload, make_dispatcher("easy"), checkpoint=tmp_path / "c.ckpt")
     assert choose_engine(sim) == "python"
     with pytest.raises(ConfigError, match="checkpoint interval"):
-        Simulator(system, workload, make_dispatcher("easy"), checkpoint=tmp_path / "c.ckpt", checkpoint_every=-1)
+        Simulator(
+            system,
+            workload,
+            make_dispatcher("easy"),
+            checkpoint=tmp_path / "c.ckpt",
+            checkpoint_every=-1,
+        )

@@ -13,17 +13,23 @@ from hypothesis import strategies as hst
 from test_properties import SETTINGS, scenarios
 
 from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.engine import choose_engine, simulate
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.predictors import make_predictor
-from hpcdispatch.engine import choose_engine, simulate
 from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload.job import Workload
 
 
 def run(system, workload, spec, allocator, engine, predictor="walltime", kill=True, journal=None):
-    return simulate(system, workload, make_dispatcher(spec, allocator=allocator), make_predictor(predictor),
-                    SimulationOptions(engine=engine, walltime_kill=kill), journal=journal)
+    return simulate(
+        system,
+        workload,
+        make_dispatcher(spec, allocator=allocator),
+        make_predictor(predictor),
+        SimulationOptions(engine=engine, walltime_kill=kill),
+        journal=journal,
+    )
 
 
 def assert_same_run(a, b) -> None:
@@ -44,8 +50,12 @@ def assert_same_run(a, b) -> None:
 
 
 @SETTINGS
-@given(scenarios(max_jobs=30), hst.sampled_from(["fifo", "fifo:blocking=false", "easy"]),
-       hst.sampled_from(["first-fit", "best-fit"]), hst.sampled_from(["walltime", "oracle"]))
+@given(
+    scenarios(max_jobs=30),
+    hst.sampled_from(["fifo", "fifo:blocking=false", "easy"]),
+    hst.sampled_from(["first-fit", "best-fit"]),
+    hst.sampled_from(["walltime", "oracle"]),
+)
 def test_compiled_engine_takes_the_python_engines_decisions(scenario, spec, allocator, predictor):
     system, workload, kill = scenario
     compiled = run(system, workload, spec, allocator, "compiled", predictor, kill)
@@ -91,13 +101,16 @@ def test_auto_uses_python_below_the_size_threshold_and_compiled_when_asked():
     assert run(system, workload, "easy", "first-fit", "compiled").extra["engine"] == "compiled"
 
 
-@pytest.mark.parametrize("case, reason", [
-    ("sjf", "has no compiled kernel"),
-    ("slurm-linear", "has no compiled version"),
-    ("last-two", "learns during the run"),
-    ("charge", "charged dispatch time"),
-    ("journal", "decision journal"),
-])
+@pytest.mark.parametrize(
+    "case, reason",
+    [
+        ("sjf", "has no compiled kernel"),
+        ("slurm-linear", "has no compiled version"),
+        ("last-two", "learns during the run"),
+        ("charge", "charged dispatch time"),
+        ("journal", "decision journal"),
+    ],
+)
 def test_compiled_engine_refuses_what_it_cannot_run(case, reason, tmp_path):
     system = cores_system(2, 2)
     workload = Workload([job(1, 0, 5, 1), job(2, 0, 5, 3)], system.resources)
@@ -113,11 +126,23 @@ def test_compiled_engine_refuses_what_it_cannot_run(case, reason, tmp_path):
     else:
         journal = tmp_path / "j.jsonl"
     with pytest.raises(ConfigError, match=reason):
-        simulate(system, workload, make_dispatcher(spec, allocator=allocator), make_predictor(predictor),
-                 SimulationOptions(engine="compiled", **options), journal=journal)
+        simulate(
+            system,
+            workload,
+            make_dispatcher(spec, allocator=allocator),
+            make_predictor(predictor),
+            SimulationOptions(engine="compiled", **options),
+            journal=journal,
+        )
     # auto falls back to the Python loop, which runs it
-    sim = Simulator(system, workload, make_dispatcher(spec, allocator=allocator), predictor=make_predictor(predictor),
-                    options=SimulationOptions(engine="auto", **options), journal=journal)
+    sim = Simulator(
+        system,
+        workload,
+        make_dispatcher(spec, allocator=allocator),
+        predictor=make_predictor(predictor),
+        options=SimulationOptions(engine="auto", **options),
+        journal=journal,
+    )
     assert choose_engine(sim) == "python"
 
 
@@ -132,15 +157,21 @@ def test_the_first_compiled_run_says_it_is_compiling(tmp_path):
     import subprocess
     import sys
 
-    code = ("from hpcdispatch import simulate, load_system, SimulationOptions\n"
-            "r = simulate(load_system('machine-s'), 'synthetic:lublin,jobs=200,seed=1', 'fifo',\n"
-            "             options=SimulationOptions(engine='compiled'))\n"
-            "print('ENGINE', r.extra['engine'])")
+    code = (
+        "from hpcdispatch import simulate, load_system, SimulationOptions\n"
+        "r = simulate(load_system('machine-s'), 'synthetic:lublin,jobs=200,seed=1', 'fifo',\n"
+        "             options=SimulationOptions(engine='compiled'))\n"
+        "print('ENGINE', r.extra['engine'])"
+    )
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", **pythonpath()}
-    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    first = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900
+    )
     assert "ENGINE compiled" in first.stdout, first.stderr[-500:]
     assert "compiling the simulation engine (once" in first.stderr
-    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    second = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900
+    )
     assert "ENGINE compiled" in second.stdout and "compiling" not in second.stderr
 
 
@@ -189,45 +220,83 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
     import hpcdispatch
 
     lib = tmp_path / "lib"
-    shutil.copytree(Path(hpcdispatch.__file__).parent, lib / "hpcdispatch",
-                    ignore=shutil.ignore_patterns("__pycache__", "engine"))
+    shutil.copytree(
+        Path(hpcdispatch.__file__).parent,
+        lib / "hpcdispatch",
+        ignore=shutil.ignore_patterns("__pycache__", "engine"),
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
-    build = subprocess.run([sys.executable, str(lib / "hpcdispatch/compiled/install_time.py"), str(lib)],
-                           capture_output=True, text=True, env=env, timeout=900)
+    build = subprocess.run(
+        [sys.executable, str(lib / "hpcdispatch/compiled/install_time.py"), str(lib)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     assert "compiled the simulation engine into" in build.stdout
     from hpcdispatch.compiled.disk_cache import source_stamp, stamp_dir
 
-    engine = lib / "hpcdispatch/compiled/engine" / stamp_dir(source_stamp(lib / "hpcdispatch/compiled/kernels.py"))
+    engine = (
+        lib
+        / "hpcdispatch/compiled/engine"
+        / stamp_dir(source_stamp(lib / "hpcdispatch/compiled/kernels.py"))
+    )
     shipped = sorted(p.name for p in engine.iterdir())
     for name in ("run_steps", "profile_earliest", "profile_compress"):
-        assert any(f.startswith(f"kernels.{name}-") and f.endswith(".nbi") for f in shipped), shipped
-    assert not list((lib / "hpcdispatch/compiled/__pycache__").glob("*.nb[ic]"))  # (numba's own: not shipped)
+        assert any(f.startswith(f"kernels.{name}-") and f.endswith(".nbi") for f in shipped), (
+            shipped
+        )
+    assert not list(
+        (lib / "hpcdispatch/compiled/__pycache__").glob("*.nb[ic]")
+    )  # (numba's own: not shipped)
     home = tmp_path / "home"
     home.mkdir()
     env.update(HOME=str(home), PYTHONPATH=str(lib), XDG_CACHE_HOME=str(home / ".cache"))
-    first = subprocess.run([sys.executable, "-c", ENTRY_RUNS], capture_output=True, text=True, env=env,
-                           timeout=900, cwd=tmp_path)
+    first = subprocess.run(
+        [sys.executable, "-c", ENTRY_RUNS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert first.returncode == 0, first.stderr[-2000:]
     assert f"FROM {lib / 'hpcdispatch' / '__init__.py'}" in first.stdout
     assert "compiling" not in first.stderr
-    assert entry_report(first.stdout) == {name: (1, 0, True) for name in
-                                          ("run_steps", "profile_earliest", "profile_compress")}
+    assert entry_report(first.stdout) == {
+        name: (1, 0, True) for name in ("run_steps", "profile_earliest", "profile_compress")
+    }
     assert [line for line in first.stdout.splitlines() if line.startswith("LOADED")] == [
-        f"LOADED {spec} []" for spec in ("fifo", "easy:allocator=best-fit", "conservative",
-                                          "conservative:allocator=best-fit")]  # (disk_cache.py: load_compiled)
+        f"LOADED {spec} []"
+        for spec in (
+            "fifo",
+            "easy:allocator=best-fit",
+            "conservative",
+            "conservative:allocator=best-fit",
+        )
+    ]  # (disk_cache.py: load_compiled)
     assert not (home / ".cache" / "hpcdispatch").exists()  # the package was writable: nothing else
     # a read-only installation (a system-wide install; root may write anywhere, so the package
     # directory is declared unwritable): the user's cache is seeded and nothing compiles either
-    readonly = ("import hpcdispatch.compiled.disk_cache as D\n"
-                "real = D.writable\n"
-                f"D.writable = lambda path: not str(path).startswith({str(lib)!r}) and real(path)\n")
-    second = subprocess.run([sys.executable, "-c", readonly + ENTRY_RUNS], capture_output=True, text=True, env=env,
-                            timeout=900, cwd=tmp_path)
+    readonly = (
+        "import hpcdispatch.compiled.disk_cache as D\n"
+        "real = D.writable\n"
+        f"D.writable = lambda path: not str(path).startswith({str(lib)!r}) and real(path)\n"
+    )
+    second = subprocess.run(
+        [sys.executable, "-c", readonly + ENTRY_RUNS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=tmp_path,
+    )
     assert second.returncode == 0, second.stderr[-2000:]
     assert "compiling" not in second.stderr
-    assert entry_report(second.stdout) == {name: (1, 0, True) for name in
-                                           ("run_steps", "profile_earliest", "profile_compress")}
+    assert entry_report(second.stdout) == {
+        name: (1, 0, True) for name in ("run_steps", "profile_earliest", "profile_compress")
+    }
     seeded = home / ".cache" / "hpcdispatch" / "engine" / engine.name
     assert sorted(p.name for p in seeded.iterdir()) == shipped
 
@@ -237,7 +306,13 @@ def test_the_engine_cache_directory_and_its_seeding(tmp_path):
     the user's, seeded once with the package's index and code files (nothing else); each
     source in its own subdirectory, so that two versions sharing a cache never overwrite
     each other's index, and a new version is seeded beside an old one."""
-    from hpcdispatch.compiled.disk_cache import cache_dir, keep_on_disk, seed, source_stamp, stamp_dir
+    from hpcdispatch.compiled.disk_cache import (
+        cache_dir,
+        keep_on_disk,
+        seed,
+        source_stamp,
+        stamp_dir,
+    )
 
     package, user, numba_dir = tmp_path / "pkg", tmp_path / "user", tmp_path / "numba"
     a, b = tmp_path / "a.py", tmp_path / "b.py"
@@ -258,14 +333,21 @@ def test_the_engine_cache_directory_and_its_seeding(tmp_path):
         path.mkdir(parents=True, exist_ok=True)
         return True
 
-    assert cache_dir(stamp, str(numba_dir), package, user, everything) == numba_dir / "hpcdispatch-engine" / sub
+    assert (
+        cache_dir(stamp, str(numba_dir), package, user, everything)
+        == numba_dir / "hpcdispatch-engine" / sub
+    )
     assert not user.exists()
     assert cache_dir(stamp, "", package, user, everything) == shipped
     assert cache_dir(stamp, "", package, user, lambda path: False) is None
     assert cache_dir(stamp, "", package, user, no_package) == user / sub
-    assert sorted(p.name for p in (user / sub).iterdir()) == ["kernels.run_steps-7.py311.1.nbc",
-                                                             "kernels.run_steps-7.py311.nbi"]
-    assert (user / sub / "kernels.run_steps-7.py311.nbi").read_bytes() == b"kernels.run_steps-7.py311.nbi"
+    assert sorted(p.name for p in (user / sub).iterdir()) == [
+        "kernels.run_steps-7.py311.1.nbc",
+        "kernels.run_steps-7.py311.nbi",
+    ]
+    assert (
+        user / sub / "kernels.run_steps-7.py311.nbi"
+    ).read_bytes() == b"kernels.run_steps-7.py311.nbi"
     # once the user's directory holds an engine (numba's own, later), it is not overwritten
     (user / sub / "kernels.run_steps-7.py311.nbi").write_bytes(b"numba wrote this")
     assert seed(shipped, user / sub) == []
@@ -281,6 +363,7 @@ def test_the_engine_cache_directory_and_its_seeding(tmp_path):
     c = tmp_path / "c.py"
     c.write_text("x = 1\n")
     import os
+
     os.utime(c, (1_000_000, 1_000_000))
     assert source_stamp(c) == stamp
     # not a numba dispatcher (NUMBA_DISABLE_JIT=1 makes plain functions): nothing to keep
@@ -295,16 +378,20 @@ def test_with_the_jit_disabled_runs_go_on_in_python(tmp_path):
     import subprocess
     import sys
 
-    code = ("from hpcdispatch import simulate, load_system, SimulationOptions\n"
-            "from hpcdispatch.errors import ConfigError\n"
-            "s = load_system('machine-s')\n"
-            "w = 'synthetic:lublin,jobs=40,seed=2'\n"
-            "print('CONS', simulate(s, w, 'conservative').extra['engine'])\n"
-            "print('AUTO', simulate(s, w, 'fifo', options=SimulationOptions(engine='auto')).extra['engine'])\n"
-            "try:\n    simulate(s, w, 'fifo', options=SimulationOptions(engine='compiled'))\n"
-            "except ConfigError as e:\n    print('REFUSED', e)\n")
+    code = (
+        "from hpcdispatch import simulate, load_system, SimulationOptions\n"
+        "from hpcdispatch.errors import ConfigError\n"
+        "s = load_system('machine-s')\n"
+        "w = 'synthetic:lublin,jobs=40,seed=2'\n"
+        "print('CONS', simulate(s, w, 'conservative').extra['engine'])\n"
+        "print('AUTO', simulate(s, w, 'fifo', options=SimulationOptions(engine='auto')).extra['engine'])\n"
+        "try:\n    simulate(s, w, 'fifo', options=SimulationOptions(engine='compiled'))\n"
+        "except ConfigError as e:\n    print('REFUSED', e)\n"
+    )
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "CONS python" in out.stdout and "AUTO python" in out.stdout
     assert "REFUSED" in out.stdout and "NUMBA_DISABLE_JIT is set" in out.stdout
@@ -321,7 +408,12 @@ def test_stable_argsort_hand_computed():
 
 
 @SETTINGS
-@given(hst.lists(hst.one_of(hst.integers(-4, 4).map(float), hst.floats(-1e6, 1e6), hst.just(np.inf)), max_size=300))
+@given(
+    hst.lists(
+        hst.one_of(hst.integers(-4, 4).map(float), hst.floats(-1e6, 1e6), hst.just(np.inf)),
+        max_size=300,
+    )
+)
 def test_stable_argsort_is_numpys_mergesort(values):
     # the kernels' replacement for np.argsort(kind="mergesort") (best fit's node order, EASY's
     # release order): the same permutation, ties (many, from the small integers) included
@@ -331,8 +423,18 @@ def test_stable_argsort_is_numpys_mergesort(values):
     np.testing.assert_array_equal(stable_argsort(arr, len(arr)), np.argsort(arr, kind="mergesort"))
 
 
-@given(hst.integers(0, 4).flatmap(lambda k: hst.lists(
-    hst.lists(hst.sampled_from([-2**61, -7, 0, 1, 3, 2**40, 2**62]), min_size=k + 1, max_size=k + 1), max_size=40)))
+@given(
+    hst.integers(0, 4).flatmap(
+        lambda k: hst.lists(
+            hst.lists(
+                hst.sampled_from([-(2**61), -7, 0, 1, 3, 2**40, 2**62]),
+                min_size=k + 1,
+                max_size=k + 1,
+            ),
+            max_size=40,
+        )
+    )
+)
 def test_distinct_rows_numbers_rows_as_numpy_unique(rows):
     """The engine's job shapes: the same numbering as ``np.unique(axis=0)`` (lexicographic),
     with values near the limits of int64 (the joined code numbers distinct values, not values)."""
@@ -356,17 +458,32 @@ def test_load_compiled_loads_only_what_is_on_disk(tmp_path):
     import subprocess
     import sys
 
-    code = ("import numba\n"
-            "from hpcdispatch.compiled import kernels as K\n"
-            "from hpcdispatch.compiled.disk_cache import load_compiled\n"
-            "signature = K.entry_signatures()['profile_earliest']\n"
-            "print('LOADED', load_compiled(K.profile_earliest, signature), len(K.profile_earliest.signatures))\n"
-            "print('PLAIN', load_compiled(numba.njit(lambda x: x + 1), (numba.types.int64,)))\n")
+    code = (
+        "import numba\n"
+        "from hpcdispatch.compiled import kernels as K\n"
+        "from hpcdispatch.compiled.disk_cache import load_compiled\n"
+        "signature = K.entry_signatures()['profile_earliest']\n"
+        "print('LOADED', load_compiled(K.profile_earliest, signature), len(K.profile_earliest.signatures))\n"
+        "print('PLAIN', load_compiled(numba.njit(lambda x: x + 1), (numba.types.int64,)))\n"
+    )
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", **pythonpath()}
-    empty = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    empty = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900
+    )
     assert "LOADED False 0" in empty.stdout and "PLAIN False" in empty.stdout, empty.stderr[-1000:]
     # compiled once (what a first run does), the next process loads it
-    compile_it = code.replace("print('LOADED'", "K.profile_earliest.compile(signature)\nprint('COMPILED'")
-    subprocess.run([sys.executable, "-c", compile_it], capture_output=True, text=True, env=env, timeout=900, check=True)
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+    compile_it = code.replace(
+        "print('LOADED'", "K.profile_earliest.compile(signature)\nprint('COMPILED'"
+    )
+    subprocess.run(
+        [sys.executable, "-c", compile_it],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=True,
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900
+    )
     assert "LOADED True 1" in loaded.stdout, loaded.stderr[-1000:]

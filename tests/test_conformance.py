@@ -37,16 +37,34 @@ def test_every_registered_dispatcher_is_in_the_suite():
     for info in pkgutil.walk_packages(hpcdispatch.__path__, "hpcdispatch."):
         if not info.name.endswith("__main__"):  # (that one runs the command line)
             importlib.import_module(info.name)
-    assert set(DISPATCHERS) - set(SUITE) == set(), "registered but not collected by the conformance suite"
-    assert set(SUITE) >= {"fifo", "sjf", "easy", "conservative", "slurm-bf", "aucsched", "cp-rule", "hcp", "pcp19",
-                          "pcp20", "cp-hybrid"}
+    assert set(DISPATCHERS) - set(SUITE) == set(), (
+        "registered but not collected by the conformance suite"
+    )
+    assert set(SUITE) >= {
+        "fifo",
+        "sjf",
+        "easy",
+        "conservative",
+        "slurm-bf",
+        "aucsched",
+        "cp-rule",
+        "hcp",
+        "pcp19",
+        "pcp20",
+        "cp-hybrid",
+    }
     assert before <= set(SUITE)
 
 
 def test_the_tags_pick_the_checks():
-    by_name = {name: {c for _, n, c in (p.values for p in CASES) if n == 0 and _ == name} for name in SUITE}
+    by_name = {
+        name: {c for _, n, c in (p.values for p in CASES) if n == 0 and _ == name} for name in SUITE
+    }
     assert "journal_resume" in by_name["easy"] and "journal_resume" not in by_name["conservative"]
-    assert "unsupported_jobs_refused" in by_name["hcp"] and "unsupported_jobs_refused" not in by_name["easy"]
+    assert (
+        "unsupported_jobs_refused" in by_name["hcp"]
+        and "unsupported_jobs_refused" not in by_name["easy"]
+    )
     assert "deterministic" in by_name["pcp20"]  # its test parameters use the deterministic limit
     assert "deterministic" not in by_name["aucsched"]  # a wall-clock solver limit
     assert set().union(*by_name.values()) == set(CHECKS)
@@ -97,11 +115,14 @@ class _StoresDerivedParameters(Dispatcher):
         return []
 
 
-@pytest.mark.parametrize("cls, check, message", [
-    (_ForgetsAJob, "valid_schedules", "SimulationStalledError: .* left .* queued"),
-    (_ClaimsMemorylessButCounts, "journal_resume", "journal resumed after"),
-    (_StoresDerivedParameters, "parameters", "does not store its parameters"),
-])
+@pytest.mark.parametrize(
+    "cls, check, message",
+    [
+        (_ForgetsAJob, "valid_schedules", "SimulationStalledError: .* left .* queued"),
+        (_ClaimsMemorylessButCounts, "journal_resume", "journal resumed after"),
+        (_StoresDerivedParameters, "parameters", "does not store its parameters"),
+    ],
+)
 def test_the_suite_catches_broken_dispatchers(cls, check, message):
     register(cls)
     try:

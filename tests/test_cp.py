@@ -32,7 +32,9 @@ def instance(system, queued, running=(), t=0.0):
     free = np.array(system.capacity)
     for r in running:
         free[list(r.nodes)] -= r.amounts()
-    return DispatchInstance(t, system.resources, np.array(system.capacity), free, list(queued), list(running))
+    return DispatchInstance(
+        t, system.resources, np.array(system.capacity), free, list(queued), list(running)
+    )
 
 
 def qj(index, submit, duration, units=1, req=(1,), maxpn=0):
@@ -91,9 +93,18 @@ def test_reserve_keeps_only_the_first_blocked_jobs_by_priority():
     # nodes 2-3 back, so nothing starts now.
     system = cores_system(4, 1)
     running = [RunningEntry(9, 10, -5.0, 10.0, (0, 1), (1, 1), (1,))]
-    inst = instance(system, [qj(0, -1000, 10, units=4), qj(1, 0, 100, units=2), qj(2, -500, 10, units=4)], running)
+    inst = instance(
+        system,
+        [qj(0, -1000, 10, units=4), qj(1, 0, 100, units=2), qj(2, -500, 10, units=4)],
+        running,
+    )
     for name in ["cp-rule", *CP_MODELS]:
-        for options, in_model in [({"reserve": 1}, 2), ({"reserve": 2}, 3), ({"reserve": 5}, 3), ({"keep_blocked": True}, 3)]:
+        for options, in_model in [
+            ({"reserve": 1}, 2),
+            ({"reserve": 2}, 3),
+            ({"reserve": 5}, 3),
+            ({"keep_blocked": True}, 3),
+        ]:
             placed, info = decide(name, system, inst, **options)
             assert placed == {}, (name, options, info)
             assert info["in_model"] == in_model, (name, options, info)
@@ -112,11 +123,13 @@ def test_node_level_models_place_units_on_real_nodes():
     # that really fit: a 2-core unit only on node 1.
     system = cores_system(2, 2)
     running = [RunningEntry(9, 99, -1.0, 5.0, (0,), (1,), (1,))]
-    inst = instance(system, [qj(0, 0, 4, units=2, req=(1,)), qj(1, 0, 4, units=1, req=(2,))], running)
+    inst = instance(
+        system, [qj(0, 0, 4, units=2, req=(1,)), qj(1, 0, 4, units=1, req=(2,))], running
+    )
     for name in ("pcp19", "pcp20", "cp-hybrid"):
         placed, info = decide(name, system, inst)
         assert len(placed) == 1, (name, placed, info)
-        (idx, pairs), = placed.items()
+        ((idx, pairs),) = placed.items()
         if idx == 1:
             assert pairs == [(1, 1)]
         else:
@@ -125,7 +138,9 @@ def test_node_level_models_place_units_on_real_nodes():
 
 def test_gpu_jobs_go_to_gpu_nodes():
     # Eurora-like: node 0 has 2 GPUs, node 1 has 2 MICs; a 1-GPU job must land on node 0
-    system = system_of([(1, {"core": 4, "gpu": 2}), (1, {"core": 4, "mic": 2})], ["core", "gpu", "mic"])
+    system = system_of(
+        [(1, {"core": 4, "gpu": 2}), (1, {"core": 4, "mic": 2})], ["core", "gpu", "mic"]
+    )
     inst = instance(system, [qj(0, 0, 5, req=(1, 1, 0)), qj(1, 0, 5, req=(1, 0, 1))])
     for name in CP_MODELS:
         placed, info = decide(name, system, inst)
@@ -149,7 +164,11 @@ def test_a_crashing_solver_falls_back_to_the_rule(monkeypatch):
 def test_no_solution_in_time_falls_back_to_the_rule(monkeypatch):
     from hpcdispatch.cp.solve import SolveOutcome
 
-    monkeypatch.setattr(cp_pipeline, "solve", lambda *a, **k: SolveOutcome("unknown", None, attempts=[(1.0, "unknown")]))
+    monkeypatch.setattr(
+        cp_pipeline,
+        "solve",
+        lambda *a, **k: SolveOutcome("unknown", None, attempts=[(1.0, "unknown")]),
+    )
     system = cores_system(1, 3)
     inst = instance(system, [qj(0, -100, 10, req=(3,)), qj(1, 0, 1), qj(2, 0, 1)])
     placed, info = decide("pcp20", system, inst)
@@ -163,7 +182,11 @@ def test_a_fallback_with_an_infeasible_hint_says_so(monkeypatch):
     # 0 on the one 3-core node.
     from hpcdispatch.cp.solve import SolveOutcome
 
-    monkeypatch.setattr(cp_pipeline, "solve", lambda *a, **k: SolveOutcome("unknown", None, attempts=[(1.0, "unknown")]))
+    monkeypatch.setattr(
+        cp_pipeline,
+        "solve",
+        lambda *a, **k: SolveOutcome("unknown", None, attempts=[(1.0, "unknown")]),
+    )
     real = cp_pipeline.rule_schedule
 
     def overbooked(inst, policy, jobs, allocator, node_level, d_max):
@@ -176,7 +199,10 @@ def test_a_fallback_with_an_infeasible_hint_says_so(monkeypatch):
     inst = instance(system, [qj(0, -100, 10, req=(3,)), qj(1, -50, 10, req=(3,))])
     for name in CP_MODELS:
         _, info = decide(name, system, inst, force_model=True, job_symmetry=False)
-        assert info["fallback"] == "no solution (unknown)" and info["hint_feasible"] is False, (name, info)
+        assert info["fallback"] == "no solution (unknown)" and info["hint_feasible"] is False, (
+            name,
+            info,
+        )
 
 
 def test_the_solution_is_never_worse_than_the_rule():
@@ -186,7 +212,9 @@ def test_the_solution_is_never_worse_than_the_rule():
     for name in CP_MODELS:
         _, info = decide(name, system, inst)
         if "objective" in info:
-            assert info["objective"] <= info["rule_objective"] or info.get("fallback") == "rule better"
+            assert (
+                info["objective"] <= info["rule_objective"] or info.get("fallback") == "rule better"
+            )
 
 
 @pytest.mark.parametrize("name", ["cp-rule", *CP_MODELS])
@@ -214,12 +242,21 @@ def test_v1_with_overdue_jobs_still_gives_valid_starts():
 
     jobs = [job(i + 1, i, 30 + 7 * i, units=1 + i % 2, req=(2,)) for i in range(8)]
     for name in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
-        r = simulate(cores_system(2, 4), jobs, make_dispatcher(f"{name}:version=1,time_unit=1"), predictor=Short())
+        r = simulate(
+            cores_system(2, 4),
+            jobs,
+            make_dispatcher(f"{name}:version=1,time_unit=1"),
+            predictor=Short(),
+        )
         assert not np.isnan(r.start).any()
         # CP'19's own version 1: the overdue jobs shorten the horizon, whole decisions are
         # lost, yet every job starts once the overdue ones end (validated by the simulator)
-        paper = simulate(cores_system(2, 4), jobs, make_dispatcher(f"{name}:version=1,time_unit=1,paper_v1=true"),
-                         predictor=Short())
+        paper = simulate(
+            cores_system(2, 4),
+            jobs,
+            make_dispatcher(f"{name}:version=1,time_unit=1,paper_v1=true"),
+            predictor=Short(),
+        )
         assert not np.isnan(paper.start).any()
         assert any("postponed_all" in i for i in paper.decisions["info"]), name
         assert paper.start.mean() > r.start.mean(), name
@@ -230,8 +267,10 @@ def random_instances(draw):
     """One to three node types in a row (so a job's nodes may form several runs of affine
     positions, pcp20's node_segments: KIT ForHLR II's thin and fat nodes, or a type between
     two runs of another), 1-6 cores and 0-2 GPUs each."""
-    types = [(draw(st.integers(1, 3)), {"core": draw(st.integers(1, 6)), "gpu": draw(st.integers(0, 2))})
-             for _ in range(draw(st.integers(1, 3)))]
+    types = [
+        (draw(st.integers(1, 3)), {"core": draw(st.integers(1, 6)), "gpu": draw(st.integers(0, 2))})
+        for _ in range(draw(st.integers(1, 3)))
+    ]
     system = system_of(types, ["core", "gpu"])
     n_nodes = sum(count for count, _ in types)
     cores = max(cap["core"] for _, cap in types)
@@ -239,15 +278,26 @@ def random_instances(draw):
     queued = []
     for i in range(draw(st.integers(1, 5))):
         req = (draw(st.integers(1, cores)), draw(st.integers(0, gpus)))
-        queued.append(qj(i, -draw(st.integers(0, 50)), draw(st.integers(1, 20)),
-                         units=draw(st.integers(1, n_nodes * 2)), req=req))
+        queued.append(
+            qj(
+                i,
+                -draw(st.integers(0, 50)),
+                draw(st.integers(1, 20)),
+                units=draw(st.integers(1, n_nodes * 2)),
+                req=req,
+            )
+        )
     running = []
     free = np.array(system.capacity)
     for k in range(draw(st.integers(0, 3))):
         n = draw(st.integers(0, n_nodes - 1))
         c = draw(st.integers(0, int(free[n, 0])))
         if c:
-            running.append(RunningEntry(100 + k, 200 + k, -1.0, float(draw(st.integers(1, 15))), (n,), (c,), (1, 0)))
+            running.append(
+                RunningEntry(
+                    100 + k, 200 + k, -1.0, float(draw(st.integers(1, 15))), (n,), (c,), (1, 0)
+                )
+            )
             free[n, 0] -= c
     return system, instance(system, queued, running)
 
@@ -259,23 +309,44 @@ def test_pcp20_node_map_never_splits_a_unit(data):
     s = CPSettings(version=3, time_unit=1.0)
     policy = Policy(inst, s, "pcp")
     bf = make_allocator("best-fit", system)
-    jobs = [j for j in policy.order(inst.queued)
-            if all(system.capacity[:, r].max() >= a for r, a in enumerate(j.unit_request))
-            and (np.minimum.reduce([inst.free[:, r] // a for r, a in enumerate(j.unit_request) if a]).sum() >= j.units)]
+    jobs = [
+        j
+        for j in policy.order(inst.queued)
+        if all(system.capacity[:, r].max() >= a for r, a in enumerate(j.unit_request))
+        and (
+            np.minimum.reduce(
+                [inst.free[:, r] // a for r, a in enumerate(j.unit_request) if a]
+            ).sum()
+            >= j.units
+        )
+    ]
     if not jobs:
         return
     d_max = max(j.duration for j in jobs)
     rule = rule_schedule(inst, policy, jobs, bf, True, d_max)
-    built = pcp20.build(ModelInput(inst, policy, jobs, horizon_units(policy, inst, jobs), d_max, rule, s,
-                                   earliest_alone(inst, policy, jobs, bf, True)))
+    built = pcp20.build(
+        ModelInput(
+            inst,
+            policy,
+            jobs,
+            horizon_units(policy, inst, jobs),
+            d_max,
+            rule,
+            s,
+            earliest_alone(inst, policy, jobs, bf, True),
+        )
+    )
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 5
     solver.parameters.symmetry_level = 0
     assert solver.solve(built.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     cap = system.capacity
     offsets = {r: np.concatenate(([0], np.cumsum(cap[:, r])[:-1])) for r in range(cap.shape[1])}
-    values = {v.name: solver.value(built.model.get_int_var_from_proto_index(i))
-              for i, v in enumerate(built.model.proto.variables) if v.name}
+    values = {
+        v.name: solver.value(built.model.get_int_var_from_proto_index(i))
+        for i, v in enumerate(built.model.proto.variables)
+        if v.name
+    }
     for j in jobs:
         for k in range(j.units):
             if f"n[{j.id},{k}]" in values:
@@ -287,7 +358,13 @@ def test_pcp20_node_map_never_splits_a_unit(data):
                 if q == 0:
                     continue
                 y = values[f"y[{j.id},{k},{r}]"]
-                assert offsets[r][node] <= y and y + q <= offsets[r][node] + cap[node, r], (j, k, r, node, y)
+                assert offsets[r][node] <= y and y + q <= offsets[r][node] + cap[node, r], (
+                    j,
+                    k,
+                    r,
+                    node,
+                    y,
+                )
         # and the decoded allocation of every job starting now is the same nodes
         now = built.decode_now(solver)
         if j.index in now:
@@ -298,18 +375,32 @@ def test_pcp20_node_map_never_splits_a_unit(data):
                     nodes.append(values[key])
                 else:
                     (r,) = [r for r, q in enumerate(j.unit_request) if q]
-                    nodes.append(int(np.searchsorted(offsets[r], values[f"y[{j.id},{k},{r}]"], "right")) - 1)
+                    nodes.append(
+                        int(np.searchsorted(offsets[r], values[f"y[{j.id},{k},{r}]"], "right")) - 1
+                    )
             assert sorted(now[j.index].pairs()) == sorted((n, nodes.count(n)) for n in set(nodes))
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 10_000), st.sampled_from(CP_MODELS), st.sampled_from(["", ",reserve=1", ",keep_blocked=true"]))
+@given(
+    st.integers(0, 10_000),
+    st.sampled_from(CP_MODELS),
+    st.sampled_from(["", ",reserve=1", ",keep_blocked=true"]),
+)
 def test_random_simulations_with_cp_dispatchers_are_valid(seed, name, option):
     rng = np.random.default_rng(seed)
     system = system_of([(3, {"core": 4, "gpu": 1})], ["core", "gpu"])
-    jobs = [job(i + 1, int(rng.integers(0, 60)), int(rng.integers(1, 40)), units=int(rng.integers(1, 4)),
-                req=(int(rng.integers(1, 5)), int(rng.integers(0, 2))), wall=int(rng.integers(1, 60)))
-            for i in range(12)]
+    jobs = [
+        job(
+            i + 1,
+            int(rng.integers(0, 60)),
+            int(rng.integers(1, 40)),
+            units=int(rng.integers(1, 4)),
+            req=(int(rng.integers(1, 5)), int(rng.integers(0, 2))),
+            wall=int(rng.integers(1, 60)),
+        )
+        for i in range(12)
+    ]
     r = simulate(system, jobs, make_dispatcher(f"{name}:time_unit=1,delta=0.2{option}"))
     assert not np.isnan(r.start).any()
     assert starts(r)  # every job started, every start verified by the simulator and the validator
@@ -318,7 +409,10 @@ def test_random_simulations_with_cp_dispatchers_are_valid(seed, name, option):
 def test_dumped_instances_round_trip_and_evaluate(tmp_path):
     # A congested little workload on 3 nodes x 4 cores: hcp dumps every instance it sees.
     system = cores_system(3, 4)
-    jobs = [job(i, submit=5 * i, run=30 + 7 * (i % 5), units=1 + i % 3, req=(2,), wall=60) for i in range(12)]
+    jobs = [
+        job(i, submit=5 * i, run=30 + 7 * (i % 5), units=1 + i % 3, req=(2,), wall=60)
+        for i in range(12)
+    ]
     dump = tmp_path / "inst"
     disp = make_dispatcher("hcp", dump_instances=str(dump), time_unit=1.0)
     result = simulate(system, jobs, disp)
@@ -334,7 +428,9 @@ def test_dumped_instances_round_trip_and_evaluate(tmp_path):
         assert system_of_instance(inst).capacity.tolist() == system.capacity.tolist()
         placed, again = fresh.decide(inst)
         assert len(placed) == info["dispatched"]
-    frame = evaluate(dump, ["hcp:time_unit=1", "pcp19:time_unit=1", "pcp20:time_unit=1"], min_queued=2)
+    frame = evaluate(
+        dump, ["hcp:time_unit=1", "pcp19:time_unit=1", "pcp20:time_unit=1"], min_queued=2
+    )
     congested = [p.name for p in files if len(DispatchInstance.load(p).queued) >= 2]
     assert sorted(frame["instance"].unique()) == congested and congested
     assert len(frame) == 3 * len(congested)
@@ -356,11 +452,20 @@ def test_dumped_instances_round_trip_and_evaluate(tmp_path):
     assert len(lines) == 1 + len(files)  # the header, then one line per instance (skipped ones too)
     record.write_text("\n".join(lines[:4]) + "\n" + lines[4][:15])  # killed while writing line 5
     solved = []
-    resumed = evaluate(dump, specs, min_queued=2, record=record,
-                       progress=lambda done, total: solved.append(done))
-    pd.testing.assert_frame_equal(resumed.drop(columns="decision_s"), whole.drop(columns="decision_s"))
-    assert resumed["decision_s"].iloc[: 2 * sum(1 for line in lines[1:4] if '"rows": []' not in line)].tolist() == \
-        whole["decision_s"].iloc[: 2 * sum(1 for line in lines[1:4] if '"rows": []' not in line)].tolist()
+    resumed = evaluate(
+        dump, specs, min_queued=2, record=record, progress=lambda done, total: solved.append(done)
+    )
+    pd.testing.assert_frame_equal(
+        resumed.drop(columns="decision_s"), whole.drop(columns="decision_s")
+    )
+    assert (
+        resumed["decision_s"]
+        .iloc[: 2 * sum(1 for line in lines[1:4] if '"rows": []' not in line)]
+        .tolist()
+        == whole["decision_s"]
+        .iloc[: 2 * sum(1 for line in lines[1:4] if '"rows": []' not in line)]
+        .tolist()
+    )
     assert len(record.read_text().splitlines()) == 1 + len(files)
     with pytest.raises(ConfigError, match="a record of another evaluation"):
         evaluate(dump, ["hcp:time_unit=1"], min_queued=2, record=record)
@@ -372,14 +477,28 @@ def test_deterministic_search_gives_the_same_schedule_twice(name):
     # only CP-SAT's deterministic time stops the search, and two runs agree exactly
     rng = np.random.default_rng(5)
     system = system_of([(4, {"core": 8, "gpu": 2})], ["core", "gpu"])
-    jobs = [job(i + 1, int(rng.integers(0, 300)), int(rng.integers(5, 120)), units=int(rng.integers(1, 6)),
-                req=(int(rng.integers(1, 5)), int(rng.integers(0, 2))), wall=150) for i in range(40)]
+    jobs = [
+        job(
+            i + 1,
+            int(rng.integers(0, 300)),
+            int(rng.integers(5, 120)),
+            units=int(rng.integers(1, 6)),
+            req=(int(rng.integers(1, 5)), int(rng.integers(0, 2))),
+            wall=150,
+        )
+        for i in range(40)
+    ]
     runs = []
     for _ in range(2):
         d = make_dispatcher(f"{name}:time_unit=5,delta=0.02,delta_max=0.04,deterministic=true")
         r = simulate(system, jobs, d)
-        runs.append((starts(r), {k: [tuple(s) for s in v] for k, v in r.segments.items()},
-                     [i.get("status") for i in r.decisions["info"]]))
+        runs.append(
+            (
+                starts(r),
+                {k: [tuple(s) for s in v] for k, v in r.segments.items()},
+                [i.get("status") for i in r.decisions["info"]],
+            )
+        )
     assert runs[0] == runs[1]
     assert "feasible" in runs[0][2] or "optimal" in runs[0][2]
 
@@ -392,16 +511,28 @@ def test_version_2_is_version_1_unless_predictions_under_estimate(name):
     # model and (deterministic search) take the same decisions: the whole-trace v2-W / v2-R
     # runs measure search noise only. Predictions at 0.3 x the run time make them differ.
     from helpers import Scaled
+
     from hpcdispatch.predictors import make_predictor
 
     rng = np.random.default_rng(11)
     system = system_of([(4, {"core": 8})], ["core"])
-    jobs = [job(i + 1, int(rng.integers(0, 150)), int(rng.integers(10, 200)), units=int(rng.integers(1, 9)),
-                req=(1,), wall=int(rng.integers(200, 500))) for i in range(30)]
+    jobs = [
+        job(
+            i + 1,
+            int(rng.integers(0, 150)),
+            int(rng.integers(10, 200)),
+            units=int(rng.integers(1, 9)),
+            req=(1,),
+            wall=int(rng.integers(200, 500)),
+        )
+        for i in range(30)
+    ]
     keys = ("status", "objective", "rule_objective", "in_model", "dispatched")
 
     def run(version: int, predictor):
-        d = make_dispatcher(f"{name}:version={version},time_unit=5,delta=0.05,delta_max=0.1,deterministic=true")
+        d = make_dispatcher(
+            f"{name}:version={version},time_unit=5,delta=0.05,delta_max=0.1,deterministic=true"
+        )
         r = simulate(system, jobs, d, predictor)
         return starts(r), [tuple(i.get(k) for k in keys) for i in r.decisions["info"]]
 
@@ -415,10 +546,16 @@ def test_version_2_is_version_1_unless_predictions_under_estimate(name):
 def test_slurm_style_jobs_are_refused_with_a_clear_error():
     # refused before the run (Tags.node_constraints=False), naming the job and the reason
     system = cores_system(4, 4)
-    jobs = [job(1, 0, 10, units=4, req=(1,)), job(2, 0, 10, units=4, req=(1,), node_count=2, contiguous=True)]
+    jobs = [
+        job(1, 0, 10, units=4, req=(1,)),
+        job(2, 0, 10, units=4, req=(1,), node_count=2, contiguous=True),
+    ]
     for name in ("cp-rule", "pcp20"):
-        with pytest.raises(UnsupportedJobError, match=rf"dispatcher '{name}' cannot run job 2: it has Slurm-style "
-                                                      r"node constraints"):
+        with pytest.raises(
+            UnsupportedJobError,
+            match=rf"dispatcher '{name}' cannot run job 2: it has Slurm-style "
+            r"node constraints",
+        ):
             simulate(system, jobs, make_dispatcher(name))
 
 
@@ -433,7 +570,9 @@ def test_a_solution_that_leaves_an_idle_machine_idle_is_replaced_by_the_rule(mon
         built.decode_now = lambda solver: {}
         return built
 
-    monkeypatch.setattr(cp_dispatchers.CPHybrid, "MODEL", replace(hybrid.MODEL, build=starts_nothing))
+    monkeypatch.setattr(
+        cp_dispatchers.CPHybrid, "MODEL", replace(hybrid.MODEL, build=starts_nothing)
+    )
     system = cores_system(1, 3)
     inst = instance(system, [qj(0, -100, 10, req=(3,)), qj(1, 0, 1), qj(2, 0, 1)])
     placed, info = decide("cp-hybrid", system, inst)
@@ -509,7 +648,6 @@ def test_a_rule_schedule_with_twins_out_of_order_is_realigned_not_refused(monkey
         assert placed == {3: [(0, 1)]} and info["objective"] == 2_500, (name, info)
 
 
-
 def rule_of(spec, system, inst):
     """``(dispatcher, model jobs, policy, d_max, rule schedule)`` of dispatcher ``spec`` on
     ``inst`` (``None`` when no job is in the model)."""
@@ -538,8 +676,15 @@ def test_a_job_the_real_nodes_refuse_now_takes_the_next_unit_so_its_twin_never_o
     # segment start after now (10, the end of node 1's job) and B, taken later, started at 2
     # (the end of C's reservation), before its identical twin -- job symmetry's order.
     system = cores_system(4, 1)
-    running = [RunningEntry(10, 11, -5.0, -1.0, (0,), (1,), (1,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (1,))]
-    inst = instance(system, [qj(0, -30, 10), qj(1, -20, 5, units=2), qj(2, -10, 2), qj(3, 0, 5, units=2)], running)
+    running = [
+        RunningEntry(10, 11, -5.0, -1.0, (0,), (1,), (1,)),
+        RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (1,)),
+    ]
+    inst = instance(
+        system,
+        [qj(0, -30, 10), qj(1, -20, 5, units=2), qj(2, -10, 2), qj(3, 0, 5, units=2)],
+        running,
+    )
     for name in CP_MODELS:
         assert rule_starts(name, 1, system, inst) == {0: 0, 1: 1, 2: 6, 3: 8}, name
 
@@ -552,13 +697,15 @@ def test_a_job_the_real_nodes_refuse_when_every_running_job_is_overdue_is_planne
     # now", which stopped the simulation. Now the job is planned at 1 and nothing starts.
     # (The node-level models leave a job that does not fit the real nodes out of the model.)
     system = cores_system(3, 3)
-    inst = instance(system, [qj(0, -5, 5, units=3, req=(2,))], [RunningEntry(10, 11, -5.0, -1.0, (2,), (2,), (1,))])
+    inst = instance(
+        system,
+        [qj(0, -5, 5, units=3, req=(2,))],
+        [RunningEntry(10, 11, -5.0, -1.0, (2,), (2,), (1,))],
+    )
     for name in ("hcp", "cp-hybrid"):
         assert rule_starts(name, 1, system, inst) == {0: 1}, name
         placed, info = decide(name, system, inst, version=1)
         assert placed == {} and "fallback" not in info, (name, info)
-
-
 
 
 def test_paper_v1_horizon_shrinks_with_overdue_jobs_and_postpones_everything():
@@ -570,7 +717,10 @@ def test_paper_v1_horizon_shrinks_with_overdue_jobs_and_postpones_everything():
     inst = instance(system, [qj(0, -1, 2)], [RunningEntry(10, 11, -10.0, -9.0, (0,), (1,), (1,))])
     for name in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
         placed, info = decide(name, system, inst, version=1, paper_v1=True)
-        assert placed == {} and info["paper_horizon"] == -7 and not info["rule_in_paper_horizon"], (name, info)
+        assert placed == {} and info["paper_horizon"] == -7 and not info["rule_in_paper_horizon"], (
+            name,
+            info,
+        )
         assert "version-1 horizon" in info["postponed_all"] and "fallback" not in info, (name, info)
         for version in (1, 2):
             assert decide(name, system, inst, version=version)[0] == {0: [(1, 1)]}, (name, version)
@@ -582,7 +732,9 @@ def test_paper_v1_keeps_the_rule_decision_when_the_short_horizon_still_fits_it()
     # plans A (free in the model on node 0, really busy) from 1: both end by 3 <= 4, so the
     # paper's model has that schedule too and B starts now, as without paper_v1.
     system = cores_system(2, 1)
-    inst = instance(system, [qj(0, -1, 2), qj(1, -2, 3)], [RunningEntry(10, 11, -10.0, -1.0, (0,), (1,), (1,))])
+    inst = instance(
+        system, [qj(0, -1, 2), qj(1, -2, 3)], [RunningEntry(10, 11, -10.0, -1.0, (0,), (1,), (1,))]
+    )
     for name in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
         placed, info = decide(name, system, inst, version=1, paper_v1=True)
         assert info["paper_horizon"] == 4 and info["rule_in_paper_horizon"], (name, info)
@@ -590,7 +742,9 @@ def test_paper_v1_keeps_the_rule_decision_when_the_short_horizon_still_fits_it()
         assert "postponed_all" not in info
 
 
-@pytest.mark.parametrize("spec", ["hcp:version=2,paper_v1=true", "hcp:paper_v1=true", "cp-rule:version=1,paper_v1=true"])
+@pytest.mark.parametrize(
+    "spec", ["hcp:version=2,paper_v1=true", "hcp:paper_v1=true", "cp-rule:version=1,paper_v1=true"]
+)
 def test_paper_v1_is_refused_outside_version_1_models(spec):
     d = make_dispatcher(spec)
     with pytest.raises(ConfigError, match="paper_v1"):
@@ -606,16 +760,22 @@ def test_a_job_started_now_leaves_the_nodes_planned_for_an_earlier_job_alone():
     # planned for A from 1: node 3 was booked twice in [1, 3), and the hint was infeasible for
     # the model. Now X is planned at 1 on node 4, and the hint is a solution of every model.
     system = cores_system(5, 1)
-    running = [RunningEntry(10, 11, -5.0, -1.0, (0,), (1,), (1,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (1,)),
-               RunningEntry(12, 13, -5.0, -1.0, (4,), (1,), (1,))]
+    running = [
+        RunningEntry(10, 11, -5.0, -1.0, (0,), (1,), (1,)),
+        RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (1,)),
+        RunningEntry(12, 13, -5.0, -1.0, (4,), (1,), (1,)),
+    ]
     inst = instance(system, [qj(0, -30, 10), qj(1, -20, 5, units=2), qj(2, -10, 3)], running)
     for name in ("pcp19", "pcp20"):
         d, jobs, policy, d_max, rule = rule_of(f"{name}:version=1,time_unit=1", system, inst)
         assert rule.starts == {0: 0, 1: 1, 2: 1}, name
-        assert {k: a.pairs() for k, a in rule.allocations.items()} == {0: [(2, 1)], 1: [(0, 1), (3, 1)], 2: [(4, 1)]}
+        assert {k: a.pairs() for k, a in rule.allocations.items()} == {
+            0: [(2, 1)],
+            1: [(0, 1), (3, 1)],
+            2: [(4, 1)],
+        }
         built = d.build_model(inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs))
         assert hint_is_solution(built.model) is True, name
-
 
 
 def test_pcp20_lays_out_a_rule_schedule_that_lowest_first_packing_fragments():
@@ -625,15 +785,19 @@ def test_pcp20_lays_out_a_rule_schedule_that_lowest_first_packing_fragments():
     # 1-2 and leaves B only positions 0 and 3 during [1, 5): not adjacent, so B went unhinted
     # and the hint was not a solution. Packed from the top, A takes 2-3 and B 0-1.
     system = cores_system(2, 4)
-    running = [RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (1,)), RunningEntry(11, 12, -5.0, 2.0, (1,), (3,), (1,))]
+    running = [
+        RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (1,)),
+        RunningEntry(11, 12, -5.0, 2.0, (1,), (3,), (1,)),
+    ]
     inst = instance(system, [qj(0, -30, 4, req=(2,)), qj(1, -20, 4, req=(2,))], running)
     for name in ("pcp19", "pcp20"):
         d, jobs, policy, d_max, rule = rule_of(f"{name}:version=3,time_unit=1", system, inst)
-        assert rule.starts == {0: 0, 1: 1} and {k: a.pairs() for k, a in rule.allocations.items()} == {0: [(0, 1)], 1: [(0, 1)]}
+        assert rule.starts == {0: 0, 1: 1} and {
+            k: a.pairs() for k, a in rule.allocations.items()
+        } == {0: [(0, 1)], 1: [(0, 1)]}
         built = d.build_model(inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs))
         assert built.notes.get("unhinted_jobs", 0) == 0, name
         assert hint_is_solution(built.model) is True, name
-
 
 
 def test_pcp20_hands_a_jobs_packed_units_out_in_position_order():
@@ -642,8 +806,14 @@ def test_pcp20_hands_a_jobs_packed_units_out_in_position_order():
     # the top-down packing is used, which put job 3's units at positions 3 and 2 -- against
     # pcp20's unit symmetry (unit k's position < unit k + 1's). The units are now sorted.
     system = cores_system(3, 4)
-    queued = [qj(0, 0, 1, req=(3,)), qj(1, -1, 1, req=(3,)), qj(2, -2, 1, req=(3,)),
-              qj(3, -3, 2, units=2), qj(4, -4, 2, units=2), qj(5, -5, 1)]
+    queued = [
+        qj(0, 0, 1, req=(3,)),
+        qj(1, -1, 1, req=(3,)),
+        qj(2, -2, 1, req=(3,)),
+        qj(3, -3, 2, units=2),
+        qj(4, -4, 2, units=2),
+        qj(5, -5, 1),
+    ]
     inst = instance(system, queued, [RunningEntry(102, 202, -20.0, -2.0, (2,), (1,), (2,))])
     d, jobs, policy, d_max, rule = rule_of("pcp20:version=2,time_unit=1", system, inst)
     rule = d.hint_rule(rule, jobs, policy, d_max)
@@ -666,17 +836,30 @@ def instances_with_overdue_jobs_and_twins(draw):
             end = float(draw(st.sampled_from([-2, -1, -1, 1, 3, 5, 8, 12])))
             used = draw(st.integers(1, cores))
             running.append(RunningEntry(100 + node, 200 + node, -20.0, end, (node,), (1,), (used,)))
-    shapes = [(draw(st.integers(1, n_nodes)), draw(st.integers(1, 12)), draw(st.integers(1, cores)),
-               draw(st.sampled_from([0, 0, 1]))) for _ in range(draw(st.integers(1, 3)))]
+    shapes = [
+        (
+            draw(st.integers(1, n_nodes)),
+            draw(st.integers(1, 12)),
+            draw(st.integers(1, cores)),
+            draw(st.sampled_from([0, 0, 1])),
+        )
+        for _ in range(draw(st.integers(1, 3)))
+    ]
     picks = draw(st.lists(st.integers(0, len(shapes) - 1), min_size=2, max_size=7))
-    waits = draw(st.lists(st.integers(0, 40), min_size=len(picks), max_size=len(picks), unique=True))
-    queued = [qj(i, -w, shapes[k][1], units=shapes[k][0], req=(shapes[k][2],), maxpn=shapes[k][3])
-              for i, (k, w) in enumerate(zip(picks, waits))]
+    waits = draw(
+        st.lists(st.integers(0, 40), min_size=len(picks), max_size=len(picks), unique=True)
+    )
+    queued = [
+        qj(i, -w, shapes[k][1], units=shapes[k][0], req=(shapes[k][2],), maxpn=shapes[k][3])
+        for i, (k, w) in enumerate(zip(picks, waits))
+    ]
     return system, instance(system, queued, running)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(instances_with_overdue_jobs_and_twins(), st.sampled_from(CP_MODELS), st.sampled_from([1, 2, 3]))
+@given(
+    instances_with_overdue_jobs_and_twins(), st.sampled_from(CP_MODELS), st.sampled_from([1, 2, 3])
+)
 def test_the_rule_is_a_feasible_hint_with_identical_jobs_in_priority_order(data, name, version):
     """The priority rule on its own (no realignment): it always finds a schedule, identical
     jobs start in priority order, and the schedule is a feasible solution of the model (CP-SAT
@@ -694,7 +877,10 @@ def test_the_rule_is_a_feasible_hint_with_identical_jobs_in_priority_order(data,
     built = d.build_model(inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs))
     if built.notes.get("unhinted_jobs"):
         return  # pcp20 could not lay the schedule out in adjacent positions (its packing limit)
-    assert hint_is_solution(built.model, time_limit=10) is True, (rule.starts, {k: a.pairs() for k, a in rule.allocations.items()})
+    assert hint_is_solution(built.model, time_limit=10) is True, (
+        rule.starts,
+        {k: a.pairs() for k, a in rule.allocations.items()},
+    )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -712,8 +898,14 @@ def test_a_paper_horizon_called_too_short_makes_the_model_infeasible(data, name,
     d, jobs, policy, d_max, rule = found
     if paper_horizon_too_short(inst, policy, jobs, horizon, d._best_fit, d.node_level) is None:
         return
-    built = d.build_model(inst, policy, jobs, d.hint_rule(rule, jobs, policy, d_max), d_max,
-                          horizon_units(policy, inst, jobs))
+    built = d.build_model(
+        inst,
+        policy,
+        jobs,
+        d.hint_rule(rule, jobs, policy, d_max),
+        d_max,
+        horizon_units(policy, inst, jobs),
+    )
     for j in jobs:
         built.model.add(built.starts[j.index] + policy.duration_units(j) <= horizon)
     solver = cp_model.CpSolver()
@@ -735,10 +927,20 @@ def instances_with_twins(draw):
         duration = draw(st.integers(1, 12))
         submit = -draw(st.integers(0, 30))
         for _copy in range(draw(st.integers(1, 3))):
-            queued.append(qj(len(queued), submit - draw(st.sampled_from([0, 0, 1])), duration, units=units, req=req))
+            queued.append(
+                qj(
+                    len(queued),
+                    submit - draw(st.sampled_from([0, 0, 1])),
+                    duration,
+                    units=units,
+                    req=req,
+                )
+            )
     running = []
     if draw(st.booleans()):
-        running.append(RunningEntry(90, 91, -1.0, float(draw(st.integers(1, 10))), (0,), (1,), (1,)))
+        running.append(
+            RunningEntry(90, 91, -1.0, float(draw(st.integers(1, 10))), (0,), (1,), (1,))
+        )
     return system, instance(system, queued, running)
 
 
@@ -751,7 +953,9 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
     system, inst = data
     results = {}
     for sym in (True, False):
-        d = make_dispatcher(name, time_unit=1.0, delta=10.0, version=version, force_model=True, job_symmetry=sym)
+        d = make_dispatcher(
+            name, time_unit=1.0, delta=10.0, version=version, force_model=True, job_symmetry=sym
+        )
         d.setup(system)
         placed, info = d.decide(inst)
         assert "fallback" not in info, info
@@ -764,8 +968,18 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
     jobs = d.model_jobs(inst, policy, d.node_level)
     d_max = max(j.duration for j in jobs)
     rule = rule_schedule(inst, policy, jobs, d._best_fit, d.node_level, d_max)
-    built = d.MODEL.build(ModelInput(inst, policy, jobs, horizon_units(policy, inst, jobs), d_max, rule, d.settings,
-                                     earliest_alone(inst, policy, jobs, d._best_fit, d.node_level)))
+    built = d.MODEL.build(
+        ModelInput(
+            inst,
+            policy,
+            jobs,
+            horizon_units(policy, inst, jobs),
+            d_max,
+            rule,
+            d.settings,
+            earliest_alone(inst, policy, jobs, d._best_fit, d.node_level),
+        )
+    )
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 10
     solver.parameters.symmetry_level = 0
@@ -786,7 +1000,9 @@ def test_deterministic_search_solves_one_model_the_same_way_every_time(monkeypat
     from hpcdispatch.cp.solve import solve
     from hpcdispatch.instance_eval import system_of_instance
 
-    inst = DispatchInstance.load(Path(__file__).parent / "data" / "cp" / "pcp20-lublin120-seed5-instance133.json")
+    inst = DispatchInstance.load(
+        Path(__file__).parent / "data" / "cp" / "pcp20-lublin120-seed5-instance133.json"
+    )
     d = make_dispatcher("pcp20:deterministic=true,version=1,delta=0.2,delta_max=0.4")
     d.setup(system_of_instance(inst))
     captured = {}
@@ -811,20 +1027,33 @@ def test_node_segments_cut_where_positions_stop_being_affine():
     off = np.array([0, 20, 40, 88])
     seg = pcp20.NodeSegment
     # thin: node n at 0 + 20 n; fat: node n at (40 - 48 * 2) + 48 n = -56 + 48 n (node 3: 88)
-    assert pcp20.node_segments(off, cap, [0, 1, 2, 3]) == [seg(0, 1, 0, 20, 20), seg(2, 3, -56, 48, 48)]
+    assert pcp20.node_segments(off, cap, [0, 1, 2, 3]) == [
+        seg(0, 1, 0, 20, 20),
+        seg(2, 3, -56, 48, 48),
+    ]
     # one node left of a run: its own offset, no slope
-    assert pcp20.node_segments(off, cap, [1, 2, 3]) == [seg(1, 1, 20, 0, 20), seg(2, 3, -56, 48, 48)]
+    assert pcp20.node_segments(off, cap, [1, 2, 3]) == [
+        seg(1, 1, 20, 0, 20),
+        seg(2, 3, -56, 48, 48),
+    ]
     # thin, fat, thin (offsets 0, 20, 68): node 1 not allowed, nodes 0 and 2 still affine
     # (slope 68 / 2 = 34: node 2 at 68); with node 1, three runs
     cap3, off3 = np.array([20, 48, 20]), np.array([0, 20, 68])
     assert pcp20.node_segments(off3, cap3, [0, 2]) == [seg(0, 2, 0, 34, 20)]
-    assert pcp20.node_segments(off3, cap3, [0, 1, 2]) == [seg(0, 0, 0, 0, 20), seg(1, 1, 20, 0, 48),
-                                                          seg(2, 2, 68, 0, 20)]
+    assert pcp20.node_segments(off3, cap3, [0, 1, 2]) == [
+        seg(0, 0, 0, 0, 20),
+        seg(1, 1, 20, 0, 48),
+        seg(2, 2, 68, 0, 20),
+    ]
     # GPUs on every other node (2, 0, 2, 0, 2; offsets 0, 2, 2, 4, 4): the GPU nodes are one run
-    assert pcp20.node_segments(np.array([0, 2, 2, 4, 4]), np.array([2, 0, 2, 0, 2]), [0, 2, 4]) == [seg(0, 4, 0, 1, 2)]
+    assert pcp20.node_segments(np.array([0, 2, 2, 4, 4]), np.array([2, 0, 2, 0, 2]), [0, 2, 4]) == [
+        seg(0, 4, 0, 1, 2)
+    ]
     # an odd step (offsets 0, 20, 67 on equal capacities cannot happen, but the cut must hold)
-    assert pcp20.node_segments(np.array([0, 20, 67]), np.array([20, 27, 20]), [0, 2]) == [seg(0, 0, 0, 0, 20),
-                                                                                         seg(2, 2, 67, 0, 20)]
+    assert pcp20.node_segments(np.array([0, 20, 67]), np.array([20, 27, 20]), [0, 2]) == [
+        seg(0, 0, 0, 0, 20),
+        seg(2, 2, 67, 0, 20),
+    ]
 
 
 def kit_like_instance(thin: int = 120):
@@ -833,12 +1062,18 @@ def kit_like_instance(thin: int = 120):
     44 whole-node units are free now (40 thin + 2 on each fat node). A: 40 units, waited 100 s;
     B: 30 units, just arrived; both 100 s, whole-node units (20 cores, 60 GiB). Each fits now
     alone, not together: the rule starts A now and B at 50, so a model is built."""
-    system = system_of([(thin, {"core": 20, "mem": 65536, "gpu": 0}),
-                        (2, {"core": 48, "mem": 1048576, "gpu": 4})], ["core", "mem", "gpu"])
+    system = system_of(
+        [(thin, {"core": 20, "mem": 65536, "gpu": 0}), (2, {"core": 48, "mem": 1048576, "gpu": 4})],
+        ["core", "mem", "gpu"],
+    )
     unit = (20, 61440, 0)
-    running = [RunningEntry(50, 51, -10.0, 50.0, tuple(range(40)), (1,) * 40, unit),
-               RunningEntry(51, 52, -10.0, 100.0, tuple(range(40, 80)), (1,) * 40, unit)]
-    return system, instance(system, [qj(0, -100, 100, units=40, req=unit), qj(1, 0, 100, units=30, req=unit)], running)
+    running = [
+        RunningEntry(50, 51, -10.0, 50.0, tuple(range(40)), (1,) * 40, unit),
+        RunningEntry(51, 52, -10.0, 100.0, tuple(range(40, 80)), (1,) * 40, unit),
+    ]
+    return system, instance(
+        system, [qj(0, -100, 100, units=40, req=unit), qj(1, 0, 100, units=30, req=unit)], running
+    )
 
 
 def loaded_variables(model, params) -> int:
@@ -871,10 +1106,17 @@ def test_pcp20_alldifferent_constraints_are_not_expanded():
     system = cores_system(128, 1)
     running = [RunningEntry(50, 51, -10.0, 50.0, tuple(range(64)), (1,) * 64, (1,))]
     inst = instance(system, [qj(i, -100 + i, 100, units=64) for i in range(3)], running)
-    d, jobs, policy, d_max, rule = rule_of("pcp20:time_unit=1,deterministic=true,delta=0.2,delta_max=0.4",
-                                           system, inst)
-    built = d.build_model(inst, policy, jobs, d.hint_rule(rule, jobs, policy, d_max), d_max,
-                          horizon_units(policy, inst, jobs))
+    d, jobs, policy, d_max, rule = rule_of(
+        "pcp20:time_unit=1,deterministic=true,delta=0.2,delta_max=0.4", system, inst
+    )
+    built = d.build_model(
+        inst,
+        policy,
+        jobs,
+        d.hint_rule(rule, jobs, policy, d_max),
+        d_max,
+        horizon_units(policy, inst, jobs),
+    )
     proto = built.model.proto
     assert sum(c.has_all_diff() for c in proto.constraints) >= 3
     assert loaded_variables(built.model, d.SOLVER_PARAMS) == len(proto.variables)
@@ -894,11 +1136,18 @@ def test_pcp20_on_a_kit_like_system_ties_units_to_node_types_without_a_table():
     # decision took 0.67 s, its optimum unproven); now a unit has one literal per node type
     # (thin, fat) shared by its types, nothing is expanded, and the optimum is proven.
     system, inst = kit_like_instance()
-    d, jobs, policy, d_max, rule = rule_of("pcp20:time_unit=1,deterministic=true,delta=0.2,delta_max=0.4",
-                                           system, inst)
+    d, jobs, policy, d_max, rule = rule_of(
+        "pcp20:time_unit=1,deterministic=true,delta=0.2,delta_max=0.4", system, inst
+    )
     assert rule.starts == {0: 0, 1: 50}
-    built = d.build_model(inst, policy, jobs, d.hint_rule(rule, jobs, policy, d_max), d_max,
-                          horizon_units(policy, inst, jobs))
+    built = d.build_model(
+        inst,
+        policy,
+        jobs,
+        d.hint_rule(rule, jobs, policy, d_max),
+        d_max,
+        horizon_units(policy, inst, jobs),
+    )
     proto = built.model.proto
     assert not any(c.has_element() for c in proto.constraints)
     assert built.notes["segment_links"] == 70 and built.notes["unhinted_jobs"] == 0

@@ -11,10 +11,10 @@ import pytest
 from helpers import cores_system
 from ortools.sat.python import cp_model
 
+from hpcdispatch.cp import pipeline as cp_pipeline
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
 from hpcdispatch.cp.pipeline import CPDispatcher
 from hpcdispatch.cp.policy import CPSettings
-from hpcdispatch.cp import pipeline as cp_pipeline
 from hpcdispatch.cp.solve import DecisionBudget, solve
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.errors import ConfigError
@@ -68,8 +68,16 @@ def test_a_deterministic_stall_stops_after_a_chunk_without_improvement():
     model = stalling_model()
     hint = (list(model.proto.solution_hint.vars), list(model.proto.solution_hint.values))
     out = solve(model, settings, PARAMS)
-    assert (out.status, out.stop, out.objective, out.bound, out.improvements) == ("feasible", "stall", 101.0, 100.0, 2)
-    assert out.solver.deterministic_time <= 0.055  # the chunk that found 101 (CP-SAT overruns by a hair)
+    assert (out.status, out.stop, out.objective, out.bound, out.improvements) == (
+        "feasible",
+        "stall",
+        101.0,
+        100.0,
+        2,
+    )
+    assert (
+        out.solver.deterministic_time <= 0.055
+    )  # the chunk that found 101 (CP-SAT overruns by a hair)
     assert (list(model.proto.solution_hint.vars), list(model.proto.solution_hint.values)) == hint
 
 
@@ -78,14 +86,27 @@ def test_the_deterministic_stall_is_repeatable():
     runs = set()
     for _ in range(3):
         out = solve(stalling_model(), settings, PARAMS)
-        runs.add((out.stop, out.objective, out.improvements, out.solver.num_branches, out.solver.num_conflicts))
+        runs.add(
+            (
+                out.stop,
+                out.objective,
+                out.improvements,
+                out.solver.num_branches,
+                out.solver.num_conflicts,
+            )
+        )
     assert len(runs) == 1, runs
 
 
 def test_a_wall_clock_stall_stops_the_search_long_before_its_limit():
     settings = CPSettings(delta=5.0, delta_max=5.0, budget="stall", stall=0.05)
     out = solve(stalling_model(), settings, PARAMS)
-    assert (out.status, out.stop, out.objective, out.improvements) == ("feasible", "stall", 101.0, 2)
+    assert (out.status, out.stop, out.objective, out.improvements) == (
+        "feasible",
+        "stall",
+        101.0,
+        2,
+    )
     assert out.solve_s < 2.5  # 5 s without the budget
 
 
@@ -93,8 +114,11 @@ def test_a_wall_clock_stall_stops_the_search_long_before_its_limit():
 def test_the_gap_budget_stops_at_cp_sats_relative_gap(gap, stop):
     # 101 against the bound 100: gap 1 / 101 = 0.0099 <= 0.01 -> CP-SAT reports OPTIMAL and we
     # say "gap"; 0.001 is never reached: the search runs to its limit
-    out = solve(stalling_model(), CPSettings(delta=0.2, delta_max=0.2, deterministic=True, budget="gap", gap=gap),
-                PARAMS)
+    out = solve(
+        stalling_model(),
+        CPSettings(delta=0.2, delta_max=0.2, deterministic=True, budget="gap", gap=gap),
+        PARAMS,
+    )
     assert (out.stop, out.objective, out.bound) == (stop, 101.0, 100.0)
     assert out.status == ("optimal" if stop == "gap" else "feasible")
 
@@ -108,7 +132,10 @@ def test_a_proved_optimum_says_optimal_under_every_budget():
     for budget in ("none", "stall", "gap"):
         for deterministic in (True, False):
             out = solve(m, CPSettings(budget=budget, deterministic=deterministic), PARAMS)
-            assert (out.status, out.stop, out.objective) == ("optimal", "optimal", 4.0), (budget, deterministic)
+            assert (out.status, out.stop, out.objective) == ("optimal", "optimal", 4.0), (
+                budget,
+                deterministic,
+            )
 
 
 def test_every_decision_that_solves_records_why_it_stopped():
@@ -123,7 +150,9 @@ def test_every_decision_that_solves_records_why_it_stopped():
     inst = DispatchInstance(0.0, system.resources, np.array(system.capacity), free, queue, running)
     for name in ("hcp", "pcp19", "pcp20", "cp-hybrid"):
         for budget in ("none", "stall", "gap"):
-            d = make_dispatcher(name, time_unit=1.0, deterministic=True, budget=budget, keep_blocked=True)
+            d = make_dispatcher(
+                name, time_unit=1.0, deterministic=True, budget=budget, keep_blocked=True
+            )
             d.setup(system)
             placed, info = d.decide(inst)
             assert info["stop"] == "optimal", (name, budget, info)
@@ -132,15 +161,29 @@ def test_every_decision_that_solves_records_why_it_stopped():
 
 
 def test_the_summary_counts_the_stop_reasons():
-    log = InfoLog([{"stop": "optimal"}, {}, {"stop": "stall"}, {"stop": "stall", "status": "feasible"},
-                   {"stop": "limit"}, {"status": "rule-optimal"}])
+    log = InfoLog(
+        [
+            {"stop": "optimal"},
+            {},
+            {"stop": "stall"},
+            {"stop": "stall", "status": "feasible"},
+            {"stop": "limit"},
+            {"status": "rule-optimal"},
+        ]
+    )
     assert stop_reasons(log) == {"stop_limit": 1, "stop_optimal": 1, "stop_stall": 2}
     assert stop_reasons(InfoLog([{}, {"status": "rule"}])) == {}
 
 
-@pytest.mark.parametrize("params, field", [({"budget": "fast"}, "budget"), ({"budget": "stall", "stall": 0}, "stall"),
-                                           ({"budget": "gap", "gap": 1.5}, "gap"),
-                                           ({"budget": "stall", "decision_limit": -1}, "decision_limit")])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"budget": "fast"}, "budget"),
+        ({"budget": "stall", "stall": 0}, "stall"),
+        ({"budget": "gap", "gap": 1.5}, "gap"),
+        ({"budget": "stall", "decision_limit": -1}, "decision_limit"),
+    ],
+)
 def test_bad_budget_parameters_are_one_line_errors(params, field):
     d = make_dispatcher("hcp", **params)
     with pytest.raises(ConfigError, match=f"CP parameter {field} must be") as err:
@@ -148,8 +191,13 @@ def test_bad_budget_parameters_are_one_line_errors(params, field):
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("spec", ["hcp:deterministic=true,budget=stall,stall=0.02,delta=0.2,delta_max=0.4",
-                                  "pcp20:deterministic=true,budget=gap,gap=0.05,delta=0.2,delta_max=0.4"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "hcp:deterministic=true,budget=stall,stall=0.02,delta=0.2,delta_max=0.4",
+        "pcp20:deterministic=true,budget=gap,gap=0.05,delta=0.2,delta_max=0.4",
+    ],
+)
 def test_a_deterministic_run_with_a_budget_is_the_same_twice(spec):
     system = load_system("lublin-256")
     w = load_workload("synthetic:lublin,jobs=80,seed=4,load=1.1", system)
@@ -162,6 +210,7 @@ def test_a_deterministic_run_with_a_budget_is_the_same_twice(spec):
 
 
 # ---- the decision limit: one cap on all the searches of one decision ----------------------
+
 
 def no_first_solution_model(n: int = 40) -> cp_model.CpModel:
     """A model CP-SAT finds no solution of within a few tenths of a deterministic unit: an
@@ -184,7 +233,11 @@ def test_without_a_decision_limit_a_search_without_a_solution_takes_three_deltas
     # a change): 0.6 deterministic units, whatever the stall budget says
     settings = CPSettings(delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01)
     out = solve(no_first_solution_model(), settings, PARAMS)
-    assert (out.status, out.stop, out.attempts) == ("unknown", "limit", [(0.2, "unknown"), (0.4, "unknown")])
+    assert (out.status, out.stop, out.attempts) == (
+        "unknown",
+        "limit",
+        [(0.2, "unknown"), (0.4, "unknown")],
+    )
     assert not out.budget_spent
 
 
@@ -217,11 +270,16 @@ def two_iteration_instance():
     (2 cores, 10 s). Solve 1 starts B now, best fit cannot place it; solve 2 (B >= 1) starts
     S now. The rule's schedule is the same: S now, B at 1 (objective 1,000)."""
     system = cores_system(2, 4)
-    running = [RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,))]
+    running = [
+        RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)),
+        RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,)),
+    ]
     queue = [QueuedJob(0, 1, 0.0, 1.0, 1, (4,)), QueuedJob(1, 2, 0.0, 10.0, 1, (2,))]
     free = np.array(system.capacity)
     free[[0, 1]] -= 2
-    return system, DispatchInstance(0.0, system.resources, np.array(system.capacity), free, queue, running)
+    return system, DispatchInstance(
+        0.0, system.resources, np.array(system.capacity), free, queue, running
+    )
 
 
 def slow_solves(monkeypatch, seconds: float) -> None:
@@ -244,7 +302,9 @@ def test_the_decision_limit_stops_hcps_re_solves(monkeypatch, decision_limit):
     # decision is the rule's (S now as well), said so
     slow_solves(monkeypatch, 0.2)
     system, inst = two_iteration_instance()
-    d = make_dispatcher("hcp", time_unit=1.0, budget="stall", stall=0.01, decision_limit=decision_limit)
+    d = make_dispatcher(
+        "hcp", time_unit=1.0, budget="stall", stall=0.01, decision_limit=decision_limit
+    )
     d.setup(system)
     t0 = time.perf_counter()
     placed, info = d.decide(inst)
@@ -266,7 +326,11 @@ def test_without_a_budget_there_is_no_decision_limit(monkeypatch):
     d = make_dispatcher("hcp", time_unit=1.0, decision_limit=0.15)
     d.setup(system)
     placed, info = d.decide(inst)
-    assert info["allocation_iterations"] == 2 and "fallback" not in info and "decision_limit_left" not in info
+    assert (
+        info["allocation_iterations"] == 2
+        and "fallback" not in info
+        and "decision_limit_left" not in info
+    )
 
 
 def test_a_spent_decision_limit_skips_the_hint_check(monkeypatch):
@@ -276,7 +340,9 @@ def test_a_spent_decision_limit_skips_the_hint_check(monkeypatch):
 
     def spent(model, settings, extra, budget):
         time.sleep(budget.left() + 0.01)
-        return SolveOutcome("unknown", None, attempts=[(budget.limit, "unknown")], budget_spent=True)
+        return SolveOutcome(
+            "unknown", None, attempts=[(budget.limit, "unknown")], budget_spent=True
+        )
 
     monkeypatch.setattr(cp_pipeline, "solve", spent)
     system, inst = two_iteration_instance()

@@ -5,16 +5,27 @@ import json
 from pathlib import Path
 
 _spec = importlib.util.spec_from_file_location(
-    "cp_scale", Path(__file__).resolve().parents[1] / "benchmarks" / "cp_scale.py")
+    "cp_scale", Path(__file__).resolve().parents[1] / "benchmarks" / "cp_scale.py"
+)
 cp_scale = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cp_scale)
 
 
 def test_cells_name_workload_dispatcher_and_predictor():
     assert cp_scale.parse_cell("kit:hcp-W", None) == (
-        "synthetic:kit,jobs=100000,seed=1", "kit-forhlr2", "hcp", "walltime", 100_000)
+        "synthetic:kit,jobs=100000,seed=1",
+        "kit-forhlr2",
+        "hcp",
+        "walltime",
+        100_000,
+    )
     assert cp_scale.parse_cell("eurora85:pcp20:budget=stall,stall=0.01-D", 300) == (
-        "synthetic:eurora,jobs=300,seed=1,load=0.85", "eurora", "pcp20:budget=stall,stall=0.01", "data-driven", 300)
+        "synthetic:eurora,jobs=300,seed=1,load=0.85",
+        "eurora",
+        "pcp20:budget=stall,stall=0.01",
+        "data-driven",
+        300,
+    )
 
 
 def test_a_cell_runs_validates_and_is_not_run_twice(tmp_path, capsys):
@@ -51,13 +62,25 @@ def test_job_classes_by_accelerators_and_units(tmp_path):
     never started (left out)."""
     import pandas as pd
 
-    pd.DataFrame({
-        "submit": [0.0, 10.0, 20.0, 30.0], "start": [5.0, 10.0, 120.0, None], "units": [32, 2, 16, 1],
-        "unit_core": [16, 1, 1, 1], "unit_mem": [1024, 1024, 1024, 1024], "unit_gpu": [0, 1, 0, 1],
-        "unit_mic": [0, 0, 2, 0],
-    }).to_parquet(tmp_path / "jobs.parquet")
+    pd.DataFrame(
+        {
+            "submit": [0.0, 10.0, 20.0, 30.0],
+            "start": [5.0, 10.0, 120.0, None],
+            "units": [32, 2, 16, 1],
+            "unit_core": [16, 1, 1, 1],
+            "unit_mem": [1024, 1024, 1024, 1024],
+            "unit_gpu": [0, 1, 0, 1],
+            "unit_mic": [0, 0, 2, 0],
+        }
+    ).to_parquet(tmp_path / "jobs.parquet")
     assert cp_scale.job_class_stats(tmp_path) == {
-        "jobs_cpu": 1, "wait_mean_cpu": 5.0, "wait_max_cpu": 5.0,
-        "jobs_accel_small": 1, "wait_mean_accel_small": 0.0, "wait_max_accel_small": 0.0,
-        "jobs_accel_large": 1, "wait_mean_accel_large": 100.0, "wait_max_accel_large": 100.0,
+        "jobs_cpu": 1,
+        "wait_mean_cpu": 5.0,
+        "wait_max_cpu": 5.0,
+        "jobs_accel_small": 1,
+        "wait_mean_accel_small": 0.0,
+        "wait_max_accel_small": 0.0,
+        "jobs_accel_large": 1,
+        "wait_mean_accel_large": 100.0,
+        "wait_max_accel_large": 100.0,
     }

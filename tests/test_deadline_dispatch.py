@@ -18,13 +18,20 @@ from hpcdispatch.workload.job import AppSpec, Workload
 GRID = load_system("hlrn2-grid")  # 8 x 16 mesh, 4 cores per node
 
 
-def djob(i: int, submit: int, run: int, procs: int, deadline: float | None, est: float | None = None):
+def djob(
+    i: int, submit: int, run: int, procs: int, deadline: float | None, est: float | None = None
+):
     return deadline_job(GRID, i, submit, run, est, deadline, AppSpec(0, "async", procs))
 
 
 def run(jobs, dispatcher: str):
-    result = Simulator(GRID, Workload(jobs, GRID.resources), make_dispatcher(dispatcher), None,
-                       SimulationOptions(engine="python")).run()
+    result = Simulator(
+        GRID,
+        Workload(jobs, GRID.resources),
+        make_dispatcher(dispatcher),
+        None,
+        SimulationOptions(engine="python"),
+    ).run()
     report = validate_result(result)
     assert report.ok, report.describe()
     return result
@@ -33,17 +40,19 @@ def run(jobs, dispatcher: str):
 @pytest.mark.parametrize("dispatcher", ["count-only", "hilbert", "manhattan"])
 def test_u7_reservation_boundaries_to_the_second(dispatcher):
     jobs = [
-        djob(1, 0, 1000, 512, 5000),       # the whole machine during [0, 1000)
-        djob(2, 10, 500, 4, 1500),         # fits only after job 1: booked at 1000, ends 1500 = deadline
-        djob(3, 20, 500, 4, 1499),         # the same, one second short: rejected
-        djob(4, 30, 500, 4, 529),          # est + R = 530 > 529: rejected before any search
+        djob(1, 0, 1000, 512, 5000),  # the whole machine during [0, 1000)
+        djob(2, 10, 500, 4, 1500),  # fits only after job 1: booked at 1000, ends 1500 = deadline
+        djob(3, 20, 500, 4, 1499),  # the same, one second short: rejected
+        djob(4, 30, 500, 4, 529),  # est + R = 530 > 529: rejected before any search
         djob(5, 40, 200, 8, 2000, est=1200),  # earliest start 1200: booked then, not at 1000
     ]
     r = run(jobs, dispatcher)
     assert r.start.tolist()[:2] == [0.0, 1000.0] and r.end.tolist()[:2] == [1000.0, 1500.0]
     assert r.status.tolist() == [3, 3, 4, 4, 3]
     assert r.reject_reason[2].startswith("count: no window of 500 s in [20, 1499]")
-    assert r.reject_reason[3].startswith("deadline: earliest start 30 + 500 s is after the deadline 529")
+    assert r.reject_reason[3].startswith(
+        "deadline: earliest start 30 + 500 s is after the deadline 529"
+    )
     assert r.start[4] == 1200.0 and r.end[4] == 1400.0
     booked = {b.job: b for b in r.bookings}
     assert (booked[1].made, booked[1].start, booked[1].end) == (10.0, 1000.0, 1500.0)
@@ -60,11 +69,21 @@ def test_u2_hilbert_books_consecutive_curve_positions():
     assert order == [0, 16, 17, 1, 2, 3, 19, 18]  # U1
     jobs = [djob(1, 0, 100, 4, 1000), djob(2, 0, 100, 16, 1000)]
     r = run(jobs, "hilbert")
-    assert sorted(r.bookings[1].nodes) == sorted(order[1:5])  # positions 1-4: first fit after the busy node 0
+    assert sorted(r.bookings[1].nodes) == sorted(
+        order[1:5]
+    )  # positions 1-4: first fit after the busy node 0
 
 
-@pytest.mark.parametrize("procs, nodes", [(8, [0, 1]), (12, [0, 1, 2]), (16, [0, 1, 2, 17]), (20, [0, 1, 2, 16, 17]),
-                                          (32, [0, 1, 2, 16, 17, 18, 32, 33])])
+@pytest.mark.parametrize(
+    "procs, nodes",
+    [
+        (8, [0, 1]),
+        (12, [0, 1, 2]),
+        (16, [0, 1, 2, 17]),
+        (20, [0, 1, 2, 16, 17]),
+        (32, [0, 1, 2, 16, 17, 18, 32, 33]),
+    ],
+)
 def test_u3_manhattan_greedy_partitions_on_the_empty_grid(procs, nodes):
     r = run([djob(1, 0, 100, procs, 1000)], "manhattan")
     assert sorted(r.bookings[0].nodes) == nodes
@@ -91,7 +110,7 @@ def test_early_end_frees_the_rest_of_the_booking():
 def test_u9_cancelled_at_the_deadline_waiting_and_running():
     jobs = [
         djob(1, 0, 1000, 512, 5000),  # the whole machine until 1000
-        djob(2, 5, 100, 4, 500),      # waits (FIFO) and reaches its deadline at 500
+        djob(2, 5, 100, 4, 500),  # waits (FIFO) and reaches its deadline at 500
         djob(3, 0, 100, 4, 5000)._replace(run_time=900, wall_time=900, deadline=1600.0),
     ]
     r = run(jobs, "fifo")
@@ -100,7 +119,9 @@ def test_u9_cancelled_at_the_deadline_waiting_and_running():
     assert r.status.tolist() == [3, 5, 5]
     assert r.cancel_reason == {1: "deadline-running", 2: "deadline-waiting"}
     assert np.isnan(r.start[2]) and r.end[2] == 500.0
-    assert r.start[1] == 1000.0 and r.end[1] == 1600.0  # stopped at its deadline, its node freed then
+    assert (
+        r.start[1] == 1000.0 and r.end[1] == 1600.0
+    )  # stopped at its deadline, its node freed then
     frame = r.jobs_frame()
     assert frame.status.tolist() == ["completed", "cancelled", "cancelled"]
     assert frame.cancel_reason.tolist() == ["", "deadline-running", "deadline-waiting"]
@@ -118,15 +139,30 @@ def test_no_start_before_the_earliest_start():
 
 def test_compiled_engine_refuses_deadline_jobs():
     from hpcdispatch.compiled.eligibility import refusal
-    sim = Simulator(GRID, Workload([djob(1, 0, 100, 4, 1000)], GRID.resources), make_dispatcher("fifo"))
+
+    sim = Simulator(
+        GRID, Workload([djob(1, 0, 100, 4, 1000)], GRID.resources), make_dispatcher("fifo")
+    )
     assert "deadline" in (refusal(sim) or "")
 
 
 def test_cli_simulate_and_validate(tmp_path):
     from hpcdispatch.cli.main import main
+
     out = tmp_path / "run"
-    code = main(["simulate", "--system", "hlrn2-grid", "--workload",
-                 "synthetic:deadline,jobs=150,load=very-heavy,types=uniform,seed=1", "-d", "manhattan", "-o", str(out)])
+    code = main(
+        [
+            "simulate",
+            "--system",
+            "hlrn2-grid",
+            "--workload",
+            "synthetic:deadline,jobs=150,load=very-heavy,types=uniform,seed=1",
+            "-d",
+            "manhattan",
+            "-o",
+            str(out),
+        ]
+    )
     assert code in (0, None)
     assert (out / "bookings.parquet").is_file()
     assert validate_run_dir(out).ok
@@ -135,10 +171,22 @@ def test_cli_simulate_and_validate(tmp_path):
 
 def test_summary_counts_rates_and_compactness():
     from hpcdispatch.metrics import summarize
-    jobs = [djob(1, 0, 1000, 512, 5000), djob(2, 10, 500, 4, 1500), djob(3, 20, 500, 4, 1499),
-            djob(4, 30, 500, 4, 529), djob(5, 40, 200, 8, 2000, est=1200)]
+
+    jobs = [
+        djob(1, 0, 1000, 512, 5000),
+        djob(2, 10, 500, 4, 1500),
+        djob(3, 20, 500, 4, 1499),
+        djob(4, 30, 500, 4, 529),
+        djob(5, 40, 200, 8, 2000, est=1200),
+    ]
     s = summarize(run(jobs, "manhattan"))
-    assert (s["submitted"], s["accepted"], s["rejected"], s["cancelled"], s["on_time"]) == (5, 3, 2, 0, 3)
+    assert (s["submitted"], s["accepted"], s["rejected"], s["cancelled"], s["on_time"]) == (
+        5,
+        3,
+        2,
+        0,
+        3,
+    )
     assert s["reject_reasons"] == {"count": 1, "deadline": 1}
     assert s["acceptance_rate"] == 0.6 and s["cancel_rate"] == 0.0 and s["success_rate"] == 0.6
     # job 5: nodes [0, 1] (1 hop); job 1: the whole 8 x 16 mesh, mean pairwise hops
@@ -151,9 +199,14 @@ def test_summary_counts_rates_and_compactness():
 
 def test_summary_single_partition_by_hand():
     from hpcdispatch.metrics import summarize
+
     s = summarize(run([djob(1, 0, 100, 12, 1000)], "manhattan"))  # nodes 0, 1, 2: hops 1 + 2 + 1
-    assert s["compactness_mean"] == pytest.approx(4 / 3) and s["compactness_norm"] == pytest.approx(1.0)
-    s = summarize(run([djob(1, 0, 100, 12, 1000)], "hilbert"))  # curve positions 0-2: nodes 0, 16, 17
+    assert s["compactness_mean"] == pytest.approx(4 / 3) and s["compactness_norm"] == pytest.approx(
+        1.0
+    )
+    s = summarize(
+        run([djob(1, 0, 100, 12, 1000)], "hilbert")
+    )  # curve positions 0-2: nodes 0, 16, 17
     assert s["compactness_mean"] == pytest.approx((1 + 2 + 1) / 3)
 
 
@@ -163,7 +216,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 from hpcdispatch.system.model import NodeType, System, Topology  # noqa: E402
 
-SMALL = System("grid-4x6", ("core",), (NodeType("node", 24, {"core": 2}),), Topology("grid2d", (4, 6)))
+SMALL = System(
+    "grid-4x6", ("core",), (NodeType("node", 24, {"core": 2}),), Topology("grid2d", (4, 6))
+)
 SMALL_GRID = SMALL.topology.grid
 
 
@@ -178,7 +233,9 @@ def deadline_workloads(draw):
         lead = draw(st.integers(0, 20))
         slack = draw(st.integers(0, 60))
         app = AppSpec(draw(st.integers(0, 3)), "async", procs)
-        jobs.append(deadline_job(SMALL, i + 1, submit, run, submit + lead, submit + lead + run + slack, app))
+        jobs.append(
+            deadline_job(SMALL, i + 1, submit, run, submit + lead, submit + lead + run + slack, app)
+        )
     return Workload(jobs, SMALL.resources)
 
 
@@ -193,12 +250,24 @@ def _connected(nodes: list[int]) -> bool:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(workload=deadline_workloads(), dispatcher=st.sampled_from(["count-only", "hilbert", "manhattan",
-                                                                   "hilbert:fit=best", "count-only:start=est",
-                                                                   "manhattan:starts=all",
-                                                                   "manhattan:starts=median"]))
+@given(
+    workload=deadline_workloads(),
+    dispatcher=st.sampled_from(
+        [
+            "count-only",
+            "hilbert",
+            "manhattan",
+            "hilbert:fit=best",
+            "count-only:start=est",
+            "manhattan:starts=all",
+            "manhattan:starts=median",
+        ]
+    ),
+)
 def test_static_strategies_on_random_deadline_workloads(workload, dispatcher):
-    result = Simulator(SMALL, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python")).run()
+    result = Simulator(
+        SMALL, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python")
+    ).run()
     report = validate_result(result)
     assert report.ok, report.describe()
     deadline = np.array([j.deadline for j in workload.jobs])
@@ -207,7 +276,9 @@ def test_static_strategies_on_random_deadline_workloads(workload, dispatcher):
     assert set(result.status.tolist()) <= {3, 4, 5}
     assert (result.end[result.status == 3] <= deadline[result.status == 3]).all()
     assert set(result.cancel_reason.values()) <= {"deadline-running", "booking-conflict"}
-    assert all(r.split(":")[0] in ("count", "shape", "deadline") for r in result.reject_reason.values())
+    assert all(
+        r.split(":")[0] in ("count", "shape", "deadline") for r in result.reject_reason.values()
+    )
     positions = SMALL_GRID.hilbert_position
     for b in result.bookings:  # the shape invariants (design note I3)
         nodes = list(b.nodes)
@@ -222,17 +293,31 @@ def test_static_strategies_on_random_deadline_workloads(workload, dispatcher):
 @pytest.mark.parametrize("dispatcher", ["manhattan", "fifo"])
 def test_checkpoint_resume_keeps_bookings_and_cancellations(tmp_path, dispatcher):
     workload = h_load("synthetic:deadline,jobs=60,seed=3,load=heavy")
-    whole = Simulator(GRID, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python")).run()
+    whole = Simulator(
+        GRID, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python")
+    ).run()
     path = tmp_path / "run.ckpt"
-    sim = Simulator(GRID, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python"),
-                    checkpoint=path)
+    sim = Simulator(
+        GRID,
+        workload,
+        make_dispatcher(dispatcher),
+        None,
+        SimulationOptions(engine="python"),
+        checkpoint=path,
+    )
     sim.begin()
     for _ in range(40):
         sim.step()
     sim.save_checkpoint()
     sim.close()
-    resumed = Simulator(GRID, workload, make_dispatcher(dispatcher), None, SimulationOptions(engine="python"),
-                        checkpoint=path).run()
+    resumed = Simulator(
+        GRID,
+        workload,
+        make_dispatcher(dispatcher),
+        None,
+        SimulationOptions(engine="python"),
+        checkpoint=path,
+    ).run()
     assert resumed.extra["checkpoint"]["resumed_at"] is not None
     for name in ("start", "end", "status"):
         assert np.array_equal(getattr(whole, name), getattr(resumed, name), equal_nan=True), name
@@ -243,16 +328,20 @@ def test_checkpoint_resume_keeps_bookings_and_cancellations(tmp_path, dispatcher
 
 def h_load(spec: str) -> Workload:
     from hpcdispatch.workload.loader import load_workload
+
     return load_workload(spec, GRID)
 
 
 def test_jsonl_workload_run_directory_validates_against_its_source(tmp_path):
     from hpcdispatch.results.store import write_result
     from hpcdispatch.workload.deadline import write_deadline_jsonl
+
     source = tmp_path / "w.deadline.jsonl"
     write_deadline_jsonl(h_load("synthetic:deadline,jobs=40,seed=4,load=heavy"), source)
     workload = h_load(str(source))
-    result = Simulator(GRID, workload, make_dispatcher("hilbert"), None, SimulationOptions(engine="python")).run()
+    result = Simulator(
+        GRID, workload, make_dispatcher("hilbert"), None, SimulationOptions(engine="python")
+    ).run()
     write_result(result, tmp_path / "run")
     report = validate_run_dir(tmp_path / "run")
     assert report.ok, report.describe()

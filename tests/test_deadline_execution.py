@@ -25,8 +25,13 @@ LINE3 = System("line-3", ("core",), (NodeType("node", 3, {"core": 1}),), Topolog
 
 
 def run(system, jobs, dispatcher):
-    result = Simulator(system, Workload(jobs, system.resources), make_dispatcher(dispatcher), None,
-                       SimulationOptions(engine="python")).run()
+    result = Simulator(
+        system,
+        Workload(jobs, system.resources),
+        make_dispatcher(dispatcher),
+        None,
+        SimulationOptions(engine="python"),
+    ).run()
     report = validate_result(result)
     assert report.ok, report.describe()
     return result
@@ -38,7 +43,9 @@ def run(system, jobs, dispatcher):
 def test_calibration_alone_on_the_empty_machine_under_manhattan(behaviour, comm, procs, run_time):
     """A9 / I4: a type 0 or 1 job alone on the empty hlrn2-grid under manhattan ends exactly at
     its earliest start + R (its partition is the calibration's baseline)."""
-    job = deadline_job(HLRN, 1, 100, run_time, 250.0, 250.0 + 2 * run_time, AppSpec(behaviour, comm, procs))
+    job = deadline_job(
+        HLRN, 1, 100, run_time, 250.0, 250.0 + 2 * run_time, AppSpec(behaviour, comm, procs)
+    )
     result = run(HLRN, [job], "manhattan")
     assert result.status.tolist() == [3]
     assert result.start[0] == 250.0
@@ -51,7 +58,9 @@ def test_run_time_is_an_output_of_the_placement():
     0.3) lasts 10 x (0.7 + 0.3 x 3 / 2) = 11.5 s: 115 s instead of 100."""
     x1 = deadline_job(LINE3, 1, 0, 10, 0.0, 10_000.0, AppSpec(0, "sync", 1))  # node 0 [0, 10)
     x2 = deadline_job(LINE3, 2, 0, 1000, 0.0, 10_000.0, AppSpec(0, "sync", 1))  # node 1 [0, 1000)
-    b = deadline_job(LINE3, 3, 0, 100, 0.0, 130.0, AppSpec(1, "sync", 2))  # only [10, 110) on 0 and 2
+    b = deadline_job(
+        LINE3, 3, 0, 100, 0.0, 130.0, AppSpec(1, "sync", 2)
+    )  # only [10, 110) on 0 and 2
     result = run(LINE3, [x1, x2, b], "count-only")
     assert result.bookings[2].nodes == (0, 2) and result.bookings[2].start == 10.0
     assert result.status.tolist() == [3, 3, 3]
@@ -93,17 +102,47 @@ def _hand_program(job_id: int, procs: list[int]):
             return original(self, jid, behaviour, comm, n, run_time)
         k = len(procs)
         empty = tuple(np.zeros(0, np.int64) for _ in range(k))
-        return AppProgram(2, False, self.cores, np.array(procs), min(procs), np.full(k, 10.0), np.zeros(k),
-                          empty, empty, np.zeros(k), np.ones(k))
+        return AppProgram(
+            2,
+            False,
+            self.cores,
+            np.array(procs),
+            min(procs),
+            np.full(k, 10.0),
+            np.zeros(k),
+            empty,
+            empty,
+            np.zeros(k),
+            np.ones(k),
+        )
+
     return build
 
 
-@pytest.mark.parametrize("name, busy, end, rows", [
-    ("leak", False, 30.0, {(0, 0.0, 30.0), (1, 10.0, 20.0)}),  # fork -> neighbour 1, given back at the join
-    ("leak-nc", False, 30.0, {(0, 0.0, 30.0), (1, 10.0, 20.0)}),
-    ("leak", True, 40.0, {(0, 0.0, 40.0)}),  # node 1 taken: refused, the child shares the core: 20 s
-    ("leak-nc", True, 30.0, {(0, 0.0, 30.0), (2, 10.0, 20.0)}),  # NC: the next free node along the snake
-])
+@pytest.mark.parametrize(
+    "name, busy, end, rows",
+    [
+        (
+            "leak",
+            False,
+            30.0,
+            {(0, 0.0, 30.0), (1, 10.0, 20.0)},
+        ),  # fork -> neighbour 1, given back at the join
+        ("leak-nc", False, 30.0, {(0, 0.0, 30.0), (1, 10.0, 20.0)}),
+        (
+            "leak",
+            True,
+            40.0,
+            {(0, 0.0, 40.0)},
+        ),  # node 1 taken: refused, the child shares the core: 20 s
+        (
+            "leak-nc",
+            True,
+            30.0,
+            {(0, 0.0, 30.0), (2, 10.0, 20.0)},
+        ),  # NC: the next free node along the snake
+    ],
+)
 def test_leak_fork_and_join_by_hand(monkeypatch, name, busy, end, rows):
     monkeypatch.setattr(ExecutionModel, "build_program", _hand_program(1, [1, 2, 1]))
     jobs = [deadline_job(LINE3, 1, 0, 30, 0.0, 1000.0, AppSpec(2, "async", 1))]
@@ -113,10 +152,14 @@ def test_leak_fork_and_join_by_hand(monkeypatch, name, busy, end, rows):
     assert result.start[0] == 0.0 and result.end[0] == end and result.status[0] == 3
     a = result.allocation_rows()
     mine = a.job == 0
-    assert {(int(n), float(f), float(t)) for n, f, t in zip(a.node[mine], a.t_from[mine], a.t_to[mine])} == rows
+    assert {
+        (int(n), float(f), float(t)) for n, f, t in zip(a.node[mine], a.t_from[mine], a.t_to[mine])
+    } == rows
     assert result.extra["forks_asked"] == 1
     assert result.extra["forks_granted"] == (0 if (busy and name == "leak") else 1)
-    assert result.extra["exec_phases"] == 3 + (10 if busy else 0)  # (the busy job: 10 phases of 50 s)
+    assert result.extra["exec_phases"] == 3 + (
+        10 if busy else 0
+    )  # (the busy job: 10 phases of 50 s)
 
 
 def test_leak_job_waits_and_is_cancelled_at_its_deadline():
@@ -130,9 +173,15 @@ def test_leak_job_waits_and_is_cancelled_at_its_deadline():
 
 def test_compiled_engine_refuses_app_jobs_in_one_line():
     from hpcdispatch.compiled.eligibility import refusal
+
     job = deadline_job(HLRN, 1, 0, 100, None, None, AppSpec(1, "async", 4))
-    sim = Simulator(HLRN, Workload([job], HLRN.resources), make_dispatcher("fifo"), None,
-                    SimulationOptions(engine="python"))
+    sim = Simulator(
+        HLRN,
+        Workload([job], HLRN.resources),
+        make_dispatcher("fifo"),
+        None,
+        SimulationOptions(engine="python"),
+    )
     why = refusal(sim)
     assert why is not None and "application model" in why and "\n" not in why
 
@@ -140,7 +189,13 @@ def test_compiled_engine_refuses_app_jobs_in_one_line():
 def test_params_are_the_documented_defaults():
     p = execution.AppModelParams()
     assert (p.phases, p.comm_share, p.overlap, p.h_intra, p.h_inj, p.network) == (
-        10, (0.5, 0.3, 0.2, 0.2), 0.5, 0.1, 1.0, "contention")
+        10,
+        (0.5, 0.3, 0.2, 0.2),
+        0.5,
+        0.1,
+        1.0,
+        "contention",
+    )
 
 
 @pytest.mark.parametrize("name", ["leak-nc", "manhattan"])
@@ -148,18 +203,24 @@ def test_checkpoint_resume_mid_run_equals_the_whole_run(tmp_path, name):
     """The execution model's state (runs, link loads, granted nodes) lives in the loop state:
     a run interrupted between instants and resumed from its checkpoint is the same run."""
     from hpcdispatch.workload.loader import load_workload
+
     wl = load_workload("synthetic:deadline,jobs=120,load=heavy,types=uniform,seed=4", HLRN)
-    whole = Simulator(HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python")).run()
+    whole = Simulator(
+        HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python")
+    ).run()
     path = tmp_path / "run.ckpt"
-    sim = Simulator(HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python"), checkpoint=path)
+    sim = Simulator(
+        HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python"), checkpoint=path
+    )
     sim.begin()
     for _ in range(150):
         sim.step()
     assert sim.state.apps and sim.state.execution.link_load.any()  # mid-run, messages in flight
     sim.save_checkpoint()
     sim.close()
-    resumed = Simulator(HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python"),
-                        checkpoint=path).run()
+    resumed = Simulator(
+        HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python"), checkpoint=path
+    ).run()
     assert resumed.extra["checkpoint"]["resumed_at"] is not None
     assert np.array_equal(whole.end, resumed.end, equal_nan=True)
     assert np.array_equal(whole.status, resumed.status)
@@ -192,24 +253,41 @@ def test_app_model_options_are_checked_and_canonical():
     a = SimulationOptions(app_model={"network": "none", "phases": "5", "growth": [1, 2]})
     assert a.app_model == {"network": "none", "phases": 5, "growth": [1.0, 2.0]}
     assert parse_app_model("network=none, phases=5,growth=1/2") == a.app_model
-    assert app_model_params(a.app_model) == execution.AppModelParams(phases=5, growth=(1.0, 2.0), network="none")
+    assert app_model_params(a.app_model) == execution.AppModelParams(
+        phases=5, growth=(1.0, 2.0), network="none"
+    )
     assert SimulationOptions(app_model={}).app_model is None
-    assert "app_model" not in SimulationOptions().identity()  # runs made before the option keep their ids
+    assert (
+        "app_model" not in SimulationOptions().identity()
+    )  # runs made before the option keep their ids
     # a default value is no change: the same model, the same identity
     assert SimulationOptions(app_model={"network": "contention", "overlap": 0.5}).app_model is None
     assert parse_app_model("network=none,peers=2") == {"network": "none"}
-    assert parse_app_model("seed=9007199254740993") == {"seed": 9007199254740993}  # exact, not via float
-    for text, said in (("nope=1", "unknown parameter 'nope'"), ("phases=2.5", "phases must be a whole number"),
-                       ("overlap=x", "overlap must be a number"), ("network=fast", "network must be one of"),
-                       ("comm_share=0.5/0.5", "comm_share needs four shares"), ("overlap", "is not KEY=VALUE"),
-                       ("phases=inf", "phases must be a whole number .finite."), ("phases=1e400", "finite"),
-                       ("h_intra=nan", "h_intra must be a number .finite."), ("h_inj=-1", "h_inj must be >= 0"),
-                       ("growth=nan", "growth must be numbers separated by '/' .finite."),
-                       ("seed=-1", "seed must be >= 0")):
+    assert parse_app_model("seed=9007199254740993") == {
+        "seed": 9007199254740993
+    }  # exact, not via float
+    for text, said in (
+        ("nope=1", "unknown parameter 'nope'"),
+        ("phases=2.5", "phases must be a whole number"),
+        ("overlap=x", "overlap must be a number"),
+        ("network=fast", "network must be one of"),
+        ("comm_share=0.5/0.5", "comm_share needs four shares"),
+        ("overlap", "is not KEY=VALUE"),
+        ("phases=inf", "phases must be a whole number .finite."),
+        ("phases=1e400", "finite"),
+        ("h_intra=nan", "h_intra must be a number .finite."),
+        ("h_inj=-1", "h_inj must be >= 0"),
+        ("growth=nan", "growth must be numbers separated by '/' .finite."),
+        ("seed=-1", "seed must be >= 0"),
+    ):
         with pytest.raises(ConfigError, match=said):
             parse_app_model(text)
-    for value, said in (({"growth": [True, 2]}, "growth must be numbers"), ({"phases": True}, "whole number"),
-                        ({"network": ["none"]}, "network must be a name"), ("network=none", "expected a table")):
+    for value, said in (
+        ({"growth": [True, 2]}, "growth must be numbers"),
+        ({"phases": True}, "whole number"),
+        ({"network": ["none"]}, "network must be a name"),
+        ("network=none", "expected a table"),
+    ):
         with pytest.raises(ConfigError, match=said):
             SimulationOptions(app_model=value)
 
@@ -223,11 +301,27 @@ def test_app_model_option_reaches_the_execution_model(tmp_path):
     for name, extra in (("default", []), ("none", ["--app-model", "network=none"])):
         out = tmp_path / name
         try:
-            main(["simulate", "-s", "hlrn2-grid", "-w", "synthetic:deadline,jobs=150,seed=1,load=heavy,types=2",
-                  "-d", "leak-nc", "-q", "-o", str(out), *extra])
+            main(
+                [
+                    "simulate",
+                    "-s",
+                    "hlrn2-grid",
+                    "-w",
+                    "synthetic:deadline,jobs=150,seed=1,load=heavy,types=2",
+                    "-d",
+                    "leak-nc",
+                    "-q",
+                    "-o",
+                    str(out),
+                    *extra,
+                ]
+            )
         except SystemExit as exc:
             assert not exc.code
-        runs[name] = (json.loads((out / "summary.json").read_text()), json.loads((out / "run.json").read_text()))
+        runs[name] = (
+            json.loads((out / "summary.json").read_text()),
+            json.loads((out / "run.json").read_text()),
+        )
     assert runs["none"][1]["options"]["app_model"] == {"network": "none"}
     assert runs["default"][1]["options"]["app_model"] is None
     assert runs["none"][0]["exec_gamma_mean"] == 1.0

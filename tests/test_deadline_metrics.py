@@ -28,8 +28,13 @@ def djob(i, submit, run, procs, deadline, est=None, behaviour=0):
 
 
 def run(jobs, dispatcher):
-    result = Simulator(GRID, Workload(jobs, GRID.resources), make_dispatcher(dispatcher), None,
-                       SimulationOptions(engine="python")).run()
+    result = Simulator(
+        GRID,
+        Workload(jobs, GRID.resources),
+        make_dispatcher(dispatcher),
+        None,
+        SimulationOptions(engine="python"),
+    ).run()
     assert validate_result(result).ok
     return result
 
@@ -39,7 +44,7 @@ def exhaustive_optimum(rows: int, cols: int) -> list[float]:
     grid = grid_of(rows, cols)
     n = rows * cols
     d = np.asarray(grid.distance_matrix, dtype=np.float64)
-    subsets = np.arange(2 ** n, dtype=np.int64)
+    subsets = np.arange(2**n, dtype=np.int64)
     bits = ((subsets[:, None] >> np.arange(n)) & 1).astype(np.float32)
     sums = (bits * (bits @ d.astype(np.float32))).sum(axis=1) / 2
     k = bits.sum(axis=1).astype(np.int64)
@@ -95,7 +100,10 @@ def test_free_fragmentation_of_a_run_by_hand(monkeypatch):
     from functools import partial
 
     from hpcdispatch.sim import execution
-    monkeypatch.setattr(execution, "AppModelParams", partial(execution.AppModelParams, network="none"))
+
+    monkeypatch.setattr(
+        execution, "AppModelParams", partial(execution.AppModelParams, network="none")
+    )
     # count-only takes the lowest free ids: job 1 rows 0-3 (nodes 0-63) over [0, 100), job 2
     # row 4 (64-79) over [0, 300). [0, 100): rows 5-7 free and connected: 0. [100, 300): rows
     # 0-3 and 5-7 free, cut by row 4: 1 - 64 / 112 = 3/7. Time-weighted: 3/7 * 200 / 300 = 2/7
@@ -105,16 +113,27 @@ def test_free_fragmentation_of_a_run_by_hand(monkeypatch):
 
 
 def test_per_type_counts_and_rates_by_hand():
-    jobs = [djob(1, 0, 1000, 512, 5000, behaviour=0),  # the whole machine until 1000: accepted
-            djob(2, 10, 500, 4, 1500, behaviour=1),    # books [1000, 1500): accepted, on time
-            djob(3, 20, 500, 4, 1499, behaviour=1),    # no window before 1499: rejected (count)
-            djob(4, 30, 500, 4, 529, behaviour=2),     # 30 + 500 > 529: rejected (deadline)
-            djob(5, 40, 200, 8, 2000, est=1200, behaviour=2)]  # books [1200, 1400): accepted
+    jobs = [
+        djob(1, 0, 1000, 512, 5000, behaviour=0),  # the whole machine until 1000: accepted
+        djob(2, 10, 500, 4, 1500, behaviour=1),  # books [1000, 1500): accepted, on time
+        djob(3, 20, 500, 4, 1499, behaviour=1),  # no window before 1499: rejected (count)
+        djob(4, 30, 500, 4, 529, behaviour=2),  # 30 + 500 > 529: rejected (deadline)
+        djob(5, 40, 200, 8, 2000, est=1200, behaviour=2),
+    ]  # books [1200, 1400): accepted
     s = summarize(run(jobs, "manhattan"))
     assert (s["type0_submitted"], s["type0_accepted"], s["type0_on_time"]) == (1, 1, 1)
-    assert (s["type1_submitted"], s["type1_accepted"], s["type1_rejected"], s["type1_on_time"]) == (2, 1, 1, 1)
+    assert (s["type1_submitted"], s["type1_accepted"], s["type1_rejected"], s["type1_on_time"]) == (
+        2,
+        1,
+        1,
+        1,
+    )
     assert (s["type2_submitted"], s["type2_accepted"], s["type2_rejected"]) == (2, 1, 1)
-    assert s["type1_acceptance_rate"] == 0.5 and s["type1_success_rate"] == 0.5 and s["type1_cancel_rate"] == 0.0
+    assert (
+        s["type1_acceptance_rate"] == 0.5
+        and s["type1_success_rate"] == 0.5
+        and s["type1_cancel_rate"] == 0.0
+    )
     assert s["type0_acceptance_rate"] == 1.0
     assert "type3_submitted" not in s  # no type-3 job: no type-3 columns
     assert sum(s[f"type{b}_submitted"] for b in range(3)) == s["submitted"] == 5
@@ -123,13 +142,30 @@ def test_per_type_counts_and_rates_by_hand():
 def test_per_type_cancellations_waiting_and_running_by_hand():
     # the U9 scenario under FIFO: job 3 (type 2) stopped running at its deadline, job 2 (type 3)
     # cancelled while waiting
-    jobs = [djob(1, 0, 1000, 512, 5000, behaviour=1),
-            djob(2, 5, 100, 4, 500, behaviour=3),
-            djob(3, 0, 100, 4, 5000, behaviour=2)._replace(run_time=900, wall_time=900, deadline=1600.0)]
+    jobs = [
+        djob(1, 0, 1000, 512, 5000, behaviour=1),
+        djob(2, 5, 100, 4, 500, behaviour=3),
+        djob(3, 0, 100, 4, 5000, behaviour=2)._replace(
+            run_time=900, wall_time=900, deadline=1600.0
+        ),
+    ]
     s = summarize(run(jobs, "fifo"))
-    assert (s["cancelled"], s["cancelled_waiting"], s["cancelled_running"], s["on_time"]) == (2, 1, 1, 1)
-    assert (s["type2_cancelled_running"], s["type2_cancelled_waiting"], s["type2_cancel_rate"]) == (1, 0, 1.0)
-    assert (s["type3_cancelled_waiting"], s["type3_cancelled_running"], s["type3_success_rate"]) == (1, 0, 0.0)
+    assert (s["cancelled"], s["cancelled_waiting"], s["cancelled_running"], s["on_time"]) == (
+        2,
+        1,
+        1,
+        1,
+    )
+    assert (s["type2_cancelled_running"], s["type2_cancelled_waiting"], s["type2_cancel_rate"]) == (
+        1,
+        0,
+        1.0,
+    )
+    assert (
+        s["type3_cancelled_waiting"],
+        s["type3_cancelled_running"],
+        s["type3_success_rate"],
+    ) == (1, 0, 0.0)
     assert (s["type1_on_time"], s["type1_cancel_rate"], s["type1_success_rate"]) == (1, 0.0, 1.0)
     assert s["cancel_rate"] == pytest.approx(2 / 3)
 
@@ -139,13 +175,21 @@ def test_line0_passed_counts_shape_rejections_by_hand():
     # D (2 nodes, R = 100, deadline 1000): at t = 1 nothing is free (count fails); at the
     # boundary t = 100 positions 63 and 65 are free (count passes) but not consecutive (shape
     # fails); the next boundary, 5000, is past the deadline: rejected at the shape stage
-    jobs = [djob(1, 0, 5000, 252, 9000), djob(2, 0, 100, 4, 9000), djob(3, 0, 5000, 4, 9000),
-            djob(4, 0, 100, 4, 9000), djob(5, 0, 5000, 248, 9000), djob(6, 1, 100, 8, 1000)]
+    jobs = [
+        djob(1, 0, 5000, 252, 9000),
+        djob(2, 0, 100, 4, 9000),
+        djob(3, 0, 5000, 4, 9000),
+        djob(4, 0, 100, 4, 9000),
+        djob(5, 0, 5000, 248, 9000),
+        djob(6, 1, 100, 8, 1000),
+    ]
     r = run(jobs, "hilbert")
     assert r.reject_reason[5].startswith("shape")
     s = summarize(r)
     assert (s["accepted"], s["reject_reasons"], s["line0_passed"]) == (5, {"shape": 1}, 6)
-    s = summarize(run(jobs, "count-only"))  # any two free nodes will do: positions 63 and 65 at t = 100
+    s = summarize(
+        run(jobs, "count-only")
+    )  # any two free nodes will do: positions 63 and 65 at t = 100
     assert (s["accepted"], s["line0_passed"]) == (6, 6)
 
 
@@ -187,8 +231,9 @@ def test_free_fragmentation_equals_a_direct_computation(rows, cols, torus, data)
     node = [data.draw(st.integers(0, rows * cols - 1)) for _ in range(n_rows)]
     t_from = [data.draw(st.integers(0, 20)) for _ in range(n_rows)]
     t_to = [f + data.draw(st.integers(1, 20)) for f in t_from]
-    got = free_fragmentation_of(grid_of(rows, cols, torus), np.array(node), np.array(t_from, float),
-                                np.array(t_to, float))
+    got = free_fragmentation_of(
+        grid_of(rows, cols, torus), np.array(node), np.array(t_from, float), np.array(t_to, float)
+    )
     want = _direct_fragmentation(rows, cols, torus, node, t_from, t_to)
     assert (np.isnan(got) and np.isnan(want)) or got == pytest.approx(want)
     assert np.isnan(got) or 0.0 <= got < 1.0

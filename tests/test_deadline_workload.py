@@ -33,14 +33,17 @@ def test_spec_keys_and_defaults():
     assert DeadlineWorkloadParams().runtime_scale == 30.0
 
 
-@pytest.mark.parametrize("spec, words", [
-    ("synthetic:deadline,jobz=3", ["unknown key 'jobz'"]),
-    ("synthetic:deadline,load=medium", ["'load'", "medium"]),
-    ("synthetic:deadline,types=4", ["'types'", "uniform"]),
-    ("synthetic:deadline,comm=maybe", ["'comm'"]),
-    ("synthetic:deadline,jobs=ten", ["'jobs' must be int"]),
-    ("synthetic:deadline,load=-5", ["'load'", "> 0"]),
-])
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("synthetic:deadline,jobz=3", ["unknown key 'jobz'"]),
+        ("synthetic:deadline,load=medium", ["'load'", "medium"]),
+        ("synthetic:deadline,types=4", ["'types'", "uniform"]),
+        ("synthetic:deadline,comm=maybe", ["'comm'"]),
+        ("synthetic:deadline,jobs=ten", ["'jobs' must be int"]),
+        ("synthetic:deadline,load=-5", ["'load'", "> 0"]),
+    ],
+)
 def test_bad_specs_are_one_line_errors(spec, words):
     with pytest.raises(ConfigError) as err:
         load_workload(spec, GRID)
@@ -56,7 +59,11 @@ def test_jobs_take_whole_nodes_and_carry_their_times():
     assert len(w) == 200
     for j in w.jobs:
         k = j.id - 1
-        assert j.units == math.ceil(cols["processes"][k] / 4) and j.unit_request == (4,) and j.max_units_per_node == 1
+        assert (
+            j.units == math.ceil(cols["processes"][k] / 4)
+            and j.unit_request == (4,)
+            and j.max_units_per_node == 1
+        )
         assert j.run_time == j.wall_time == cols["run_time"][k] >= 60
         assert j.earliest_start == j.submit == cols["submit"][k]  # lead_days = 0: est = submit
         assert j.app.processes == cols["processes"][k]
@@ -78,12 +85,17 @@ def test_interarrival_means_follow_the_load():
     for load, mean in (("normal", 1500), ("heavy", 150)):
         cols = deadline_columns(DeadlineWorkloadParams(jobs=4000, seed=1, load=load))
         gaps = np.diff(cols["submit"])
-        assert abs(gaps.mean() - mean) < 0.06 * mean  # exponential, 4,000 draws: sd of the mean 1.6 %
+        assert (
+            abs(gaps.mean() - mean) < 0.06 * mean
+        )  # exponential, 4,000 draws: sd of the mean 1.6 %
 
 
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 10_000), types=st.sampled_from(["0", "1", "2", "3", "uniform"]),
-       comm=st.sampled_from(["async", "sync"]))
+@given(
+    seed=st.integers(0, 10_000),
+    types=st.sampled_from(["0", "1", "2", "3", "uniform"]),
+    comm=st.sampled_from(["async", "sync"]),
+)
 def test_common_random_numbers_across_types_and_patterns(seed, types, comm):
     base = deadline_columns(DeadlineWorkloadParams(jobs=60, seed=seed))
     other = deadline_columns(DeadlineWorkloadParams(jobs=60, seed=seed, types=types, comm=comm))
@@ -113,9 +125,10 @@ def test_jsonl_round_trip(tmp_path):
 def test_jsonl_bad_lines_are_skipped_and_named(tmp_path):
     path = tmp_path / "bad.deadline.jsonl"
     path.write_text(
-        '{"id": 1, "submit": 0, "run_time": 100, "earliest_start": 10, "deadline": 200, "processes": 8, "behaviour": 0, "comm": "async"}\n'
+        '{"id": 1, "submit": 0, "run_time": 100, "earliest_start": 10, "deadline": 200, '
+        '"processes": 8, "behaviour": 0, "comm": "async"}\n'
         '{"id": 2, "submit": 0, "run_time": "x", "deadline": 200, "processes": 8, "behaviour": 0}\n'
-        'not json\n'
+        "not json\n"
         '{"id": 3, "submit": 0, "run_time": 100, "deadline": 200, "processes": 8, "behaviour": 7}\n'
         '{"id": 4, "submit": 0, "run_time": 100, "deadline": 200, "processes": 8, "behaviour": 1, "colour": 1}\n'
         '{"id": 5, "submit": 0, "run_time": 100, "deadline": 200, "processes": 600, "behaviour": 1}\n'
@@ -141,6 +154,7 @@ def test_other_workloads_have_no_deadlines():
 
 def test_auto_system_of_deadline_workloads_is_hlrn2_grid(tmp_path):
     from hpcdispatch.workload.loader import resolve_system
+
     assert resolve_system("auto", "synthetic:deadline,jobs=5").name == "hlrn2-grid"
     assert resolve_system("auto", str(tmp_path / "w.deadline.jsonl")).name == "hlrn2-grid"
     assert resolve_system("auto", "synthetic:lublin,jobs=5").name == "machine-s"

@@ -68,7 +68,12 @@ def test_easy_backfills_a_long_job_on_the_extra_nodes():
     # and at the shadow time 3 nodes are free for 2 needed: one *extra* node.
     # J3: 2, 100, 1 node: runs past the shadow time but only on the extra node 2 -> allowed.
     # J4: 3, 100, 1 node: no node is free now.
-    jobs = [job(1, 0, 10, units=2), job(2, 1, 10, units=2), job(3, 2, 100, units=1), job(4, 3, 100, units=1)]
+    jobs = [
+        job(1, 0, 10, units=2),
+        job(2, 1, 10, units=2),
+        job(3, 2, 100, units=1),
+        job(4, 3, 100, units=1),
+    ]
     r = simulate(cores_system(3, 1), jobs, "easy")
     assert starts(r) == {1: 0, 3: 2, 2: 10, 4: 20}
     assert placement(r)[3] == [(2, 1)]
@@ -77,7 +82,12 @@ def test_easy_backfills_a_long_job_on_the_extra_nodes():
 def _conservative_vs_easy_jobs():
     # 3 nodes x 1 core. J1: 0, 10, 2 nodes. J2: 1, 10, 2 nodes (reserved at 10).
     # J3: 2, 10, 3 nodes (reserved at 20, after J2). J4: 3, 100, 1 node.
-    return [job(1, 0, 10, units=2), job(2, 1, 10, units=2), job(3, 2, 10, units=3), job(4, 3, 100, units=1)]
+    return [
+        job(1, 0, 10, units=2),
+        job(2, 1, 10, units=2),
+        job(3, 2, 10, units=3),
+        job(4, 3, 100, units=1),
+    ]
 
 
 def test_easy_only_protects_the_head():
@@ -175,7 +185,9 @@ def test_units_are_spread_over_nodes_and_packed():
 
 
 def test_max_units_per_node_spreads_units():
-    r = simulate(cores_system(3, 4), [job(1, 0, 10, units=3, req=(1,), max_units_per_node=1)], "fifo")
+    r = simulate(
+        cores_system(3, 4), [job(1, 0, 10, units=3, req=(1,), max_units_per_node=1)], "fifo"
+    )
     assert placement(r) == {1: [(0, 1), (1, 1), (2, 1)]}
 
 

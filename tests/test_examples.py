@@ -13,12 +13,25 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True, timeout=900
+    )
 
 
 def test_example_jobs_csv_simulates_and_validates(tmp_path):
     out = tmp_path / "jobs"
-    p = run("simulate", "-w", str(EXAMPLES / "jobs.csv"), "-s", "machine-s", "-d", "slurm-bf", "-o", str(out), "-q")
+    p = run(
+        "simulate",
+        "-w",
+        str(EXAMPLES / "jobs.csv"),
+        "-s",
+        "machine-s",
+        "-d",
+        "slurm-bf",
+        "-o",
+        str(out),
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["jobs"] == 10 and summary["started"] == 10  # every request of the file is read
@@ -27,7 +40,11 @@ def test_example_jobs_csv_simulates_and_validates(tmp_path):
     assert workload.loc[1, "wall_time"] == 3600 and workload.loc[2, "wall_time"] == 1800
     assert workload.loc[5, "wall_time"] == 86400
     # -N 2 --ntasks-per-node=8 --gres=gpu:2: two units of (8 cores, 2 GPUs)
-    assert (workload.loc[2, "units"], workload.loc[2, "unit_core"], workload.loc[2, "unit_gpu"]) == (2, 8, 2)
+    assert (
+        workload.loc[2, "units"],
+        workload.loc[2, "unit_core"],
+        workload.loc[2, "unit_gpu"],
+    ) == (2, 8, 2)
     v = run("validate", str(out))
     assert v.returncode == 0 and "schedule valid" in v.stdout, v.stdout + v.stderr
 

@@ -13,8 +13,16 @@ from hpcdispatch.workload.job import AppSpec, Job
 
 
 def _job(index: int, behaviour: int, comm: str, n: int, run: int, job_id: int | None = None) -> Job:
-    return Job(id=job_id if job_id is not None else index + 1, submit=0, run_time=run, wall_time=run, units=1,
-               unit_request=(1,), app=AppSpec(behaviour, comm, n), index=index)
+    return Job(
+        id=job_id if job_id is not None else index + 1,
+        submit=0,
+        run_time=run,
+        wall_time=run,
+        units=1,
+        unit_request=(1,),
+        app=AppSpec(behaviour, comm, n),
+        index=index,
+    )
 
 
 def _phase(model: ExecutionModel, run, k: int, forks: bool = False, ask=None) -> float:
@@ -149,12 +157,18 @@ def test_static_type2_children_stay_on_the_parent_node():
 
 
 @settings(max_examples=60, deadline=None)
-@given(behaviour=st.integers(0, 3), comm=st.sampled_from(["async", "sync"]), n=st.integers(1, 80),
-       run=st.integers(1, 10**6), job_id=st.integers(1, 10**6))
+@given(
+    behaviour=st.integers(0, 3),
+    comm=st.sampled_from(["async", "sync"]),
+    n=st.integers(1, 80),
+    run=st.integers(1, 10**6),
+    job_id=st.integers(1, 10**6),
+)
 def test_calibration_on_the_baseline_partition_is_exact(behaviour, comm, n, run, job_id):
     """On the baseline partition of the empty machine every phase lasts its nominal whole
     seconds, which sum to R exactly (A9)."""
     from hpcdispatch.system.partition import manhattan_partition
+
     model = ExecutionModel(grid_of(8, 16), 4)
     job = _job(0, behaviour, comm, n, run, job_id)
     prog = model.program(job)
@@ -184,5 +198,6 @@ def test_combine():
 
 def test_bad_parameters_are_one_line():
     from hpcdispatch.errors import ConfigError
+
     with pytest.raises(ConfigError, match="network"):
         AppModelParams(network="fluid")

@@ -44,12 +44,17 @@ from hpcdispatch.workload.swf import load_swf, read_swf_header, system_from_swf_
 
 #: examples per property (HPCDISPATCH_FUZZ_EXAMPLES=5000 for a long hunt)
 EXAMPLES = int(os.environ.get("HPCDISPATCH_FUZZ_EXAMPLES", "150"))
-FUZZ = settings(max_examples=EXAMPLES, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 FEW = settings(FUZZ, max_examples=max(EXAMPLES * 2 // 3, 1))
 
 # a journal's last line cut short is dropped with a warning: expected here, thousands of times
-pytestmark = pytest.mark.filterwarnings("ignore:.*is incomplete \\(interrupted write\\):UserWarning")
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*is incomplete \\(interrupted write\\):UserWarning"
+)
 
 #: one folder for every example's file (hypothesis runs examples many times per test function)
 WORK = Path(tempfile.mkdtemp(prefix="hpcdispatch-fuzz-"))
@@ -92,14 +97,14 @@ def _damage(data: bytes, kind: str, a: int, b: int) -> bytes:
     i = a % len(lines)
     if kind == "flip":
         k = a % len(data)
-        return data[:k] + bytes([b % 256]) + data[k + 1:]
+        return data[:k] + bytes([b % 256]) + data[k + 1 :]
     if kind == "truncate":
         return data[: a % (len(data) + 1)]
     if kind == "cut-line":  # a line cut short (the rest of it lost)
         lines[i] = lines[i][: b % (len(lines[i]) + 1)]
     elif kind == "drop-newline":  # two lines run into one
         if i + 1 < len(lines):
-            lines[i:i + 2] = [lines[i] + lines[i + 1]]
+            lines[i : i + 2] = [lines[i] + lines[i + 1]]
     elif kind == "duplicate-line":
         lines.insert(i, lines[i])
     elif kind == "empty-field":  # one field of a line emptied (its separators kept)
@@ -115,9 +120,20 @@ def _damage(data: bytes, kind: str, a: int, b: int) -> bytes:
     return b"\n".join(lines)
 
 
-KINDS = ("flip", "truncate", "cut-line", "drop-newline", "duplicate-line", "empty-field", "stray-byte")
-_damages = st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6), st.integers(0, 10**6)),
-                    min_size=1, max_size=3)
+KINDS = (
+    "flip",
+    "truncate",
+    "cut-line",
+    "drop-newline",
+    "duplicate-line",
+    "empty-field",
+    "stray-byte",
+)
+_damages = st.lists(
+    st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6), st.integers(0, 10**6)),
+    min_size=1,
+    max_size=3,
+)
 
 
 def damaged(valid: bytes) -> st.SearchStrategy[bytes]:
@@ -143,12 +159,35 @@ any_bytes = st.one_of(
 
 
 def _rec(job, submit, run, procs, req_time, queue=1):
-    return " ".join(str(f) for f in (job, submit, 0, run, procs, -1, -1, procs, req_time, -1, 1, 1, 1, 3, queue, 1,
-                                      -1, -1))
+    return " ".join(
+        str(f)
+        for f in (
+            job,
+            submit,
+            0,
+            run,
+            procs,
+            -1,
+            -1,
+            procs,
+            req_time,
+            -1,
+            1,
+            1,
+            1,
+            3,
+            queue,
+            1,
+            -1,
+            -1,
+        )
+    )
 
 
-SWF = ("; Version: 2.2\n; MaxNodes: 4\n; MaxProcs: 16\n; Queue: 1 short\n"
-       + "".join(_rec(i, 10 * i, 5 + i, 1 + i % 8, 20 + i, 1 + i % 2) + "\n" for i in range(1, 13))).encode()
+SWF = (
+    "; Version: 2.2\n; MaxNodes: 4\n; MaxProcs: 16\n; Queue: 1 short\n"
+    + "".join(_rec(i, 10 * i, 5 + i, 1 + i % 8, 20 + i, 1 + i % 2) + "\n" for i in range(1, 13))
+).encode()
 SYSTEM = cores_system(4, 4)
 
 
@@ -158,7 +197,9 @@ def check_swf(path: Path) -> None:
         rep = wl.report
         assert len(wl) + rep.n_skipped == rep.total_records, rep.describe()  # nothing lost silently
         for reason, n in rep.skipped.items():
-            assert rep.first_lines[reason] and len(rep.first_lines[reason]) == min(n, rep.keep_lines), reason
+            assert rep.first_lines[reason] and len(rep.first_lines[reason]) == min(
+                n, rep.keep_lines
+            ), reason
         for job in wl:
             assert job.submit >= 0 and job.run_time > 0 and job.wall_time > 0 and job.units > 0
     outcome(path, read_swf_header, path)
@@ -194,12 +235,16 @@ def test_swf_gz_damaged(compressed_damaged, damaged_compressed):
 # ---- Slurm-style requests --------------------------------------------------------------------
 
 GPU_SYSTEM = System("g", ("core", "gpu"), (NodeType("n", 8, {"core": 8, "gpu": 2}),))
-CSV = (b"id,submit,run_time,time_limit,ntasks,nodes,ntasks_per_node,gres,contiguous,user\n"
-       b"1,0,100,200,16,,,,0,3\n2,5,200,,,4,2,gpu:1,1,3\n3,5,200,300,10,2,,2,no,4\n4,7,50,60,4,,,,,\n")
-JSONL = (b'{"id": 1, "submit": 0, "run_time": 100, "ntasks": 16}\n'
-         b'{"id": 2, "submit": 5, "run_time": 200, "nodes": 4, "ntasks_per_node": 2, "gpus_per_node": 1, '
-         b'"contiguous": true}\n'
-         b'{"id": 3, "submit": 5, "run_time": 200, "time_limit": 300, "ntasks": 10, "nodes": 2, "gres": "gpu:2"}\n')
+CSV = (
+    b"id,submit,run_time,time_limit,ntasks,nodes,ntasks_per_node,gres,contiguous,user\n"
+    b"1,0,100,200,16,,,,0,3\n2,5,200,,,4,2,gpu:1,1,3\n3,5,200,300,10,2,,2,no,4\n4,7,50,60,4,,,,,\n"
+)
+JSONL = (
+    b'{"id": 1, "submit": 0, "run_time": 100, "ntasks": 16}\n'
+    b'{"id": 2, "submit": 5, "run_time": 200, "nodes": 4, "ntasks_per_node": 2, "gpus_per_node": 1, '
+    b'"contiguous": true}\n'
+    b'{"id": 3, "submit": 5, "run_time": 200, "time_limit": 300, "ntasks": 10, "nodes": 2, "gres": "gpu:2"}\n'
+)
 
 
 def check_slurm(path: Path) -> None:
@@ -223,14 +268,23 @@ def test_slurm_damaged(csv_data, jsonl_data):
 
 
 #: Slurm's own spellings: names, time formats, typed GRES, memory sizes, cpus per task
-SLURM_SYSTEM = System("s", ("core", "gpu", "gpu:a100", "mem"),
-                      (NodeType("a", 2, {"core": 8, "gpu": 2, "mem": 16000}),
-                       NodeType("b", 2, {"core": 8, "gpu:a100": 2, "mem": 32000})))
-CSV_SLURM = (b"id,user,account,partition,run_time,time_limit,ntasks,nodes,ntasks_per_node,cpus_per_task,gres,mem,"
-             b"mem_per_cpu\n1,alice,phys,cpu,100,90,4,,,,,,\n2,bob,ml,gpu,100,1:30,,2,2,2,gpu:a100:1,4G,\n"
-             b"3,alice,ml,gpu,100,1-00:00:00,4,2,,,gpu:2,,500M\n4,carol,phys,cpu,100,UNLIMITED,2,,,3,,,\n")
-JSONL_SLURM = (b'{"id": 1, "user": "alice", "run_time": 10, "time_limit": "2-12:30", "ntasks": 2, "mem": "1G"}\n'
-               b'{"id": 2, "user": 7, "run_time": 10, "wall_time": 90, "nodes": 2, "gres": "gpu:a100:1,gpu:1"}\n')
+SLURM_SYSTEM = System(
+    "s",
+    ("core", "gpu", "gpu:a100", "mem"),
+    (
+        NodeType("a", 2, {"core": 8, "gpu": 2, "mem": 16000}),
+        NodeType("b", 2, {"core": 8, "gpu:a100": 2, "mem": 32000}),
+    ),
+)
+CSV_SLURM = (
+    b"id,user,account,partition,run_time,time_limit,ntasks,nodes,ntasks_per_node,cpus_per_task,gres,mem,"
+    b"mem_per_cpu\n1,alice,phys,cpu,100,90,4,,,,,,\n2,bob,ml,gpu,100,1:30,,2,2,2,gpu:a100:1,4G,\n"
+    b"3,alice,ml,gpu,100,1-00:00:00,4,2,,,gpu:2,,500M\n4,carol,phys,cpu,100,UNLIMITED,2,,,3,,,\n"
+)
+JSONL_SLURM = (
+    b'{"id": 1, "user": "alice", "run_time": 10, "time_limit": "2-12:30", "ntasks": 2, "mem": "1G"}\n'
+    b'{"id": 2, "user": 7, "run_time": 10, "wall_time": 90, "nodes": 2, "gres": "gpu:a100:1,gpu:1"}\n'
+)
 
 
 @FUZZ
@@ -245,18 +299,30 @@ def test_slurm_spellings_damaged(csv_data, jsonl_data):
                 assert job.wall_time > 0 and job.run_time > 0
                 for field_name in ("user", "group", "partition"):
                     value = getattr(job, field_name)
-                    assert value == -1 or value in wl.labels.get(field_name, {value: ""}), (field_name, value)
+                    assert value == -1 or value in wl.labels.get(field_name, {value: ""}), (
+                        field_name,
+                        value,
+                    )
 
 
 # ---- sacct --parsable2 accounting -----------------------------------------------------------
 
 SACCT = (Path(__file__).parent / "data" / "slurm" / "cluster-jan.sacct").read_bytes()
-SACCT_SYSTEM = System("t", ("core", "gpu:a100", "mem"), (NodeType("n", 4, {"core": 16, "gpu:a100": 2, "mem": 64000}),))
-_SACCT_ALPHABET = list(b"0123456789|-:T_+.[]\n\n\n ,=/") + list(b"JobIDSubmitStartEndElapsedTimelimitNNodesNCPUS") + \
-    [0x00, 0xFF, 0xC3]
-sacct_bytes = st.one_of(st.binary(max_size=600), st.lists(st.sampled_from(_SACCT_ALPHABET), max_size=600).map(bytes),
-                        st.lists(st.sampled_from(_SACCT_ALPHABET), max_size=400).map(
-                            lambda b: SACCT.split(b"\n", 1)[0] + b"\n" + bytes(b)))
+SACCT_SYSTEM = System(
+    "t", ("core", "gpu:a100", "mem"), (NodeType("n", 4, {"core": 16, "gpu:a100": 2, "mem": 64000}),)
+)
+_SACCT_ALPHABET = (
+    list(b"0123456789|-:T_+.[]\n\n\n ,=/")
+    + list(b"JobIDSubmitStartEndElapsedTimelimitNNodesNCPUS")
+    + [0x00, 0xFF, 0xC3]
+)
+sacct_bytes = st.one_of(
+    st.binary(max_size=600),
+    st.lists(st.sampled_from(_SACCT_ALPHABET), max_size=600).map(bytes),
+    st.lists(st.sampled_from(_SACCT_ALPHABET), max_size=400).map(
+        lambda b: SACCT.split(b"\n", 1)[0] + b"\n" + bytes(b)
+    ),
+)
 
 
 def check_sacct(path: Path) -> None:
@@ -266,7 +332,9 @@ def check_sacct(path: Path) -> None:
         assert len(wl) + rep.n_skipped == rep.total_records, rep.describe()  # nothing lost silently
         for job in wl:
             assert job.submit >= 0 and job.run_time > 0 and job.wall_time > 0 and job.units > 0
-    outcome(path, load_workload, str(path), SACCT_SYSTEM)  # found by suffix or header, or another reader's error
+    outcome(
+        path, load_workload, str(path), SACCT_SYSTEM
+    )  # found by suffix or header, or another reader's error
 
 
 @FUZZ
@@ -285,14 +353,22 @@ def test_sacct_damaged(data):
 # ---- values of the wrong type in TOML documents ----------------------------------------------
 
 toml_scalars = st.one_of(
-    st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
-    st.text(max_size=12), st.sampled_from(["", "auto", "grid2d", "torus2d", "linear", "core", "gpu", "x.toml", "fifo", "-1"]),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.text(max_size=12),
+    st.sampled_from(
+        ["", "auto", "grid2d", "torus2d", "linear", "core", "gpu", "x.toml", "fifo", "-1"]
+    ),
 )
 toml_values = st.recursive(
     toml_scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.sampled_from(["name", "count", "kind", "shape", "core", "a"]),
-                                            inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(
+            st.sampled_from(["name", "count", "kind", "shape", "core", "a"]), inner, max_size=3
+        ),
+    ),
     max_leaves=6,
 )
 
@@ -326,21 +402,32 @@ def replaced(doc: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
             node[path[-1]] = value
         return out
 
-    return st.tuples(st.integers(0, 10**6), toml_values,
-                     st.sampled_from([None, None, None, "shape", "kind", "extra"])).map(apply)
+    return st.tuples(
+        st.integers(0, 10**6),
+        toml_values,
+        st.sampled_from([None, None, None, "shape", "kind", "extra"]),
+    ).map(apply)
 
 
 def _toml(doc: dict[str, Any]) -> str | None:
     try:
         return tomli_w.dumps(doc)
-    except (TypeError, ValueError):  # not expressible in TOML (None, mixed lists in old writers ...)
+    except (
+        TypeError,
+        ValueError,
+    ):  # not expressible in TOML (None, mixed lists in old writers ...)
         return None
 
 
 # ---- system TOML -----------------------------------------------------------------------------
 
-SYSTEM_DOC = system_to_dict(System("fz", ("core", "gpu"), (NodeType("a", 4, {"core": 8, "gpu": 2}),
-                                                          NodeType("b", 2, {"core": 16}))))
+SYSTEM_DOC = system_to_dict(
+    System(
+        "fz",
+        ("core", "gpu"),
+        (NodeType("a", 4, {"core": 8, "gpu": 2}), NodeType("b", 2, {"core": 16})),
+    )
+)
 SYSTEM_DOC["topology"] = {"kind": "torus2d", "shape": [2, 3]}
 SYSTEM_TOML = tomli_w.dumps(SYSTEM_DOC).encode()
 
@@ -348,8 +435,13 @@ SYSTEM_TOML = tomli_w.dumps(SYSTEM_DOC).encode()
 def check_system_file(path: Path) -> None:
     system = outcome(path, load_system, path)
     if isinstance(system, System):
-        assert system.n_nodes >= 1 and system.capacity.shape == (system.n_nodes, len(system.resources))
-        if system.topology.is_grid and system.n_nodes <= 10_000:  # a grid that loads has its geometry
+        assert system.n_nodes >= 1 and system.capacity.shape == (
+            system.n_nodes,
+            len(system.resources),
+        )
+        if (
+            system.topology.is_grid and system.n_nodes <= 10_000
+        ):  # a grid that loads has its geometry
             grid = system.topology.grid
             assert grid.n_nodes == system.n_nodes and len(grid.hilbert_order) == system.n_nodes
 
@@ -447,8 +539,10 @@ def test_sweep_wrong_values(doc):
 
 # ---- decision journal ------------------------------------------------------------------------
 
-JOURNAL_JOBS = tuple(Job(id=10 + i, submit=i, run_time=5, wall_time=10, units=1 + i % 2, unit_request=(1,), index=i)
-                     for i in range(6))
+JOURNAL_JOBS = tuple(
+    Job(id=10 + i, submit=i, run_time=5, wall_time=10, units=1 + i % 2, unit_request=(1,), index=i)
+    for i in range(6)
+)
 JOURNAL_RUN = {"system": "fz", "workload": "w", "dispatcher": {"name": "fifo", "params": {}}}
 
 
@@ -456,10 +550,20 @@ def _calls() -> list[tuple[float, dict[int, Job], Decision]]:
     """Six dispatcher calls: the time, the queue seen, the decision."""
     calls = []
     for k in range(6):
-        queue = {j.index: j for j in JOURNAL_JOBS[k:k + 2]}
+        queue = {j.index: j for j in JOURNAL_JOBS[k : k + 2]}
         start = JOURNAL_JOBS[k]
-        decision = Decision([Start(start, Allocation([k % 3, 3], [1, start.units - 1] if start.units > 1 else [1, 0]))]
-                            if k % 2 == 0 else [], wakeup=None if k % 3 else float(k + 7), info={"n": k})
+        decision = Decision(
+            [
+                Start(
+                    start,
+                    Allocation([k % 3, 3], [1, start.units - 1] if start.units > 1 else [1, 0]),
+                )
+            ]
+            if k % 2 == 0
+            else [],
+            wakeup=None if k % 3 else float(k + 7),
+            info={"n": k},
+        )
         calls.append((float(k), queue, decision))
     return calls
 
@@ -501,7 +605,9 @@ def test_the_journal_to_damage_replays():
         assert len(journal) == 6
         for k, (t, queue, decision) in enumerate(CALLS):
             got, _ = journal.replay(k, t, queue, JOURNAL_JOBS)
-            assert [(s.job.id, s.allocation) for s in got.starts] == [(s.job.id, s.allocation) for s in decision.starts]
+            assert [(s.job.id, s.allocation) for s in got.starts] == [
+                (s.job.id, s.allocation) for s in decision.starts
+            ]
     finally:
         journal.close()
 
@@ -542,12 +648,18 @@ def _records_replaced() -> st.SearchStrategy[bytes]:
         out[1 + k % len(records)] = json.dumps(rec)
         return ("\n".join(out) + "\n").encode()
 
-    json_values = st.recursive(st.one_of(st.none(), st.integers(-5, 10**20), st.floats(), st.booleans(),
-                                         st.text(max_size=5)),
-                               lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                       st.dictionaries(st.text(max_size=3), inner, max_size=2)),
-                               max_leaves=6)
-    return st.tuples(st.integers(0, 100), json_values, st.integers(0, 100), st.booleans()).map(apply)
+    json_values = st.recursive(
+        st.one_of(
+            st.none(), st.integers(-5, 10**20), st.floats(), st.booleans(), st.text(max_size=5)
+        ),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=3), inner, max_size=2)
+        ),
+        max_leaves=6,
+    )
+    return st.tuples(st.integers(0, 100), json_values, st.integers(0, 100), st.booleans()).map(
+        apply
+    )
 
 
 @FUZZ
@@ -562,12 +674,31 @@ def test_journal_wrong_values(data):
 @pytest.fixture(scope="module")
 def checkpoint_case():
     system = cores_system(8, 4)
-    workload = Workload([Job(id=i + 1, submit=3 * i, run_time=20 + 7 * (i % 5), wall_time=60, units=1 + i % 4,
-                             unit_request=(1 + i % 3,)) for i in range(40)], ("core",))
+    workload = Workload(
+        [
+            Job(
+                id=i + 1,
+                submit=3 * i,
+                run_time=20 + 7 * (i % 5),
+                wall_time=60,
+                units=1 + i % 4,
+                unit_request=(1 + i % 3,),
+            )
+            for i in range(40)
+        ],
+        ("core",),
+    )
     path = WORK / "valid.ckpt"
     path.unlink(missing_ok=True)
-    sim = Simulator(system, workload, make_dispatcher("conservative"), make_predictor("walltime"),
-                    SimulationOptions(engine="python"), checkpoint=path, checkpoint_every=1e9)
+    sim = Simulator(
+        system,
+        workload,
+        make_dispatcher("conservative"),
+        make_predictor("walltime"),
+        SimulationOptions(engine="python"),
+        checkpoint=path,
+        checkpoint_every=1e9,
+    )
     sim.begin()
     for _ in range(25):
         sim.step()
@@ -589,7 +720,8 @@ def test_the_checkpoint_to_damage_loads(checkpoint_case):
     path = _write("fuzz.ckpt", data)
     dispatcher = make_dispatcher("conservative")
     state = Checkpoint(path, run, equivalent={"dispatcher": dispatcher.matches_identity}).load(
-        dispatcher, make_predictor("walltime"), system, workload)
+        dispatcher, make_predictor("walltime"), system, workload
+    )
     assert state.cluster is not None
 
 
@@ -600,20 +732,29 @@ def test_checkpoint_any_bytes(checkpoint_case, data):
 
 
 @FEW
-@given(st.lists(st.tuples(st.sampled_from(["flip", "truncate", "zero", "duplicate"]), st.floats(0, 1),
-                          st.integers(0, 255)), min_size=1, max_size=3))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["flip", "truncate", "zero", "duplicate"]),
+            st.floats(0, 1),
+            st.integers(0, 255),
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
 def test_checkpoint_damaged(checkpoint_case, steps):
     data = checkpoint_case[3]
     for kind, where, value in steps:
         k = int(where * len(data))
         if kind == "flip":
-            data = data[:k] + bytes([value]) + data[k + 1:]
+            data = data[:k] + bytes([value]) + data[k + 1 :]
         elif kind == "truncate":
             data = data[:k]
         elif kind == "zero":
-            data = data[:k] + bytes(value) + data[k + value:]
+            data = data[:k] + bytes(value) + data[k + value :]
         else:
-            data = data[:k] + data[k:k + value] + data[k:]
+            data = data[:k] + data[k : k + value] + data[k:]
     check_checkpoint(checkpoint_case, data)
 
 
@@ -624,7 +765,14 @@ def test_damage_kinds_each_change_a_file():
 
 # ---- run directory (what `validate` and `report` read) ----------------------------------------
 
-RUN_FILES = ("run.json", "summary.json", "system.toml", "jobs.parquet", "allocations.parquet", "workload.parquet")
+RUN_FILES = (
+    "run.json",
+    "summary.json",
+    "system.toml",
+    "jobs.parquet",
+    "allocations.parquet",
+    "workload.parquet",
+)
 
 
 @pytest.fixture(scope="module")
@@ -673,8 +821,14 @@ def test_run_dir_any_bytes(run_dir_case, name, data):
 
 
 @FEW
-@given(st.sampled_from(RUN_FILES), st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6),
-                                                     st.integers(0, 10**6)), min_size=1, max_size=3))
+@given(
+    st.sampled_from(RUN_FILES),
+    st.lists(
+        st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6), st.integers(0, 10**6)),
+        min_size=1,
+        max_size=3,
+    ),
+)
 def test_run_dir_damaged(run_dir_case, name, steps):
     data = run_dir_case[1][name]
     for kind, a, b in steps:
@@ -682,9 +836,13 @@ def test_run_dir_damaged(run_dir_case, name, steps):
     check_run_dir({**run_dir_case[1], name: data})
 
 
-_json_values = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
-                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                                          max_size=3), max_leaves=6)
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 @FEW
@@ -709,7 +867,9 @@ def test_run_dir_wrong_json_values(run_dir_case, name, data):
     check_run_dir({**run_dir_case[1], name: json.dumps(doc).encode()})
 
 
-_cell_values = st.one_of(st.none(), st.integers(-2**63, 2**63 - 1), st.floats(), st.text(max_size=5), st.booleans())
+_cell_values = st.one_of(
+    st.none(), st.integers(-(2**63), 2**63 - 1), st.floats(), st.text(max_size=5), st.booleans()
+)
 
 
 @FEW

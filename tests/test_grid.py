@@ -20,9 +20,27 @@ shapes = st.tuples(st.integers(1, 12), st.integers(1, 12))
 
 # ---- U1: Hilbert orders (node ids row-major) ---------------------------------------------
 
+
 def test_hilbert_4x4_order_by_hand():
     # the classic curve: down the first column pair, across, and back up the last one
-    assert grid_of(4, 4).hilbert_order.tolist() == [0, 4, 5, 1, 2, 3, 7, 6, 10, 11, 15, 14, 13, 9, 8, 12]
+    assert grid_of(4, 4).hilbert_order.tolist() == [
+        0,
+        4,
+        5,
+        1,
+        2,
+        3,
+        7,
+        6,
+        10,
+        11,
+        15,
+        14,
+        13,
+        9,
+        8,
+        12,
+    ]
     assert grid_of(4, 4).hilbert_position[[0, 4, 12]].tolist() == [0, 1, 15]
 
 
@@ -157,6 +175,7 @@ def test_hilbert_xy2d_needs_a_power_of_two():
 
 # ---- U5: the snake ----------------------------------------------------------------------
 
+
 def test_snake_from_node_0_on_8x16():
     s = grid_of(8, 16).snake_order(0)
     assert s[:32].tolist() == list(range(16)) + list(range(31, 15, -1))
@@ -169,7 +188,9 @@ def test_snake_from_other_start_nodes():
     s = g.snake_order(32)  # row 2, as the leak's second start node: row 2 left to right, row 3 back
     assert s[:18].tolist() == list(range(32, 48)) + [63, 62]
     assert s[96:98].tolist() == [0, 1] and s[-1] == 16  # wraps to row 0 after row 7
-    s = grid_of(3, 4).snake_order(6)  # mid-row: (1, 2) -> (1, 3), row 2 back, row 0, then (1, 0), (1, 1)
+    s = grid_of(3, 4).snake_order(
+        6
+    )  # mid-row: (1, 2) -> (1, 3), row 2 back, row 0, then (1, 0), (1, 1)
     assert s.tolist() == [6, 7, 11, 10, 9, 8, 0, 1, 2, 3, 4, 5]
     with pytest.raises(ValueError, match="not a node"):
         g.snake_order(128)
@@ -185,6 +206,7 @@ def test_figure_11_first_node_comes_from_the_snake():
 
 
 # ---- distances, neighbours, links, routes -------------------------------------------------
+
 
 def test_distances_by_hand():
     mesh, torus = grid_of(8, 16), grid_of(8, 16, torus=True)
@@ -214,7 +236,9 @@ def test_links_and_xy_routes_by_hand():
     assert g.route_nodes(35, 0).tolist() == [35, 34, 33, 32, 16, 0]  # X first on the way back too
     assert g.route_links(5, 5).tolist() == []
     t = grid_of(4, 4, torus=True)  # 4 horizontal links per row, then 4 vertical per row pair
-    assert t.n_links == 32 and t.links[3].tolist() == [3, 0] and t.links[16 + 12].tolist() == [12, 0]
+    assert (
+        t.n_links == 32 and t.links[3].tolist() == [3, 0] and t.links[16 + 12].tolist() == [12, 0]
+    )
     assert t.route_nodes(0, 3).tolist() == [0, 3] and t.route_links(0, 3).tolist() == [3]
     r = t.routes([0], [3])
     assert r.forward.tolist() == [False]  # the wrap link 3 -> 0 crossed backwards
@@ -258,18 +282,24 @@ def test_neighbours_links_and_distances_agree(shape, torus, data):
     start = data.draw(st.integers(0, g.n_nodes - 1))
     assert bfs_distances(g, start) == g.distance(start, np.arange(g.n_nodes)).tolist()
     indptr, indices = g.neighbour_csr
-    pairs = {(u, int(v)) for u in range(g.n_nodes) for v in indices[indptr[u]: indptr[u + 1]]}
+    pairs = {(u, int(v)) for u in range(g.n_nodes) for v in indices[indptr[u] : indptr[u + 1]]}
     assert all((v, u) in pairs for u, v in pairs)  # symmetric
     ends = {tuple(sorted(e)) for e in g.links.tolist()}
     assert len(ends) == g.n_links  # no link twice
     assert ends == {tuple(sorted(p)) for p in pairs}  # a link between every pair of neighbours
     rows, cols = shape
-    wraps = (cols if torus and rows >= 3 else 0) + (rows if torus and cols >= 3 else 0)  # one per line round
+    wraps = (cols if torus and rows >= 3 else 0) + (
+        rows if torus and cols >= 3 else 0
+    )  # one per line round
     assert g.n_links == rows * (cols - 1) + cols * (rows - 1) + wraps
 
 
 @PROPS
-@given(shapes, st.booleans(), st.lists(st.tuples(st.integers(0, 143), st.integers(0, 143)), min_size=1, max_size=8))
+@given(
+    shapes,
+    st.booleans(),
+    st.lists(st.tuples(st.integers(0, 143), st.integers(0, 143)), min_size=1, max_size=8),
+)
 def test_xy_routes(shape, torus, pairs):
     g = grid_of(*shape, torus)
     src = np.array([a % g.n_nodes for a, _ in pairs])
@@ -283,7 +313,10 @@ def test_xy_routes(shape, torus, pairs):
         assert path[0] == a and path[-1] == b and len(path) == len(links) + 1
         assert (g.distance(path[:-1], path[1:]) == 1).all()
         ends = g.links[links]
-        assert all(set(e) == {u, v} for e, u, v in zip(ends.tolist(), path[:-1].tolist(), path[1:].tolist()))
+        assert all(
+            set(e) == {u, v}
+            for e, u, v in zip(ends.tolist(), path[:-1].tolist(), path[1:].tolist())
+        )
         r, c = path // g.cols, path % g.cols
         moves_row = r[1:] != r[:-1]
         # X first: once the route moves along a column (row changes), the column never changes
@@ -302,14 +335,19 @@ def test_grids_are_cached_and_read_only():
 
 # ---- the topology in the system model and TOML ---------------------------------------------
 
+
 def test_topology_hands_out_its_grid():
-    s = System("t", ("core",), (NodeType("n", 12, {"core": 1}),), topology=Topology("torus2d", (3, 4)))
+    s = System(
+        "t", ("core",), (NodeType("n", 12, {"core": 1}),), topology=Topology("torus2d", (3, 4))
+    )
     assert s.topology.grid is grid_of(3, 4, True) and s.topology.grid.kind == "torus2d"
     assert s.topology.coordinates(12)[7].tolist() == [1, 3]
     with pytest.raises(ConfigError, match="not a 2-D grid"):
         _ = Topology().grid
     with pytest.raises(ConfigError, match="torus2d 3x5 does not hold 12 nodes"):
-        System("t", ("core",), (NodeType("n", 12, {"core": 1}),), topology=Topology("torus2d", (3, 5)))
+        System(
+            "t", ("core",), (NodeType("n", 12, {"core": 1}),), topology=Topology("torus2d", (3, 5))
+        )
     with pytest.raises(ConfigError, match="torus2d needs shape"):
         Topology("torus2d", (3,))
     with pytest.raises(ConfigError, match="unknown topology kind 'ring'"):
@@ -318,12 +356,16 @@ def test_topology_hands_out_its_grid():
 
 def test_torus_in_a_system_file(tmp_path):
     path = tmp_path / "t.toml"
-    path.write_text('name = "t"\nresources = ["core"]\n\n[topology]\nkind = "torus2d"\nshape = [2, 3]\n\n'
-                    '[[node_types]]\nname = "n"\ncount = 6\ncapacity = { core = 2 }\n')
+    path.write_text(
+        'name = "t"\nresources = ["core"]\n\n[topology]\nkind = "torus2d"\nshape = [2, 3]\n\n'
+        '[[node_types]]\nname = "n"\ncount = 6\ncapacity = { core = 2 }\n'
+    )
     s = load_system(path)
     assert s.topology == Topology("torus2d", (2, 3)) and s.topology.grid.torus
     path.write_text(path.read_text().replace("shape = [2, 3]", "shape = [4, 3]"))
-    with pytest.raises(ConfigError, match=r"line 6, topology.shape: topology torus2d 4x3 does not hold 6 nodes"):
+    with pytest.raises(
+        ConfigError, match=r"line 6, topology.shape: topology torus2d 4x3 does not hold 6 nodes"
+    ):
         load_system(path)
 
 

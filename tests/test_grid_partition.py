@@ -68,7 +68,14 @@ def test_hilbert_best_fit_takes_the_smallest_run_that_holds_the_job():
     order = grid_of(4, 4).hilbert_order
     free = mask(16, [4, 11])
     assert hilbert_best_fit(free, order, 1).tolist() == [0]  # the run of 1 at position 0
-    assert hilbert_best_fit(free, order, 6).tolist() == [15, 14, 13, 9, 8, 12]  # 6 < 7: the later run
+    assert hilbert_best_fit(free, order, 6).tolist() == [
+        15,
+        14,
+        13,
+        9,
+        8,
+        12,
+    ]  # 6 < 7: the later run
     assert hilbert_best_fit(free, order, 3).tolist() == [15, 14, 13]
     assert hilbert_best_fit(free, order, 7).tolist() == [5, 1, 2, 3, 7, 6, 10]
     assert hilbert_best_fit(free, order, 8) is None
@@ -81,16 +88,18 @@ def test_hilbert_best_fit_takes_the_smallest_run_that_holds_the_job():
 @given(st.integers(1, 8), st.integers(1, 8), st.data())
 def test_hilbert_fits_are_consecutive_free_curve_positions(rows, cols, data):
     g = grid_of(rows, cols)
-    free = np.array(data.draw(st.lists(st.booleans(), min_size=g.n_nodes, max_size=g.n_nodes)), dtype=bool)
+    free = np.array(
+        data.draw(st.lists(st.booleans(), min_size=g.n_nodes, max_size=g.n_nodes)), dtype=bool
+    )
     k = data.draw(st.integers(1, g.n_nodes))
     order = g.hilbert_order
     on_curve = free[order]
-    runs = [i for i in range(g.n_nodes - k + 1) if on_curve[i: i + k].all()]
+    runs = [i for i in range(g.n_nodes - k + 1) if on_curve[i : i + k].all()]
     got = hilbert_first_fit(free, order, k)
     if not runs:
         assert got is None and hilbert_best_fit(free, order, k) is None
         return
-    assert got.tolist() == order[runs[0]: runs[0] + k].tolist()
+    assert got.tolist() == order[runs[0] : runs[0] + k].tolist()
     best = hilbert_best_fit(free, order, k)
     pos = g.hilbert_position[best]
     assert free[best].all() and (np.diff(pos) == 1).all()
@@ -108,14 +117,18 @@ def test_bad_arguments_are_named():
 
 # ---- U3: Manhattan-median greedy partitions on the empty 8 x 16 grid ----------------------
 
-@pytest.mark.parametrize(("k", "nodes", "pairwise"), [
-    (1, [0], 0),
-    (2, [0, 1], 1),
-    (3, [0, 1, 2], 4),          # 2, 16, 17 all add 3: the lowest id
-    (4, [0, 1, 2, 17], 9),      # 17 adds 5, 3 / 16 / 18 add 6
-    (5, [0, 1, 2, 16, 17], 16),
-    (8, [0, 1, 2, 16, 17, 18, 32, 33], 54),
-])
+
+@pytest.mark.parametrize(
+    ("k", "nodes", "pairwise"),
+    [
+        (1, [0], 0),
+        (2, [0, 1], 1),
+        (3, [0, 1, 2], 4),  # 2, 16, 17 all add 3: the lowest id
+        (4, [0, 1, 2, 17], 9),  # 17 adds 5, 3 / 16 / 18 add 6
+        (5, [0, 1, 2, 16, 17], 16),
+        (8, [0, 1, 2, 16, 17, 18, 32, 33], 54),
+    ],
+)
 def test_manhattan_greedy_on_the_empty_hlrn2_grid(k, nodes, pairwise):
     g = grid_of(8, 16)
     got = manhattan_partition(np.ones(128, dtype=bool), (8, 16), k)
@@ -168,6 +181,7 @@ def test_torus_wrap_joins_components():
 
 # ---- U4: found iff a free 4-connected component holds k nodes ------------------------------
 
+
 def components_by_flood_fill(free: np.ndarray, rows: int, cols: int, torus: bool) -> list[set[int]]:
     seen: set[int] = set()
     out = []
@@ -214,19 +228,25 @@ def test_manhattan_accepts_iff_a_free_component_is_large_enough(rows, cols, toru
     nodes = got.tolist()
     assert len(set(nodes)) == k and free[got].all()
     assert connected(nodes, rows, cols, torus)
-    assert nodes[0] == min(min(c) for c in large)  # the first start node (in node order) that can grow
+    assert nodes[0] == min(
+        min(c) for c in large
+    )  # the first start node (in node order) that can grow
     # every node added was the frontier node (a free neighbour of the partition) whose sum of
     # distances to the partition is least, the lowest id on ties
     g = grid_of(rows, cols, torus)
     for i in range(1, k):
-        frontier = [v for v in range(n) if free[v] and v not in nodes[:i] and g.adjacent(v, nodes[:i]).any()]
+        frontier = [
+            v for v in range(n) if free[v] and v not in nodes[:i] and g.adjacent(v, nodes[:i]).any()
+        ]
         assert nodes[i] == min(frontier, key=lambda v: (int(g.distance(v, nodes[:i]).sum()), v))
     labels = free_components(free, (rows, cols), torus)
-    assert sorted({frozenset(np.flatnonzero(labels == i).tolist()) for i in range(labels.max() + 1)},
-                  key=min) == sorted((frozenset(c) for c in comps), key=min)
+    assert sorted(
+        {frozenset(np.flatnonzero(labels == i).tolist()) for i in range(labels.max() + 1)}, key=min
+    ) == sorted((frozenset(c) for c in comps), key=min)
 
 
 # ---- U5: Figure 11 (the leak's first node and growth) -------------------------------------
+
 
 def test_figure_11_replayed():
     # 4 x 4: row 0 busy; (1,3), (1,1), (2,3) busy; (1,2), (2,2), (2,1), (3,2) free; the rest busy
@@ -248,7 +268,11 @@ def test_non_contiguous_leak_jumps_along_the_snake():
     assert leak_grow(free, (4, 4), 0, 4).tolist() == [0, 1]  # contiguous: stuck after 1
     # snake from 0: 0 1 2 3 7 6 5 4 8 9 10 11 15 14 13 12 -> 10, then 15
     assert leak_grow(free, (4, 4), 0, 4, jump=True).tolist() == [0, 1, 10, 15]
-    assert leak_grow(free, (4, 4), 0, 3, jump=True, snake_start=12).tolist() == [0, 1, 15]  # 12 13 14 15
+    assert leak_grow(free, (4, 4), 0, 3, jump=True, snake_start=12).tolist() == [
+        0,
+        1,
+        15,
+    ]  # 12 13 14 15
 
 
 @PROPS
@@ -267,10 +291,15 @@ def test_leak_growth_properties(rows, cols, jump, data):
     if jump:
         assert len(nodes) == min(k, int(free.sum()))
     else:
-        assert len(nodes) == min(k, len(comp)) and set(nodes) <= comp and connected(nodes, rows, cols, False)
+        assert (
+            len(nodes) == min(k, len(comp))
+            and set(nodes) <= comp
+            and connected(nodes, rows, cols, False)
+        )
 
 
 # ---- manhattan_partition(starts=...): the MM-like centred readings ---------------------------
+
 
 def test_manhattan_starts_all_and_median_by_hand():
     # free: row 0 columns 0-7 (a corridor, the first component in node order) and the 2 x 2
@@ -290,7 +319,13 @@ def test_manhattan_starts_all_and_median_by_hand():
     # k = 5: only the corridor holds it; median starts at node 3, all finds the same sum as first
     # from node 3: 2 (tie with 4), then 1 (1+2 = 3, tie with 4: 2+1), then 0 (6, tie with 4), then 4
     assert manhattan_partition(free, g, 5, starts="median").tolist() == [3, 2, 1, 0, 4]
-    assert manhattan_partition(free, g, 5, starts="all").tolist() == [0, 1, 2, 3, 4]  # sum 20, ties: lowest start
+    assert manhattan_partition(free, g, 5, starts="all").tolist() == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]  # sum 20, ties: lowest start
     assert manhattan_partition(free, g, 9, starts="all") is None
     with pytest.raises(ValueError, match="starts must be one of first, all, median"):
         manhattan_partition(free, g, 4, starts="centre")
@@ -303,11 +338,16 @@ def test_manhattan_starts_all_is_never_less_compact(rows, cols, torus, data):
     free = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
     k = data.draw(st.integers(1, n))
     g = grid_of(rows, cols, torus)
-    got = {s: manhattan_partition(free, (rows, cols), k, torus=torus, starts=s) for s in ("first", "all", "median")}
+    got = {
+        s: manhattan_partition(free, (rows, cols), k, torus=torus, starts=s)
+        for s in ("first", "all", "median")
+    }
     assert len({p is None for p in got.values()}) == 1  # all accept iff a component holds k nodes
     if got["first"] is None:
         return
     sums = {s: int(g.distance(p[:, None], p[None, :]).sum()) for s, p in got.items()}
     assert sums["all"] <= sums["first"] and sums["all"] <= sums["median"]
     for p in got.values():
-        assert len(set(p.tolist())) == k and free[p].all() and connected(p.tolist(), rows, cols, torus)
+        assert (
+            len(set(p.tolist())) == k and free[p].all() and connected(p.tolist(), rows, cols, torus)
+        )

@@ -14,8 +14,8 @@ from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics.summary import allocation_iterations
 from hpcdispatch.runner import run_simulation
-from hpcdispatch.system.io import load_system
 from hpcdispatch.sim.info_log import InfoLog
+from hpcdispatch.system.io import load_system
 from hpcdispatch.workload.loader import load_workload
 
 
@@ -23,7 +23,9 @@ def instance(system, queued, running):
     free = np.array(system.capacity)
     for r in running:
         free[list(r.nodes)] -= r.amounts()
-    return DispatchInstance(0.0, system.resources, np.array(system.capacity), free, list(queued), list(running))
+    return DispatchInstance(
+        0.0, system.resources, np.array(system.capacity), free, list(queued), list(running)
+    )
 
 
 def decide(name, system, inst, **params):
@@ -38,7 +40,10 @@ def test_pooled_capacity_says_yes_placement_says_no_the_job_is_postponed_by_a_se
     # (1 s). Pooled: 4 cores free now; per node: 2. First solve: start it now (objective 0);
     # best fit cannot place it; second solve with s >= 1: it starts at 1 -> nothing now.
     system = cores_system(2, 4)
-    running = [RunningEntry(10, 11, -5.0, 10.0, (0,), (1,), (2,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,))]
+    running = [
+        RunningEntry(10, 11, -5.0, 10.0, (0,), (1,), (2,)),
+        RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,)),
+    ]
     inst = instance(system, [QueuedJob(0, 1, 0.0, 1.0, 1, (4,))], running)
     placed, info = decide("hcp", system, inst)
     assert placed == {}
@@ -56,7 +61,10 @@ def test_the_second_solve_starts_the_job_the_first_one_kept_for_later():
     #            cores free; the rule's own schedule is the same (1000), so no fallback.
     # Without the re-solve S would have waited for the next decision.
     system = cores_system(2, 4)
-    running = [RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,))]
+    running = [
+        RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)),
+        RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,)),
+    ]
     queue = [QueuedJob(0, 1, 0.0, 1.0, 1, (4,)), QueuedJob(1, 2, 0.0, 10.0, 1, (2,))]
     inst = instance(system, queue, running)
     placed, info = decide("hcp", system, inst)
@@ -70,13 +78,22 @@ def test_without_the_re_solve_the_job_is_only_postponed():
     # the same instance with the iteration off: the first solution stands, B is postponed and
     # S (planned at 1) waits -- what hcp did before, and what the other models do by default
     system = cores_system(2, 4)
-    running = [RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)), RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,))]
+    running = [
+        RunningEntry(10, 11, -5.0, 1.0, (0,), (1,), (2,)),
+        RunningEntry(11, 12, -5.0, 10.0, (1,), (1,), (2,)),
+    ]
     queue = [QueuedJob(0, 1, 0.0, 1.0, 1, (4,)), QueuedJob(1, 2, 0.0, 10.0, 1, (2,))]
     placed, info = decide("hcp", system, instance(system, queue, running), on_unplaced="postpone")
-    assert placed == {} and info["postponed_at_allocation"] == 1 and "allocation_iterations" not in info
+    assert (
+        placed == {}
+        and info["postponed_at_allocation"] == 1
+        and "allocation_iterations" not in info
+    )
     # cp-hybrid packs its start-now jobs on the real nodes: its first solution already is
     # S@0, B@1 (1,000), so asked to re-solve it solves once
-    placed, info = decide("cp-hybrid", system, instance(system, queue, running), on_unplaced="resolve")
+    placed, info = decide(
+        "cp-hybrid", system, instance(system, queue, running), on_unplaced="resolve"
+    )
     assert set(placed) == {1} and info["allocation_iterations"] == 1 and info["objective"] == 1000
 
 
@@ -104,17 +121,29 @@ def test_a_placeable_first_solution_is_one_iteration():
 
 
 def test_summary_totals_by_hand():
-    log = InfoLog([{"allocation_iterations": 1}, {}, {"allocation_iterations": 3, "postponed_by_allocation": 2},
-                   {"allocation_iterations": 2, "postponed_by_allocation": 1}])
-    assert allocation_iterations(log) == {"allocation_iterations_total": 6, "allocation_iterations_max": 3,
-                                          "decisions_reiterated": 2, "postponed_by_allocation_total": 3}
+    log = InfoLog(
+        [
+            {"allocation_iterations": 1},
+            {},
+            {"allocation_iterations": 3, "postponed_by_allocation": 2},
+            {"allocation_iterations": 2, "postponed_by_allocation": 1},
+        ]
+    )
+    assert allocation_iterations(log) == {
+        "allocation_iterations_total": 6,
+        "allocation_iterations_max": 3,
+        "decisions_reiterated": 2,
+        "postponed_by_allocation_total": 3,
+    }
     assert allocation_iterations(InfoLog([{}, {"status": "rule"}])) == {}
 
 
 def test_a_eurora_like_run_is_valid_and_reports_its_iterations():
     system = load_system("eurora")
     w = load_workload("synthetic:eurora,jobs=60,seed=3,load=1.2", system)
-    out = run_simulation(system, w, "hcp:deterministic=true,delta=0.2,delta_max=0.4", predictor="oracle")
+    out = run_simulation(
+        system, w, "hcp:deterministic=true,delta=0.2,delta_max=0.4", predictor="oracle"
+    )
     assert out.validation.ok
     assert out.summary["allocation_iterations_total"] >= out.summary["decisions_reiterated"]
     its = [v for v in out.result.decisions["info"].column("allocation_iterations") if v is not None]
@@ -127,10 +156,29 @@ def fragmented_instances(draw):
     units of 2-4 cores: pooled capacity often says yes where no node can."""
     nodes = draw(st.integers(2, 3))
     system = cores_system(nodes, 4)
-    running = [RunningEntry(100 + n, 200 + n, -1.0, float(draw(st.integers(1, 10))), (n,), (1,),
-                            (draw(st.integers(1, 3)),)) for n in range(nodes)]
-    queued = [QueuedJob(k, k + 1, float(-draw(st.integers(0, 20))), float(draw(st.integers(1, 10))),
-                        draw(st.integers(1, 2)), (draw(st.integers(2, 4)),)) for k in range(draw(st.integers(1, 4)))]
+    running = [
+        RunningEntry(
+            100 + n,
+            200 + n,
+            -1.0,
+            float(draw(st.integers(1, 10))),
+            (n,),
+            (1,),
+            (draw(st.integers(1, 3)),),
+        )
+        for n in range(nodes)
+    ]
+    queued = [
+        QueuedJob(
+            k,
+            k + 1,
+            float(-draw(st.integers(0, 20))),
+            float(draw(st.integers(1, 10))),
+            draw(st.integers(1, 2)),
+            (draw(st.integers(2, 4)),),
+        )
+        for k in range(draw(st.integers(1, 4)))
+    ]
     return system, instance(system, queued, running)
 
 

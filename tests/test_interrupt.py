@@ -26,19 +26,42 @@ def started_deciding(journal, calls: int, timeout: float = 120.0) -> None:
 @pytest.mark.parametrize("spec", ["pcp20:delta=4,delta_max=8", "aucsched:time_limit=30"])
 def test_sigint_stops_a_solver_run_within_two_seconds(tmp_path, spec):
     journal = tmp_path / "run.jsonl"
-    workload, system = (("synthetic:lublin,jobs=400,seed=3,load=1.2", "machine-s") if spec.startswith("pcp20")
-                        else ("synthetic:aucsched,workload=V,version=2,seed=1,runtime_h=4", "machine-l"))
-    args = [sys.executable, "-m", "hpcdispatch", "simulate", "-w", workload, "-s", system, "-d", spec,
-            "-o", str(tmp_path / "out"), "-q"]
+    workload, system = (
+        ("synthetic:lublin,jobs=400,seed=3,load=1.2", "machine-s")
+        if spec.startswith("pcp20")
+        else ("synthetic:aucsched,workload=V,version=2,seed=1,runtime_h=4", "machine-l")
+    )
+    args = [
+        sys.executable,
+        "-m",
+        "hpcdispatch",
+        "simulate",
+        "-w",
+        workload,
+        "-s",
+        system,
+        "-d",
+        spec,
+        "-o",
+        str(tmp_path / "out"),
+        "-q",
+    ]
     if spec.startswith("pcp20"):
         args += ["--journal", str(journal)]
     # as from a terminal: SIGINT at its default (a shell's background job -- how CI may start
     # pytest -- hands SIGINT down ignored, and Python then keeps ignoring it)
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         if spec.startswith("pcp20"):
-            started_deciding(journal, 60)  # well into the congested part: decisions solve for seconds
+            started_deciding(
+                journal, 60
+            )  # well into the congested part: decisions solve for seconds
         else:
             time.sleep(8)
         sent = time.monotonic()
@@ -53,7 +76,9 @@ def test_sigint_stops_a_solver_run_within_two_seconds(tmp_path, spec):
     assert not (tmp_path / "out").exists()
     if spec.startswith("pcp20"):
         lines = journal.read_text().splitlines()
-        assert all(json.loads(line) for line in lines)  # every record whole: the run resumes from it
+        assert all(
+            json.loads(line) for line in lines
+        )  # every record whole: the run resumes from it
         assert json.loads(lines[-1])["k"] == len(lines) - 2
 
 
@@ -84,7 +109,7 @@ def test_a_ctrl_c_during_a_lazy_import_is_raised_after_it():
     inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            mod.dumps
+            _ = mod.dumps
         assert mod._module is not None  # the import ran to its end; the Ctrl-C came after it
         assert mod.dumps([1]) == "[1]"
         # with Ctrl-C ignored, the held one is dropped as the process asked: no exception

@@ -48,7 +48,9 @@ def hcp(counting: bool = False):
 
 def run(case, dispatcher, journal=None, **options):
     system, wl = case
-    result = Simulator(system, wl, dispatcher, options=SimulationOptions(**options), journal=journal).run()
+    result = Simulator(
+        system, wl, dispatcher, options=SimulationOptions(**options), journal=journal
+    ).run()
     report = validate_result(result)
     assert report.ok, report.violations[:3]
     return result
@@ -80,11 +82,15 @@ def test_resumed_run_equals_uninterrupted_run(case, tmp_path):
     np.testing.assert_array_equal(resumed.end, clean.end)
     assert resumed.jobs_frame().equals(clean.jobs_frame())  # same nodes too
     infos = resumed.decisions["info"]
-    assert all(infos[k].get("replayed") for k in range(40)) and not any(infos[k].get("replayed") for k in range(40, n_calls))
+    assert all(infos[k].get("replayed") for k in range(40)) and not any(
+        infos[k].get("replayed") for k in range(40, n_calls)
+    )
     # the replayed decisions keep their recorded wall-clock time and record (status, model size)
     recorded = [json.loads(line) for line in path.read_text().splitlines()[1:41]]
     assert resumed.decisions["elapsed"][:40].tolist() == [r["elapsed"] for r in recorded]
-    assert [infos[k].get("status") for k in range(40)] == [r["info"].get("status") for r in recorded]
+    assert [infos[k].get("status") for k in range(40)] == [
+        r["info"].get("status") for r in recorded
+    ]
 
     # a complete journal: the whole run replays without a single dispatcher call
     CountingHCP.calls = 0
@@ -141,7 +147,10 @@ def test_journal_written_before_a_parameter_existed_resumes_at_its_default(case,
 
 
 def without(identity, *keys):
-    return {"name": identity["name"], "params": {k: v for k, v in identity["params"].items() if k not in keys}}
+    return {
+        "name": identity["name"],
+        "params": {k: v for k, v in identity["params"].items() if k not in keys},
+    }
 
 
 def test_dispatcher_identities_match_by_name_values_and_added_parameters():
@@ -150,13 +159,17 @@ def test_dispatcher_identities_match_by_name_values_and_added_parameters():
     assert d.matches_identity(d.identity()) and d.matches_identity(old)
     assert not d.matches_identity({**old, "params": {**old["params"], "k": 3}})  # a value differs
     assert not d.matches_identity({**old, "name": "pcp19"})  # another dispatcher
-    assert not d.matches_identity({**old, "params": {**old["params"], "extra": 1}})  # a parameter it does not have
+    assert not d.matches_identity(
+        {**old, "params": {**old["params"], "extra": 1}}
+    )  # a parameter it does not have
     assert not make_dispatcher("hcp:version=1,keep_blocked=true").matches_identity(old)
     # an identity lacking both added parameters: only their values as added match
     older = without(make_dispatcher("hcp").identity(), "keep_blocked", "reserve")
     assert make_dispatcher("hcp").matches_identity(older)
     assert not make_dispatcher("hcp:reserve=1").matches_identity(older)
-    assert not make_dispatcher("easy").matches_identity({"name": "easy", "params": {}})  # allocator was never added later
+    assert not make_dispatcher("easy").matches_identity(
+        {"name": "easy", "params": {}}
+    )  # allocator was never added later
     assert not d.matches_identity(d.describe())  # printed text is not an identity
 
 
@@ -166,9 +179,13 @@ def test_a_journal_of_the_old_format_is_refused_with_a_clear_message(case, tmp_p
     lines = path.read_text().splitlines(keepends=True)
     header = json.loads(lines[0])
     header["journal"] = 1
-    header["run"]["dispatcher"] = make_dispatcher("hcp").describe()  # format 1 stored the printed text
+    header["run"]["dispatcher"] = make_dispatcher(
+        "hcp"
+    ).describe()  # format 1 stored the printed text
     path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
-    with pytest.raises(JournalError, match=r"line 1: a decision journal of format 1; this version reads format 2"):
+    with pytest.raises(
+        JournalError, match=r"line 1: a decision journal of format 1; this version reads format 2"
+    ):
         run(case, hcp(), path)
 
 
@@ -207,14 +224,20 @@ def _index_as_text(rec):
     rec["starts"][0][0] = str(rec["starts"][0][0])
 
 
-@pytest.mark.parametrize(("edit", "expected"), [
-    (_renamed, r"field 't': missing \(a record has k, t, queue"),
-    (_node_twice, r"field 'starts': entry 0 \(job \d+\) lists a node twice: \[(\d+), \1\]"),
-    (_index_as_text, r"field 'starts': entry 0 must be \[job index, job id, \[nodes\], \[units\]\]"),
-    (lambda rec: rec.update(elapsed="slow"), r"field 'elapsed': must be seconds"),
-    (lambda rec: rec.update(wakeup=[1]), r"field 'wakeup': must be a time or null"),
-    (lambda rec: rec.update(info=[1, 2]), r"field 'info': must be an object or null"),
-])
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (_renamed, r"field 't': missing \(a record has k, t, queue"),
+        (_node_twice, r"field 'starts': entry 0 \(job \d+\) lists a node twice: \[(\d+), \1\]"),
+        (
+            _index_as_text,
+            r"field 'starts': entry 0 must be \[job index, job id, \[nodes\], \[units\]\]",
+        ),
+        (lambda rec: rec.update(elapsed="slow"), r"field 'elapsed': must be seconds"),
+        (lambda rec: rec.update(wakeup=[1]), r"field 'wakeup': must be a time or null"),
+        (lambda rec: rec.update(info=[1, 2]), r"field 'info': must be an object or null"),
+    ],
+)
 def test_a_record_of_the_wrong_form_names_file_line_and_field(case, tmp_path, edit, expected):
     path = tmp_path / "j.jsonl"
     run(case, make_dispatcher("fifo"), path)  # a complete journal of a memoryless dispatcher
@@ -234,7 +257,9 @@ def test_a_journal_that_is_not_text_names_file_and_line(case, tmp_path):
     lines = path.read_bytes().split(b"\n")
     lines[4] = lines[4][:10] + b"\xff" + lines[4][10:]
     path.write_bytes(b"\n".join(lines))
-    with pytest.raises(JournalError, match=rf"{re.escape(str(path))}, line 5: damaged record \(not UTF-8 text\)"):
+    with pytest.raises(
+        JournalError, match=rf"{re.escape(str(path))}, line 5: damaged record \(not UTF-8 text\)"
+    ):
         run(case, make_dispatcher("fifo"), path)
     path.write_bytes(b"\xff\xfe" + bytes(100) + b"\n")
     with pytest.raises(JournalError, match="line 1: not a decision journal header"):
@@ -256,7 +281,9 @@ def test_a_file_that_is_not_this_runs_journal_is_left_as_it_was(tmp_path):
     before = other.read_bytes()
     with pytest.raises(JournalError, match="another run"):
         DecisionJournal(other, {"run": 1})
-    assert path.read_bytes() == b"some notes\nwithout a last newline" and other.read_bytes() == before
+    assert (
+        path.read_bytes() == b"some notes\nwithout a last newline" and other.read_bytes() == before
+    )
 
 
 def test_dispatcher_with_memory_cannot_be_journaled(case, tmp_path):

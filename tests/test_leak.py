@@ -16,7 +16,9 @@ from hpcdispatch.system.partition import leak_grow
 from hpcdispatch.workload.deadline import deadline_job
 from hpcdispatch.workload.job import AppSpec, Workload
 
-GRID4 = System("grid-4x4", ("core",), (NodeType("node", 16, {"core": 1}),), Topology("grid2d", (4, 4)))
+GRID4 = System(
+    "grid-4x4", ("core",), (NodeType("node", 16, {"core": 1}),), Topology("grid2d", (4, 4))
+)
 HLRN = load_system("hlrn2-grid")
 
 
@@ -30,18 +32,25 @@ class FakeView:
         free[list(busy)] = 0
         self.free = free
         self.queue = QueueView({j.index: j for j in queue})
-        self.requests = np.array([j.unit_request for j in queue], dtype=np.int64) if queue else np.zeros((0, 1))
+        self.requests = (
+            np.array([j.unit_request for j in queue], dtype=np.int64) if queue else np.zeros((0, 1))
+        )
         self.now = now
 
 
 def _jobs(system, specs):
-    jobs = [deadline_job(system, i + 1, 0, 100, 0.0, 1000.0, AppSpec(b, "async", n)) for i, (b, n) in enumerate(specs)]
+    jobs = [
+        deadline_job(system, i + 1, 0, 100, 0.0, 1000.0, AppSpec(b, "async", n))
+        for i, (b, n) in enumerate(specs)
+    ]
     return Workload(jobs, system.resources).jobs
 
 
 def _timed_jobs(specs):
     """One-process type-0 jobs of R = 100 s on GRID4 from ``(id, submit, deadline)``."""
-    jobs = [deadline_job(GRID4, i, t, 100, float(t), d, AppSpec(0, "async", 1)) for i, t, d in specs]
+    jobs = [
+        deadline_job(GRID4, i, t, 100, float(t), d, AppSpec(0, "async", 1)) for i, t, d in specs
+    ]
     return Workload(jobs, GRID4.resources).jobs
 
 
@@ -57,7 +66,7 @@ def test_fig11_snake_search_then_growth():
     assert leak_grow(free, GRID4.topology.grid, 6, 4).tolist() == [6, 10, 9, 14]
     leak = make_dispatcher("leak")
     leak.setup(GRID4)
-    job, = _jobs(GRID4, [(1, 4)])
+    (job,) = _jobs(GRID4, [(1, 4)])
     decision = leak.dispatch(FakeView(GRID4, FIG11_BUSY, [job]))
     assert [s.allocation.nodes.tolist() for s in decision.starts] == [[6, 9, 10, 14]]
 
@@ -76,13 +85,24 @@ def test_partial_start_and_the_noncontiguous_jump():
     """Contiguous: the job starts with what its free component offers (a partial start);
     leak-nc jumps along the snake to the next free node and grows there (Fig. 13)."""
     busy = FIG11_BUSY - {4}  # 4 is free too, but touches none of 6, 9, 10, 14
-    job, = _jobs(GRID4, [(1, 6)])
+    (job,) = _jobs(GRID4, [(1, 6)])
     leak = make_dispatcher("leak")
     leak.setup(GRID4)
-    assert leak.dispatch(FakeView(GRID4, busy, [job])).starts[0].allocation.nodes.tolist() == [6, 9, 10, 14]
+    assert leak.dispatch(FakeView(GRID4, busy, [job])).starts[0].allocation.nodes.tolist() == [
+        6,
+        9,
+        10,
+        14,
+    ]
     nc = make_dispatcher("leak-nc")
     nc.setup(GRID4)
-    assert nc.dispatch(FakeView(GRID4, busy, [job])).starts[0].allocation.nodes.tolist() == [4, 6, 9, 10, 14]
+    assert nc.dispatch(FakeView(GRID4, busy, [job])).starts[0].allocation.nodes.tolist() == [
+        4,
+        6,
+        9,
+        10,
+        14,
+    ]
 
 
 def test_partial_false_waits_for_the_whole_request():
@@ -103,7 +123,9 @@ def test_partial_false_waits_for_the_whole_request():
 
 def _running(job, nodes):
     nodes = np.asarray(sorted(nodes), dtype=np.int64)
-    return RunningJob(job, 0.0, Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64)), 100.0)
+    return RunningJob(
+        job, 0.0, Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64)), 100.0
+    )
 
 
 def _whole(busy):
@@ -119,7 +141,7 @@ def test_forks_figs_12_13(name):
     from the job's start node; else refused."""
     leak = make_dispatcher(name)
     leak.setup(GRID4)
-    job, = _jobs(GRID4, [(3, 3)])
+    (job,) = _jobs(GRID4, [(3, 3)])
     # Fig. 12: the parent on node 5; its neighbours 1, 4, 6, 9 -- 1 busy: node 4
     rj = _running(job, [5])
     assert leak.fork_node(rj, 5, _whole({1, 5})) == 4
@@ -146,7 +168,7 @@ def test_admission_accepts_and_queues():
     admission=free-node (Fig. 10 line 7 literally) also rejected when no node is free."""
     leak = make_dispatcher("leak")
     leak.setup(GRID4)
-    ok, = _jobs(GRID4, [(0, 1)])
+    (ok,) = _jobs(GRID4, [(0, 1)])
     late = deadline_job(GRID4, 9, 0, 100, 50.0, 149.0, AppSpec(0, "async", 1))
     full = FakeView(GRID4, set(range(16)), [])
     assert leak.admit(ok, full).accept
@@ -172,10 +194,14 @@ def test_deadline_aware_order_and_hopeless_jobs():
         leak.setup(GRID4)
         return [s.job.id for s in leak.dispatch(FakeView(GRID4, busy, queue, now=950.0)).starts]
 
-    assert started("leak", every - {5}) == [1]  # FIFO, deadline-unaware: the hopeless job takes the node
+    assert started("leak", every - {5}) == [
+        1
+    ]  # FIFO, deadline-unaware: the hopeless job takes the node
     assert started("leak:order=edf", every - {5}) == [1]  # it also has the earliest deadline
     assert started("leak:skip_hopeless=true", every - {5}) == [2]
-    assert started("leak-nc:order=edf,skip_hopeless=true", every - {5}) == [4]  # on time to the second
+    assert started("leak-nc:order=edf,skip_hopeless=true", every - {5}) == [
+        4
+    ]  # on time to the second
     assert started("leak:order=edf,skip_hopeless=true", every - {5, 6, 7, 8, 9}) == [4, 3, 2, 5]
     assert started("leak:skip_hopeless=true", every - {5, 6, 7, 8, 9}) == [2, 3, 4, 5]
     assert started("leak:order=edf", every - {5, 6, 7, 8, 9}) == [1, 4, 3, 2, 5]
@@ -187,15 +213,19 @@ def test_deadline_checks_read_the_wall_time_not_the_run_time():
     """Admission and ``skip_hopeless`` judge a job by what a dispatcher may know, its wall time
     (R for a deadline job), never its true run time: a job that runs 100 s but asks for 200 s
     with a deadline 150 s after its earliest start is rejected, and skipped once queued."""
-    job, = _jobs(GRID4, [(0, 1)])
+    (job,) = _jobs(GRID4, [(0, 1)])
     asks_more = job._replace(wall_time=200, deadline=150.0)
     leak = make_dispatcher("leak:skip_hopeless=true")
     leak.setup(GRID4)
     answer = leak.admit(asks_more, FakeView(GRID4, set(), []))
     assert not answer.accept and "+ 200 s" in answer.reason
     assert leak.dispatch(FakeView(GRID4, set(), [asks_more], now=0.0)).starts == []
-    assert [s.job.id for s in leak.dispatch(FakeView(GRID4, set(), [asks_more._replace(wall_time=100)],
-                                                     now=0.0)).starts] == [asks_more.id]
+    assert [
+        s.job.id
+        for s in leak.dispatch(
+            FakeView(GRID4, set(), [asks_more._replace(wall_time=100)], now=0.0)
+        ).starts
+    ] == [asks_more.id]
 
 
 def test_edf_order_is_kept_across_calls():
@@ -206,11 +236,21 @@ def test_edf_order_is_kept_across_calls():
     leak = make_dispatcher("leak:order=edf,skip_hopeless=true")
     leak.setup(GRID4)
     every = set(range(16))
-    assert [s.job.id for s in leak.dispatch(FakeView(GRID4, every - {0}, [j1, j2], now=100.0)).starts] == [2]
+    assert [
+        s.job.id for s in leak.dispatch(FakeView(GRID4, every - {0}, [j1, j2], now=100.0)).starts
+    ] == [2]
     # job 2 runs; 3 and 4 arrive with earlier deadlines than 1's; one node free: 4 first
-    assert [s.job.id for s in leak.dispatch(FakeView(GRID4, every - {1}, [j1, j3, j4], now=950.0)).starts] == [4]
-    assert [s.job.id for s in leak.dispatch(FakeView(GRID4, every - {1, 2}, [j1, j3], now=960.0)).starts] == [3, 1]
-    assert [key[2] for key in leak._edf_order] == [j3.index, j1.index]  # 2 and 4 left: dropped when met
+    assert [
+        s.job.id
+        for s in leak.dispatch(FakeView(GRID4, every - {1}, [j1, j3, j4], now=950.0)).starts
+    ] == [4]
+    assert [
+        s.job.id for s in leak.dispatch(FakeView(GRID4, every - {1, 2}, [j1, j3], now=960.0)).starts
+    ] == [3, 1]
+    assert [key[2] for key in leak._edf_order] == [
+        j3.index,
+        j1.index,
+    ]  # 2 and 4 left: dropped when met
 
 
 def test_deadline_aware_leak_in_a_whole_run():
@@ -222,19 +262,30 @@ def test_deadline_aware_leak_in_a_whole_run():
     from hpcdispatch.sim.simulator import Simulator
     from hpcdispatch.validation import validate_result
     from hpcdispatch.workload.loader import load_workload
+
     wl = load_workload("synthetic:deadline,jobs=300,load=very-heavy,types=uniform,seed=1", HLRN)
     wall = np.array([j.wall_time for j in wl.jobs], dtype=float)
     deadline = np.array([j.deadline for j in wl.jobs], dtype=float)
-    for spec, in_order, late_starts in (("leak", True, True), ("leak-nc:order=edf,skip_hopeless=true", False, False)):
-        result = Simulator(HLRN, wl, make_dispatcher(spec), None, SimulationOptions(engine="python")).run()
+    for spec, in_order, late_starts in (
+        ("leak", True, True),
+        ("leak-nc:order=edf,skip_hopeless=true", False, False),
+    ):
+        result = Simulator(
+            HLRN, wl, make_dispatcher(spec), None, SimulationOptions(engine="python")
+        ).run()
         assert validate_result(result).ok, spec
         started = np.flatnonzero(~np.isnan(result.start))  # workload order = submission order
         assert len(started) > 10, spec
         assert bool((np.diff(result.start[started]) >= 0).all()) == in_order, spec
-        assert bool((result.start[started] + wall[started] > deadline[started]).any()) == late_starts, spec
+        assert (
+            bool((result.start[started] + wall[started] > deadline[started]).any()) == late_starts
+        ), spec
 
 
 def test_tags_say_what_the_validator_checks():
     assert make_dispatcher("leak").get_tags().contiguous_grants
     assert not make_dispatcher("leak-nc").get_tags().contiguous_grants
-    assert make_dispatcher("leak-nc").get_tags().forks and not make_dispatcher("manhattan").get_tags().forks
+    assert (
+        make_dispatcher("leak-nc").get_tags().forks
+        and not make_dispatcher("manhattan").get_tags().forks
+    )

@@ -8,8 +8,7 @@ from helpers import cores_system, job, simulate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcdispatch.metrics import bounded_slowdowns, queue_length_profile, slowdowns
-from hpcdispatch.metrics import summarize
+from hpcdispatch.metrics import bounded_slowdowns, queue_length_profile, slowdowns, summarize
 
 
 def test_slowdown_and_bounded_slowdown():
@@ -25,7 +24,9 @@ def test_zero_length_job_gets_a_ratio_not_seconds():
 
 def test_queue_length_profile():
     # submits at 0, 0, 5; starts at 0, 10, 10
-    times, length = queue_length_profile(np.array([0, 0, 5]), np.array([0.0, 10.0, 10.0]), np.ones(3, bool))
+    times, length = queue_length_profile(
+        np.array([0, 0, 5]), np.array([0.0, 10.0, 10.0]), np.ones(3, bool)
+    )
     assert times.tolist() == [0, 5, 10] and length.tolist() == [1, 2, 0]
 
 
@@ -42,15 +43,22 @@ def test_run_summary_by_hand():
 
 
 @settings(deadline=None, max_examples=150)
-@given(st.lists(st.tuples(st.integers(0, 20), st.one_of(st.none(), st.integers(0, 6)), st.booleans()), max_size=40))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 20), st.one_of(st.none(), st.integers(0, 6)), st.booleans()),
+        max_size=40,
+    )
+)
 def test_queue_length_profile_is_the_length_after_each_event_time(jobs):
     """The queue length after each event time, computed by hand: submissions of accepted jobs
     in, starts out, one value per distinct time (the length after all of its events)."""
     submit = np.array([s for s, _, _ in jobs], dtype=np.float64)
     start = np.array([np.nan if w is None else s + w for s, w, _ in jobs], dtype=np.float64)
     accepted = np.array([a for _, _, a in jobs], dtype=bool)
-    events = sorted([(s, -1) for s, a in zip(start, accepted) if a and not np.isnan(s)]
-                    + [(s, +1) for s, a in zip(submit, accepted) if a])
+    events = sorted(
+        [(s, -1) for s, a in zip(start, accepted) if a and not np.isnan(s)]
+        + [(s, +1) for s, a in zip(submit, accepted) if a]
+    )
     times, lengths, length = [], [], 0
     for t, d in events:
         length += d
@@ -67,6 +75,8 @@ def test_a_run_is_repeatable_unless_a_solver_was_stopped_by_the_wall_clock():
     from hpcdispatch.metrics.summary import repeatable
 
     assert repeatable({}) and repeatable({"uses_solver": False})
-    assert repeatable({"uses_solver": True})  # a solver that declares nothing about its limits: run to the end
+    assert repeatable(
+        {"uses_solver": True}
+    )  # a solver that declares nothing about its limits: run to the end
     assert repeatable({"uses_solver": True, "deterministic": True})
     assert not repeatable({"uses_solver": True, "deterministic": False})

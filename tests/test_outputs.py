@@ -12,21 +12,32 @@ import time
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
 import pytest
 from helpers import cores_system, job, workload
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hpcdispatch as h
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.results import store
-from hpcdispatch.results.outdir import WRITING_PREFIX, atomic_dir, check_output_dir, remove_stale_writing_dirs
+from hpcdispatch.results.outdir import (
+    WRITING_PREFIX,
+    atomic_dir,
+    check_output_dir,
+    remove_stale_writing_dirs,
+)
 from hpcdispatch.runner import run_simulation
 
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True, cwd=cwd,
-                          env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "hpcdispatch", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        timeout=600,
+    )
 
 
 def small():
@@ -40,16 +51,30 @@ def test_a_bad_output_location_fails_at_once_and_keeps_the_checkpoint(tmp_path):
     checkpoint = tmp_path / "run.ckpt"
     checkpoint.write_bytes(b"the state of an interrupted run")
     t0 = time.monotonic()
-    p = cli("simulate", "-w", "synthetic:lublin,jobs=3000,seed=1", "-d", "conservative", "-o", str(blocker / "out"),
-            "--checkpoint", str(checkpoint), "-q")
+    p = cli(
+        "simulate",
+        "-w",
+        "synthetic:lublin,jobs=3000,seed=1",
+        "-d",
+        "conservative",
+        "-o",
+        str(blocker / "out"),
+        "--checkpoint",
+        str(checkpoint),
+        "-q",
+    )
     took = time.monotonic() - t0
     assert p.returncode == 2 and "Traceback" not in p.stderr
-    assert f"{blocker / 'out'}: cannot be created, {blocker} is a file" in " ".join(p.stderr.split())
+    assert f"{blocker / 'out'}: cannot be created, {blocker} is a file" in " ".join(
+        p.stderr.split()
+    )
     assert took < 5.0, took  # before simulating (3,000 jobs of conservative take longer)
     assert checkpoint.read_bytes() == b"the state of an interrupted run"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere: an unwritable directory cannot be made")
+@pytest.mark.skipif(
+    os.geteuid() == 0, reason="root may write anywhere: an unwritable directory cannot be made"
+)
 def test_an_unwritable_parent_fails_before_simulating(tmp_path):
     locked = tmp_path / "locked"
     locked.mkdir()
@@ -96,7 +121,9 @@ def test_an_interrupted_write_leaves_the_old_result_whole(tmp_path, monkeypatch)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
 
 
-def test_validation_beside_the_writing_is_in_the_summary_and_its_failure_keeps_the_old_result(tmp_path, monkeypatch):
+def test_validation_beside_the_writing_is_in_the_summary_and_its_failure_keeps_the_old_result(
+    tmp_path, monkeypatch
+):
     # the runner validates on a second thread while the tables are written (results.store):
     # its verdict is in summary.json, and an error there is raised and writes nothing
     system, wl = small()
@@ -107,7 +134,6 @@ def test_validation_beside_the_writing_is_in_the_summary_and_its_failure_keeps_t
     threads = []
 
     def broken_validator(result):
-        import threading
 
         threads.append(threading.current_thread().name)
         raise RuntimeError("the validator broke")
@@ -128,7 +154,6 @@ def test_validation_beside_the_writing_is_in_the_summary_and_its_failure_keeps_t
 
 
 def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeypatch):
-    import threading
 
     system, wl = small()
     release = threading.Event()
@@ -156,7 +181,10 @@ def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeyp
     assert not (tmp_path / "run").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
     deadline = time.monotonic() + 30
-    while any(t.name == "hpcdispatch-summary" for t in threading.enumerate()) and time.monotonic() < deadline:
+    while (
+        any(t.name == "hpcdispatch-summary" for t in threading.enumerate())
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.01)
     assert summaries == []  # the validation under way finished on its own; the summary was skipped
 
@@ -181,9 +209,18 @@ except OSError:
     print("write failed", flush=True)
 """
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent),
-                                                                          os.environ.get("PYTHONPATH", "")])})
+    p = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+            ),
+        },
+    )
     assert p.returncode == 0 and "write failed" in p.stdout, p.stderr
     assert time.monotonic() - t0 < 30  # (60 s if the exit waited for the validation)
 
@@ -197,11 +234,19 @@ def test_the_checkpoint_is_removed_only_once_the_outputs_are_written(tmp_path, m
 
     monkeypatch.setattr("hpcdispatch.runner.write_result", failing_write)
     with pytest.raises(OSError, match="No space left"):
-        run_simulation(system, wl, "conservative", out_dir=tmp_path / "run", checkpoint=checkpoint,
-                       checkpoint_every=0.0)
+        run_simulation(
+            system,
+            wl,
+            "conservative",
+            out_dir=tmp_path / "run",
+            checkpoint=checkpoint,
+            checkpoint_every=0.0,
+        )
     assert checkpoint.is_file()  # the run can be finished from it
     monkeypatch.undo()
-    done = run_simulation(system, wl, "conservative", out_dir=tmp_path / "run", checkpoint=checkpoint)
+    done = run_simulation(
+        system, wl, "conservative", out_dir=tmp_path / "run", checkpoint=checkpoint
+    )
     assert done.result.extra["checkpoint"]["resumed_at"] is not None and done.validation.ok
     assert not checkpoint.exists()
 
@@ -250,7 +295,9 @@ def test_atomic_dir_removes_what_it_wrote_on_failure_and_stale_dirs_of_dead_writ
     # a writer killed before it could clean up: found by host and pid, removed once dead
     import socket
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     stale = tmp_path / f"{WRITING_PREFIX}{socket.gethostname()}-{int(dead.stdout)}-abc"
     stale.mkdir()
     mine = tmp_path / f"{WRITING_PREFIX}{socket.gethostname()}-{os.getpid()}-def"
@@ -270,10 +317,16 @@ def test_missing_values_are_empty_cells_and_nulls(tmp_path):
     outcome = run_simulation(system, wl, "manhattan", out_dir=out)
     assert outcome.validation.ok
     status = outcome.result.jobs_frame()["status"].tolist()
-    gone = [i for i, s in enumerate(status) if s in ("rejected", "cancelled") and np.isnan(outcome.result.start[i])]
+    gone = [
+        i
+        for i, s in enumerate(status)
+        if s in ("rejected", "cancelled") and np.isnan(outcome.result.start[i])
+    ]
     assert gone, "the run rejects some jobs (very heavy load)"
     table = pq.read_table(out / "jobs.parquet")
-    assert table.column("start").null_count == int(np.isnan(outcome.result.start).sum()) >= len(gone)
+    assert (
+        table.column("start").null_count == int(np.isnan(outcome.result.start).sum()) >= len(gone)
+    )
     assert table.column("end").null_count == int(np.isnan(outcome.result.end).sum())
     assert str(table.schema.field("status").type) == "string"
     import csv
@@ -290,9 +343,25 @@ def test_missing_values_are_empty_cells_and_nulls(tmp_path):
 
 
 @settings(deadline=None, max_examples=80)
-@given(st.lists(st.lists(st.lists(st.tuples(st.one_of(st.integers(0, 3), st.integers(0, 5000)),
-                                                    st.one_of(st.integers(1, 2), st.integers(1, 300))), min_size=1, max_size=3),
-                         min_size=1, max_size=3), max_size=8), st.integers(0, 3), st.randoms(use_true_random=False))
+@given(
+    st.lists(
+        st.lists(
+            st.lists(
+                st.tuples(
+                    st.one_of(st.integers(0, 3), st.integers(0, 5000)),
+                    st.one_of(st.integers(1, 2), st.integers(1, 300)),
+                ),
+                min_size=1,
+                max_size=3,
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+        max_size=8,
+    ),
+    st.integers(0, 3),
+    st.randoms(use_true_random=False),
+)
 def test_allocation_text_is_every_row_written_out(jobs, n_without, rng):
     """The jobs' allocation texts, built by Arrow from tables of node and unit texts (small
     values) or by casting (node ids beyond the column's length), read as Python writes them:
@@ -312,8 +381,12 @@ def test_allocation_text_is_every_row_written_out(jobs, n_without, rng):
                 segment.append(s)
                 node.append(n)
                 units.append(u)
-    expected = [" | ".join(" ".join(f"{n}:{u}" for n, u in rows) for rows in segments) for segments in jobs]
+    expected = [
+        " | ".join(" ".join(f"{n}:{u}" for n, u in rows) for rows in segments) for segments in jobs
+    ]
     expected += [""] * n_without
     i64 = lambda v: np.array(v, dtype=np.int64)  # noqa: E731
-    rows = AllocationRows(i64(job), i64(segment), i64(node), i64(units), np.zeros(len(job)), np.ones(len(job)))
+    rows = AllocationRows(
+        i64(job), i64(segment), i64(node), i64(units), np.zeros(len(job)), np.ones(len(job))
+    )
     assert allocation_text_array(rows, len(expected)).to_pylist() == expected

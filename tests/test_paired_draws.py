@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 _spec = importlib.util.spec_from_file_location(
-    "paired_draws", Path(__file__).resolve().parents[1] / "benchmarks" / "paired_draws.py")
+    "paired_draws", Path(__file__).resolve().parents[1] / "benchmarks" / "paired_draws.py"
+)
 paired_draws = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(paired_draws)
 
@@ -21,10 +22,18 @@ def _summary(values: dict[str, list[float]], valid: bool = True) -> pd.DataFrame
             workload = {"trace": "t.swf", "max_jobs": 10}
             if draw:
                 workload |= {"submit_jitter": 60, "jitter_seed": draw}
-            rows.append({"label": f"x/{run}/{draw}", "status": "done", "valid": valid, "run_label": run,
-                         "system_spec": "auto", "config": json.dumps({"workload": workload}),
-                         "workload_label": "T" if draw == 0 else "T jittered 60 s",
-                         "bsld": v})
+            rows.append(
+                {
+                    "label": f"x/{run}/{draw}",
+                    "status": "done",
+                    "valid": valid,
+                    "run_label": run,
+                    "system_spec": "auto",
+                    "config": json.dumps({"workload": workload}),
+                    "workload_label": "T" if draw == 0 else "T jittered 60 s",
+                    "bsld": v,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -43,8 +52,10 @@ def test_paired_wins_and_mean_relative_difference_are_counted_per_draw():
 
 def test_replicas_are_grouped_by_their_workload_not_by_label():
     frame = _summary({"a": [1.0, 2.0]})
-    other = frame.assign(config=[json.dumps({"workload": {"trace": "u.swf", "max_jobs": 10}})] * 2,
-                         workload_label="U")
+    other = frame.assign(
+        config=[json.dumps({"workload": {"trace": "u.swf", "max_jobs": 10}})] * 2,
+        workload_label="U",
+    )
     rows = paired_draws.draws(pd.concat([frame, other.iloc[:1]]))
     assert sorted(zip(rows["trace"], rows["draw"])) == [("T", 0), ("T", 1), ("U", 0)]
 

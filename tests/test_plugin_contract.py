@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 from helpers import cores_system, job, simulate, starts
 
-from hpcdispatch.dispatchers import DISPATCHERS, DispatcherSpec, dispatcher_function, make_dispatcher, parse_dispatcher_list
+from hpcdispatch.dispatchers import (
+    DISPATCHERS,
+    DispatcherSpec,
+    dispatcher_function,
+    make_dispatcher,
+    parse_dispatcher_list,
+)
 from hpcdispatch.errors import ConfigError, SimulationStalledError
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "ADD_A_DISPATCHER.md"
@@ -37,8 +43,15 @@ def test_specs_and_lists():
     assert d.get_params() == {"allocator": "best-fit", "blocking": False}
     specs = parse_dispatcher_list("fifo,sjf:allocator=best-fit,blocking=false,easy-L2")
     assert [(s.name, s.params, s.predictor) for s in specs] == [
-        ("fifo", {}, None), ("sjf", {"allocator": "best-fit", "blocking": False}, None), ("easy", {}, "last-two")]
-    assert [s.run_label for s in specs] == ["fifo", "sjf-allocator_best-fit-blocking_false", "easy-L2"]
+        ("fifo", {}, None),
+        ("sjf", {"allocator": "best-fit", "blocking": False}, None),
+        ("easy", {}, "last-two"),
+    ]
+    assert [s.run_label for s in specs] == [
+        "fifo",
+        "sjf-allocator_best-fit-blocking_false",
+        "easy-L2",
+    ]
     assert specs[2].dispatcher_label == "easy"
     with pytest.raises(ConfigError, match="must be bool"):
         make_dispatcher("fifo:blocking=perhaps")
@@ -48,21 +61,43 @@ def test_specs_and_lists():
 
 def test_a_spec_is_parsed_once_into_typed_values_and_identity_is_data():
     text = DispatcherSpec.parse("hcp-R:version=2,delta=2,deterministic=yes,dump_instances=none")
-    table = DispatcherSpec.from_table({"name": "hcp", "predictor": "R", "version": 2, "delta": 2,
-                                       "deterministic": True, "dump_instances": None})
-    assert text.params == table.params == {"version": 2, "delta": 2.0, "deterministic": True, "dump_instances": None}
+    table = DispatcherSpec.from_table(
+        {
+            "name": "hcp",
+            "predictor": "R",
+            "version": 2,
+            "delta": 2,
+            "deterministic": True,
+            "dump_instances": None,
+        }
+    )
+    assert (
+        text.params
+        == table.params
+        == {"version": 2, "delta": 2.0, "deterministic": True, "dump_instances": None}
+    )
     assert type(text.params["delta"]) is float and type(table.params["delta"]) is float
     assert text.predictor == table.predictor == "oracle"
     assert text.identity() == table.identity() == text.build().identity()
     identity = text.identity()
-    assert identity["name"] == "hcp" and identity["params"]["version"] == 2 and identity["params"]["m"] == 100
+    assert (
+        identity["name"] == "hcp"
+        and identity["params"]["version"] == 2
+        and identity["params"]["m"] == 100
+    )
     # a parameter added later, absent from an older identity, matches only at the value it was added with
     default = make_dispatcher("hcp").identity()
-    older = {"name": "hcp", "params": {k: v for k, v in default["params"].items() if k != "paper_v1"}}
+    older = {
+        "name": "hcp",
+        "params": {k: v for k, v in default["params"].items() if k != "paper_v1"},
+    }
     assert make_dispatcher("hcp").matches_identity(older)
     assert not make_dispatcher("hcp:paper_v1=true,version=1").matches_identity(
-        {"name": "hcp", "params": {**older["params"], "version": 1}})
-    assert not make_dispatcher("hcp").matches_identity({"name": "hcp", "params": {**default["params"], "m": 5}})
+        {"name": "hcp", "params": {**older["params"], "version": 1}}
+    )
+    assert not make_dispatcher("hcp").matches_identity(
+        {"name": "hcp", "params": {**default["params"], "m": 5}}
+    )
     assert not text.build().matches_identity(default)
     with pytest.raises(ConfigError, match="must be bool"):
         DispatcherSpec.from_table({"name": "sjf", "blocking": "no"})
@@ -74,7 +109,9 @@ def test_the_documented_template_works():
     code = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
     template = code[0]
     imports = [line for line in template.splitlines() if line.startswith(("import ", "from "))]
-    assert imports == ["from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, Scratch, Tags, register"]
+    assert imports == [
+        "from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, Scratch, Tags, register"
+    ]
     namespace: dict = {}
     exec(compile(template, "ADD_A_DISPATCHER.md", "exec"), namespace)
     try:
@@ -97,22 +134,83 @@ def test_plugin_option_loads_an_out_of_tree_dispatcher(tmp_path):
     plugin.write_text(template)
     env = {"COLUMNS": "120", "PATH": "/usr/bin:/bin"}
     out = tmp_path / "run"
-    p = subprocess.run([sys.executable, "-m", "hpcdispatch", "simulate", "--plugin", str(plugin), "-d",
-                        "my-policy:threshold=1024", "-w", "synthetic:lublin,jobs=150,seed=1", "-o", str(out), "-q"],
-                       capture_output=True, text=True, env=env, timeout=600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hpcdispatch",
+            "simulate",
+            "--plugin",
+            str(plugin),
+            "-d",
+            "my-policy:threshold=1024",
+            "-w",
+            "synthetic:lublin,jobs=150,seed=1",
+            "-o",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     run = json.loads((out / "run.json").read_text())
-    assert run["dispatcher"] == {"name": "my-policy", "params": {"allocator": "first-fit", "threshold": 1024}}
+    assert run["dispatcher"] == {
+        "name": "my-policy",
+        "params": {"allocator": "first-fit", "threshold": 1024},
+    }
     cmp_out = tmp_path / "cmp"
-    p = subprocess.run([sys.executable, "-m", "hpcdispatch", "compare", "--plugin", str(plugin), "-d",
-                        "easy,my-policy:threshold=1024", "-w", "synthetic:lublin,jobs=150,seed=1", "-o", str(cmp_out), "-q"],
-                       capture_output=True, text=True, env=env, timeout=600)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hpcdispatch",
+            "compare",
+            "--plugin",
+            str(plugin),
+            "-d",
+            "easy,my-policy:threshold=1024",
+            "-w",
+            "synthetic:lublin,jobs=150,seed=1",
+            "-o",
+            str(cmp_out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     assert (cmp_out / "my-policy-threshold_1024" / "summary.json").is_file()
-    missing = subprocess.run([sys.executable, "-m", "hpcdispatch", "simulate", "--plugin", str(tmp_path / "nope.py"),
-                              "-d", "easy", "-w", "synthetic:lublin,jobs=20", "-o", str(tmp_path / "x"), "-q"],
-                             capture_output=True, text=True, env=env, timeout=600)
-    assert missing.returncode == 2 and "nope.py' does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hpcdispatch",
+            "simulate",
+            "--plugin",
+            str(tmp_path / "nope.py"),
+            "-d",
+            "easy",
+            "-w",
+            "synthetic:lublin,jobs=20",
+            "-o",
+            str(tmp_path / "x"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert (
+        missing.returncode == 2
+        and "nope.py' does not exist" in missing.stderr
+        and "Traceback" not in missing.stderr
+    )
 
 
 def test_function_dispatcher():
@@ -122,7 +220,11 @@ def test_function_dispatcher():
             scratch.try_start(j)
 
     try:
-        r = simulate(cores_system(2, 1), [job(1, 0, 5), job(2, 0, 5, units=2)], make_dispatcher("widest-first-test"))
+        r = simulate(
+            cores_system(2, 1),
+            [job(1, 0, 5), job(2, 0, 5, units=2)],
+            make_dispatcher("widest-first-test"),
+        )
         assert starts(r) == {2: 0, 1: 5}
     finally:
         DISPATCHERS.pop("widest-first-test", None)

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from reference import ReferenceEASY
 
 from hpcdispatch.dispatchers import make_dispatcher
+from hpcdispatch.engine import choose_engine
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.predictors import Predictor
-from hpcdispatch.sim.correction import LADDER_S, revised_end
-from hpcdispatch.engine import choose_engine
 from hpcdispatch.sim import SimulationOptions, Simulator
+from hpcdispatch.sim.correction import LADDER_S, revised_end
 
 
 class Fixed(Predictor):
@@ -36,10 +36,15 @@ def test_revised_end_walltime_and_ladder():
     assert revised_end("walltime", now=160, start=100, wall_time=1000, revisions=0) == 1100
     assert revised_end("ladder", now=160, start=100, wall_time=1000, revisions=0) == 160 + 60
     assert revised_end("ladder", now=220, start=100, wall_time=1000, revisions=1) == 220 + 300
-    assert revised_end("ladder", now=900, start=100, wall_time=1000, revisions=3) == 1100  # capped at the wall-time end
+    assert (
+        revised_end("ladder", now=900, start=100, wall_time=1000, revisions=3) == 1100
+    )  # capped at the wall-time end
     # past the wall-time end (no kills): no bound left, both grow by the ladder
     assert revised_end("walltime", now=1100, start=100, wall_time=1000, revisions=0) == 1160
-    assert revised_end("ladder", now=5000, start=100, wall_time=1000, revisions=40) == 5000 + LADDER_S[-1]
+    assert (
+        revised_end("ladder", now=5000, start=100, wall_time=1000, revisions=40)
+        == 5000 + LADDER_S[-1]
+    )
 
 
 def test_unknown_correction_is_a_config_error():
@@ -68,19 +73,26 @@ PREDICTED = {1: 10.0, 2: 50.0, 3: 10.0, 4: 200.0}
 
 
 @pytest.mark.parametrize("dispatcher", ["easy", "reference"])
-@pytest.mark.parametrize("correction, h_start, l_start, revisions", [
-    (None, 100, 110, None),
-    ("walltime", 210, 10, 1),
-    ("ladder", 270, 70, 2),
-])
-def test_easy_backfills_once_an_expired_prediction_is_revised(dispatcher, correction, h_start, l_start, revisions):
+@pytest.mark.parametrize(
+    "correction, h_start, l_start, revisions",
+    [
+        (None, 100, 110, None),
+        ("walltime", 210, 10, 1),
+        ("ladder", 270, 70, 2),
+    ],
+)
+def test_easy_backfills_once_an_expired_prediction_is_revised(
+    dispatcher, correction, h_start, l_start, revisions
+):
     disp = ReferenceEASY() if dispatcher == "reference" else make_dispatcher("easy")
     r = simulate(cores_system(3, 1), JOBS, disp, Fixed(PREDICTED), prediction_correction=correction)
     s = starts(r)
     assert (s[1], s[2], s[3], s[4]) == (0, 0, h_start, l_start)
     assert r.extra.get("prediction_revisions") == revisions
     if correction == "ladder":
-        assert {10.0, 70.0} <= set(r.decisions["time"].tolist())  # each revision is a dispatch instant
+        assert {10.0, 70.0} <= set(
+            r.decisions["time"].tolist()
+        )  # each revision is a dispatch instant
 
 
 def test_revisions_reach_the_dispatcher_as_records():
@@ -88,7 +100,10 @@ def test_revisions_reach_the_dispatcher_as_records():
 
     class Spy(ReferenceEASY):
         def _dispatch(self, view):
-            seen.extend((view.now, rj.job.id, rj.planned_end, view.expected_end(rj)) for rj in view.revised_running)
+            seen.extend(
+                (view.now, rj.job.id, rj.planned_end, view.expected_end(rj))
+                for rj in view.revised_running
+            )
             return super()._dispatch(view)
 
     simulate(cores_system(3, 1), JOBS, Spy(), Fixed(PREDICTED), prediction_correction="ladder")
@@ -97,39 +112,78 @@ def test_revisions_reach_the_dispatcher_as_records():
 
 def test_correction_needs_the_python_engine():
     system = cores_system(3, 1)
-    sim = Simulator(system, workload(JOBS), make_dispatcher("easy"),
-                    options=SimulationOptions(prediction_correction="walltime", engine="auto"))
+    sim = Simulator(
+        system,
+        workload(JOBS),
+        make_dispatcher("easy"),
+        options=SimulationOptions(prediction_correction="walltime", engine="auto"),
+    )
     assert choose_engine(sim) == "python"
     with pytest.raises(ConfigError, match="prediction correction needs the Python engine"):
-        choose_engine(Simulator(system, workload(JOBS), make_dispatcher("easy"),
-                                options=SimulationOptions(prediction_correction="walltime", engine="compiled")))
+        choose_engine(
+            Simulator(
+                system,
+                workload(JOBS),
+                make_dispatcher("easy"),
+                options=SimulationOptions(prediction_correction="walltime", engine="compiled"),
+            )
+        )
 
 
 def test_journal_header_names_the_correction_only_when_set(tmp_path):
     system = cores_system(3, 1)
     plain = Simulator(system, workload(JOBS), make_dispatcher("easy")).journal_run()
-    assert "prediction_correction" not in plain["options"]  # journals written before the option stay valid
-    corrected = Simulator(system, workload(JOBS), make_dispatcher("easy"),
-                          options=SimulationOptions(prediction_correction="ladder")).journal_run()
+    assert (
+        "prediction_correction" not in plain["options"]
+    )  # journals written before the option stay valid
+    corrected = Simulator(
+        system,
+        workload(JOBS),
+        make_dispatcher("easy"),
+        options=SimulationOptions(prediction_correction="ladder"),
+    ).journal_run()
     assert corrected["options"]["prediction_correction"] == "ladder"
     json.dumps(corrected)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 10_000), st.sampled_from(["cp-rule", "hcp", "cp-hybrid", "pcp20"]),
-       st.sampled_from(["walltime", "ladder"]), st.floats(0.05, 0.9), st.booleans())
-def test_cp_dispatchers_with_corrected_predictions_give_valid_schedules(seed, name, correction, factor, kill):
+@given(
+    st.integers(0, 10_000),
+    st.sampled_from(["cp-rule", "hcp", "cp-hybrid", "pcp20"]),
+    st.sampled_from(["walltime", "ladder"]),
+    st.floats(0.05, 0.9),
+    st.booleans(),
+)
+def test_cp_dispatchers_with_corrected_predictions_give_valid_schedules(
+    seed, name, correction, factor, kill
+):
     rng = np.random.default_rng(seed)
     system = system_of([(3, {"core": 4, "gpu": 1})], ["core", "gpu"])
-    jobs = [job(i + 1, int(rng.integers(0, 60)), int(rng.integers(1, 40)), units=int(rng.integers(1, 4)),
-                req=(int(rng.integers(1, 5)), int(rng.integers(0, 2))), wall=int(rng.integers(1, 60)))
-            for i in range(12)]
-    r = simulate(system, jobs, make_dispatcher(f"{name}:time_unit=1,delta=0.2"), Scaled(factor),
-                 prediction_correction=correction, walltime_kill=kill)  # validated
+    jobs = [
+        job(
+            i + 1,
+            int(rng.integers(0, 60)),
+            int(rng.integers(1, 40)),
+            units=int(rng.integers(1, 4)),
+            req=(int(rng.integers(1, 5)), int(rng.integers(0, 2))),
+            wall=int(rng.integers(1, 60)),
+        )
+        for i in range(12)
+    ]
+    r = simulate(
+        system,
+        jobs,
+        make_dispatcher(f"{name}:time_unit=1,delta=0.2"),
+        Scaled(factor),
+        prediction_correction=correction,
+        walltime_kill=kill,
+    )  # validated
     assert not np.isnan(r.start).any()
     # every job that outlives its prediction is revised at least once, the others never
-    outliving = sum((min(j.run_time, j.wall_time) if kill else j.run_time) > max(1.0, j.run_time * factor)
-                    for j in jobs)
+    outliving = sum(
+        (min(j.run_time, j.wall_time) if kill else j.run_time) > max(1.0, j.run_time * factor)
+        for j in jobs
+    )
     assert r.extra["prediction_revisions"] >= outliving
     assert (r.extra["prediction_revisions"] > 0) == (outliving > 0)
 
@@ -137,10 +191,19 @@ def test_cp_dispatchers_with_corrected_predictions_give_valid_schedules(seed, na
 def test_a_negative_prediction_is_revised_at_the_start_not_in_the_past():
     # a custom predictor says -10 s for X: without a floor the revision would be scheduled
     # at t=-10 and time would run backwards
-    jobs = [job(1, 0, 100, wall=1000), job(2, 0, 50, wall=1000), job(3, 0, 10, units=3, wall=1000, max_units_per_node=1),
-            job(4, 0, 200, wall=1000)]
-    r = simulate(cores_system(3, 1), jobs, make_dispatcher("easy"), Fixed({1: -10.0, 2: 50.0, 3: 10.0, 4: 200.0}),
-                 prediction_correction="walltime")  # validated: nothing starts before its submission
+    jobs = [
+        job(1, 0, 100, wall=1000),
+        job(2, 0, 50, wall=1000),
+        job(3, 0, 10, units=3, wall=1000, max_units_per_node=1),
+        job(4, 0, 200, wall=1000),
+    ]
+    r = simulate(
+        cores_system(3, 1),
+        jobs,
+        make_dispatcher("easy"),
+        Fixed({1: -10.0, 2: 50.0, 3: 10.0, 4: 200.0}),
+        prediction_correction="walltime",
+    )  # validated: nothing starts before its submission
     times = r.decisions["time"].tolist()
     assert times == sorted(times) and min(times) >= 0
     assert r.extra["prediction_revisions"] == 1

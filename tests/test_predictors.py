@@ -22,7 +22,18 @@ from hpcdispatch.workload import load_workload
 
 
 def pj(id, run=100, wall=1000, user=1, queue=1, units=1, req=(1,), name=None, executable=-1):
-    return job(id, 0, run, units=units, req=req, wall=wall, user=user, queue=queue, name=name, executable=executable)
+    return job(
+        id,
+        0,
+        run,
+        units=units,
+        req=req,
+        wall=wall,
+        user=user,
+        queue=queue,
+        name=name,
+        executable=executable,
+    )
 
 
 def fresh(cls):
@@ -68,7 +79,7 @@ def test_rule1_identical_profile_most_recent_wins():
 def test_rule2_longest_name_prefix_rest_identical():
     p = fresh(DataDrivenPredictor)
     p.learn(pj(1, name="job1"), 100, 1)
-    p.learn(pj(2, name="jab9"), 999, 2)     # shares only "j"
+    p.learn(pj(2, name="jab9"), 999, 2)  # shares only "j"
     p.learn(pj(3, name="job2", req=(2,)), 555, 3)  # other request: not rule 2
     assert p.match(pj(4, name="job7")) == (2, 100)
     # ties on the prefix length: the most recent wins
@@ -78,13 +89,13 @@ def test_rule2_longest_name_prefix_rest_identical():
 
 def test_rule3_same_name_most_similar_request():
     p = fresh(DataDrivenPredictor)
-    p.learn(pj(1, name="lmp", units=2, req=(8,)), 100, 1)   # 16 cores
-    p.learn(pj(2, name="lmp", units=8, req=(8,)), 400, 2)   # 64 cores
+    p.learn(pj(1, name="lmp", units=2, req=(8,)), 100, 1)  # 16 cores
+    p.learn(pj(2, name="lmp", units=8, req=(8,)), 400, 2)  # 64 cores
     assert p.match(pj(3, name="lmp", units=3, req=(8,))) == (3, 100)  # 24 cores: closest is 16
     assert p.match(pj(4, name="lmp", units=6, req=(8,))) == (3, 400)  # 48 cores: closest is 64
     # equally similar requests: the most recent wins
-    p.learn(pj(5, name="lmp", units=4, req=(8,)), 250, 3)   # 32 cores
-    p.learn(pj(6, name="lmp", units=4, req=(8,)), 260, 4)   # 32 cores again, later
+    p.learn(pj(5, name="lmp", units=4, req=(8,)), 250, 3)  # 32 cores
+    p.learn(pj(6, name="lmp", units=4, req=(8,)), 260, 4)  # 32 cores again, later
     assert p.match(pj(7, name="lmp", units=4, req=(8,))) == (1, 260)  # identical profile is rule 1
     assert p.match(pj(8, name="lmp", units=5, req=(8,))) == (3, 260)
 
@@ -172,12 +183,19 @@ def test_predictions_never_see_the_future(name):
 
     from hpcdispatch.workload import SwfOptions
 
-    wl = load_workload(str(trace("SDSC-SP2-1998-4.2-cln.swf.gz")), system, SwfOptions(max_jobs=1500))
+    wl = load_workload(
+        str(trace("SDSC-SP2-1998-4.2-cln.swf.gz")), system, SwfOptions(max_jobs=1500)
+    )
     cut = wl.jobs[1000].submit
     # the same trace, but every job submitted after `cut` runs 7x longer: a predictor that
     # peeked at jobs not yet ended (or not yet submitted) would predict differently before `cut`
-    changed = type(wl)([j._replace(run_time=j.run_time * 7, wall_time=j.wall_time * 7) if j.submit > cut else j
-                        for j in wl.jobs], wl.resources)
+    changed = type(wl)(
+        [
+            j._replace(run_time=j.run_time * 7, wall_time=j.wall_time * 7) if j.submit > cut else j
+            for j in wl.jobs
+        ],
+        wl.resources,
+    )
     a, b = Spy(make_predictor(name)), Spy(make_predictor(name))
     simulate(system, wl, make_dispatcher("fifo"), predictor=a)
     simulate(system, changed, make_dispatcher("fifo"), predictor=b)
@@ -207,25 +225,42 @@ def test_predictor_suffix_in_dispatcher_specs():
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(["sjf", "easy", "conservative"]), st.floats(0.05, 0.9), st.integers(0, 10_000))
+@given(
+    st.sampled_from(["sjf", "easy", "conservative"]), st.floats(0.05, 0.9), st.integers(0, 10_000)
+)
 def test_underestimated_jobs_keep_dispatchers_going(name, factor, seed):
     rng = np.random.default_rng(seed)
-    jobs = [job(i + 1, int(rng.integers(0, 200)), int(rng.integers(1, 100)), units=int(rng.integers(1, 4)))
-            for i in range(25)]
-    r = simulate(cores_system(4, 1), jobs, make_dispatcher(name), predictor=Scaled(factor))  # validated
+    jobs = [
+        job(
+            i + 1,
+            int(rng.integers(0, 200)),
+            int(rng.integers(1, 100)),
+            units=int(rng.integers(1, 4)),
+        )
+        for i in range(25)
+    ]
+    r = simulate(
+        cores_system(4, 1), jobs, make_dispatcher(name), predictor=Scaled(factor)
+    )  # validated
     assert not np.isnan(r.start).any()
     # a long gap without events must not make conservative wake up every second
     assert len(r.decisions["time"]) < 200
 
 
 @settings(deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 5_000), st.integers(1, 5_000)), max_size=40),
-       st.booleans())
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 10_000), st.integers(1, 5_000), st.integers(1, 5_000)), max_size=40
+    ),
+    st.booleans(),
+)
 def test_predict_all_is_predict_at_each_submission(rows, kill):
     """The static predictors' whole-workload predictions (what the compiled engine plans with)
     are, job by job, what ``predict`` returns at the job's submission; W from the wall-time,
     R the run time, cut at the wall-time when kills are on (hand-checked on two jobs)."""
-    wl = workload([job(i, submit, run, wall=wall) for i, (submit, run, wall) in enumerate(sorted(rows))])
+    wl = workload(
+        [job(i, submit, run, wall=wall) for i, (submit, run, wall) in enumerate(sorted(rows))]
+    )
     for predictor in (make_predictor("W"), make_predictor("R")):
         predictor.reset(wl, kill)
         expected = [predictor.predict(j, float(j.submit)) for j in wl.jobs]

@@ -25,16 +25,24 @@ pytest.importorskip("numba")
 @pytest.fixture
 def python_only(monkeypatch):
     """Call ``python_only(True)`` to force the Python code for what follows."""
+
     def switch(on: bool) -> None:
         monkeypatch.setattr(profile_module, "COMPILED", not on)
+
     return switch
 
 
 def _system(n_nodes: int, cores: int, gpus: int) -> System:
-    return System(name="p", resources=("core", "gpu"), node_types=(NodeType("t", n_nodes, {"core": cores, "gpu": gpus}),))
+    return System(
+        name="p",
+        resources=("core", "gpu"),
+        node_types=(NodeType("t", n_nodes, {"core": cores, "gpu": gpus}),),
+    )
 
 
-def random_profile(rng: np.random.Generator, system: System, node_level: bool) -> AvailabilityProfile:
+def random_profile(
+    rng: np.random.Generator, system: System, node_level: bool
+) -> AvailabilityProfile:
     """A profile with random running jobs' releases and a few random reservations on top."""
     cap = system.capacity
     n_nodes = cap.shape[0]
@@ -42,7 +50,9 @@ def random_profile(rng: np.random.Generator, system: System, node_level: bool) -
     releases = []
     for node in range(n_nodes):
         if used[node].any():
-            releases.append((float(rng.integers(1, 60)), np.array([node]), used[node][None, :].copy()))
+            releases.append(
+                (float(rng.integers(1, 60)), np.array([node]), used[node][None, :].copy())
+            )
     prof = AvailabilityProfile(0.0, cap - used, releases, node_level=node_level)
     for _ in range(int(rng.integers(0, 6))):  # reservations where they fit at the moment
         node = int(rng.integers(0, n_nodes))
@@ -76,9 +86,12 @@ def test_compiled_earliest_equals_python_on_random_profiles(node_level, allocato
             python_only(python)
             prof = random_profile(np.random.default_rng(seed), system, node_level)
             found = prof.earliest(units, req, duration, alloc, mpn, before=before)
-            answers.append(None if found is None else (found[0], None if found[1] is None else found[1].pairs()))
+            answers.append(
+                None
+                if found is None
+                else (found[0], None if found[1] is None else found[1].pairs())
+            )
         assert answers[0] == answers[1], (case, answers)
-
 
 
 @pytest.mark.parametrize("node_level", [True, False])
@@ -92,12 +105,20 @@ def test_not_before_finds_the_exact_earliest_start_not_the_next_segment_start(no
     for case in range(150):
         system = _system(int(rng.integers(1, 5)), int(rng.integers(1, 6)), 0)
         alloc = make_allocator("best-fit", system)
-        prof = random_profile(np.random.default_rng(int(rng.integers(0, 2**31))), system, node_level)
+        prof = random_profile(
+            np.random.default_rng(int(rng.integers(0, 2**31))), system, node_level
+        )
         req = np.array([int(rng.integers(1, 6)), 0], dtype=np.int64)
-        units, duration, t0 = int(rng.integers(1, 4)), float(rng.integers(1, 30)), float(rng.integers(1, 20))
+        units, duration, t0 = (
+            int(rng.integers(1, 4)),
+            float(rng.integers(1, 30)),
+            float(rng.integers(1, 20)),
+        )
         expected = None
         for t in range(int(t0), 200):
-            window = np.stack([prof.free_at(float(u)) for u in range(t, t + int(duration))]).min(axis=0)
+            window = np.stack([prof.free_at(float(u)) for u in range(t, t + int(duration))]).min(
+                axis=0
+            )
             if node_level:
                 fits = alloc.allocate(units, req, window, 0) is not None
             else:
@@ -112,7 +133,6 @@ def test_not_before_finds_the_exact_earliest_start_not_the_next_segment_start(no
     assert inside > 10  # many answers lay inside a segment (the case that used to fail)
 
 
-
 @pytest.mark.parametrize("node_level", [True, False])
 def test_min_free_is_the_least_free_capacity_over_the_interval(node_level):
     """``min_free(a, b)`` equals the element-wise minimum of ``free_at(t)`` over every integer
@@ -121,7 +141,9 @@ def test_min_free_is_the_least_free_capacity_over_the_interval(node_level):
     rng = np.random.default_rng(5)
     for case in range(200):
         system = _system(int(rng.integers(1, 5)), int(rng.integers(1, 6)), int(rng.integers(0, 3)))
-        prof = random_profile(np.random.default_rng(int(rng.integers(0, 2**31))), system, node_level)
+        prof = random_profile(
+            np.random.default_rng(int(rng.integers(0, 2**31))), system, node_level
+        )
         a = int(rng.integers(0, 100))
         b = a + int(rng.integers(1, 60))
         expected = np.stack([prof.free_at(float(t)) for t in range(a, b)]).min(axis=0)
@@ -130,8 +152,13 @@ def test_min_free_is_the_least_free_capacity_over_the_interval(node_level):
 
 def _run(system, workload, allocator, predictor, kill, profile):
     dispatcher = make_dispatcher(f"conservative:profile={profile}", allocator=allocator)
-    sim = Simulator(system, workload, dispatcher, predictor=predictor_for(predictor),
-                    options=SimulationOptions(walltime_kill=kill, engine="python"))
+    sim = Simulator(
+        system,
+        workload,
+        dispatcher,
+        predictor=predictor_for(predictor),
+        options=SimulationOptions(walltime_kill=kill, engine="python"),
+    )
     result = sim.run()
     return result, dispatcher
 
@@ -149,8 +176,12 @@ def _compiled_and_python(system, workload, allocator, predictor, kill, profile):
 
 
 @SETTINGS
-@given(scenarios(max_jobs=30), hst.sampled_from(["first-fit", "best-fit"]),
-       hst.sampled_from(["walltime", "oracle", "scaled:0.3", "scaled:1.7"]), hst.sampled_from(["auto", "node"]))
+@given(
+    scenarios(max_jobs=30),
+    hst.sampled_from(["first-fit", "best-fit"]),
+    hst.sampled_from(["walltime", "oracle", "scaled:0.3", "scaled:1.7"]),
+    hst.sampled_from(["auto", "node"]),
+)
 def test_compiled_compression_takes_the_python_decisions(scenario, allocator, predictor, profile):
     system, workload, kill = scenario
     (a, da), (b, db) = _compiled_and_python(system, workload, allocator, predictor, kill, profile)
@@ -175,8 +206,10 @@ def test_hand_computed_compressions_on_one_core(compiled, monkeypatch):
 
     monkeypatch.setattr(profile_module, "COMPILED", compiled)
     system = System(name="one", resources=("core",), node_types=(NodeType("t", 1, {"core": 1}),))
-    jobs = [Job(id=i, submit=s, run_time=r, wall_time=w, units=1, unit_request=(1,))
-            for i, s, r, w in [(1, 5, 3, 6), (2, 7, 1, 1), (3, 3, 8, 8), (4, 3, 5, 5)]]
+    jobs = [
+        Job(id=i, submit=s, run_time=r, wall_time=w, units=1, unit_request=(1,))
+        for i, s, r, w in [(1, 5, 3, 6), (2, 7, 1, 1), (3, 3, 8, 8), (4, 3, 5, 5)]
+    ]
     workload = Workload(jobs, system.resources)
     result, _ = _run(system, workload, "first-fit", "scaled:1.7", False, "auto")
     starts = {job.id: float(result.start[job.index]) for job in workload.jobs}
@@ -200,8 +233,16 @@ def test_compiled_compression_on_long_pooled_queues(seed):
         t += float(rng.integers(0, 40))
         run = float(rng.integers(1, 400))
         wall = run * float(rng.choice([1.0, 2.0, 5.0, 20.0]))
-        jobs.append(Job(id=i + 1, submit=t, run_time=run, wall_time=wall,
-                        units=int(rng.choice([1, 1, 2, 4, 8, 16, 32])), unit_request=(1,)))
+        jobs.append(
+            Job(
+                id=i + 1,
+                submit=t,
+                run_time=run,
+                wall_time=wall,
+                units=int(rng.choice([1, 1, 2, 4, 8, 16, 32])),
+                unit_request=(1,),
+            )
+        )
     workload = Workload(jobs, system.resources)
     (a, da), (b, db) = _compiled_and_python(system, workload, "first-fit", "walltime", True, "auto")
     assert da.compressions > 100
@@ -211,7 +252,10 @@ def test_compiled_compression_on_long_pooled_queues(seed):
     assert validate_result(a).ok
 
 
-@pytest.mark.parametrize(("seed", "load", "allocator"), [(1, 0.9, "first-fit"), (2, 0.9, "best-fit"), (3, 0.7, "first-fit")])
+@pytest.mark.parametrize(
+    ("seed", "load", "allocator"),
+    [(1, 0.9, "first-fit"), (2, 0.9, "best-fit"), (3, 0.7, "first-fit")],
+)
 def test_compiled_compression_on_the_default_machine(seed, load, allocator):
     # The README default's shape: Lublin jobs on machine-s (128 nodes x 8 cores + 2 GPUs),
     # node-level planning, hundreds of compressions over long queues. The window minima run

@@ -23,7 +23,13 @@ def scenarios(draw, max_jobs: int = 25):
     n_types = draw(st.integers(1, 2))
     types = []
     for t in range(n_types):
-        types.append(NodeType(f"t{t}", draw(st.integers(1, 5)), {"core": draw(st.integers(1, 8)), "gpu": draw(st.integers(0, 2))}))
+        types.append(
+            NodeType(
+                f"t{t}",
+                draw(st.integers(1, 5)),
+                {"core": draw(st.integers(1, 8)), "gpu": draw(st.integers(0, 2))},
+            )
+        )
     system = System(name="random", resources=("core", "gpu"), node_types=tuple(types))
     max_core = max(nt.capacity["core"] for nt in types)
     n = draw(st.integers(1, max_jobs))
@@ -36,12 +42,19 @@ def scenarios(draw, max_jobs: int = 25):
         wall = draw(st.one_of(st.just(run), st.integers(1, 60)))
         jobs.append(
             Job(
-                id=i + 1, submit=draw(st.integers(0, 60)), run_time=run, wall_time=wall, units=units,
-                unit_request=(core, gpu), max_units_per_node=draw(st.sampled_from([0, 0, 1])),
+                id=i + 1,
+                submit=draw(st.integers(0, 60)),
+                run_time=run,
+                wall_time=wall,
+                units=units,
+                unit_request=(core, gpu),
+                max_units_per_node=draw(st.sampled_from([0, 0, 1])),
             )
         )
     ok = fits_empty_system(
-        np.array([j.units for j in jobs]), np.array([j.unit_request for j in jobs]), system,
+        np.array([j.units for j in jobs]),
+        np.array([j.unit_request for j in jobs]),
+        system,
         np.array([j.max_units_per_node for j in jobs]),
     )
     jobs = [j for j, fit in zip(jobs, ok) if fit]
@@ -59,30 +72,47 @@ def predictor_for(name: str) -> Predictor:
     return make_predictor(name)
 
 
-PREDICTOR_NAMES = st.sampled_from(["walltime", "oracle", "last-two", "data-driven", "scaled:0.3", "scaled:1.7"])
+PREDICTOR_NAMES = st.sampled_from(
+    ["walltime", "oracle", "last-two", "data-driven", "scaled:0.3", "scaled:1.7"]
+)
 CORRECTIONS = st.sampled_from([None, None, "walltime", "ladder"])
 
 
 @SETTINGS
-@given(scenarios(), st.sampled_from(["fifo", "sjf", "easy", "conservative"]), st.sampled_from(["first-fit", "best-fit"]),
-       PREDICTOR_NAMES, CORRECTIONS)
-def test_random_workloads_give_valid_reproducible_schedules(scenario, name, allocator, predictor, correction):
+@given(
+    scenarios(),
+    st.sampled_from(["fifo", "sjf", "easy", "conservative"]),
+    st.sampled_from(["first-fit", "best-fit"]),
+    PREDICTOR_NAMES,
+    CORRECTIONS,
+)
+def test_random_workloads_give_valid_reproducible_schedules(
+    scenario, name, allocator, predictor, correction
+):
     system, wl, kill = scenario
     opts = {"walltime_kill": kill, "prediction_correction": correction}
-    a = simulate(system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), **opts)
-    b = simulate(system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), **opts)
+    a = simulate(
+        system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), **opts
+    )
+    b = simulate(
+        system, wl, make_dispatcher(name, allocator=allocator), predictor_for(predictor), **opts
+    )
     assert np.array_equal(a.start, b.start, equal_nan=True)
     assert placement(a) == placement(b)
     assert not np.isnan(a.start).any()
 
 
 @SETTINGS
-@given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]), PREDICTOR_NAMES, CORRECTIONS)
+@given(
+    scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]), PREDICTOR_NAMES, CORRECTIONS
+)
 def test_optimized_easy_takes_the_reference_decisions(scenario, allocator, predictor, correction):
     # with corrected predictions too: a revised end must drop the kept reservation
     system, wl, kill = scenario
     opts = {"walltime_kill": kill, "prediction_correction": correction}
-    fast = simulate(system, wl, make_dispatcher("easy", allocator=allocator), predictor_for(predictor), **opts)
+    fast = simulate(
+        system, wl, make_dispatcher("easy", allocator=allocator), predictor_for(predictor), **opts
+    )
     ref = simulate(system, wl, ReferenceEASY(allocator=allocator), predictor_for(predictor), **opts)
     assert np.array_equal(fast.start, ref.start)
     assert placement(fast) == placement(ref)
@@ -107,7 +137,11 @@ class RecordingConservative(Conservative):
 
 
 @SETTINGS
-@given(scenarios(max_jobs=30), st.sampled_from(["first-fit", "best-fit"]), st.sampled_from(["walltime", "oracle", "scaled:1.5"]))
+@given(
+    scenarios(max_jobs=30),
+    st.sampled_from(["first-fit", "best-fit"]),
+    st.sampled_from(["walltime", "oracle", "scaled:1.5"]),
+)
 def test_conservative_reservations_never_move_later(scenario, allocator, predictor):
     # (with predictions that never under-estimate: a job outliving its prediction forces a
     # re-plan in which reservations may legitimately move later)
@@ -123,19 +157,30 @@ def test_conservative_reservations_never_move_later(scenario, allocator, predict
 def unit_scenarios(draw):
     nodes = draw(st.integers(1, 6))
     cores = draw(st.integers(1, 4))
-    system = System(name="cores", resources=("core",), node_types=(NodeType("n", nodes, {"core": cores}),))
+    system = System(
+        name="cores", resources=("core",), node_types=(NodeType("n", nodes, {"core": cores}),)
+    )
     jobs = [
-        Job(id=i + 1, submit=draw(st.integers(0, 60)), run_time=(run := draw(st.integers(1, 40))),
-            wall_time=draw(st.one_of(st.just(run), st.integers(run, 80))), units=draw(st.integers(1, nodes * cores)),
-            unit_request=(1,))
+        Job(
+            id=i + 1,
+            submit=draw(st.integers(0, 60)),
+            run_time=(run := draw(st.integers(1, 40))),
+            wall_time=draw(st.one_of(st.just(run), st.integers(run, 80))),
+            units=draw(st.integers(1, nodes * cores)),
+            unit_request=(1,),
+        )
         for i in range(draw(st.integers(1, 30)))
     ]
     return system, Workload(jobs, system.resources)
 
 
 @SETTINGS
-@given(unit_scenarios(), st.sampled_from(["first-fit", "best-fit"]), st.sampled_from(["auto", "node"]))
-def test_pooled_and_pinned_conservative_never_move_a_reservation_later(scenario, allocator, profile):
+@given(
+    unit_scenarios(), st.sampled_from(["first-fit", "best-fit"]), st.sampled_from(["auto", "node"])
+)
+def test_pooled_and_pinned_conservative_never_move_a_reservation_later(
+    scenario, allocator, profile
+):
     system, wl = scenario
     disp = RecordingConservative(allocator=allocator, profile=profile)
     r = simulate(system, wl, disp)  # validated
@@ -145,7 +190,6 @@ def test_pooled_and_pinned_conservative_never_move_a_reservation_later(scenario,
         assert r.start[idx] <= seq[0]
 
 
-
 def test_conservative_wakes_up_for_a_reservation_one_second_after_a_call():
     # Found by the property above: on 5 single-core nodes, job 12 (planned to end at 18)
     # ends at 16 and job 1 (2 units) still cannot move before 18. The last call before that
@@ -153,13 +197,38 @@ def test_conservative_wakes_up_for_a_reservation_one_second_after_a_call():
     # Starts at now + 1 were never woken up for (meant for the under-estimation clamp of a
     # job past its planned end, which is not the case here), so job 1 started at 19.
     system = System(name="cores", resources=("core",), node_types=(NodeType("n", 5, {"core": 1}),))
-    spec = [(2, 0, 12, 12, 1), (3, 0, 1, 1, 1), (5, 0, 1, 1, 1), (6, 0, 1, 1, 1), (7, 0, 1, 1, 1),
-            (9, 0, 1, 1, 1), (10, 0, 1, 1, 1), (11, 0, 1, 1, 1), (13, 0, 1, 1, 1), (14, 0, 1, 1, 1),
-            (15, 0, 1, 1, 1), (16, 0, 1, 1, 1), (17, 0, 1, 1, 1), (18, 0, 1, 1, 1), (20, 0, 9, 9, 1),
-            (21, 0, 11, 11, 2), (23, 0, 3, 3, 4), (4, 1, 10, 10, 1), (19, 1, 2, 2, 3), (22, 1, 3, 3, 1),
-            (12, 2, 1, 3, 1), (1, 3, 1, 1, 2), (8, 14, 1, 1, 1)]
-    wl = Workload([Job(id=i, submit=s, run_time=r, wall_time=w, units=u, unit_request=(1,))
-                   for i, s, r, w, u in spec], system.resources)
+    spec = [
+        (2, 0, 12, 12, 1),
+        (3, 0, 1, 1, 1),
+        (5, 0, 1, 1, 1),
+        (6, 0, 1, 1, 1),
+        (7, 0, 1, 1, 1),
+        (9, 0, 1, 1, 1),
+        (10, 0, 1, 1, 1),
+        (11, 0, 1, 1, 1),
+        (13, 0, 1, 1, 1),
+        (14, 0, 1, 1, 1),
+        (15, 0, 1, 1, 1),
+        (16, 0, 1, 1, 1),
+        (17, 0, 1, 1, 1),
+        (18, 0, 1, 1, 1),
+        (20, 0, 9, 9, 1),
+        (21, 0, 11, 11, 2),
+        (23, 0, 3, 3, 4),
+        (4, 1, 10, 10, 1),
+        (19, 1, 2, 2, 3),
+        (22, 1, 3, 3, 1),
+        (12, 2, 1, 3, 1),
+        (1, 3, 1, 1, 2),
+        (8, 14, 1, 1, 1),
+    ]
+    wl = Workload(
+        [
+            Job(id=i, submit=s, run_time=r, wall_time=w, units=u, unit_request=(1,))
+            for i, s, r, w, u in spec
+        ],
+        system.resources,
+    )
     for profile in ("auto", "node"):  # (pinned: another plan, the same guarantee)
         disp = RecordingConservative(profile=profile)
         r = simulate(system, wl, disp)
@@ -178,9 +247,18 @@ def brute_force_shadow(view, scratch, head):
 
     now1 = view.now + 1.0
     releases = [(max(rj.planned_end, now1), view.holdings(rj)) for rj in view.running.values()]
-    releases += [(view.now + view.planned_duration(s.job),
-                  [(s.allocation.nodes, held_amounts(s.allocation, view.requests[s.job.index], s.job.per_node_request))])
-                 for s in scratch.starts]
+    releases += [
+        (
+            view.now + view.planned_duration(s.job),
+            [
+                (
+                    s.allocation.nodes,
+                    held_amounts(s.allocation, view.requests[s.job.index], s.job.per_node_request),
+                )
+            ],
+        )
+        for s in scratch.starts
+    ]
     future = np.array(scratch.free)
     req = view.requests[head.index]
     for t in sorted({end for end, _ in releases}):
@@ -201,8 +279,16 @@ def test_every_easy_shadow_time_equals_the_brute_force_one(scenario, allocator, 
     from hpcdispatch.dispatchers import easy
 
     system, wl, kill = scenario
-    with mock.patch.object(easy._BackfillPass, "reserve", _checked_reserve({"calls": 0, "finite": 0, "kept": 0})):
-        simulate(system, wl, make_dispatcher("easy", allocator=allocator), predictor_for(predictor), walltime_kill=kill)
+    with mock.patch.object(
+        easy._BackfillPass, "reserve", _checked_reserve({"calls": 0, "finite": 0, "kept": 0})
+    ):
+        simulate(
+            system,
+            wl,
+            make_dispatcher("easy", allocator=allocator),
+            predictor_for(predictor),
+            walltime_kill=kill,
+        )
 
 
 def _checked_reserve(seen):
@@ -221,10 +307,13 @@ def _checked_reserve(seen):
         seen["calls"] += 1
         seen["finite"] += bf.shadow < float("inf")
         seen["kept"] += kept
+
     return reserve
 
 
-@pytest.mark.parametrize("system_name,charge", [("eurora", False), ("lublin-256", False), ("eurora", True)])
+@pytest.mark.parametrize(
+    "system_name,charge", [("eurora", False), ("lublin-256", False), ("eurora", True)]
+)
 def test_shadow_times_on_a_generated_workload_equal_the_brute_force_ones(system_name, charge):
     # hundreds of running jobs and long queues: the galloping search crosses many groups
     from unittest import mock
@@ -238,8 +327,14 @@ def test_shadow_times_on_a_generated_workload_equal_the_brute_force_ones(system_
     seen = {"calls": 0, "finite": 0, "kept": 0}
     # (with the dispatch time charged, jobs start a little after the call that chose them)
     with mock.patch.object(easy._BackfillPass, "reserve", _checked_reserve(seen)):
-        simulate(system, wl, make_dispatcher("easy"), predictor_for("walltime"), walltime_kill=True,
-                 charge_dispatch_time=charge)
+        simulate(
+            system,
+            wl,
+            make_dispatcher("easy"),
+            predictor_for("walltime"),
+            walltime_kill=True,
+            charge_dispatch_time=charge,
+        )
     assert seen["finite"] > 100 and seen["kept"] > 50, seen
 
 
@@ -258,7 +353,15 @@ def test_fifo_skipping_a_blocked_head_changes_no_decision(scenario, allocator):
             return super()._dispatch(view)
 
     system, wl, kill = scenario
-    fast = simulate(system, wl, make_dispatcher("fifo", allocator=allocator), predictor_for("walltime"), walltime_kill=kill)
-    plain = simulate(system, wl, PlainFIFO(allocator=allocator), predictor_for("walltime"), walltime_kill=kill)
+    fast = simulate(
+        system,
+        wl,
+        make_dispatcher("fifo", allocator=allocator),
+        predictor_for("walltime"),
+        walltime_kill=kill,
+    )
+    plain = simulate(
+        system, wl, PlainFIFO(allocator=allocator), predictor_for("walltime"), walltime_kill=kill
+    )
     assert np.array_equal(fast.start, plain.start)
     assert placement(fast) == placement(plain)

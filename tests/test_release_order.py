@@ -14,7 +14,9 @@ N_NODES, N_RES = 6, 2
 
 def segment(draw):
     nodes = sorted(draw(st.sets(st.integers(0, N_NODES - 1), min_size=1, max_size=3)))
-    amounts = np.array([[draw(st.integers(0, 5)) for _ in range(N_RES)] for _ in nodes], dtype=np.int64)
+    amounts = np.array(
+        [[draw(st.integers(0, 5)) for _ in range(N_RES)] for _ in nodes], dtype=np.int64
+    )
     return np.asarray(nodes, dtype=np.int64), amounts
 
 
@@ -60,7 +62,10 @@ def observed(order: ReleaseOrder):
     assert lengths.sum() == len(nodes) == len(amounts)
     row_end = np.cumsum(lengths)
     for r in range(N_RES):
-        assert np.array_equal(totals[r], np.add.reduceat(amounts[:, r], row_end - lengths) if len(nodes) else totals[r])
+        assert np.array_equal(
+            totals[r],
+            np.add.reduceat(amounts[:, r], row_end - lengths) if len(nodes) else totals[r],
+        )
     by_end: dict[float, np.ndarray] = {}
     row_end = np.cumsum(lengths)
     for k, end in enumerate(ends.tolist()):

@@ -23,7 +23,7 @@ CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
     reason="chromium is not installed, so report.html cannot be checked in a browser; .ci/run installs Debian's "
-           "chromium with 'apt-get install chromium' when it runs as root (apt-get failed or was not run here)",
+    "chromium with 'apt-get install chromium' when it runs as root (apt-get failed or was not run here)",
 )
 
 SPEC = """
@@ -56,25 +56,37 @@ def _save_screenshot(data: bytes, path: Path) -> None:
 
 def test_the_harness_sees_errors_and_broken_images(tmp_path, browser):
     page = tmp_path / "broken.html"
-    page.write_text("<!DOCTYPE html><html><head><title>t</title></head><body>"
-                    "<img src='missing.png' alt='gone'><script>console.error('boom'); undefinedFunction();</script>"
-                    "</body></html>")
+    page.write_text(
+        "<!DOCTYPE html><html><head><title>t</title></head><body>"
+        "<img src='missing.png' alt='gone'><script>console.error('boom'); undefinedFunction();</script>"
+        "</body></html>"
+    )
     result = browser.open(page.as_uri())
     text = "\n".join(result.errors)
-    assert "console.error: boom" in text and "undefinedFunction" in text and "missing.png" in text, text
-    assert result.state["images"] == [{"alt": "gone", "complete": True, "width": 0, "height": 0, "data": False}]
+    assert (
+        "console.error: boom" in text and "undefinedFunction" in text and "missing.png" in text
+    ), text
+    assert result.state["images"] == [
+        {"alt": "gone", "complete": True, "width": 0, "height": 0, "data": False}
+    ]
 
 
 def _check(result, report_dir: Path) -> None:
     assert result.errors == [], result.errors
     pngs = sorted(p.name for p in report_dir.glob("*.png"))
     images = result.state["images"]
-    assert len(images) == result.state["figures"] == len(pngs) >= 3  # every figure is on the page ...
+    assert (
+        len(images) == result.state["figures"] == len(pngs) >= 3
+    )  # every figure is on the page ...
     for img in images:  # ... embedded and decoded
         assert img["data"] and img["complete"] and img["width"] > 0 and img["height"] > 0, img
-    assert result.state["scripts"] == 0 and result.state["external"] == []  # nothing to fetch: opens offline
+    assert (
+        result.state["scripts"] == 0 and result.state["external"] == []
+    )  # nothing to fetch: opens offline
     width, height = png_size(result.screenshot)
-    assert width >= 1200 and height > 900  # the whole page (less a scrollbar), taller than one screen
+    assert (
+        width >= 1200 and height > 900
+    )  # the whole page (less a scrollbar), taller than one screen
 
 
 def test_sweep_report_in_chromium(tmp_path, browser):
@@ -86,8 +98,14 @@ def test_sweep_report_in_chromium(tmp_path, browser):
     assert result.state["tables"] >= 3
     _check(result, html.parent)
     _save_screenshot(result.screenshot, tmp_path / "sweep-report.png")
-    assert {"qos.png", "qos_ecdf.png", "resources.png", "cost.png", "decision_time.png",
-            "prediction_accuracy.png"} <= {p.name for p in html.parent.glob("*.png")}
+    assert {
+        "qos.png",
+        "qos_ecdf.png",
+        "resources.png",
+        "cost.png",
+        "decision_time.png",
+        "prediction_accuracy.png",
+    } <= {p.name for p in html.parent.glob("*.png")}
     for img in result.state["figure_data"]:
         _not_blank(data_url_png(img["src"]))
         _nothing_cut(data_url_png(img["src"]))
@@ -111,8 +129,14 @@ def _nothing_cut(png: bytes) -> None:
     """Figures are saved with a tight bounding box and a margin: a legend or label that ran
     off the figure would touch its edge, so the outermost pixels must all be white."""
     pixels = decode_png(png)
-    edge = np.concatenate([pixels[:3].reshape(-1, 3), pixels[-3:].reshape(-1, 3),
-                           pixels[:, :3].reshape(-1, 3), pixels[:, -3:].reshape(-1, 3)])
+    edge = np.concatenate(
+        [
+            pixels[:3].reshape(-1, 3),
+            pixels[-3:].reshape(-1, 3),
+            pixels[:, :3].reshape(-1, 3),
+            pixels[:, -3:].reshape(-1, 3),
+        ]
+    )
     assert (edge > 0.97).all(), "something is drawn up to the figure's edge (clipped?)"
 
 
@@ -122,7 +146,7 @@ def _same_colours_everywhere(state: dict, labels: list[str]) -> None:
     expected = {x: s.color for x, s in dispatcher_styles(labels).items()}
     assert state["colours"] == expected
     for label, css in state["swatches"].items():  # the swatch the reader sees
-        r, g, b = (int(expected[label][i:i + 2], 16) for i in (1, 3, 5))
+        r, g, b = (int(expected[label][i : i + 2], 16) for i in (1, 3, 5))
         assert css == f"rgb({r}, {g}, {b})", (label, css)
     seen = set()
     for fig in state["figure_data"]:
@@ -138,8 +162,16 @@ def _same_colours_everywhere(state: dict, labels: list[str]) -> None:
 def test_compare_report_in_chromium(tmp_path, browser):
     out = tmp_path / "cmp"
     dispatchers = ["fifo", "sjf", "easy", "easy-L2:allocator=best-fit"]
-    p = cli("compare", "-w", "synthetic:lublin,jobs=300,seed=2,load=0.9", "-d", ",".join(dispatchers),
-            "-o", str(out), "-q")
+    p = cli(
+        "compare",
+        "-w",
+        "synthetic:lublin,jobs=300,seed=2,load=0.9",
+        "-d",
+        ",".join(dispatchers),
+        "-o",
+        str(out),
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     html = out / "report.html"
     assert str(html) in p.stdout.replace("\n", "")  # the main job prints the page's path
@@ -159,7 +191,9 @@ def test_compare_report_in_chromium(tmp_path, browser):
     assert "Identical for fifo, sjf, easy: drawn once." in captions["Accuracy"]
     md = (out / "report.md").read_text()
     assert "gpu: no job used any" in md  # machine-s has GPUs, Lublin jobs use none: no empty panel
-    assert "| dispatcher | mean wait [s] |" not in md  # the table's first columns are dispatcher, predictor
+    assert (
+        "| dispatcher | mean wait [s] |" not in md
+    )  # the table's first columns are dispatcher, predictor
     assert "mean wait [s]" in md and "p95 decision [ms]" in md  # units in the headers
 
 
@@ -188,14 +222,22 @@ def test_deadline_panels_in_chromium(tmp_path, browser):
     result = browser.open(html.as_uri())
     _check(result, html.parent)
     _save_screenshot(result.screenshot, tmp_path / "deadline-report.png")
-    panels = {Path(html.parent / name).name for name in (p.name for p in html.parent.glob("deadline_*.png"))}
-    assert panels == {f"deadline_{m}_{c}.png" for m in ("accepted", "cancel_rate", "on_time")
-                      for c in ("async", "sync")}
+    panels = {
+        Path(html.parent / name).name
+        for name in (p.name for p in html.parent.glob("deadline_*.png"))
+    }
+    assert panels == {
+        f"deadline_{m}_{c}.png"
+        for m in ("accepted", "cancel_rate", "on_time")
+        for c in ("async", "sync")
+    }
     figures = [f for f in result.state["figure_data"] if f["panels"] is not None]
     assert len(figures) == 6
     for fig in figures:
         # one panel per load, each with 3 strategies x 3 mixes = 9 bars holding a value
-        assert fig["panels"] == {"normal load (1500 s)": 9, "very heavy load (1 s)": 9}, fig["caption"]
+        assert fig["panels"] == {"normal load (1500 s)": 9, "very heavy load (1 s)": 9}, fig[
+            "caption"
+        ]
         _not_blank(data_url_png(fig["src"]))
         _nothing_cut(data_url_png(fig["src"]))
     _same_colours_everywhere(result.state, ["count-only", "hilbert", "manhattan"])

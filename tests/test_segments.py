@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.sim.segments import SegmentLog
+from hpcdispatch.system.allocation import Allocation
 
 
 @st.composite
@@ -17,7 +17,9 @@ def recordings(draw):
     events = []  # (job, t, nodes, units)
     for job in draw(st.permutations(range(n_jobs))):
         nodes = sorted(draw(st.sets(st.integers(0, 30), min_size=1, max_size=4)))
-        events.append((job, float(draw(st.integers(0, 100))), nodes, [draw(st.integers(1, 3)) for _ in nodes]))
+        events.append(
+            (job, float(draw(st.integers(0, 100))), nodes, [draw(st.integers(1, 3)) for _ in nodes])
+        )
     for _ in range(draw(st.integers(0, 6))):  # growth grants, after every start
         job = draw(st.integers(0, n_jobs - 1))
         nodes = sorted(draw(st.sets(st.integers(31, 40), min_size=1, max_size=2)))
@@ -42,7 +44,22 @@ def test_segment_log_round_trip(recording, batch):
     assert got == expected and list(got) == list(expected)  # jobs in start order too
     end = np.arange(n_jobs, dtype=np.float64) + 1000.0
     rows = log.rows(end)
-    flat = [(job, k, n, u, t) for job, segs in expected.items() for k, (t, pairs) in enumerate(segs) for n, u in pairs]
-    assert list(zip(rows.job.tolist(), rows.segment.tolist(), rows.node.tolist(), rows.units.tolist(),
-                    rows.t_from.tolist())) == flat
+    flat = [
+        (job, k, n, u, t)
+        for job, segs in expected.items()
+        for k, (t, pairs) in enumerate(segs)
+        for n, u in pairs
+    ]
+    assert (
+        list(
+            zip(
+                rows.job.tolist(),
+                rows.segment.tolist(),
+                rows.node.tolist(),
+                rows.units.tolist(),
+                rows.t_from.tolist(),
+            )
+        )
+        == flat
+    )
     assert rows.t_to.tolist() == [end[job] for job, *_ in flat]

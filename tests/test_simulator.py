@@ -11,11 +11,11 @@ from helpers import cores_system, job, placement, simulate, starts, system_of, w
 
 from hpcdispatch.dispatchers import Dispatcher, Scratch, Tags
 from hpcdispatch.errors import InvalidDecisionError, SimulationStalledError
-from hpcdispatch.system.allocation import Allocation
+from hpcdispatch.metrics import summarize
 from hpcdispatch.protocol.decision import Admission, Decision, Start
 from hpcdispatch.sim import SimulationOptions, Simulator
+from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.workload.job import GrowthRequest
-from hpcdispatch.metrics import summarize
 
 
 class Scripted(Dispatcher):
@@ -39,7 +39,9 @@ def greedy(view, disp):
 
 
 def run_raw(system, jobs, dispatcher, **opts):
-    return Simulator(system, workload(jobs, system.resources), dispatcher, options=SimulationOptions(**opts)).run()
+    return Simulator(
+        system, workload(jobs, system.resources), dispatcher, options=SimulationOptions(**opts)
+    ).run()
 
 
 # ---- invalid decisions -------------------------------------------------------------------
@@ -92,18 +94,21 @@ def test_max_units_per_node_is_enforced():
         run_raw(cores_system(2, 4), [job(1, 0, 5, units=2, max_units_per_node=1)], Scripted(policy))
 
 
-@pytest.mark.parametrize("alloc, units, maxpn, why", [
-    (Allocation.trusted(np.array([5]), np.array([1])), 1, 0, "out of range"),
-    (Allocation.trusted(np.array([-1]), np.array([1])), 1, 0, "out of range"),
-    (Allocation.trusted(np.array([0]), np.array([0])), 0, 0, "non-positive"),
-    (Allocation.trusted(np.array([0, 1]), np.array([0, 1])), 1, 0, "non-positive"),
-    (Allocation([1], [3]), 2, 0, "holds 3 units, the job requests 2"),
-    (Allocation([0, 1], [1, 1]), 3, 0, "holds 2 units, the job requests 3"),
-    (Allocation([1], [2]), 2, 1, "more than 1 unit"),
-    (Allocation([0, 1], [1, 2]), 3, 1, "more than 1 unit"),
-    (Allocation([1], [3]), 3, 0, "node 1 has 2 core free, the allocation needs 3"),
-    (Allocation([0, 1], [1, 3]), 4, 0, "node 1 has 2 core free, the allocation needs 3"),
-])
+@pytest.mark.parametrize(
+    "alloc, units, maxpn, why",
+    [
+        (Allocation.trusted(np.array([5]), np.array([1])), 1, 0, "out of range"),
+        (Allocation.trusted(np.array([-1]), np.array([1])), 1, 0, "out of range"),
+        (Allocation.trusted(np.array([0]), np.array([0])), 0, 0, "non-positive"),
+        (Allocation.trusted(np.array([0, 1]), np.array([0, 1])), 1, 0, "non-positive"),
+        (Allocation([1], [3]), 2, 0, "holds 3 units, the job requests 2"),
+        (Allocation([0, 1], [1, 1]), 3, 0, "holds 2 units, the job requests 3"),
+        (Allocation([1], [2]), 2, 1, "more than 1 unit"),
+        (Allocation([0, 1], [1, 2]), 3, 1, "more than 1 unit"),
+        (Allocation([1], [3]), 3, 0, "node 1 has 2 core free, the allocation needs 3"),
+        (Allocation([0, 1], [1, 3]), 4, 0, "node 1 has 2 core free, the allocation needs 3"),
+    ],
+)
 def test_refused_allocations_name_the_problem_and_change_nothing(alloc, units, maxpn, why):
     # the single-node path (Python scalars) and the several-node path (numpy) say the same
     from hpcdispatch.sim.cluster import ClusterState
@@ -141,7 +146,12 @@ def test_charge_dispatch_time_delays_starts_by_the_decision_time():
         time.sleep(0.02)
         return greedy(view, disp)
 
-    r = simulate(cores_system(2, 1), [job(1, 0, 10), job(2, 5, 10)], Scripted(slow), charge_dispatch_time=True)
+    r = simulate(
+        cores_system(2, 1),
+        [job(1, 0, 10), job(2, 5, 10)],
+        Scripted(slow),
+        charge_dispatch_time=True,
+    )
     elapsed = r.decisions["elapsed"]
     assert (elapsed >= 0.02).all()
     assert r.start[0] == pytest.approx(0 + elapsed[0])
@@ -160,8 +170,13 @@ def test_without_charging_starts_are_at_the_decision_time():
 
 def test_interval_only_dispatching():
     # called only every 10 s: a job submitted at 3 starts at 10, one submitted at 12 at 20.
-    r = simulate(cores_system(2, 1), [job(1, 3, 4), job(2, 12, 4)], Scripted(greedy),
-                 dispatch_interval=10.0, dispatch_on_events=False)
+    r = simulate(
+        cores_system(2, 1),
+        [job(1, 3, 4), job(2, 12, 4)],
+        Scripted(greedy),
+        dispatch_interval=10.0,
+        dispatch_on_events=False,
+    )
     assert starts(r) == {1: 10, 2: 20}
 
 
@@ -207,7 +222,10 @@ def test_a_dispatcher_that_says_it_never_rejects_cannot_reject():
     class Silent(RejectWide):
         tags = Tags()
 
-    with pytest.raises(InvalidDecisionError, match="job 1: rejected at submission, but its tags say it never rejects"):
+    with pytest.raises(
+        InvalidDecisionError,
+        match="job 1: rejected at submission, but its tags say it never rejects",
+    ):
         simulate(cores_system(2, 1), [job(1, 0, 5, units=2), job(2, 0, 5)], Silent())
 
     class Mute(RejectWide):
@@ -241,7 +259,10 @@ def test_granted_growth_holds_more_nodes_until_the_end():
     r = simulate(cores_system(2, 1), [j1, job(2, 6, 5)], GrowFirstFit())
     assert starts(r) == {1: 0, 2: 20}
     frame = r.allocations_frame()
-    assert frame[frame.job_id == 1][["segment", "node", "from", "to"]].values.tolist() == [[0, 0, 0, 20], [1, 1, 5, 20]]
+    assert frame[frame.job_id == 1][["segment", "node", "from", "to"]].values.tolist() == [
+        [0, 0, 0, 20],
+        [1, 1, 5, 20],
+    ]
     assert r.resize_log == [(5, 1, 1, True)]
 
 
@@ -259,7 +280,14 @@ def test_same_time_order_is_ends_then_submits_then_dispatch():
     seen = []
 
     def spy(view, disp):
-        seen.append((view.now, [j.id for j in view.ended_jobs], [j.id for j in view.new_jobs], dict(zip(view.system.resources, view.free_total))))
+        seen.append(
+            (
+                view.now,
+                [j.id for j in view.ended_jobs],
+                [j.id for j in view.new_jobs],
+                dict(zip(view.system.resources, view.free_total)),
+            )
+        )
         return greedy(view, disp)
 
     simulate(cores_system(1, 1), [job(1, 0, 10), job(2, 10, 5)], Scripted(spy))

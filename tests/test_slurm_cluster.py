@@ -24,7 +24,14 @@ import pytest
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.slurm import cluster as cluster_mod
-from hpcdispatch.slurm.cluster import daemon_pids, down, find_binaries, is_our_daemon, read_cluster, up
+from hpcdispatch.slurm.cluster import (
+    daemon_pids,
+    down,
+    find_binaries,
+    is_our_daemon,
+    read_cluster,
+    up,
+)
 from hpcdispatch.slurm.config import first_nodes
 from hpcdispatch.system.io import load_system
 
@@ -53,8 +60,13 @@ def _require_slurm() -> None:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "hpcdispatch", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COLUMNS": "300"})
+    return subprocess.run(
+        [sys.executable, "-m", "hpcdispatch", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "300"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +113,13 @@ def test_nodes_idle_and_every_daemon_on_loopback_only(cluster_dir: Path) -> None
     assert ports == list(range(info.ctld_port, info.ctld_port + 17))
     assert all(addr.startswith("127.0.0.1:") for addr, _ in listening), listening
     # gres survived (trap 1: the daemons run under the names slurmctld / slurmd)
-    out = subprocess.run([info.binaries["scontrol"], "-o", "show", "node", "n0007"], env=info.env(),
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [info.binaries["scontrol"], "-o", "show", "node", "n0007"],
+        env=info.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "Gres=gpu:2" in out and "CfgTRES=cpu=8,mem=2G" in out
     # fake GPUs: character devices 195:0 and 195:1 (root may mknod)
     import stat
@@ -112,20 +129,38 @@ def test_nodes_idle_and_every_daemon_on_loopback_only(cluster_dir: Path) -> None
     assert [(os.major(d.st_rdev), os.minor(d.st_rdev)) for d in devices] == [(195, 0), (195, 1)]
 
 
-def test_replay_every_job_completed_and_the_run_validates(cluster_dir: Path, tmp_path: Path) -> None:
+def test_replay_every_job_completed_and_the_run_validates(
+    cluster_dir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "replay"
-    proc = run_cli("slurm", "replay", str(DATA / "replay-25.csv"), "--dir", str(cluster_dir), "--time-scale", "0.1",
-                   "-o", str(out))
+    proc = run_cli(
+        "slurm",
+        "replay",
+        str(DATA / "replay-25.csv"),
+        "--dir",
+        str(cluster_dir),
+        "--time-scale",
+        "0.1",
+        "-o",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr + proc.stdout
     run = json.loads((out / "run.json").read_text())
-    assert run["dispatcher"]["name"] == "slurm-real" and run["dispatcher_tags"]["deterministic"] is False
+    assert (
+        run["dispatcher"]["name"] == "slurm-real"
+        and run["dispatcher_tags"]["deterministic"] is False
+    )
     replay = run["replay"]
     assert replay["slurm_states"] == {"COMPLETED": 25} and replay["problems"] == []
     assert replay["time_scale"] == 0.1 and run["time_tolerance"] == pytest.approx(30.0)
     assert replay["jobcomp"]["records"] == 25 and replay["jobcomp"]["agree"] == 25
     jobs = pd.read_parquet(out / "jobs.parquet").set_index("job_id")
-    assert len(jobs) == 25 and (jobs["start"] >= jobs["submit"]).all()  # submissions at whole seconds, rounded up
-    assert jobs.loc[25, "status"] == "killed" and (jobs.drop(index=25)["status"] == "completed").all()
+    assert (
+        len(jobs) == 25 and (jobs["start"] >= jobs["submit"]).all()
+    )  # submissions at whole seconds, rounded up
+    assert (
+        jobs.loc[25, "status"] == "killed" and (jobs.drop(index=25)["status"] == "completed").all()
+    )
     # whole seconds / 0.1: every time is a multiple of 10 workload seconds (first submit 20)
     assert ((jobs["start"] - 20.0) % 10 == 0).all() and ((jobs["end"] - 20.0) % 10 == 0).all()
     valid = run_cli("validate", str(out))
@@ -162,18 +197,27 @@ def _processes_naming(path: Path) -> list[int]:
     return found
 
 
-def test_up_timeout_stops_the_daemons_again(cluster_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_up_timeout_stops_the_daemons_again(
+    cluster_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     state = Path(f"/tmp/hpcdispatch-slurm-pytest3-{os.getpid()}")
     try:
         # the daemons really start; sinfo is made to report a node that never comes up
         with monkeypatch.context() as m:
             m.setattr(cluster_mod, "node_states", lambda info: {"n0000": "down*", "n0001": "idle"})
-            with pytest.raises(ConfigError, match=r"the nodes were not all idle after 1 s \(1 not idle: n0000 down\*\); "
-                                                  r"the daemons were stopped; logs: "):
+            with pytest.raises(
+                ConfigError,
+                match=r"the nodes were not all idle after 1 s \(1 not idle: n0000 down\*\); "
+                r"the daemons were stopped; logs: ",
+            ):
                 up(first_nodes(load_system("machine-s"), 2), state, timeout=1.0)
         assert _processes_naming(state) == []
-        assert (state / "cluster.json.failed").is_file() and (state / "log" / "slurmctld.log").is_file()
-        again = up(first_nodes(load_system("machine-s"), 2), state)  # a failed up's directory is reused
+        assert (state / "cluster.json.failed").is_file() and (
+            state / "log" / "slurmctld.log"
+        ).is_file()
+        again = up(
+            first_nodes(load_system("machine-s"), 2), state
+        )  # a failed up's directory is reused
         assert len(daemon_pids(again)) == 4
     finally:
         down(state)
@@ -189,17 +233,31 @@ def test_a_pid_is_signalled_only_while_it_is_that_daemon(cluster_dir: Path) -> N
     assert is_our_daemon(ctld, "slurmctld", info) and not is_our_daemon(ctld, "slurmd", info)
 
 
-def test_missing_packages_say_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_packages_say_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(cluster_mod, "SEARCH_PATH", str(tmp_path))
-    with pytest.raises(ConfigError, match=r"slurmctld, slurmd, slurmstepd, munged, sbatch.* not found; install "
-                                          r"Debian's Slurm and munge as root: apt-get update && apt-get install -y "
-                                          r"--no-install-recommends slurmctld slurmd slurm-client munge"):
+    with pytest.raises(
+        ConfigError,
+        match=r"slurmctld, slurmd, slurmstepd, munged, sbatch.* not found; install "
+        r"Debian's Slurm and munge as root: apt-get update && apt-get install -y "
+        r"--no-install-recommends slurmctld slurmd slurm-client munge",
+    ):
         find_binaries()
 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
-    proc = run_cli("slurm", "replay", str(DATA / "replay-25.csv"), "--dir", str(tmp_path / "none"), "-x", "0.1",
-                   "-o", str(tmp_path / "out"))
+    proc = run_cli(
+        "slurm",
+        "replay",
+        str(DATA / "replay-25.csv"),
+        "--dir",
+        str(tmp_path / "none"),
+        "-x",
+        "0.1",
+        "-o",
+        str(tmp_path / "out"),
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
     assert f"{tmp_path / 'none'}: no emulated cluster there" in proc.stderr
@@ -223,16 +281,38 @@ def test_accounting_round_trip_through_sacct(tmp_path: Path) -> None:
     state = Path(f"/tmp/hpcdispatch-slurm-pytest-acct-{os.getpid()}")
     out = tmp_path / "acct"
     try:
-        proc = run_cli("slurm", "up", "--system", "machine-s", "--nodes", "4", "--accounting", "--dir", str(state))
+        proc = run_cli(
+            "slurm",
+            "up",
+            "--system",
+            "machine-s",
+            "--nodes",
+            "4",
+            "--accounting",
+            "--dir",
+            str(state),
+        )
         assert proc.returncode == 0, proc.stderr + proc.stdout
         info = read_cluster(state)
         assert info is not None and info.accounting
         pids = set(daemon_pids(info))
         assert len(pids) == 8  # 4 slurmd, slurmctld, slurmdbd, mariadbd, munged
         listening = _listeners(pids)
-        assert sorted(int(a.rsplit(":", 1)[1]) for a, _ in listening) == list(range(info.ctld_port, info.ctld_port + 7))
+        assert sorted(int(a.rsplit(":", 1)[1]) for a, _ in listening) == list(
+            range(info.ctld_port, info.ctld_port + 7)
+        )
         assert all(addr.startswith("127.0.0.1:") for addr, _ in listening), listening
-        proc = run_cli("slurm", "replay", str(DATA / "replay-6.csv"), "--dir", str(state), "-x", "0.1", "-o", str(out))
+        proc = run_cli(
+            "slurm",
+            "replay",
+            str(DATA / "replay-6.csv"),
+            "--dir",
+            str(state),
+            "-x",
+            "0.1",
+            "-o",
+            str(out),
+        )
         assert proc.returncode == 0, proc.stderr + proc.stdout
     finally:
         down(state)

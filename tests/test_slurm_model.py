@@ -46,36 +46,63 @@ def gpu_system(nodes=4, cores=8, gpus=2):
 
 def test_the_three_request_types_map_onto_units():
     t1 = SlurmRequest(ntasks=12).job_fields(RES)
-    assert t1 == {"units": 12, "unit_request": (1, 0), "max_units_per_node": 0, "node_count": 0,
-                  "per_node_request": (), "contiguous": False}
+    assert t1 == {
+        "units": 12,
+        "unit_request": (1, 0),
+        "max_units_per_node": 0,
+        "node_count": 0,
+        "per_node_request": (),
+        "contiguous": False,
+    }
     t2 = SlurmRequest(ntasks=10, nodes=3, gpus_per_node=1, contiguous=True).job_fields(RES)
-    assert t2 == {"units": 10, "unit_request": (1, 0), "max_units_per_node": 0, "node_count": 3,
-                  "per_node_request": (0, 1), "contiguous": True}
+    assert t2 == {
+        "units": 10,
+        "unit_request": (1, 0),
+        "max_units_per_node": 0,
+        "node_count": 3,
+        "per_node_request": (0, 1),
+        "contiguous": True,
+    }
     t3 = SlurmRequest(nodes=4, ntasks_per_node=2, gpus_per_node=2).job_fields(RES)
-    assert t3 == {"units": 4, "unit_request": (2, 2), "max_units_per_node": 1, "node_count": 4,
-                  "per_node_request": (), "contiguous": False}
-    assert [SlurmRequest(ntasks=1).request_type, SlurmRequest(ntasks=4, nodes=2).request_type,
-            SlurmRequest(nodes=2, ntasks_per_node=4).request_type] == [1, 2, 3]
+    assert t3 == {
+        "units": 4,
+        "unit_request": (2, 2),
+        "max_units_per_node": 1,
+        "node_count": 4,
+        "per_node_request": (),
+        "contiguous": False,
+    }
+    assert [
+        SlurmRequest(ntasks=1).request_type,
+        SlurmRequest(ntasks=4, nodes=2).request_type,
+        SlurmRequest(nodes=2, ntasks_per_node=4).request_type,
+    ] == [1, 2, 3]
     # -n C --ntasks-per-node c (no -N) and -N alone are type 3
     assert SlurmRequest(ntasks=8, ntasks_per_node=4).normalized() == (3, 2, 4, 8)
     assert SlurmRequest(nodes=5).normalized() == (3, 5, 1, 5)
 
 
-@pytest.mark.parametrize("request_, message", [
-    (SlurmRequest(), "neither ntasks nor nodes"),
-    (SlurmRequest(ntasks=3, nodes=4), "smaller than nodes"),
-    (SlurmRequest(ntasks=9, ntasks_per_node=4), "not a multiple"),
-    (SlurmRequest(ntasks=9, nodes=2, ntasks_per_node=4), "!= nodes"),
-    (SlurmRequest(ntasks=0), "positive"),
-])
+@pytest.mark.parametrize(
+    "request_, message",
+    [
+        (SlurmRequest(), "neither ntasks nor nodes"),
+        (SlurmRequest(ntasks=3, nodes=4), "smaller than nodes"),
+        (SlurmRequest(ntasks=9, ntasks_per_node=4), "not a multiple"),
+        (SlurmRequest(ntasks=9, nodes=2, ntasks_per_node=4), "!= nodes"),
+        (SlurmRequest(ntasks=0), "positive"),
+    ],
+)
 def test_inconsistent_requests_are_refused(request_, message):
     with pytest.raises(ValueError, match=message):
         request_.normalized()
 
 
 def test_job_type_and_round_trip_to_a_request():
-    for req in (SlurmRequest(ntasks=12), SlurmRequest(ntasks=10, nodes=3, gpus_per_node=1),
-                SlurmRequest(nodes=4, ntasks_per_node=2, gpus_per_node=2, contiguous=True)):
+    for req in (
+        SlurmRequest(ntasks=12),
+        SlurmRequest(ntasks=10, nodes=3, gpus_per_node=1),
+        SlurmRequest(nodes=4, ntasks_per_node=2, gpus_per_node=2, contiguous=True),
+    ):
         job = slurm_job(1, req, 60, RES)
         assert job.slurm_type == req.request_type
         assert request_of(job, RES).normalized() == req.normalized()
@@ -127,7 +154,15 @@ def test_allocators_honour_every_constraint(allocator):
     for case in cases:
         units = case["units"]
         kw = {k: v for k, v in case.items() if k != "units"}
-        a = alloc.allocate(units, req, free, 0, kw.get("node_count", 0), kw.get("per_node"), kw.get("contiguous", False))
+        a = alloc.allocate(
+            units,
+            req,
+            free,
+            0,
+            kw.get("node_count", 0),
+            kw.get("per_node"),
+            kw.get("contiguous", False),
+        )
         assert a is not None, (allocator, case)
         assert a.total_units == units and (a.units >= 1).all()
         if kw.get("node_count"):
@@ -175,11 +210,14 @@ def _run_with(system, job, alloc):
     return Simulator(system, Workload([job], system.resources), Scripted()).run()
 
 
-@pytest.mark.parametrize("alloc, message", [
-    (Allocation([0, 1], [2, 2]), "exactly 3"),
-    (Allocation([0, 1, 3], [2, 1, 1]), "contiguous"),
-    (Allocation([0, 1, 2], [4, 0, 0]), "non-positive"),
-])
+@pytest.mark.parametrize(
+    "alloc, message",
+    [
+        (Allocation([0, 1], [2, 2]), "exactly 3"),
+        (Allocation([0, 1, 3], [2, 1, 1]), "contiguous"),
+        (Allocation([0, 1, 2], [4, 0, 0]), "non-positive"),
+    ],
+)
 def test_simulator_checks_node_count_and_contiguity(alloc, message):
     system = gpu_system(nodes=4)
     job = slurm_job(1, SlurmRequest(ntasks=4, nodes=3, contiguous=True), 10, RES)
@@ -227,7 +265,9 @@ def test_wrong_node_count_is_caught(slurm_tables):
     a.loc[rows[0], "core"] += a.loc[rows[1], "core"]
     a = a.drop(index=rows[1])
     report = validate_tables(system, wl, jobs, a)
-    assert any(v.kind == "node-count" and "job 1 uses 2 node(s)" in v.message for v in report.violations)
+    assert any(
+        v.kind == "node-count" and "job 1 uses 2 node(s)" in v.message for v in report.violations
+    )
 
 
 def test_broken_contiguity_is_caught(slurm_tables):
@@ -236,7 +276,10 @@ def test_broken_contiguity_is_caught(slurm_tables):
     rows = a.index[a.job_id == 1]
     a.loc[rows[-1], "node"] = 5  # move the last node away
     report = validate_tables(system, wl, jobs, a)
-    assert any(v.kind == "contiguous" and "job 1 requests contiguous nodes" in v.message for v in report.violations)
+    assert any(
+        v.kind == "contiguous" and "job 1 requests contiguous nodes" in v.message
+        for v in report.violations
+    )
 
 
 def test_missing_per_node_extras_are_caught(slurm_tables):
@@ -244,23 +287,38 @@ def test_missing_per_node_extras_are_caught(slurm_tables):
     a = allocs.copy()
     a.loc[a.job_id == 1, "gpu"] = 0
     report = validate_tables(system, wl, jobs, a)
-    assert any(v.kind == "amount" and "per-node request [0, 1]" in v.message for v in report.violations)
+    assert any(
+        v.kind == "amount" and "per-node request [0, 1]" in v.message for v in report.violations
+    )
 
 
 # ---- fits on the empty system ------------------------------------------------------------
 
 
 def test_fits_empty_system_with_constraints():
-    system = system_of([(2, {"core": 8, "gpu": 2}), (1, {"core": 8, "gpu": 0}), (2, {"core": 8, "gpu": 2})], RES)
+    system = system_of(
+        [(2, {"core": 8, "gpu": 2}), (1, {"core": 8, "gpu": 0}), (2, {"core": 8, "gpu": 2})], RES
+    )
     jobs = [
-        slurm_job(1, SlurmRequest(nodes=4, ntasks_per_node=1, gpus_per_node=1), 5, RES),  # nodes 0,1,3,4
-        slurm_job(2, SlurmRequest(nodes=3, ntasks_per_node=1, gpus_per_node=1, contiguous=True), 5, RES),  # no 3 in a row
+        slurm_job(
+            1, SlurmRequest(nodes=4, ntasks_per_node=1, gpus_per_node=1), 5, RES
+        ),  # nodes 0,1,3,4
+        slurm_job(
+            2, SlurmRequest(nodes=3, ntasks_per_node=1, gpus_per_node=1, contiguous=True), 5, RES
+        ),  # no 3 in a row
         slurm_job(3, SlurmRequest(ntasks=17, contiguous=True), 5, RES),  # 40 cores in a row: fits
         slurm_job(4, SlurmRequest(ntasks=20, nodes=2), 5, RES),  # 16 at most on two nodes
     ]
     w = Workload(jobs, RES)
-    ok = fits_empty_system(w.units, w.unit_requests, system, np.array([j.max_units_per_node for j in jobs]),
-                           w.node_counts, w.per_node_requests, w.contiguous)
+    ok = fits_empty_system(
+        w.units,
+        w.unit_requests,
+        system,
+        np.array([j.max_units_per_node for j in jobs]),
+        w.node_counts,
+        w.per_node_requests,
+        w.contiguous,
+    )
     assert ok.tolist() == [True, False, True, False]
 
 
@@ -274,12 +332,12 @@ def test_csv_request_file_with_bad_lines(tmp_path):
         "1,0,100,16,,,,0\n"
         "2,5,200,,4,2,gpu:1,1\n"
         "3,5,200,10,2,,2,no\n"
-        "4,5,abc,8,,,,\n"          # bad run time
-        "5,6,50,,,,,\n"            # no request
-        "6,6,50,9,2,4,,\n"         # inconsistent
-        "7,7,50,,200,1,,\n"        # too big
-        "1,8,50,4,,,,\n"           # duplicate id
-        "9,9,50,4,,,,maybe\n"      # bad boolean
+        "4,5,abc,8,,,,\n"  # bad run time
+        "5,6,50,,,,,\n"  # no request
+        "6,6,50,9,2,4,,\n"  # inconsistent
+        "7,7,50,,200,1,,\n"  # too big
+        "1,8,50,4,,,,\n"  # duplicate id
+        "9,9,50,4,,,,maybe\n"  # bad boolean
     )
     system = gpu_system(nodes=8)
     w = read_slurm_requests(path, system)
@@ -288,7 +346,13 @@ def test_csv_request_file_with_bad_lines(tmp_path):
     assert w.jobs[1].contiguous and w.jobs[1].unit_request == (2, 1)
     assert w.jobs[2].per_node_request == (0, 2) and w.jobs[2].node_count == 2
     rep = w.report
-    assert rep.skipped == {"bad-run_time": 1, "bad-request": 2, "too-big": 1, "duplicate-id": 1, "bad-contiguous": 1}
+    assert rep.skipped == {
+        "bad-run_time": 1,
+        "bad-request": 2,
+        "too-big": 1,
+        "duplicate-id": 1,
+        "bad-contiguous": 1,
+    }
     assert rep.first_lines["bad-run_time"] == [5]
     assert any("line 5" in n and "'run_time'" in n for n in rep.notes)
     assert any("line 8" in n and "does not fit" in n for n in rep.notes)
@@ -303,11 +367,29 @@ def test_jsonl_request_file_and_round_trip(tmp_path):
         back = load_workload(str(path), system)
         assert len(back) == len(w) and back.report.n_skipped == 0
         for a, b in zip(w.jobs, back.jobs):
-            assert (a.units, a.unit_request, a.max_units_per_node, a.node_count, a.per_node_request, a.contiguous,
-                    a.run_time, a.wall_time) == (b.units, b.unit_request, b.max_units_per_node, b.node_count,
-                                                 b.per_node_request, b.contiguous, b.run_time, b.wall_time)
+            assert (
+                a.units,
+                a.unit_request,
+                a.max_units_per_node,
+                a.node_count,
+                a.per_node_request,
+                a.contiguous,
+                a.run_time,
+                a.wall_time,
+            ) == (
+                b.units,
+                b.unit_request,
+                b.max_units_per_node,
+                b.node_count,
+                b.per_node_request,
+                b.contiguous,
+                b.run_time,
+                b.wall_time,
+            )
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"ntasks": 4, "run_time": 10}\nnot json\n[1, 2]\n{"ntasks": 4, "run_time": 10, "colour": 1}\n')
+    bad.write_text(
+        '{"ntasks": 4, "run_time": 10}\nnot json\n[1, 2]\n{"ntasks": 4, "run_time": 10, "colour": 1}\n'
+    )
     w2 = read_slurm_requests(bad, system)
     assert len(w2) == 1 and w2.report.skipped == {"malformed": 3}
     with pytest.raises(TraceFormatError, match="unknown column"):
@@ -320,12 +402,25 @@ def test_jsonl_request_file_and_round_trip(tmp_path):
 def test_a_stray_byte_skips_its_line_and_keeps_the_others(tmp_path, suffix):
     system = gpu_system(nodes=8)
     if suffix == "csv":
-        rows = [b"id,submit,run_time,ntasks", b"1,0,100,16", b"2,5,2\xff00,4", b"3,5,200,8", b"4,6,50\x00,2",
-                b"5,7,50,\r2", b"6,8,60,2\r"]
+        rows = [
+            b"id,submit,run_time,ntasks",
+            b"1,0,100,16",
+            b"2,5,2\xff00,4",
+            b"3,5,200,8",
+            b"4,6,50\x00,2",
+            b"5,7,50,\r2",
+            b"6,8,60,2\r",
+        ]
     else:
-        rows = [b'{"id": 1, "run_time": 100, "ntasks": 16}', b'{"id": 2, "run_time": 2\xff00, "ntasks": 4}',
-                b'{"id": 3, "run_time": 200, "ntasks": 8}', b'{"id": 4, "run_time": 50, "ntasks": 2}\x00',
-                b"[" * 100000, b'{"id": 6, "run_time": 60, "ntasks": 2}\r', b'{"id": 7, "run_time": 1' + b"0" * 5000 + b"}"]
+        rows = [
+            b'{"id": 1, "run_time": 100, "ntasks": 16}',
+            b'{"id": 2, "run_time": 2\xff00, "ntasks": 4}',
+            b'{"id": 3, "run_time": 200, "ntasks": 8}',
+            b'{"id": 4, "run_time": 50, "ntasks": 2}\x00',
+            b"[" * 100000,
+            b'{"id": 6, "run_time": 60, "ntasks": 2}\r',
+            b'{"id": 7, "run_time": 1' + b"0" * 5000 + b"}",
+        ]
     path = tmp_path / f"jobs.{suffix}"
     path.write_bytes(b"\n".join(rows) + b"\n")
     w = read_slurm_requests(path, system)
@@ -335,7 +430,12 @@ def test_a_stray_byte_skips_its_line_and_keeps_the_others(tmp_path, suffix):
         assert w.report.skipped == {"malformed": 2, "bad-run_time": 1}
         assert w.report.first_lines == {"malformed": [3, 6], "bad-run_time": [5]}
     else:  # a NUL after the object, nesting too deep, a 5000-digit number
-        assert w.report.skipped == {"malformed": 4} and w.report.first_lines["malformed"] == [2, 4, 5, 7]
+        assert w.report.skipped == {"malformed": 4} and w.report.first_lines["malformed"] == [
+            2,
+            4,
+            5,
+            7,
+        ]
     assert len(w) + w.report.n_skipped == w.report.total_records == len(rows) - (suffix == "csv")
     column = rows[bad - 1].index(b"\xff") + 1
     assert f"{path}, line {bad}: byte 0xff at column {column} is not UTF-8 text" in w.report.notes
@@ -343,19 +443,27 @@ def test_a_stray_byte_skips_its_line_and_keeps_the_others(tmp_path, suffix):
 
 def test_a_request_file_that_is_not_text_is_one_clear_error(tmp_path):
     system = gpu_system()
-    for name, data in (("bin.csv", bytes(range(256)) * 4), ("bin.jsonl", b"\x1f\x8b\x08\x00" + bytes(500)),
-                       ("one.csv", b"\x1f")):
+    for name, data in (
+        ("bin.csv", bytes(range(256)) * 4),
+        ("bin.jsonl", b"\x1f\x8b\x08\x00" + bytes(500)),
+        ("one.csv", b"\x1f"),
+    ):
         path = tmp_path / name
         path.write_bytes(data)
         with pytest.raises(TraceFormatError, match=re.escape(str(path)) + ": is not a text file"):
             read_slurm_requests(path, system)
     header = tmp_path / "header.csv"
     header.write_bytes(b"id,run_t\xefme,ntasks\n1,10,4\n")
-    with pytest.raises(TraceFormatError, match=re.escape(str(header)) + ", line 1: the header line is not text"):
+    with pytest.raises(
+        TraceFormatError, match=re.escape(str(header)) + ", line 1: the header line is not text"
+    ):
         read_slurm_requests(header, system)
     twice = tmp_path / "twice.csv"
     twice.write_text("id,run_time,runtime,ntasks\n1,10,20,4\n")
-    with pytest.raises(TraceFormatError, match="line 1, field runtime: columns 'run_time' and 'runtime' are the same"):
+    with pytest.raises(
+        TraceFormatError,
+        match="line 1, field runtime: columns 'run_time' and 'runtime' are the same",
+    ):
         read_slurm_requests(twice, system)
     with pytest.raises(TraceFormatError, match=re.escape(str(tmp_path)) + ": is a directory"):
         read_slurm_requests(tmp_path, system)
@@ -363,9 +471,11 @@ def test_a_request_file_that_is_not_text_is_one_clear_error(tmp_path):
 
 def test_values_too_large_for_a_time_are_named(tmp_path):
     path = tmp_path / "big.jsonl"
-    path.write_text('{"id": 1, "run_time": 100, "ntasks": 4}\n{"id": 2, "run_time": 1e30, "ntasks": 4}\n'
-                    '{"id": 3, "run_time": 10, "submit": ' + "9" * 400 + ', "ntasks": 4}\n'
-                    '{"id": 4, "run_time": NaN, "ntasks": 4}\n')
+    path.write_text(
+        '{"id": 1, "run_time": 100, "ntasks": 4}\n{"id": 2, "run_time": 1e30, "ntasks": 4}\n'
+        '{"id": 3, "run_time": 10, "submit": ' + "9" * 400 + ', "ntasks": 4}\n'
+        '{"id": 4, "run_time": NaN, "ntasks": 4}\n'
+    )
     w = read_slurm_requests(path, gpu_system())
     assert [j.id for j in w] == [1]
     assert w.report.skipped == {"run_time-too-large": 1, "submit-too-large": 1, "bad-run_time": 1}
@@ -377,10 +487,20 @@ def test_values_too_large_for_a_time_are_named(tmp_path):
 
 def test_generator_follows_table_4():
     system = load_system("machine-s")
-    for name, mix in {"I": (1, 0, 0, 0), "II": (0, 1, 0, 0), "III": (0.5, 0.5, 0, 0), "IV": (0.4, 0.4, 0.2, 0),
-                      "V": (1 / 3, 1 / 3, 1 / 6, 1 / 6)}.items():
+    for name, mix in {
+        "I": (1, 0, 0, 0),
+        "II": (0, 1, 0, 0),
+        "III": (0.5, 0.5, 0, 0),
+        "IV": (0.4, 0.4, 0.2, 0),
+        "V": (1 / 3, 1 / 3, 1 / 6, 1 / 6),
+    }.items():
         reqs = aucsched_requests(system, AucschedSpec(workload=name, seed=3))
-        kinds = np.array([0 if r.nodes is None else (1 if not r.gpus_per_node else 1 + r.gpus_per_node) for r, _ in reqs])
+        kinds = np.array(
+            [
+                0 if r.nodes is None else (1 if not r.gpus_per_node else 1 + r.gpus_per_node)
+                for r, _ in reqs
+            ]
+        )
         shares = np.bincount(kinds, minlength=4) / len(kinds)
         assert np.allclose(shares, mix, atol=0.06), (name, shares)
         for r, run in reqs:
@@ -388,7 +508,10 @@ def test_generator_follows_table_4():
             if r.nodes is not None and not r.gpus_per_node:
                 assert r.ntasks_per_node in (4, 8)
             if r.gpus_per_node:
-                assert r.ntasks_per_node in (r.gpus_per_node, 2 * r.gpus_per_node)  # 1 or 2 cores per GPU
+                assert r.ntasks_per_node in (
+                    r.gpus_per_node,
+                    2 * r.gpus_per_node,
+                )  # 1 or 2 cores per GPU
 
 
 def test_generator_work_versions_and_reproducibility():
@@ -403,8 +526,12 @@ def test_generator_work_versions_and_reproducibility():
     assert [j.contiguous for j in w2] == [j.contiguous for j in again]
     strip = lambda w: [(j.units, j.unit_request, j.node_count, j.run_time) for j in w]  # noqa: E731
     assert strip(w1) == strip(w2) == strip(w3)  # same jobs, only the contiguity differs
-    assert all(j.submit == 0 for j in w1) and all(j.wall_time % 60 == 0 and j.wall_time >= j.run_time for j in w1)
-    assert strip(load_workload("synthetic:aucsched,workload=IV,version=1,seed=3", system)) != strip(w1)
+    assert all(j.submit == 0 for j in w1) and all(
+        j.wall_time % 60 == 0 and j.wall_time >= j.run_time for j in w1
+    )
+    assert strip(load_workload("synthetic:aucsched,workload=IV,version=1,seed=3", system)) != strip(
+        w1
+    )
 
 
 def test_generator_spec_errors():
@@ -421,8 +548,17 @@ def test_generator_spec_errors():
 # ---- baselines run Slurm-style workloads ----------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["fifo", "sjf", "easy", "conservative", "easy:allocator=best-fit",
-                                  "conservative:allocator=slurm-linear"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fifo",
+        "sjf",
+        "easy",
+        "conservative",
+        "easy:allocator=best-fit",
+        "conservative:allocator=slurm-linear",
+    ],
+)
 def test_baselines_run_slurm_style_workloads(name):
     system = load_system("machine-s")
     w = load_workload("synthetic:aucsched,workload=V,version=2,seed=1,runtime_h=0.4", system)

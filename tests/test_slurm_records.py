@@ -15,12 +15,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import cores_system, job
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hpcdispatch.errors import TraceFormatError
+from hpcdispatch.results.store import write_result
 from hpcdispatch.slurm.config import first_nodes
-from hpcdispatch.slurm.records import expand_hostlist, parse_jobcomp, parse_squeue_json, read_jobcomp
+from hpcdispatch.slurm.records import (
+    expand_hostlist,
+    parse_jobcomp,
+    parse_squeue_json,
+    read_jobcomp,
+)
 from hpcdispatch.slurm.replay import (
     ReplayClock,
     build_result,
@@ -30,11 +37,8 @@ from hpcdispatch.slurm.replay import (
 )
 from hpcdispatch.system.io import load_system
 from hpcdispatch.validation.validator import validate_run_dir, validate_tables
-from hpcdispatch.results.store import write_result
 from hpcdispatch.workload.loader import load_workload
 from hpcdispatch.workload.slurm import SlurmRequest
-
-from helpers import cores_system, job
 
 DATA = Path(__file__).parent / "data" / "slurm"
 T0 = 1795774502
@@ -86,7 +90,9 @@ def test_squeue_json_damage_names_the_field() -> None:
         parse_squeue_json("{", "out.json")
     with pytest.raises(TraceFormatError, match="no 'jobs' list"):
         parse_squeue_json('{"meta": {}}', "out.json")
-    with pytest.raises(TraceFormatError, match=r"out.json, field job_state: jobs\[0\] \(job 7\): missing"):
+    with pytest.raises(
+        TraceFormatError, match=r"out.json, field job_state: jobs\[0\] \(job 7\): missing"
+    ):
         parse_squeue_json('{"jobs": [{"job_id": 7, "submit_time": 1}]}', "out.json")
 
 
@@ -95,11 +101,22 @@ def test_jobcomp_recorded_agrees_with_squeue(utc: None) -> None:
     assert problems == [] and len(comp) == 29
     three = next(c for c in comp if c.job_id == 3)
     # JobId=3 ... StartTime=2026-11-27T10:12:37 EndTime=2026-11-27T10:12:38 NodeList=n0000 ProcCnt=3
-    assert (three.start, three.end, three.nodes, three.proc_count) == (1795774357, 1795774358, ["n0000"], 3)
+    assert (three.start, three.end, three.nodes, three.proc_count) == (
+        1795774357,
+        1795774358,
+        ["n0000"],
+        3,
+    )
     squeue = {r.job_id: r for r in parse_squeue_json((DATA / "squeue-all.json").read_text())}
     for c in comp:
         s = squeue[c.job_id]
-        assert (c.state, c.submit, c.start, c.end, sorted(c.nodes)) == (s.state, s.submit, s.start, s.end, sorted(s.cores))
+        assert (c.state, c.submit, c.start, c.end, sorted(c.nodes)) == (
+            s.state,
+            s.submit,
+            s.start,
+            s.end,
+            sorted(s.cores),
+        )
 
 
 def test_jobcomp_damaged_line_is_reported_and_the_rest_kept(utc: None) -> None:
@@ -122,20 +139,30 @@ def test_time_limit_minutes() -> None:
 def test_sbatch_options_by_request_type() -> None:
     system = load_system("machine-s")  # core, gpu
     # type 3: 3 nodes x (4 cores, 1 GPU), one unit per node
-    assert sbatch_options(job(1, 0, 10, units=3, req=(4, 1), node_count=3, max_units_per_node=1), system) == (
-        "--nodes=3", "--ntasks-per-node=4", "--gres=gpu:1")
+    assert sbatch_options(
+        job(1, 0, 10, units=3, req=(4, 1), node_count=3, max_units_per_node=1), system
+    ) == ("--nodes=3", "--ntasks-per-node=4", "--gres=gpu:1")
     # type 2: 5 one-core units on exactly 2 nodes, 2 GPUs per node
-    assert sbatch_options(job(2, 0, 10, units=5, req=(1, 0), node_count=2, per_node_request=(0, 2)), system) == (
-        "--nodes=2", "--ntasks=5", "--gres=gpu:2")
+    assert sbatch_options(
+        job(2, 0, 10, units=5, req=(1, 0), node_count=2, per_node_request=(0, 2)), system
+    ) == ("--nodes=2", "--ntasks=5", "--gres=gpu:2")
     # type 1: 6 units of 2 cores, at most 2 per node, contiguous
-    assert sbatch_options(job(3, 0, 10, units=6, req=(2, 0), max_units_per_node=2, contiguous=True), system) == (
-        "--ntasks=6", "--cpus-per-task=2", "--ntasks-per-node=2", "--contiguous")
+    assert sbatch_options(
+        job(3, 0, 10, units=6, req=(2, 0), max_units_per_node=2, contiguous=True), system
+    ) == ("--ntasks=6", "--cpus-per-task=2", "--ntasks-per-node=2", "--contiguous")
     # type 1 with a GPU per unit
-    assert sbatch_options(job(4, 0, 10, units=2, req=(1, 1)), system) == ("--ntasks=2", "--gpus-per-task=1")
+    assert sbatch_options(job(4, 0, 10, units=2, req=(1, 1)), system) == (
+        "--ntasks=2",
+        "--gpus-per-task=1",
+    )
     eurora = load_system("eurora")  # core, mem, gpu, mic
-    assert sbatch_options(job(5, 0, 10, units=4, req=(1, 512, 0, 0)), eurora) == ("--ntasks=4", "--mem-per-cpu=512")
-    assert sbatch_options(job(6, 0, 10, units=2, req=(8, 1024, 2, 0), node_count=2, max_units_per_node=1),
-                          eurora) == ("--nodes=2", "--ntasks-per-node=8", "--mem=1024", "--gres=gpu:2")
+    assert sbatch_options(job(5, 0, 10, units=4, req=(1, 512, 0, 0)), eurora) == (
+        "--ntasks=4",
+        "--mem-per-cpu=512",
+    )
+    assert sbatch_options(
+        job(6, 0, 10, units=2, req=(8, 1024, 2, 0), node_count=2, max_units_per_node=1), eurora
+    ) == ("--nodes=2", "--ntasks-per-node=8", "--mem=1024", "--gres=gpu:2")
 
 
 def test_sbatch_options_refuse_what_sbatch_cannot_say() -> None:
@@ -150,12 +177,18 @@ def test_sbatch_options_refuse_what_sbatch_cannot_say() -> None:
         sbatch_options(job(8, 0, 10, units=4, req=(1, 1), node_count=2), system)
     # -N 2 -n 4 -c 2 is a Slurm request (tasks of 2 cores on exactly 2 nodes)
     assert sbatch_options(job(7, 0, 10, units=4, req=(2, 0), node_count=2), system) == (
-        "--nodes=2", "--ntasks=4", "--cpus-per-task=2")
+        "--nodes=2",
+        "--ntasks=4",
+        "--cpus-per-task=2",
+    )
 
 
 def _parse_options(options: tuple[str, ...]) -> SlurmRequest:
     """sbatch's long options back into a request (the test's own reading of them)."""
-    values = dict(o.removeprefix("--").split("=", 1) if "=" in o else (o.removeprefix("--"), "") for o in options)
+    values = dict(
+        o.removeprefix("--").split("=", 1) if "=" in o else (o.removeprefix("--"), "")
+        for o in options
+    )
     gres, gpus = [], 0
     for item in filter(None, values.get("gres", "").split(",")):
         name, _, count = item.rpartition(":")
@@ -167,34 +200,72 @@ def _parse_options(options: tuple[str, ...]) -> SlurmRequest:
     def number(key: str) -> int | None:
         return int(values[key]) if key in values else None
 
-    return SlurmRequest(ntasks=number("ntasks"), nodes=number("nodes"), ntasks_per_node=number("ntasks-per-node"),
-                        gpus_per_node=gpus, contiguous="contiguous" in values,
-                        cpus_per_task=number("cpus-per-task") or 1, gres=tuple(gres), mem=number("mem"),
-                        mem_per_cpu=number("mem-per-cpu"))
+    return SlurmRequest(
+        ntasks=number("ntasks"),
+        nodes=number("nodes"),
+        ntasks_per_node=number("ntasks-per-node"),
+        gpus_per_node=gpus,
+        contiguous="contiguous" in values,
+        cpus_per_task=number("cpus-per-task") or 1,
+        gres=tuple(gres),
+        mem=number("mem"),
+        mem_per_cpu=number("mem-per-cpu"),
+    )
 
 
-@given(kind=st.sampled_from([1, 2, 3]), nodes=st.integers(1, 4), tasks=st.integers(1, 16), cpt=st.integers(1, 3),
-       gpus=st.integers(0, 2), mics=st.integers(0, 2), mem=st.sampled_from([None, "mem", "mem_per_cpu"]),
-       contiguous=st.booleans())
-def test_sbatch_options_say_exactly_the_request(kind: int, nodes: int, tasks: int, cpt: int, gpus: int, mics: int,
-                                                mem: str | None, contiguous: bool) -> None:
+@given(
+    kind=st.sampled_from([1, 2, 3]),
+    nodes=st.integers(1, 4),
+    tasks=st.integers(1, 16),
+    cpt=st.integers(1, 3),
+    gpus=st.integers(0, 2),
+    mics=st.integers(0, 2),
+    mem=st.sampled_from([None, "mem", "mem_per_cpu"]),
+    contiguous=st.booleans(),
+)
+def test_sbatch_options_say_exactly_the_request(
+    kind: int,
+    nodes: int,
+    tasks: int,
+    cpt: int,
+    gpus: int,
+    mics: int,
+    mem: str | None,
+    contiguous: bool,
+) -> None:
     from hypothesis import assume
 
     from hpcdispatch.workload.slurm import slurm_job
 
     resources = ("core", "mem", "gpu", "mic")  # eurora's
     memory = {"mem": {"mem": 2048}, "mem_per_cpu": {"mem_per_cpu": 300}}.get(mem or "", {})
-    shape = {1: {"ntasks": tasks}, 2: {"ntasks": max(tasks, nodes), "nodes": nodes},
-             3: {"nodes": nodes, "ntasks_per_node": tasks}}[kind]
-    request = SlurmRequest(**shape, gpus_per_node=gpus, gres=(("mic", mics),) if mics else (), cpus_per_task=cpt,
-                           contiguous=contiguous, **memory)
+    shape = {
+        1: {"ntasks": tasks},
+        2: {"ntasks": max(tasks, nodes), "nodes": nodes},
+        3: {"nodes": nodes, "ntasks_per_node": tasks},
+    }[kind]
+    request = SlurmRequest(
+        **shape,
+        gpus_per_node=gpus,
+        gres=(("mic", mics),) if mics else (),
+        cpus_per_task=cpt,
+        contiguous=contiguous,
+        **memory,
+    )
     try:
         original = slurm_job(1, request, 60, resources)
     except ValueError:
         assume(False)
     system = load_system("eurora")
     back = slurm_job(1, _parse_options(sbatch_options(original, system)), 60, resources)
-    fields = ("units", "unit_request", "max_units_per_node", "node_count", "per_node_request", "contiguous")
+    fields = (
+        "units",
+        "unit_request",
+        "max_units_per_node",
+        "node_count",
+        "per_node_request",
+        "contiguous",
+    )
     assert {f: getattr(back, f) for f in fields} == {f: getattr(original, f) for f in fields}
 
 
@@ -209,7 +280,9 @@ def _recorded_replay():
 
 
 def _write(tmp: Path, system, workload, subs, records, clock) -> Path:
-    result, problems = build_result(system, workload, records, clock, subs, {"name": "slurm-real", "params": {}})
+    result, problems = build_result(
+        system, workload, records, clock, subs, {"name": "slurm-real", "params": {}}
+    )
     assert problems == []
     write_result(result, tmp, run_extra={"time_tolerance": 3.0 / SCALE})
     return tmp
@@ -218,7 +291,12 @@ def _write(tmp: Path, system, workload, subs, records, clock) -> Path:
 def test_recorded_replay_as_a_run_directory(tmp_path: Path) -> None:
     system, workload, subs, records, clock = _recorded_replay()
     # job 1 sleeps min(60, 120) x 0.1 = 6 s, -t ceil((12 + 2) / 60) = 1 minute; submitted at t0
-    assert (subs[0].job_id, subs[0].offset_s, subs[0].sleep_s, subs[0].time_limit_min) == (1, 0.0, 6.0, 1)
+    assert (subs[0].job_id, subs[0].offset_s, subs[0].sleep_s, subs[0].time_limit_min) == (
+        1,
+        0.0,
+        6.0,
+        1,
+    )
     assert subs[0].options == ("--nodes=1", "--ntasks=5", "--gres=gpu:1")
     # job 25 (run 150 > wall-time 120) sleeps its wall-time: 12 s, submitted (295 - 20) x 0.1 =
     # 27.5 s after t0, rounded up to the whole second 28; job 6 at (75 - 20) x 0.1 = 5.5 -> 6
@@ -232,7 +310,11 @@ def test_recorded_replay_as_a_run_directory(tmp_path: Path) -> None:
 
     jobs = pd.read_parquet(out / "jobs.parquet").set_index("job_id")
     # Slurm job 29 (workload job 25): start 1795774530, end 1795774542 -> 20 + 28 / 0.1, 20 + 40 / 0.1
-    assert (jobs.loc[25, "start"], jobs.loc[25, "end"], jobs.loc[25, "status"]) == (300.0, 420.0, "killed")
+    assert (jobs.loc[25, "start"], jobs.loc[25, "end"], jobs.loc[25, "status"]) == (
+        300.0,
+        420.0,
+        "killed",
+    )
     # Slurm job 16 (workload job 12, -n 20): n0004:4 n0005:5 n0006:7 n0007:4 cores = one-core units
     assert jobs.loc[12, "allocation"] == "4:4 5:5 6:7 7:4"
 
@@ -261,13 +343,36 @@ def test_validator_time_tolerance_covers_only_starts_and_durations() -> None:
     import pandas as pd
 
     system = cores_system(1, 2)
-    workload = pd.DataFrame({"job_id": [1, 2], "submit": [10.0, 10.0], "run_time": [5, 5], "wall_time": [5, 5],
-                             "units": [2, 1], "unit_core": [1, 1]})
+    workload = pd.DataFrame(
+        {
+            "job_id": [1, 2],
+            "submit": [10.0, 10.0],
+            "run_time": [5, 5],
+            "wall_time": [5, 5],
+            "units": [2, 1],
+            "unit_core": [1, 1],
+        }
+    )
     # job 1 starts 0.5 s before its submission and runs 5.4 s; job 2 overlaps it on the 2-core node
-    jobs = pd.DataFrame({"job_id": [1, 2], "start": [9.5, 12.0], "end": [14.9, 17.0],
-                         "status": ["completed", "completed"]})
-    alloc = pd.DataFrame({"job_id": [1, 2], "segment": [0, 0], "node": [0, 0], "units": [2, 1],
-                          "from": [9.5, 12.0], "to": [14.9, 17.0], "core": [2, 1]})
+    jobs = pd.DataFrame(
+        {
+            "job_id": [1, 2],
+            "start": [9.5, 12.0],
+            "end": [14.9, 17.0],
+            "status": ["completed", "completed"],
+        }
+    )
+    alloc = pd.DataFrame(
+        {
+            "job_id": [1, 2],
+            "segment": [0, 0],
+            "node": [0, 0],
+            "units": [2, 1],
+            "from": [9.5, 12.0],
+            "to": [14.9, 17.0],
+            "core": [2, 1],
+        }
+    )
     exact = validate_tables(system, workload, jobs, alloc)
     assert sorted(v.kind for v in exact.violations) == ["capacity", "duration", "early"]
     loose = validate_tables(system, workload, jobs, alloc, time_tolerance=1.0)

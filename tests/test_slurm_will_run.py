@@ -32,7 +32,13 @@ def whole(id, run, submit=0, nodes=1):
 
 # 4 nodes x 4 cores. J1, J2, J3 take nodes 0, 1, 2 at 0 and end at 100, 120, 1000 (run time =
 # time limit); node 3 stays free. J4 (2 whole nodes) waits; J5 (1 whole node, 150 s) arrives at 2.
-JOBS = [whole(1, 100), whole(2, 120), whole(3, 1000), whole(4, 100, submit=1, nodes=2), whole(5, 150, submit=2)]
+JOBS = [
+    whole(1, 100),
+    whole(2, 120),
+    whole(3, 1000),
+    whole(4, 100, submit=1, nodes=2),
+    whole(5, 150, submit=2),
+]
 SYSTEM = system_of([(4, {"core": 4, "gpu": 0})], RES)
 
 
@@ -52,7 +58,9 @@ def test_slurm_will_run_estimates_after_a_batch_of_ends():
     # {0, 1} (a consecutive set) and its start is the batch's last end, 120: nodes {0, 1} are
     # reserved for [120, 220). Node 3 is not reserved, so the backfill pass at 2 starts J5
     # there. At 100 only node 0 is free (J4 blocks the main scheduler); at 120 J4 starts.
-    r = simulate(SYSTEM, Workload(JOBS, RES), "slurm-bf:bf_interval=1,bf_resolution=1,will_run=slurm")
+    r = simulate(
+        SYSTEM, Workload(JOBS, RES), "slurm-bf:bf_interval=1,bf_resolution=1,will_run=slurm"
+    )
     assert starts(r) == {1: 0.0, 2: 0.0, 3: 0.0, 4: 120.0, 5: 2.0}
     assert [n for n, _ in placement(r)[4]] == [0, 1] and [n for n, _ in placement(r)[5]] == [3]
 
@@ -62,13 +70,23 @@ def test_ends_beyond_the_first_window_are_a_later_batch():
     # reserves both for [100, 200); J5 (2..152 on node 3) cannot start; its own estimate on
     # the unreserved nodes {1, 2}: J2's end 170 (B = 180, J3 at 1000 is beyond 210) on node 1,
     # where the main scheduler starts it when J2 ends.
-    jobs = [whole(1, 100), whole(2, 170), whole(3, 1000), whole(4, 100, submit=1, nodes=2), whole(5, 150, submit=2)]
-    r = simulate(SYSTEM, Workload(jobs, RES), "slurm-bf:bf_interval=1,bf_resolution=1,will_run=slurm")
+    jobs = [
+        whole(1, 100),
+        whole(2, 170),
+        whole(3, 1000),
+        whole(4, 100, submit=1, nodes=2),
+        whole(5, 150, submit=2),
+    ]
+    r = simulate(
+        SYSTEM, Workload(jobs, RES), "slurm-bf:bf_interval=1,bf_resolution=1,will_run=slurm"
+    )
     assert starts(r)[4] == 100.0 and starts(r)[5] == 170.0
     assert [n for n, _ in placement(r)[4]] == [0, 3] and [n for n, _ in placement(r)[5]] == [1]
 
 
-def _will_run(bf_window_linear: int, ends: list[float], fits_after: int, epoch: float = 0.0) -> float | None:
+def _will_run(
+    bf_window_linear: int, ends: list[float], fits_after: int, epoch: float = 0.0
+) -> float | None:
     """The start the will-run test gives a 1-node job on one 8-core node whose running jobs end
     at ``ends``, each holding one core, when the job fits once ``fits_after`` of them ended."""
     d = SlurmBackfill(will_run="slurm", bf_window_linear=bf_window_linear, epoch=epoch)
@@ -80,25 +98,38 @@ def _will_run(bf_window_linear: int, ends: list[float], fits_after: int, epoch: 
     return None if found is None else found[0]
 
 
-@pytest.mark.parametrize("linear, fits_after, start", [
-    # ends 10, 35, 100, 150, 300. Boundary B = 30 (10 rounded up to 30 s). Doubling: batch 1
-    # takes the ends <= B + 30 = 60: {10, 35}; the window doubles until the next end (100) is
-    # within B + window: 60, 120; batch 2: {100, 150} (150 <= 30 + 120); window 240, 480;
-    # batch 3: {300}
-    (0, 1, 35.0), (0, 2, 35.0), (0, 3, 150.0), (0, 4, 150.0), (0, 5, 300.0),
-    # bf_window_linear=5: {10, 35}; window 35 ... 70 (100 <= 30 + 70); {100} (150 > 100);
-    # window ... 120; {150}; then {300}
-    (5, 2, 35.0), (5, 3, 100.0), (5, 4, 150.0), (5, 5, 300.0),
-])
+@pytest.mark.parametrize(
+    "linear, fits_after, start",
+    [
+        # ends 10, 35, 100, 150, 300. Boundary B = 30 (10 rounded up to 30 s). Doubling: batch 1
+        # takes the ends <= B + 30 = 60: {10, 35}; the window doubles until the next end (100) is
+        # within B + window: 60, 120; batch 2: {100, 150} (150 <= 30 + 120); window 240, 480;
+        # batch 3: {300}
+        (0, 1, 35.0),
+        (0, 2, 35.0),
+        (0, 3, 150.0),
+        (0, 4, 150.0),
+        (0, 5, 300.0),
+        # bf_window_linear=5: {10, 35}; window 35 ... 70 (100 <= 30 + 70); {100} (150 > 100);
+        # window ... 120; {150}; then {300}
+        (5, 2, 35.0),
+        (5, 3, 100.0),
+        (5, 4, 150.0),
+        (5, 5, 300.0),
+    ],
+)
 def test_will_run_batches_by_hand(linear, fits_after, start):
     assert _will_run(linear, [10.0, 35.0, 100.0, 150.0, 300.0], fits_after) == start
 
 
-@pytest.mark.parametrize("epoch, start", [
-    (0.0, 45.0),  # B = 30: the first batch takes ends <= 60, 45 included
-    (15.0, 45.0),  # 10 s is wall clock 25: B = 15 (30 on the wall clock), ends <= 45
-    (16.0, 10.0),  # wall clock 26: B = 14, ends <= 44: 10 alone
-])
+@pytest.mark.parametrize(
+    "epoch, start",
+    [
+        (0.0, 45.0),  # B = 30: the first batch takes ends <= 60, 45 included
+        (15.0, 45.0),  # 10 s is wall clock 25: B = 15 (30 on the wall clock), ends <= 45
+        (16.0, 10.0),  # wall clock 26: B = 14, ends <= 44: 10 alone
+    ],
+)
 def test_windows_are_aligned_on_the_wall_clock(epoch, start):
     assert _will_run(0, [10.0, 45.0], 1, epoch=epoch) == start
 
@@ -108,7 +139,9 @@ def test_will_run_finds_nothing_when_the_job_never_fits():
 
 
 def test_parameters_in_slurm_units_and_the_identity_of_older_runs():
-    d = make_dispatcher('slurm-bf:will_run=slurm,scheduler_parameters="bf_window_linear=60,bf_interval=1"')
+    d = make_dispatcher(
+        'slurm-bf:will_run=slurm,scheduler_parameters="bf_window_linear=60,bf_interval=1"'
+    )
     assert d.bf_window_linear == 60 and d.bf_interval == 1 and d.will_run == "slurm"
     old = make_dispatcher("slurm-bf").identity()
     old["params"].pop("will_run")
@@ -132,9 +165,16 @@ from test_properties import scenarios  # noqa: E402
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios(max_jobs=15), st.sampled_from([
-    "slurm-bf:will_run=slurm", "slurm-bf:will_run=slurm,bf_interval=1,bf_resolution=1,epoch=17",
-    "slurm-bf:will_run=slurm,bf_resolution=0,bf_interval=7,bf_window_linear=20,bf_max_job_test=2"]))
+@given(
+    scenarios(max_jobs=15),
+    st.sampled_from(
+        [
+            "slurm-bf:will_run=slurm",
+            "slurm-bf:will_run=slurm,bf_interval=1,bf_resolution=1,epoch=17",
+            "slurm-bf:will_run=slurm,bf_resolution=0,bf_interval=7,bf_window_linear=20,bf_max_job_test=2",
+        ]
+    ),
+)
 def test_random_workloads_give_valid_deterministic_schedules(scenario, name):
     system, wl, kill = scenario
     r = simulate(system, wl, name, walltime_kill=kill)  # the helper validates the schedule

@@ -8,7 +8,13 @@ import pandas as pd
 import pytest
 from sweeps import cli, summary, write_spec
 
-from hpcdispatch.sweep import DaskExecutor, LocalExecutor, deterministic_columns, load_sweep, run_sweep
+from hpcdispatch.sweep import (
+    DaskExecutor,
+    LocalExecutor,
+    deterministic_columns,
+    load_sweep,
+    run_sweep,
+)
 
 SPEC = """
 name = "three-by-three-by-two"
@@ -41,7 +47,9 @@ seeds = [1, 2]
 @pytest.fixture(scope="module")
 def cluster():
     distributed = pytest.importorskip("distributed")
-    cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cl = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
     try:
         yield cl
     finally:
@@ -56,15 +64,30 @@ def test_local_and_dask_give_identical_results(tmp_path, cluster):
     local = run_sweep(spec, tmp_path / "local", LocalExecutor(2))
     with Client(cluster) as client:
         dask = run_sweep(spec, tmp_path / "dask", DaskExecutor(client=client))
-    p = cli("sweep", "run", str(tmp_path / "sweep.toml"), "--out", str(tmp_path / "cli"), "--dask",
-            cluster.scheduler_address, "-q")
+    p = cli(
+        "sweep",
+        "run",
+        str(tmp_path / "sweep.toml"),
+        "--out",
+        str(tmp_path / "cli"),
+        "--dask",
+        cluster.scheduler_address,
+        "-q",
+    )
     assert p.returncode == 0, p.stderr
     assert "Dask scheduler" in p.stdout and "18 done" in p.stdout
 
     frames = {name: summary(tmp_path / name) for name in ("local", "dask", "cli")}
     assert (local.done, dask.done) == (18, 18)
     cols = deterministic_columns(frames["local"])
-    assert {"wait_mean", "bounded_slowdown_mean", "utilization_core", "makespan", "decisions", "label"} <= set(cols)
+    assert {
+        "wait_mean",
+        "bounded_slowdown_mean",
+        "utilization_core",
+        "makespan",
+        "decisions",
+        "label",
+    } <= set(cols)
     for name, frame in frames.items():
         assert frame["cell_id"].tolist() == spec.cell_ids(), name
         assert (frame["status"] == "done").all() and frame["valid"].all(), name

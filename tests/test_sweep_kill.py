@@ -56,14 +56,30 @@ def uninterrupted(tmp_path_factory):
     return run_sweep(load_sweep(write_spec(d, SPEC)), d / "out", LocalExecutor(2)).summary
 
 
-@pytest.mark.parametrize("whole_group", [False, True], ids=["kill-main-process", "kill-process-group"])
+@pytest.mark.parametrize(
+    "whole_group", [False, True], ids=["kill-main-process", "kill-process-group"]
+)
 def test_sigkill_then_rerun(tmp_path, whole_group, uninterrupted):
     spec_path = write_spec(tmp_path, SPEC)
     ids = load_sweep(spec_path).cell_ids()
     assert len(ids) == 16
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "hpcdispatch", "sweep", "run", str(spec_path), "--out", str(out), "-j", "2", "-q"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "hpcdispatch",
+        "sweep",
+        "run",
+        str(spec_path),
+        "--out",
+        str(out),
+        "-j",
+        "2",
+        "-q",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     deadline = time.monotonic() + 120
     while len(_complete(out, ids) if (out / "cells").is_dir() else []) < 3:
         assert proc.poll() is None, proc.communicate()
@@ -83,19 +99,26 @@ def test_sigkill_then_rerun(tmp_path, whole_group, uninterrupted):
     finished = _complete(out, ids)
     assert 3 <= len(finished) < len(ids), "the kill came too late to test anything"
     before = {cid: _digest(out / "cells" / cid) for cid in finished}
-    if (out / "summary.parquet").is_file():  # whatever the summary says at the kill, it is never ahead of the cells
+    if (
+        out / "summary.parquet"
+    ).is_file():  # whatever the summary says at the kill, it is never ahead of the cells
         at_kill = summary(out)
         assert at_kill["cell_id"].is_unique and set(at_kill["cell_id"]) <= set(finished)
 
     rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"{len(finished)} already done" in rerun.stdout and f"running {len(ids) - len(finished)}" in rerun.stdout
+    assert (
+        f"{len(finished)} already done" in rerun.stdout
+        and f"running {len(ids) - len(finished)}" in rerun.stdout
+    )
 
     final = summary(out)
     assert final["cell_id"].tolist() == ids  # every cell exactly once, in the spec's order
     assert (final["status"] == "done").all() and final["valid"].all()
     for cid, digest in before.items():
-        assert _digest(out / "cells" / cid) == digest, f"cell {cid} finished before the kill was rewritten"
+        assert _digest(out / "cells" / cid) == digest, (
+            f"cell {cid} finished before the kill was rewritten"
+        )
     recs = records(out)
     assert sorted(recs) == sorted(ids)
     cols = deterministic_columns(final)
@@ -103,7 +126,11 @@ def test_sigkill_then_rerun(tmp_path, whole_group, uninterrupted):
         run = read_run(out / "cells" / row["cell_id"])  # every file is readable
         assert len(run.jobs) == run.summary["jobs"] == row["jobs"]
         assert recs[row["cell_id"]]["summary"]["wait_mean"] == row["wait_mean"]
-        assert all(row[k] == run.summary[k] for k in ("makespan", "bounded_slowdown_mean", "decisions") if k in cols)
+        assert all(
+            row[k] == run.summary[k]
+            for k in ("makespan", "bounded_slowdown_mean", "decisions")
+            if k in cols
+        )
     assert not [p.name for p in (out / "cells").iterdir() if p.name.startswith(".")]
     # and the result is the one an uninterrupted sweep gives
     cols = [c for c in cols if c != "config"]

@@ -18,9 +18,16 @@ from helpers import trace
 from sweeps import cli, records, summary, write_spec
 
 from hpcdispatch.dispatchers import DISPATCHERS
-from hpcdispatch.results.store import read_run
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.sweep import LocalExecutor, deterministic_columns, load_sweep, make_executor, run_sweep, sweep_status
+from hpcdispatch.results.store import read_run
+from hpcdispatch.sweep import (
+    LocalExecutor,
+    deterministic_columns,
+    load_sweep,
+    make_executor,
+    run_sweep,
+    sweep_status,
+)
 from hpcdispatch.sweep.store import SweepStore
 
 GOOD_SWF = "".join(
@@ -53,7 +60,9 @@ def _check_cells_intact(out, frame):
         assert len(run.jobs) == run.summary["jobs"]
         for key, value in run.summary.items():
             if key in cols and key != "label" and not isinstance(value, dict | list):
-                same = row[key] == value or (pd.isna(row[key]) and (value is None or value != value))
+                same = row[key] == value or (
+                    pd.isna(row[key]) and (value is None or value != value)
+                )
                 assert same, (key, row[key], value)
 
 
@@ -70,9 +79,16 @@ def test_failures_are_recorded_and_a_rerun_skips_finished_cells(tmp_path):
     assert by_label.loc["machine-s/lublin-60j/seed1/easy", "status"] == "done"
     bad = by_label.loc["machine-s/bad/fifo"]
     assert bad["status"] == "failed" and bad["error_type"] == "HpcDispatchError"
-    assert "has no job that can run" in bad["error"] and "malformed" in bad["error"] and "line 1" in bad["error"]
+    assert (
+        "has no job that can run" in bad["error"]
+        and "malformed" in bad["error"]
+        and "line 1" in bad["error"]
+    )
     missing = by_label.loc["machine-s/missing/easy"]
-    assert missing["error_type"] == "TraceFormatError" and "missing.swf: file does not exist" in missing["error"]
+    assert (
+        missing["error_type"] == "TraceFormatError"
+        and "missing.swf: file does not exist" in missing["error"]
+    )
     _check_cells_intact(out, frame)
 
     st = sweep_status(out)
@@ -80,7 +96,13 @@ def test_failures_are_recorded_and_a_rerun_skips_finished_cells(tmp_path):
 
     before = records(out)
     again = run_sweep(spec, out, LocalExecutor(2))
-    assert (again.ran, again.skipped_done, again.skipped_failed, again.done, again.failed) == (0, 2, 4, 2, 4)
+    assert (again.ran, again.skipped_done, again.skipped_failed, again.done, again.failed) == (
+        0,
+        2,
+        4,
+        2,
+        4,
+    )
     assert records(out) == before  # nothing was re-run or rewritten
     pd.testing.assert_frame_equal(summary(out), frame)
 
@@ -99,7 +121,7 @@ def test_failures_are_recorded_and_a_rerun_skips_finished_cells(tmp_path):
     assert not [p for p in (out / "cells").iterdir() if p.name.startswith(".")]
 
 
-PLUGIN = '''
+PLUGIN = """
 import os
 
 from hpcdispatch.dispatchers import dispatcher_function
@@ -113,7 +135,7 @@ def crash(view, scratch):
 @dispatcher_function("raise-plugin")
 def fail(view, scratch):
     raise RuntimeError("solver exploded")
-'''
+"""
 
 
 def test_a_crashing_worker_fails_only_its_own_cell(tmp_path):
@@ -137,30 +159,44 @@ def test_a_crashing_worker_fails_only_its_own_cell(tmp_path):
     frame = summary(out)
     assert len(frame) == 8 and frame["cell_id"].is_unique
     status = dict(zip(frame["run_label"] + "/" + frame["seed"].astype(str), frame["status"]))
-    assert status == {f"{d}/{s}": ("done" if d in ("fifo", "sjf") else "failed")
-                      for d in ("fifo", "crash-plugin", "raise-plugin", "sjf") for s in (1, 2)}
+    assert status == {
+        f"{d}/{s}": ("done" if d in ("fifo", "sjf") else "failed")
+        for d in ("fifo", "crash-plugin", "raise-plugin", "sjf")
+        for s in (1, 2)
+    }
     errors = frame[frame["status"] == "failed"].set_index("run_label")
     assert set(errors.loc["crash-plugin", "error_type"]) == {"WorkerDied"}
     assert set(errors.loc["raise-plugin", "error_type"]) == {"RuntimeError"}
     assert all("solver exploded" in e for e in errors.loc["raise-plugin", "error"])
     rec = next(r for r in records(out).values() if r["labels"]["dispatcher"] == "raise-plugin")
-    assert "Traceback" in rec["error"]["traceback"] and "bad_policies.py" in rec["error"]["traceback"]
+    assert (
+        "Traceback" in rec["error"]["traceback"] and "bad_policies.py" in rec["error"]["traceback"]
+    )
     assert (outcome.done, outcome.failed) == (4, 4)
     _check_cells_intact(out, frame)
 
 
 def test_incomplete_cell_directories_are_never_counted(tmp_path):
-    spec = load_sweep(write_spec(tmp_path, 'systems = ["machine-s"]\ndispatchers = ["fifo", "easy", "sjf"]\n'
-                                            '[[workloads]]\ngenerator = "lublin"\njobs = 40\nseed = 3\n'))
+    spec = load_sweep(
+        write_spec(
+            tmp_path,
+            'systems = ["machine-s"]\ndispatchers = ["fifo", "easy", "sjf"]\n'
+            '[[workloads]]\ngenerator = "lublin"\njobs = 40\nseed = 3\n',
+        )
+    )
     out = tmp_path / "out"
     run_sweep(spec, out, LocalExecutor(1))
     reference = summary(out)
     a, b, c = spec.cell_ids()
     cells = out / "cells"
     (cells / a / "cell.json").unlink()  # a directory without its record
-    with open(cells / b / "jobs.parquet", "r+b") as fh:  # a file cut short after the record was written
+    with open(
+        cells / b / "jobs.parquet", "r+b"
+    ) as fh:  # a file cut short after the record was written
         fh.truncate(100)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     stale = cells / f".tmp-{c}-{int(dead.stdout)}-deadbeef@{socket.gethostname()}"
     stale.mkdir()
     (stale / "jobs.parquet").write_text("half")
@@ -186,18 +222,30 @@ def test_incomplete_cell_directories_are_never_counted(tmp_path):
 def test_writers_tell_live_cells_from_those_left_by_dead_processes(tmp_path):
     """This host: the process decides, whatever the directory's age (a live cell's directory
     keeps the mtime of its start, and a cell may run for days); another host: 24 h of silence."""
-    spec = load_sweep(write_spec(tmp_path, 'systems = ["machine-s"]\ndispatchers = ["fifo"]\n'
-                                            '[[workloads]]\ngenerator = "lublin"\njobs = 10\nseed = 3\n'))
+    spec = load_sweep(
+        write_spec(
+            tmp_path,
+            'systems = ["machine-s"]\ndispatchers = ["fifo"]\n'
+            '[[workloads]]\ngenerator = "lublin"\njobs = 10\nseed = 3\n',
+        )
+    )
     out = tmp_path / "out"
     run_sweep(spec, out, LocalExecutor(1))
     cells = out / "cells"
     host = socket.gethostname()
-    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True).stdout)
+    dead = int(
+        subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+        ).stdout
+    )
     day_ago = time.time() - 25 * 3600
     made = {}
-    for name, pid, h, old in (("live-old", os.getpid(), host, True), ("dead-new", dead, host, False),
-                              ("far-new", 1, "elsewhere", False), ("far-old", 1, "elsewhere", True)):
+    for name, pid, h, old in (
+        ("live-old", os.getpid(), host, True),
+        ("dead-new", dead, host, False),
+        ("far-new", 1, "elsewhere", False),
+        ("far-old", 1, "elsewhere", True),
+    ):
         d = cells / f".tmp-{name.replace('-', '')}-{pid}-0000beef@{h}"
         d.mkdir()
         if old:
@@ -205,50 +253,95 @@ def test_writers_tell_live_cells_from_those_left_by_dead_processes(tmp_path):
         made[name] = d
     live, stale = SweepStore(out).writers()
     assert sorted(p.name for p, *_ in live) == sorted([made["live-old"].name, made["far-new"].name])
-    assert sorted(p.name for p, *_ in stale) == sorted([made["dead-new"].name, made["far-old"].name])
+    assert sorted(p.name for p, *_ in stale) == sorted(
+        [made["dead-new"].name, made["far-old"].name]
+    )
     removed = SweepStore(out).clean_stale()
     assert sorted(p.name for p in removed) == sorted([made["dead-new"].name, made["far-old"].name])
     assert made["live-old"].exists() and made["far-new"].exists()
 
 
 def test_command_line(tmp_path):
-    spec_path = write_spec(tmp_path, MIXED.replace('trace = "bad.swf"', f'trace = "{trace("KTH-SP2-1996-2.1-cln.swf.gz")}"\n'
-                                                   "max_jobs = 200"))
+    spec_path = write_spec(
+        tmp_path,
+        MIXED.replace(
+            'trace = "bad.swf"', f'trace = "{trace("KTH-SP2-1996-2.1-cln.swf.gz")}"\nmax_jobs = 200'
+        ),
+    )
     out = tmp_path / "out"
     plan = cli("sweep", "plan", str(spec_path))
-    assert plan.returncode == 0 and "6 cells" in plan.stdout and "machine-s/missing/easy" in plan.stdout
+    assert (
+        plan.returncode == 0
+        and "6 cells" in plan.stdout
+        and "machine-s/missing/easy" in plan.stdout
+    )
     p = cli("sweep", "run", str(spec_path), "--out", str(out), "-j", "2")
     assert p.returncode == 1, p.stderr  # some cells failed: exit code 1, the others are done
     assert "4 done" in p.stdout and "2 failed" in p.stdout
     assert "failed machine-s/missing/fifo" in p.stdout
     # not a terminal (a pipe here): plain progress lines, none of the bar's redraws
-    assert "sweep mixed: 6 / 6 cells finished (100 %)" in p.stdout and "ETA" not in p.stdout, p.stdout
+    assert "sweep mixed: 6 / 6 cells finished (100 %)" in p.stdout and "ETA" not in p.stdout, (
+        p.stdout
+    )
     # on a terminal: the bar (done and failed counts, ETA) and the failures, no plain lines
-    shown = cli("sweep", "run", str(spec_path), "--out", str(tmp_path / "out-terminal"), "-j", "1", terminal=True)
+    shown = cli(
+        "sweep",
+        "run",
+        str(spec_path),
+        "--out",
+        str(tmp_path / "out-terminal"),
+        "-j",
+        "1",
+        terminal=True,
+    )
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.stdout)  # (colours and cursor moves)
     assert shown.returncode == 1 and "ETA" in text and "cells finished" not in text, text
     assert "failed machine-s/missing/fifo" in text
     st = cli("sweep", "status", str(out))
-    assert st.returncode == 0 and "4 done" in st.stdout and "2 failed" in st.stdout and "0 pending" in st.stdout
+    assert (
+        st.returncode == 0
+        and "4 done" in st.stdout
+        and "2 failed" in st.stdout
+        and "0 pending" in st.stdout
+    )
     assert "TraceFormatError" in st.stdout
     # a longer spec into the same directory: the new cells are pending, the old ones kept
-    bigger = write_spec(tmp_path, MIXED.replace('"fifo", "easy"', '"fifo", "easy", "sjf"').replace(
-        'trace = "bad.swf"', f'trace = "{trace("KTH-SP2-1996-2.1-cln.swf.gz")}"\nmax_jobs = 200'), "bigger.toml")
+    bigger = write_spec(
+        tmp_path,
+        MIXED.replace('"fifo", "easy"', '"fifo", "easy", "sjf"').replace(
+            'trace = "bad.swf"', f'trace = "{trace("KTH-SP2-1996-2.1-cln.swf.gz")}"\nmax_jobs = 200'
+        ),
+        "bigger.toml",
+    )
     SweepStore(out).write_manifest(load_sweep(bigger))
     st = cli("sweep", "status", str(out), "--all")
     assert "4 done" in st.stdout and "2 failed" in st.stdout and "3 pending" in st.stdout
     rows = [line for line in st.stdout.splitlines() if "machine-s/" in line]
-    assert len(rows) == 9 and sum(" pending " in r for r in rows) == 3 and sum(" done " in r for r in rows) == 4
+    assert (
+        len(rows) == 9
+        and sum(" pending " in r for r in rows) == 3
+        and sum(" done " in r for r in rows) == 4
+    )
     assert any("machine-s/lublin-60j/seed1/sjf" in r and " pending " in r for r in rows)
     p = cli("sweep", "run", str(bigger), "--out", str(out), "-q", "--workers", "1")
-    assert p.returncode == 1 and "running 3" in p.stdout and "6 done" in p.stdout and "3 failed" in p.stdout
+    assert (
+        p.returncode == 1
+        and "running 3" in p.stdout
+        and "6 done" in p.stdout
+        and "3 failed" in p.stdout
+    )
     assert len(summary(out)) == 9
     errors = [
-        (cli("sweep", "run", str(tmp_path / "nope.toml"), "--out", str(out)), "does not exist (a sweep file was expected)"),
+        (
+            cli("sweep", "run", str(tmp_path / "nope.toml"), "--out", str(out)),
+            "does not exist (a sweep file was expected)",
+        ),
         (cli("sweep", "status", str(tmp_path)), "not a sweep output directory"),
     ]
     for proc, expected in errors:
-        assert proc.returncode == 2 and expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert (
+            proc.returncode == 2 and expected in proc.stderr and "Traceback" not in proc.stderr
+        ), proc.stderr
     with pytest.raises(ConfigError, match="not both"):
         make_executor(workers=2, dask="local:1")
     with pytest.raises(ConfigError, match="positive number of workers"):

@@ -44,32 +44,58 @@ def test_expansion_is_the_full_cross_product(tmp_path):
     assert [c.index for c in spec.cells] == list(range(len(spec.cells)))
     labels = {c.label for c in spec.cells}
     assert "machine-s/lublin-50j-load0.8/seed7/sjf-nb-L2/r1" in labels
-    assert "eurora/x-first100/easy-R/r0" in labels and "eurora/x-first100/easy-R-L2/r0" not in labels
-    cell = next(c for c in spec.cells if c.label == "eurora/x-first100/easy-allocator_best-fit-L2/r1")
+    assert (
+        "eurora/x-first100/easy-R/r0" in labels and "eurora/x-first100/easy-R-L2/r0" not in labels
+    )
+    cell = next(
+        c for c in spec.cells if c.label == "eurora/x-first100/easy-allocator_best-fit-L2/r1"
+    )
     assert cell.config == {
         "schema": 1,
         "system": "eurora",
-        "workload": {"trace": "traces/x.swf.gz", "processors": "requested", "units": "divisor",
-                     "cores_per_unit": None, "missing_walltime": "queue-max", "memory": "ignore", "max_jobs": 100},
+        "workload": {
+            "trace": "traces/x.swf.gz",
+            "processors": "requested",
+            "units": "divisor",
+            "cores_per_unit": None,
+            "missing_walltime": "queue-max",
+            "memory": "ignore",
+            "max_jobs": 100,
+        },
         "dispatcher": {"name": "easy", "params": {"allocator": "best-fit"}},
         "predictor": "last-two",
-        "simulation": {"walltime_kill": False, "charge_dispatch_time": False, "dispatch_interval": None,
-                       "dispatch_on_events": True, "record_decisions": True},
+        "simulation": {
+            "walltime_kill": False,
+            "charge_dispatch_time": False,
+            "dispatch_interval": None,
+            "dispatch_on_events": True,
+            "record_decisions": True,
+        },
         "repetition": 1,
     }
     # paths are resolved against the spec file for running, but hashed as written
     assert cell.workload_spec == str(tmp_path / "traces" / "x.swf.gz")
-    assert (cell.dispatcher.name, cell.dispatcher.params, cell.predictor) == ("easy", {"allocator": "best-fit"}, "last-two")
+    assert (cell.dispatcher.name, cell.dispatcher.params, cell.predictor) == (
+        "easy",
+        {"allocator": "best-fit"},
+        "last-two",
+    )
     gen = next(c for c in spec.cells if c.labels["seed"] == 6)
-    assert gen.workload_spec.startswith("synthetic:lublin,jobs=50,load=0.8,") and gen.workload_spec.endswith(",seed=6")
+    assert gen.workload_spec.startswith(
+        "synthetic:lublin,jobs=50,load=0.8,"
+    ) and gen.workload_spec.endswith(",seed=6")
     assert gen.config["workload"]["seed"] == 6 and gen.config["workload"]["interactive"] is True
 
 
 def test_a_prediction_correction_is_part_of_the_cell_config_only_when_set(tmp_path):
     base = 'dispatchers = ["easy"]\npredictors = ["L2"]\n[[workloads]]\ngenerator = "lublin"\njobs = 50\n[simulation]\n'
     plain = load_sweep(write_spec(tmp_path, base)).cells[0]
-    corrected = load_sweep(write_spec(tmp_path, base + 'prediction_correction = "walltime"\n')).cells[0]
-    assert "prediction_correction" not in plain.config["simulation"]  # older sweeps keep their cell ids
+    corrected = load_sweep(
+        write_spec(tmp_path, base + 'prediction_correction = "walltime"\n')
+    ).cells[0]
+    assert (
+        "prediction_correction" not in plain.config["simulation"]
+    )  # older sweeps keep their cell ids
     assert corrected.config["simulation"]["prediction_correction"] == "walltime"
     assert corrected.id != plain.id
     assert corrected.simulation_options().prediction_correction == "walltime"
@@ -78,15 +104,22 @@ def test_a_prediction_correction_is_part_of_the_cell_config_only_when_set(tmp_pa
 def test_an_app_model_is_part_of_the_cell_config_only_when_set(tmp_path):
     """``[simulation] app_model``: the deadline jobs' execution model per sweep (the ablations
     of docs/RESULTS-DEADLINE.md), canonical in the cell config; a wrong one names the field."""
-    base = ('dispatchers = ["leak-nc"]\nsystems = ["hlrn2-grid"]\n[[workloads]]\ngenerator = "deadline"\n'
-            'jobs = 20\n[simulation]\n')
+    base = (
+        'dispatchers = ["leak-nc"]\nsystems = ["hlrn2-grid"]\n[[workloads]]\ngenerator = "deadline"\n'
+        "jobs = 20\n[simulation]\n"
+    )
     plain = load_sweep(write_spec(tmp_path, base)).cells[0]
-    ablated = load_sweep(write_spec(tmp_path, base + 'app_model = { network = "none", phases = 5 }\n')).cells[0]
+    ablated = load_sweep(
+        write_spec(tmp_path, base + 'app_model = { network = "none", phases = 5 }\n')
+    ).cells[0]
     assert "app_model" not in plain.config["simulation"]
     assert ablated.config["simulation"]["app_model"] == {"network": "none", "phases": 5}
     assert ablated.id != plain.id
     assert ablated.simulation_options().app_model == {"network": "none", "phases": 5}
-    for bad, said in (('app_model = "none"', "simulation.app_model"), ('app_model = { nope = 1 }', "unknown parameter 'nope'")):
+    for bad, said in (
+        ('app_model = "none"', "simulation.app_model"),
+        ("app_model = { nope = 1 }", "unknown parameter 'nope'"),
+    ):
         with pytest.raises(SweepSpecError, match=said):
             load_sweep(write_spec(tmp_path, base + bad + "\n"))
 
@@ -95,7 +128,11 @@ def test_ids_are_canonical():
     base = 'dispatchers = [{d}]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nseed = 1\n{extra}'
     ids = lambda d, extra="": parse_sweep(base.format(d=d, extra=extra)).cell_ids()  # noqa: E731
     # defaults filled in: the same configuration written three ways is one cell
-    assert ids('"easy"') == ids('"easy:allocator=first-fit"') == ids('{ name = "easy", allocator = "first-fit" }')
+    assert (
+        ids('"easy"')
+        == ids('"easy:allocator=first-fit"')
+        == ids('{ name = "easy", allocator = "first-fit" }')
+    )
     assert ids('"sjf:blocking=false"') == ids('{ name = "sjf", blocking = false }')
     # any change of the configuration changes the id
     assert ids('"easy"') != ids('"easy:allocator=best-fit"')
@@ -103,8 +140,12 @@ def test_ids_are_canonical():
     assert ids('"easy"') != ids('"easy-R"')
     assert ids('"easy-L2"') == ids('{ name = "easy", predictor = "L2" }') != ids('"easy"')
     # key order inside the file does not matter
-    a = parse_sweep('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nload = 0.7\nseed = 3\n')
-    b = parse_sweep('dispatchers = ["fifo"]\n[[workloads]]\nseed = 3\nload = 0.7\ngenerator = "lublin"\njobs = 20\n')
+    a = parse_sweep(
+        'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nload = 0.7\nseed = 3\n'
+    )
+    b = parse_sweep(
+        'dispatchers = ["fifo"]\n[[workloads]]\nseed = 3\nload = 0.7\ngenerator = "lublin"\njobs = 20\n'
+    )
     assert a.cell_ids() == b.cell_ids()
     # the id is the hash of the configuration: recomputable from it
     assert a.cells[0].id == cell_id(json.loads(json.dumps(a.cells[0].config)))
@@ -113,78 +154,155 @@ def test_ids_are_canonical():
 def test_ids_are_stable_across_processes(tmp_path):
     path = write_spec(tmp_path, FULL)
     here = load_sweep(path).cell_ids()
-    code = f"import json; from hpcdispatch.sweep import load_sweep; print(json.dumps(load_sweep({str(path)!r}).cell_ids()))"
+    code = (
+        "import json; from hpcdispatch.sweep import load_sweep; "
+        f"print(json.dumps(load_sweep({str(path)!r}).cell_ids()))"
+    )
     for seed in ("1", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        )
         assert json.loads(out.stdout) == here
     # and it is a fixed function of the configuration (a regression here would orphan every stored cell)
-    one = parse_sweep('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nseed = 1\n')
+    one = parse_sweep(
+        'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\njobs = 20\nseed = 1\n'
+    )
     assert one.cells[0].id == cell_id(one.cells[0].config) == "98fad8b38d40a1f5"
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("dispatchers = [\"fifo\", ]]\n", r"not valid TOML: .*line 1"),
+        ('dispatchers = ["fifo", ]]\n', r"not valid TOML: .*line 1"),
         ('dispatchers = ["fifo"]\n', r"missing required \[\[workloads\]\]"),
-        ('dispatchers = ["fifo"]\ncolour = 1\n[[workloads]]\ngenerator = "lublin"\n', r"unknown top-level key\(s\) \['colour'\]"),
-        ('dispatchers = ["magic"]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"sweep.toml, line 1, dispatchers\[0\]: unknown dispatcher 'magic'"),
-        ('dispatchers = ["fifo", "easy:depth=3"]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"line 1, dispatchers\[1\]: dispatcher 'easy' has no parameter 'depth'"),
-        ('dispatchers = [{ name = "sjf", blocking = "no" }]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"dispatchers\[0\]: parameter 'blocking' = 'no' must be bool"),
-        ('dispatchers = ["fifo"]\npredictors = ["W", "X"]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"line 2, predictors\[1\]: unknown predictor 'X'"),
-        ('dispatchers = ["fifo"]\n\n[[workloads]]\ngenerator = "lublin"\nseed = 1\n\n[[workloads]]\ngenerator = "lublin"\n'
-         'jobs = "many"\n', r"line 9, workloads\[1\].jobs: must be an integer, got a string 'many'"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\nload = 300.0\n',
-         r"line 2, workloads\[0\]: synthetic workload: load must be in \(0, 100\)"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a.swf"\nunits = "cores"\n',
-         r"workloads\[0\]: unknown unit mapping 'cores'"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a.swf"\ngenerator = "lublin"\n', r"exactly one of 'trace'"),
-        ('[[workloads]]\ngenerator = "lublin"\ndispatchers = ["fifo"]\n',
-         r"unknown key\(s\) \['dispatchers'\].*top-level keys must come before"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\nseeds = [1, 1]\n', r"lists a seed twice"),
-        ('dispatchers = ["fifo"]\nsystems = ["nosuch"]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"line 2, systems\[0\]: unknown system preset 'nosuch'"),
-        ('dispatchers = ["fifo"]\nrepetitions = 0\n[[workloads]]\ngenerator = "lublin"\n', r"repetitions: must be at least 1"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\ndispatch_interval = -5\n',
-         r"line 4, simulation: dispatch_interval must be positive"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\nprediction_correction = "double"\n',
-         r"line 4, simulation: prediction_correction must be one of walltime, ladder"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\nprediction_correction = 1\n',
-         r"simulation.prediction_correction"),
-        ('dispatchers = ["fifo", "fifo:allocator=first-fit"]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"have the same configuration"),
-        ('dispatchers = ["easy", { name = "easy", allocator = "best-fit", label = "easy" }]\n[[workloads]]\n'
-         'generator = "lublin"\n', r"label 'easy' names two different dispatchers"),
-        ('dispatchers = ["fifo"]\nplugins = ["nope.py"]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"plugins: plugin file '.*nope.py' does not exist"),
-        ('dispatchers = ["fifo"]\nsystems = ["from-trace"]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"line 2, systems: 'from-trace' reads the system from an SWF header"),
+        (
+            'dispatchers = ["fifo"]\ncolour = 1\n[[workloads]]\ngenerator = "lublin"\n',
+            r"unknown top-level key\(s\) \['colour'\]",
+        ),
+        (
+            'dispatchers = ["magic"]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"sweep.toml, line 1, dispatchers\[0\]: unknown dispatcher 'magic'",
+        ),
+        (
+            'dispatchers = ["fifo", "easy:depth=3"]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"line 1, dispatchers\[1\]: dispatcher 'easy' has no parameter 'depth'",
+        ),
+        (
+            'dispatchers = [{ name = "sjf", blocking = "no" }]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"dispatchers\[0\]: parameter 'blocking' = 'no' must be bool",
+        ),
+        (
+            'dispatchers = ["fifo"]\npredictors = ["W", "X"]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"line 2, predictors\[1\]: unknown predictor 'X'",
+        ),
+        (
+            'dispatchers = ["fifo"]\n\n[[workloads]]\ngenerator = "lublin"\nseed = '
+            '1\n\n[[workloads]]\ngenerator = "lublin"\n'
+            'jobs = "many"\n',
+            r"line 9, workloads\[1\].jobs: must be an integer, got a string 'many'",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\nload = 300.0\n',
+            r"line 2, workloads\[0\]: synthetic workload: load must be in \(0, 100\)",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a.swf"\nunits = "cores"\n',
+            r"workloads\[0\]: unknown unit mapping 'cores'",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a.swf"\ngenerator = "lublin"\n',
+            r"exactly one of 'trace'",
+        ),
+        (
+            '[[workloads]]\ngenerator = "lublin"\ndispatchers = ["fifo"]\n',
+            r"unknown key\(s\) \['dispatchers'\].*top-level keys must come before",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\nseeds = [1, 1]\n',
+            r"lists a seed twice",
+        ),
+        (
+            'dispatchers = ["fifo"]\nsystems = ["nosuch"]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"line 2, systems\[0\]: unknown system preset 'nosuch'",
+        ),
+        (
+            'dispatchers = ["fifo"]\nrepetitions = 0\n[[workloads]]\ngenerator = "lublin"\n',
+            r"repetitions: must be at least 1",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\ndispatch_interval = -5\n',
+            r"line 4, simulation: dispatch_interval must be positive",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = '
+            '"lublin"\n[simulation]\nprediction_correction = "double"\n',
+            r"line 4, simulation: prediction_correction must be one of walltime, ladder",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\nprediction_correction = 1\n',
+            r"simulation.prediction_correction",
+        ),
+        (
+            'dispatchers = ["fifo", "fifo:allocator=first-fit"]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"have the same configuration",
+        ),
+        (
+            'dispatchers = ["easy", { name = "easy", allocator = "best-fit", label = "easy" }]\n[[workloads]]\n'
+            'generator = "lublin"\n',
+            r"label 'easy' names two different dispatchers",
+        ),
+        (
+            'dispatchers = ["fifo"]\nplugins = ["nope.py"]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"plugins: plugin file '.*nope.py' does not exist",
+        ),
+        (
+            'dispatchers = ["fifo"]\nsystems = ["from-trace"]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"line 2, systems: 'from-trace' reads the system from an SWF header",
+        ),
         # values of the wrong kind that used to end in a traceback
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "aucsched"\nruntime_h = nan\n',
-         r"line 4, workloads\[0\].runtime_h: must be a number \(a finite number\), got nan"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\noverestimate_max = inf\n',
-         r"line 4, workloads\[0\].overestimate_max: must be a number \(a finite number\), got inf"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\ndispatch_interval = inf\n',
-         r"line 5, simulation.dispatch_interval: must be a number of seconds \(a finite number\)"),
-        ('dispatchers = ["fifo"]\nsystems = ["a\\u0000.toml"]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"line 2, systems\[0\]: a file name cannot hold a NUL byte"),
-        ('dispatchers = ["fifo"]\nsystems = ["' + "a" * 300 + '.toml"]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"line 2, systems\[0\]: .*File name too long"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a\\u0000.swf"\n',
-         r"line 3, workloads\[0\].trace: a file name cannot hold a NUL byte"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a.swf"\nsubmit_jitter = 9223372036854775807\nseed = 1\n',
-         r"line 4, workloads\[0\].submit_jitter: must be >= 0 seconds \(at most 2\^50\)"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "aucsched"\nworkload = []\n',
-         r"line 4, workloads\[0\].workload: is empty"),
-        ('dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "aucsched"\nversion = []\n',
-         r"line 4, workloads\[0\].version: is empty"),
-        ('dispatchers = [{ name = "cp-rule", delta = nan }]\n[[workloads]]\ngenerator = "lublin"\n',
-         r"line 1, dispatchers\[0\]: "),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "aucsched"\nruntime_h = nan\n',
+            r"line 4, workloads\[0\].runtime_h: must be a number \(a finite number\), got nan",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\noverestimate_max = inf\n',
+            r"line 4, workloads\[0\].overestimate_max: must be a number \(a finite number\), got inf",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "lublin"\n[simulation]\ndispatch_interval = inf\n',
+            r"line 5, simulation.dispatch_interval: must be a number of seconds \(a finite number\)",
+        ),
+        (
+            'dispatchers = ["fifo"]\nsystems = ["a\\u0000.toml"]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"line 2, systems\[0\]: a file name cannot hold a NUL byte",
+        ),
+        (
+            'dispatchers = ["fifo"]\nsystems = ["'
+            + "a" * 300
+            + '.toml"]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"line 2, systems\[0\]: .*File name too long",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a\\u0000.swf"\n',
+            r"line 3, workloads\[0\].trace: a file name cannot hold a NUL byte",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ntrace = "a.swf"\nsubmit_jitter = 9223372036854775807\nseed = 1\n',
+            r"line 4, workloads\[0\].submit_jitter: must be >= 0 seconds \(at most 2\^50\)",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "aucsched"\nworkload = []\n',
+            r"line 4, workloads\[0\].workload: is empty",
+        ),
+        (
+            'dispatchers = ["fifo"]\n[[workloads]]\ngenerator = "aucsched"\nversion = []\n',
+            r"line 4, workloads\[0\].version: is empty",
+        ),
+        (
+            'dispatchers = [{ name = "cp-rule", delta = nan }]\n[[workloads]]\ngenerator = "lublin"\n',
+            r"line 1, dispatchers\[0\]: ",
+        ),
     ],
 )
 def test_errors_name_file_line_and_field(tmp_path, text, expected):
@@ -197,7 +315,9 @@ def test_errors_name_file_line_and_field(tmp_path, text, expected):
 def test_a_sweep_file_that_is_no_text_or_no_file_is_named(tmp_path):
     path = write_spec(tmp_path, "")
     path.write_bytes(b'dispatchers = ["fifo"]\n# caf\xe9\n[[workloads]]\ngenerator = "lublin"\n')
-    with pytest.raises(SweepSpecError, match=re.escape(str(path)) + r", line 2: byte 0xe9 is not UTF-8 text"):
+    with pytest.raises(
+        SweepSpecError, match=re.escape(str(path)) + r", line 2: byte 0xe9 is not UTF-8 text"
+    ):
         load_sweep(path)
     with pytest.raises(SweepSpecError, match=re.escape(str(tmp_path)) + ": is a directory"):
         load_sweep(tmp_path)
@@ -205,19 +325,27 @@ def test_a_sweep_file_that_is_no_text_or_no_file_is_named(tmp_path):
 
 def test_plugins_register_dispatchers(tmp_path):
     plugin = tmp_path / "mine.py"
-    plugin.write_text(textwrap.dedent('''
+    plugin.write_text(
+        textwrap.dedent("""
         from hpcdispatch.dispatchers import dispatcher_function
 
         @dispatcher_function("widest-first-plugin")
         def widest_first(view, scratch):
             for job in sorted(view.queue, key=lambda j: -j.units):
                 scratch.try_start(job)
-    '''))
-    text = 'plugins = ["mine.py"]\ndispatchers = ["widest-first-plugin"]\n[[workloads]]\ngenerator = "lublin"\njobs = 10\n'
+    """)
+    )
+    text = (
+        'plugins = ["mine.py"]\ndispatchers = ["widest-first-plugin"]\n'
+        '[[workloads]]\ngenerator = "lublin"\njobs = 10\n'
+    )
     try:
         spec = load_sweep(write_spec(tmp_path, text))
         assert spec.cells[0].plugins == (str(plugin),)
-        assert spec.cells[0].config["dispatcher"] == {"name": "widest-first-plugin", "params": {"allocator": "first-fit"}}
+        assert spec.cells[0].config["dispatcher"] == {
+            "name": "widest-first-plugin",
+            "params": {"allocator": "first-fit"},
+        }
     finally:
         from hpcdispatch.dispatchers import DISPATCHERS
 
@@ -235,7 +363,14 @@ def test_the_documented_example_is_valid():
     stated = int(re.search(r"\*\*(\d+) cells\*\*", text).group(1))
     assert len(spec.cells) == stated == 42
     assert {c.labels["run"] for c in spec.cells} == {
-        "fifo", "fifo-L2", "easy-allocator_best-fit", "easy-allocator_best-fit-L2", "sjf-nb", "sjf-nb-L2", "easy-R"}
+        "fifo",
+        "fifo-L2",
+        "easy-allocator_best-fit",
+        "easy-allocator_best-fit-L2",
+        "sjf-nb",
+        "sjf-nb-L2",
+        "easy-R",
+    }
 
 
 def test_the_readme_example_is_valid():
@@ -267,8 +402,18 @@ def test_every_benchmark_sweep_file_is_valid():
     assert len(matrix.cells) == stated == 102
     runs = {(c.labels["workload"], c.labels["run"]) for c in matrix.cells}
     for workload in ("SDSC-SP2", "KIT-like", "Eurora-like"):
-        for name in ("easy", "cp-rule", "hcp", "pcp19", "pcp20", "cp-hybrid",
-                     "hcp-stall", "pcp19-stall", "pcp20-stall", "cp-hybrid-stall"):
+        for name in (
+            "easy",
+            "cp-rule",
+            "hcp",
+            "pcp19",
+            "pcp20",
+            "cp-hybrid",
+            "hcp-stall",
+            "pcp19-stall",
+            "pcp20-stall",
+            "cp-hybrid-stall",
+        ):
             for pred in ("L2", "D", "R"):
                 assert (workload, f"{name}-{pred}") in runs
     stall = [c for c in matrix.cells if c.labels["run"].startswith("pcp20-stall")]

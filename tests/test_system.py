@@ -24,7 +24,11 @@ def test_eurora_preset():
 def test_kit_and_auction_machines():
     kit = load_system("kit-forhlr2")
     assert kit.n_nodes == 1173
-    assert list(kit.total_capacity) == [1152 * 20 + 21 * 48, 1152 * 64 * 1024 + 21 * 1024 * 1024, 21 * 4]
+    assert list(kit.total_capacity) == [
+        1152 * 20 + 21 * 48,
+        1152 * 64 * 1024 + 21 * 1024 * 1024,
+        21 * 4,
+    ]
     for name, n in (("machine-s", 128), ("machine-m", 256), ("machine-l", 1024)):
         s = load_system(name)
         assert s.n_nodes == n and (s.capacity == [8, 2]).all()
@@ -32,8 +36,17 @@ def test_kit_and_auction_machines():
 
 @pytest.mark.parametrize(
     "name, nodes, cores",
-    [("hpc2n", 120, 2), ("ricc", 1024, 8), ("llnl-atlas", 1152, 8), ("sdsc-blue", 144, 8), ("kth-sp2", 100, 1),
-     ("ctc-sp2", 338, 1), ("sdsc-sp2", 128, 1), ("llnl-thunder", 1002, 4), ("lpc-egee", 70, 2)],
+    [
+        ("hpc2n", 120, 2),
+        ("ricc", 1024, 8),
+        ("llnl-atlas", 1152, 8),
+        ("sdsc-blue", 144, 8),
+        ("kth-sp2", 100, 1),
+        ("ctc-sp2", 338, 1),
+        ("sdsc-sp2", 128, 1),
+        ("llnl-thunder", 1002, 4),
+        ("lpc-egee", 70, 2),
+    ],
 )
 def test_trace_presets(name, nodes, cores):
     s = load_system(name)
@@ -67,10 +80,14 @@ def test_toml_round_trip(tmp_path):
 
 def test_broken_system_files_name_the_problem(tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text('name = "x"\nresources = ["core"]\n[[node_types]]\nname = "a"\ncount = 0\ncapacity = { core = 4 }\n')
+    bad.write_text(
+        'name = "x"\nresources = ["core"]\n[[node_types]]\nname = "a"\ncount = 0\ncapacity = { core = 4 }\n'
+    )
     with pytest.raises(ConfigError, match="count must be a positive integer"):
         load_system(bad)
-    bad.write_text('name = "x"\nresources = ["core"]\n[[node_types]]\nname = "a"\ncount = 2\ncapacity = { gpu = 4 }\n')
+    bad.write_text(
+        'name = "x"\nresources = ["core"]\n[[node_types]]\nname = "a"\ncount = 2\ncapacity = { gpu = 4 }\n'
+    )
     with pytest.raises(ConfigError, match="unknown resource"):
         load_system(bad)
     bad.write_text('name = "x"\nresources = ["core"\n')
@@ -80,29 +97,75 @@ def test_broken_system_files_name_the_problem(tmp_path):
         load_system("nope")
 
 
-GOOD = 'name = "x"\nresources = ["core"]\n\n[topology]\nkind = "grid2d"\nshape = [2, 3]\n\n' \
-       '[[node_types]]\nname = "a"\ncount = 2\ncapacity = { core = 4 }\n\n' \
-       '[[node_types]]\nname = "b"\ncount = 4\ncapacity = { core = 8 }\n'
+GOOD = (
+    'name = "x"\nresources = ["core"]\n\n[topology]\nkind = "grid2d"\nshape = [2, 3]\n\n'
+    '[[node_types]]\nname = "a"\ncount = 2\ncapacity = { core = 4 }\n\n'
+    '[[node_types]]\nname = "b"\ncount = 4\ncapacity = { core = 8 }\n'
+)
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    (("shape = [2, 3]", 'shape = ["2", "3"]'), r"line 6, topology.shape: must be a list of integers"),
-    (("shape = [2, 3]", 'shape = "23"'), r"line 6, topology.shape: must be a list of integers \[rows, cols\], got a string"),
-    (("shape = [2, 3]", "shape = [2, 4]"), r"line 6, topology.shape: topology grid2d 2x4 does not hold 6 nodes"),
-    (("shape = [2, 3]", "shape = [true, 6]"), r"line 6, topology.shape: must be a list of integers"),
-    (('kind = "grid2d"', "kind = 2"), r"line 5, topology.kind: must be \"linear\", \"grid2d\" or \"torus2d\", got 2"),
-    (('kind = "grid2d"', 'kind = "torus3d"'), r"line 5, topology.kind: must be .* or \"torus2d\", got 'torus3d'"),
-    (('kind = "grid2d"\nshape = [2, 3]', 'kind = "torus2d"\nshape = [3, 3]'),
-     r"line 6, topology.shape: topology torus2d 3x3 does not hold 6 nodes"),
-    (("count = 4", "count = 0"), r"line 15, node_types\[1\].count: node type 'b': count must be a positive integer"),
-    (("count = 4", "count = 99999999999999999999"), r"line 15, node_types\[1\].count: .*at most 10,000,000"),
-    (("count = 4", 'count = "4"'), r"line 15, node_types\[1\].count: must be int, got a string '4'"),
-    (("core = 8", "core = 8.5"), r"line 16, node_types\[1\].capacity: .*capacity of 'core' must be a non-negative"),
-    (("core = 8", "gpu = 8"), r"line 16, node_types\[1\].capacity: unknown resource\(s\) \['gpu'\]"),
-    (('name = "b"', 'name = "a"'), r"line 14, node_types\[1\].name: a second node type named 'a'"),
-    (('resources = ["core"]', 'resources = "core"'), r"line 2, resources: must be list, got a string"),
-    (('name = "x"', 'name = "x"\ncolour = 1'), r"unknown key\(s\) \['colour'\]"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            ("shape = [2, 3]", 'shape = ["2", "3"]'),
+            r"line 6, topology.shape: must be a list of integers",
+        ),
+        (
+            ("shape = [2, 3]", 'shape = "23"'),
+            r"line 6, topology.shape: must be a list of integers \[rows, cols\], got a string",
+        ),
+        (
+            ("shape = [2, 3]", "shape = [2, 4]"),
+            r"line 6, topology.shape: topology grid2d 2x4 does not hold 6 nodes",
+        ),
+        (
+            ("shape = [2, 3]", "shape = [true, 6]"),
+            r"line 6, topology.shape: must be a list of integers",
+        ),
+        (
+            ('kind = "grid2d"', "kind = 2"),
+            r"line 5, topology.kind: must be \"linear\", \"grid2d\" or \"torus2d\", got 2",
+        ),
+        (
+            ('kind = "grid2d"', 'kind = "torus3d"'),
+            r"line 5, topology.kind: must be .* or \"torus2d\", got 'torus3d'",
+        ),
+        (
+            ('kind = "grid2d"\nshape = [2, 3]', 'kind = "torus2d"\nshape = [3, 3]'),
+            r"line 6, topology.shape: topology torus2d 3x3 does not hold 6 nodes",
+        ),
+        (
+            ("count = 4", "count = 0"),
+            r"line 15, node_types\[1\].count: node type 'b': count must be a positive integer",
+        ),
+        (
+            ("count = 4", "count = 99999999999999999999"),
+            r"line 15, node_types\[1\].count: .*at most 10,000,000",
+        ),
+        (
+            ("count = 4", 'count = "4"'),
+            r"line 15, node_types\[1\].count: must be int, got a string '4'",
+        ),
+        (
+            ("core = 8", "core = 8.5"),
+            r"line 16, node_types\[1\].capacity: .*capacity of 'core' must be a non-negative",
+        ),
+        (
+            ("core = 8", "gpu = 8"),
+            r"line 16, node_types\[1\].capacity: unknown resource\(s\) \['gpu'\]",
+        ),
+        (
+            ('name = "b"', 'name = "a"'),
+            r"line 14, node_types\[1\].name: a second node type named 'a'",
+        ),
+        (
+            ('resources = ["core"]', 'resources = "core"'),
+            r"line 2, resources: must be list, got a string",
+        ),
+        (('name = "x"', 'name = "x"\ncolour = 1'), r"unknown key\(s\) \['colour'\]"),
+    ],
+)
 def test_system_file_errors_name_file_line_and_field(tmp_path, change, expected):
     path = tmp_path / "s.toml"
     assert change[0] in GOOD
@@ -122,21 +185,44 @@ def GOOD_path(tmp_path):
 def test_a_system_file_that_is_no_text_or_no_file_is_named(tmp_path):
     path = tmp_path / "bin.toml"
     path.write_bytes(GOOD.encode() + b"\n# caf\xe9\n")
-    with pytest.raises(ConfigError, match=re.escape(str(path)) + r", line 18: byte 0xe9 is not UTF-8 text"):
+    with pytest.raises(
+        ConfigError, match=re.escape(str(path)) + r", line 18: byte 0xe9 is not UTF-8 text"
+    ):
         load_system(path)
-    with pytest.raises(ConfigError, match=re.escape(str(tmp_path)) + ": is a directory, not a system file"):
+    with pytest.raises(
+        ConfigError, match=re.escape(str(tmp_path)) + ": is a directory, not a system file"
+    ):
         load_system(tmp_path)
     with pytest.raises(ConfigError, match="NUL"):
         load_system("a\0.toml")
 
 
 def test_grid_topology_leaves_node_order_alone():
-    s = System("g", ("core",), (NodeType("n", 6, {"core": 1}),), topology=Topology("grid2d", (2, 3)))
-    assert s.topology.coordinates(s.n_nodes).tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+    s = System(
+        "g", ("core",), (NodeType("n", 6, {"core": 1}),), topology=Topology("grid2d", (2, 3))
+    )
+    assert s.topology.coordinates(s.n_nodes).tolist() == [
+        [0, 0],
+        [0, 1],
+        [0, 2],
+        [1, 0],
+        [1, 1],
+        [1, 2],
+    ]
     with pytest.raises(ConfigError, match="does not hold"):
-        System("g", ("core",), (NodeType("n", 5, {"core": 1}),), topology=Topology("grid2d", (2, 3)))
+        System(
+            "g", ("core",), (NodeType("n", 5, {"core": 1}),), topology=Topology("grid2d", (2, 3))
+        )
 
 
 def test_preset_list_is_complete():
     names = set(preset_names())
-    assert {"eurora", "kit-forhlr2", "machine-s", "machine-m", "machine-l", "hpc2n", "ricc"} <= names
+    assert {
+        "eurora",
+        "kit-forhlr2",
+        "machine-s",
+        "machine-m",
+        "machine-l",
+        "hpc2n",
+        "ricc",
+    } <= names

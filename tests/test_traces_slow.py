@@ -18,8 +18,14 @@ from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload, resolve
 
 pytestmark = pytest.mark.slow
 
-ALL = all_traces() or [pytest.param("", marks=pytest.mark.skip(
-    reason="../shared/traces is absent (not beside this repository): no real trace to run"))]
+ALL = all_traces() or [
+    pytest.param(
+        "",
+        marks=pytest.mark.skip(
+            reason="../shared/traces is absent (not beside this repository): no real trace to run"
+        ),
+    )
+]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -27,9 +33,18 @@ def test_every_trace_with_every_baseline(name):
     path = str(trace(name))
     system = resolve_system("auto", path)
     wl = load_workload(path, system, SwfOptions(max_jobs=3000))
-    unit_wl = load_workload(path, system, SwfOptions(max_jobs=3000, units=UnitMapping(mode="processor")))
-    for spec, workload in (("fifo", wl), ("sjf", wl), ("easy:allocator=best-fit", wl), ("conservative", unit_wl)):
-        out = run_simulation(system, workload, spec, options=SimulationOptions(record_decisions=False))
+    unit_wl = load_workload(
+        path, system, SwfOptions(max_jobs=3000, units=UnitMapping(mode="processor"))
+    )
+    for spec, workload in (
+        ("fifo", wl),
+        ("sjf", wl),
+        ("easy:allocator=best-fit", wl),
+        ("conservative", unit_wl),
+    ):
+        out = run_simulation(
+            system, workload, spec, options=SimulationOptions(record_decisions=False)
+        )
         assert out.validation.ok, (name, spec, out.validation.describe())
         assert out.summary["started"] == len(workload)
 

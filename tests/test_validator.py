@@ -24,7 +24,11 @@ from hpcdispatch.workload.swf import SwfOptions
 @pytest.fixture()
 def tables():
     system = cores_system(2, 2)
-    r = simulate(system, [job(1, 0, 10, units=2, req=(2,)), job(2, 1, 5, req=(2,)), job(3, 2, 5, req=(1,))], "fifo")
+    r = simulate(
+        system,
+        [job(1, 0, 10, units=2, req=(2,)), job(2, 1, 5, req=(2,)), job(3, 2, 5, req=(1,))],
+        "fifo",
+    )
     return system, workload_frame(r), r.jobs_frame(), r.allocations_frame()
 
 
@@ -43,7 +47,11 @@ def test_capacity_overflow_is_caught(tables):
     allocs.loc[allocs.job_id == 2, "node"] = 0
     report = check(system, wl, jobs, allocs)
     first = report.first()
-    assert first.kind == "capacity" and "node 0" in first.message and "3 core in use, capacity 2" in first.message
+    assert (
+        first.kind == "capacity"
+        and "node 0" in first.message
+        and "3 core in use, capacity 2" in first.message
+    )
     with pytest.raises(ScheduleValidationError, match="capacity"):
         report.raise_if_invalid()
 
@@ -116,7 +124,11 @@ def test_run_directory_is_validated_against_its_source(tmp_path):
 
 def test_node_listed_twice_unknown_rows_and_per_node_limit_are_caught():
     system = cores_system(2, 4)
-    r = simulate(system, [job(1, 0, 10, units=2, req=(1,)), job(2, 0, 10, units=2, req=(1,), max_units_per_node=1)], "fifo")
+    r = simulate(
+        system,
+        [job(1, 0, 10, units=2, req=(1,)), job(2, 0, 10, units=2, req=(1,), max_units_per_node=1)],
+        "fifo",
+    )
     wl, jobs, allocs = workload_frame(r), r.jobs_frame(), r.allocations_frame()
     assert check(system, wl, jobs, allocs).ok
     # job 1 (2 units on node 0) listed as 1 + 1 units on node 0 in the same segment
@@ -124,7 +136,9 @@ def test_node_listed_twice_unknown_rows_and_per_node_limit_are_caught():
     split = pd.DataFrame([row, row]).assign(units=1, core=1)
     twice = pd.concat([allocs[allocs.job_id != 1], split], ignore_index=True)
     report = check(system, wl, jobs, twice)
-    assert [v.kind for v in report.violations] == ["node-twice"] and "job 1 lists node 0 twice" in report.violations[0].message
+    assert [v.kind for v in report.violations] == [
+        "node-twice"
+    ] and "job 1 lists node 0 twice" in report.violations[0].message
     # job 2 (at most 1 unit per node) with both units on one node
     crowded = allocs.copy()
     crowded.loc[crowded.job_id == 2, "node"] = int(crowded[crowded.job_id == 2]["node"].iloc[0])
@@ -137,6 +151,7 @@ def test_node_listed_twice_unknown_rows_and_per_node_limit_are_caught():
 
 
 # ---- issue 33: nothing lost, nothing false ------------------------------------------------
+
 
 def kinds(report):
     return {v.kind for v in report.violations}
@@ -154,7 +169,10 @@ def test_nan_times_never_drop_a_row_out_of_the_capacity_sweep():
         a.loc[a.job_id == 2, cols] = float("nan")
         report = check(system, wl, jobs, a)
         assert not report.ok, cols
-        assert any(v.kind == "time" and "job 2" in v.message and "node 0" in v.message for v in report.violations), cols
+        assert any(
+            v.kind == "time" and "job 2" in v.message and "node 0" in v.message
+            for v in report.violations
+        ), cols
         # the row still takes part in the sweep (at the job's own start and end)
         assert any(v.kind == "capacity" and "node 0" in v.message for v in report.violations), cols
     for value in (float("inf"), float("-inf")):
@@ -165,7 +183,9 @@ def test_nan_times_never_drop_a_row_out_of_the_capacity_sweep():
     # an empty or negative interval is reported, not silently left out
     a = allocs.copy()
     a.loc[a.job_id == 2, ["node", "from", "to"]] = [0, 5.0, 5.0]
-    assert any(v.kind == "time" and "job 2" in v.message for v in check(system, wl, jobs, a).violations)
+    assert any(
+        v.kind == "time" and "job 2" in v.message for v in check(system, wl, jobs, a).violations
+    )
     # a node (or a unit count) that is not an integer: reported, never a crash
     for col, value in (("node", float("nan")), ("units", 1.5)):
         a = allocs.astype({col: float})
@@ -187,12 +207,21 @@ def test_nan_from_in_a_run_directory_is_caught(tmp_path):
     r = simulate(system, load_workload("synthetic:lublin,jobs=80,seed=3,load=1.2", system), "easy")
     write_result(r, tmp_path / "run")
     allocs = pd.read_parquet(tmp_path / "run" / "allocations.parquet")
-    wl, jobs = pd.read_parquet(tmp_path / "run" / "workload.parquet"), pd.read_parquet(tmp_path / "run" / "jobs.parquet")
+    wl, jobs = (
+        pd.read_parquet(tmp_path / "run" / "workload.parquet"),
+        pd.read_parquet(tmp_path / "run" / "jobs.parquet"),
+    )
     for k in allocs.index:
         b_job = allocs.job_id[k]
-        busy = allocs[(allocs["from"] < allocs.to[k]) & (allocs.to > allocs["from"][k]) & (allocs.job_id != b_job)
-                      & ~allocs.node.isin(allocs.node[allocs.job_id == b_job])]
-        moved = [allocs.assign(node=allocs.node.where(allocs.index != k, n)) for n in busy.node.unique()]
+        busy = allocs[
+            (allocs["from"] < allocs.to[k])
+            & (allocs.to > allocs["from"][k])
+            & (allocs.job_id != b_job)
+            & ~allocs.node.isin(allocs.node[allocs.job_id == b_job])
+        ]
+        moved = [
+            allocs.assign(node=allocs.node.where(allocs.index != k, n)) for n in busy.node.unique()
+        ]
         moved = [a for a in moved if "capacity" in kinds(check(system, wl, jobs, a))]
         if moved:
             break
@@ -203,7 +232,9 @@ def test_nan_from_in_a_run_directory_is_caught(tmp_path):
     a.to_parquet(tmp_path / "run" / "allocations.parquet", index=False)
     report = validate_run_dir(tmp_path / "run")
     assert not report.ok
-    assert any(f"job {b_job}" in v.message and f"node {node}" in v.message for v in report.violations)
+    assert any(
+        f"job {b_job}" in v.message and f"node {node}" in v.message for v in report.violations
+    )
 
 
 def rejected_tables(tables, reason=""):
@@ -219,11 +250,19 @@ def test_rejections_must_be_declared_and_explained(tables):
     system, wl, jobs, allocs = rejected_tables(tables)
     # EASY / FIFO never reject: a job removed from the schedule and marked rejected is caught
     report = validate_tables(system, wl, jobs, allocs, dispatcher_tags={"rejects": False})
-    assert any(v.kind == "rejected" and "job 3" in v.message and "never rejects" in v.message for v in report.violations)
-    assert any(v.kind == "rejected" and "job 3" in v.message and "without a reason" in v.message for v in report.violations)
+    assert any(
+        v.kind == "rejected" and "job 3" in v.message and "never rejects" in v.message
+        for v in report.violations
+    )
+    assert any(
+        v.kind == "rejected" and "job 3" in v.message and "without a reason" in v.message
+        for v in report.violations
+    )
     # a dispatcher that may reject: only with a reason
     report = validate_tables(system, wl, jobs, allocs, dispatcher_tags={"rejects": True})
-    assert [v.kind for v in report.violations] == ["rejected"] and "without a reason" in report.violations[0].message
+    assert [v.kind for v in report.violations] == [
+        "rejected"
+    ] and "without a reason" in report.violations[0].message
     system, wl, jobs, allocs = rejected_tables(tables, reason="too wide")
     assert validate_tables(system, wl, jobs, allocs, dispatcher_tags={"rejects": True}).ok
     # tags unknown (an old run): said in the notes, no verdict invented
@@ -232,14 +271,24 @@ def test_rejections_must_be_declared_and_explained(tables):
     # a rejected job that still holds allocation rows or has a start
     allocs0 = tables[3]
     report = validate_tables(system, wl, jobs, allocs0, dispatcher_tags={"rejects": True})
-    assert any(v.kind == "rejected" and "job 3" in v.message and "allocation" in v.message for v in report.violations)
+    assert any(
+        v.kind == "rejected" and "job 3" in v.message and "allocation" in v.message
+        for v in report.violations
+    )
 
 
 def test_run_dir_rejections_are_checked_against_run_json(tmp_path):
     system = cores_system(2, 2)
-    r = simulate(system, [job(1, 0, 10, units=2, req=(2,)), job(2, 1, 5, req=(2,)), job(3, 2, 5, req=(1,))], "fifo")
+    r = simulate(
+        system,
+        [job(1, 0, 10, units=2, req=(2,)), job(2, 1, 5, req=(2,)), job(3, 2, 5, req=(1,))],
+        "fifo",
+    )
     write_result(r, tmp_path / "run")
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["dispatcher_tags"]["rejects"] is False
+    assert (
+        json.loads((tmp_path / "run" / "run.json").read_text())["dispatcher_tags"]["rejects"]
+        is False
+    )
     jobs = pd.read_parquet(tmp_path / "run" / "jobs.parquet")
     jobs.loc[jobs.job_id == 3, ["start", "end"]] = float("nan")
     jobs.loc[jobs.job_id == 3, ["status", "reject_reason"]] = ["rejected", "no room"]
@@ -270,9 +319,13 @@ def test_an_extra_segment_for_a_job_that_never_grows_is_caught(tmp_path):
     free_node = next(n for n in range(system.n_nodes) if n not in set(during.node))
     extra = allocs[allocs.job_id == victim.job_id].iloc[[0]].assign(segment=1, node=free_node)
     extra["from"] = victim.start + 1
-    pd.concat([allocs, extra], ignore_index=True).to_parquet(tmp_path / "run" / "allocations.parquet", index=False)
+    pd.concat([allocs, extra], ignore_index=True).to_parquet(
+        tmp_path / "run" / "allocations.parquet", index=False
+    )
     report = validate_run_dir(tmp_path / "run")
-    assert any(v.kind == "growth" and f"job {int(victim.job_id)}" in v.message for v in report.violations)
+    assert any(
+        v.kind == "growth" and f"job {int(victim.job_id)}" in v.message for v in report.violations
+    )
     # without the workload's source (growth requests unknown): a note, not a silent pass
     report = validate_run_dir(tmp_path / "run", reload_workload=False)
     assert any("segment" in n and f"job {int(victim.job_id)}" in n for n in report.notes)
@@ -291,12 +344,17 @@ def test_growth_segments_must_match_the_growth_requests():
     system, wl, jobs, allocs = r.system, workload_frame(r), r.jobs_frame(), r.allocations_frame()
     growth = {1: [(3.0, 1), (5.0, 1)]}
     assert validate_tables(system, wl, jobs, allocs, growth=growth).ok
-    assert validate_tables(system, wl, jobs, allocs, growth={1: [(3.0, 1), (4.0, 1), (5.0, 1)]}).ok  # one refused
+    assert validate_tables(
+        system, wl, jobs, allocs, growth={1: [(3.0, 1), (4.0, 1), (5.0, 1)]}
+    ).ok  # one refused
     # a segment at another time than its request's
     a = allocs.copy()
     a.loc[(a.job_id == 1) & (a.segment == 2), "from"] = 6.0
     report = validate_tables(system, wl, jobs, a, growth=growth)
-    assert any(v.kind == "growth" and "job 1" in v.message and "segment 2" in v.message for v in report.violations)
+    assert any(
+        v.kind == "growth" and "job 1" in v.message and "segment 2" in v.message
+        for v in report.violations
+    )
     # more units than requested
     a = allocs.copy()
     a.loc[(a.job_id == 1) & (a.segment == 1), ["units", "core"]] = 2
@@ -335,8 +393,14 @@ def test_the_stored_system_is_checked_against_the_preset_the_run_names(tmp_path)
     allocs.loc[allocs.index[-1], "node"] = 100
     allocs.to_parquet(run / "allocations.parquet", index=False)
     report = validate_run_dir(run)
-    assert any(v.kind == "system" and "kth-sp2" in v.message and "101" in v.message for v in report.violations)
-    assert any(v.kind == "node" and f"job {j}" in v.message and "node 100" in v.message for v in report.violations)
+    assert any(
+        v.kind == "system" and "kth-sp2" in v.message and "101" in v.message
+        for v in report.violations
+    )
+    assert any(
+        v.kind == "node" and f"job {j}" in v.message and "node 100" in v.message
+        for v in report.violations
+    )
 
 
 def test_every_workload_column_is_compared_with_the_source(tmp_path):
@@ -345,7 +409,10 @@ def test_every_workload_column_is_compared_with_the_source(tmp_path):
     stored.loc[3, "max_units_per_node"] = 1
     stored.to_parquet(run / "workload.parquet", index=False)
     report = validate_run_dir(run)
-    assert any("max_units_per_node" in v.message and "differs from its source" in v.message for v in report.violations)
+    assert any(
+        "max_units_per_node" in v.message and "differs from its source" in v.message
+        for v in report.violations
+    )
 
 
 @pytest.mark.parametrize("status", ["queued", "pending", "running", "finished"])
@@ -354,21 +421,39 @@ def test_unfinished_or_unknown_status_is_caught(tables, status):
     j = jobs.copy()
     j.loc[j.job_id == 3, "status"] = status
     report = check(system, wl, j, allocs)
-    assert any(v.kind == "status" and "job 3" in v.message and status in v.message for v in report.violations)
+    assert any(
+        v.kind == "status" and "job 3" in v.message and status in v.message
+        for v in report.violations
+    )
 
 
 def test_status_must_agree_with_start_and_end(tables):
     system, wl, jobs, allocs = tables
     j = jobs.copy()
     j.loc[j.job_id == 3, "status"] = "killed"  # ran its full run time
-    assert any(v.kind == "status" and "job 3" in v.message for v in check(system, wl, j, allocs).violations)
+    assert any(
+        v.kind == "status" and "job 3" in v.message for v in check(system, wl, j, allocs).violations
+    )
     j = jobs.copy()
     j.loc[j.job_id == 3, "end"] = float("nan")
-    assert any(v.kind == "status" and "job 3" in v.message for v in check(system, wl, j, allocs).violations)
+    assert any(
+        v.kind == "status" and "job 3" in v.message for v in check(system, wl, j, allocs).violations
+    )
 
 
-@pytest.mark.parametrize("field", ["jobs", "started", "rejected", "killed", "wait_mean", "slowdown_mean",
-                                   "bounded_slowdown_mean", "makespan"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        "jobs",
+        "started",
+        "rejected",
+        "killed",
+        "wait_mean",
+        "slowdown_mean",
+        "bounded_slowdown_mean",
+        "makespan",
+    ],
+)
 def test_the_summary_is_recomputed_from_the_tables(tmp_path, field):
     system = load_system("machine-s")
     r = simulate(system, load_workload("synthetic:lublin,jobs=60,seed=3,load=1.2", system), "easy")
@@ -394,7 +479,10 @@ def test_a_system_derived_from_the_trace_header_is_derived_again(tmp_path):
     toml = (tmp_path / "run" / "system.toml").read_text()
     (tmp_path / "run" / "system.toml").write_text(toml.replace("core = 1", "core = 2"))
     report = validate_run_dir(tmp_path / "run")
-    assert any(v.kind == "system" and "SWF header" in v.message and "core = 2" in v.message for v in report.violations)
+    assert any(
+        v.kind == "system" and "SWF header" in v.message and "core = 2" in v.message
+        for v in report.violations
+    )
 
 
 def test_tables_as_frames_and_as_columns_get_the_same_verdict(tables):
@@ -410,18 +498,30 @@ def test_tables_as_frames_and_as_columns_get_the_same_verdict(tables):
     allocs["node"] = allocs["node"].astype(float)
     allocs.loc[allocs.index[0], "node"] = 0.5
     jobs["reject_reason"] = jobs["reject_reason"].astype(object)
-    jobs.loc[jobs.job_id == 1, ["status", "start", "end", "reject_reason"]] = ["rejected", np.nan, np.nan, None]
+    jobs.loc[jobs.job_id == 1, ["status", "start", "end", "reject_reason"]] = [
+        "rejected",
+        np.nan,
+        np.nan,
+        None,
+    ]
     as_frames = validate_tables(system, wl, jobs, allocs, dispatcher_tags={"rejects": True})
-    as_columns = validate_tables(system, {c: wl[c].to_numpy() for c in wl.columns},
-                                 {c: jobs[c].to_numpy() for c in jobs.columns},
-                                 {c: allocs[c].to_numpy() for c in allocs.columns}, dispatcher_tags={"rejects": True})
+    as_columns = validate_tables(
+        system,
+        {c: wl[c].to_numpy() for c in wl.columns},
+        {c: jobs[c].to_numpy() for c in jobs.columns},
+        {c: allocs[c].to_numpy() for c in allocs.columns},
+        dispatcher_tags={"rejects": True},
+    )
     kinds = {v.kind for v in as_frames.violations}
     assert {"capacity", "early", "row", "rejected"} <= kinds, kinds
-    assert [(v.time, v.kind, v.message) for v in as_frames.violations] == \
-        [(v.time, v.kind, v.message) for v in as_columns.violations]
+    assert [(v.time, v.kind, v.message) for v in as_frames.violations] == [
+        (v.time, v.kind, v.message) for v in as_columns.violations
+    ]
 
 
-@pytest.mark.parametrize("missing", [None, np.nan, np.float32("nan"), "   ", b" ", "pd.NA", "pd.NA[pyarrow]", "Decimal"])
+@pytest.mark.parametrize(
+    "missing", [None, np.nan, np.float32("nan"), "   ", b" ", "pd.NA", "pd.NA[pyarrow]", "Decimal"]
+)
 def test_a_rejection_without_a_reason_is_caught_whatever_stands_for_missing(tables, missing):
     """A reason that is missing in any of the forms frames and columns hold it (None, NaN of
     any kind, pandas' NA in its string types, blank text) is no reason: the rejection is
@@ -436,22 +536,36 @@ def test_a_rejection_without_a_reason_is_caught_whatever_stands_for_missing(tabl
     if missing == "Decimal":
         reasons[0] = Decimal("nan")
     elif missing in ("pd.NA", "pd.NA[pyarrow]"):
-        reasons = pd.Series([pd.NA, "", ""], dtype="string[pyarrow]" if "pyarrow" in missing else "string")
+        reasons = pd.Series(
+            [pd.NA, "", ""], dtype="string[pyarrow]" if "pyarrow" in missing else "string"
+        )
     else:
         reasons[0] = missing
     jobs["reject_reason"] = reasons.to_numpy() if reasons.dtype == object else reasons.array
     tags = {"rejects": True}
     from_frame = validate_tables(system, wl, jobs, allocs, dispatcher_tags=tags)
     rejected = [v.message for v in from_frame.violations if v.kind == "rejected"]
-    assert rejected == ["job 1 (submitted at 0) is rejected without a reason (every rejection carries the "
-                        "dispatcher's reason)"], from_frame.describe()
+    assert rejected == [
+        "job 1 (submitted at 0) is rejected without a reason (every rejection carries the "
+        "dispatcher's reason)"
+    ], from_frame.describe()
     if reasons.dtype == object or missing == "pd.NA":
         as_columns = {c: jobs[c].to_numpy() for c in jobs.columns}
-        if missing == "pd.NA":  # (pandas' NA itself in an object column, as a caller may hand it over)
+        if (
+            missing == "pd.NA"
+        ):  # (pandas' NA itself in an object column, as a caller may hand it over)
             as_columns["reject_reason"] = np.array([pd.NA, "", ""], dtype=object)
-        from_columns = validate_tables(system, {c: wl[c].to_numpy() for c in wl.columns}, as_columns,
-                                       {c: allocs[c].to_numpy() for c in allocs.columns}, dispatcher_tags=tags)
+        from_columns = validate_tables(
+            system,
+            {c: wl[c].to_numpy() for c in wl.columns},
+            as_columns,
+            {c: allocs[c].to_numpy() for c in allocs.columns},
+            dispatcher_tags=tags,
+        )
         assert [v.message for v in from_columns.violations if v.kind == "rejected"] == rejected
     jobs["reject_reason"] = pd.Series(["queue full", "", ""], dtype=object).to_numpy()
-    assert not [v for v in validate_tables(system, wl, jobs, allocs, dispatcher_tags=tags).violations
-                if v.kind == "rejected"]
+    assert not [
+        v
+        for v in validate_tables(system, wl, jobs, allocs, dispatcher_tags=tags).violations
+        if v.kind == "rejected"
+    ]

@@ -29,8 +29,12 @@ import hpcdispatch as h
 from hpcdispatch.results.store import read_run
 from hpcdispatch.validation import validate_run_dir, validate_tables
 
-SLURM_I = "synthetic:aucsched,workload=I,version=2,seed=1,runtime_h=0.2"  # 1-core units, half contiguous
-SLURM_III = "synthetic:aucsched,workload=III,version=2,seed=1,runtime_h=0.2"  # node counts, 1 unit per node
+SLURM_I = (
+    "synthetic:aucsched,workload=I,version=2,seed=1,runtime_h=0.2"  # 1-core units, half contiguous
+)
+SLURM_III = (
+    "synthetic:aucsched,workload=III,version=2,seed=1,runtime_h=0.2"  # node counts, 1 unit per node
+)
 LUBLIN = "synthetic:lublin,jobs=50,seed=3,load=1.2"
 
 #: dispatcher -> (system, workload) of its run
@@ -108,8 +112,12 @@ class Case:
         cap = self.system.capacity
         for k in range(len(a)):
             mine = set(a.node[a.job_id == a.job_id.iloc[k]])
-            over = ((a["from"] < a.to.iloc[k]) & (a.to > a["from"].iloc[k]) & (a.job_id != a.job_id.iloc[k])
-                    & ~a.node.isin(mine)).to_numpy()
+            over = (
+                (a["from"] < a.to.iloc[k])
+                & (a.to > a["from"].iloc[k])
+                & (a.job_id != a.job_id.iloc[k])
+                & ~a.node.isin(mine)
+            ).to_numpy()
             for m in np.flatnonzero(over):
                 n = int(a.node.iloc[m])
                 if (amounts[k] + amounts[m] > cap[n]).any():
@@ -140,15 +148,29 @@ def time_word(t: float) -> str:
 def load_case(src: Path, dst: Path) -> Case:
     shutil.copytree(src, dst)
     stored = read_run(dst)
-    return Case(dst, stored.system, stored.run, stored.summary, stored.workload, stored.jobs.copy(),
-                stored.allocations.copy(), (dst / "system.toml").read_text())
+    return Case(
+        dst,
+        stored.system,
+        stored.run,
+        stored.summary,
+        stored.workload,
+        stored.jobs.copy(),
+        stored.allocations.copy(),
+        (dst / "system.toml").read_text(),
+    )
 
 
 def check(case: Case):
     if case.memory_workload is not None:
-        report = validate_tables(case.system, case.memory_workload, case.jobs, case.allocs,
-                                 walltime_kill=case.run["options"]["walltime_kill"],
-                                 dispatcher_tags=case.run["dispatcher_tags"], growth={})
+        report = validate_tables(
+            case.system,
+            case.memory_workload,
+            case.jobs,
+            case.allocs,
+            walltime_kill=case.run["options"]["walltime_kill"],
+            dispatcher_tags=case.run["dispatcher_tags"],
+            growth={},
+        )
     else:
         case.jobs.to_parquet(case.path / "jobs.parquet", index=False)
         case.allocs.to_parquet(case.path / "allocations.parquet", index=False)
@@ -168,6 +190,7 @@ def corruption(name: str):
     def register(fn):
         CORRUPTIONS[name] = fn
         return fn
+
     return register
 
 
@@ -192,7 +215,12 @@ def _(c: Case):
 def _(c: Case):
     k = c.allocs.index[0]
     c.allocs.loc[k, "to"] = np.nan
-    c.expects("time", job_word(c.allocs.job_id[k]), node_word(c.allocs.node[k]), time_word(c.allocs["from"][k]))
+    c.expects(
+        "time",
+        job_word(c.allocs.job_id[k]),
+        node_word(c.allocs.node[k]),
+        time_word(c.allocs["from"][k]),
+    )
 
 
 @corruption("inf-from-and-to")
@@ -232,7 +260,12 @@ def _(c: Case):
     j = c.started().iloc[2]
     c.jobs.loc[c.jobs.job_id == j.job_id, "end"] += 1
     c.allocs.loc[c.allocs.job_id == j.job_id, "to"] += 1
-    c.expects("duration", job_word(j.job_id), f"ran {float(j.end - j.start + 1):.15g} s", time_word(j.start))
+    c.expects(
+        "duration",
+        job_word(j.job_id),
+        f"ran {float(j.end - j.start + 1):.15g} s",
+        time_word(j.start),
+    )
 
 
 @corruption("wrong-units")
@@ -324,7 +357,9 @@ def _(c: Case):
         c.memory_workload.loc[c.memory_workload.job_id == job_id, "contiguous"] = True
     rows = c.rows_of(job_id)
     j = c.job(job_id)
-    free = [n for n in range(c.system.n_nodes) if n > rows.node.max() + 1 or n < rows.node.min() - 1]
+    free = [
+        n for n in range(c.system.n_nodes) if n > rows.node.max() + 1 or n < rows.node.min() - 1
+    ]
     busy = set(c.allocs.node[(c.allocs["from"] < j.end) & (c.allocs.to > j.start)])
     away = next((n for n in free if n not in busy), free[0])
     c.allocs.loc[rows.index[-1], "node"] = away
@@ -346,10 +381,12 @@ def _(c: Case):
 
 
 for _status in ("queued", "pending", "running"):
+
     def _unfinished(c: Case, status=_status):
         j = c.started().iloc[-2]
         c.jobs.loc[c.jobs.job_id == j.job_id, "status"] = status
         c.expects("status", job_word(j.job_id), f"'{status}'")
+
     corruption(f"status-{_status}")(_unfinished)
 
 
@@ -375,14 +412,22 @@ def _(c: Case):
     j = c.started().iloc[4]
     _reject(c, int(j.job_id), "no room")
     first = c.rows_of(int(j.job_id)).iloc[0]
-    c.expects("rejected", job_word(j.job_id), "allocation", node_word(first.node), time_word(first["from"]))
+    c.expects(
+        "rejected",
+        job_word(j.job_id),
+        "allocation",
+        node_word(first.node),
+        time_word(first["from"]),
+    )
 
 
 @corruption("extra-segment")
 def _(c: Case):
     # a job that never grows holds one more node, free at the time, from a second after its start
     jobs = c.started()[(c.started().end - c.started().start) > 2]
-    j, node = next((j, n) for _, j in jobs.iterrows() if (n := c.free_node(j.start + 1, j.end)) is not None)
+    j, node = next(
+        (j, n) for _, j in jobs.iterrows() if (n := c.free_node(j.start + 1, j.end)) is not None
+    )
     t = float(j.start) + 1
     row = c.rows_of(int(j.job_id)).iloc[[0]].assign(segment=1, node=node, units=1)
     row["from"] = t
@@ -396,7 +441,9 @@ def _(c: Case):
 def _(c: Case):
     n = c.system.n_nodes
     assert f"count = {c.system.node_types[-1].count}" in c.toml
-    c.toml = c.toml.replace(f"count = {c.system.node_types[-1].count}", f"count = {c.system.node_types[-1].count + 1}")
+    c.toml = c.toml.replace(
+        f"count = {c.system.node_types[-1].count}", f"count = {c.system.node_types[-1].count + 1}"
+    )
     k = c.allocs.index[-1]
     c.allocs.loc[k, "node"] = n
     c.expects("system", c.run["system"], f"count = {c.system.node_types[-1].count + 1}")
@@ -451,12 +498,22 @@ def _(c: Case):
     c.expects("twice", job_word(j.job_id.iloc[0]))
 
 
-for _field in ("jobs", "started", "rejected", "killed", "wait_mean", "slowdown_mean", "bounded_slowdown_mean",
-               "makespan"):
+for _field in (
+    "jobs",
+    "started",
+    "rejected",
+    "killed",
+    "wait_mean",
+    "slowdown_mean",
+    "bounded_slowdown_mean",
+    "makespan",
+):
+
     def _summary(c: Case, key=_field):
         true = c.summary[key]
         c.summary[key] = true + 1
         c.expects("summary", key, f"{true + 1:.12g}", f"{true:.12g}")
+
     corruption(f"summary-{_field}")(_summary)
 
 
@@ -471,14 +528,21 @@ def test_every_corruption_is_rejected_naming_job_node_and_time(runs, tmp_path, d
     report = check(case)
     assert not report.ok, f"{dispatcher}: '{corrupt}' passed the validator"
     # every message about jobs names them
-    unnamed = [v for v in report.violations if v.kind not in ("summary", "system", "internal") and "job " not in v.message]
+    unnamed = [
+        v
+        for v in report.violations
+        if v.kind not in ("summary", "system", "internal") and "job " not in v.message
+    ]
     assert not unnamed, unnamed
     for want in case.expect:
         hits = [v for v in report.violations if v.kind == want.kind]
-        assert hits, f"{dispatcher}: '{corrupt}': no '{want.kind}' violation in\n{report.describe()}"
+        assert hits, (
+            f"{dispatcher}: '{corrupt}': no '{want.kind}' violation in\n{report.describe()}"
+        )
         assert any(all(w in v.message for w in want.words) for v in hits), (
             f"{dispatcher}: '{corrupt}': no '{want.kind}' message names {want.words}:\n"
-            + "\n".join(v.message for v in hits))
+            + "\n".join(v.message for v in hits)
+        )
 
 
 # ---- deadline runs: earliest starts, deadlines, cancellations, node exclusivity, bookings ---------
@@ -540,7 +604,9 @@ def _cancel_time(c: Case) -> None:
 def _shared_node(c: Case) -> None:
     a = c.allocs
     for k in range(len(a)):
-        other = a[(a.job_id != a.job_id.iloc[k]) & (a["from"] < a.to.iloc[k]) & (a.to > a["from"].iloc[k])]
+        other = a[
+            (a.job_id != a.job_id.iloc[k]) & (a["from"] < a.to.iloc[k]) & (a.to > a["from"].iloc[k])
+        ]
         if len(other):
             node = int(other.node.iloc[0])
             c.allocs.loc[a.index[k], "node"] = node
@@ -606,7 +672,11 @@ def _not_connected(c: Case) -> None:
 def _overlapping_bookings(c: Case) -> None:
     b = pd.read_parquet(c.path / "bookings.parquet")
     for k in range(len(b)):
-        other = b[(b.job_id != b.job_id.iloc[k]) & (b.start < b.released.iloc[k]) & (b.released > b.start.iloc[k])]
+        other = b[
+            (b.job_id != b.job_id.iloc[k])
+            & (b.start < b.released.iloc[k])
+            & (b.released > b.start.iloc[k])
+        ]
         other = other[other.node != b.node.iloc[k]]
         if len(other):
             b.loc[b.index[k], "node"] = int(other.node.iloc[0])
@@ -657,7 +727,9 @@ def _fork_without_forks(c: Case) -> None:
     row = c.rows_of(j.job_id).iloc[0].copy()
     row["segment"] = 1
     row["node"] = c.free_node(j.start, j.end)
-    c.allocs = pd.concat([c.allocs, row.to_frame().T.astype(c.allocs.dtypes.to_dict())], ignore_index=True)
+    c.allocs = pd.concat(
+        [c.allocs, row.to_frame().T.astype(c.allocs.dtypes.to_dict())], ignore_index=True
+    )
     c.expects("fork", job_word(j.job_id), "does not grant forks")
 
 
@@ -705,4 +777,6 @@ def test_every_deadline_corruption_is_rejected(deadline_runs, tmp_path, corrupt)
         hits = [v for v in report.violations if v.kind == want.kind]
         assert hits, f"'{corrupt}': no '{want.kind}' violation in\n{report.describe()}"
         assert any(all(w in v.message for w in want.words) for v in hits), (
-            f"'{corrupt}': no '{want.kind}' message names {want.words}:\n" + "\n".join(v.message for v in hits))
+            f"'{corrupt}': no '{want.kind}' message names {want.words}:\n"
+            + "\n".join(v.message for v in hits)
+        )

@@ -29,7 +29,11 @@ def _tol(p: float, n: int = N) -> float:
 
 
 def _classes(run: np.ndarray) -> tuple[float, float, float]:
-    return float((run < 3600).mean()), float(((run >= 3600) & (run < 18000)).mean()), float((run >= 18000).mean())
+    return (
+        float((run < 3600).mean()),
+        float(((run >= 3600) & (run < 18000)).mean()),
+        float((run >= 18000).mean()),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +68,11 @@ def test_kit_sizes_queues_and_gpu_jobs(kit):
     assert abs((thin & (units == 1) & (req[:, 0] == 1)).mean() - 0.208 * 0.96) < _tol(0.2)
     assert units[thin].max() <= 256
     queue = np.array([j.queue for j in kit])
-    assert (queue[gpu] == 2).all() and (queue[thin & (units == 1)] == 0).all() and (queue[multi] == 1).all()
+    assert (
+        (queue[gpu] == 2).all()
+        and (queue[thin & (units == 1)] == 0).all()
+        and (queue[multi] == 1).all()
+    )
     assert kit.queue_names == {0: "singlenode", 1: "multinode", 2: "fat"}
 
 
@@ -137,14 +145,17 @@ def test_log2_sizes_stay_within_one_and_top(seed, top, n):
     assert sizes.min() >= 1 and sizes.max() <= top
 
 
-@pytest.mark.parametrize("spec,message", [
-    ("synthetic:kit,jobs=10,colour=red", "unknown key(s) ['colour']"),
-    ("synthetic:eurora,jobs=ten", "'jobs' must be int, got 'ten'"),
-    ("synthetic:eurora,gpu_share=0.7,mic_share=0.5", "gpu_share + mic_share must be <= 1"),
-    ("synthetic:kit,short_share=1.5", "short_share must be in [0, 1]"),
-    ("synthetic:kit,max_walltime=3600", "max_walltime must exceed 5 h"),
-    ("synthetic:eurora,load=0", "load must be in (0, 100)"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("synthetic:kit,jobs=10,colour=red", "unknown key(s) ['colour']"),
+        ("synthetic:eurora,jobs=ten", "'jobs' must be int, got 'ten'"),
+        ("synthetic:eurora,gpu_share=0.7,mic_share=0.5", "gpu_share + mic_share must be <= 1"),
+        ("synthetic:kit,short_share=1.5", "short_share must be in [0, 1]"),
+        ("synthetic:kit,max_walltime=3600", "max_walltime must exceed 5 h"),
+        ("synthetic:eurora,load=0", "load must be in (0, 100)"),
+    ],
+)
 def test_bad_keys_are_one_line_errors(spec, message):
     system = KIT if "kit" in spec else EURORA
     with pytest.raises(ConfigError) as err:
@@ -174,9 +185,11 @@ def test_a_run_is_saved_and_validates_by_re_reading_the_source(tmp_path, name, s
 
 
 def test_a_sweep_expands_kit_and_eurora_generators_per_seed():
-    spec = parse_sweep('dispatchers = ["easy"]\n'
-                       '[[workloads]]\ngenerator = "eurora"\njobs = 40\nload = 0.9\ngpu_share = 0.5\nseeds = [1, 2]\n'
-                       '[[workloads]]\ngenerator = "kit"\njobs = 30\nseed = 4\n')
+    spec = parse_sweep(
+        'dispatchers = ["easy"]\n'
+        '[[workloads]]\ngenerator = "eurora"\njobs = 40\nload = 0.9\ngpu_share = 0.5\nseeds = [1, 2]\n'
+        '[[workloads]]\ngenerator = "kit"\njobs = 30\nseed = 4\n'
+    )
     assert len(spec.cells) == 3 and len(set(spec.cell_ids())) == 3
     eur = spec.cells[0]
     assert eur.config["workload"]["generator"] == "eurora"
@@ -189,14 +202,23 @@ def test_a_sweep_expands_kit_and_eurora_generators_per_seed():
     assert load_workload(eur.workload_spec, system).jobs == direct.jobs
     kit = spec.cells[2]
     assert resolve_system(kit.system_spec, kit.workload_spec).name == "kit-forhlr2"
-    assert load_workload(kit.workload_spec, KIT).jobs == load_workload("synthetic:kit,jobs=30,seed=4", KIT).jobs
+    assert (
+        load_workload(kit.workload_spec, KIT).jobs
+        == load_workload("synthetic:kit,jobs=30,seed=4", KIT).jobs
+    )
 
 
-@pytest.mark.parametrize("body,message", [
-    ('generator = "kit"\njobs = 10\ncolour = "red"\n', "unknown key(s) ['colour']"),
-    ('generator = "eurora"\njobs = "many"\n', "workloads[0].jobs"),
-    ('generator = "eurora"\ngpu_share = 0.9\nmic_share = 0.9\n', "gpu_share + mic_share must be <= 1"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ('generator = "kit"\njobs = 10\ncolour = "red"\n', "unknown key(s) ['colour']"),
+        ('generator = "eurora"\njobs = "many"\n', "workloads[0].jobs"),
+        (
+            'generator = "eurora"\ngpu_share = 0.9\nmic_share = 0.9\n',
+            "gpu_share + mic_share must be <= 1",
+        ),
+    ],
+)
 def test_sweep_errors_name_the_field(body, message):
     with pytest.raises(SweepSpecError) as err:
         parse_sweep('dispatchers = ["easy"]\n[[workloads]]\n' + body)

@@ -115,8 +115,9 @@ def read_utf8_file(path: Any, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"{path}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text "
-                          f"({what} is TOML)") from None
+        raise ConfigError(
+            f"{path}, line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text ({what} is TOML)"
+        ) from None
 
 
 # ---- numpy <-> Arrow without pyarrow's pandas check ---------------------------------------
@@ -178,7 +179,9 @@ def arrow_array(values: Any, missing: Any = None) -> Any:
         if extra is not None:
             gone = extra if gone is None else gone | extra
         bits, nulls = _validity(gone)
-        return pa.Array.from_buffers(pa.from_numpy_dtype(data.dtype), n, [bits, pa.py_buffer(data)], null_count=nulls)
+        return pa.Array.from_buffers(
+            pa.from_numpy_dtype(data.dtype), n, [bits, pa.py_buffer(data)], null_count=nulls
+        )
     if kind == "b":
         bits, nulls = _validity(extra)
         return pa.Array.from_buffers(pa.bool_(), n, [bits, _packed_bits(values)], null_count=nulls)
@@ -194,7 +197,9 @@ def arrow_array(values: Any, missing: Any = None) -> Any:
             table = list(distinct)
             code_of = {t: k for k, t in enumerate(table)}
             codes = np.fromiter(map(code_of.__getitem__, texts), np.int64, n)
-            sizes = np.array([0 if t is None else len(t.encode("utf-8")) for t in table], dtype=np.int64)
+            sizes = np.array(
+                [0 if t is None else len(t.encode("utf-8")) for t in table], dtype=np.int64
+            )
             if int(sizes[codes].sum()) <= STRING_ARRAY_BYTES:
                 return _texts_array(table).take(arrow_array(codes))
         return _texts_array(texts)
@@ -213,15 +218,26 @@ def _texts_array(texts: list[str | None]) -> Any:
     np.cumsum(np.fromiter(map(len, encoded), np.int64, n), out=offsets[1:])
     if offsets[-1] > STRING_ARRAY_BYTES:  # pieces of at most the limit each, in order
         if n == 1:
-            raise ValueError(f"a text of {int(offsets[-1]):,} bytes: more than an Arrow string holds")
+            raise ValueError(
+                f"a text of {int(offsets[-1]):,} bytes: more than an Arrow string holds"
+            )
         cuts = [0]
         while cuts[-1] < n:
-            end = int(np.searchsorted(offsets, offsets[cuts[-1]] + STRING_ARRAY_BYTES, side="right")) - 1
+            end = (
+                int(np.searchsorted(offsets, offsets[cuts[-1]] + STRING_ARRAY_BYTES, side="right"))
+                - 1
+            )
             cuts.append(min(n, max(end, cuts[-1] + 1)))
-        return pa.chunked_array([_texts_array(texts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])], pa.string())
+        return pa.chunked_array(
+            [_texts_array(texts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])], pa.string()
+        )
     bits, nulls = _validity(np.fromiter((t is None for t in texts), bool, n))
-    return pa.Array.from_buffers(pa.string(), n, [bits, pa.py_buffer(offsets.astype(np.int32)),
-                                                  pa.py_buffer(b"".join(encoded))], null_count=nulls)
+    return pa.Array.from_buffers(
+        pa.string(),
+        n,
+        [bits, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(encoded))],
+        null_count=nulls,
+    )
 
 
 def _packed_bits(flags: Any) -> Any:
@@ -244,7 +260,9 @@ def _unpacked_bits(buffer: Any, offset: int, n: int) -> Any:
     """``n`` booleans from an Arrow bit buffer, from bit ``offset`` on."""
     import numpy as np
 
-    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")[offset:offset + n].astype(bool)
+    return np.unpackbits(np.frombuffer(buffer, dtype=np.uint8), bitorder="little")[
+        offset : offset + n
+    ].astype(bool)
 
 
 def arrow_scalar(value: Any) -> Any:
@@ -277,7 +295,7 @@ def numpy_array(array: Any) -> Any:
     dtype = np.dtype(array.type.to_pandas_dtype())
     if dtype.kind not in "iuf":
         raise TypeError(f"numpy_array: {array.type} is not a number type")
-    values = np.frombuffer(buffers[1], dtype=dtype)[offset:offset + n]
+    values = np.frombuffer(buffers[1], dtype=dtype)[offset : offset + n]
     if array.null_count:
         if dtype.kind != "f":
             raise ValueError(f"numpy_array: an {array.type} array with nulls")

@@ -51,13 +51,26 @@ def simulate(
     if isinstance(workload, str):
         workload = load_workload(workload, system)
     if not isinstance(dispatcher, Dispatcher):
-        spec = dispatcher if isinstance(dispatcher, DispatcherSpec) else DispatcherSpec.parse(dispatcher)
+        spec = (
+            dispatcher
+            if isinstance(dispatcher, DispatcherSpec)
+            else DispatcherSpec.parse(dispatcher)
+        )
         predictor = predictor if predictor is not None else spec.predictor
         dispatcher = spec.build()
     if isinstance(predictor, str):
         predictor = make_predictor(predictor)
-    sim = Simulator(system, workload, dispatcher, predictor, options, journal=journal, checkpoint=checkpoint,
-                    checkpoint_every=checkpoint_every, keep_checkpoint=keep_checkpoint)
+    sim = Simulator(
+        system,
+        workload,
+        dispatcher,
+        predictor,
+        options,
+        journal=journal,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
+        keep_checkpoint=keep_checkpoint,
+    )
     if choose_engine(sim) == "python":
         return sim.run(progress)
     from hpcdispatch.compiled.runner import run_compiled  # imports numba: only when it runs

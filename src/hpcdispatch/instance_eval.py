@@ -51,8 +51,12 @@ def model_size(disp: CPDispatcher, inst: DispatchInstance) -> tuple[int, int]:
     if not jobs:
         return 0, 0
     d_max = max(j.duration for j in jobs)
-    rule = disp.hint_rule(rule_schedule(inst, policy, jobs, disp._best_fit, node_level, d_max), jobs, policy, d_max)
-    return disp.build_model(inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs)).size()
+    rule = disp.hint_rule(
+        rule_schedule(inst, policy, jobs, disp._best_fit, node_level, d_max), jobs, policy, d_max
+    )
+    return disp.build_model(
+        inst, policy, jobs, rule, d_max, horizon_units(policy, inst, jobs)
+    ).size()
 
 
 def evaluate(
@@ -79,9 +83,15 @@ def evaluate(
     parsed = [s if isinstance(s, DispatcherSpec) else DispatcherSpec.parse(s) for s in specs]
     files = sorted(Path(directory).glob("instance-*.json"))
     if not files:
-        raise ConfigError(f"{directory}: no instance-*.json files (simulate with --dump-instances first)")
-    header = {"instance_eval": 1, "dispatchers": [s.run_label for s in parsed], "force_model": force_model,
-              "min_queued": min_queued}
+        raise ConfigError(
+            f"{directory}: no instance-*.json files (simulate with --dump-instances first)"
+        )
+    header = {
+        "instance_eval": 1,
+        "dispatchers": [s.run_label for s in parsed],
+        "force_model": force_model,
+        "min_queued": min_queued,
+    }
     done = _recorded(Path(record), header) if record is not None else {}
     sink = _open_record(Path(record), header) if record is not None else None
     rows: list[dict[str, Any]] = []
@@ -112,7 +122,9 @@ def evaluate(
             for spec in parsed:
                 d = spec.build()
                 if not isinstance(d, CPDispatcher):
-                    raise ConfigError(f"'{spec.written}' is not a CP dispatcher (instances are CP dispatching instances)")
+                    raise ConfigError(
+                        f"'{spec.written}' is not a CP dispatcher (instances are CP dispatching instances)"
+                    )
                 d.setup(system)
                 d.force_model = force_model
                 dispatchers[spec.run_label] = d
@@ -122,14 +134,33 @@ def evaluate(
             t0 = time.perf_counter()
             placed, info = d.decide(inst)
             took = time.perf_counter() - t0
-            variables, constraints = (info["variables"], info["constraints"]) if "variables" in info else model_size(d, inst)
-            objective = info.get("objective", info.get("rule_objective", 0)) if not info.get("fallback") else info.get("rule_objective", 0)
-            rows.append({
-                "instance": path.name, "time": inst.time, "queued": len(inst.queued), "in_model": info.get("in_model", 0),
-                "dispatcher": label, "variables": variables, "constraints": constraints,
-                "decision_s": took, "objective": objective, "rule_objective": info.get("rule_objective", 0), "status": info.get("status"),
-                "dispatched": len(placed), "fallback": info.get("fallback", ""),
-            })
+            variables, constraints = (
+                (info["variables"], info["constraints"])
+                if "variables" in info
+                else model_size(d, inst)
+            )
+            objective = (
+                info.get("objective", info.get("rule_objective", 0))
+                if not info.get("fallback")
+                else info.get("rule_objective", 0)
+            )
+            rows.append(
+                {
+                    "instance": path.name,
+                    "time": inst.time,
+                    "queued": len(inst.queued),
+                    "in_model": info.get("in_model", 0),
+                    "dispatcher": label,
+                    "variables": variables,
+                    "constraints": constraints,
+                    "decision_s": took,
+                    "objective": objective,
+                    "rule_objective": info.get("rule_objective", 0),
+                    "status": info.get("status"),
+                    "dispatched": len(placed),
+                    "fallback": info.get("fallback", ""),
+                }
+            )
         if sink is not None:
             _append(sink, path.name, rows[first_row:])
         if progress is not None:
@@ -154,15 +185,19 @@ def _recorded(path: Path, header: dict[str, Any]) -> dict[str, list[dict[str, An
     except ValueError:
         first = None
     if first != header:
-        raise ConfigError(f"{path}: a record of another evaluation ({str(first)[:120]}); this one is {header}. "
-                          "Delete it, or write to another --out")
+        raise ConfigError(
+            f"{path}: a record of another evaluation ({str(first)[:120]}); this one is {header}. "
+            "Delete it, or write to another --out"
+        )
     done: dict[str, list[dict[str, Any]]] = {}
     for n, line in enumerate(complete[1:], 2):
         try:
             entry = json.loads(line)
             done[str(entry["instance"])] = [dict(r) for r in entry["rows"]]
         except (ValueError, KeyError, TypeError):
-            raise ConfigError(f"{path}, line {n}: damaged record; delete the file to evaluate again") from None
+            raise ConfigError(
+                f"{path}, line {n}: damaged record; delete the file to evaluate again"
+            ) from None
     if torn:
         with path.open("r+b") as fh:
             fh.truncate(len(raw) - len(torn))
@@ -193,19 +228,25 @@ def _plain(value: Any) -> Any:
 
 def ratios(frame: pd.DataFrame, baseline: str) -> pd.DataFrame:
     """Per instance and dispatcher: variables, time and objective divided by the baseline's."""
-    wide = frame.pivot_table(index="instance", columns="dispatcher", values=["variables", "decision_s", "objective"],
-                             aggfunc="first")
+    wide = frame.pivot_table(
+        index="instance",
+        columns="dispatcher",
+        values=["variables", "decision_s", "objective"],
+        aggfunc="first",
+    )
     out = []
     for d in frame["dispatcher"].unique():
         if d == baseline:
             continue
-        part = pd.DataFrame({
-            "instance": wide.index,
-            "dispatcher": d,
-            "variables_ratio": _ratio(wide["variables"][d], wide["variables"][baseline]),
-            "time_ratio": _ratio(wide["decision_s"][d], wide["decision_s"][baseline]),
-            "objective_ratio": _ratio(wide["objective"][d], wide["objective"][baseline]),
-        })
+        part = pd.DataFrame(
+            {
+                "instance": wide.index,
+                "dispatcher": d,
+                "variables_ratio": _ratio(wide["variables"][d], wide["variables"][baseline]),
+                "time_ratio": _ratio(wide["decision_s"][d], wide["decision_s"][baseline]),
+                "objective_ratio": _ratio(wide["objective"][d], wide["objective"][baseline]),
+            }
+        )
         out.append(part)
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
 

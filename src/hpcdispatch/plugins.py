@@ -53,6 +53,8 @@ def load_plugins(plugins: tuple[str, ...]) -> None:
             raise
         except Exception as exc:  # a broken plugin is a user error: name it and its failing line
             last = traceback.extract_tb(exc.__traceback__)[-1]
-            raise ConfigError(f"plugin '{plugin}' failed to load: {type(exc).__name__}: {exc} "
-                              f"({last.filename}, line {last.lineno})") from None
+            raise ConfigError(
+                f"plugin '{plugin}' failed to load: {type(exc).__name__}: {exc} "
+                f"({last.filename}, line {last.lineno})"
+            ) from None
         _LOADED.add(plugin)

@@ -28,19 +28,29 @@ class RunOutcome:
     wall_seconds: float
 
 
-def prepared_spec(dispatcher: DispatcherSpec | str, allocator: str | None = None,
-                  overrides: dict[str, Any] | None = None) -> DispatcherSpec:
+def prepared_spec(
+    dispatcher: DispatcherSpec | str,
+    allocator: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> DispatcherSpec:
     """The spec a run uses: ``dispatcher`` with ``allocator`` and ``overrides`` set where it has
     those parameters and does not set them itself."""
-    spec = dispatcher if isinstance(dispatcher, DispatcherSpec) else DispatcherSpec.parse(dispatcher)
+    spec = (
+        dispatcher if isinstance(dispatcher, DispatcherSpec) else DispatcherSpec.parse(dispatcher)
+    )
     overrides = dict(overrides or {})
     if allocator:
         overrides["allocator"] = allocator
     return spec.with_defaults(**overrides)
 
 
-def check_run(system: System, dispatcher: DispatcherSpec | str, predictor: str = "walltime",
-              allocator: str | None = None, overrides: dict[str, Any] | None = None) -> DispatcherSpec:
+def check_run(
+    system: System,
+    dispatcher: DispatcherSpec | str,
+    predictor: str = "walltime",
+    allocator: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> DispatcherSpec:
     """Everything a run would refuse, found before it starts: the dispatcher is built and set
     up on ``system`` (its parameters checked) and its predictor made. Errors name the spec."""
     from hpcdispatch.errors import ConfigError
@@ -86,9 +96,18 @@ def run_simulation(
         check_output_dir(out_dir, force)
     spec = prepared_spec(dispatcher, allocator, overrides)
     t0 = time.perf_counter()
-    result = simulate(system, workload, spec.build(), spec.predictor or predictor, options or SimulationOptions(),
-                      journal=journal, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                      keep_checkpoint=out_dir is not None, progress=progress)
+    result = simulate(
+        system,
+        workload,
+        spec.build(),
+        spec.predictor or predictor,
+        options or SimulationOptions(),
+        journal=journal,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
+        keep_checkpoint=out_dir is not None,
+        progress=progress,
+    )
     wall = time.perf_counter() - t0
     result.extra["sim_wall_s"] = wall
     reports: list[ValidationReport] = []
@@ -99,9 +118,13 @@ def run_simulation(
         result.extra["valid"] = report.ok if validate else None
 
     if out_dir is not None:
-        summary = write_result(result, out_dir, force=force, alongside=check, beside=validate_beside)
+        summary = write_result(
+            result, out_dir, force=force, alongside=check, beside=validate_beside
+        )
         if checkpoint is not None:
-            Checkpoint(checkpoint, {}).remove()  # the results are safe: the checkpoint is no longer needed
+            Checkpoint(
+                checkpoint, {}
+            ).remove()  # the results are safe: the checkpoint is no longer needed
     else:
         check()
         summary = summarize(result)

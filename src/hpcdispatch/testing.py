@@ -60,7 +60,9 @@ class Scenario:
 
     def run(self, dispatcher: Dispatcher, **kw: Any) -> SimulationResult:
         options = SimulationOptions(engine="python", **kw.pop("options", {}))
-        return simulate(self.system, self.workload, dispatcher, make_predictor(self.predictor), options, **kw)
+        return simulate(
+            self.system, self.workload, dispatcher, make_predictor(self.predictor), options, **kw
+        )
 
 
 def scenarios(seed: int, jobs: int, constrained: bool = False) -> Scenario:
@@ -68,8 +70,14 @@ def scenarios(seed: int, jobs: int, constrained: bool = False) -> Scenario:
     a minute or two, some wall-times longer than the run time, some jobs growing while they
     run; with ``constrained``, also Slurm-style jobs (node counts, GPUs per node, contiguity)."""
     rng = np.random.default_rng(seed)
-    types = tuple(NodeType(f"t{k}", int(rng.integers(2, 5)), {"core": int(rng.integers(2, 9)), "gpu": int(rng.integers(0, 3))})
-                  for k in range(int(rng.integers(1, 3))))
+    types = tuple(
+        NodeType(
+            f"t{k}",
+            int(rng.integers(2, 5)),
+            {"core": int(rng.integers(2, 9)), "gpu": int(rng.integers(0, 3))},
+        )
+        for k in range(int(rng.integers(1, 3)))
+    )
     system = System(name=f"conformance-{seed}", resources=("core", "gpu"), node_types=types)
     max_core = max(t.capacity["core"] for t in types)
     gpus = any(t.capacity["gpu"] for t in types)
@@ -79,9 +87,16 @@ def scenarios(seed: int, jobs: int, constrained: bool = False) -> Scenario:
         wall = run if rng.random() < 0.4 else run + int(rng.integers(0, 40))
         if rng.random() < 0.15:
             wall = max(1, run - int(rng.integers(1, run + 1)))  # killed at its wall-time
-        fields: dict[str, Any] = dict(id=len(out) + 1, submit=int(rng.integers(0, 60)), run_time=run, wall_time=wall,
-                                      units=int(rng.integers(1, 4)), unit_request=(int(rng.integers(1, max_core + 1)), 0),
-                                      user=int(rng.integers(1, 4)), queue=int(rng.integers(0, 2)))
+        fields: dict[str, Any] = dict(
+            id=len(out) + 1,
+            submit=int(rng.integers(0, 60)),
+            run_time=run,
+            wall_time=wall,
+            units=int(rng.integers(1, 4)),
+            unit_request=(int(rng.integers(1, max_core + 1)), 0),
+            user=int(rng.integers(1, 4)),
+            queue=int(rng.integers(0, 2)),
+        )
         roll = rng.random()
         if constrained and roll < 0.4:
             fields.update(unit_request=(1, 0), units=int(rng.integers(2, 5)))
@@ -105,9 +120,17 @@ def scenarios(seed: int, jobs: int, constrained: bool = False) -> Scenario:
 
 
 def _fits_empty(system: System, job: Job) -> bool:
-    return bool(request_fits(system.capacity, np.asarray(job.unit_request), job.units, job.max_units_per_node,
-                             job.node_count, np.asarray(job.per_node_request) if job.per_node_request else None,
-                             job.contiguous))
+    return bool(
+        request_fits(
+            system.capacity,
+            np.asarray(job.unit_request),
+            job.units,
+            job.max_units_per_node,
+            job.node_count,
+            np.asarray(job.per_node_request) if job.per_node_request else None,
+            job.contiguous,
+        )
+    )
 
 
 # ---- the checks ----------------------------------------------------------------------------
@@ -118,14 +141,20 @@ def check_parameters(make: Factory) -> None:
     """``__init__`` stores its keyword parameters and nothing else; the identity is data."""
     d = make()
     params = d.get_params()
-    assert set(params) == set(d.param_names()), f"get_params() {sorted(params)} != parameters {d.param_names()}"
+    assert set(params) == set(d.param_names()), (
+        f"get_params() {sorted(params)} != parameters {d.param_names()}"
+    )
     again = type(d)(**params).get_params()
-    assert again == params, f"__init__ does not store its parameters under their names ({params} -> {again})"
+    assert again == params, (
+        f"__init__ does not store its parameters under their names ({params} -> {again})"
+    )
     clone = d.clone()
     assert clone is not d and clone.get_params() == params, "clone() does not repeat the parameters"
     identity = d.identity()
     assert identity == json.loads(json.dumps(identity)), "identity() is not plain JSON data"
-    assert identity["name"] == d.name and d.matches_identity(identity), "the identity does not match itself"
+    assert identity["name"] == d.name and d.matches_identity(identity), (
+        "the identity does not match itself"
+    )
     try:
         d.set_params(no_such_parameter_xyz=1)
     except ConfigError:
@@ -161,8 +190,14 @@ def _journal_resume(make: Factory, scenario: Scenario) -> None:
     calls = len(whole.decisions["time"])
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "journal.jsonl"
-        sim = Simulator(scenario.system, scenario.workload, make(), make_predictor(scenario.predictor),
-                        SimulationOptions(engine="python"), journal=path)
+        sim = Simulator(
+            scenario.system,
+            scenario.workload,
+            make(),
+            make_predictor(scenario.predictor),
+            SimulationOptions(engine="python"),
+            journal=path,
+        )
         st = sim.begin()
         while st.calls < max(1, calls // 2) and sim.step():
             pass
@@ -172,7 +207,11 @@ def _journal_resume(make: Factory, scenario: Scenario) -> None:
     assert resumed.extra["journal"]["replayed"] == recorded, resumed.extra["journal"]
     _assert_valid(resumed, scenario)
     if make().get_tags().deterministic:
-        _assert_same(resumed, whole, f"{scenario.name}: journal resumed after {recorded} of {calls} calls vs. uninterrupted")
+        _assert_same(
+            resumed,
+            whole,
+            f"{scenario.name}: journal resumed after {recorded} of {calls} calls vs. uninterrupted",
+        )
 
 
 def check_checkpoint_resume(make: Factory) -> None:
@@ -181,11 +220,24 @@ def check_checkpoint_resume(make: Factory) -> None:
     d = make()
     for scenario in _scenarios(d)[:3]:
         whole = scenario.run(make())
-        instants = max(2, len(np.unique(np.concatenate([scenario.workload.submit, whole.end[~np.isnan(whole.end)]]))))
+        instants = max(
+            2,
+            len(
+                np.unique(
+                    np.concatenate([scenario.workload.submit, whole.end[~np.isnan(whole.end)]])
+                )
+            ),
+        )
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "run.ckpt"
-            sim = Simulator(scenario.system, scenario.workload, make(), make_predictor(scenario.predictor),
-                            SimulationOptions(engine="python"), checkpoint=path)
+            sim = Simulator(
+                scenario.system,
+                scenario.workload,
+                make(),
+                make_predictor(scenario.predictor),
+                SimulationOptions(engine="python"),
+                checkpoint=path,
+            )
             sim.begin()
             for _ in range(instants // 2):
                 if not sim.step():
@@ -196,7 +248,9 @@ def check_checkpoint_resume(make: Factory) -> None:
         assert resumed.extra["checkpoint"]["resumed_at"] is not None, "the checkpoint was not used"
         _assert_valid(resumed, scenario)
         if make().get_tags().deterministic:
-            _assert_same(resumed, whole, f"{scenario.name}: resumed from a checkpoint vs. uninterrupted")
+            _assert_same(
+                resumed, whole, f"{scenario.name}: resumed from a checkpoint vs. uninterrupted"
+            )
 
 
 def check_unsupported_jobs_refused(make: Factory) -> None:
@@ -214,7 +268,9 @@ def check_unsupported_jobs_refused(make: Factory) -> None:
             assert exc.job_id == refused.id and exc.dispatcher == d.name and exc.reason, str(exc)
             assert f"job {refused.id}" in str(exc), str(exc)
             return
-        raise AssertionError(f"{d.name} (node_constraints=False) ran {scenario.name} instead of refusing job {refused.id}")
+        raise AssertionError(
+            f"{d.name} (node_constraints=False) ran {scenario.name} instead of refusing job {refused.id}"
+        )
     raise AssertionError("no scenario with a constrained job was generated")
 
 
@@ -266,33 +322,52 @@ def run_check(name: str, make: Factory, params: dict[str, Any]) -> None:
     except AssertionError as exc:
         raise AssertionError(f"{make().name} {params}: check '{name}' failed: {exc}") from exc
     except HpcDispatchError as exc:  # the simulator refused a decision, or the run stalled
-        raise AssertionError(f"{make().name} {params}: check '{name}' failed: {type(exc).__name__}: {exc}") from exc
+        raise AssertionError(
+            f"{make().name} {params}: check '{name}' failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 # ---- helpers --------------------------------------------------------------------------------
 def _scenarios(d: Dispatcher) -> list[Scenario]:
     tags = d.get_tags()
     jobs = 14 if tags.uses_solver else 30
-    return [scenarios(seed, jobs, constrained=tags.node_constraints and seed % 2 == 1) for seed in range(SCENARIOS)]
+    return [
+        scenarios(seed, jobs, constrained=tags.node_constraints and seed % 2 == 1)
+        for seed in range(SCENARIOS)
+    ]
 
 
 def _assert_valid(result: SimulationResult, scenario: Scenario) -> None:
     report = validate_result(result)
     assert report.ok, f"{scenario.name}: {report.describe()}"
     done = np.isin(result.status, (3, 4))
-    assert done.all(), f"{scenario.name}: jobs {result.workload.ids[~done][:5].tolist()} neither ended nor were rejected"
+    assert done.all(), (
+        f"{scenario.name}: jobs {result.workload.ids[~done][:5].tolist()} neither ended nor were rejected"
+    )
     for idx in np.flatnonzero(result.status == 4).tolist():
-        assert result.reject_reason.get(idx), f"{scenario.name}: job {int(result.workload.ids[idx])} rejected without a reason"
+        assert result.reject_reason.get(idx), (
+            f"{scenario.name}: job {int(result.workload.ids[idx])} rejected without a reason"
+        )
 
 
 def _assert_same(a: SimulationResult, b: SimulationResult, what: str) -> None:
     for name in ("start", "end", "status", "killed"):
         x, y = getattr(a, name), getattr(b, name)
         if not np.array_equal(x, y, equal_nan=x.dtype.kind == "f"):
-            k = int(np.flatnonzero(~((x == y) | (np.isnan(x) & np.isnan(y)) if x.dtype.kind == "f" else x == y))[0])
-            raise AssertionError(f"{what}: {name} of job {int(a.workload.ids[k])} differs ({x[k]} vs {y[k]})")
+            k = int(
+                np.flatnonzero(
+                    ~((x == y) | (np.isnan(x) & np.isnan(y)) if x.dtype.kind == "f" else x == y)
+                )[0]
+            )
+            raise AssertionError(
+                f"{what}: {name} of job {int(a.workload.ids[k])} differs ({x[k]} vs {y[k]})"
+            )
     ra, rb = a.allocation_rows(), b.allocation_rows()
     for name in ("job", "segment", "node", "units"):
-        assert np.array_equal(getattr(ra, name), getattr(rb, name)), f"{what}: allocations differ ({name})"
+        assert np.array_equal(getattr(ra, name), getattr(rb, name)), (
+            f"{what}: allocations differ ({name})"
+        )
     for key in ("time", "queue_length", "running", "started"):
-        assert np.array_equal(a.decisions[key], b.decisions[key]), f"{what}: decision log column '{key}' differs"
+        assert np.array_equal(a.decisions[key], b.decisions[key]), (
+            f"{what}: decision log column '{key}' differs"
+        )

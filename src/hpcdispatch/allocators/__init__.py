@@ -8,5 +8,14 @@ from hpcdispatch.allocators.base import Allocator, BestFit, FirstFit, allocate_j
 from hpcdispatch.allocators.registry import ALLOCATORS, make_allocator
 from hpcdispatch.allocators.slurm_linear import SlurmLinear, slurm_select
 
-__all__ = ["ALLOCATORS", "Allocator", "BestFit", "FirstFit", "SlurmLinear", "allocate_job", "fill_in_order",
-           "make_allocator", "slurm_select"]
+__all__ = [
+    "ALLOCATORS",
+    "Allocator",
+    "BestFit",
+    "FirstFit",
+    "SlurmLinear",
+    "allocate_job",
+    "fill_in_order",
+    "make_allocator",
+    "slurm_select",
+]

@@ -56,13 +56,21 @@ class Allocator(ABC):
         """Preference order of the candidate nodes (first fit: index order)."""
         return candidates
 
-    def _window_key(self, free: np.ndarray, fit: np.ndarray, starts: np.ndarray, ends: np.ndarray, units: int) -> np.ndarray:
+    def _window_key(
+        self, free: np.ndarray, fit: np.ndarray, starts: np.ndarray, ends: np.ndarray, units: int
+    ) -> np.ndarray:
         """Sort key of feasible contiguous windows (smallest first; ties: lowest start)."""
         return starts
 
     def _constrained(
-        self, units: int, unit_request: np.ndarray, free: np.ndarray, max_per_node: int,
-        node_count: int, per_node: np.ndarray | None, contiguous: bool,
+        self,
+        units: int,
+        unit_request: np.ndarray,
+        free: np.ndarray,
+        max_per_node: int,
+        node_count: int,
+        per_node: np.ndarray | None,
+        contiguous: bool,
     ) -> Allocation | None:
         fit = node_units(free, unit_request, max_per_node, per_node)
         if contiguous:
@@ -105,11 +113,20 @@ def _spread(nodes: np.ndarray, room: np.ndarray, units: int) -> Allocation:
     return Allocation.trusted(nodes.astype(np.int64), counts)
 
 
-def allocate_job(allocator: Allocator, job, unit_request: np.ndarray, free: np.ndarray) -> Allocation | None:
+def allocate_job(
+    allocator: Allocator, job, unit_request: np.ndarray, free: np.ndarray
+) -> Allocation | None:
     """``allocator.allocate`` with all of ``job``'s constraints (``unit_request``: its row)."""
     if job.node_count or job.contiguous or job.per_node_request:
-        return allocator.allocate(job.units, unit_request, free, job.max_units_per_node, job.node_count,
-                                  per_node_array(job.per_node_request), job.contiguous)
+        return allocator.allocate(
+            job.units,
+            unit_request,
+            free,
+            job.max_units_per_node,
+            job.node_count,
+            per_node_array(job.per_node_request),
+            job.contiguous,
+        )
     return allocator.allocate(job.units, unit_request, free, job.max_units_per_node)
 
 
@@ -139,12 +156,25 @@ class FirstFit(Allocator):
     name = "first-fit"
     prefix_monotone = True
 
-    def allocate(self, units, unit_request, free, max_per_node=0, node_count=0, per_node=None, contiguous=False):
+    def allocate(
+        self,
+        units,
+        unit_request,
+        free,
+        max_per_node=0,
+        node_count=0,
+        per_node=None,
+        contiguous=False,
+    ):
         if node_count or contiguous or per_node is not None:
-            return self._constrained(units, unit_request, free, max_per_node, node_count, per_node, contiguous)
+            return self._constrained(
+                units, unit_request, free, max_per_node, node_count, per_node, contiguous
+            )
         if units == 1:  # the common case: the first node where one unit fits
             ok = None
-            for r, amount in enumerate(unit_request.tolist() if isinstance(unit_request, np.ndarray) else unit_request):
+            for r, amount in enumerate(
+                unit_request.tolist() if isinstance(unit_request, np.ndarray) else unit_request
+            ):
                 if amount > 0:
                     m = free[:, r] >= amount
                     ok = m if ok is None else (ok & m)
@@ -203,9 +233,20 @@ class BestFit(Allocator):
         cs = np.concatenate(([0], np.cumsum(fit)))
         return (cs[ends] - cs[starts] - units) * (len(fit) + 1) + (ends - starts)
 
-    def allocate(self, units, unit_request, free, max_per_node=0, node_count=0, per_node=None, contiguous=False):
+    def allocate(
+        self,
+        units,
+        unit_request,
+        free,
+        max_per_node=0,
+        node_count=0,
+        per_node=None,
+        contiguous=False,
+    ):
         if node_count or contiguous or per_node is not None:
-            return self._constrained(units, unit_request, free, max_per_node, node_count, per_node, contiguous)
+            return self._constrained(
+                units, unit_request, free, max_per_node, node_count, per_node, contiguous
+            )
         fits = units_fit_per_node(free, unit_request, max_per_node)
         candidates = np.flatnonzero(fits)
         if int(fits[candidates].sum()) < units:

@@ -8,7 +8,13 @@ from hpcdispatch.errors import ConfigError
 from hpcdispatch.system.model import System
 
 ALLOCATORS: dict[str, type[Allocator]] = {cls.name: cls for cls in (FirstFit, BestFit, SlurmLinear)}
-ALIASES = {"ff": "first-fit", "bf": "best-fit", "firstfit": "first-fit", "bestfit": "best-fit", "slurm": "slurm-linear"}
+ALIASES = {
+    "ff": "first-fit",
+    "bf": "best-fit",
+    "firstfit": "first-fit",
+    "bestfit": "best-fit",
+    "slurm": "slurm-linear",
+}
 
 
 def make_allocator(name: str | Allocator, system: System) -> Allocator:
@@ -19,7 +25,9 @@ def make_allocator(name: str | Allocator, system: System) -> Allocator:
         key = str(name).lower().replace("_", "-")
         key = ALIASES.get(key, key)
         if key not in ALLOCATORS:
-            raise ConfigError(f"unknown allocator '{name}'; available: {', '.join(sorted(ALLOCATORS))}")
+            raise ConfigError(
+                f"unknown allocator '{name}'; available: {', '.join(sorted(ALLOCATORS))}"
+            )
         allocator = ALLOCATORS[key]()
     allocator.setup(system)
     return allocator

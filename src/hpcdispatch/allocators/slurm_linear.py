@@ -42,8 +42,14 @@ from hpcdispatch.allocators.base import Allocator
 from hpcdispatch.system.allocation import Allocation, node_units, runs_of
 
 
-def _eval_nodes(avail: np.ndarray, units: int, min_nodes: int, max_nodes: int, contiguous: bool,
-                cpus: np.ndarray | None = None) -> list[tuple[int, int]] | None:
+def _eval_nodes(
+    avail: np.ndarray,
+    units: int,
+    min_nodes: int,
+    max_nodes: int,
+    contiguous: bool,
+    cpus: np.ndarray | None = None,
+) -> list[tuple[int, int]] | None:
     """Slurm's ``_eval_nodes`` on per-node available units; ``[(node, units)]`` or ``None``.
 
     ``cpus`` (optional, the ``cons_res_sets`` variant): the free CPUs of every node; sets are
@@ -121,8 +127,13 @@ def _eval_nodes(avail: np.ndarray, units: int, min_nodes: int, max_nodes: int, c
     return None
 
 
-def slurm_select(avail: np.ndarray, units: int, node_count: int = 0, contiguous: bool = False,
-                 cpus: np.ndarray | None = None) -> Allocation | None:
+def slurm_select(
+    avail: np.ndarray,
+    units: int,
+    node_count: int = 0,
+    contiguous: bool = False,
+    cpus: np.ndarray | None = None,
+) -> Allocation | None:
     """Slurm's choice for a job needing ``units`` units (exactly ``node_count`` nodes when given)
     on nodes with ``avail`` available units each (0 = unusable).
 
@@ -167,7 +178,16 @@ class SlurmLinear(Allocator):
     name = "slurm-linear"
     prefix_monotone = False
 
-    def allocate(self, units, unit_request, free, max_per_node=0, node_count=0, per_node=None, contiguous=False):
+    def allocate(
+        self,
+        units,
+        unit_request,
+        free,
+        max_per_node=0,
+        node_count=0,
+        per_node=None,
+        contiguous=False,
+    ):
         avail = node_units(free, unit_request, max_per_node, per_node)
         if max_per_node == 1 and not node_count:
             node_count = units  # one unit per node: the node count is the unit count

@@ -20,17 +20,51 @@ def instances() -> None:
 
 @instances.command("eval")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--dispatchers", "-d", "specs", default="hcp,pcp19,pcp20", show_default=True,
-              help="comma-separated CP dispatcher specs")
-@click.option("--baseline", default=None, help="dispatcher the ratios are relative to (default: the second one)")
-@click.option("--limit", type=int, default=None, help="only the first N instances (after --min-queued)")
-@click.option("--min-queued", type=int, default=1, show_default=True, help="skip instances with fewer queued jobs")
-@click.option("--force-model/--as-dispatched", default=True, show_default=True,
-              help="build and solve every model even where the rule already starts every job now")
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="output directory (default: DIRECTORY/eval)")
-def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | None, min_queued: int,
-             force_model: bool, out: Path | None) -> None:
+@click.option(
+    "--dispatchers",
+    "-d",
+    "specs",
+    default="hcp,pcp19,pcp20",
+    show_default=True,
+    help="comma-separated CP dispatcher specs",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    help="dispatcher the ratios are relative to (default: the second one)",
+)
+@click.option(
+    "--limit", type=int, default=None, help="only the first N instances (after --min-queued)"
+)
+@click.option(
+    "--min-queued",
+    type=int,
+    default=1,
+    show_default=True,
+    help="skip instances with fewer queued jobs",
+)
+@click.option(
+    "--force-model/--as-dispatched",
+    default=True,
+    show_default=True,
+    help="build and solve every model even where the rule already starts every job now",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="output directory (default: DIRECTORY/eval)",
+)
+def eval_cmd(
+    directory: Path,
+    specs: str,
+    baseline: str | None,
+    limit: int | None,
+    min_queued: int,
+    force_model: bool,
+    out: Path | None,
+) -> None:
     """Per-instance model size, decision time and objective, and their ratios (PCP'20 Figs 6-7)."""
     import numpy as np
 
@@ -39,7 +73,11 @@ def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | Non
 
     spec_list = parse_dispatcher_list(specs)
     labels = [s.run_label for s in spec_list]
-    base = DispatcherSpec.parse(baseline).run_label if baseline else (labels[1] if len(labels) > 1 else labels[0])
+    base = (
+        DispatcherSpec.parse(baseline).run_label
+        if baseline
+        else (labels[1] if len(labels) > 1 else labels[0])
+    )
     if base not in labels:
         raise click.BadParameter(f"baseline '{base}' is not among {labels}")
     from hpcdispatch.cli.progress import plain_progress
@@ -47,35 +85,72 @@ def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | Non
 
     out = out or directory / "eval"
     out.mkdir(parents=True, exist_ok=True)
-    record = out / "progress.jsonl"  # each instance's rows as soon as they are known: a rerun resumes
+    record = (
+        out / "progress.jsonl"
+    )  # each instance's rows as soon as they are known: a rerun resumes
     if record.is_file():
         console.print(f"resuming from {record} (instances evaluated before are not solved again)")
     if console.is_terminal:
-        with Progress(TextColumn("instances"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=console, transient=True) as progress:
+        with Progress(
+            TextColumn("instances"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
             task = progress.add_task("eval", total=None)
 
             def update(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total)
 
-            frame = evaluate(directory, spec_list, limit, update, force_model=force_model, min_queued=min_queued,
-                             record=record)
+            frame = evaluate(
+                directory,
+                spec_list,
+                limit,
+                update,
+                force_model=force_model,
+                min_queued=min_queued,
+                record=record,
+            )
     else:  # a log file or a pipe: a plain line every 5 % and at least every minute
         lines = plain_progress("instances eval", unit="instances")
-        frame = evaluate(directory, spec_list, limit, lambda done, total: lines(done, total, None),
-                         force_model=force_model, min_queued=min_queued, record=record)
+        frame = evaluate(
+            directory,
+            spec_list,
+            limit,
+            lambda done, total: lines(done, total, None),
+            force_model=force_model,
+            min_queued=min_queued,
+            record=record,
+        )
     write_frame(out / "instances.csv", frame)
     rat = ratios(frame, base)
     write_frame(out / "ratios.csv", rat)
     table = Table(title=f"{frame['instance'].nunique()} instances from {directory}")
-    for col in ("dispatcher", "mean vars", "max vars", "mean decision ms", "median decision ms", "fallbacks"):
+    for col in (
+        "dispatcher",
+        "mean vars",
+        "max vars",
+        "mean decision ms",
+        "median decision ms",
+        "fallbacks",
+    ):
         table.add_column(col, justify="left" if col == "dispatcher" else "right")
-    md = ["| dispatcher | mean vars | max vars | mean decision ms | median decision ms | fallbacks |", "|---|---|---|---|---|---|"]
+    md = [
+        "| dispatcher | mean vars | max vars | mean decision ms | median decision ms | fallbacks |",
+        "|---|---|---|---|---|---|",
+    ]
     for label in labels:
         part = frame[frame["dispatcher"] == label]
-        cells = [label, f"{part['variables'].mean():,.0f}", f"{part['variables'].max():,}",
-                 f"{1000 * part['decision_s'].mean():.1f}", f"{1000 * part['decision_s'].median():.1f}",
-                 str(int((part['fallback'] != '').sum()))]
+        cells = [
+            label,
+            f"{part['variables'].mean():,.0f}",
+            f"{part['variables'].max():,}",
+            f"{1000 * part['decision_s'].mean():.1f}",
+            f"{1000 * part['decision_s'].median():.1f}",
+            str(int((part["fallback"] != "").sum())),
+        ]
         table.add_row(*cells)
         md.append("| " + " | ".join(cells) + " |")
     console.print(table)
@@ -85,10 +160,12 @@ def eval_cmd(directory: Path, specs: str, baseline: str | None, limit: int | Non
             continue
         part = rat[rat["dispatcher"] == label]
         built = part[np.isfinite(part["variables_ratio"])]
-        line = (f"- {label}: variables ratio max {built['variables_ratio'].max():.4f}, median "
-                f"{built['variables_ratio'].median():.4f}, <= 0.1 on {int((built['variables_ratio'] <= 0.1).sum())} of "
-                f"{len(built)} instances with a model; time ratio median "
-                f"{part['time_ratio'].median():.3f}; objective ratio median {part['objective_ratio'].median():.3f}")
+        line = (
+            f"- {label}: variables ratio max {built['variables_ratio'].max():.4f}, median "
+            f"{built['variables_ratio'].median():.4f}, <= 0.1 on {int((built['variables_ratio'] <= 0.1).sum())} of "
+            f"{len(built)} instances with a model; time ratio median "
+            f"{part['time_ratio'].median():.3f}; objective ratio median {part['objective_ratio'].median():.3f}"
+        )
         console.print(line)
         lines.append(line)
     _plot(rat, base, out)
@@ -104,7 +181,10 @@ def _plot(rat: Any, base: str, out: Path) -> None:
     import numpy as np
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, col, title in ((axes[0], "variables_ratio", "variables"), (axes[1], "time_ratio", "decision time")):
+    for ax, col, title in (
+        (axes[0], "variables_ratio", "variables"),
+        (axes[1], "time_ratio", "decision time"),
+    ):
         for label in rat["dispatcher"].unique():
             v = rat[rat["dispatcher"] == label][col].to_numpy(dtype=float)
             v = v[np.isfinite(v) & (v > 0)]  # instances where both built a model

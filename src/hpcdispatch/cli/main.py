@@ -51,29 +51,78 @@ DEFAULT_DISPATCHERS = "fifo,sjf,easy,conservative"
 def workload_options(default_workload: str | None) -> Any:
     def deco(fn: Any) -> Any:
         opts = [
-            click.option("--workload", "-w", default=default_workload, required=default_workload is None,
-                         show_default=True, help="SWF trace path (.swf/.swf.gz), Slurm-style requests (.csv/.jsonl), "
-                         "sacct --parsable2 output (.sacct), "
-                         "synthetic:lublin|kit|eurora,jobs=N,seed=S,load=L, "
-                         "synthetic:aucsched,workload=I-V,version=1-3,seed=S, "
-                         "synthetic:deadline,jobs=N,seed=S,load=normal|heavy|very-heavy,types=0-3|uniform,comm=async|sync "
-                         "or deadline jobs as PATH.deadline.jsonl"),
-            click.option("--system", "-s", default="auto", show_default=True,
-                         help="preset name, TOML file, 'from-trace' (SWF header) or 'auto'"),
-            click.option("--processors", type=click.Choice(["requested", "allocated"]), default="requested",
-                         show_default=True, help="SWF field used for the processor count (falls back to the other)"),
-            click.option("--units", "unit_mode", type=click.Choice(UNIT_MODE_CHOICES), default="divisor", show_default=True,
-                         help="processors -> identical units: divisor, processor (1 core each) or node"),
-            click.option("--cores-per-unit", type=int, default=None, help="largest cores per unit (default: smallest node)"),
-            click.option("--missing-walltime", default="queue-max", show_default=True,
-                         help="when an SWF record has no requested time: queue-max, trace-max, runtime, skip or seconds"),
-            click.option("--memory", type=click.Choice(["ignore", "requested", "used"]), default="ignore",
-                         show_default=True, help="map SWF memory fields onto a 'mem' resource"),
-            click.option("--max-jobs", type=int, default=None, help="only the first N jobs by submit time"),
-            click.option("--submit-jitter", type=click.IntRange(min=0), default=0, show_default=True,
-                         help="move each submission by up to this many seconds (a perturbed replica of the "
-                         "workload, to measure how far a metric moves; see --jitter-seed)"),
-            click.option("--jitter-seed", type=int, default=0, show_default=True, help="seed of --submit-jitter"),
+            click.option(
+                "--workload",
+                "-w",
+                default=default_workload,
+                required=default_workload is None,
+                show_default=True,
+                help="SWF trace path (.swf/.swf.gz), Slurm-style requests (.csv/.jsonl), "
+                "sacct --parsable2 output (.sacct), "
+                "synthetic:lublin|kit|eurora,jobs=N,seed=S,load=L, "
+                "synthetic:aucsched,workload=I-V,version=1-3,seed=S, "
+                "synthetic:deadline,jobs=N,seed=S,load=normal|heavy|very-heavy,types=0-3|uniform,comm=async|sync "
+                "or deadline jobs as PATH.deadline.jsonl",
+            ),
+            click.option(
+                "--system",
+                "-s",
+                default="auto",
+                show_default=True,
+                help="preset name, TOML file, 'from-trace' (SWF header) or 'auto'",
+            ),
+            click.option(
+                "--processors",
+                type=click.Choice(["requested", "allocated"]),
+                default="requested",
+                show_default=True,
+                help="SWF field used for the processor count (falls back to the other)",
+            ),
+            click.option(
+                "--units",
+                "unit_mode",
+                type=click.Choice(UNIT_MODE_CHOICES),
+                default="divisor",
+                show_default=True,
+                help="processors -> identical units: divisor, processor (1 core each) or node",
+            ),
+            click.option(
+                "--cores-per-unit",
+                type=int,
+                default=None,
+                help="largest cores per unit (default: smallest node)",
+            ),
+            click.option(
+                "--missing-walltime",
+                default="queue-max",
+                show_default=True,
+                help="when an SWF record has no requested time: queue-max, trace-max, runtime, skip or seconds",
+            ),
+            click.option(
+                "--memory",
+                type=click.Choice(["ignore", "requested", "used"]),
+                default="ignore",
+                show_default=True,
+                help="map SWF memory fields onto a 'mem' resource",
+            ),
+            click.option(
+                "--max-jobs", type=int, default=None, help="only the first N jobs by submit time"
+            ),
+            click.option(
+                "--submit-jitter",
+                type=click.IntRange(min=0),
+                default=0,
+                show_default=True,
+                help="move each submission by up to this many seconds (a perturbed replica of the "
+                "workload, to measure how far a metric moves; see --jitter-seed)",
+            ),
+            click.option(
+                "--jitter-seed",
+                type=int,
+                default=0,
+                show_default=True,
+                help="seed of --submit-jitter",
+            ),
         ]
         for opt in reversed(opts):
             fn = opt(fn)
@@ -84,31 +133,80 @@ def workload_options(default_workload: str | None) -> Any:
 
 def sim_options(fn: Any) -> Any:
     opts = [
-        click.option("--allocator", "-a", default=None, help="first-fit, best-fit or slurm-linear (default: the dispatcher's own)"),
-        click.option("--predictor", "-p", default="walltime", show_default=True,
-                     help="duration predictor: walltime (W), last-two (L2), data-driven (D), oracle (R); "
-                          "a dispatcher spec may carry its own as a suffix, e.g. easy-L2"),
-        click.option("--no-walltime-kill", is_flag=True, help="let jobs run past their wall-time (AccaSim behaviour)"),
-        click.option("--charge-dispatch-time", is_flag=True,
-                     help="start decided jobs later by the dispatcher's measured wall-clock time"),
-        click.option("--dispatch-interval", type=float, default=None, help="also call the dispatcher every N seconds"),
-        click.option("--correct-predictions", type=click.Choice(["walltime", "ladder"]), default=None,
-                     help="revise the planned end of a running job that outlived its prediction: to its "
-                          "wall-time end, or by growing steps (1 min, 5 min, 15 min, ...); default: expect "
-                          "it to end in the next second, as the papers do"),
-        click.option("--app-model", default=None, metavar="KEY=VALUE,...",
-                     help="deadline jobs' execution model parameters (docs/DEADLINE.md), e.g. network=none or "
-                          "overlap=0.3,growth=0.5/1/1.5; default: the documented defaults"),
-        click.option("--engine", type=click.Choice(["auto", "python", "compiled"]), default="auto", show_default=True,
-                     help="simulation engine: compiled (numba; FIFO and EASY with first/best fit, W or R, plain jobs), "
-                          "python (everything), auto (compiled when it can and the workload has >= 20,000 jobs)"),
-        click.option("--version", "cp_version", type=click.IntRange(1, 3), default=None,
-                     help="CP dispatchers: CP'19 version 1, 2 or 3 (default 3)"),
-        click.option("--dump-instances", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help="CP dispatchers: write every dispatching instance as JSON into this directory"),
-        click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-                     help="a .py file (or an importable module) that registers dispatchers of your own "
-                          "(docs/ADD_A_DISPATCHER.md); repeat for several"),
+        click.option(
+            "--allocator",
+            "-a",
+            default=None,
+            help="first-fit, best-fit or slurm-linear (default: the dispatcher's own)",
+        ),
+        click.option(
+            "--predictor",
+            "-p",
+            default="walltime",
+            show_default=True,
+            help="duration predictor: walltime (W), last-two (L2), data-driven (D), oracle (R); "
+            "a dispatcher spec may carry its own as a suffix, e.g. easy-L2",
+        ),
+        click.option(
+            "--no-walltime-kill",
+            is_flag=True,
+            help="let jobs run past their wall-time (AccaSim behaviour)",
+        ),
+        click.option(
+            "--charge-dispatch-time",
+            is_flag=True,
+            help="start decided jobs later by the dispatcher's measured wall-clock time",
+        ),
+        click.option(
+            "--dispatch-interval",
+            type=float,
+            default=None,
+            help="also call the dispatcher every N seconds",
+        ),
+        click.option(
+            "--correct-predictions",
+            type=click.Choice(["walltime", "ladder"]),
+            default=None,
+            help="revise the planned end of a running job that outlived its prediction: to its "
+            "wall-time end, or by growing steps (1 min, 5 min, 15 min, ...); default: expect "
+            "it to end in the next second, as the papers do",
+        ),
+        click.option(
+            "--app-model",
+            default=None,
+            metavar="KEY=VALUE,...",
+            help="deadline jobs' execution model parameters (docs/DEADLINE.md), e.g. network=none or "
+            "overlap=0.3,growth=0.5/1/1.5; default: the documented defaults",
+        ),
+        click.option(
+            "--engine",
+            type=click.Choice(["auto", "python", "compiled"]),
+            default="auto",
+            show_default=True,
+            help="simulation engine: compiled (numba; FIFO and EASY with first/best fit, W or R, plain jobs), "
+            "python (everything), auto (compiled when it can and the workload has >= 20,000 jobs)",
+        ),
+        click.option(
+            "--version",
+            "cp_version",
+            type=click.IntRange(1, 3),
+            default=None,
+            help="CP dispatchers: CP'19 version 1, 2 or 3 (default 3)",
+        ),
+        click.option(
+            "--dump-instances",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="CP dispatchers: write every dispatching instance as JSON into this directory",
+        ),
+        click.option(
+            "--plugin",
+            "plugins",
+            multiple=True,
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="a .py file (or an importable module) that registers dispatchers of your own "
+            "(docs/ADD_A_DISPATCHER.md); repeat for several",
+        ),
         click.option("--quiet", "-q", is_flag=True, help="no progress bar"),
     ]
     for opt in reversed(opts):
@@ -147,10 +245,14 @@ def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
     if report.n_skipped or report.patched or report.notes:
         err_console.print(f"[yellow]{report.describe()}[/]")
     if len(workload) == 0:
-        raise HpcDispatchError(f"workload {kw['workload']} has no job that can run on system {system.name}")
+        raise HpcDispatchError(
+            f"workload {kw['workload']} has no job that can run on system {system.name}"
+        )
     if kw.get("app_model") and not workload.has_apps:
-        err_console.print("note: --app-model sets the execution model of deadline jobs; this workload has none, "
-                          "so it changes nothing")
+        err_console.print(
+            "note: --app-model sets the execution model of deadline jobs; this workload has none, "
+            "so it changes nothing"
+        )
     return system, workload
 
 
@@ -175,7 +277,9 @@ def cp_overrides(kw: dict[str, Any], label: str | None) -> dict[str, Any]:
     if kw.get("cp_version") is not None:
         out["version"] = kw["cp_version"]
     if kw.get("dump_instances") is not None:
-        out["dump_instances"] = str(kw["dump_instances"] / label) if label else str(kw["dump_instances"])
+        out["dump_instances"] = (
+            str(kw["dump_instances"] / label) if label else str(kw["dump_instances"])
+        )
     return out
 
 
@@ -207,7 +311,9 @@ def progress_bar(label: str, total: int, quiet: bool) -> Iterator[Any]:
         yield update
 
 
-def plain_table(title: str, header: list[str], rows: list[list[str]], first_left: bool = True) -> Table:
+def plain_table(
+    title: str, header: list[str], rows: list[list[str]], first_left: bool = True
+) -> Table:
     """A table whose texts are printed as they are (no rich markup: ``[s]`` stays a unit) and
     wrapped, not cut, when the terminal is narrow (the first column gets the most room)."""
     from rich import box
@@ -219,23 +325,42 @@ def plain_table(title: str, header: list[str], rows: list[list[str]], first_left
     # table's edges) and a separator between columns and at both edges: 3 per column - 1
     frame = 3 * len(header)
     if sum(natural) + frame > console.width:  # narrow: headers wrap at words, names fold
-        least = [max([len(w) for w in h.split()] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
+        least = [
+            max([len(w) for w in h.split()] + [len(r[k]) for r in rows])
+            for k, h in enumerate(header)
+        ]
         widths = least[:]
         widths[0] = max(least[0] // 3, 8, console.width - frame - sum(least[1:]))
         widths[0] = min(widths[0], natural[0])
     table = Table(title=Text(title), box=box.SIMPLE_HEAD, pad_edge=False)
     for k, h in enumerate(header):
-        table.add_column(Text(h), justify="left" if k == 0 and first_left else "right", overflow="fold",
-                         width=widths[k])
+        table.add_column(
+            Text(h),
+            justify="left" if k == 0 and first_left else "right",
+            overflow="fold",
+            width=widths[k],
+        )
     for row in rows:
         table.add_row(*(Text(cell) for cell in row))
     return table
 
 
 #: the metrics ``simulate`` prints, in order (then every utilisation the summary has)
-SIMULATE_KEYS = ("jobs", "started", "killed", "rejected", "wait_mean", "wait_p95", "slowdown_mean",
-                 "bounded_slowdown_mean", "makespan", "decisions", "decision_time_mean_s", "decision_time_max_s",
-                 "sim_wall_s")
+SIMULATE_KEYS = (
+    "jobs",
+    "started",
+    "killed",
+    "rejected",
+    "wait_mean",
+    "wait_p95",
+    "slowdown_mean",
+    "bounded_slowdown_mean",
+    "makespan",
+    "decisions",
+    "decision_time_mean_s",
+    "decision_time_max_s",
+    "sim_wall_s",
+)
 
 
 def summary_table(title: str, summary: dict[str, Any]) -> Table:
@@ -249,7 +374,12 @@ def summary_table(title: str, summary: dict[str, Any]) -> Table:
     for key in keys:
         m, v = metric(key), summary[key]
         text = format_value(m, v)
-        if m.title.endswith("[s]") and isinstance(v, float) and math.isfinite(v) and abs(v) >= 3 * 3600:
+        if (
+            m.title.endswith("[s]")
+            and isinstance(v, float)
+            and math.isfinite(v)
+            and abs(v) >= 3 * 3600
+        ):
             text += f" ({v / 86400:,.1f} days)" if abs(v) >= 3 * 86400 else f" ({v / 3600:,.1f} h)"
         rows.append([m.title, text])
     return plain_table(title, ["metric", "value"], rows)
@@ -262,10 +392,15 @@ def note_repeatability(label: str, result: Any) -> str | None:
 
     if repeatable(result.tags or {}):
         return None
-    note = (f"{label} searched with wall-clock time limits, so another run may give another schedule (the "
-            "machine's load decides how far each search gets); "
-            + ("deterministic=true makes it repeatable" if "deterministic" in result.dispatcher["params"]
-               else "its results are samples of a noisy search"))
+    note = (
+        f"{label} searched with wall-clock time limits, so another run may give another schedule (the "
+        "machine's load decides how far each search gets); "
+        + (
+            "deterministic=true makes it repeatable"
+            if "deterministic" in result.dispatcher["params"]
+            else "its results are samples of a noisy search"
+        )
+    )
     err_console.print(f"note: {note}", markup=False)
     return note
 
@@ -322,20 +457,46 @@ def dispatchers() -> None:
 
 @cli.command()
 @workload_options(default_workload=None)
-@click.option("--dispatcher", "-d", default="easy", show_default=True, help="dispatcher spec, e.g. easy or easy:allocator=best-fit")
+@click.option(
+    "--dispatcher",
+    "-d",
+    default="easy",
+    show_default=True,
+    help="dispatcher spec, e.g. easy or easy:allocator=best-fit",
+)
 @sim_options
-@click.option("--journal", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="decision journal: record every decision; started again after an interruption, the "
-                   "run replays the recorded decisions and goes on from there (memoryless dispatchers)")
-@click.option("--checkpoint", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="checkpoint file: the whole simulation state is saved there every --checkpoint-every "
-                   "seconds; started again after an interruption, the run goes on from it (any dispatcher, "
-                   "also those that keep a plan between calls); deleted when the run finishes")
-@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=600.0, show_default=True,
-              help="wall-clock seconds between two checkpoints")
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="output directory (written as a whole when the run ends)")
-@click.option("--force", is_flag=True, help="replace the output directory if it already holds files")
+@click.option(
+    "--journal",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="decision journal: record every decision; started again after an interruption, the "
+    "run replays the recorded decisions and goes on from there (memoryless dispatchers)",
+)
+@click.option(
+    "--checkpoint",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="checkpoint file: the whole simulation state is saved there every --checkpoint-every "
+    "seconds; started again after an interruption, the run goes on from it (any dispatcher, "
+    "also those that keep a plan between calls); deleted when the run finishes",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    help="wall-clock seconds between two checkpoints",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="output directory (written as a whole when the run ends)",
+)
+@click.option(
+    "--force", is_flag=True, help="replace the output directory if it already holds files"
+)
 def simulate(**kw: Any) -> None:
     """Simulate one dispatcher on one workload and write the schedule."""
     from hpcdispatch.dispatchers import DispatcherSpec
@@ -347,23 +508,42 @@ def simulate(**kw: Any) -> None:
     check_output_dir(kw["out"], kw["force"])  # before simulating: a run is not lost at the end
     system, workload = load_inputs(kw)
     with progress_bar(spec.run_label, len(workload), kw["quiet"]) as update:
-        outcome = run_simulation(system, workload, spec, kw["predictor"], make_options(kw),
-                                 out_dir=kw["out"], progress=update, allocator=kw["allocator"],
-                                 overrides=cp_overrides(kw, None), journal=kw["journal"],
-                                 checkpoint=kw["checkpoint"], checkpoint_every=kw["checkpoint_every"],
-                                 force=kw["force"])
+        outcome = run_simulation(
+            system,
+            workload,
+            spec,
+            kw["predictor"],
+            make_options(kw),
+            out_dir=kw["out"],
+            progress=update,
+            allocator=kw["allocator"],
+            overrides=cp_overrides(kw, None),
+            journal=kw["journal"],
+            checkpoint=kw["checkpoint"],
+            checkpoint_every=kw["checkpoint_every"],
+            force=kw["force"],
+        )
     s = outcome.summary
     note_repeatability(spec.run_label, outcome.result)
     journal = outcome.result.extra.get("journal")
     if journal:
-        console.print(f"journal {journal['path']}: {journal['replayed']} decisions replayed, "
-                      f"{journal['recorded']} recorded")
+        console.print(
+            f"journal {journal['path']}: {journal['replayed']} decisions replayed, "
+            f"{journal['recorded']} recorded"
+        )
     checkpoint = outcome.result.extra.get("checkpoint")
     if checkpoint:
         at = checkpoint["resumed_at"]
-        console.print(f"checkpoint {checkpoint['path']}: " + (
-            f"resumed at t={at['t']:,.0f} ({at['done']:,} of {at['jobs']:,} jobs done, {at['wall_s']:,.0f} s "
-            f"simulated before), " if at else "") + f"{checkpoint['writes']} written, removed once the outputs were written")
+        console.print(
+            f"checkpoint {checkpoint['path']}: "
+            + (
+                f"resumed at t={at['t']:,.0f} ({at['done']:,} of {at['jobs']:,} jobs done, {at['wall_s']:,.0f} s "
+                f"simulated before), "
+                if at
+                else ""
+            )
+            + f"{checkpoint['writes']} written, removed once the outputs were written"
+        )
     console.print(summary_table(f"{s['dispatcher_params']} on {system.name}", s))
     print_validation(outcome.validation)
     console.print(f"outputs written to [bold]{kw['out']}[/]")
@@ -373,13 +553,27 @@ def simulate(**kw: Any) -> None:
 
 @cli.command()
 @workload_options(default_workload=DEFAULT_WORKLOAD)
-@click.option("--dispatchers", "-d", "dispatcher_list", default=DEFAULT_DISPATCHERS, show_default=True,
-              help="comma-separated dispatcher specs")
+@click.option(
+    "--dispatchers",
+    "-d",
+    "dispatcher_list",
+    default=DEFAULT_DISPATCHERS,
+    show_default=True,
+    help="comma-separated dispatcher specs",
+)
 @sim_options
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=Path("hpcdispatch-out"),
-              show_default=True, help="output directory (one sub-directory per dispatcher; written as a whole "
-                                      "when every run has ended)")
-@click.option("--force", is_flag=True, help="replace the output directory if it already holds files")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("hpcdispatch-out"),
+    show_default=True,
+    help="output directory (one sub-directory per dispatcher; written as a whole "
+    "when every run has ended)",
+)
+@click.option(
+    "--force", is_flag=True, help="replace the output directory if it already holds files"
+)
 def compare(**kw: Any) -> None:
     """Compare several dispatchers on one workload: a table, and OUT/report.html (figures of wait,
     slowdown by job class, utilisation and queue over time, decision time; report.md beside it)."""
@@ -400,21 +594,33 @@ def compare(**kw: Any) -> None:
     system, workload = load_inputs(kw)
     from hpcdispatch.runner import check_run
 
-    for spec in specs:  # every spec checked before the first run: a typo in the last one costs nothing
+    for (
+        spec
+    ) in specs:  # every spec checked before the first run: a typo in the last one costs nothing
         check_run(system, spec, kw["predictor"], kw["allocator"], cp_overrides(kw, spec.run_label))
     with atomic_dir(out, kw["force"]) as tmp:
         invalid = _compare_into(tmp, specs, system, workload, kw)
-    console.print(f"report: [bold]{out / 'report.html'}[/]  (report.md, tables and figures beside it; "
-                  f"per-dispatcher outputs under {out}/)", soft_wrap=True)
+    console.print(
+        f"report: [bold]{out / 'report.html'}[/]  (report.md, tables and figures beside it; "
+        f"per-dispatcher outputs under {out}/)",
+        soft_wrap=True,
+    )
     if invalid:
         raise click.exceptions.Exit(1)
 
 
-def _compare_into(out: Path, specs: list[Any], system: Any, workload: Any, kw: dict[str, Any]) -> bool:
+def _compare_into(
+    out: Path, specs: list[Any], system: Any, workload: Any, kw: dict[str, Any]
+) -> bool:
     """Run every spec into ``out/<label>``, write the comparison report (report.html,
     report.md, tables, figures) into ``out`` and print the table; returns whether some
     schedule was invalid."""
-    from hpcdispatch.report.compare import ComparedRun, comparison_frame, display_rows, write_comparison_report
+    from hpcdispatch.report.compare import (
+        ComparedRun,
+        comparison_frame,
+        display_rows,
+        write_comparison_report,
+    )
     from hpcdispatch.runner import run_simulation
 
     summaries, runs, notes = [], [], []
@@ -422,9 +628,17 @@ def _compare_into(out: Path, specs: list[Any], system: Any, workload: Any, kw: d
     for spec in specs:
         label = spec.run_label
         with progress_bar(label, len(workload), kw["quiet"]) as update:
-            outcome = run_simulation(system, workload, spec, kw["predictor"], make_options(kw),
-                                     out_dir=out / label, progress=update, allocator=kw["allocator"],
-                                     overrides=cp_overrides(kw, label))
+            outcome = run_simulation(
+                system,
+                workload,
+                spec,
+                kw["predictor"],
+                make_options(kw),
+                out_dir=out / label,
+                progress=update,
+                allocator=kw["allocator"],
+                overrides=cp_overrides(kw, label),
+            )
         summaries.append(outcome.summary)
         repeat_note = note_repeatability(label, outcome.result)
         if repeat_note:
@@ -438,13 +652,21 @@ def _compare_into(out: Path, specs: list[Any], system: Any, workload: Any, kw: d
     frame = comparison_frame(summaries)
     write_comparison_report(out, frame, runs, notes)
     header, rows = display_rows(frame, compact=True)
-    console.print(plain_table(f"{len(workload)} jobs of {workload.source.spec} on {system.name}", header, rows))
+    console.print(
+        plain_table(
+            f"{len(workload)} jobs of {workload.source.spec} on {system.name}", header, rows
+        )
+    )
     return invalid
 
 
 @cli.command()
 @click.argument("out_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--no-reload", is_flag=True, help="do not re-read the workload from its source; use the stored table")
+@click.option(
+    "--no-reload",
+    is_flag=True,
+    help="do not re-read the workload from its source; use the stored table",
+)
 def validate(out_dir: Path, no_reload: bool) -> None:
     """Check a schedule: capacities, starts after submission, durations, allocations."""
     from hpcdispatch.validation.validator import validate_run_dir
@@ -470,21 +692,34 @@ def workload_info(ctx: click.Context, **kw: Any) -> None:
     kw["quiet"] = False
     system, workload = load_inputs(kw)
     load = workload.offered_load(system.total_capacity)
-    rows = [["jobs", f"{len(workload):,}"],
-            ["span [days]", f"{(workload.submit[-1] - workload.submit[0]) / 86400:,.1f}"]]
-    rows += [[f"offered load ({name})", f"{load[r]:.3f}"] for r, name in enumerate(system.resources)]
-    rows += [["mean run time [s]", f"{workload.run_time.mean():,.0f}"],
-             ["mean wall-time / run time", f"{(workload.wall_time / workload.run_time).mean():,.1f}"],
-             ["jobs over their wall-time", f"{int((workload.run_time > workload.wall_time).sum()):,}"]]
-    console.print(plain_table(workload.source.spec, ["property", "value"], rows))  # (units kept: no markup)
+    rows = [
+        ["jobs", f"{len(workload):,}"],
+        ["span [days]", f"{(workload.submit[-1] - workload.submit[0]) / 86400:,.1f}"],
+    ]
+    rows += [
+        [f"offered load ({name})", f"{load[r]:.3f}"] for r, name in enumerate(system.resources)
+    ]
+    rows += [
+        ["mean run time [s]", f"{workload.run_time.mean():,.0f}"],
+        ["mean wall-time / run time", f"{(workload.wall_time / workload.run_time).mean():,.1f}"],
+        ["jobs over their wall-time", f"{int((workload.run_time > workload.wall_time).sum()):,}"],
+    ]
+    console.print(
+        plain_table(workload.source.spec, ["property", "value"], rows)
+    )  # (units kept: no markup)
     console.print(workload.report.describe())
 
 
 @workload_info.command("convert")
 @click.argument("source")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--system", "-s", default="auto", show_default=True,
-              help="preset name, TOML file, 'from-trace' (SWF header) or 'auto': the jobs must fit it")
+@click.option(
+    "--system",
+    "-s",
+    default="auto",
+    show_default=True,
+    help="preset name, TOML file, 'from-trace' (SWF header) or 'auto': the jobs must fit it",
+)
 @click.option("--force", is_flag=True, help="replace OUT if it exists")
 def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
     """Convert a workload (SWF, sacct --parsable2, Slurm-style CSV/JSONL, synthetic:...) into

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def plain_progress(label: str, step: float = 0.05, every_s: float = 60.0, unit: str = "jobs",
-                   verb: str = "done") -> Any:
+def plain_progress(
+    label: str, step: float = 0.05, every_s: float = 60.0, unit: str = "jobs", verb: str = "done"
+) -> Any:
     """``update(done, n, t)`` printing ``label: done / n jobs done (pct), sim t=...`` lines
     (``t`` None: no simulated time; ``unit`` and ``verb`` name what is counted)."""
     import time
@@ -20,6 +21,8 @@ def plain_progress(label: str, step: float = 0.05, every_s: float = 60.0, unit: 
             state["next"] = (int(share / step) + 1) * step
             state["at"] = now
             when = "" if t is None else f", sim t={t:,.0f} s"
-            print(f"{label}: {done:,} / {n:,} {unit} {verb} ({100 * share:.0f} %){when}", flush=True)
+            print(
+                f"{label}: {done:,} / {n:,} {unit} {verb} ({100 * share:.0f} %){when}", flush=True
+            )
 
     return update

@@ -21,18 +21,42 @@ def slurm() -> None:
 
 
 @slurm.command("up")
-@click.option("--system", "-s", "system_spec", required=True, help="preset name or system TOML file")
-@click.option("--nodes", "-N", type=click.IntRange(min=1), default=None,
-              help="emulate only the first N nodes of the system (its linear order)")
-@click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="state directory (default /tmp/hpcdispatch-slurm-<system>, e.g. ...-machine-s-first16)")
-@click.option("--timeout", type=click.FloatRange(min=1), default=None,
-              help="seconds to wait for every node to be idle (default 60 + 0.05 per node)")
-@click.option("--accounting", is_flag=True,
-              help="also slurmdbd on a private MariaDB (127.0.0.1 only), so that sacct works "
-              "(Debian: slurmdbd, mariadb-server)")
-def up_cmd(system_spec: str, nodes: int | None, state_dir: Path | None, timeout: float | None,
-           accounting: bool) -> None:
+@click.option(
+    "--system", "-s", "system_spec", required=True, help="preset name or system TOML file"
+)
+@click.option(
+    "--nodes",
+    "-N",
+    type=click.IntRange(min=1),
+    default=None,
+    help="emulate only the first N nodes of the system (its linear order)",
+)
+@click.option(
+    "--dir",
+    "state_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="state directory (default /tmp/hpcdispatch-slurm-<system>, e.g. ...-machine-s-first16)",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="seconds to wait for every node to be idle (default 60 + 0.05 per node)",
+)
+@click.option(
+    "--accounting",
+    is_flag=True,
+    help="also slurmdbd on a private MariaDB (127.0.0.1 only), so that sacct works "
+    "(Debian: slurmdbd, mariadb-server)",
+)
+def up_cmd(
+    system_spec: str,
+    nodes: int | None,
+    state_dir: Path | None,
+    timeout: float | None,
+    accounting: bool,
+) -> None:
     """Start munged, slurmctld and one slurmd per node, and wait until every node is idle."""
     from hpcdispatch.slurm.cluster import cluster_name, default_state_dir, up, usage_text
     from hpcdispatch.slurm.config import first_nodes
@@ -46,8 +70,13 @@ def up_cmd(system_spec: str, nodes: int | None, state_dir: Path | None, timeout:
 
 
 @slurm.command("down")
-@click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="state directory of the cluster (default: the only one running)")
+@click.option(
+    "--dir",
+    "state_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="state directory of the cluster (default: the only one running)",
+)
 def down_cmd(state_dir: Path | None) -> None:
     """Cancel the cluster's jobs, stop the daemons it started (by pid file) and remove its
     state directory; nothing to stop is no error."""
@@ -69,17 +98,42 @@ def down_cmd(state_dir: Path | None) -> None:
 
 @slurm.command("replay")
 @click.argument("workload")
-@click.option("--time-scale", "-x", type=float, required=True,
-              help="real seconds per workload second (0.01: a 1000 s job sleeps 10 s)")
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="run directory to write (default results/slurm-replay)")
-@click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="state directory of the cluster (default: $SLURM_CONF's, or the only one running)")
-@click.option("--max-wait", type=click.FloatRange(min=1), default=None,
-              help="seconds to wait for the jobs after the last submission (default: as if they ran one by one)")
+@click.option(
+    "--time-scale",
+    "-x",
+    type=float,
+    required=True,
+    help="real seconds per workload second (0.01: a 1000 s job sleeps 10 s)",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="run directory to write (default results/slurm-replay)",
+)
+@click.option(
+    "--dir",
+    "state_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="state directory of the cluster (default: $SLURM_CONF's, or the only one running)",
+)
+@click.option(
+    "--max-wait",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="seconds to wait for the jobs after the last submission (default: as if they ran one by one)",
+)
 @click.option("--force", is_flag=True, help="replace the run directory if it exists")
-def replay_cmd(workload: str, time_scale: float, out: Path | None, state_dir: Path | None, max_wait: float | None,
-               force: bool) -> None:
+def replay_cmd(
+    workload: str,
+    time_scale: float,
+    out: Path | None,
+    state_dir: Path | None,
+    max_wait: float | None,
+    force: bool,
+) -> None:
     """Submit WORKLOAD's jobs at their scaled submit times (sbatch --wrap "sleep T"), wait, and
     write Slurm's schedule as a run directory (validate and report read it)."""
     from hpcdispatch.results.outdir import check_output_dir
@@ -95,17 +149,28 @@ def replay_cmd(workload: str, time_scale: float, out: Path | None, state_dir: Pa
     jobs = load_workload(workload, system)
     if jobs.report.n_skipped or jobs.report.patched or jobs.report.notes:
         click.echo(jobs.report.describe(), err=True)
-    subs = plan_submissions(jobs, system, time_scale)  # refuses what sbatch cannot express, before submitting
+    subs = plan_submissions(
+        jobs, system, time_scale
+    )  # refuses what sbatch cannot express, before submitting
     last = max(s.offset_s for s in subs)
-    click.echo(f"replaying {len(jobs)} jobs on cluster '{info.name}' ({info.n_nodes} nodes), submissions over "
-               f"{last:.0f} s, time scale {time_scale:g}")
-    summary, record = replay(info, jobs, time_scale, out, force=force, max_wait_s=max_wait, progress=_every(10.0))
-    click.echo(f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
-               f"(workload seconds); Slurm states {record['slurm_states']}")
+    click.echo(
+        f"replaying {len(jobs)} jobs on cluster '{info.name}' ({info.n_nodes} nodes), submissions over "
+        f"{last:.0f} s, time scale {time_scale:g}"
+    )
+    summary, record = replay(
+        info, jobs, time_scale, out, force=force, max_wait_s=max_wait, progress=_every(10.0)
+    )
+    click.echo(
+        f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
+        f"(workload seconds); Slurm states {record['slurm_states']}"
+    )
     report = validate_run_dir(out)
     click.echo(report.describe())
     if record["problems"]:
-        click.echo(f"error: {len(record['problems'])} job(s) did not complete: {record['problems'][0]}", err=True)
+        click.echo(
+            f"error: {len(record['problems'])} job(s) did not complete: {record['problems'][0]}",
+            err=True,
+        )
         raise click.exceptions.Exit(1)
     if not report.ok:
         raise click.exceptions.Exit(1)
@@ -113,27 +178,76 @@ def replay_cmd(workload: str, time_scale: float, out: Path | None, state_dir: Pa
 
 @slurm.command("dispatch")
 @click.argument("workload")
-@click.option("--dispatcher", "-d", "spec", required=True,
-              help="dispatcher spec deciding for Slurm, e.g. easy, pcp20, aucsched, easy:allocator=best-fit")
-@click.option("--time-scale", "-x", type=float, required=True,
-              help="real seconds per workload second (0.01: a 1000 s job sleeps 10 s)")
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="run directory to write (default results/slurm-dispatch); the journal is kept in OUT.bridge "
-                   "while the run lasts: the same command again resumes it")
-@click.option("--dir", "state_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="state directory of the cluster (default: $SLURM_CONF's, or the only one running)")
-@click.option("--budget", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-              help="seconds a dispatcher call may take; longer stops the bridge (jobs stay held)")
-@click.option("--max-wait", type=click.FloatRange(min=1), default=None,
-              help="seconds to wait for the jobs after the last submission (default: as if they ran one by one)")
-@click.option("--plugin", "plugins", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="a .py file (or an importable module) that registers dispatchers of your own; repeat for several")
-@click.option("--uneven", type=click.Choice(["hetjob", "refuse"]), default="hetjob", show_default=True,
-              help="a start giving its nodes different core counts: run it as a heterogeneous job "
-                   "(one component per node, pinned with --nodelist) or refuse it (the job stays held)")
+@click.option(
+    "--dispatcher",
+    "-d",
+    "spec",
+    required=True,
+    help="dispatcher spec deciding for Slurm, e.g. easy, pcp20, aucsched, easy:allocator=best-fit",
+)
+@click.option(
+    "--time-scale",
+    "-x",
+    type=float,
+    required=True,
+    help="real seconds per workload second (0.01: a 1000 s job sleeps 10 s)",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="run directory to write (default results/slurm-dispatch); the journal is kept in OUT.bridge "
+    "while the run lasts: the same command again resumes it",
+)
+@click.option(
+    "--dir",
+    "state_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="state directory of the cluster (default: $SLURM_CONF's, or the only one running)",
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="seconds a dispatcher call may take; longer stops the bridge (jobs stay held)",
+)
+@click.option(
+    "--max-wait",
+    type=click.FloatRange(min=1),
+    default=None,
+    help="seconds to wait for the jobs after the last submission (default: as if they ran one by one)",
+)
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="a .py file (or an importable module) that registers dispatchers of your own; repeat for several",
+)
+@click.option(
+    "--uneven",
+    type=click.Choice(["hetjob", "refuse"]),
+    default="hetjob",
+    show_default=True,
+    help="a start giving its nodes different core counts: run it as a heterogeneous job "
+    "(one component per node, pinned with --nodelist) or refuse it (the job stays held)",
+)
 @click.option("--force", is_flag=True, help="replace the run directory if it exists")
-def dispatch_cmd(workload: str, spec: str, time_scale: float, out: Path | None, state_dir: Path | None,
-                 budget: float, max_wait: float | None, plugins: tuple[Path, ...], uneven: str, force: bool) -> None:
+def dispatch_cmd(
+    workload: str,
+    spec: str,
+    time_scale: float,
+    out: Path | None,
+    state_dir: Path | None,
+    budget: float,
+    max_wait: float | None,
+    plugins: tuple[Path, ...],
+    uneven: str,
+    force: bool,
+) -> None:
     """Let a dispatcher schedule WORKLOAD on the live cluster (external mode): jobs are
     submitted held (sbatch --hold), and each start the dispatcher decides is pinned
     (scontrol update JobId=.. NumNodes=k-k ReqNodeList=..) and released. Writes the schedule
@@ -148,7 +262,9 @@ def dispatch_cmd(workload: str, spec: str, time_scale: float, out: Path | None, 
     from hpcdispatch.workload.loader import load_workload
 
     out = out or Path("results/slurm-dispatch")
-    if not bridge_dir(out).exists():  # a journal there: resuming, the run directory is written at the end
+    if not bridge_dir(
+        out
+    ).exists():  # a journal there: resuming, the run directory is written at the end
         check_output_dir(out, force)
     load_plugins(tuple(resolve_plugin(str(p), Path.cwd()) for p in plugins))
     dispatcher = make_dispatcher(spec)
@@ -158,32 +274,52 @@ def dispatch_cmd(workload: str, spec: str, time_scale: float, out: Path | None, 
     if jobs.report.n_skipped or jobs.report.patched or jobs.report.notes:
         click.echo(jobs.report.describe(), err=True)
     subs = plan_submissions(jobs, system, time_scale)
-    click.echo(f"dispatching {len(jobs)} jobs on cluster '{info.name}' ({info.n_nodes} nodes) with "
-               f"{dispatcher.describe()}, submissions over {max(s.offset_s for s in subs):.0f} s, time scale "
-               f"{time_scale:g}; journal and log in {bridge_dir(out)}")
+    click.echo(
+        f"dispatching {len(jobs)} jobs on cluster '{info.name}' ({info.n_nodes} nodes) with "
+        f"{dispatcher.describe()}, submissions over {max(s.offset_s for s in subs):.0f} s, time scale "
+        f"{time_scale:g}; journal and log in {bridge_dir(out)}"
+    )
     previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM as Ctrl-C: stop, jobs stay held
     try:
-        summary, record = dispatch(info, jobs, dispatcher, time_scale, out, budget_s=budget, max_wait_s=max_wait,
-                                   uneven=uneven)
+        summary, record = dispatch(
+            info,
+            jobs,
+            dispatcher,
+            time_scale,
+            out,
+            budget_s=budget,
+            max_wait_s=max_wait,
+            uneven=uneven,
+        )
     except BridgeError as exc:
-        click.echo(f"error: {exc}; the cluster keeps running and the waiting jobs stay held "
-                   f"(log: {bridge_dir(out)}/bridge.log)", err=True)
+        click.echo(
+            f"error: {exc}; the cluster keeps running and the waiting jobs stay held "
+            f"(log: {bridge_dir(out)}/bridge.log)",
+            err=True,
+        )
         raise click.exceptions.Exit(1) from None
     except KeyboardInterrupt:
-        click.echo(f"interrupted: the waiting jobs stay held; the same command resumes the run (journal in "
-                   f"{bridge_dir(out)})", err=True)
+        click.echo(
+            f"interrupted: the waiting jobs stay held; the same command resumes the run (journal in "
+            f"{bridge_dir(out)})",
+            err=True,
+        )
         raise click.exceptions.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     check = record["placement"]
-    click.echo(f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
-               f"(workload seconds); {record['dispatcher_calls']} dispatcher calls; {check['exact']}/"
-               f"{check['started']} jobs started on exactly the nodes chosen ({record['hetjobs']} uneven starts "
-               "as heterogeneous jobs)")
+    click.echo(
+        f"wrote {out}: makespan {summary['makespan']:.6g} s, mean wait {summary['wait_mean']:.6g} s "
+        f"(workload seconds); {record['dispatcher_calls']} dispatcher calls; {check['exact']}/"
+        f"{check['started']} jobs started on exactly the nodes chosen ({record['hetjobs']} uneven starts "
+        "as heterogeneous jobs)"
+    )
     report = validate_run_dir(out)
     click.echo(report.describe())
     if record["problems"]:
-        click.echo(f"error: {len(record['problems'])} problem(s): {record['problems'][0]}", err=True)
+        click.echo(
+            f"error: {len(record['problems'])} problem(s): {record['problems'][0]}", err=True
+        )
         raise click.exceptions.Exit(1)
     if not report.ok:
         raise click.exceptions.Exit(1)

@@ -33,15 +33,39 @@ def sweep() -> None:
 
 @sweep.command("run")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="output directory (resumable: finished cells are skipped)")
-@click.option("--workers", "-j", type=int, default=None,
-              help="local worker processes (default: every core this process may use)")
-@click.option("--dask", "dask_address", default=None, metavar="ADDRESS",
-              help="run the cells on a Dask scheduler (tcp://host:8786) or a LocalCluster it starts (local:N)")
-@click.option("--retry-failed", is_flag=True, help="run failed cells again (default: keep their error)")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="output directory (resumable: finished cells are skipped)",
+)
+@click.option(
+    "--workers",
+    "-j",
+    type=int,
+    default=None,
+    help="local worker processes (default: every core this process may use)",
+)
+@click.option(
+    "--dask",
+    "dask_address",
+    default=None,
+    metavar="ADDRESS",
+    help="run the cells on a Dask scheduler (tcp://host:8786) or a LocalCluster it starts (local:N)",
+)
+@click.option(
+    "--retry-failed", is_flag=True, help="run failed cells again (default: keep their error)"
+)
 @click.option("--quiet", "-q", is_flag=True, help="no progress bar")
-def run_cmd(spec: Path, out: Path, workers: int | None, dask_address: str | None, retry_failed: bool, quiet: bool) -> None:
+def run_cmd(
+    spec: Path,
+    out: Path,
+    workers: int | None,
+    dask_address: str | None,
+    retry_failed: bool,
+    quiet: bool,
+) -> None:
     """Run every unfinished cell of the sweep SPEC (a TOML file) into --out."""
     from hpcdispatch.sweep import load_sweep, make_executor, run_sweep
     from hpcdispatch.sweep.store import SweepStore
@@ -53,12 +77,18 @@ def run_cmd(spec: Path, out: Path, workers: int | None, dask_address: str | None
     n = len(sweep_spec.cells)
     if already is not None:
         to_run = len(already.pending) + (len(already.failed) if retry_failed else 0)
-        kept = "" if retry_failed or not already.failed else " (kept; --retry-failed runs them again)"
-        console.print(f"sweep [bold]{sweep_spec.name}[/]: {n} cells, {len(already.done)} already done, "
-                      f"{len(already.failed)} failed earlier{kept}; running {to_run} on {executor.description}")
+        kept = (
+            "" if retry_failed or not already.failed else " (kept; --retry-failed runs them again)"
+        )
+        console.print(
+            f"sweep [bold]{sweep_spec.name}[/]: {n} cells, {len(already.done)} already done, "
+            f"{len(already.failed)} failed earlier{kept}; running {to_run} on {executor.description}"
+        )
     else:
         to_run = n
-        console.print(f"sweep [bold]{sweep_spec.name}[/]: {n} cells; running {n} on {executor.description}")
+        console.print(
+            f"sweep [bold]{sweep_spec.name}[/]: {n} cells; running {n} on {executor.description}"
+        )
 
     def report_failure(record: dict[str, Any]) -> None:
         if record["status"] == "failed":
@@ -67,7 +97,9 @@ def run_cmd(spec: Path, out: Path, workers: int | None, dask_address: str | None
 
     if quiet:
         outcome = run_sweep(sweep_spec, out, executor, retry_failed=retry_failed)
-    elif not console.is_terminal:  # a log file or a pipe: a line per 5 % of the cells, or a minute after the last
+    elif (
+        not console.is_terminal
+    ):  # a log file or a pipe: a line per 5 % of the cells, or a minute after the last
         lines = plain_progress(f"sweep {sweep_spec.name}", unit="cells", verb="finished")
 
         def line(done: int, failed: int, total: int, record: dict[str, Any]) -> None:
@@ -90,16 +122,26 @@ def run_cmd(spec: Path, out: Path, workers: int | None, dask_address: str | None
             task = progress.add_task("cells", total=to_run, done=0, failed=0)
 
             def update(done: int, failed: int, total: int, record: dict[str, Any]) -> None:
-                progress.update(task, completed=done + failed, total=total, done=done, failed=failed)
+                progress.update(
+                    task, completed=done + failed, total=total, done=done, failed=failed
+                )
                 report_failure(record)
 
-            outcome = run_sweep(sweep_spec, out, executor, retry_failed=retry_failed, progress=update)
-    console.print(f"{outcome.cells} cells: [green]{outcome.done} done[/], [red]{outcome.failed} failed[/], "
-                  f"{outcome.pending} pending; ran {outcome.ran} in {outcome.wall_seconds:.1f} s")
+            outcome = run_sweep(
+                sweep_spec, out, executor, retry_failed=retry_failed, progress=update
+            )
+    console.print(
+        f"{outcome.cells} cells: [green]{outcome.done} done[/], [red]{outcome.failed} failed[/], "
+        f"{outcome.pending} pending; ran {outcome.ran} in {outcome.wall_seconds:.1f} s"
+    )
     if outcome.set_aside:
-        err_console.print(f"[yellow]{len(outcome.set_aside)} incomplete cell directories were set aside "
-                          f"(cells/.old-*) and run again[/]")
-    console.print(f"summary: [bold]{out / 'summary.parquet'}[/]  (report: hpcdispatch report {out})")
+        err_console.print(
+            f"[yellow]{len(outcome.set_aside)} incomplete cell directories were set aside "
+            f"(cells/.old-*) and run again[/]"
+        )
+    console.print(
+        f"summary: [bold]{out / 'summary.parquet'}[/]  (report: hpcdispatch report {out})"
+    )
     if outcome.failed:
         raise click.exceptions.Exit(1)
 
@@ -112,21 +154,33 @@ def status_cmd(out: Path, list_all: bool) -> None:
     from hpcdispatch.sweep import sweep_status
 
     st = sweep_status(out)
-    console.print(f"sweep [bold]{st.name}[/] in {out}: {st.cells} cells: [green]{len(st.done)} done[/], "
-                  f"[red]{len(st.failed)} failed[/], {len(st.pending)} pending"
-                  + (f", {len(st.running)} being written now" if st.running else "")
-                  + (f", {len(st.abandoned)} left half written by a process that died (this host) or that "
-                     "has been silent for a day (another host); run again by the next 'sweep run'"
-                     if st.abandoned else ""))
+    console.print(
+        f"sweep [bold]{st.name}[/] in {out}: {st.cells} cells: [green]{len(st.done)} done[/], "
+        f"[red]{len(st.failed)} failed[/], {len(st.pending)} pending"
+        + (f", {len(st.running)} being written now" if st.running else "")
+        + (
+            f", {len(st.abandoned)} left half written by a process that died (this host) or that "
+            "has been silent for a day (another host); run again by the next 'sweep run'"
+            if st.abandoned
+            else ""
+        )
+    )
     if list_all:
         table = Table(title="cells")
         for col in ("cell", "label", "status", "wall s"):
             table.add_column(col, overflow="fold")
-        state = {r["id"]: ("done", r) for r in st.done} | {r["id"]: ("failed", r) for r in st.failed}
+        state = {r["id"]: ("done", r) for r in st.done} | {
+            r["id"]: ("failed", r) for r in st.failed
+        }
         for entry in st.entries:
             status, rec = state.get(entry["id"], ("pending", None))
             wall = rec.get("cell_wall_s") if rec else None
-            table.add_row(entry["id"], entry["labels"]["label"], status, f"{wall:.2f}" if wall is not None else "")
+            table.add_row(
+                entry["id"],
+                entry["labels"]["label"],
+                status,
+                f"{wall:.2f}" if wall is not None else "",
+            )
         console.print(table)
         return
     if st.failed:
@@ -135,7 +189,9 @@ def status_cmd(out: Path, list_all: bool) -> None:
             table.add_column(col, overflow="fold")
         for rec in st.failed:
             err = rec.get("error") or {}
-            table.add_row(rec["id"], rec["labels"]["label"], f"{err.get('type')}: {err.get('message')}")
+            table.add_row(
+                rec["id"], rec["labels"]["label"], f"{err.get('type')}: {err.get('message')}"
+            )
         console.print(table)
     if st.pending:
         table = Table(title=f"pending cells ({len(st.pending)})")
@@ -152,12 +208,16 @@ def status_cmd(out: Path, list_all: bool) -> None:
         gone = "which is gone" if host == socket.gethostname() else "silent for a day"
         console.print(f"left half written: cell {cid} by process {pid} on {host}, {gone}")
     if st.foreign:
-        console.print(f"{len(st.foreign)} finished cells in {out}/cells belong to an earlier version of the spec "
-                      "(not in the summary)")
+        console.print(
+            f"{len(st.foreign)} finished cells in {out}/cells belong to an earlier version of the spec "
+            "(not in the summary)"
+        )
     done_failed = len(st.done) + len(st.failed)
     if st.summary_rows is not None and st.summary_rows != done_failed:
-        console.print(f"summary.parquet has {st.summary_rows} rows for {done_failed} finished cells: "
-                      "it is rewritten from the cells by the next 'sweep run'")
+        console.print(
+            f"summary.parquet has {st.summary_rows} rows for {done_failed} finished cells: "
+            "it is rewritten from the cells by the next 'sweep run'"
+        )
 
 
 @sweep.command("plan")
@@ -178,15 +238,28 @@ def plan_cmd(spec: Path) -> None:
 
 @click.command()
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="report directory (default: PATH/report)")
-@click.option("--window", default=None, metavar="START:END",
-              help="single run: the Gantt chart's time window in seconds after the first submission (a "
-                   "trace's clock may start anywhere), e.g. 86400:172800 = the second day; a window that holds no "
-                   "job on the chosen nodes is an error (exit code 2) that says when the jobs run (default: a "
-                   "tenth of the run around its middle)")
-@click.option("--nodes", default=None, metavar="FIRST:LAST",
-              help="single run: the Gantt chart's nodes (default: all, or the first 64 of a larger system)")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="report directory (default: PATH/report)",
+)
+@click.option(
+    "--window",
+    default=None,
+    metavar="START:END",
+    help="single run: the Gantt chart's time window in seconds after the first submission (a "
+    "trace's clock may start anywhere), e.g. 86400:172800 = the second day; a window that holds no "
+    "job on the chosen nodes is an error (exit code 2) that says when the jobs run (default: a "
+    "tenth of the run around its middle)",
+)
+@click.option(
+    "--nodes",
+    default=None,
+    metavar="FIRST:LAST",
+    help="single run: the Gantt chart's nodes (default: all, or the first 64 of a larger system)",
+)
 def report(path: Path, out: Path | None, window: str | None, nodes: str | None) -> None:
     """Tables, plots and report.html of a sweep, a run directory or a folder of runs."""
     from hpcdispatch.report import report_kind, write_report
@@ -194,5 +267,10 @@ def report(path: Path, out: Path | None, window: str | None, nodes: str | None) 
 
     kind = report_kind(path)
     with console.status(f"writing the report of {path} ..."):
-        html = write_report(path, out, window=parse_range(window, "--window"), nodes=parse_range(nodes, "--nodes", int))
+        html = write_report(
+            path,
+            out,
+            window=parse_range(window, "--window"),
+            nodes=parse_range(nodes, "--nodes", int),
+        )
     console.print(f"{kind} report: [bold]{html}[/] (tables, figures and report.md beside it)")

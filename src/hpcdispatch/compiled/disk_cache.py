@@ -78,8 +78,13 @@ def stamp_dir(stamp: str) -> str:
     return stamp.removeprefix("sha256:")[:16]
 
 
-def cache_dir(stamp: str, numba_cache_dir: str = "", package_dir: Path = PACKAGE_DIR, user: Path | None = None,
-              is_writable: Callable[[Path], bool] | None = None) -> Path | None:
+def cache_dir(
+    stamp: str,
+    numba_cache_dir: str = "",
+    package_dir: Path = PACKAGE_DIR,
+    user: Path | None = None,
+    is_writable: Callable[[Path], bool] | None = None,
+) -> Path | None:
     """The directory the engine of the source stamped ``stamp`` is read from and saved in
     (``None``: no writable one, numba then compiles it on every run). Order:
     ``NUMBA_CACHE_DIR``, the package, the user's cache directory seeded from the package."""
@@ -162,7 +167,9 @@ class EngineCache(FunctionCache):
     def load_overload(self, sig, target_context):
         if not self.load_without_registries:
             return super().load_overload(sig, target_context)
-        rtsys.initialize(target_context)  # the runtime compiled code calls (what numba's refresh does first)
+        rtsys.initialize(
+            target_context
+        )  # the runtime compiled code calls (what numba's refresh does first)
         cres = self._load_overload(sig, target_context)
         if cres is None:
             raise NotOnDisk(str(sig))
@@ -194,7 +201,9 @@ def load_compiled(dispatcher, signature) -> bool:
     with global_compiler_lock:  # (numba's: no other thread compiles while the cache loads this way)
         cache.load_without_registries = True
         try:
-            with blas_probe_answered_no():  # (code using numpy's routines rebuilds numba.np.arraymath)
+            with (
+                blas_probe_answered_no()
+            ):  # (code using numpy's routines rebuilds numba.np.arraymath)
                 dispatcher.compile(signature)
         except NotOnDisk:
             return False
@@ -239,8 +248,11 @@ def blas_probe_answered_no() -> Iterator[None]:
     thread (elsewhere nothing is blocked): another thread importing ``scipy.linalg`` at that
     moment would fail, so a program that does both in threads loads scipy's BLAS first."""
     name = "scipy.linalg.cython_blas"
-    blocked = (name not in sys.modules and "numba.np.arraymath" not in sys.modules
-               and threading.current_thread() is threading.main_thread())
+    blocked = (
+        name not in sys.modules
+        and "numba.np.arraymath" not in sys.modules
+        and threading.current_thread() is threading.main_thread()
+    )
     if blocked:
         sys.modules[name] = None  # type: ignore[assignment]  # (Python's way to make an import fail)
     try:

@@ -59,9 +59,13 @@ def refusal(sim: Simulator) -> str | None:
     if workload.has_growth:
         return "jobs with growth requests need the Python engine"
     if workload.has_apps:
-        return ("deadline jobs with an application model need the Python engine (their run time is the execution model's "
-                "output: phases, forks and joins, sim/execution.py)")
+        return (
+            "deadline jobs with an application model need the Python engine (their run time is the execution model's "
+            "output: phases, forks and joins, sim/execution.py)"
+        )
     if workload.has_deadlines:
-        return ("jobs with a deadline or an earliest start need the Python engine (it enforces earliest starts "
-                "and cancels jobs at their deadline)")
+        return (
+            "jobs with a deadline or an earliest start need the Python engine (it enforces earliest starts "
+            "and cancels jobs at their deadline)"
+        )
     return None

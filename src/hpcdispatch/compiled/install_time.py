@@ -65,7 +65,9 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: install_time.py BUILD_LIB", file=sys.stderr)
         return 2
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+    sys.path[:] = [
+        p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent
+    ]
     build_lib = Path(argv[0]).resolve()
     clean(build_lib)
     kernels = load_kernels(build_lib)
@@ -74,8 +76,10 @@ def main(argv: list[str]) -> int:
     clean(build_lib, engines=False)
     from hpcdispatch.compiled.disk_cache import PACKAGE_DIR
 
-    print(f"hpcdispatch: compiled the simulation engine into {PACKAGE_DIR} in "
-          f"{time.perf_counter() - started:.0f} s ({'; '.join(lines)})")
+    print(
+        f"hpcdispatch: compiled the simulation engine into {PACKAGE_DIR} in "
+        f"{time.perf_counter() - started:.0f} s ({'; '.join(lines)})"
+    )
     return 0
 
 

@@ -116,6 +116,7 @@ class EngineState(NamedTuple):
     fregs: np.ndarray  # float64
     memo: np.ndarray  # int64 (tables x 2 x shapes)
 
+
 # ======================================================================================
 # 2. Clock
 # ======================================================================================
@@ -140,6 +141,7 @@ def monotonic_ns(typingctx):
         return builder.add(builder.mul(sec, ir.Constant(i64, 1_000_000_000)), nsec)
 
     return sig, codegen
+
 
 # ======================================================================================
 # 3. Allocators
@@ -278,6 +280,7 @@ def allocate(kind, free, req, mpn, units, weights, rows, offset):
         rows[1, b + 1] = un
     return k
 
+
 # ======================================================================================
 # 4. Policies
 # ======================================================================================
@@ -321,8 +324,16 @@ def nothing_free(tot):
 def place(st, j):
     """Allocate job ``j`` on the scratch (rows after the decision's rows); rows or -1."""
     regs, ji = st.regs, st.ji
-    return allocate(regs[ALLOCATOR], st.mat[SCRATCH], st.req[j], ji[MPN, j], ji[UNITS, j],
-                    st.weights, st.rows, regs[NROWS] + regs[USED])
+    return allocate(
+        regs[ALLOCATOR],
+        st.mat[SCRATCH],
+        st.req[j],
+        ji[MPN, j],
+        ji[UNITS, j],
+        st.weights,
+        st.rows,
+        regs[NROWS] + regs[USED],
+    )
 
 
 @njit(cache=True)
@@ -396,7 +407,10 @@ def _memo_known(ji, memo, regs, table, j):
     """Whether job ``j``'s shape is in ``table`` with at most its unit count (both allocators
     fill nodes in an order that does not depend on the unit count, so more units fail too)."""
     s = ji[SHAPE, j]
-    return memo[table, MEMO_STAMP, s] == regs[E_STAMP + table] and ji[UNITS, j] >= memo[table, MEMO_UNITS, s]
+    return (
+        memo[table, MEMO_STAMP, s] == regs[E_STAMP + table]
+        and ji[UNITS, j] >= memo[table, MEMO_UNITS, s]
+    )
 
 
 @njit(cache=True)
@@ -561,9 +575,15 @@ def _scan(st, j, head, now):
     not to fit now, or a long job the head's reservation cannot spare."""
     ji, jf, req, tot, memo, regs, fregs = st.ji, st.jf, st.req, st.tot, st.memo, st.regs, st.fregs
     while j != -1:
-        if (pooled_ok(ji, req, tot, j) and not _memo_known(ji, memo, regs, NO_FIT, j)
-                and (regs[E_HAS_RES] == 0 or _is_short(jf, fregs, j, now)
-                     or not (_long_blocked(ji, req, fregs, j) or _memo_known(ji, memo, regs, HURTS, j)))):
+        if (
+            pooled_ok(ji, req, tot, j)
+            and not _memo_known(ji, memo, regs, NO_FIT, j)
+            and (
+                regs[E_HAS_RES] == 0
+                or _is_short(jf, fregs, j, now)
+                or not (_long_blocked(ji, req, fregs, j) or _memo_known(ji, memo, regs, HURTS, j))
+            )
+        ):
             if _evaluate(st, j, head, now) == TOOK and nothing_free(tot):
                 return
         j = ji[QNEXT, j]
@@ -613,6 +633,7 @@ def call_policy(st, now):
     else:
         fifo(st, now)
 
+
 # ======================================================================================
 # 5. Event loop
 # ======================================================================================
@@ -659,8 +680,10 @@ def _heap_pop(st):
         c = 2 * i + 1
         if c >= size:
             break
-        if c + 1 < size and (jf[HEAP_T, c + 1] < jf[HEAP_T, c]
-                             or (jf[HEAP_T, c + 1] == jf[HEAP_T, c] and ji[HEAP_SEQ, c + 1] < ji[HEAP_SEQ, c])):
+        if c + 1 < size and (
+            jf[HEAP_T, c + 1] < jf[HEAP_T, c]
+            or (jf[HEAP_T, c + 1] == jf[HEAP_T, c] and ji[HEAP_SEQ, c + 1] < ji[HEAP_SEQ, c])
+        ):
             c += 1
         if t < jf[HEAP_T, c] or (t == jf[HEAP_T, c] and s < ji[HEAP_SEQ, c]):
             break
@@ -1007,7 +1030,9 @@ def _window_end(times, lo, n, j, e):
 
 
 @njit(cache=True)
-def _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, need, credit, c_start, c_end, blocks):
+def _next_pooled_window(
+    times, totals, lo, n, k, j, passed, before, duration, need, credit, c_start, c_end, blocks
+):
     """The first relative segment ``k' >= k`` with ``times[lo + k'] < before`` whose window
     (the segments starting before ``times[lo + k'] + duration``) passes the pooled filter
     (every segment's totals, plus ``credit`` on segments starting in ``[c_start, c_end)``,
@@ -1065,8 +1090,26 @@ def _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, ne
 
 
 @njit
-def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, before, not_before, node_level,
-                     kind, weights, window, rows, suffix, blocks):
+def profile_earliest(
+    times,
+    free,
+    totals,
+    lo,
+    hi,
+    req,
+    units,
+    mpn,
+    duration,
+    before,
+    not_before,
+    node_level,
+    kind,
+    weights,
+    window,
+    rows,
+    suffix,
+    blocks,
+):
     """Earliest live segment ``k`` (absolute index, ``-1``: none) with ``times[k] < before``
     whose window ``[times[k], times[k] + duration)`` passes the pooled filter (every segment's
     totals cover ``units x req``) and, when ``node_level``, where the allocator places the
@@ -1086,7 +1129,9 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
     n_res = totals.shape[1]
     n_nodes = free.shape[1]
     zero = np.int64(0)  # not a literal: one compiled _window_end and allocate for every caller
-    k0 = _window_end(times, lo, n, zero, not_before)  # the first segment starting at or after not_before
+    k0 = _window_end(
+        times, lo, n, zero, not_before
+    )  # the first segment starting at or after not_before
     need = np.empty(n_res, dtype=np.int64)
     for r in range(n_res):
         need[r] = req[r] * units
@@ -1104,8 +1149,22 @@ def profile_earliest(times, free, totals, lo, hi, req, units, mpn, duration, bef
     pushed = lo + k0
     k = k0
     while True:
-        k, j, passed = _next_pooled_window(times, totals, lo, n, k, j, passed, before, duration, need,
-                                           no_credit, math.inf, math.inf, blocks)
+        k, j, passed = _next_pooled_window(
+            times,
+            totals,
+            lo,
+            n,
+            k,
+            j,
+            passed,
+            before,
+            duration,
+            need,
+            no_credit,
+            math.inf,
+            math.inf,
+            blocks,
+        )
         if k < 0:
             break
         if not node_level:
@@ -1191,9 +1250,35 @@ def _known_failing_until(f_need, f_dur, f_lo, f_hi, count, req, units, duration,
 
 
 @njit
-def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
-                     q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts, q_checked,
-                     log_a, log_b, log_n, moved, out_off, out_len, out_rows, window, rows, suffix):
+def profile_compress(
+    times,
+    free,
+    totals,
+    lo,
+    hi,
+    node_level,
+    kind,
+    weights,
+    q_req,
+    q_units,
+    q_mpn,
+    q_start,
+    q_end,
+    q_off,
+    q_nodes,
+    q_amts,
+    q_checked,
+    log_a,
+    log_b,
+    log_n,
+    moved,
+    out_off,
+    out_len,
+    out_rows,
+    window,
+    rows,
+    suffix,
+):
     """Conservative backfilling's compression over reservations in queue order: each one is
     taken out, the earliest start strictly before its current start is searched
     (:func:`profile_earliest`), and it moves there if one exists, else it is put back.
@@ -1259,15 +1344,16 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
         if not before > times[lo]:  # nothing given back since its check could let it start earlier
             q_checked[q] = log_n
             continue
-        nodes = q_nodes[q_off[q]:q_off[q + 1]]
-        amts = q_amts[q_off[q]:q_off[q + 1]]
+        nodes = q_nodes[q_off[q] : q_off[q + 1]]
+        amts = q_amts[q_off[q] : q_off[q + 1]]
         req = q_req[q]
         units = q_units[q]
         not_before = first_a - duration
         if not_before < times[lo]:
             not_before = times[lo]
-        search_from = _known_failing_until(f_need, f_dur, f_lo, f_hi, min(f_n, FAILS), req, units, duration,
-                                           not_before, s0)
+        search_from = _known_failing_until(
+            f_need, f_dur, f_lo, f_hi, min(f_n, FAILS), req, units, duration, not_before, s0
+        )
         candidate = -1
         if search_from < before:  # the pooled test, with its own slot counted as free
             for r in range(n_res):
@@ -1276,8 +1362,9 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 for i in range(amts.shape[0]):
                     credit[r] += amts[i, r]
             k = _window_end(times, lo, hi - lo, zero, search_from)
-            candidate, _, _ = _next_pooled_window(times, totals, lo, hi - lo, k, k, k, before, duration, need,
-                                                  credit, s0, e0, blocks)
+            candidate, _, _ = _next_pooled_window(
+                times, totals, lo, hi - lo, k, k, k, before, duration, need, credit, s0, e0, blocks
+            )
         if candidate < 0:
             q_checked[q] = log_n  # cannot move even by pooled capacity: the profile is not touched
             slot = f_n % FAILS
@@ -1288,11 +1375,30 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
             f_hi[slot] = before
             f_n += 1
             continue
-        hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, giving_back, blocks, lazy)  # splits only after it
+        hi = profile_apply(
+            times, free, totals, lo, hi, s0, e0, nodes, amts, giving_back, blocks, lazy
+        )  # splits only after it
         if node_level:  # no start before the candidate passes the pooled filter
-            k, count = profile_earliest(times, free, totals, lo, hi, req, units, q_mpn[q], duration, before,
-                                        times[lo + candidate], node_level, kind, weights, window, rows, suffix,
-                                        blocks)
+            k, count = profile_earliest(
+                times,
+                free,
+                totals,
+                lo,
+                hi,
+                req,
+                units,
+                q_mpn[q],
+                duration,
+                before,
+                times[lo + candidate],
+                node_level,
+                kind,
+                weights,
+                window,
+                rows,
+                suffix,
+                blocks,
+            )
         else:  # taken out, its slot is free: the pooled filter with credit was the whole test
             k, count = lo + candidate, 0
         if k >= 0 and times[k] < s0:
@@ -1312,13 +1418,37 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 out_off[q] = w
                 out_len[q] = count
                 w += count
-                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, new_nodes, new_amts, taking,
-                                   blocks, lazy)
+                hi = profile_apply(
+                    times,
+                    free,
+                    totals,
+                    lo,
+                    hi,
+                    start,
+                    start + duration,
+                    new_nodes,
+                    new_amts,
+                    taking,
+                    blocks,
+                    lazy,
+                )
             else:
                 for r in range(n_res):
                     need_row[0, r] = need[r]
-                hi = profile_apply(times, free, totals, lo, hi, start, start + duration, zero_node, need_row, taking,
-                                   blocks, lazy)
+                hi = profile_apply(
+                    times,
+                    free,
+                    totals,
+                    lo,
+                    hi,
+                    start,
+                    start + duration,
+                    zero_node,
+                    need_row,
+                    taking,
+                    blocks,
+                    lazy,
+                )
             # capacity was given back where the old interval is not covered by the new one: all
             # of [s0, e0) on a node-level profile (other nodes may be used now), only its
             # uncovered end [max(s0, start + duration), e0) on a pooled one
@@ -1336,7 +1466,9 @@ def profile_compress(times, free, totals, lo, hi, node_level, kind, weights,
                 if f_hi[i] > gave - f_dur[i]:
                     f_hi[i] = gave - f_dur[i]
         else:
-            hi = profile_apply(times, free, totals, lo, hi, s0, e0, nodes, amts, taking, blocks, lazy)
+            hi = profile_apply(
+                times, free, totals, lo, hi, s0, e0, nodes, amts, taking, blocks, lazy
+            )
         q_checked[q] = log_n
     for blk in range((hi - lo + BLOCK - 1) // BLOCK):
         _block_concrete(free, totals, lo, hi, blocks, blk)
@@ -1354,12 +1486,19 @@ def example_state(n_res: int = 1) -> EngineState:
     i, f = np.int64, np.float64
     req = np.zeros((0, n_res), dtype=i)
     req.flags.writeable = False  # the workload's request rows, read-only
-    return EngineState(ji=np.zeros((N_JI, 0), dtype=i), jf=np.zeros((N_JF, 0), dtype=f),
-                       req=req, mat=np.zeros((3, 1, n_res), dtype=i),
-                       tot=np.zeros((3, n_res), dtype=i), weights=np.zeros(n_res, dtype=f),
-                       rows=np.zeros((2, 1), dtype=i), dl=np.zeros((D_INFO, 1), dtype=f),
-                       regs=np.zeros(N_REGS, dtype=i), fregs=np.zeros(F_POL + 8 + n_res, dtype=f),
-                       memo=np.zeros((2, 2, 1), dtype=i))
+    return EngineState(
+        ji=np.zeros((N_JI, 0), dtype=i),
+        jf=np.zeros((N_JF, 0), dtype=f),
+        req=req,
+        mat=np.zeros((3, 1, n_res), dtype=i),
+        tot=np.zeros((3, n_res), dtype=i),
+        weights=np.zeros(n_res, dtype=f),
+        rows=np.zeros((2, 1), dtype=i),
+        dl=np.zeros((D_INFO, 1), dtype=f),
+        regs=np.zeros(N_REGS, dtype=i),
+        fregs=np.zeros(F_POL + 8 + n_res, dtype=f),
+        memo=np.zeros((2, 2, 1), dtype=i),
+    )
 
 
 def entry_signatures() -> dict[str, tuple]:
@@ -1373,11 +1512,41 @@ def entry_signatures() -> dict[str, tuple]:
     return {
         "run_steps": (typeof(example_state()), i),
         "profile_earliest": (f1, i3, i2, i, i, i1, i, i, f, f, f, b, i, f1, i2, i2, i3, i3),
-        "profile_compress": (f1, i3, i2, i, i, b, i, f1, i2, i1, i1, f1, f1, i1, i1, i2, i1, f1, f1, i, b1,
-                             i1, i1, i2, i2, i2, i3),
+        "profile_compress": (
+            f1,
+            i3,
+            i2,
+            i,
+            i,
+            b,
+            i,
+            f1,
+            i2,
+            i1,
+            i1,
+            f1,
+            f1,
+            i1,
+            i1,
+            i2,
+            i1,
+            f1,
+            f1,
+            i,
+            b1,
+            i1,
+            i1,
+            i2,
+            i2,
+            i2,
+            i3,
+        ),
     }
 
 
 #: the entry points keep their compiled code where an installation ships it
 #: (:mod:`hpcdispatch.compiled.disk_cache`); the functions they call are compiled into them
-ON_DISK = {name: keep_on_disk(globals()[name]) for name in ("run_steps", "profile_earliest", "profile_compress")}
+ON_DISK = {
+    name: keep_on_disk(globals()[name])
+    for name in ("run_steps", "profile_earliest", "profile_compress")
+}

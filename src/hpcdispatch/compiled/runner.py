@@ -5,7 +5,6 @@ same run, decision for decision)."""
 from __future__ import annotations
 
 import logging
-
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -36,7 +35,9 @@ def build_state(sim: Simulator) -> S.EngineState:
     if spec is None or spec.policy not in POLICIES:
         raise ConfigError(f"dispatcher '{dispatcher.name}' has no compiled kernel")
     if len(spec.params) > S.F_POL - S.PARAMS:
-        raise ConfigError(f"compiled policy '{spec.policy}': at most {S.F_POL - S.PARAMS} parameters")
+        raise ConfigError(
+            f"compiled policy '{spec.policy}': at most {S.F_POL - S.PARAMS} parameters"
+        )
     allocator = make_allocator(getattr(dispatcher, "allocator", "first-fit"), system)
     n = len(workload)
     capacity = np.ascontiguousarray(system.capacity, dtype=np.int64)
@@ -49,12 +50,16 @@ def build_state(sim: Simulator) -> S.EngineState:
     ji[S.QNEXT] = ji[S.QPREV] = -1
     unit_requests = np.ascontiguousarray(workload.unit_requests, dtype=i64).view()
     unit_requests.flags.writeable = False  # always read-only: one compiled signature
-    shape_keys = np.column_stack([unit_requests, ji[S.MPN]]) if n else np.zeros((0, n_res + 1), dtype=i64)
+    shape_keys = (
+        np.column_stack([unit_requests, ji[S.MPN]]) if n else np.zeros((0, n_res + 1), dtype=i64)
+    )
     n_shapes, ji[S.SHAPE] = distinct_rows(shape_keys)
     jf = np.zeros((S.N_JF, n), dtype=np.float64)
     jf[S.SUBMIT] = workload.submit
     run = workload.run_time.astype(np.float64)
-    jf[S.DURATION] = np.minimum(run, workload.wall_time.astype(np.float64)) if opts.walltime_kill else run
+    jf[S.DURATION] = (
+        np.minimum(run, workload.wall_time.astype(np.float64)) if opts.walltime_kill else run
+    )
     jf[S.PLANNED] = sim.predictor.predict_all(workload)
     jf[S.PLANNED_END] = jf[S.START] = jf[S.END] = math.nan
 
@@ -67,7 +72,7 @@ def build_state(sim: Simulator) -> S.EngineState:
     regs[S.ALLOCATOR] = S.BEST_FIT if isinstance(allocator, BestFit) else S.FIRST_FIT
     regs[S.POLICY] = POLICIES[spec.policy]
     fregs = np.zeros(S.F_POL + 8 + n_res, dtype=np.float64)
-    fregs[S.PARAMS:S.PARAMS + len(spec.params)] = spec.params
+    fregs[S.PARAMS : S.PARAMS + len(spec.params)] = spec.params
     weights = np.zeros(n_res, dtype=np.float64)
     if isinstance(allocator, BestFit):
         weights[:] = allocator._weights
@@ -114,7 +119,8 @@ def _raise_refused(sim: Simulator, st: S.EngineState) -> None:
     if code == S.STALLED:
         raise SimulationStalledError(
             f"dispatcher '{name}' left {int(regs[S.QLEN])} job(s) queued at t={t:g} with nothing running and "
-            f"no more events (first waiting job: {int(workload.ids[j])})")
+            f"no more events (first waiting job: {int(workload.ids[j])})"
+        )
     job_id = int(workload.ids[j]) if 0 <= j < len(workload) else j
     why = {
         S.NOT_QUEUED: "cannot start it: it is not queued",
@@ -132,8 +138,16 @@ def compiled_on_disk(st: S.EngineState) -> bool | None:
     return has_compiled(run_steps, (typeof(st), types.int64))
 
 
-def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | None = None) -> SimulationResult:
-    system, workload, dispatcher, predictor, opts = sim.system, sim.workload, sim.dispatcher, sim.predictor, sim.options
+def run_compiled(
+    sim: Simulator, progress: Callable[[int, int, float], None] | None = None
+) -> SimulationResult:
+    system, workload, dispatcher, predictor, opts = (
+        sim.system,
+        sim.workload,
+        sim.dispatcher,
+        sim.predictor,
+        sim.options,
+    )
     dispatcher.setup(system)
     predictor.reset(workload, opts.walltime_kill)
     spec = dispatcher.kernel()
@@ -143,7 +157,8 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
     if not run_steps.signatures and compiled_on_disk(st) is False:
         logging.getLogger("hpcdispatch").warning(
             "compiling the simulation engine (once: numba keeps it on disk for the next runs; "
-            "about 20 s) ...")
+            "about 20 s) ..."
+        )
     n = len(workload)
     while True:  # no Python objects are made in the loop: no gc.freeze as in the Python engine
         outcome = run_steps(st, STEPS_PER_CHUNK)
@@ -192,9 +207,14 @@ def run_compiled(sim: Simulator, progress: Callable[[int, int, float], None] | N
     state.status = status
     state.planned = st.jf[S.PLANNED].copy()
     state.segments = segments
-    state.decisions = DecisionLog.from_columns(st.dl[S.D_TIME, :keep], st.dl[S.D_QUEUE, :keep],
-                                               st.dl[S.D_RUNNING, :keep], st.dl[S.D_STARTED, :keep],
-                                               st.dl[S.D_ELAPSED, :keep], info)
+    state.decisions = DecisionLog.from_columns(
+        st.dl[S.D_TIME, :keep],
+        st.dl[S.D_QUEUE, :keep],
+        st.dl[S.D_RUNNING, :keep],
+        st.dl[S.D_STARTED, :keep],
+        st.dl[S.D_ELAPSED, :keep],
+        info,
+    )
     state.done, state.calls = int(st.regs[S.DONE]), calls
     result = state.result(system, workload, dispatcher, predictor, opts)
     result.extra["prediction_time_s"] = 0.0

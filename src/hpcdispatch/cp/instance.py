@@ -47,7 +47,10 @@ class RunningEntry:
     unit_request: tuple[int, ...]
 
     def amounts(self) -> np.ndarray:
-        return np.asarray(self.units, dtype=np.int64)[:, None] * np.asarray(self.unit_request, dtype=np.int64)[None, :]
+        return (
+            np.asarray(self.units, dtype=np.int64)[:, None]
+            * np.asarray(self.unit_request, dtype=np.int64)[None, :]
+        )
 
 
 @dataclass
@@ -69,14 +72,29 @@ class DispatchInstance:
     def from_view(cls, view: DispatchView) -> DispatchInstance:
         planned = view.planned_duration
         queued = [
-            QueuedJob(j.index, j.id, float(j.submit), float(planned(j)), j.units, tuple(j.unit_request),
-                      j.max_units_per_node, j.queue, j.user)
+            QueuedJob(
+                j.index,
+                j.id,
+                float(j.submit),
+                float(planned(j)),
+                j.units,
+                tuple(j.unit_request),
+                j.max_units_per_node,
+                j.queue,
+                j.user,
+            )
             for j in view.queue
         ]
         running = [
-            RunningEntry(rj.job.index, rj.job.id, float(rj.start), float(rj.planned_end),
-                         tuple(rj.allocation.nodes.tolist()), tuple(rj.allocation.units.tolist()),
-                         tuple(rj.job.unit_request))
+            RunningEntry(
+                rj.job.index,
+                rj.job.id,
+                float(rj.start),
+                float(rj.planned_end),
+                tuple(rj.allocation.nodes.tolist()),
+                tuple(rj.allocation.units.tolist()),
+                tuple(rj.job.unit_request),
+            )
             for rj in view.running.values()
         ]
         return cls(
@@ -110,10 +128,18 @@ class DispatchInstance:
             resources=tuple(d["resources"]),
             capacity=np.asarray(d["capacity"], dtype=np.int64),
             free=np.asarray(d["free"], dtype=np.int64),
-            queued=[QueuedJob(**{**q, "unit_request": tuple(q["unit_request"])}) for q in d["queued"]],
+            queued=[
+                QueuedJob(**{**q, "unit_request": tuple(q["unit_request"])}) for q in d["queued"]
+            ],
             running=[
-                RunningEntry(**{**r, "nodes": tuple(r["nodes"]), "units": tuple(r["units"]),
-                                "unit_request": tuple(r["unit_request"])})
+                RunningEntry(
+                    **{
+                        **r,
+                        "nodes": tuple(r["nodes"]),
+                        "units": tuple(r["units"]),
+                        "unit_request": tuple(r["unit_request"]),
+                    }
+                )
                 for r in d["running"]
             ],
             queue_ewt={int(k): float(v) for k, v in d.get("queue_ewt", {}).items()},

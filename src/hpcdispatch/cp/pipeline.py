@@ -87,17 +87,28 @@ class CPDispatcher(Dispatcher):
     #: models of 60-130 queued jobs on SDSC-SP2's 128 nodes that made 442,368 Booleans in
     #: about 1.2 s before any search, and such decisions took 1.5-2.6 s and fell back to
     #: the rule ("The decision limit's overruns", docs/RESULTS-CP.md)
-    SOLVER_PARAMS: ClassVar[dict[str, Any]] = {"interleave_search": True, "cp_model_presolve": False, "symmetry_level": 0,
-                                               "max_alldiff_domain_size": 1}
+    SOLVER_PARAMS: ClassVar[dict[str, Any]] = {
+        "interleave_search": True,
+        "cp_model_presolve": False,
+        "symmetry_level": 0,
+        "max_alldiff_domain_size": 1,
+    }
     #: the model's own answer to ``on_unplaced="default"``: re-solve the model with the jobs
     #: best fit could not place postponed (step 6 of the module docstring; HCP'19 as the
     #: papers describe it), or not: such a job is postponed to the next decision and the
     #: other jobs keep the starts of the first solution
     RESOLVE_UNPLACED: ClassVar[bool] = False
-    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"keep_blocked": False, "reserve": 0, "job_symmetry": False,
-                                              "paper_v1": False, "on_unplaced": "default",
-                                              "budget": "none", "stall": 0.05, "gap": 0.01,
-                                              "decision_limit": 0.0}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {
+        "keep_blocked": False,
+        "reserve": 0,
+        "job_symmetry": False,
+        "paper_v1": False,
+        "on_unplaced": "default",
+        "budget": "none",
+        "stall": 0.05,
+        "gap": 0.01,
+        "decision_limit": 0.0,
+    }
     ON_UNPLACED = ("default", "resolve", "postpone")
 
     def __init__(
@@ -202,29 +213,54 @@ class CPDispatcher(Dispatcher):
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
-        return [{"deterministic": True, "delta": 0.2, "delta_max": 0.4, "m": 20},
-                {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "version": 1, "reserve": 1},
-                # the decision budget: a deterministic stall must keep decisions repeatable
-                {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "m": 20, "budget": "stall", "stall": 0.02}]
+        return [
+            {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "m": 20},
+            {"deterministic": True, "delta": 0.2, "delta_max": 0.4, "version": 1, "reserve": 1},
+            # the decision budget: a deterministic stall must keep decisions repeatable
+            {
+                "deterministic": True,
+                "delta": 0.2,
+                "delta_max": 0.4,
+                "m": 20,
+                "budget": "stall",
+                "stall": 0.02,
+            },
+        ]
 
     def _setup(self, system: System) -> None:
         self.settings = CPSettings(
-            version=int(self.version), m=int(self.m), time_unit=float(self.time_unit), delta=float(self.delta),
-            delta_max=float(self.delta_max), k=int(self.k), workers=int(self.workers), symmetry=bool(self.symmetry),
-            deterministic=bool(self.deterministic), job_symmetry=bool(self.job_symmetry),
-            budget=str(self.budget), stall=float(self.stall), gap=float(self.gap),
+            version=int(self.version),
+            m=int(self.m),
+            time_unit=float(self.time_unit),
+            delta=float(self.delta),
+            delta_max=float(self.delta_max),
+            k=int(self.k),
+            workers=int(self.workers),
+            symmetry=bool(self.symmetry),
+            deterministic=bool(self.deterministic),
+            job_symmetry=bool(self.job_symmetry),
+            budget=str(self.budget),
+            stall=float(self.stall),
+            gap=float(self.gap),
             decision_limit=float(self.decision_limit),
         )
         if self.paper_v1 and (self.settings.version != 1 or self.MODEL is None):
-            raise ConfigError(f"{self.name}: paper_v1 reproduces CP'19's version-1 horizon; it needs "
-                              f"version=1 and a CP model (got version={self.version})")
+            raise ConfigError(
+                f"{self.name}: paper_v1 reproduces CP'19's version-1 horizon; it needs "
+                f"version=1 and a CP model (got version={self.version})"
+            )
         if self.on_unplaced not in self.ON_UNPLACED:
-            raise ConfigError(f"{self.name}: on_unplaced must be one of {', '.join(self.ON_UNPLACED)}, "
-                              f"got {self.on_unplaced!r}")
-        self._resolve_unplaced = (self.on_unplaced == "resolve"
-                                  or (self.on_unplaced == "default" and self.RESOLVE_UNPLACED))
+            raise ConfigError(
+                f"{self.name}: on_unplaced must be one of {', '.join(self.ON_UNPLACED)}, "
+                f"got {self.on_unplaced!r}"
+            )
+        self._resolve_unplaced = self.on_unplaced == "resolve" or (
+            self.on_unplaced == "default" and self.RESOLVE_UNPLACED
+        )
         if not isinstance(self.reserve, int) or isinstance(self.reserve, bool) or self.reserve < 0:
-            raise ConfigError(f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}")
+            raise ConfigError(
+                f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}"
+            )
         self._best_fit = make_allocator("best-fit", system)
         self._calls = 0
         # what the first decision would load on first use (the rule's compiled profile search,
@@ -256,7 +292,11 @@ class CPDispatcher(Dispatcher):
         """The decision for one instance: ``[(job index, allocation)]`` to start now, and the record."""
         settings = self.settings
         policy = Policy(inst, settings, self.flavour)
-        info: dict[str, Any] = {"model": self.name, "version": settings.version, "queued": len(inst.queued)}
+        info: dict[str, Any] = {
+            "model": self.name,
+            "version": settings.version,
+            "queued": len(inst.queued),
+        }
         node_level = self.node_level
         jobs = self.model_jobs(inst, policy, node_level)
         info["in_model"] = len(jobs)
@@ -271,16 +311,29 @@ class CPDispatcher(Dispatcher):
         paper_horizon, rule_fits = None, True
         if self.paper_v1:
             paper_horizon = paper_horizon_units(policy, inst, jobs)
-            rule_fits = all(rule.starts[j.index] + policy.duration_units(j) <= paper_horizon for j in jobs)
+            rule_fits = all(
+                rule.starts[j.index] + policy.duration_units(j) <= paper_horizon for j in jobs
+            )
             info.update(paper_horizon=paper_horizon, rule_in_paper_horizon=rule_fits)
-        too_short = None if rule_fits else paper_horizon_too_short(inst, policy, jobs, paper_horizon,
-                                                                   self._best_fit, node_level)
+        too_short = (
+            None
+            if rule_fits
+            else paper_horizon_too_short(
+                inst, policy, jobs, paper_horizon, self._best_fit, node_level
+            )
+        )
         chosen: dict[int, Allocation | None]
         if too_short:  # the model would be infeasible: every job waits (CP'19 version 1)
-            info.update(status="infeasible", postponed_all=f"no schedule within CP'19's version-1 horizon ({too_short})")
+            info.update(
+                status="infeasible",
+                postponed_all=f"no schedule within CP'19's version-1 horizon ({too_short})",
+            )
             chosen = {}
-        elif (all(s == 0 for s in rule.starts.values()) and rule_fits
-                and not (self.force_model and self.MODEL is not None)):
+        elif (
+            all(s == 0 for s in rule.starts.values())
+            and rule_fits
+            and not (self.force_model and self.MODEL is not None)
+        ):
             info["status"] = "rule-optimal"  # everyone starts now: nothing to improve
             chosen = {j.index: rule.allocations.get(j.index) for j in jobs}
         elif self.MODEL is None:
@@ -288,11 +341,24 @@ class CPDispatcher(Dispatcher):
             chosen = {j.index: rule.allocations.get(j.index) for j in rule.now()}
         else:
             budget = self.decision_budget()
-            chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits, budget=budget)
+            chosen = self._solve(
+                inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits, budget=budget
+            )
             placed, unplaced = self._place(inst, jobs, chosen, info)
             if self._resolve_unplaced:
-                placed = self._resolve_unplaced_jobs(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits,
-                                                     placed, unplaced, budget)
+                placed = self._resolve_unplaced_jobs(
+                    inst,
+                    policy,
+                    jobs,
+                    rule,
+                    d_max,
+                    info,
+                    paper_horizon,
+                    rule_fits,
+                    placed,
+                    unplaced,
+                    budget,
+                )
             if budget is not None and budget.bounded:
                 info["decision_limit_left"] = budget.left()
             info["dispatched"] = len(placed)
@@ -309,10 +375,20 @@ class CPDispatcher(Dispatcher):
             return None
         return DecisionBudget(s.decision_limit, deterministic=s.deterministic)
 
-    def _resolve_unplaced_jobs(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
-                               d_max: float, info: dict[str, Any], paper_horizon: int | None, rule_fits: bool,
-                               placed: list[tuple[int, Allocation]], unplaced: list[int],
-                               budget: DecisionBudget | None = None) -> list[tuple[int, Allocation]]:
+    def _resolve_unplaced_jobs(
+        self,
+        inst: DispatchInstance,
+        policy: Policy,
+        jobs: list[QueuedJob],
+        rule: RuleSchedule,
+        d_max: float,
+        info: dict[str, Any],
+        paper_horizon: int | None,
+        rule_fits: bool,
+        placed: list[tuple[int, Allocation]],
+        unplaced: list[int],
+        budget: DecisionBudget | None = None,
+    ) -> list[tuple[int, Allocation]]:
         """HCP'19's iterations between its two stages: while best fit cannot place a job the
         scheduling stage starts now, solve the stage again with those jobs postponed. When
         the decision's ``budget`` is spent before a re-solve, the decision is the rule's."""
@@ -324,12 +400,26 @@ class CPDispatcher(Dispatcher):
                 info.update(fallback="decision limit", stop="limit")
                 info.pop("postponed_at_allocation", None)
                 hinted = self.hint_rule(rule, jobs, policy, d_max)
-                placed, unplaced = self._place(inst, jobs, {j.index: hinted.allocations.get(j.index)
-                                                            for j in hinted.now()}, info)
+                placed, unplaced = self._place(
+                    inst,
+                    jobs,
+                    {j.index: hinted.allocations.get(j.index) for j in hinted.now()},
+                    info,
+                )
                 break
             later.update(unplaced)
-            chosen = self._solve(inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits, frozenset(later),
-                                 budget)
+            chosen = self._solve(
+                inst,
+                policy,
+                jobs,
+                rule,
+                d_max,
+                info,
+                paper_horizon,
+                rule_fits,
+                frozenset(later),
+                budget,
+            )
             iterations += 1
             solve_s += float(info.get("solve_s", 0.0))
             each.append(round(float(info.get("solve_s", 0.0)), 6))
@@ -342,23 +432,45 @@ class CPDispatcher(Dispatcher):
             info["solve_s_each"] = each
         return placed
 
-    def hint_rule(self, rule: RuleSchedule, jobs: list[QueuedJob], policy: Policy, d_max: float) -> RuleSchedule:
+    def hint_rule(
+        self, rule: RuleSchedule, jobs: list[QueuedJob], policy: Policy, d_max: float
+    ) -> RuleSchedule:
         """The rule's schedule as the model's hint (and fallback): with job symmetry, identical
         jobs take its starts in priority order, as the model requires."""
-        return rule_in_group_order(rule, jobs, policy, d_max) if self.settings.job_symmetry else rule
+        return (
+            rule_in_group_order(rule, jobs, policy, d_max) if self.settings.job_symmetry else rule
+        )
 
-    def build_model(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
-                    d_max: float, horizon: int) -> BuiltModel:
+    def build_model(
+        self,
+        inst: DispatchInstance,
+        policy: Policy,
+        jobs: list[QueuedJob],
+        rule: RuleSchedule,
+        d_max: float,
+        horizon: int,
+    ) -> BuiltModel:
         """This dispatcher's CP model of ``inst`` with ``rule`` (from :meth:`hint_rule`) as hint."""
         if self.MODEL is None:
             raise ConfigError(f"{self.name} has no CP model")
         est = earliest_alone(inst, policy, jobs, self._best_fit, self.node_level)
-        return self.MODEL.build(ModelInput(inst, policy, jobs, horizon, d_max, rule, self.settings, est))
+        return self.MODEL.build(
+            ModelInput(inst, policy, jobs, horizon, d_max, rule, self.settings, est)
+        )
 
-    def _solve(self, inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], rule: RuleSchedule,
-               d_max: float, info: dict[str, Any], paper_horizon: int | None = None,
-               rule_fits: bool = True, later: frozenset[int] = frozenset(),
-               budget: DecisionBudget | None = None) -> dict[int, Allocation | None]:
+    def _solve(
+        self,
+        inst: DispatchInstance,
+        policy: Policy,
+        jobs: list[QueuedJob],
+        rule: RuleSchedule,
+        d_max: float,
+        info: dict[str, Any],
+        paper_horizon: int | None = None,
+        rule_fits: bool = True,
+        later: frozenset[int] = frozenset(),
+        budget: DecisionBudget | None = None,
+    ) -> dict[int, Allocation | None]:
         """The model's decision, or the rule's (``info["fallback"]`` says why). With
         ``paper_v1`` every job must end within ``paper_horizon``; when the rule's schedule
         does not (``rule_fits`` False) and the model finds nothing, every job waits. The jobs
@@ -373,18 +485,34 @@ class CPDispatcher(Dispatcher):
             built = self.build_model(inst, policy, jobs, rule, d_max, horizon)
             if paper_horizon is not None:  # CP'19's domains s in [t, eoh - d]
                 for j in jobs:
-                    built.model.add(built.starts[j.index] + policy.duration_units(j) <= paper_horizon)
+                    built.model.add(
+                        built.starts[j.index] + policy.duration_units(j) <= paper_horizon
+                    )
             for idx in sorted(later):
                 built.model.add(built.starts[idx] >= 1)
             n_vars, n_cons = built.size()
-            info.update(variables=n_vars, constraints=n_cons, build_s=built.build_s, horizon=horizon, **built.notes)
+            info.update(
+                variables=n_vars,
+                constraints=n_cons,
+                build_s=built.build_s,
+                horizon=horizon,
+                **built.notes,
+            )
             outcome = solve(built.model, self.settings, self.SOLVER_PARAMS, budget)
         except Exception as exc:  # a crashed model or solver must never stop the system
             why = f"solver error: {type(exc).__name__}: {exc}"
-            info.update(status="error", traceback=traceback.format_exc(limit=3),
-                        **({"fallback": why} if rule_fits else {"postponed_all": why}))
+            info.update(
+                status="error",
+                traceback=traceback.format_exc(limit=3),
+                **({"fallback": why} if rule_fits else {"postponed_all": why}),
+            )
             return fallback
-        info.update(status=outcome.status, solve_s=outcome.solve_s, attempts=outcome.attempts, stop=outcome.stop)
+        info.update(
+            status=outcome.status,
+            solve_s=outcome.solve_s,
+            attempts=outcome.attempts,
+            stop=outcome.stop,
+        )
         if self.settings.budget == "stall":
             info["improvements"] = outcome.improvements
         if outcome.watchdog_fired:
@@ -393,9 +521,13 @@ class CPDispatcher(Dispatcher):
             info["decision_limit_spent"] = True
         if not outcome.has_solution:
             if not rule_fits:
-                info["postponed_all"] = f"no schedule within CP'19's version-1 horizon ({outcome.status})"
+                info["postponed_all"] = (
+                    f"no schedule within CP'19's version-1 horizon ({outcome.status})"
+                )
                 return {}
-            info["fallback"] = "decision limit" if outcome.budget_spent else f"no solution ({outcome.status})"
+            info["fallback"] = (
+                "decision limit" if outcome.budget_spent else f"no solution ({outcome.status})"
+            )
             self._check_hint(built, info, budget)
             return fallback
         solver = outcome.solver
@@ -416,7 +548,9 @@ class CPDispatcher(Dispatcher):
         return now
 
     @staticmethod
-    def _check_hint(built: BuiltModel, info: dict[str, Any], budget: DecisionBudget | None = None) -> None:
+    def _check_hint(
+        built: BuiltModel, info: dict[str, Any], budget: DecisionBudget | None = None
+    ) -> None:
         """Record whether the model accepts the rule's schedule (only after a fallback, which
         is rare; the check loads the model once more, and its time counts in the decision's).
         ``hint_feasible`` False with pcp20's ``unhinted_jobs`` > 0 is that model's position
@@ -436,7 +570,9 @@ class CPDispatcher(Dispatcher):
         info["hint_check_s"] = time.perf_counter() - t0
 
     # ------------------------------------------------------------------------------------
-    def model_jobs(self, inst: DispatchInstance, policy: Policy, node_level: bool) -> list[QueuedJob]:
+    def model_jobs(
+        self, inst: DispatchInstance, policy: Policy, node_level: bool
+    ) -> list[QueuedJob]:
         """The jobs of the model: the first ``m`` queued jobs by priority, without those that
         cannot start now (CP'19's reduced model) unless ``keep_blocked`` (all of them stay)
         or ``reserve`` (the first ``reserve`` of them stay); none when no job can start now
@@ -463,8 +599,13 @@ class CPDispatcher(Dispatcher):
         fits = units_fit_per_node(inst.free, job.unit_request, job.max_units_per_node)
         return int(fits.sum()) >= job.units
 
-    def _place(self, inst: DispatchInstance, jobs: list[QueuedJob], chosen: dict[int, Allocation | None],
-               info: dict[str, Any]) -> tuple[list[tuple[int, Allocation]], list[int]]:
+    def _place(
+        self,
+        inst: DispatchInstance,
+        jobs: list[QueuedJob],
+        chosen: dict[int, Allocation | None],
+        info: dict[str, Any],
+    ) -> tuple[list[tuple[int, Allocation]], list[int]]:
         """Put the jobs that start now on the real free capacity, in priority order:
         ``[(job index, allocation)]``, and the indices of the jobs that did not fit."""
         free = np.array(inst.free, dtype=np.int64, order="F")

@@ -70,20 +70,30 @@ class CPSettings:
         if self.version not in (1, 2, 3):
             raise ConfigError(f"CP dispatcher version must be 1, 2 or 3, got {self.version}")
         if self.budget not in BUDGETS:
-            raise ConfigError(f"CP parameter budget must be one of {', '.join(BUDGETS)}, got {self.budget!r}")
+            raise ConfigError(
+                f"CP parameter budget must be one of {', '.join(BUDGETS)}, got {self.budget!r}"
+            )
         if not self.stall > 0:
             raise ConfigError(f"CP parameter stall must be > 0 seconds, got {self.stall!r}")
         if not (self.decision_limit >= 0 and math.isfinite(self.decision_limit)):
-            raise ConfigError(f"CP parameter decision_limit must be >= 0 seconds (0: no cap), "
-                              f"got {self.decision_limit!r}")
+            raise ConfigError(
+                f"CP parameter decision_limit must be >= 0 seconds (0: no cap), "
+                f"got {self.decision_limit!r}"
+            )
         if not 0 <= self.gap < 1:
             raise ConfigError(f"CP parameter gap must be a fraction in [0, 1), got {self.gap!r}")
-        for name, ok, rule in (("m", self.m > 0, "> 0"), ("time_unit", self.time_unit > 0, "> 0 seconds"),
-                               ("delta", self.delta > 0, "> 0 seconds"),
-                               ("delta_max", self.delta_max >= self.delta, f">= delta ({self.delta:g})"),
-                               ("k", self.k >= 0, ">= 0"), ("workers", self.workers >= 1, ">= 1")):
+        for name, ok, rule in (
+            ("m", self.m > 0, "> 0"),
+            ("time_unit", self.time_unit > 0, "> 0 seconds"),
+            ("delta", self.delta > 0, "> 0 seconds"),
+            ("delta_max", self.delta_max >= self.delta, f">= delta ({self.delta:g})"),
+            ("k", self.k >= 0, ">= 0"),
+            ("workers", self.workers >= 1, ">= 1"),
+        ):
             if not ok:
-                raise ConfigError(f"CP parameter {name} must be {rule}, got {getattr(self, name)!r}")
+                raise ConfigError(
+                    f"CP parameter {name} must be {rule}, got {getattr(self, name)!r}"
+                )
 
 
 class Policy:

@@ -37,7 +37,9 @@ from hpcdispatch.system.allocation import Allocation
 class RuleSchedule:
     order: list[QueuedJob]
     starts: dict[int, int]  # job index -> model start (time units from now)
-    allocations: dict[int, Allocation] = field(default_factory=dict)  # now: always; later: node-level only
+    allocations: dict[int, Allocation] = field(
+        default_factory=dict
+    )  # now: always; later: node-level only
     objective: int = 0
 
     def now(self) -> list[QueuedJob]:
@@ -80,7 +82,9 @@ def rule_schedule(
         dur = policy.duration_units(job)
         found = profile.earliest(job.units, req, dur, allocator, job.max_units_per_node)
         if found is None:  # cannot happen for a job that fits the empty system
-            raise RuntimeError(f"priority rule: job {job.id} fits nowhere in the availability profile")
+            raise RuntimeError(
+                f"priority rule: job {job.id} fits nowhere in the availability profile"
+            )
         start, alloc = found
         if start == 0:
             # "now" must hold on the real free capacity, node by node, and (node-level plans)
@@ -88,13 +92,17 @@ def rule_schedule(
             if alloc is not None and _fits(actual, alloc, req):
                 now_alloc = alloc
             else:
-                room = np.minimum(actual, profile.min_free(0.0, float(dur))) if node_level else actual
+                room = (
+                    np.minimum(actual, profile.min_free(0.0, float(dur))) if node_level else actual
+                )
                 now_alloc = allocator.allocate(job.units, req, room, job.max_units_per_node)
             if now_alloc is None:
                 # the earliest model start from the next time unit on -- exactly, not the next
                 # segment start (the profile gets a boundary at 1): a job taken later never
                 # starts before an identical one taken first (job symmetry relies on that)
-                found = profile.earliest(job.units, req, dur, allocator, job.max_units_per_node, not_before=1.0)
+                found = profile.earliest(
+                    job.units, req, dur, allocator, job.max_units_per_node, not_before=1.0
+                )
                 if found is None:
                     raise RuntimeError(f"priority rule: job {job.id} fits nowhere after now")
                 start, alloc = found
@@ -131,9 +139,12 @@ def paper_horizon_units(policy: Policy, inst: DispatchInstance, jobs: list[Queue
     running = 0
     for r in inst.running:
         left = policy.remaining_units(r)
-        running += left if left is not None else math.ceil((r.planned_end - policy.t) / policy.s.time_unit - 1e-9)
+        running += (
+            left
+            if left is not None
+            else math.ceil((r.planned_end - policy.t) / policy.s.time_unit - 1e-9)
+        )
     return running + sum(policy.duration_units(j) for j in jobs)
-
 
 
 def earliest_alone(
@@ -151,14 +162,25 @@ def earliest_alone(
     profile = model_profile(inst, policy, node_level)
     out = {}
     for job in jobs:
-        found = profile.earliest(job.units, np.asarray(job.unit_request, dtype=np.int64), policy.duration_units(job),
-                                 allocator, job.max_units_per_node)
+        found = profile.earliest(
+            job.units,
+            np.asarray(job.unit_request, dtype=np.int64),
+            policy.duration_units(job),
+            allocator,
+            job.max_units_per_node,
+        )
         out[job.index] = int(round(found[0])) if found is not None else 0
     return out
 
 
-def paper_horizon_too_short(inst: DispatchInstance, policy: Policy, jobs: list[QueuedJob], horizon: int,
-                            allocator: Allocator, node_level: bool) -> str | None:
+def paper_horizon_too_short(
+    inst: DispatchInstance,
+    policy: Policy,
+    jobs: list[QueuedJob],
+    horizon: int,
+    allocator: Allocator,
+    node_level: bool,
+) -> str | None:
     """Why no schedule of ``jobs`` can end within ``horizon`` (model units), or None when
     neither of two sound tests can tell: a job that cannot end by then even next to the
     running jobs alone (:func:`earliest_alone` is a lower bound on its start), or more work

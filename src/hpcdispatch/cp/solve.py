@@ -68,7 +68,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-
 from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.policy import CPSettings
 
@@ -76,8 +75,13 @@ cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model i
 
 #: CP-SAT subsolvers whose neighbourhoods depend on hash-map iteration order (memory
 #: addresses), left out when ``deterministic`` (``GetActiveRectangles`` in cp_model_lns.cc)
-PACKING_LNS = ("packing_precedences_lns", "packing_random_lns", "packing_slice_lns", "packing_square_lns",
-               "packing_swap_lns")
+PACKING_LNS = (
+    "packing_precedences_lns",
+    "packing_random_lns",
+    "packing_slice_lns",
+    "packing_square_lns",
+    "packing_swap_lns",
+)
 
 #: CP-SAT's status codes (``cp_model.OPTIMAL`` ...: CpSolverStatus in cp_model.proto; a test
 #: keeps them equal to OR-Tools' own) -> our names
@@ -147,12 +151,15 @@ class SolveOutcome:
 _CALLBACK: list[type] = []
 
 
-def improvement_recorder(deterministic: bool, stop_at_first: bool = False) -> cp_model.CpSolverSolutionCallback:
+def improvement_recorder(
+    deterministic: bool, stop_at_first: bool = False
+) -> cp_model.CpSolverSolutionCallback:
     """A CP-SAT solution callback that records the clock at every improving solution (wall:
     ``time.monotonic()``; deterministic: CP-SAT's deterministic time) in ``last_improvement``,
     counts them in ``improvements``, and with ``stop_at_first`` stops the search at the first
     solution. (The class is made on first use: OR-Tools is imported lazily.)"""
     if not _CALLBACK:
+
         class ImprovementRecorder(cp_model.CpSolverSolutionCallback):
             def __init__(self, deterministic: bool, stop_at_first: bool) -> None:
                 super().__init__()
@@ -166,7 +173,9 @@ def improvement_recorder(deterministic: bool, stop_at_first: bool = False) -> cp
                 value = self.objective_value
                 if self.best is None or value < self.best:
                     self.best = value
-                    self.last_improvement = self.deterministic_time if self.deterministic else time.monotonic()
+                    self.last_improvement = (
+                        self.deterministic_time if self.deterministic else time.monotonic()
+                    )
                     self.improvements += 1
                     if self.stop_at_first:
                         self.stop_search()
@@ -175,7 +184,9 @@ def improvement_recorder(deterministic: bool, stop_at_first: bool = False) -> cp
     return _CALLBACK[0](deterministic, stop_at_first)
 
 
-def _new_solver(settings: CPSettings, limit: float, extra_params: dict | None) -> tuple[cp_model.CpSolver, float]:
+def _new_solver(
+    settings: CPSettings, limit: float, extra_params: dict | None
+) -> tuple[cp_model.CpSolver, float]:
     """A solver with the attempt's limits and the dispatcher's parameters; and its watchdog
     wall-clock limit."""
     solver = cp_model.CpSolver()
@@ -201,9 +212,15 @@ def _new_solver(settings: CPSettings, limit: float, extra_params: dict | None) -
     return solver, wall
 
 
-def _stop_reason(status: str, solver: cp_model.CpSolver | None, settings: CPSettings, stalled: bool) -> str:
+def _stop_reason(
+    status: str, solver: cp_model.CpSolver | None, settings: CPSettings, stalled: bool
+) -> str:
     if status == "optimal":
-        if settings.budget == "gap" and solver is not None and solver.objective_value != solver.best_objective_bound:
+        if (
+            settings.budget == "gap"
+            and solver is not None
+            and solver.objective_value != solver.best_objective_bound
+        ):
             return "gap"  # CP-SAT says OPTIMAL once the gap limit holds
         return "optimal"
     if status in ("infeasible", "invalid"):
@@ -211,8 +228,12 @@ def _stop_reason(status: str, solver: cp_model.CpSolver | None, settings: CPSett
     return "stall" if stalled else "limit"
 
 
-def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | None = None,
-          budget: DecisionBudget | None = None) -> SolveOutcome:
+def solve(
+    model: cp_model.CpModel,
+    settings: CPSettings,
+    extra_params: dict | None = None,
+    budget: DecisionBudget | None = None,
+) -> SolveOutcome:
     """CP'19's search control (module docstring) with the decision budget; ``budget``: the
     decision's :class:`DecisionBudget`, which caps every attempt's limit at what is left of
     it and is charged with what the attempts used (None: unbounded)."""
@@ -230,7 +251,9 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
                 break
             limit = min(delta, budget.left())
         if settings.budget == "stall" and settings.deterministic:
-            code, solver, stopped, stalled, improvements, used = _solve_in_chunks(model, settings, limit, extra_params)
+            code, solver, stopped, stalled, improvements, used = _solve_in_chunks(
+                model, settings, limit, extra_params
+            )
         else:
             solver, wall = _new_solver(settings, limit, extra_params)
             callback, stall_check = None, None
@@ -241,7 +264,9 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
                     last = cb.last_improvement
                     return last is not None and time.monotonic() - last >= settings.stall
 
-            code, stopped, stalled = _solve_watched(solver, model, wall * 1.5 + 0.25, callback, stall_check)
+            code, stopped, stalled = _solve_watched(
+                solver, model, wall * 1.5 + 0.25, callback, stall_check
+            )
             improvements = callback.improvements if callback is not None else 0
             used = solver.deterministic_time
         if budget is not None:
@@ -251,10 +276,18 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
         attempts.append((limit, status))
         spent = budget is not None and budget.bounded and budget.spent()
         if status in ("optimal", "feasible"):
-            return SolveOutcome(status, solver, solver.objective_value, solver.best_objective_bound,
-                                time.perf_counter() - t0, attempts, fired,
-                                _stop_reason(status, solver, settings, stalled), improvements,
-                                spent and not stalled and status != "optimal")
+            return SolveOutcome(
+                status,
+                solver,
+                solver.objective_value,
+                solver.best_objective_bound,
+                time.perf_counter() - t0,
+                attempts,
+                fired,
+                _stop_reason(status, solver, settings, stalled),
+                improvements,
+                spent and not stalled and status != "optimal",
+            )
         if status in ("infeasible", "invalid"):
             break
         unchanged += 1  # a restart without any solution: the outcome did not change
@@ -262,27 +295,46 @@ def solve(model: cp_model.CpModel, settings: CPSettings, extra_params: dict | No
             break
         delta *= 2
     status = attempts[-1][1] if attempts else "unknown"
-    return SolveOutcome(status, None, None, None, time.perf_counter() - t0, attempts, fired,
-                        _stop_reason(status, None, settings, False), budget_spent=spent)
+    return SolveOutcome(
+        status,
+        None,
+        None,
+        None,
+        time.perf_counter() - t0,
+        attempts,
+        fired,
+        _stop_reason(status, None, settings, False),
+        budget_spent=spent,
+    )
 
 
-def _solve_watched(solver: cp_model.CpSolver, model: cp_model.CpModel, watchdog_s: float,
-                   callback: object | None, stall_check: Callable[[], bool] | None) -> tuple[int, bool, bool]:
+def _solve_watched(
+    solver: cp_model.CpSolver,
+    model: cp_model.CpModel,
+    watchdog_s: float,
+    callback: object | None,
+    stall_check: Callable[[], bool] | None,
+) -> tuple[int, bool, bool]:
     """``solve_interruptibly`` with an optional stall check: ``(code, watchdog fired, stalled)``."""
     flag = {"stalled": False}
     stop_when = None
     if stall_check is not None:
+
         def stop_when() -> bool:
             if stall_check():
                 flag["stalled"] = True
                 return True
             return False
-    code, stopped = solve_interruptibly(solver, model, watchdog_s, callback=callback, stop_when=stop_when)
+
+    code, stopped = solve_interruptibly(
+        solver, model, watchdog_s, callback=callback, stop_when=stop_when
+    )
     return code, stopped, flag["stalled"]
 
 
-def _solve_in_chunks(model: cp_model.CpModel, settings: CPSettings, limit: float,
-                     extra_params: dict | None) -> tuple[int, cp_model.CpSolver, bool, bool, int, float]:
+def _solve_in_chunks(
+    model: cp_model.CpModel, settings: CPSettings, limit: float, extra_params: dict | None
+) -> tuple[int, cp_model.CpSolver, bool, bool, int, float]:
     """The deterministic stall (module docstring): ``(code, last solver with a solution or the
     last solver, watchdog fired, stalled, improvements, deterministic time used)``. The
     model's hint is restored after."""
@@ -304,11 +356,25 @@ def _solve_in_chunks(model: cp_model.CpModel, settings: CPSettings, limit: float
             if status not in ("optimal", "feasible"):
                 if best_solver is None:
                     return code, solver, fired, False, improvements, used
-                return int(cp_model.FEASIBLE), best_solver, fired, status == "unknown" and used < limit, improvements, used
+                return (
+                    int(cp_model.FEASIBLE),
+                    best_solver,
+                    fired,
+                    status == "unknown" and used < limit,
+                    improvements,
+                    used,
+                )
             value = solver.objective_value
             if best is not None and value >= best and status != "optimal":
                 # a whole chunk without improvement (or the limit ran out)
-                return int(cp_model.FEASIBLE), best_solver, fired, used < limit - 1e-9, improvements, used  # type: ignore[return-value]
+                return (
+                    int(cp_model.FEASIBLE),
+                    best_solver,
+                    fired,
+                    used < limit - 1e-9,
+                    improvements,
+                    used,
+                )  # type: ignore[return-value]
             if best is None or value < best:
                 improvements += 1
             best, best_solver = value, solver
@@ -330,8 +396,9 @@ def _solve_in_chunks(model: cp_model.CpModel, settings: CPSettings, limit: float
 HINT_CHECK_S = 5.0
 
 
-def hint_is_solution(model: cp_model.CpModel, time_limit: float = HINT_CHECK_S,
-                     budget: DecisionBudget | None = None) -> bool | None:
+def hint_is_solution(
+    model: cp_model.CpModel, time_limit: float = HINT_CHECK_S, budget: DecisionBudget | None = None
+) -> bool | None:
     """Whether the model's hint is a solution (every hinted variable fixed to its hint):
     ``None`` when CP-SAT could not tell within ``time_limit`` (and within what is left of the
     decision's ``budget``, which is charged like a search). The dispatcher asks this when a
@@ -356,9 +423,13 @@ def hint_is_solution(model: cp_model.CpModel, time_limit: float = HINT_CHECK_S,
     return None
 
 
-def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel,
-                        watchdog_s: float | None = None, callback: object | None = None,
-                        stop_when: Callable[[], bool] | None = None) -> tuple[cp_model.CpSolverStatus, bool]:
+def solve_interruptibly(
+    solver: cp_model.CpSolver,
+    model: cp_model.CpModel,
+    watchdog_s: float | None = None,
+    callback: object | None = None,
+    stop_when: Callable[[], bool] | None = None,
+) -> tuple[cp_model.CpSolverStatus, bool]:
     """``solver.solve(model)``, stoppable: returns ``(status code, whether the watchdog
     stopped it)``.
 
@@ -378,7 +449,9 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel,
 
     def search() -> None:
         try:
-            box["code"] = solver.solve(model, callback) if callback is not None else solver.solve(model)
+            box["code"] = (
+                solver.solve(model, callback) if callback is not None else solver.solve(model)
+            )
         except BaseException as exc:  # handed to the caller's thread
             box["error"] = exc
         finally:
@@ -392,13 +465,20 @@ def solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel,
     try:
         while not done.is_set():
             period = 0.5 if stop_when is None else STALL_POLL_S
-            wait = period if deadline is None else min(period, max(0.0, deadline - time.monotonic()))
+            wait = (
+                period if deadline is None else min(period, max(0.0, deadline - time.monotonic()))
+            )
             done.wait(wait)
             if stop_when is not None and not done.is_set() and stop_when():
                 solver.stop_search()
                 stop_when = None
                 continue
-            if deadline is not None and not stopped and not done.is_set() and time.monotonic() >= deadline:
+            if (
+                deadline is not None
+                and not stopped
+                and not done.is_set()
+                and time.monotonic() >= deadline
+            ):
                 solver.stop_search()
                 stopped = True
     except BaseException:  # Ctrl-C (or any interruption of the waiting thread)

@@ -7,7 +7,16 @@ what a user writes (``easy:allocator=best-fit``, a sweep table) into a typed
 :class:`DispatcherSpec` and builds dispatchers from it.
 """
 
-from hpcdispatch.dispatchers import aucsched, conservative, cp, deadline, easy, leak, priority, slurm_bf  # noqa: F401  (registration)
+from hpcdispatch.dispatchers import (  # noqa: F401  (registration)
+    aucsched,
+    conservative,
+    cp,
+    deadline,
+    easy,
+    leak,
+    priority,
+    slurm_bf,
+)
 from hpcdispatch.dispatchers.aucsched import Aucsched
 from hpcdispatch.dispatchers.conservative import Conservative
 from hpcdispatch.dispatchers.easy import EASY

@@ -162,7 +162,9 @@ def objective_scale(p_max: int, n_bids: int) -> int:
     return s
 
 
-def preference(job_type: int, kind: str, n_nodes_bid: int, n_nodes: int, runs_bid: int, runs_total: int) -> float:
+def preference(
+    job_type: int, kind: str, n_nodes_bid: int, n_nodes: int, runs_bid: int, runs_total: int
+) -> float:
     """Eq. 12 with Table 3's constants (``job_type`` 1, 2 or 3; ``kind`` A, B, C or S)."""
     k1, k2, k3 = K_CONSTANTS[(1 if job_type == 1 else 2, kind)]
     return 1.0 - k1 - k2 * n_nodes_bid / (n_nodes + 1) - k3 * runs_bid / (runs_total + 1)
@@ -189,10 +191,14 @@ class JobBids:
     fit: np.ndarray  # units of the job that fit on each node alone
     n_runs: int
     bids: list[Bid] = field(default_factory=list)
-    slurm: Allocation | None = None  # the SLURM bid's allocation (units per node as Slurm gives them)
+    slurm: Allocation | None = (
+        None  # the SLURM bid's allocation (units per node as Slurm gives them)
+    )
 
 
-def paper_nodesets(free: np.ndarray, core: int = 0, gpu: int | None = 1, gpus: tuple[int, ...] = (0, 1, 2)) -> list[tuple[int, int, int, int]]:
+def paper_nodesets(
+    free: np.ndarray, core: int = 0, gpu: int | None = 1, gpus: tuple[int, ...] = (0, 1, 2)
+) -> list[tuple[int, int, int, int]]:
     """The paper's nodesets ``(n_i, n_j, c, g)`` (section 4): for every ``g``, the maximal runs
     of nodes with free cores and at least ``g`` free GPUs; ``c`` = free cores of the run.
     Node indices are 0-based and ``n_j`` is the last node of the run (inclusive)."""
@@ -215,7 +221,9 @@ def paper_nodesets(free: np.ndarray, core: int = 0, gpu: int | None = 1, gpus: t
 # ---------------------------------------------------------------------------------------
 
 
-def generate_bids(job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, contiguous_only: bool) -> tuple[list[Bid], int]:
+def generate_bids(
+    job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, contiguous_only: bool
+) -> tuple[list[Bid], int]:
     """The A, B and C bids of ``job`` on nodes with ``fit`` units each (``score``: remaining
     capacity of every node, for best-fit tie-breaks); returns ``(bids, number of nodesets)``."""
     starts, ends = runs_of(fit > 0)
@@ -251,8 +259,12 @@ def generate_bids(job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, c
                     length = bb - s
                     surplus = cs[bb] - cs[s] - U
                     k = int(np.lexsort((s, surplus, length))[0])
-                    b_bids.append(((int(length[k]), int(surplus[k]), int(s[k])),
-                                   Bid("B", rng(int(s[k]), int(bb[k])), int(bb[k] - s[k]), 1)))
+                    b_bids.append(
+                        (
+                            (int(length[k]), int(surplus[k]), int(s[k])),
+                            Bid("B", rng(int(s[k]), int(bb[k])), int(bb[k] - s[k]), 1),
+                        )
+                    )
         if not (job.contiguous or contiguous_only):
             run_cs = np.concatenate(([0], np.cumsum(run_units)))
             for k in range(n_runs - 1):
@@ -268,7 +280,9 @@ def generate_bids(job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, c
                     if nodes[-1] < starts[k + 1]:
                         continue  # inside one nodeset: an A bid
                 spanned = int(np.searchsorted(starts, nodes[-1], side="right")) - k
-                c_bids.append(((spanned, int(fit[nodes].sum()) - U, k), Bid("C", nodes, len(nodes), spanned)))
+                c_bids.append(
+                    ((spanned, int(fit[nodes].sum()) - U, k), Bid("C", nodes, len(nodes), spanned))
+                )
     else:
         exact_units = jtype == 3
         for r in np.flatnonzero(run_len >= N).tolist():
@@ -290,7 +304,12 @@ def generate_bids(job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, c
                         k = int(np.lexsort((s, tight))[0])
                     else:
                         k = int(np.lexsort((s, sums - U))[0])
-                    b_bids.append(((int(sums[k] - U), int(s[k])), Bid("B", rng(int(s[k]), int(s[k]) + N), N, 1)))
+                    b_bids.append(
+                        (
+                            (int(sums[k] - U), int(s[k])),
+                            Bid("B", rng(int(s[k]), int(s[k]) + N), N, 1),
+                        )
+                    )
         if not (job.contiguous or contiguous_only):
             usable_before = np.concatenate(([0], np.cumsum(run_len)))
             for k in range(n_runs):
@@ -299,7 +318,9 @@ def generate_bids(job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, c
                     if usable_before[-1] - usable_before[k] < N or run_len[k] >= N:
                         continue
                     m = int(np.searchsorted(usable_before, usable_before[k] + N, side="left")) - 1
-                    nodes = np.concatenate([rng(int(starts[i]), int(ends[i])) for i in range(k, m + 1)])[:N]
+                    nodes = np.concatenate(
+                        [rng(int(starts[i]), int(ends[i])) for i in range(k, m + 1)]
+                    )[:N]
                     c_bids.append(((m - k + 1, 0, k), Bid("C", nodes, N, m - k + 1)))
                 else:
                     # nodesets k..m (m >= k minimal) among which N nodes hold U units; the program picks them
@@ -307,16 +328,20 @@ def generate_bids(job: Job, fit: np.ndarray, score: np.ndarray, max_bids: int, c
                     for m in range(k, n_runs):
                         if usable_before[m + 1] - usable_before[k] < N:
                             continue
-                        vals = fit[int(starts[k]):int(ends[m])]
+                        vals = fit[int(starts[k]) : int(ends[m])]
                         vals = vals[vals > 0]
-                        top = np.partition(vals, len(vals) - N)[len(vals) - N:]
+                        top = np.partition(vals, len(vals) - N)[len(vals) - N :]
                         if int(top.sum()) >= U:
                             found = m
                             break
                     if found is None:
                         break  # no later start can do better than the union up to the last nodeset
-                    nodes = np.concatenate([rng(int(starts[i]), int(ends[i])) for i in range(k, found + 1)])
-                    c_bids.append(((found - k + 1, len(nodes), k), Bid("C", nodes, N, found - k + 1)))
+                    nodes = np.concatenate(
+                        [rng(int(starts[i]), int(ends[i])) for i in range(k, found + 1)]
+                    )
+                    c_bids.append(
+                        ((found - k + 1, len(nodes), k), Bid("C", nodes, N, found - k + 1))
+                    )
     chosen: list[Bid] = []
     seen: set[tuple] = set()
     for group in (a_bids, b_bids, c_bids):
@@ -388,8 +413,9 @@ class AuctionProgram:
         return len(self.model.proto.constraints)
 
 
-def add_bid_plan(model: cp_model.CpModel, jb: JobBids, req: np.ndarray, extra: np.ndarray,
-                 node_terms: NodeTerms) -> BidPlan:
+def add_bid_plan(
+    model: cp_model.CpModel, jb: JobBids, req: np.ndarray, extra: np.ndarray, node_terms: NodeTerms
+) -> BidPlan:
     """One job's bid booleans with (2) and its units: (3), (4) and (7); adds the job's terms of
     (5)/(6) to ``node_terms`` (``req``: amounts per unit, ``extra``: per node)."""
     b = [model.new_bool_var("") for _ in jb.bids]
@@ -403,8 +429,14 @@ def add_bid_plan(model: cp_model.CpModel, jb: JobBids, req: np.ndarray, extra: n
     return plan
 
 
-def add_exact_units(model: cp_model.CpModel, jb: JobBids, plan: BidPlan, req: np.ndarray, extra: np.ndarray,
-                    node_terms: NodeTerms) -> None:
+def add_exact_units(
+    model: cp_model.CpModel,
+    jb: JobBids,
+    plan: BidPlan,
+    req: np.ndarray,
+    extra: np.ndarray,
+    node_terms: NodeTerms,
+) -> None:
     """A job whose bids use all their nodes: ``u_jn`` is the sum of the bids containing ``n``;
     bids without slack fix their units (``fit_jn`` per node); the others share ``r`` variables
     with (7) and (4)."""
@@ -442,8 +474,14 @@ def add_exact_units(model: cp_model.CpModel, jb: JobBids, plan: BidPlan, req: np
         raise AssertionError(f"aucsched: job {job.id} has a bid that cannot hold its units")
 
 
-def add_chosen_nodes(model: cp_model.CpModel, jb: JobBids, plan: BidPlan, req: np.ndarray, extra: np.ndarray,
-                     node_terms: NodeTerms) -> None:
+def add_chosen_nodes(
+    model: cp_model.CpModel,
+    jb: JobBids,
+    plan: BidPlan,
+    req: np.ndarray,
+    extra: np.ndarray,
+    node_terms: NodeTerms,
+) -> None:
     """A job with a bid that uses only ``R^node`` of its class's nodes (type 2 C bids): a
     ``u_jn`` boolean on every node of its classes, with (3), (4) and (7)."""
     LE = cp_model.LinearExpr
@@ -471,7 +509,9 @@ def add_chosen_nodes(model: cp_model.CpModel, jb: JobBids, plan: BidPlan, req: n
     model.add(LE.sum(u_list + r_list) == LE.weighted_sum(bs, [U] * len(bs)))  # (4)
 
 
-def add_capacity_constraints(model: cp_model.CpModel, node_terms: NodeTerms, free: np.ndarray) -> None:
+def add_capacity_constraints(
+    model: cp_model.CpModel, node_terms: NodeTerms, free: np.ndarray
+) -> None:
     """(5)/(6): per node and resource, only where the window's classes could overflow it."""
     LE = cp_model.LinearExpr
     for n, terms in node_terms.items():
@@ -491,8 +531,9 @@ def add_capacity_constraints(model: cp_model.CpModel, node_terms: NodeTerms, fre
             model.add(LE.weighted_sum(vs, cs) <= int(free[n, res]))
 
 
-def add_symmetry_cuts(model: cp_model.CpModel, job_bids: list[JobBids], plans: list[BidPlan],
-                      prio: list[int]) -> None:
+def add_symmetry_cuts(
+    model: cp_model.CpModel, job_bids: list[JobBids], plans: list[BidPlan], prio: list[int]
+) -> None:
     """Symmetry breaking: of two jobs with the same request, the same A/B/C bids and priorities
     ``P_j1 >= P_j2``, ``j2`` wins with an A/B/C bid only if ``j1`` wins (swapping them otherwise
     keeps feasibility and does not lower the objective)."""
@@ -500,8 +541,15 @@ def add_symmetry_cuts(model: cp_model.CpModel, job_bids: list[JobBids], plans: l
     groups: dict[tuple, list[int]] = {}
     for jp, jb in enumerate(job_bids):
         job = jb.job
-        key = (job.unit_request, job.max_units_per_node, job.units, job.node_count, job.per_node_request,
-               job.contiguous, tuple(b.key for b in jb.bids if b.kind != "S"))
+        key = (
+            job.unit_request,
+            job.max_units_per_node,
+            job.units,
+            job.node_count,
+            job.per_node_request,
+            job.contiguous,
+            tuple(b.key for b in jb.bids if b.kind != "S"),
+        )
         groups.setdefault(key, []).append(jp)
     for members in groups.values():
         members.sort(key=lambda jp: -prio[jp])
@@ -511,8 +559,14 @@ def add_symmetry_cuts(model: cp_model.CpModel, job_bids: list[JobBids], plans: l
                 model.add(LE.sum(abc) <= LE.sum(plans[j1].b))
 
 
-def add_aggregate_cut(model: cp_model.CpModel, job_bids: list[JobBids], plans: list[BidPlan],
-                      requests: np.ndarray, free: np.ndarray, class_nodes: Collection[int]) -> None:
+def add_aggregate_cut(
+    model: cp_model.CpModel,
+    job_bids: list[JobBids],
+    plans: list[BidPlan],
+    requests: np.ndarray,
+    free: np.ndarray,
+    class_nodes: Collection[int],
+) -> None:
     """Implied cut: the winners' total need fits the free capacity of all the classes' nodes
     (lets the LP relaxation see that "one more job" cannot fit)."""
     LE = cp_model.LinearExpr
@@ -533,8 +587,9 @@ def add_aggregate_cut(model: cp_model.CpModel, job_bids: list[JobBids], plans: l
             model.add(LE.weighted_sum(vs, cs) <= int(room[res]))
 
 
-def set_objective(model: cp_model.CpModel, job_bids: list[JobBids], plans: list[BidPlan],
-                  prio: list[int]) -> None:
+def set_objective(
+    model: cp_model.CpModel, job_bids: list[JobBids], plans: list[BidPlan], prio: list[int]
+) -> None:
     """(1) with eq. 10's alpha, scaled to integers: ``P_j (|B|+1) S + round(P_min F_jc S)``."""
     n_bids = sum(len(jb.bids) for jb in job_bids)
     p_min = min(prio)
@@ -571,8 +626,14 @@ def set_hint(model: cp_model.CpModel, plans: list[BidPlan], hint: list[Winner]) 
     model.proto.solution_hint.values.extend(h_vals)
 
 
-def solve_program(program: AuctionProgram, time_limit: float, workers: int, seed: int, probing_level: int,
-                  started_at: float | None = None) -> tuple[cp_model.CpSolverStatus, cp_model.CpSolver, float]:
+def solve_program(
+    program: AuctionProgram,
+    time_limit: float,
+    workers: int,
+    seed: int,
+    probing_level: int,
+    started_at: float | None = None,
+) -> tuple[cp_model.CpSolverStatus, cp_model.CpSolver, float]:
     """Solve ``program`` with CP-SAT within ``time_limit`` seconds counted from ``started_at``
     (``time.perf_counter()``; default: now), at least 0.05 s; ``workers`` search workers,
     ``seed``, presolve probing ``probing_level`` (-1: CP-SAT's default). Returns ``(status,
@@ -673,19 +734,32 @@ class Aucsched(Dispatcher):
         return {"dispatch_interval": float(self.step), "dispatch_on_events": False}
 
     def _setup(self, system: System) -> None:
-        for name, ok, rule in (("step", self.step > 0, "> 0 seconds"), ("window", self.window >= 1, ">= 1"),
-                               ("max_bids", self.max_bids >= 1, ">= 1"),
-                               ("max_total_bids", self.max_total_bids >= 0, ">= 0"),
-                               ("time_limit", self.time_limit > 0, "> 0 seconds"),
-                               ("workers", self.workers >= 1, ">= 1")):
+        for name, ok, rule in (
+            ("step", self.step > 0, "> 0 seconds"),
+            ("window", self.window >= 1, ">= 1"),
+            ("max_bids", self.max_bids >= 1, ">= 1"),
+            ("max_total_bids", self.max_total_bids >= 0, ">= 0"),
+            ("time_limit", self.time_limit > 0, "> 0 seconds"),
+            ("workers", self.workers >= 1, ">= 1"),
+        ):
             if not ok:
-                raise ConfigError(f"aucsched: parameter {name} must be {rule}, got {getattr(self, name)!r}")
+                raise ConfigError(
+                    f"aucsched: parameter {name} must be {rule}, got {getattr(self, name)!r}"
+                )
         if self.priority_base < 1:
-            raise ConfigError("aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)")
+            raise ConfigError(
+                "aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)"
+            )
         cp_model.load()  # (OR-Tools here, not inside the first timed scheduling step)
-        self._prio = SlurmPriority(self.priority, system, priority_base=self.priority_base,
-                                   weight_age=self.weight_age, weight_size=self.weight_size,
-                                   max_age=self.max_age, favor_small=self.favor_small)
+        self._prio = SlurmPriority(
+            self.priority,
+            system,
+            priority_base=self.priority_base,
+            weight_age=self.weight_age,
+            weight_size=self.weight_size,
+            max_age=self.max_age,
+            favor_small=self.favor_small,
+        )
         self.n_nodes = system.n_nodes
         self._weights = capacity_weights(system.max_node_capacity)  # remaining capacity, exact
         self._idle_state = False
@@ -702,34 +776,51 @@ class Aucsched(Dispatcher):
         total = 0
         for job in window:
             req = requests[job.index]
-            shape = (job.unit_request, job.max_units_per_node, job.units, job.node_count, job.per_node_request,
-                     job.contiguous)
+            shape = (
+                job.unit_request,
+                job.max_units_per_node,
+                job.units,
+                job.node_count,
+                job.per_node_request,
+                job.contiguous,
+            )
             hit = cache.get(shape)
             if hit is None:
-                fit = node_units(free, req, job.max_units_per_node, per_node_array(job.per_node_request))
+                fit = node_units(
+                    free, req, job.max_units_per_node, per_node_array(job.per_node_request)
+                )
                 bids, n_runs = generate_bids(job, fit, score, self.max_bids, self.contiguous_only)
                 hit = cache[shape] = (fit, bids, n_runs)
             fit, bids, n_runs = hit
             jb = JobBids(job, fit, n_runs, [Bid(b.kind, b.nodes, b.r_node, b.runs) for b in bids])
             if slurm_free is not None:
                 alloc = slurm_allocate(job, req, slurm_free)
-                if alloc is not None and not (self.contiguous_only and alloc.nodes[-1] - alloc.nodes[0] + 1 != len(alloc.nodes)):
+                if alloc is not None and not (
+                    self.contiguous_only
+                    and alloc.nodes[-1] - alloc.nodes[0] + 1 != len(alloc.nodes)
+                ):
                     slurm_free[alloc.nodes] -= held_amounts(alloc, req, job.per_node_request)
                     jb.slurm = alloc
                     runs = int((np.diff(alloc.nodes) > 1).sum()) + 1
                     sbid = Bid("S", alloc.nodes, len(alloc.nodes), runs)
                     same = next((b for b in jb.bids if b.key == sbid.key), None)
                     if same is not None:
-                        same.kind = "S"  # identical class: it keeps the SLURM bid's preference (F = 1)
+                        same.kind = (
+                            "S"  # identical class: it keeps the SLURM bid's preference (F = 1)
+                        )
                     else:
                         jb.bids.append(sbid)
-            if self.max_total_bids:  # the plug-in's MAX_BID_COUNT: later jobs of the window get no bid
+            if (
+                self.max_total_bids
+            ):  # the plug-in's MAX_BID_COUNT: later jobs of the window get no bid
                 room = self.max_total_bids - total
                 if room <= 0:
                     break
                 del jb.bids[room:]
             for b in jb.bids:
-                b.pref = preference(job.slurm_type, b.kind, len(b.nodes), self.n_nodes, b.runs, n_runs)
+                b.pref = preference(
+                    job.slurm_type, b.kind, len(b.nodes), self.n_nodes, b.runs, n_runs
+                )
             if jb.bids:
                 total += len(jb.bids)
                 out.append(jb)
@@ -767,8 +858,14 @@ class Aucsched(Dispatcher):
         taken = set()
         for jp, jb in enumerate(job_bids):
             if jb.slurm is not None:
-                bp = next(i for i, b in enumerate(jb.bids) if b.kind == "S" and b.key == (len(jb.slurm.nodes), jb.slurm.nodes.tobytes()))
-                free[jb.slurm.nodes] -= held_amounts(jb.slurm, requests[jb.job.index], jb.job.per_node_request)
+                bp = next(
+                    i
+                    for i, b in enumerate(jb.bids)
+                    if b.kind == "S" and b.key == (len(jb.slurm.nodes), jb.slurm.nodes.tobytes())
+                )
+                free[jb.slurm.nodes] -= held_amounts(
+                    jb.slurm, requests[jb.job.index], jb.job.per_node_request
+                )
                 out.append((jp, bp, jb.slurm.nodes, jb.slurm.units))
                 taken.add(jp)
         for jp, jb in enumerate(job_bids):
@@ -793,7 +890,9 @@ class Aucsched(Dispatcher):
                     units[i] += add
                     need -= add
                 nodes = bid.nodes[pick]
-                free[nodes] -= held_amounts(Allocation.trusted(nodes, units), req, job.per_node_request)
+                free[nodes] -= held_amounts(
+                    Allocation.trusted(nodes, units), req, job.per_node_request
+                )
                 out.append((jp, bp, nodes, units))
                 break
         return out
@@ -821,7 +920,11 @@ class Aucsched(Dispatcher):
         plans: list[BidPlan] = []
         for jb in job_bids:
             job = jb.job
-            extra = np.zeros(n_res, np.int64) if not job.per_node_request else np.asarray(job.per_node_request, np.int64)
+            extra = (
+                np.zeros(n_res, np.int64)
+                if not job.per_node_request
+                else np.asarray(job.per_node_request, np.int64)
+            )
             plans.append(add_bid_plan(model, jb, requests[job.index], extra, node_terms))
         add_capacity_constraints(model, node_terms, free)
         if self.symmetry_cuts:
@@ -833,26 +936,43 @@ class Aucsched(Dispatcher):
         set_hint(model, plans, hint)
         return AuctionProgram(model, job_bids, plans, hint, time.perf_counter() - t0)
 
-    def solve(self, view: DispatchView, job_bids: list[JobBids], deadline_start: float | None = None) -> tuple[list[Start], dict]:
+    def solve(
+        self, view: DispatchView, job_bids: list[JobBids], deadline_start: float | None = None
+    ) -> tuple[list[Start], dict]:
         """Build the integer program for the bids (:meth:`build_program`), solve it within
         ``time_limit`` counted from ``deadline_start`` (default: now; :func:`solve_program`) and
         read the winners back (:func:`decode`), or take the greedy hint when the solver found
         no solution. Returns the winners' starts and the step's ``info``."""
         started_at = deadline_start if deadline_start is not None else time.perf_counter()
         program = self.build_program(view, job_bids)
-        status, solver, solve_s = solve_program(program, self.time_limit, self.workers, self.seed,
-                                                self.probing_level, started_at=started_at)
+        status, solver, solve_s = solve_program(
+            program,
+            self.time_limit,
+            self.workers,
+            self.seed,
+            self.probing_level,
+            started_at=started_at,
+        )
         self.solves += 1
-        info: dict[str, object] = {"jobs": len(job_bids), "bids": program.n_bids,
-                                   "variables": program.n_variables, "constraints": program.n_constraints,
-                                   "build_s": program.build_s, "solve_s": solve_s,
-                                   "status": solver.status_name(status)}
+        info: dict[str, object] = {
+            "jobs": len(job_bids),
+            "bids": program.n_bids,
+            "variables": program.n_variables,
+            "constraints": program.n_constraints,
+            "build_s": program.build_s,
+            "solve_s": solve_s,
+            "status": solver.status_name(status),
+        }
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             info["objective"] = solver.objective_value
             winners = decode(program, solver)
         else:
             self.fallbacks += 1
-            info["fallback"] = "greedy: SLURM bids, then first fitting bids" if self.slurm_bids else "greedy: first fitting bids"
+            info["fallback"] = (
+                "greedy: SLURM bids, then first fitting bids"
+                if self.slurm_bids
+                else "greedy: first fitting bids"
+            )
             winners = program.hint
         starts = []
         kinds = []

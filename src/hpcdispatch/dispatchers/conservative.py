@@ -73,7 +73,9 @@ class Conservative(Dispatcher):
 
     def _setup(self, system: System) -> None:
         if self.profile not in ("auto", "node"):
-            raise ConfigError(f"conservative: profile must be 'auto' or 'node', got '{self.profile}'")
+            raise ConfigError(
+                f"conservative: profile must be 'auto' or 'node', got '{self.profile}'"
+            )
         self._single_resource = len(system.resources) == 1
         self._profile: AvailabilityProfile | None = None
         load_compiled_kernels()  # (here, not inside the first timed decision)
@@ -104,16 +106,24 @@ class Conservative(Dispatcher):
 
     def _pooled_exact(self, jobs) -> bool:
         """Node-level packing cannot matter: one resource, every unit needs 1 of it, no per-node limit."""
-        return self.profile == "auto" and self._single_resource and all(
-            j.unit_request == (1,) and j.max_units_per_node == 0 and not j.constrained for j in jobs
+        return (
+            self.profile == "auto"
+            and self._single_resource
+            and all(
+                j.unit_request == (1,) and j.max_units_per_node == 0 and not j.constrained
+                for j in jobs
+            )
         )
 
     @staticmethod
     def _constraints(job: Job) -> dict:
         if not job.constrained:
             return {}
-        return {"node_count": job.node_count, "per_node": per_node_array(job.per_node_request),
-                "contiguous": job.contiguous}
+        return {
+            "node_count": job.node_count,
+            "per_node": per_node_array(job.per_node_request),
+            "contiguous": job.contiguous,
+        }
 
     # ---- the reservations --------------------------------------------------------------------
     def _holding(self, view: DispatchView, idx: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,8 +133,15 @@ class Conservative(Dispatcher):
             return pin[0].nodes, pin[1]
         return _NO_NODES, (view.requests[idx] * self._units[idx])[None, :]
 
-    def _set(self, view: DispatchView, job: Job, start: float, end: float, alloc: Allocation | None,
-             checked: int) -> None:
+    def _set(
+        self,
+        view: DispatchView,
+        job: Job,
+        start: float,
+        end: float,
+        alloc: Allocation | None,
+        checked: int,
+    ) -> None:
         idx = job.index
         if idx >= len(self._has):
             self._grow(idx + 1)
@@ -134,7 +151,10 @@ class Conservative(Dispatcher):
         if alloc is None:
             self._pinned.pop(idx, None)
         else:
-            self._pinned[idx] = (alloc, held_amounts(alloc, view.requests[idx], job.per_node_request))
+            self._pinned[idx] = (
+                alloc,
+                held_amounts(alloc, view.requests[idx], job.per_node_request),
+            )
         if job.constrained:
             self._constrained.add(idx)
 
@@ -164,19 +184,28 @@ class Conservative(Dispatcher):
         return q[self._has[q]]
 
     # ------------------------------------------------------------------------------------
-    def _place(self, view: DispatchView, job: Job, before: float | None = None) -> tuple[float, Allocation | None] | None:
+    def _place(
+        self, view: DispatchView, job: Job, before: float | None = None
+    ) -> tuple[float, Allocation | None] | None:
         profile = self._profile
         assert profile is not None
         req = view.requests[job.index]
         return profile.earliest(
-            job.units, req, self._duration(view, job), self._allocator, job.max_units_per_node,
-            before=math.inf if before is None else before, **self._constraints(job),
+            job.units,
+            req,
+            self._duration(view, job),
+            self._allocator,
+            job.max_units_per_node,
+            before=math.inf if before is None else before,
+            **self._constraints(job),
         )
 
     def _reserve_new(self, view: DispatchView, job: Job) -> None:
         found = self._place(view, job)
         if found is None:
-            raise SimulationStalledError(f"conservative: job {job.id} fits nowhere in the availability profile")
+            raise SimulationStalledError(
+                f"conservative: job {job.id} fits nowhere in the availability profile"
+            )
         assert self._profile is not None
         start, alloc = found
         self._set(view, job, start, start + self._duration(view, job), alloc, 0)
@@ -192,13 +221,17 @@ class Conservative(Dispatcher):
         running = {}
         for rj in view.running.values():
             t = view.expected_end(rj)
-            amounts = held_amounts(rj.allocation, view.requests[rj.job.index], rj.job.per_node_request)
+            amounts = held_amounts(
+                rj.allocation, view.requests[rj.job.index], rj.job.per_node_request
+            )
             releases.append((t, rj.allocation.nodes, amounts))
             running[rj.job.index] = (t, rj.allocation.nodes, amounts)
         self._running = running
         self._releases = [(t, idx) for idx, (t, _, _) in running.items()]
         heapq.heapify(self._releases)
-        pooled = self._pooled_exact(view.queue) and self._pooled_exact(rj.job for rj in view.running.values())
+        pooled = self._pooled_exact(view.queue) and self._pooled_exact(
+            rj.job for rj in view.running.values()
+        )
         self._profile = AvailabilityProfile(now, view.free, releases, node_level=not pooled)
         self._clear()
         for job in view.queue:
@@ -226,8 +259,16 @@ class Conservative(Dispatcher):
         if not self._constrained:
             q_start, q_end, q_checked = self._start[sel], self._end[sel], self._checked[sel]
             pins = [self._pinned[idx] for idx in sel.tolist()] if profile.node_level else None
-            done = profile.compress(q_start, q_end, view.requests[sel], self._units[sel], self._mpn[sel], q_checked,
-                                    self._allocator, pins)
+            done = profile.compress(
+                q_start,
+                q_end,
+                view.requests[sel],
+                self._units[sel],
+                self._mpn[sel],
+                q_checked,
+                self._allocator,
+                pins,
+            )
             if done is not None:  # the compiled compression did it (same moves as the loop below)
                 self._start[sel], self._end[sel], self._checked[sel] = q_start, q_end, q_checked
                 for pos, alloc in done:
@@ -248,8 +289,16 @@ class Conservative(Dispatcher):
                 self._checked[idx] = profile.freed
                 continue  # cannot move even by pooled capacity: skip the node-level search
             profile.release(start, end, nodes, amounts)
-            found = profile.earliest(job.units, req, duration, self._allocator, job.max_units_per_node,
-                                     before=start, candidates=candidates, **self._constraints(job))
+            found = profile.earliest(
+                job.units,
+                req,
+                duration,
+                self._allocator,
+                job.max_units_per_node,
+                before=start,
+                candidates=candidates,
+                **self._constraints(job),
+            )
             if found is not None and found[0] < start:
                 start, alloc = found
                 self._set(view, job, start, start + duration, alloc, 0)
@@ -273,7 +322,9 @@ class Conservative(Dispatcher):
         while releases and releases[0][0] <= now:
             t, idx = releases[0]
             entry = self._running.get(idx)
-            if entry is not None and entry[0] == t and idx in view.running:  # outlived its planned end
+            if (
+                entry is not None and entry[0] == t and idx in view.running
+            ):  # outlived its planned end
                 self._rebuild(view)
                 return
             heapq.heappop(releases)  # it ended (now or before)
@@ -320,7 +371,9 @@ class Conservative(Dispatcher):
             if pin is None:  # pooled reservation: any nodes will do, and some must
                 alloc = scratch.try_start(job)
                 if alloc is None:
-                    raise RuntimeError(f"conservative: the pooled reservation of job {job.id} does not fit at {now}")
+                    raise RuntimeError(
+                        f"conservative: the pooled reservation of job {job.id} does not fit at {now}"
+                    )
                 amounts = held_amounts(alloc, view.requests[job.index], job.per_node_request)
             else:
                 alloc, amounts = pin
@@ -341,9 +394,12 @@ class Conservative(Dispatcher):
         return Decision(
             scratch.starts,
             wakeup=next_start if wake else None,
-            info={"rebuilds": self.rebuilds, "compressions": self.compressions,
-                  "segments": len(self._profile) if self._profile else 0,
-                  "pooled": bool(self._profile is not None and not self._profile.node_level)},
+            info={
+                "rebuilds": self.rebuilds,
+                "compressions": self.compressions,
+                "segments": len(self._profile) if self._profile else 0,
+                "pooled": bool(self._profile is not None and not self._profile.node_level),
+            },
         )
 
     def reservations(self) -> dict[int, tuple[float, list[tuple[int, int]] | None]]:

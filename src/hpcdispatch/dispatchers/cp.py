@@ -33,7 +33,10 @@ class HCP(CPDispatcher):
     MODEL = hcp.MODEL
     RESOLVE_UNPLACED = True
     #: runs from before ``on_unplaced`` postponed an unplaced job without re-solving
-    ADDED_PARAMS: ClassVar[dict[str, Any]] = {**CPDispatcher.ADDED_PARAMS, "on_unplaced": "postpone"}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {
+        **CPDispatcher.ADDED_PARAMS,
+        "on_unplaced": "postpone",
+    }
 
 
 @register

@@ -63,7 +63,12 @@ from hpcdispatch.protocol import (
     register,
 )
 from hpcdispatch.system.model import System
-from hpcdispatch.system.partition import MANHATTAN_STARTS, hilbert_best_fit, hilbert_first_fit, manhattan_partition
+from hpcdispatch.system.partition import (
+    MANHATTAN_STARTS,
+    hilbert_best_fit,
+    hilbert_first_fit,
+    manhattan_partition,
+)
 from hpcdispatch.workload.job import Job
 
 STARTS = ("any", "est")
@@ -90,7 +95,9 @@ class Reservation(Dispatcher):
         """The whole-node profile and the shape's geometry (``self._allocator``, built by
         :meth:`Dispatcher.setup`, places jobs without an application model)."""
         if self.start not in STARTS:
-            raise ConfigError(f"dispatcher '{self.name}': start must be one of {', '.join(STARTS)}, got '{self.start}'")
+            raise ConfigError(
+                f"dispatcher '{self.name}': start must be one of {', '.join(STARTS)}, got '{self.start}'"
+            )
         fit = getattr(self, "fit", "first")
         if fit not in FITS:
             raise ConfigError(f"dispatcher '{self.name}': fit must be first or best, got '{fit}'")
@@ -106,8 +113,12 @@ class Reservation(Dispatcher):
             self._torus = False
             self._curve = np.arange(system.n_nodes, dtype=np.int64)
         self._profile: AvailabilityProfile | None = None
-        self._booked: dict[int, tuple[float, float, np.ndarray, Allocation, int]] = {}  # waiting; last: log row
-        self._holding: dict[int, tuple[float, np.ndarray, int]] = {}  # started: booked end, nodes, log row
+        self._booked: dict[
+            int, tuple[float, float, np.ndarray, Allocation, int]
+        ] = {}  # waiting; last: log row
+        self._holding: dict[
+            int, tuple[float, np.ndarray, int]
+        ] = {}  # started: booked end, nodes, log row
         self._log: list[Booking] = []
         self._conflicts: set[int] = set()  # overrunning jobs whose nodes are booked from now on
         self._deadline_of: dict[int, float] = {}  # deadline jobs booked: their deadlines (A19)
@@ -117,8 +128,10 @@ class Reservation(Dispatcher):
         """The profile at ``view.now``: built at the first call; jobs that ended before their
         booked end give the rest back; the past is dropped."""
         if not view.walltime_kill:
-            raise ConfigError(f"dispatcher '{self.name}' books each job for its wall-time and needs jobs killed "
-                              "at it (walltime_kill = true)")
+            raise ConfigError(
+                f"dispatcher '{self.name}' books each job for its wall-time and needs jobs killed "
+                "at it (walltime_kill = true)"
+            )
         now = view.now
         if self._profile is None:
             self._profile = AvailabilityProfile(now, self._capacity, [])
@@ -144,7 +157,12 @@ class Reservation(Dispatcher):
         booking is recorded as held until then, or ``now`` if earlier."""
         until = self._deadline_of[idx]
         for b in self._log:
-            if b.job != idx and b.start >= end and b.start < until and set(b.nodes) & set(nodes.tolist()):
+            if (
+                b.job != idx
+                and b.start >= end
+                and b.start < until
+                and set(b.nodes) & set(nodes.tolist())
+            ):
                 until = b.start
         released = min(now, until)
         if released > end:
@@ -156,15 +174,23 @@ class Reservation(Dispatcher):
                 self._settle(idx, end, nodes, row, math.inf)
         return list(self._log)
 
-    def _overrun(self, idx: int, job: Job, end: float, nodes: np.ndarray, row: int, now: float) -> None:
+    def _overrun(
+        self, idx: int, job: Job, end: float, nodes: np.ndarray, row: int, now: float
+    ) -> None:
         """A job still running at the end of its booking (its model time is longer than
         ``R``: design note A19): it keeps its nodes until the next booking on any of them
         begins or its deadline, whichever comes first -- the booking is extended to then --
         and is cancelled at that time (at its deadline by the simulator, at a booking by
         :meth:`_dispatch`: ``booking-conflict``)."""
         deadline = math.inf if job.deadline is None else float(job.deadline)
-        nxt = min((t for (t, _e, other, _a, _r) in self._booked.values() if np.intersect1d(other, nodes).size),
-                  default=math.inf)
+        nxt = min(
+            (
+                t
+                for (t, _e, other, _a, _r) in self._booked.values()
+                if np.intersect1d(other, nodes).size
+            ),
+            default=math.inf,
+        )
         until = min(deadline, nxt)
         if until > now:
             self._profile.reserve(now, until, nodes, self._capacity[nodes])
@@ -175,8 +201,9 @@ class Reservation(Dispatcher):
                 self._log[row] = self._log[row]._replace(end=until, released=until)
             self._conflicts.add(idx)
 
-    def _nodes_for(self, job: Job, free_mask: np.ndarray, window: np.ndarray,
-                   view: DispatchView) -> tuple[np.ndarray | None, Allocation | None, str]:
+    def _nodes_for(
+        self, job: Job, free_mask: np.ndarray, window: np.ndarray, view: DispatchView
+    ) -> tuple[np.ndarray | None, Allocation | None, str]:
         """The nodes of ``job`` in a window whose whole free nodes are ``free_mask``:
         ``(nodes, allocation, '')`` or ``(None, None, failed stage)``."""
         if job.app is None:  # any other job: the allocator on the whole free nodes
@@ -205,7 +232,10 @@ class Reservation(Dispatcher):
         t0 = max(now, job.ready_at)
         deadline = math.inf if job.deadline is None else float(job.deadline)
         if t0 + length > deadline:
-            return Admission(False, f"deadline: earliest start {t0:g} + {length:g} s is after the deadline {deadline:g}")
+            return Admission(
+                False,
+                f"deadline: earliest start {t0:g} + {length:g} s is after the deadline {deadline:g}",
+            )
         latest = deadline - length
         profile.add_boundary(t0)
         times = profile.times
@@ -225,12 +255,21 @@ class Reservation(Dispatcher):
             self._booked[job.index] = (t, t + length, nodes, alloc, len(self._log))
             if job.app is not None:
                 self._deadline_of[job.index] = deadline
-            self._log.append(Booking(job.index, now, t, t + length, tuple(int(n) for n in nodes), t + length))
+            self._log.append(
+                Booking(job.index, now, t, t + length, tuple(int(n) for n in nodes), t + length)
+            )
             return Admission(True, "")
-        what = (f"{job.units} whole free node(s)" if job.app is not None else "enough whole free nodes")
+        what = (
+            f"{job.units} whole free node(s)" if job.app is not None else "enough whole free nodes"
+        )
         if stage == "count":
-            return Admission(False, f"count: no window of {length:g} s in [{t0:g}, {deadline:g}] has {what}")
-        return Admission(False, f"shape: windows in [{t0:g}, {deadline:g}] have {what}, but not in {self.SHAPE} shape")
+            return Admission(
+                False, f"count: no window of {length:g} s in [{t0:g}, {deadline:g}] has {what}"
+            )
+        return Admission(
+            False,
+            f"shape: windows in [{t0:g}, {deadline:g}] have {what}, but not in {self.SHAPE} shape",
+        )
 
     def _dispatch(self, view: DispatchView) -> Decision:
         self._sync(view)
@@ -257,7 +296,9 @@ class Reservation(Dispatcher):
                 self._holding[idx] = (end, nodes, row)
             else:
                 wakeup = min(wakeup, t)
-        return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup, cancels=cancels)
+        return Decision(
+            starts=starts, wakeup=None if wakeup == math.inf else wakeup, cancels=cancels
+        )
 
 
 @register
@@ -313,8 +354,10 @@ class Manhattan(Reservation):
 
     def _setup(self, system: System) -> None:
         if self.starts not in MANHATTAN_STARTS:
-            raise ConfigError(f"dispatcher 'manhattan': starts must be one of {', '.join(MANHATTAN_STARTS)}, "
-                              f"got '{self.starts}'")
+            raise ConfigError(
+                f"dispatcher 'manhattan': starts must be one of {', '.join(MANHATTAN_STARTS)}, "
+                f"got '{self.starts}'"
+            )
         super()._setup(system)
 
     def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:

@@ -75,7 +75,9 @@ def shadow_time(view: DispatchView, scratch: Scratch, head: Job) -> tuple[float,
     ends, lengths, totals, nodes, amounts = view.release_arrays()
     ends = np.maximum(ends, view.now + 1.0)
     if scratch.starts:
-        ends, lengths, totals, nodes, amounts = _with_started(view, scratch.starts, ends, lengths, totals, nodes, amounts)
+        ends, lengths, totals, nodes, amounts = _with_started(
+            view, scratch.starts, ends, lengths, totals, nodes, amounts
+        )
     k = len(ends)
     if k == 0:
         return math.inf, np.array(free, order="F")
@@ -104,27 +106,42 @@ def _with_started(view: DispatchView, started: list[Start], ends, lengths, total
     items = sorted((now + view.planned_duration(s.job), s.job.index, s) for s in started)
     new_ends = np.asarray([it[0] for it in items], dtype=np.float64)
     new_nodes = [it[2].allocation.nodes for it in items]
-    held = np.concatenate([held_amounts(it[2].allocation, view.requests[it[2].job.index], it[2].job.per_node_request)
-                           for it in items])
+    held = np.concatenate(
+        [
+            held_amounts(
+                it[2].allocation, view.requests[it[2].job.index], it[2].job.per_node_request
+            )
+            for it in items
+        ]
+    )
     new_lengths = np.asarray([len(n) for n in new_nodes], dtype=np.int64)
     pos = np.searchsorted(ends, new_ends, side="right")
     row_start = np.concatenate(([0], np.cumsum(lengths)))
     row_pos = np.repeat(row_start[pos], new_lengths)
     job_of_row = np.repeat(np.arange(len(items)), new_lengths)
-    new_totals = [np.bincount(job_of_row, weights=held[:, r], minlength=len(items)).astype(np.int64)
-                  for r in range(held.shape[1])]
-    return (np.insert(ends, pos, new_ends), np.insert(lengths, pos, new_lengths),
-            [np.insert(t, pos, new_totals[r]) for r, t in enumerate(totals)],
-            np.insert(nodes, row_pos, np.concatenate(new_nodes)),
-            [np.insert(a, row_pos, held[:, r]) for r, a in enumerate(amounts)])
+    new_totals = [
+        np.bincount(job_of_row, weights=held[:, r], minlength=len(items)).astype(np.int64)
+        for r in range(held.shape[1])
+    ]
+    return (
+        np.insert(ends, pos, new_ends),
+        np.insert(lengths, pos, new_lengths),
+        [np.insert(t, pos, new_totals[r]) for r, t in enumerate(totals)],
+        np.insert(nodes, row_pos, np.concatenate(new_nodes)),
+        [np.insert(a, row_pos, held[:, r]) for r, a in enumerate(amounts)],
+    )
 
 
-def _released(free: np.ndarray, nodes: np.ndarray, amounts: list[np.ndarray], rows: int) -> np.ndarray:
+def _released(
+    free: np.ndarray, nodes: np.ndarray, amounts: list[np.ndarray], rows: int
+) -> np.ndarray:
     """``free`` plus the first ``rows`` holdings (a new column-major matrix)."""
     return _add_rows(np.array(free, order="F"), nodes, amounts, 0, rows)
 
 
-def _add_rows(future: np.ndarray, nodes: np.ndarray, amounts: list[np.ndarray], lo: int, hi: int) -> np.ndarray:
+def _add_rows(
+    future: np.ndarray, nodes: np.ndarray, amounts: list[np.ndarray], lo: int, hi: int
+) -> np.ndarray:
     """Add holdings rows ``lo:hi`` to ``future`` in place and return it."""
     if hi > lo:
         n_nodes = future.shape[0]
@@ -216,7 +233,13 @@ class Reservation:
 def _base(job: Job) -> tuple:
     """Memo key of a job's request shape without its unit count."""
     if job.node_count or job.contiguous or job.per_node_request:
-        return (job.unit_request, job.max_units_per_node, job.node_count, job.per_node_request, job.contiguous)
+        return (
+            job.unit_request,
+            job.max_units_per_node,
+            job.node_count,
+            job.per_node_request,
+            job.contiguous,
+        )
     return (job.unit_request, job.max_units_per_node)
 
 
@@ -227,8 +250,21 @@ TOOK, DEAD, LONG_BLOCKED, LONG_REFUSED = 0, 1, 2, 3
 class _BackfillPass:
     """The state of one backfill pass: shadow time, capacity left at it, failure memos."""
 
-    __slots__ = ("view", "scratch", "head", "prefix", "shadow", "at_shadow", "spare", "now",
-                 "no_fit", "hurts", "backfilled", "kept", "computed")
+    __slots__ = (
+        "view",
+        "scratch",
+        "head",
+        "prefix",
+        "shadow",
+        "at_shadow",
+        "spare",
+        "now",
+        "no_fit",
+        "hurts",
+        "backfilled",
+        "kept",
+        "computed",
+    )
 
     def __init__(self, view: DispatchView, scratch: Scratch, head: Job, allocator: Allocator):
         self.view = view
@@ -239,8 +275,12 @@ class _BackfillPass:
         self.at_shadow: np.ndarray | None = None
         self.spare: list[int] = []
         self.now = view.now
-        self.no_fit: dict[tuple, int] = {}  # (req, maxpn) -> fewest units that did not fit now (whole call)
-        self.hurts: dict[tuple, int] = {}  # (req, maxpn) -> fewest units refused for the head (until a start)
+        self.no_fit: dict[
+            tuple, int
+        ] = {}  # (req, maxpn) -> fewest units that did not fit now (whole call)
+        self.hurts: dict[
+            tuple, int
+        ] = {}  # (req, maxpn) -> fewest units refused for the head (until a start)
         self.backfilled = 0
         self.kept: Reservation | None = None  # the previous calls' reservation, when it still holds
         self.computed = False  # whether this pass computed its shadow time (not kept)
@@ -265,11 +305,15 @@ class _BackfillPass:
         bound = memo.get(base)
         # unit-count monotonicity holds for plain shapes only (len(base) == 2); shapes with node
         # constraints are remembered for their exact unit count
-        return bound is not None and (units >= bound if self.prefix and len(base) == 2 else units == bound)
+        return bound is not None and (
+            units >= bound if self.prefix and len(base) == 2 else units == bound
+        )
 
     def _remember(self, memo: dict[tuple, int], base: tuple, units: int) -> None:
         bound = memo.get(base)
-        memo[base] = units if bound is None or not (self.prefix and len(base) == 2) else min(units, bound)
+        memo[base] = (
+            units if bound is None or not (self.prefix and len(base) == 2) else min(units, bound)
+        )
 
     def _long_blocked(self, base: tuple, units: int) -> bool:
         req = base[0]
@@ -294,7 +338,11 @@ class _BackfillPass:
         base = _base(job)
         if not scratch.pooled_ok(job) or self._known(self.no_fit, base, units):
             return DEAD
-        if self.at_shadow is not None and not self.is_short(job) and self._long_blocked(base, units):
+        if (
+            self.at_shadow is not None
+            and not self.is_short(job)
+            and self._long_blocked(base, units)
+        ):
             return LONG_BLOCKED
         alloc = scratch.allocate(job)
         if alloc is None:
@@ -336,7 +384,12 @@ class EASY(Dispatcher):
     def kernel(self) -> KernelSpec | None:
         if type(self) is not EASY:  # a subclass may decide differently
             return None
-        return KernelSpec("easy", info=("shadow", "head", "backfilled"), info_jobs=("head",), info_ints=("backfilled",))
+        return KernelSpec(
+            "easy",
+            info=("shadow", "head", "backfilled"),
+            info_jobs=("head",),
+            info_ints=("backfilled",),
+        )
 
     def _setup(self, system: System) -> None:
         self._index = ShapeIndex()
@@ -400,7 +453,9 @@ class EASY(Dispatcher):
             if not scratch.starts:
                 self._idle = bf
         elif head is not None and not scratch.starts:
-            self._idle = _BackfillPass(view, scratch, head, self._allocator)  # nothing free: all fail
+            self._idle = _BackfillPass(
+                view, scratch, head, self._allocator
+            )  # nothing free: all fail
         self._started = [s.job for s in scratch.starts]
         return Decision(scratch.starts, info=info)
 
@@ -475,7 +530,9 @@ class EASY(Dispatcher):
             jobs = jobs_of(g)
             shorts = short_pos.get(g)
             if shorts is None:
-                shorts = short_pos[g] = np.flatnonzero(bf.now + planned_all[index_arrays[g]] <= bf.shadow)
+                shorts = short_pos[g] = np.flatnonzero(
+                    bf.now + planned_all[index_arrays[g]] <= bf.shadow
+                )
             k = int(np.searchsorted(shorts, pos + 1))
             while k < len(shorts) and jobs[shorts[k]].index in started:
                 k += 1
@@ -487,7 +544,9 @@ class EASY(Dispatcher):
             idx, n, pos, ver = heapq.heappop(heap)
             if ver != version[n] or n in dropped:
                 continue  # stale entry
-            if pos == 0 and members[n] is None:  # a group's first job: no need to list the group yet
+            if (
+                pos == 0 and members[n] is None
+            ):  # a group's first job: no need to list the group yet
                 job = next(iter(groups[n].values()))
             else:
                 job = jobs_of(n)[pos]

@@ -82,13 +82,30 @@ class Leak(Dispatcher):
     """The contiguous leak (``contiguous=False``: the non-contiguous one); see the module."""
 
     name: ClassVar[str] = "leak"
-    tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True, forks=True,
-                contiguous_grants=True)
+    tags = Tags(
+        deterministic=True,
+        memoryless=False,
+        node_constraints=True,
+        rejects=True,
+        forks=True,
+        contiguous_grants=True,
+    )
 
-    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"partial": True, "order": "fifo", "skip_hopeless": False}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {
+        "partial": True,
+        "order": "fifo",
+        "skip_hopeless": False,
+    }
 
-    def __init__(self, contiguous: bool = True, admission: str = "queue", partial: bool = True,
-                 allocator: str = "first-fit", order: str = "fifo", skip_hopeless: bool = False):
+    def __init__(
+        self,
+        contiguous: bool = True,
+        admission: str = "queue",
+        partial: bool = True,
+        allocator: str = "first-fit",
+        order: str = "fifo",
+        skip_hopeless: bool = False,
+    ):
         self.contiguous = contiguous
         self.admission = admission
         self.partial = partial
@@ -98,22 +115,39 @@ class Leak(Dispatcher):
 
     def get_tags(self) -> Tags:
         t = self.tags
-        return Tags(t.deterministic, t.memoryless, t.uses_solver, t.node_constraints, t.rejects, t.forks,
-                    bool(self.contiguous))
+        return Tags(
+            t.deterministic,
+            t.memoryless,
+            t.uses_solver,
+            t.node_constraints,
+            t.rejects,
+            t.forks,
+            bool(self.contiguous),
+        )
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
-        return [{}, {"admission": "free-node", "partial": False}, {"order": "edf", "skip_hopeless": True}]
+        return [
+            {},
+            {"admission": "free-node", "partial": False},
+            {"order": "edf", "skip_hopeless": True},
+        ]
 
     def _setup(self, system: System) -> None:
         if self.admission not in ADMITS:
-            raise ConfigError(f"dispatcher '{self.name}': admission must be one of {', '.join(ADMITS)}, "
-                              f"got '{self.admission}'")
+            raise ConfigError(
+                f"dispatcher '{self.name}': admission must be one of {', '.join(ADMITS)}, "
+                f"got '{self.admission}'"
+            )
         if self.order not in ORDERS:
-            raise ConfigError(f"dispatcher '{self.name}': order must be one of {', '.join(ORDERS)}, got '{self.order}'")
+            raise ConfigError(
+                f"dispatcher '{self.name}': order must be one of {', '.join(ORDERS)}, got '{self.order}'"
+            )
         for key in ("contiguous", "partial", "skip_hopeless"):
             if not isinstance(getattr(self, key), bool):
-                raise ConfigError(f"dispatcher '{self.name}': {key} must be true or false, got {getattr(self, key)!r}")
+                raise ConfigError(
+                    f"dispatcher '{self.name}': {key} must be true or false, got {getattr(self, key)!r}"
+                )
         topo = system.topology
         self._grid: Grid = topo.grid if topo.is_grid else grid_of(1, system.n_nodes)
         rows, cols = self._grid.rows, self._grid.cols
@@ -144,7 +178,9 @@ class Leak(Dispatcher):
         order = self._edf_order
         for i in idx[~known[idx]].tolist():
             job = queue.get(i)
-            bisect.insort(order, (math.inf if job.deadline is None else float(job.deadline), job.submit, i))
+            bisect.insort(
+                order, (math.inf if job.deadline is None else float(job.deadline), job.submit, i)
+            )
             known[i] = True
         pos = 0
         while pos < len(order):
@@ -162,9 +198,16 @@ class Leak(Dispatcher):
     def admit(self, job: Job, view: DispatchView) -> Admission:
         ready = job.ready_at
         if _late(job, ready):
-            return Admission(False, f"deadline: earliest start {ready:g} + {job.wall_time:g} s is after the deadline "
-                                    f"{float(job.deadline):g}")
-        if self.admission == "free-node" and job.app is not None and not self._whole_free(view).any():
+            return Admission(
+                False,
+                f"deadline: earliest start {ready:g} + {job.wall_time:g} s is after the deadline "
+                f"{float(job.deadline):g}",
+            )
+        if (
+            self.admission == "free-node"
+            and job.app is not None
+            and not self._whole_free(view).any()
+        ):
             return Admission(False, "count: no free node at submission (Fig. 10 line 7)")
         return Admission(True, "")
 
@@ -185,7 +228,9 @@ class Leak(Dispatcher):
                 alloc = self.place(job, free, view)
                 if alloc is None:
                     break
-                free[alloc.nodes] -= held_amounts(alloc, view.requests[job.index], job.per_node_request)
+                free[alloc.nodes] -= held_amounts(
+                    alloc, view.requests[job.index], job.per_node_request
+                )
                 whole[alloc.nodes] = False
                 starts.append(Start(job, alloc))
                 continue
@@ -195,7 +240,9 @@ class Leak(Dispatcher):
             if len(hits) == 0:
                 break
             first = int(snake[hits[0]])
-            nodes = leak_grow(whole, self._grid, first, job.units, jump=not self.contiguous, snake_start=start)
+            nodes = leak_grow(
+                whole, self._grid, first, job.units, jump=not self.contiguous, snake_start=start
+            )
             if len(nodes) < job.units and not self.partial:
                 break  # it waits for its whole request; FIFO: nobody behind it starts
             nodes = np.sort(nodes)
@@ -203,11 +250,14 @@ class Leak(Dispatcher):
             free[nodes] = 0
             self._next_start += 1
             self._job_start[job.index] = start
-            starts.append(Start(job, Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64))))
+            starts.append(
+                Start(job, Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64)))
+            )
         return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup)
 
-    def on_resize(self, running: RunningJob, request: GrowthRequest | ForkRequest,
-                  view: DispatchView) -> Allocation | None:
+    def on_resize(
+        self, running: RunningJob, request: GrowthRequest | ForkRequest, view: DispatchView
+    ) -> Allocation | None:
         if not isinstance(request, ForkRequest):
             return None
         node = self.fork_node(running, request.parent_node, self._whole_free(view))
@@ -224,7 +274,9 @@ class Leak(Dispatcher):
             return int(near[0])
         held = running.allocation.nodes
         indptr, indices = grid.neighbour_csr
-        around = np.unique(np.concatenate([indices[indptr[v]: indptr[v + 1]] for v in held.tolist()]))
+        around = np.unique(
+            np.concatenate([indices[indptr[v] : indptr[v + 1]] for v in held.tolist()])
+        )
         around = around[whole[around]]
         if len(around):
             d = grid.distance(parent, around)
@@ -242,6 +294,13 @@ class LeakNC(Leak):
 
     name = "leak-nc"
 
-    def __init__(self, contiguous: bool = False, admission: str = "queue", partial: bool = True,
-                 allocator: str = "first-fit", order: str = "fifo", skip_hopeless: bool = False):
+    def __init__(
+        self,
+        contiguous: bool = False,
+        admission: str = "queue",
+        partial: bool = True,
+        allocator: str = "first-fit",
+        order: str = "fifo",
+        skip_hopeless: bool = False,
+    ):
         super().__init__(contiguous, admission, partial, allocator, order, skip_hopeless)

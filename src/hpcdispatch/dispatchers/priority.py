@@ -51,7 +51,12 @@ class FIFO(Dispatcher):
         return KernelSpec("fifo", (1.0 if self.blocking else 0.0,))
 
     def _dispatch(self, view: DispatchView) -> list[Start]:
-        if self.blocking and self._blocked is not None and not view.ended_jobs and view.queue.head() is self._blocked:
+        if (
+            self.blocking
+            and self._blocked is not None
+            and not view.ended_jobs
+            and view.queue.head() is self._blocked
+        ):
             # nothing ended since the head failed to fit (submissions and growth only take
             # capacity away): it fails again, and blocking FIFO starts nothing behind it
             return []

@@ -17,12 +17,21 @@ from sortedcontainers import SortedList
 from hpcdispatch.protocol import DispatchView
 from hpcdispatch.workload.job import Job
 
-Shape = tuple  # (unit_request, max_units_per_node, units[, node_count, per_node_request, contiguous])
+Shape = (
+    tuple  # (unit_request, max_units_per_node, units[, node_count, per_node_request, contiguous])
+)
 
 
 def shape_of(job: Job) -> Shape:
     if job.node_count or job.contiguous or job.per_node_request:
-        return (job.unit_request, job.max_units_per_node, job.units, job.node_count, job.per_node_request, job.contiguous)
+        return (
+            job.unit_request,
+            job.max_units_per_node,
+            job.units,
+            job.node_count,
+            job.per_node_request,
+            job.contiguous,
+        )
     return (job.unit_request, job.max_units_per_node, job.units)
 
 

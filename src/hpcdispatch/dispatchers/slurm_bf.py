@@ -106,14 +106,18 @@ from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
 
-def slurm_allocate(job: Job, unit_request: np.ndarray, free: np.ndarray, cons_res_sets: bool = False,
-                   core: int = 0) -> Allocation | None:
+def slurm_allocate(
+    job: Job, unit_request: np.ndarray, free: np.ndarray, cons_res_sets: bool = False, core: int = 0
+) -> Allocation | None:
     """Slurm's node selection for ``job`` on ``free`` (all of the job's constraints);
     ``cons_res_sets``: compare node sets by free CPUs (column ``core``), Slurm's test taken
     literally (:func:`hpcdispatch.allocators.slurm_linear.slurm_select`)."""
-    avail = node_units(free, unit_request, job.max_units_per_node, per_node_array(job.per_node_request))
-    return slurm_select(avail, job.units, job.exact_nodes, job.contiguous,
-                        free[:, core] if cons_res_sets else None)
+    avail = node_units(
+        free, unit_request, job.max_units_per_node, per_node_array(job.per_node_request)
+    )
+    return slurm_select(
+        avail, job.units, job.exact_nodes, job.contiguous, free[:, core] if cons_res_sets else None
+    )
 
 
 def total_need(job: Job, unit_request: np.ndarray) -> np.ndarray:
@@ -130,8 +134,13 @@ class _Plan:
     jobs. Segment ``k`` covers ``[times[k], times[k+1])``; the last one extends forever.
     Arrays are over-allocated and grown by doubling; a new boundary shifts the tail."""
 
-    def __init__(self, now: float, free: np.ndarray, releases: list[tuple[float, np.ndarray, np.ndarray]],
-                 resolution: float):
+    def __init__(
+        self,
+        now: float,
+        free: np.ndarray,
+        releases: list[tuple[float, np.ndarray, np.ndarray]],
+        resolution: float,
+    ):
         self.resolution = resolution
         self.now = now
         ends = sorted({self.round_up(t) for t, _, _ in releases} - {now})
@@ -236,7 +245,8 @@ WILL_RUN_MAX_BATCH = 200
 WILL_RUN_MODES = ("slurm", "exact")
 #: real Slurm SchedulerParameters (slurm.conf(5)) this model does not have: accepted, ignored,
 #: recorded in ``unmodelled``
-UNMODELLED_SCHEDULER_PARAMETERS = frozenset("""
+UNMODELLED_SCHEDULER_PARAMETERS = frozenset(
+    """
     allow_zero_lic assoc_limit_stop batch_sched_delay bb_array_stage_cnt bf_busy_nodes bf_continue
     bf_hetjob_immediate bf_hetjob_prio bf_ignore_newly_avail_nodes bf_job_part_count_reserve
     bf_licenses bf_max_job_array_resv bf_max_job_assoc bf_max_job_part bf_max_job_start
@@ -252,7 +262,8 @@ UNMODELLED_SCHEDULER_PARAMETERS = frozenset("""
     sched_interval sched_max_job_start sched_min_interval spec_cores_first step_retry_count
     step_retry_time time_min_as_soft_limit whole_hetjob kill_invalid_depend max_depend_depth
     bf_allow_magnetic_slot bf_topopt_enable bf_topopt_iterations
-""".split())
+""".split()
+)
 
 
 def parse_scheduler_parameters(text: str) -> tuple[dict[str, int], list[str]]:
@@ -274,36 +285,54 @@ def parse_scheduler_parameters(text: str) -> tuple[dict[str, int], list[str]]:
             try:
                 number = int(value.strip())
             except ValueError:
-                raise ConfigError(f"SchedulerParameters: {name} needs an integer, got '{item}'") from None
+                raise ConfigError(
+                    f"SchedulerParameters: {name} needs an integer, got '{item}'"
+                ) from None
             if not lo <= number <= hi:
-                raise ConfigError(f"SchedulerParameters: {name}={number} is outside Slurm's range {lo}-{hi}")
+                raise ConfigError(
+                    f"SchedulerParameters: {name}={number} is outside Slurm's range {lo}-{hi}"
+                )
             if name in modelled:
                 raise ConfigError(f"SchedulerParameters: {name} is given twice")
             modelled[name] = number
         elif name in UNMODELLED_SCHEDULER_PARAMETERS:
             unmodelled.append(item)
         else:
-            raise ConfigError(f"SchedulerParameters: unknown parameter '{name}' (slurm-bf models "
-                              f"{', '.join(MODELLED_SCHEDULER_PARAMETERS)}; other slurm.conf scheduler "
-                              "parameters are accepted and ignored)")
+            raise ConfigError(
+                f"SchedulerParameters: unknown parameter '{name}' (slurm-bf models "
+                f"{', '.join(MODELLED_SCHEDULER_PARAMETERS)}; other slurm.conf scheduler "
+                "parameters are accepted and ignored)"
+            )
     return modelled, unmodelled
 
 
-
-def _expected_releases(view: DispatchView, scratch: Scratch) -> tuple[list[tuple[float, np.ndarray, np.ndarray]], set[int]]:
+def _expected_releases(
+    view: DispatchView, scratch: Scratch
+) -> tuple[list[tuple[float, np.ndarray, np.ndarray]], set[int]]:
     """What the backfill pass plans around: ``(expected end, nodes, amounts held)`` of every
     running job and of every job the main scheduler started in this call (for its planned
     duration, at least 1 s), and the indices of the latter."""
     requests = view.requests
-    releases = [(view.expected_end(rj), rj.allocation.nodes,
-                 held_amounts(rj.allocation, requests[rj.job.index], rj.job.per_node_request))
-                for rj in view.running.values()]
+    releases = [
+        (
+            view.expected_end(rj),
+            rj.allocation.nodes,
+            held_amounts(rj.allocation, requests[rj.job.index], rj.job.per_node_request),
+        )
+        for rj in view.running.values()
+    ]
     started = set()
     for s in scratch.starts:
         started.add(s.job.index)
-        releases.append((view.now + max(view.planned_duration(s.job), 1.0), s.allocation.nodes,
-                         held_amounts(s.allocation, requests[s.job.index], s.job.per_node_request)))
+        releases.append(
+            (
+                view.now + max(view.planned_duration(s.job), 1.0),
+                s.allocation.nodes,
+                held_amounts(s.allocation, requests[s.job.index], s.job.per_node_request),
+            )
+        )
     return releases, started
+
 
 @register
 class SlurmBackfill(Dispatcher):
@@ -315,11 +344,24 @@ class SlurmBackfill(Dispatcher):
     #: runs from before these parameters existed planned with exact earliest starts
     ADDED_PARAMS = {"will_run": "exact", "bf_window_linear": 0, "epoch": 0.0}
 
-    def __init__(self, bf_interval: int = 30, bf_window: int = 1440, bf_resolution: int = 60,
-                 bf_max_job_test: int = 500, priority: str = "basic", weight_age: float = 1000.0,
-                 weight_size: float = 1000.0, max_age: float = 604800.0, favor_small: bool = False,
-                 cons_res_sets: bool = False, allocator: str = "slurm-linear", unmodelled: str = "",
-                 will_run: str = "exact", bf_window_linear: int = 0, epoch: float = 0.0):
+    def __init__(
+        self,
+        bf_interval: int = 30,
+        bf_window: int = 1440,
+        bf_resolution: int = 60,
+        bf_max_job_test: int = 500,
+        priority: str = "basic",
+        weight_age: float = 1000.0,
+        weight_size: float = 1000.0,
+        max_age: float = 604800.0,
+        favor_small: bool = False,
+        cons_res_sets: bool = False,
+        allocator: str = "slurm-linear",
+        unmodelled: str = "",
+        will_run: str = "exact",
+        bf_window_linear: int = 0,
+        epoch: float = 0.0,
+    ):
         self.bf_interval = bf_interval
         self.bf_window = bf_window
         self.bf_resolution = bf_resolution
@@ -342,40 +384,75 @@ class SlurmBackfill(Dispatcher):
         it sets, and the unmodelled items joined into ``unmodelled``."""
         from hpcdispatch.errors import ConfigError
 
-        key = next((k for k in params if k.lower() in ("scheduler_parameters", "schedulerparameters")), None)
+        key = next(
+            (k for k in params if k.lower() in ("scheduler_parameters", "schedulerparameters")),
+            None,
+        )
         if key is None:
             return params
         out = {k: v for k, v in params.items() if k != key}
         text = out.pop(key, params[key])
         if not isinstance(text, str):
-            raise ConfigError(f"slurm-bf: scheduler_parameters must be text (a SchedulerParameters line), got {text!r}")
+            raise ConfigError(
+                f"slurm-bf: scheduler_parameters must be text (a SchedulerParameters line), got {text!r}"
+            )
         modelled, unmodelled = parse_scheduler_parameters(text)
         for name, value in modelled.items():
             if name in out and out[name] != value:
-                raise ConfigError(f"slurm-bf: {name} is given twice ({out[name]} and {value} in scheduler_parameters)")
+                raise ConfigError(
+                    f"slurm-bf: {name} is given twice ({out[name]} and {value} in scheduler_parameters)"
+                )
             out[name] = value
         if unmodelled:
-            out["unmodelled"] = ",".join(filter(None, [str(out.get("unmodelled") or ""), *unmodelled]))
+            out["unmodelled"] = ",".join(
+                filter(None, [str(out.get("unmodelled") or ""), *unmodelled])
+            )
         return out
 
     def _setup(self, system: System) -> None:
         from hpcdispatch.errors import ConfigError
 
         if not isinstance(self._allocator, SlurmLinear):
-            raise ConfigError("slurm-bf: only the slurm-linear allocator models Slurm's node selection")
+            raise ConfigError(
+                "slurm-bf: only the slurm-linear allocator models Slurm's node selection"
+            )
         for name, (lo, hi) in MODELLED_SCHEDULER_PARAMETERS.items():
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-                unit = {"bf_interval": " s", "bf_window": " min", "bf_resolution": " s",
-                        "bf_window_linear": " s"}.get(name, "")
-                raise ConfigError(f"slurm-bf: {name}={value!r} is outside Slurm's range {lo}-{hi}{unit}")
-        if isinstance(self.epoch, bool) or not isinstance(self.epoch, (int, float)) or not math.isfinite(self.epoch):
-            raise ConfigError(f"slurm-bf: epoch must be a number of seconds (the Unix time of simulated time 0), "
-                              f"got {self.epoch!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not lo <= value <= hi
+            ):
+                unit = {
+                    "bf_interval": " s",
+                    "bf_window": " min",
+                    "bf_resolution": " s",
+                    "bf_window_linear": " s",
+                }.get(name, "")
+                raise ConfigError(
+                    f"slurm-bf: {name}={value!r} is outside Slurm's range {lo}-{hi}{unit}"
+                )
+        if (
+            isinstance(self.epoch, bool)
+            or not isinstance(self.epoch, (int, float))
+            or not math.isfinite(self.epoch)
+        ):
+            raise ConfigError(
+                f"slurm-bf: epoch must be a number of seconds (the Unix time of simulated time 0), "
+                f"got {self.epoch!r}"
+            )
         if self.will_run not in WILL_RUN_MODES:
-            raise ConfigError(f"slurm-bf: will_run must be one of {', '.join(WILL_RUN_MODES)}, got {self.will_run!r}")
-        self._prio = SlurmPriority(self.priority, system, weight_age=self.weight_age, weight_size=self.weight_size,
-                                   max_age=self.max_age, favor_small=self.favor_small)
+            raise ConfigError(
+                f"slurm-bf: will_run must be one of {', '.join(WILL_RUN_MODES)}, got {self.will_run!r}"
+            )
+        self._prio = SlurmPriority(
+            self.priority,
+            system,
+            weight_age=self.weight_age,
+            weight_size=self.weight_size,
+            max_age=self.max_age,
+            favor_small=self.favor_small,
+        )
         self._core = system.resources.index("core") if "core" in system.resources else 0
         self._next_bf = -math.inf
         self._capacity = system.capacity
@@ -384,8 +461,11 @@ class SlurmBackfill(Dispatcher):
     def admit(self, job: Job, view: DispatchView) -> Admission:
         req = view.requests[job.index]
         if slurm_allocate(job, req, self._capacity) is None:
-            return Admission(False, "Requested node configuration is not available (Slurm's node selection "
-                                    "cannot place the job even on the empty machine)")
+            return Admission(
+                False,
+                "Requested node configuration is not available (Slurm's node selection "
+                "cannot place the job even on the empty machine)",
+            )
         return ACCEPT
 
     # ------------------------------------------------------------------------------------
@@ -398,7 +478,9 @@ class SlurmBackfill(Dispatcher):
         for job in queue:  # main scheduler: strict priority order, stop at the first blocked job
             if not scratch.pooled_ok(job):
                 break
-            alloc = slurm_allocate(job, requests[job.index], scratch.free, self.cons_res_sets, self._core)
+            alloc = slurm_allocate(
+                job, requests[job.index], scratch.free, self.cons_res_sets, self._core
+            )
             if alloc is None:
                 break
             scratch.take(job, alloc)
@@ -408,7 +490,9 @@ class SlurmBackfill(Dispatcher):
             self.passes += 1
             backfill = self._backfill_slurm if self.will_run == "slurm" else self._backfill
             tested, reserved, backfilled = backfill(view, scratch, queue)
-            info.update(backfill_pass=self.passes, tested=tested, reserved=reserved, backfilled=backfilled)
+            info.update(
+                backfill_pass=self.passes, tested=tested, reserved=reserved, backfilled=backfilled
+            )
             self._next_bf = (math.floor(now / self.bf_interval) + 1) * self.bf_interval
         # the next backfill pass (Slurm's backfill thread wakes up every bf_interval)
         wakeup = self._next_bf if len(view.queue) > len(scratch.starts) else None
@@ -429,7 +513,9 @@ class SlurmBackfill(Dispatcher):
             times = plan.times
             # candidate starts: boundaries within bf_window whose whole run passes the pooled test
             # (a necessary condition), then Slurm's selection on the nodes free for the whole run
-            bad = np.concatenate(([0], np.cumsum(~(plan.usable_total >= need[None, :]).all(axis=1))))
+            bad = np.concatenate(
+                ([0], np.cumsum(~(plan.usable_total >= need[None, :]).all(axis=1)))
+            )
             t_arr = np.asarray(times)
             last = int(np.searchsorted(t_arr, horizon, side="right"))
             ks = np.arange(last)
@@ -437,7 +523,9 @@ class SlurmBackfill(Dispatcher):
             found = None
             for k in ks[bad[js] == bad[ks]].tolist():
                 j = int(js[k])
-                alloc = slurm_allocate(job, req, plan.window_free(k, j), self.cons_res_sets, self._core)
+                alloc = slurm_allocate(
+                    job, req, plan.window_free(k, j), self.cons_res_sets, self._core
+                )
                 if alloc is not None:
                     found = (k, alloc)
                     break
@@ -446,7 +534,9 @@ class SlurmBackfill(Dispatcher):
             k, alloc = found
             if k == 0:
                 scratch.take(job, alloc)
-                plan.take(now, now + duration, alloc.nodes, held_amounts(alloc, req, job.per_node_request))
+                plan.take(
+                    now, now + duration, alloc.nodes, held_amounts(alloc, req, job.per_node_request)
+                )
                 backfilled += 1
             else:
                 plan.reserve(times[k], times[k] + duration, alloc.nodes)
@@ -516,7 +606,13 @@ class SlurmBackfill(Dispatcher):
                 start = max(start, start_res)
                 if start <= now:
                     scratch.take(job, alloc)
-                    running.append((now + duration, alloc.nodes, held_amounts(alloc, req, job.per_node_request)))
+                    running.append(
+                        (
+                            now + duration,
+                            alloc.nodes,
+                            held_amounts(alloc, req, job.per_node_request),
+                        )
+                    )
                     plan[int(job.id)] = ("START", alloc.nodes.tolist())
                     backfilled += 1
                     break
@@ -525,14 +621,19 @@ class SlurmBackfill(Dispatcher):
                     continue
                 if start > window_end:
                     break  # starts too far in the future to worry about
-                t0, t1 = (math.floor(start / res) * res, math.floor((start + duration) / res) * res) if res > 0 \
+                t0, t1 = (
+                    (math.floor(start / res) * res, math.floor((start + duration) / res) * res)
+                    if res > 0
                     else (start, start + duration)
+                )
                 mask = np.zeros(n_nodes, dtype=bool)
                 mask[alloc.nodes] = True
                 if any(r0 < t1 and r1 > t0 and (m & mask).any() for r0, r1, m in reservations):
                     if start <= start_res:
                         break  # no progress possible (cannot happen with whole-second times)
-                    start_res = start  # overlaps a reservation Slurm's select plugin does not know of
+                    start_res = (
+                        start  # overlaps a reservation Slurm's select plugin does not know of
+                    )
                     continue
                 reservations.append((t0, t1, mask))
                 plan[int(job.id)] = (start, alloc.nodes.tolist())
@@ -542,8 +643,15 @@ class SlurmBackfill(Dispatcher):
         self.last_plan = plan
         return tested, reserved, backfilled
 
-    def _will_run(self, job: Job, req: np.ndarray, free: np.ndarray, usable: np.ndarray,
-                  running: list[tuple[float, np.ndarray, np.ndarray]], now: float) -> tuple[float, Allocation] | None:
+    def _will_run(
+        self,
+        job: Job,
+        req: np.ndarray,
+        free: np.ndarray,
+        usable: np.ndarray,
+        running: list[tuple[float, np.ndarray, np.ndarray]],
+        now: float,
+    ) -> tuple[float, Allocation] | None:
         """select/cons_tres's will-run test (Slurm 22.05's cons_common ``_will_run_test``):
         the job's start and nodes on the ``usable`` nodes. Can it start now? Else the running
         jobs holding a usable node are removed in order of expected end, in batches, and the
@@ -598,10 +706,14 @@ class SlurmBackfill(Dispatcher):
         return None
 
 
-def _later_start(reservations: list[tuple[float, float, np.ndarray]], start_res: float, window_end: float) -> float | None:
+def _later_start(
+    reservations: list[tuple[float, float, np.ndarray]], start_res: float, window_end: float
+) -> float | None:
     """Slurm's ``later_start``: the first boundary of the reservation map after ``start_res``
     (and before the window's end) at which a node that was reserved becomes usable."""
-    times = sorted({t for r0, r1, _ in reservations for t in (r0, r1) if start_res < t < window_end})
+    times = sorted(
+        {t for r0, r1, _ in reservations for t in (r0, r1) if start_res < t < window_end}
+    )
     if not times:
         return None
 

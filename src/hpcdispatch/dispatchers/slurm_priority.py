@@ -48,8 +48,17 @@ MODES = ("basic", "age", "multifactor")
 class SlurmPriority:
     """Priorities of jobs at time ``now`` under one of :data:`MODES` (see the module doc)."""
 
-    def __init__(self, mode: str, system: System, *, priority_base: float = 1.0, weight_age: float = 1000.0,
-                 weight_size: float = 1000.0, max_age: float = 7 * 86400.0, favor_small: bool = False):
+    def __init__(
+        self,
+        mode: str,
+        system: System,
+        *,
+        priority_base: float = 1.0,
+        weight_age: float = 1000.0,
+        weight_size: float = 1000.0,
+        max_age: float = 7 * 86400.0,
+        favor_small: bool = False,
+    ):
         if mode not in MODES:
             raise ConfigError(f"priority must be one of {', '.join(MODES)} (got '{mode}')")
         if weight_age < 0 or weight_size < 0 or max_age <= 0:
@@ -81,7 +90,10 @@ class SlurmPriority:
             if job.per_node_request and not job.node_count and job.exact_nodes:
                 cpus += job.exact_nodes * job.per_node_request[self._core]
             if self.favor_small:
-                js = ((self.n_nodes - nodes) / self.n_nodes + (self.total_cpus - cpus) / self.total_cpus) / 2
+                js = (
+                    (self.n_nodes - nodes) / self.n_nodes
+                    + (self.total_cpus - cpus) / self.total_cpus
+                ) / 2
             else:
                 js = (nodes / self.n_nodes + cpus / self.total_cpus) / 2
             js = self._size[job.index] = min(max(js, 0.0), 1.0)
@@ -93,7 +105,9 @@ class SlurmPriority:
             return int(TOP_PRIORITY - 1 - job.index)
         if self.mode == "age":
             return int(self.priority_base + math.floor(age))
-        p = self.weight_age * min(age, self.max_age) / self.max_age + self.weight_size * self.job_size_factor(job)
+        p = self.weight_age * min(
+            age, self.max_age
+        ) / self.max_age + self.weight_size * self.job_size_factor(job)
         return max(1, int(math.floor(p)))
 
     def of_all(self, jobs: list[Job], now: float) -> list[int]:

@@ -58,8 +58,10 @@ class DispatcherSpec:
         object.__setattr__(self, "params", cls.expand_params(dict(self.params)))
         unknown = [k for k in self.params if k not in cls.param_names()]
         if unknown:
-            raise ConfigError(f"dispatcher '{cls.name}' has no parameter '{unknown[0]}' "
-                              f"(parameters: {', '.join(cls.param_names())})")
+            raise ConfigError(
+                f"dispatcher '{cls.name}' has no parameter '{unknown[0]}' "
+                f"(parameters: {', '.join(cls.param_names())})"
+            )
         if not self.written:
             object.__setattr__(self, "written", self.text)
 
@@ -102,9 +104,13 @@ class DispatcherSpec:
         name, predictor = _split_suffix(table["name"].strip())
         if table.get("predictor") is not None:
             if not isinstance(table["predictor"], str):
-                raise ConfigError(f"'predictor' must be a predictor name, got {table['predictor']!r}")
+                raise ConfigError(
+                    f"'predictor' must be a predictor name, got {table['predictor']!r}"
+                )
             if predictor is not None:
-                raise ConfigError(f"'{table['name']}' already names a predictor; drop 'predictor' or the suffix")
+                raise ConfigError(
+                    f"'{table['name']}' already names a predictor; drop 'predictor' or the suffix"
+                )
             pcls = predictor_class(table["predictor"])
             if pcls is None:
                 raise ConfigError(f"unknown predictor '{table['predictor']}'")
@@ -114,8 +120,11 @@ class DispatcherSpec:
             raise ConfigError(f"'label' must be a string, got {label!r}")
         dcls = dispatcher_class(name)
         tail_keys = {k.lower() for k in dcls.TEXT_TAIL_KEYS}
-        params = {k: v if k.lower() in tail_keys else _check_type(dcls, k, v)
-                  for k, v in table.items() if k not in TABLE_KEYS}
+        params = {
+            k: v if k.lower() in tail_keys else _check_type(dcls, k, v)
+            for k, v in table.items()
+            if k not in TABLE_KEYS
+        }
         return cls(dcls.name, params, predictor, label)
 
     # ---- use -----------------------------------------------------------------------------
@@ -126,7 +135,9 @@ class DispatcherSpec:
         extra = {k: v for k, v in params.items() if k in names and k not in self.params}
         if not extra:
             return self
-        return DispatcherSpec(self.name, {**self.params, **extra}, self.predictor, self.label, self.written)
+        return DispatcherSpec(
+            self.name, {**self.params, **extra}, self.predictor, self.label, self.written
+        )
 
     def build(self) -> Dispatcher:
         """A new dispatcher instance with these parameters."""
@@ -159,7 +170,9 @@ def parse_dispatcher_list(text: str) -> list[DispatcherSpec]:
     for token in filter(None, (t.strip() for t in _split_outside_quotes(text))):
         if "=" in token and ":" not in token:
             if not pieces:
-                raise ConfigError(f"dispatcher list '{text}': parameter '{token}' comes before any dispatcher")
+                raise ConfigError(
+                    f"dispatcher list '{text}': parameter '{token}' comes before any dispatcher"
+                )
             pieces[-1] += "," + token
         else:
             pieces.append(token)
@@ -170,8 +183,10 @@ def make_dispatcher(spec: str | DispatcherSpec, **defaults: Any) -> Dispatcher:
     """One dispatcher from a spec (``defaults``: parameters set where the spec does not)."""
     parsed = spec if isinstance(spec, DispatcherSpec) else DispatcherSpec.parse(spec)
     if parsed.predictor is not None:
-        raise ConfigError(f"'{parsed.written}' names a predictor ({parsed.predictor}): a dispatcher has none; "
-                          "give the spec to hpcdispatch.simulate or the runner, or drop the suffix")
+        raise ConfigError(
+            f"'{parsed.written}' names a predictor ({parsed.predictor}): a dispatcher has none; "
+            "give the spec to hpcdispatch.simulate or the runner, or drop the suffix"
+        )
     return parsed.with_defaults(**defaults).build()
 
 
@@ -211,7 +226,7 @@ def _items(rest: str, tail_keys: set[str], text: str) -> list[tuple[str, str]]:
         eq = rest.find("=", i)
         comma = rest.find(",", i)
         if eq < 0 or 0 <= comma < eq:
-            item = rest[i: comma if comma >= 0 else n].strip()
+            item = rest[i : comma if comma >= 0 else n].strip()
             raise ConfigError(f"dispatcher spec '{text}': expected key=value, got '{item}'")
         key = rest[i:eq].strip()
         k = eq + 1
@@ -220,10 +235,14 @@ def _items(rest: str, tail_keys: set[str], text: str) -> list[tuple[str, str]]:
         if k < n and rest[k] in "\"'":
             end = rest.find(rest[k], k + 1)
             if end < 0:
-                raise ConfigError(f"dispatcher spec '{text}': the quote after '{key}=' is not closed")
+                raise ConfigError(
+                    f"dispatcher spec '{text}': the quote after '{key}=' is not closed"
+                )
             value, i = rest[k + 1 : end], end + 1
             if rest[i:].strip() and not rest[i:].lstrip().startswith(","):
-                raise ConfigError(f"dispatcher spec '{text}': text after the quoted value of '{key}'")
+                raise ConfigError(
+                    f"dispatcher spec '{text}': text after the quoted value of '{key}'"
+                )
         elif key.lower() in tail_keys:
             value, i = rest[k:].strip(), n
         else:
@@ -248,8 +267,10 @@ def _split_suffix(head: str) -> tuple[str, str | None]:
 def _default(cls: type[Dispatcher], key: str) -> Any:
     defaults = cls.param_defaults()
     if key not in defaults:
-        raise ConfigError(f"dispatcher '{cls.name}' has no parameter '{key}' "
-                          f"(parameters: {', '.join(cls.param_names())})")
+        raise ConfigError(
+            f"dispatcher '{cls.name}' has no parameter '{key}' "
+            f"(parameters: {', '.join(cls.param_names())})"
+        )
     return defaults[key]
 
 
@@ -268,7 +289,9 @@ def _convert(cls: type[Dispatcher], key: str, value: str) -> Any:
         if kind in (int, float):
             return kind(value)
     except ValueError:
-        raise ConfigError(f"dispatcher '{cls.name}': parameter '{key}' must be {kind.__name__}, got '{value}'") from None
+        raise ConfigError(
+            f"dispatcher '{cls.name}': parameter '{key}' must be {kind.__name__}, got '{value}'"
+        ) from None
     if default is None and value.lower() in ("none", "null"):
         return None
     if default is None:
@@ -291,8 +314,10 @@ def _check_type(cls: type[Dispatcher], key: str, value: Any) -> Any:
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if type(value) is not kind:
-        raise ConfigError(f"parameter '{key}' = {value!r} must be {kind.__name__} "
-                          f"(like its default, {default!r}); give it with the parameter's type")
+        raise ConfigError(
+            f"parameter '{key}' = {value!r} must be {kind.__name__} "
+            f"(like its default, {default!r}); give it with the parameter's type"
+        )
     return value
 
 

@@ -65,5 +65,13 @@ def class_means(values: np.ndarray, classes: JobClasses) -> np.ndarray:
         return np.where(n > 0, total / np.maximum(n, 1), np.nan)
 
 
-__all__ = ["LONG_LIMIT_S", "RUN_TIME_CLASSES", "SHORT_LIMIT_S", "SIZE_CLASSES", "JobClasses", "class_means",
-           "run_time_classes", "size_classes"]
+__all__ = [
+    "LONG_LIMIT_S",
+    "RUN_TIME_CLASSES",
+    "SHORT_LIMIT_S",
+    "SIZE_CLASSES",
+    "JobClasses",
+    "class_means",
+    "run_time_classes",
+    "size_classes",
+]

@@ -36,7 +36,8 @@ a q + r``), in both orientations, that fits the grid. The sum of pairwise L1 dis
 into a sum over rows and one over columns, and these shapes put the weight at the centre on
 both axes, and (c) the greedy shrink of the full grid (remove, one at a time, the node
 farthest in sum from the others), which finds the grid minus its corners for large ``k`` (on
-4 x 4 at ``k = 12``: 152, where the best quasi-rectangle has 154). ``tests/test_deadline_metrics.py`` compares the value with the true optimum by
+4 x 4 at ``k = 12``: 152, where the best quasi-rectangle has 154).
+``tests/test_deadline_metrics.py`` compares the value with the true optimum by
 exhaustive search over every node subset of the 4 x 4, 3 x 6 and 4 x 5 meshes (every ``k``)
 and with the design note's brute-force optima on 8 x 16 for ``k`` <= 8 (0, 1, 4, 8, 16, 25, 38,
 54): equal in every case. For larger ``k`` on 8 x 16 no exhaustive check is possible; the
@@ -109,7 +110,7 @@ def best_pairwise_sum(grid: Grid, k: int) -> float:
     assert greedy is not None
     best = pairwise_hops(grid, greedy)
     if grid.n_nodes <= 1024:  # the shrink reads the distance matrix
-        best = min(best, pairwise_hops(grid, _shrink_order(grid)[grid.n_nodes - k:]))
+        best = min(best, pairwise_hops(grid, _shrink_order(grid)[grid.n_nodes - k :]))
     for lines in range(1, max(grid.rows, grid.cols) + 1):
         # lines along the rows' axis (a column of `lines` rows per line) and the other way round
         for along_rows in (True, False):
@@ -119,12 +120,16 @@ def best_pairwise_sum(grid: Grid, k: int) -> float:
             cells = _quasi_rectangle(lines, width, k)
             if cells is None:
                 continue
-            nodes = [p * grid.cols + line if along_rows else line * grid.cols + p for p, line in cells]
+            nodes = [
+                p * grid.cols + line if along_rows else line * grid.cols + p for p, line in cells
+            ]
             best = min(best, pairwise_hops(grid, np.asarray(nodes)))
     return best
 
 
-def _counts(status: np.ndarray, on_time: np.ndarray, cancel_kind: np.ndarray, prefix: str) -> dict[str, Any]:
+def _counts(
+    status: np.ndarray, on_time: np.ndarray, cancel_kind: np.ndarray, prefix: str
+) -> dict[str, Any]:
     submitted = len(status)
     accepted = int((status != REJECTED).sum())
     cancelled = int((status == CANCELLED).sum())
@@ -147,7 +152,9 @@ def deadline_summary(result: SimulationResult) -> dict[str, Any]:
     """The deadline metrics of ``result`` (see the module docstring)."""
     w = result.workload
     status = np.asarray(result.status)
-    deadline = np.array([np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64)
+    deadline = np.array(
+        [np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64
+    )
     on_time = (status == COMPLETED) & (np.asarray(result.end) <= deadline + 1e-9)
     cancel_kind = np.zeros(len(status), dtype=np.int8)
     for idx, why in result.cancel_reason.items():
@@ -167,7 +174,11 @@ def deadline_summary(result: SimulationResult) -> dict[str, Any]:
     submit = np.asarray(w.submit, dtype=np.float64) if len(w) else np.zeros(0)
     end = np.asarray(result.end, dtype=np.float64)
     ended = end[np.isfinite(end)]
-    out["span_days"] = float((ended.max() - submit.min()) / 86400.0) if len(ended) and len(submit) else float("nan")
+    out["span_days"] = (
+        float((ended.max() - submit.min()) / 86400.0)
+        if len(ended) and len(submit)
+        else float("nan")
+    )
     return out
 
 
@@ -197,7 +208,9 @@ def compactness(result: SimulationResult) -> tuple[float, float]:
     return float(np.mean(means)), float(np.mean(norms))
 
 
-def free_fragmentation_of(grid: Grid, node: np.ndarray, t_from: np.ndarray, t_to: np.ndarray) -> float:
+def free_fragmentation_of(
+    grid: Grid, node: np.ndarray, t_from: np.ndarray, t_to: np.ndarray
+) -> float:
     """Time-weighted mean of ``1 - largest free 4-connected component / free nodes`` while
     nodes are held by the rows ``(node, t_from, t_to)`` (a node is busy while any row holds
     it, over ``[t_from, t_to)``), from the first ``t_from`` to the last ``t_to``. Instants with
@@ -232,7 +245,9 @@ def free_fragmentation_of(grid: Grid, node: np.ndarray, t_from: np.ndarray, t_to
     n_v = int(free.sum())
     if n_v == 0:
         return float("nan")
-    adj = csr_matrix((np.ones(len(iv), dtype=np.int8), (vid[iv, src[e]], vid[iv, indices[e]])), shape=(n_v, n_v))
+    adj = csr_matrix(
+        (np.ones(len(iv), dtype=np.int8), (vid[iv, src[e]], vid[iv, indices[e]])), shape=(n_v, n_v)
+    )
     _, label = connected_components(adj, directed=False)
     sizes = np.bincount(label)
     per_node = np.zeros((m, n), dtype=np.int64)

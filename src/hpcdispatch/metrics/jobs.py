@@ -27,12 +27,16 @@ def slowdowns(submit: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     return (end - submit) / run
 
 
-def bounded_slowdowns(submit: np.ndarray, start: np.ndarray, end: np.ndarray, tau: float = BSLD_TAU) -> np.ndarray:
+def bounded_slowdowns(
+    submit: np.ndarray, start: np.ndarray, end: np.ndarray, tau: float = BSLD_TAU
+) -> np.ndarray:
     run = np.maximum(end - start, tau)
     return np.maximum(1.0, (end - submit) / run)
 
 
-def job_metrics(submit: np.ndarray, start: np.ndarray, end: np.ndarray, tau: float = BSLD_TAU) -> dict[str, np.ndarray]:
+def job_metrics(
+    submit: np.ndarray, start: np.ndarray, end: np.ndarray, tau: float = BSLD_TAU
+) -> dict[str, np.ndarray]:
     """All per-job metrics for the jobs that ran (NaN start/end rows are dropped)."""
     ran = ~np.isnan(start)
     s, b, e = submit[ran].astype(np.float64), start[ran], end[ran]

@@ -13,7 +13,12 @@ from hpcdispatch.sim.result import SimulationResult
 
 def describe(values: np.ndarray) -> dict[str, float]:
     if len(values) == 0:
-        return {"mean": float("nan"), "median": float("nan"), "p95": float("nan"), "max": float("nan")}
+        return {
+            "mean": float("nan"),
+            "median": float("nan"),
+            "p95": float("nan"),
+            "max": float("nan"),
+        }
     return {
         "mean": float(np.mean(values)),
         "median": float(np.median(values)),
@@ -22,7 +27,9 @@ def describe(values: np.ndarray) -> dict[str, float]:
     }
 
 
-def queue_length_profile(submit: np.ndarray, start: np.ndarray, accepted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def queue_length_profile(
+    submit: np.ndarray, start: np.ndarray, accepted: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Step function of the queue length: ``(times, length after each time)``."""
     sub = submit[accepted].astype(np.float64)
     st = start[accepted]
@@ -54,16 +61,23 @@ def resource_seconds(result: SimulationResult) -> np.ndarray:
     w = result.workload
     rows = result.allocation_rows()
     seconds = rows.t_to - rows.t_from
-    return np.array([np.dot(rows.held(w, r).astype(np.float64), seconds) for r in range(len(w.resources))],
-                    dtype=np.float64)
+    return np.array(
+        [np.dot(rows.held(w, r).astype(np.float64), seconds) for r in range(len(w.resources))],
+        dtype=np.float64,
+    )
 
 
-def utilization(result: SimulationResult, t0: float, t1: float, used: np.ndarray | None = None) -> dict[str, float]:
+def utilization(
+    result: SimulationResult, t0: float, t1: float, used: np.ndarray | None = None
+) -> dict[str, float]:
     """Used / available resource-seconds per resource type over ``[t0, t1]`` (``used``: the
     run's :func:`resource_seconds`, when already known)."""
     used = resource_seconds(result) if used is None else used
     cap = result.system.total_capacity.astype(np.float64) * max(t1 - t0, 1e-9)
-    return {name: float(used[r] / cap[r]) if cap[r] > 0 else 0.0 for r, name in enumerate(result.workload.resources)}
+    return {
+        name: float(used[r] / cap[r]) if cap[r] > 0 else 0.0
+        for r, name in enumerate(result.workload.resources)
+    }
 
 
 def mean_std(values: np.ndarray) -> tuple[float, float]:
@@ -120,7 +134,9 @@ def allocation_iterations(info: Any) -> dict[str, Any]:
     Empty for dispatchers that do not record them."""
     if not hasattr(info, "column") or "allocation_iterations" not in info.keys():
         return {}
-    its = np.array([v for v in info.column("allocation_iterations") if v is not None], dtype=np.int64)
+    its = np.array(
+        [v for v in info.column("allocation_iterations") if v is not None], dtype=np.int64
+    )
     postponed = [v for v in info.column("postponed_by_allocation") if v is not None]
     return {
         "allocation_iterations_total": int(its.sum()),

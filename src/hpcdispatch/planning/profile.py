@@ -59,7 +59,10 @@ def _kernels():
             from hpcdispatch.compiled.disk_cache import load_compiled, load_numba_registries
 
             signatures = kernels.entry_signatures()
-            for name in ("profile_earliest", "profile_compress"):  # from disk without numba's registries
+            for name in (
+                "profile_earliest",
+                "profile_compress",
+            ):  # from disk without numba's registries
                 function, signature = getattr(kernels, name), signatures[name]
                 if load_compiled(function, signature) or not hasattr(function, "compile"):
                     continue  # loaded from disk; or NUMBA_DISABLE_JIT=1 (plain Python functions)
@@ -108,7 +111,9 @@ class AvailabilityProfile:
         self.node_level = node_level
         if not node_level:  # keep one "node": the pooled totals
             free = free.sum(axis=0, keepdims=True)
-            releases = [(t, _ZERO_NODE, amounts.sum(axis=0, keepdims=True)) for t, _, amounts in releases]
+            releases = [
+                (t, _ZERO_NODE, amounts.sum(axis=0, keepdims=True)) for t, _, amounts in releases
+            ]
         n_nodes, n_res = free.shape
         rel = list(releases)
         times = sorted({max(float(t), now) for t, _, _ in rel} - {now})
@@ -122,7 +127,9 @@ class AvailabilityProfile:
         deltas = np.zeros((n_seg, n_nodes, n_res), dtype=np.int64)
         deltas[0] = free
         if rel:
-            pos = np.searchsorted(self._times[:n_seg], [max(float(t), now) for t, _, _ in rel], side="left")
+            pos = np.searchsorted(
+                self._times[:n_seg], [max(float(t), now) for t, _, _ in rel], side="left"
+            )
             for k, (_, nodes, amounts) in zip(pos.tolist(), rel):
                 deltas[k, nodes] += amounts
         np.cumsum(deltas, axis=0, out=self._free[:n_seg])
@@ -213,7 +220,9 @@ class AvailabilityProfile:
             self._ensure_room(1)
         self._split(t)
 
-    def _apply(self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray, sign: int) -> None:
+    def _apply(
+        self, start: float, end: float, nodes: np.ndarray, amounts: np.ndarray, sign: int
+    ) -> None:
         if not self.node_level:
             nodes, amounts = _ZERO_NODE, amounts.sum(axis=0, keepdims=True)
         start = max(start, float(self._times[self.lo]))
@@ -250,7 +259,11 @@ class AvailabilityProfile:
 
     def adopt_log(self, other: AvailabilityProfile) -> None:
         """Continue ``other``'s log (a profile rebuilt with the same free capacity)."""
-        self._log_a, self._log_b, self._log_n = other._log_a.copy(), other._log_b.copy(), other._log_n
+        self._log_a, self._log_b, self._log_n = (
+            other._log_a.copy(),
+            other._log_b.copy(),
+            other._log_n,
+        )
         self._log_base = other._log_base
 
     def trim_log(self, oldest: int) -> None:
@@ -266,7 +279,10 @@ class AvailabilityProfile:
         self._log_b[:keep] = self._log_b[drop : self._log_n]
         self._log_n, self._log_base = keep, oldest
         if len(self._log_a) > max(64, 4 * keep):  # give the memory back
-            self._log_a, self._log_b = self._log_a[: 2 * keep + 64].copy(), self._log_b[: 2 * keep + 64].copy()
+            self._log_a, self._log_b = (
+                self._log_a[: 2 * keep + 64].copy(),
+                self._log_b[: 2 * keep + 64].copy(),
+            )
 
     def _log_room(self, extra: int) -> None:
         if self._log_n + extra > len(self._log_a):
@@ -352,13 +368,38 @@ class AvailabilityProfile:
         out_len = np.zeros(n, dtype=i64)
         n_nodes = self._free.shape[1]
         # a moved reservation writes one row per node it uses: at most min(units, nodes)
-        out_rows = np.zeros((2, int(q_units.clip(max=n_nodes).sum()) if self.node_level else 1), dtype=i64)
+        out_rows = np.zeros(
+            (2, int(q_units.clip(max=n_nodes).sum()) if self.node_level else 1), dtype=i64
+        )
         q_checked -= self._log_base  # the kernel indexes the log arrays
         hi, log_n = kernels.profile_compress(
-            self._times, self._free, self._totals, self.lo, self.hi, self.node_level, kind, weights,
-            q_req, q_units, q_mpn, q_start, q_end, q_off, q_nodes, q_amts, q_checked,
-            self._log_a, self._log_b, self._log_n,
-            moved, out_off, out_len, out_rows, self._window, self._rows, self._suffix,
+            self._times,
+            self._free,
+            self._totals,
+            self.lo,
+            self.hi,
+            self.node_level,
+            kind,
+            weights,
+            q_req,
+            q_units,
+            q_mpn,
+            q_start,
+            q_end,
+            q_off,
+            q_nodes,
+            q_amts,
+            q_checked,
+            self._log_a,
+            self._log_b,
+            self._log_n,
+            moved,
+            out_off,
+            out_len,
+            out_rows,
+            self._window,
+            self._rows,
+            self._suffix,
         )
         q_checked += self._log_base
         self.hi, self._log_n = int(hi), int(log_n)
@@ -432,7 +473,9 @@ class AvailabilityProfile:
         """
         constrained = bool(node_count or contiguous or per_node is not None)
         if constrained and not self.node_level:
-            raise ValueError("a pooled availability profile cannot place jobs with node constraints")
+            raise ValueError(
+                "a pooled availability profile cannot place jobs with node constraints"
+            )
         if candidates is None and not constrained and not_before == -math.inf:
             compiled = self._compiled(allocator)
             if compiled is not None:
@@ -441,16 +484,32 @@ class AvailabilityProfile:
                 # that numba compiles profile_earliest once (a read-only row of the
                 # simulator's requests made a second specialisation, ~2 s on a first run)
                 k, count = kernels.profile_earliest(
-                    self._times, self._free, self._totals, self.lo, self.hi,
-                    np.array(unit_request, dtype=np.int64), int(units), int(max_per_node),
-                    float(duration), float(before), -math.inf, self.node_level, kind, weights, self._window,
-                    self._rows, self._suffix, np.zeros((0, 2, self._totals.shape[1]), dtype=np.int64),
+                    self._times,
+                    self._free,
+                    self._totals,
+                    self.lo,
+                    self.hi,
+                    np.array(unit_request, dtype=np.int64),
+                    int(units),
+                    int(max_per_node),
+                    float(duration),
+                    float(before),
+                    -math.inf,
+                    self.node_level,
+                    kind,
+                    weights,
+                    self._window,
+                    self._rows,
+                    self._suffix,
+                    np.zeros((0, 2, self._totals.shape[1]), dtype=np.int64),
                 )
                 if k < 0:
                     return None
                 if not self.node_level:
                     return float(self._times[k]), None
-                return float(self._times[k]), Allocation.trusted(self._rows[0, :count].copy(), self._rows[1, :count].copy())
+                return float(self._times[k]), Allocation.trusted(
+                    self._rows[0, :count].copy(), self._rows[1, :count].copy()
+                )
         if candidates is None:
             if not_before != -math.inf:
                 self.add_boundary(not_before)  # the earliest start is a boundary or not_before
@@ -463,7 +522,9 @@ class AvailabilityProfile:
         for k, j in zip(cand.tolist(), ends.tolist()):
             window = self._free[lo + k] if j == k + 1 else self._free[lo + k : lo + j].min(axis=0)
             if constrained:
-                alloc = allocator.allocate(units, unit_request, window, max_per_node, node_count, per_node, contiguous)
+                alloc = allocator.allocate(
+                    units, unit_request, window, max_per_node, node_count, per_node, contiguous
+                )
             else:
                 alloc = allocator.allocate(units, unit_request, window, max_per_node)
             if alloc is not None:

@@ -15,7 +15,8 @@ from hpcdispatch.predictors.oracle import OraclePredictor
 from hpcdispatch.protocol.predictor import Predictor, WallTimePredictor
 
 PREDICTORS: dict[str, type[Predictor]] = {
-    cls.name: cls for cls in (WallTimePredictor, LastTwoPredictor, DataDrivenPredictor, OraclePredictor)
+    cls.name: cls
+    for cls in (WallTimePredictor, LastTwoPredictor, DataDrivenPredictor, OraclePredictor)
 }
 
 

@@ -105,9 +105,15 @@ class _NameIndex:
 class _UserHistory:
     def __init__(self) -> None:
         self.by_profile: dict[tuple, _Seen] = {}  # rule 1: (name, queue, wall, request)
-        self.by_qwr: dict[tuple, _NameIndex] = {}  # rule 2: (queue, wall, request) -> names -> _Seen
-        self.by_nqw: dict[tuple, dict[Request, _Seen]] = {}  # rule 3: (name, queue, wall) -> request -> _Seen
-        self.by_qw: dict[tuple, _NameIndex] = {}  # rule 4: (queue, wall) -> names -> {request: _Seen}
+        self.by_qwr: dict[
+            tuple, _NameIndex
+        ] = {}  # rule 2: (queue, wall, request) -> names -> _Seen
+        self.by_nqw: dict[
+            tuple, dict[Request, _Seen]
+        ] = {}  # rule 3: (name, queue, wall) -> request -> _Seen
+        self.by_qw: dict[
+            tuple, _NameIndex
+        ] = {}  # rule 4: (queue, wall) -> names -> {request: _Seen}
         self.by_name: dict[str, _Seen] = {}  # rule 5
         self.names = _NameIndex()  # rule 6: names -> _Seen
 

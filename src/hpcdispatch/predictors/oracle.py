@@ -27,4 +27,6 @@ class OraclePredictor(Predictor):
         if type(self).predict is not OraclePredictor.predict:  # a subclass predicts its own way
             return super().predict_all(workload)
         run = workload.run_time
-        return (np.minimum(run, workload.wall_time) if self.walltime_kill else run).astype(np.float64)
+        return (np.minimum(run, workload.wall_time) if self.walltime_kill else run).astype(
+            np.float64
+        )

@@ -19,7 +19,15 @@ Nothing here assumes simulated time: a bridge to a live cluster builds the same 
 The protocol imports the models below it (system, workload, allocators) and nothing above.
 """
 
-from hpcdispatch.protocol.decision import ACCEPT, Admission, Booking, Decision, ForkRequest, RunningJob, Start
+from hpcdispatch.protocol.decision import (
+    ACCEPT,
+    Admission,
+    Booking,
+    Decision,
+    ForkRequest,
+    RunningJob,
+    Start,
+)
 from hpcdispatch.protocol.dispatcher import Dispatcher, KernelSpec, Tags, describe_identity
 from hpcdispatch.protocol.predictor import Predictor, WallTimePredictor
 from hpcdispatch.protocol.registry import (

@@ -33,7 +33,9 @@ class Decision:
     starts: list[Start] = field(default_factory=list)
     wakeup: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
-    cancels: Sequence[tuple[Job, str]] = ()  # (last: positional callers; a tuple: no list per decision)
+    cancels: Sequence[
+        tuple[Job, str]
+    ] = ()  # (last: positional callers; a tuple: no list per decision)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,15 @@ import numpy as np
 from hpcdispatch._util import json_default
 from hpcdispatch.allocators import Allocator, allocate_job, make_allocator
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.protocol.decision import ACCEPT, Admission, Booking, Decision, ForkRequest, RunningJob, Start
+from hpcdispatch.protocol.decision import (
+    ACCEPT,
+    Admission,
+    Booking,
+    Decision,
+    ForkRequest,
+    RunningJob,
+    Start,
+)
 from hpcdispatch.protocol.view import DispatchView
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.model import System
@@ -141,7 +149,9 @@ class Dispatcher(ABC):
         valid = set(self.param_names())
         for key, value in params.items():
             if key not in valid:
-                raise ConfigError(f"dispatcher '{self.name}' has no parameter '{key}' (parameters: {sorted(valid)})")
+                raise ConfigError(
+                    f"dispatcher '{self.name}' has no parameter '{key}' (parameters: {sorted(valid)})"
+                )
             setattr(self, key, value)
         return self
 
@@ -157,7 +167,9 @@ class Dispatcher(ABC):
     def identity(self) -> dict[str, Any]:
         """``{"name": ..., "params": {...}}`` with every parameter, as JSON reads it back:
         what a journal, a checkpoint and ``run.json`` store of the dispatcher."""
-        return json.loads(json.dumps({"name": self.name, "params": self.get_params()}, default=json_default))
+        return json.loads(
+            json.dumps({"name": self.name, "params": self.get_params()}, default=json_default)
+        )
 
     def _at_added_value(self, params: dict[str, Any]) -> set[str]:
         """The keys of ``params`` (an identity's) that are :attr:`ADDED_PARAMS` at the value
@@ -181,7 +193,11 @@ class Dispatcher(ABC):
         :attr:`ADDED_PARAMS` at the value it was added with -- the identity of a run from
         before the parameter existed, which this one repeats (a decision journal resumes
         across such an addition)."""
-        if not isinstance(saved, dict) or saved.get("name") != self.name or not isinstance(saved.get("params"), dict):
+        if (
+            not isinstance(saved, dict)
+            or saved.get("name") != self.name
+            or not isinstance(saved.get("params"), dict)
+        ):
             return False
         ours = self.identity()["params"]
         theirs = saved["params"]
@@ -201,7 +217,7 @@ class Dispatcher(ABC):
         self._allocator: Allocator = make_allocator(self.allocator, system)
         self._setup(system)
 
-    def _setup(self, system: System) -> None:
+    def _setup(self, system: System) -> None:  # noqa: B027 (an optional hook, empty by default)
         """Override to build policy state."""
 
     def unsupported(self, workload: Workload) -> tuple[Job, str] | None:
@@ -210,9 +226,11 @@ class Dispatcher(ABC):
         run and refuses the run with the job and the reason."""
         if not self.get_tags().node_constraints and workload.has_constraints:
             job = next(j for j in workload.jobs if j.constrained)
-            return job, ("it has Slurm-style node constraints (node count, per-node extras or contiguity), "
-                         f"which '{self.name}' does not model; use a dispatcher that does (slurm-bf, "
-                         "aucsched, easy, conservative, fifo, sjf)")
+            return job, (
+                "it has Slurm-style node constraints (node count, per-node extras or contiguity), "
+                f"which '{self.name}' does not model; use a dispatcher that does (slurm-bf, "
+                "aucsched, easy, conservative, fifo, sjf)"
+            )
         return None
 
     def simulation_hints(self) -> dict[str, Any]:
@@ -245,8 +263,9 @@ class Dispatcher(ABC):
         every booked job ran at its booked start on exactly its booked nodes."""
         return []
 
-    def on_resize(self, running: RunningJob, request: GrowthRequest | ForkRequest,
-                  view: DispatchView) -> Allocation | None:
+    def on_resize(
+        self, running: RunningJob, request: GrowthRequest | ForkRequest, view: DispatchView
+    ) -> Allocation | None:
         """Grant a running job more: ``request.units`` more units (a ``GrowthRequest``), or
         one whole free node for a forked process (a ``ForkRequest``, only to dispatchers
         tagged ``forks``) -- an allocation -- or refuse (None)."""

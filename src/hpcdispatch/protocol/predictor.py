@@ -37,7 +37,7 @@ class Predictor(ABC):
     def predict(self, job: Job, now: float) -> float:
         """Expected duration of ``job`` in seconds (> 0)."""
 
-    def learn(self, job: Job, run_time: float, now: float) -> None:
+    def learn(self, job: Job, run_time: float, now: float) -> None:  # noqa: B027 (optional hook)
         """``job`` ended at ``now`` after running ``run_time`` seconds."""
 
     def predict_all(self, workload: Workload) -> np.ndarray:
@@ -46,8 +46,11 @@ class Predictor(ABC):
         W and R read it from the workload's columns."""
         if not self.static:
             raise TypeError(f"predictor {self.name} is not static: it predicts during the run")
-        return np.fromiter((float(self.predict(job, float(job.submit))) for job in workload.jobs),
-                           dtype=np.float64, count=len(workload))
+        return np.fromiter(
+            (float(self.predict(job, float(job.submit))) for job in workload.jobs),
+            dtype=np.float64,
+            count=len(workload),
+        )
 
 
 class WallTimePredictor(Predictor):

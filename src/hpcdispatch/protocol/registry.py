@@ -33,11 +33,18 @@ def dispatcher_class(name: str) -> type[Dispatcher]:
     registered names otherwise."""
     key = name.strip().lower()
     if key not in DISPATCHERS:
-        raise ConfigError(f"unknown dispatcher '{name}'; available: {', '.join(sorted(DISPATCHERS))}")
+        raise ConfigError(
+            f"unknown dispatcher '{name}'; available: {', '.join(sorted(DISPATCHERS))}"
+        )
     return DISPATCHERS[key]
 
 
-def dispatcher_function(name: str, tags: Tags = Tags()) -> Callable[[Callable[..., Any]], type[Dispatcher]]:
+_DEFAULT_TAGS = Tags()
+
+
+def dispatcher_function(
+    name: str, tags: Tags = _DEFAULT_TAGS
+) -> Callable[[Callable[..., Any]], type[Dispatcher]]:
     """Turn a ten-line function ``policy(view, scratch) -> None`` into a registered dispatcher.
 
     The function calls ``scratch.try_start(job)`` for the jobs it wants to start::

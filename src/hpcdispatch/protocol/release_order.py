@@ -54,7 +54,9 @@ class ReleaseOrder:
     def __len__(self) -> int:
         return len(self._ends) - len(self._removed) + len(self._added)
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray, list[np.ndarray]]:
+    def arrays(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray, list[np.ndarray]]:
         """``(ends, lengths, totals, nodes, amounts)`` of the running jobs in ascending planned
         end: per job its planned end, its number of rows and (``totals[r]``) what it holds of
         resource ``r`` in all; per row a node and (``amounts[r]``) what the job holds there.
@@ -74,13 +76,19 @@ class ReleaseOrder:
         if len(removed) > _MANY:  # many at once (e.g. the first call after a long pause)
             keep = ~np.isin(self._jobs, np.fromiter(removed, dtype=np.int64, count=len(removed)))
             rows = np.repeat(keep, self._lengths)
-            self._ends, self._jobs, self._lengths = self._ends[keep], self._jobs[keep], self._lengths[keep]
+            self._ends, self._jobs, self._lengths = (
+                self._ends[keep],
+                self._jobs[keep],
+                self._lengths[keep],
+            )
             self._totals = [t[keep] for t in self._totals]
             self._nodes = self._nodes[rows]
             self._amounts = [a[rows] for a in self._amounts]
             removed.clear()
             return
-        positions = sorted((int(np.flatnonzero(self._jobs == idx)[0]) for idx in removed), reverse=True)
+        positions = sorted(
+            (int(np.flatnonzero(self._jobs == idx)[0]) for idx in removed), reverse=True
+        )
         removed.clear()
         for pos in positions:  # from the back, so earlier positions stay valid
             length = int(self._lengths[pos])
@@ -109,7 +117,9 @@ class ReleaseOrder:
             sums = seg_amounts.sum(axis=0).tolist()
             self._totals = [_splice(t, pos, (sums[r],)) for r, t in enumerate(self._totals)]
             self._nodes = _splice(self._nodes, row, seg_nodes)
-            self._amounts = [_splice(a, row, seg_amounts[:, r]) for r, a in enumerate(self._amounts)]
+            self._amounts = [
+                _splice(a, row, seg_amounts[:, r]) for r, a in enumerate(self._amounts)
+            ]
 
 
 def _cut(a: np.ndarray, lo: int, hi: int) -> np.ndarray:

@@ -112,7 +112,9 @@ class DispatchView:
         #: incremented by the simulator whenever a job starts, ends or grows
         self.running_version = 0
         self._planned = planned
-        ro = np.asarray(planned if planned_array is None else planned_array, dtype=np.float64).view()
+        ro = np.asarray(
+            planned if planned_array is None else planned_array, dtype=np.float64
+        ).view()
         ro.flags.writeable = False
         #: planned durations of all jobs of the workload, by job index (read-only numpy view)
         self.planned_durations = ro
@@ -122,7 +124,9 @@ class DispatchView:
         self.queue_ewt: Mapping[int, float] = MappingProxyType(dict(queue_ewt or {}))
         # what every running job holds: job index -> [(nodes, amounts per node)], one pair per
         # segment (a grown job has several); kept by the simulator
-        self._held: Mapping[int, list[tuple[np.ndarray, np.ndarray]]] = held if held is not None else {}
+        self._held: Mapping[int, list[tuple[np.ndarray, np.ndarray]]] = (
+            held if held is not None else {}
+        )
         self._releases: ReleaseOrder | None = None  # likewise built on the first request
         self.now: float = 0.0
         self.new_jobs: tuple[Job, ...] = ()
@@ -164,8 +168,14 @@ class DispatchView:
         segments = self._held.get(running.job.index)
         if segments is None:  # a view built outside the simulator
             job = running.job
-            segments = [(running.allocation.nodes,
-                         held_amounts(running.allocation, self.requests[job.index], job.per_node_request))]
+            segments = [
+                (
+                    running.allocation.nodes,
+                    held_amounts(
+                        running.allocation, self.requests[job.index], job.per_node_request
+                    ),
+                )
+            ]
         return segments
 
     def running_end_order(self) -> Sequence[tuple[float, int, RunningJob]]:
@@ -173,10 +183,14 @@ class DispatchView:
         simulator's own sorted list, kept up to date as jobs start and end (no sort per call).
         Do not modify it."""
         if self._by_end is None:
-            self._by_end = sorted((rj.planned_end, rj.job.index, rj) for rj in self._running.values())
+            self._by_end = sorted(
+                (rj.planned_end, rj.job.index, rj) for rj in self._running.values()
+            )
         return self._by_end
 
-    def release_arrays(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray, list[np.ndarray]]:
+    def release_arrays(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray, list[np.ndarray]]:
         """What running jobs hold, flattened in ascending planned end (see
         :class:`~hpcdispatch.protocol.release_order.ReleaseOrder`): ``(ends, lengths, totals,
         nodes, amounts)`` -- per running job its planned end, its number of rows and its

@@ -27,13 +27,23 @@ def report_kind(path: str | Path) -> str:
         return "sweep"
     if (p / "run.json").is_file():
         return "run"
-    if any((sub / "run.json").is_file() and (sub / "summary.json").is_file() for sub in p.iterdir() if sub.is_dir()):
+    if any(
+        (sub / "run.json").is_file() and (sub / "summary.json").is_file()
+        for sub in p.iterdir()
+        if sub.is_dir()
+    ):
         return "runs"
-    raise ConfigError(f"{p}: neither a sweep directory (sweep.json), a run directory (run.json) nor a folder of runs")
+    raise ConfigError(
+        f"{p}: neither a sweep directory (sweep.json), a run directory (run.json) nor a folder of runs"
+    )
 
 
-def write_report(path: str | Path, out: str | Path | None = None, window: tuple[float, float] | None = None,
-                 nodes: tuple[int, int] | None = None) -> Path:
+def write_report(
+    path: str | Path,
+    out: str | Path | None = None,
+    window: tuple[float, float] | None = None,
+    nodes: tuple[int, int] | None = None,
+) -> Path:
     """Write the report of ``path`` into ``out`` (default ``PATH/report``); returns report.html.
     The report directory is written as a whole and replaces the previous one, so no file of
     an older report stays beside the new ones."""
@@ -47,7 +57,11 @@ def write_report(path: str | Path, out: str | Path | None = None, window: tuple[
 
             html = write_run_report(path, tmp, window=window, nodes=nodes)
         else:
-            from hpcdispatch.report.sweep import load_run_collection, load_sweep_runs, write_runset_report
+            from hpcdispatch.report.sweep import (
+                load_run_collection,
+                load_sweep_runs,
+                write_runset_report,
+            )
 
             runs = load_sweep_runs(path) if kind == "sweep" else load_run_collection(path)
             html = write_runset_report(runs, tmp)

@@ -92,8 +92,11 @@ class ComparedRun:
         w, system = result.workload, result.system
         r = core_resource(tuple(w.resources))
         alloc = result.allocations_columns()
-        usage = {name: usage_over_time(alloc, name, float(system.total_capacity[i]))
-                 for i, name in enumerate(system.resources) if system.total_capacity[i] > 0}
+        usage = {
+            name: usage_over_time(alloc, name, float(system.total_capacity[i]))
+            for i, name in enumerate(system.resources)
+            if system.total_capacity[i] > 0
+        }
         return cls(
             label=label,
             submit=w.submit.astype(np.float64),
@@ -134,7 +137,9 @@ class ComparedRun:
 
 def _figure(info: PlotInfo, caption: str) -> Figure:
     if info.identical:
-        caption += " " + " ".join(f"Identical for {', '.join(g)}: drawn once." for g in info.identical)
+        caption += " " + " ".join(
+            f"Identical for {', '.join(g)}: drawn once." for g in info.identical
+        )
     return Figure(info.path, caption, legend=dict(info.legend))
 
 
@@ -145,26 +150,42 @@ def class_rows(runs: list[ComparedRun]) -> tuple[list[str], list[list[str]], pd.
     for run in runs:
         s = run.started
         bsld = run.bounded_slowdowns()
-        for classes in (run_time_classes(run.run_time[s]), size_classes(run.cores[s], run.cores_per_node)):
+        for classes in (
+            run_time_classes(run.run_time[s]),
+            size_classes(run.cores[s], run.cores_per_node),
+        ):
             means, counts = class_means(bsld, classes), classes.counts()
             for k, name in enumerate(classes.names):
                 if counts[k]:
-                    records.append({"dispatcher": run.label, "by": classes.title, "class": name,
-                                    "jobs": int(counts[k]), "bounded_slowdown_mean": float(means[k])})
-    frame = pd.DataFrame(records, columns=["dispatcher", "by", "class", "jobs", "bounded_slowdown_mean"])
+                    records.append(
+                        {
+                            "dispatcher": run.label,
+                            "by": classes.title,
+                            "class": name,
+                            "jobs": int(counts[k]),
+                            "bounded_slowdown_mean": float(means[k]),
+                        }
+                    )
+    frame = pd.DataFrame(
+        records, columns=["dispatcher", "by", "class", "jobs", "bounded_slowdown_mean"]
+    )
     keys = list(dict.fromkeys(zip(frame["by"], frame["class"])))
     header = ["dispatcher", *(f"{c} ({by})" for by, c in keys)]
     rows = []
     for run in runs:
-        sub = frame[frame["dispatcher"] == run.label].set_index(["by", "class"])["bounded_slowdown_mean"]
+        sub = frame[frame["dispatcher"] == run.label].set_index(["by", "class"])[
+            "bounded_slowdown_mean"
+        ]
         rows.append([run.label, *(f"{sub[k]:,.2f}" if k in sub.index else "-" for k in keys)])
     return header, rows, frame
 
 
 def _class_panels(runs: list[ComparedRun]) -> list[ClassPanel]:
     panels = []
-    for title, make in (("by run time (CP'19 classes)", lambda r, s: run_time_classes(r.run_time[s])),
-                        ("by size (requested cores)", lambda r, s: size_classes(r.cores[s], r.cores_per_node))):
+    for title, make in (
+        ("by run time (CP'19 classes)", lambda r, s: run_time_classes(r.run_time[s])),
+        ("by size (requested cores)", lambda r, s: size_classes(r.cores[s], r.cores_per_node)),
+    ):
         counts, means, names = None, {}, ()
         for run in runs:
             s = run.started
@@ -189,7 +210,9 @@ def _time_panels(runs: list[ComparedRun], notes: list[str]) -> tuple[list[TimePa
     for name in resources:
         steps = {r.label: r.usage[name] for r in runs if name in r.usage}
         if not any(len(v) and np.any(v > 0) for _, v in steps.values()):
-            notes.append(f"{name}: no job used any, so its utilisation (0 throughout) is not drawn.")
+            notes.append(
+                f"{name}: no job used any, so its utilisation (0 throughout) is not drawn."
+            )
             continue
         series = {}
         for label, (t, v) in steps.items():
@@ -202,7 +225,10 @@ def _time_panels(runs: list[ComparedRun], notes: list[str]) -> tuple[list[TimePa
         m = binned_means(qt, ql, edges)
         queue[r.label] = (x, np.r_[m, m[-1]])
     panels.append(TimePanel("queued jobs", queue))
-    return panels, f"time since the first submission [{unit}] (means over bins of {duration_text(span / TIME_BINS)})"
+    return (
+        panels,
+        f"time since the first submission [{unit}] (means over bins of {duration_text(span / TIME_BINS)})",
+    )
 
 
 def compare_order(root: Path) -> dict[str, int]:
@@ -242,12 +268,16 @@ def write_comparison_report(
     styles = styles or dispatcher_styles(labels)
     first = frame.iloc[0]
     doc = Document("hpcdispatch comparison")
-    doc.intro.append(Items([
-        ("system", str(first["system"])),
-        ("workload", f"{first['workload']} ({int(first['jobs']):,} jobs)"),
-        ("predictors", ", ".join(str(p) for p in dict.fromkeys(frame["predictor"]))),
-        ("dispatchers", ", ".join(labels)),
-    ]))
+    doc.intro.append(
+        Items(
+            [
+                ("system", str(first["system"])),
+                ("workload", f"{first['workload']} ({int(first['jobs']):,} jobs)"),
+                ("predictors", ", ".join(str(p) for p in dict.fromkeys(frame["predictor"]))),
+                ("dispatchers", ", ".join(labels)),
+            ]
+        )
+    )
     doc.intro.append(ColourKey([(x, styles[x].color, styles[x].linestyle_name) for x in labels]))
 
     frame.to_csv(out / "comparison.csv", index=False)
@@ -255,25 +285,43 @@ def write_comparison_report(
     write_text(out / "comparison.md", markdown_rows(header, rows) + "\n")
     sec = doc.section("Summary")
     sec.elements.append(Table(header, rows, text_columns=2, csv="comparison.csv"))
-    sec.elements.append(Text("Every schedule was checked by the independent validator (column valid)."))
+    sec.elements.append(
+        Text("Every schedule was checked by the independent validator (column valid).")
+    )
     for n in notes:
         sec.elements.append(Text(n, note=True))
 
     sec = doc.section("Wait time and bounded slowdown")
-    info = plot_qos_ecdf({r.label: r.waits() for r in runs}, {r.label: r.bounded_slowdowns() for r in runs},
-                         out / "qos_ecdf.png", styles)
-    sec.elements.append(_figure(info, "Distribution over the started jobs (ECDF, log x-axis): the fraction of jobs "
-                                      "whose wait time (left) or bounded slowdown (right) is at most x."))
+    info = plot_qos_ecdf(
+        {r.label: r.waits() for r in runs},
+        {r.label: r.bounded_slowdowns() for r in runs},
+        out / "qos_ecdf.png",
+        styles,
+    )
+    sec.elements.append(
+        _figure(
+            info,
+            "Distribution over the started jobs (ECDF, log x-axis): the fraction of jobs "
+            "whose wait time (left) or bounded slowdown (right) is at most x.",
+        )
+    )
 
     sec = doc.section("Bounded slowdown by job class")
     panels = _class_panels(runs)
     c_header, c_rows, c_frame = class_rows(runs)
     if panels:
-        info = plot_class_bars(panels, out / "slowdown_by_class.png", "mean bounded slowdown", styles)
-        sec.elements.append(_figure(info, "Mean bounded slowdown per job class (log y-axis). Run time: CP'19's short "
-                                          "(< 1 h), medium (1-5 h) and long (>= 5 h) jobs (CP'19 Sect. 5, Fig. 4). "
-                                          "Size: 1 core, more cores within one node, more than one node holds. "
-                                          "Classes without jobs are left out."))
+        info = plot_class_bars(
+            panels, out / "slowdown_by_class.png", "mean bounded slowdown", styles
+        )
+        sec.elements.append(
+            _figure(
+                info,
+                "Mean bounded slowdown per job class (log y-axis). Run time: CP'19's short "
+                "(< 1 h), medium (1-5 h) and long (>= 5 h) jobs (CP'19 Sect. 5, Fig. 4). "
+                "Size: 1 core, more cores within one node, more than one node holds. "
+                "Classes without jobs are left out.",
+            )
+        )
         write_frame(out / "by_class.csv", c_frame)
         sec.elements.append(Table(c_header, c_rows, csv="by_class.csv"))
     else:
@@ -282,10 +330,20 @@ def write_comparison_report(
     sec = doc.section("Utilisation and queue length over time")
     omitted: list[str] = []
     t_panels, xlabel = _time_panels(runs, omitted)
-    info = plot_time_series(t_panels, out / "usage_time.png", xlabel,
-                            "Utilisation (used / capacity) and queue length, every dispatcher", styles)
-    sec.elements.append(_figure(info, "Utilisation per resource and number of queued jobs, time-weighted means over "
-                                      f"{TIME_BINS} equal bins of the run, on one shared time axis."))
+    info = plot_time_series(
+        t_panels,
+        out / "usage_time.png",
+        xlabel,
+        "Utilisation (used / capacity) and queue length, every dispatcher",
+        styles,
+    )
+    sec.elements.append(
+        _figure(
+            info,
+            "Utilisation per resource and number of queued jobs, time-weighted means over "
+            f"{TIME_BINS} equal bins of the run, on one shared time axis.",
+        )
+    )
     sec.elements += [Text(n, note=True) for n in omitted]
 
     sec = doc.section("Dispatcher cost")
@@ -294,31 +352,48 @@ def write_comparison_report(
     sim_s = _column(frame, "sim_wall_s") if "sim_wall_s" in frame else None
     if np.isfinite(mean_ms).any():
         info = plot_cost(labels, mean_ms, p95_ms, sim_s, out / "cost.png", styles)
-        sec.elements.append(_figure(info, "Wall-clock time of one dispatcher call, mean and 95th percentile over the "
-                                          "calls of the run (log y-axis; from summary.json), and of the whole "
-                                          "simulation. Machine dependent."))
+        sec.elements.append(
+            _figure(
+                info,
+                "Wall-clock time of one dispatcher call, mean and 95th percentile over the "
+                "calls of the run (log y-axis; from summary.json), and of the whole "
+                "simulation. Machine dependent.",
+            )
+        )
     cost_rows = [[r.label, f"{m:.3g}", f"{p:.3g}"] for r, m, p in zip(runs, mean_ms, p95_ms)]
-    sec.elements.append(Table(["dispatcher", "mean decision time [ms]", "p95 decision time [ms]"], cost_rows))
+    sec.elements.append(
+        Table(["dispatcher", "mean decision time [ms]", "p95 decision time [ms]"], cost_rows)
+    )
 
     acc = {r.label: r.accuracy() for r in runs if r.started.any()}
     if acc:
         sec = doc.section("Prediction accuracy")
         info = plot_accuracy_ecdf(acc, out / "prediction_accuracy.png", styles)
-        sec.elements.append(_figure(info, "Accuracy A = real / predicted duration over the started jobs (ECDF; "
-                                          "CP'19 Fig. 1): A = 1 exact, A > 1 under-estimated, A < 1 over-estimated."))
+        sec.elements.append(
+            _figure(
+                info,
+                "Accuracy A = real / predicted duration over the started jobs (ECDF; "
+                "CP'19 Fig. 1): A = 1 exact, A > 1 under-estimated, A < 1 over-estimated.",
+            )
+        )
 
     sec = doc.section("Definitions")
-    sec.elements.append(Bullets([
-        "wait = start - submit; slowdown = (wait + run) / run; bounded slowdown (bsld) = "
-        "max(1, (wait + run) / max(run, 10 s)).",
-        "utilisation = resource-seconds used / (capacity x (last end - first submit)).",
-        "job classes by real run time: short < 1 h, medium 1 h to < 5 h, long >= 5 h (CP'19); by requested cores: "
-        "1 core, <= 1 node (at most the largest node's cores), > 1 node.",
-        "fragmentation: node blocks (runs of consecutive node indices) of a job's allocation; spread = "
-        "(last node - first node + 1) / nodes used; means over started jobs (the AUCSCHED paper's metrics).",
-        "decision time: wall-clock time of one dispatcher call.",
-        "prediction accuracy A = real / predicted duration; MAE = mean |predicted - real|; "
-        "under-est. = share of jobs with predicted < real.",
-    ]))
+    sec.elements.append(
+        Bullets(
+            [
+                "wait = start - submit; slowdown = (wait + run) / run; bounded slowdown (bsld) = "
+                "max(1, (wait + run) / max(run, 10 s)).",
+                "utilisation = resource-seconds used / (capacity x (last end - first submit)).",
+                "job classes by real run time: short < 1 h, medium 1 h to < 5 h, long >= 5 h "
+                "(CP'19); by requested cores: "
+                "1 core, <= 1 node (at most the largest node's cores), > 1 node.",
+                "fragmentation: node blocks (runs of consecutive node indices) of a job's allocation; spread = "
+                "(last node - first node + 1) / nodes used; means over started jobs (the AUCSCHED paper's metrics).",
+                "decision time: wall-clock time of one dispatcher call.",
+                "prediction accuracy A = real / predicted duration; MAE = mean |predicted - real|; "
+                "under-est. = share of jobs with predicted < real.",
+            ]
+        )
+    )
     write_text(out / "report.md", doc.to_markdown(out))
     return write_html(doc, out / "report.html")

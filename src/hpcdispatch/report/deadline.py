@@ -42,7 +42,11 @@ PANEL_METRICS = (
     ("cancel_rate", "cancelled / accepted", "15", "16"),
     ("on_time", "jobs completed on time", "17", "18"),
 )
-LOAD_TITLES = {"normal": "normal load (1500 s)", "heavy": "heavy load (150 s)", "very-heavy": "very heavy load (1 s)"}
+LOAD_TITLES = {
+    "normal": "normal load (1500 s)",
+    "heavy": "heavy load (150 s)",
+    "very-heavy": "very heavy load (1 s)",
+}
 
 
 def deadline_runs(frame: pd.DataFrame) -> pd.DataFrame:
@@ -58,7 +62,13 @@ def deadline_runs(frame: pd.DataFrame) -> pd.DataFrame:
             p = parse_deadline_spec(spec)
         except HpcDispatchError:
             continue
-        row = {"run": str(r["run"]), "load": str(p.load), "types": str(p.types), "comm": p.comm, "seed": p.seed}
+        row = {
+            "run": str(r["run"]),
+            "load": str(p.load),
+            "types": str(p.types),
+            "comm": p.comm,
+            "seed": p.seed,
+        }
         for key, *_ in PANEL_METRICS:
             row[key] = pd.to_numeric(r.get(key, np.nan), errors="coerce")
         rows.append(row)
@@ -67,7 +77,9 @@ def deadline_runs(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _load_order(loads: list[str]) -> list[str]:
     named = [x for x in LOADS if x in loads]
-    other = sorted((x for x in loads if x not in LOADS), key=lambda x: -float(x))  # longer gaps = lighter load
+    other = sorted(
+        (x for x in loads if x not in LOADS), key=lambda x: -float(x)
+    )  # longer gaps = lighter load
     return named + other
 
 
@@ -76,17 +88,30 @@ def panel_stats(runs: pd.DataFrame) -> pd.DataFrame:
     types, run), in the panels' order."""
     out = []
     for key, *_ in PANEL_METRICS:
-        for (comm, load, types, run), sub in runs.groupby(["comm", "load", "types", "run"], sort=False):
+        for (comm, load, types, run), sub in runs.groupby(
+            ["comm", "load", "types", "run"], sort=False
+        ):
             v = sub[key].to_numpy(dtype=float)
             v = v[~np.isnan(v)]
             n = len(v)
-            out.append({"metric": key, "comm": comm, "load": load, "types": types, "run": run, "n": n,
-                        "mean": float(v.mean()) if n else np.nan,
-                        "sem": float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan})
+            out.append(
+                {
+                    "metric": key,
+                    "comm": comm,
+                    "load": load,
+                    "types": types,
+                    "run": run,
+                    "n": n,
+                    "mean": float(v.mean()) if n else np.nan,
+                    "sem": float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan,
+                }
+            )
     return pd.DataFrame(out)
 
 
-def add_deadline_panels(doc: Document, frame: pd.DataFrame, out: Path, styles: dict[str, SeriesStyle]) -> bool:
+def add_deadline_panels(
+    doc: Document, frame: pd.DataFrame, out: Path, styles: dict[str, SeriesStyle]
+) -> bool:
     """Add the section "Deadline paper panels (Figs 14-18)" to ``doc`` with its figures and
     ``deadline_panels.csv`` in ``out``; False (nothing added) when no run is a deadline run."""
     runs = deadline_runs(frame)
@@ -101,28 +126,53 @@ def add_deadline_panels(doc: Document, frame: pd.DataFrame, out: Path, styles: d
     panels = [LOAD_TITLES.get(x, f"inter-arrival {x} s") for x in loads]
     sec = doc.section("Deadline paper panels (Figs 14-18)")
     seeds = runs.groupby(["run", "load", "types", "comm"]).size()
-    sec.elements.append(Text(
-        f"{len(runs)} runs: strategies {', '.join(names)}; type mixes {', '.join(mixes)}; loads "
-        f"{', '.join(loads)}; seeds per bar {seeds.min()}-{seeds.max()}. Bars: mean over seeds; error bars: "
-        "standard error of the mean (sample standard deviation / sqrt(n)). Numbers: deadline_panels.csv."))
+    sec.elements.append(
+        Text(
+            f"{len(runs)} runs: strategies {', '.join(names)}; type mixes {', '.join(mixes)}; loads "
+            f"{', '.join(loads)}; seeds per bar {seeds.min()}-{seeds.max()}. Bars: mean over seeds; error bars: "
+            "standard error of the mean (sample standard deviation / sqrt(n)). Numbers: deadline_panels.csv."
+        )
+    )
     for key, ylabel, fig_async, fig_sync in PANEL_METRICS:
         for comm, fig_no in zip(COMMS, (fig_async, fig_sync)):
-            sub = stats[(stats["metric"] == key) & (stats["comm"] == comm)].rename(columns={"types": "group"})
+            sub = stats[(stats["metric"] == key) & (stats["comm"] == comm)].rename(
+                columns={"types": "group"}
+            )
             if len(sub) == 0:
                 continue
             png = f"deadline_{key}_{comm}.png"
             title = f"{ylabel} -- {comm} communication (paper Fig {fig_no.rstrip('as')})"
-            info, counts = plots.plot_panel_bars(sub, panels, mixes, names, out / png, title, ylabel,
-                                                 styles=styles, xlabel="type mix")
-            caption = (f"{ylabel}, {comm} pattern, per load (panels) and type mix (x); one bar per strategy, "
-                       f"mean over seeds, error bar = standard error (paper Fig {fig_no.rstrip('as')}).")
+            info, counts = plots.plot_panel_bars(
+                sub,
+                panels,
+                mixes,
+                names,
+                out / png,
+                title,
+                ylabel,
+                styles=styles,
+                xlabel="type mix",
+            )
+            caption = (
+                f"{ylabel}, {comm} pattern, per load (panels) and type mix (x); one bar per strategy, "
+                f"mean over seeds, error bar = standard error (paper Fig {fig_no.rstrip('as')})."
+            )
             sec.elements.append(Figure(out / png, caption, legend=info.legend, panels=counts))
     header = ["metric", "comm", "load", "types", *names]
     rows = []
-    order = {"metric": [k for k, *_ in PANEL_METRICS], "comm": list(COMMS), "load": loads, "types": mixes}
+    order = {
+        "metric": [k for k, *_ in PANEL_METRICS],
+        "comm": list(COMMS),
+        "load": loads,
+        "types": mixes,
+    }
     rank = {c: stats[c].map({v: i for i, v in enumerate(order[c])}) for c in order}
-    stats = stats.assign(**{f"_{c}": r for c, r in rank.items()}).sort_values([f"_{c}" for c in order], kind="stable")
-    for (key, comm, load, types), sub in stats.groupby(["metric", "comm", "load", "types"], sort=False):
+    stats = stats.assign(**{f"_{c}": r for c, r in rank.items()}).sort_values(
+        [f"_{c}" for c in order], kind="stable"
+    )
+    for (key, comm, load, types), sub in stats.groupby(
+        ["metric", "comm", "load", "types"], sort=False
+    ):
         by_run = sub.set_index("run")
         cells = []
         for name in names:

@@ -40,7 +40,9 @@ class Table:
 class Figure:
     path: Path
     caption: str
-    legend: dict[str, str] | None = None  # dispatcher -> colour drawn (PlotInfo.legend), put on the page
+    legend: dict[str, str] | None = (
+        None  # dispatcher -> colour drawn (PlotInfo.legend), put on the page
+    )
     panels: dict[str, int] | None = None  # panel title -> bars drawn with a value (put on the page)
 
 
@@ -72,8 +74,9 @@ class Document:
         return s
 
     def figures(self) -> list[Figure]:
-        return [e for s in self.sections for e in s.elements if isinstance(e, Figure)] + \
-               [e for e in self.intro if isinstance(e, Figure)]
+        return [e for s in self.sections for e in s.elements if isinstance(e, Figure)] + [
+            e for e in self.intro if isinstance(e, Figure)
+        ]
 
     def to_markdown(self, base: Path) -> str:
         lines = [f"# {self.title}", ""]
@@ -94,7 +97,12 @@ def _md(e: Element, base: Path) -> list[str]:
     if isinstance(e, Bullets):
         return [f"- {x}" for x in e.lines] + [""]
     if isinstance(e, ColourKey):
-        return [markdown_rows(["dispatcher", "colour", "line"], [[f"`{a}`", b, c] for a, b, c in e.entries]), ""]
+        return [
+            markdown_rows(
+                ["dispatcher", "colour", "line"], [[f"`{a}`", b, c] for a, b, c in e.entries]
+            ),
+            "",
+        ]
     if isinstance(e, Table):
         out = [markdown_rows(e.header, e.rows), ""]
         if e.csv:

@@ -9,7 +9,16 @@ import html
 import json
 from pathlib import Path
 
-from hpcdispatch.report.document import Bullets, ColourKey, Document, Element, Figure, Items, Table, Text
+from hpcdispatch.report.document import (
+    Bullets,
+    ColourKey,
+    Document,
+    Element,
+    Figure,
+    Items,
+    Table,
+    Text,
+)
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
@@ -35,19 +44,28 @@ def _element(el: Element) -> str:
     if isinstance(el, Text):
         return f'<p class="note">{e(el.text)}</p>' if el.note else f"<p>{e(el.text)}</p>"
     if isinstance(el, Items):
-        return '<ul class="meta">' + "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in el.pairs) + "</ul>"
+        return (
+            '<ul class="meta">'
+            + "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in el.pairs)
+            + "</ul>"
+        )
     if isinstance(el, Bullets):
         return "<ul>" + "".join(f"<li>{e(x)}</li>" for x in el.lines) + "</ul>"
     if isinstance(el, Table):
+
         def cell(tag: str, value: str, i: int) -> str:
             cls = ' class="text"' if i < el.text_columns else ""
             return f"<{tag}{cls}>{e(str(value))}</{tag}>"
 
         head = "<tr>" + "".join(cell("th", h, i) for i, h in enumerate(el.header)) + "</tr>"
-        body = "".join("<tr>" + "".join(cell("td", v, i) for i, v in enumerate(r)) + "</tr>" for r in el.rows)
+        body = "".join(
+            "<tr>" + "".join(cell("td", v, i) for i, v in enumerate(r)) + "</tr>" for r in el.rows
+        )
         csv = f'<p class="csv">CSV: {e(el.csv)}</p>' if el.csv else ""
         table = f"<table><thead>{head}</thead><tbody>{body}</tbody></table>"
-        if len(el.header) > WIDE_TABLE_COLUMNS:  # smaller type, and a scroll bar rather than past the page
+        if (
+            len(el.header) > WIDE_TABLE_COLUMNS
+        ):  # smaller type, and a scroll bar rather than past the page
             table = f'<div class="wide">{table}</div>'
         return table + csv
     if isinstance(el, ColourKey):
@@ -55,16 +73,21 @@ def _element(el: Element) -> str:
             f'<tr data-dispatcher="{e(label)}" data-colour="{e(colour)}"><td class="text">{e(label)}</td>'
             f'<td class="text"><span class="swatch" style="background:{e(colour)}"></span>{e(colour)}</td>'
             f'<td class="text">{e(line)}</td></tr>'
-            for label, colour, line in el.entries)
-        return ('<table class="colours"><thead><tr><th class="text">dispatcher</th><th class="text">colour</th>'
-                f'<th class="text">line</th></tr></thead><tbody>{rows}</tbody></table>')
+            for label, colour, line in el.entries
+        )
+        return (
+            '<table class="colours"><thead><tr><th class="text">dispatcher</th><th class="text">colour</th>'
+            f'<th class="text">line</th></tr></thead><tbody>{rows}</tbody></table>'
+        )
     assert isinstance(el, Figure)
     data = base64.b64encode(Path(el.path).read_bytes()).decode("ascii")
     legend = f' data-legend="{e(json.dumps(el.legend))}"' if el.legend else ""
     if el.panels is not None:
         legend += f' data-panels="{e(json.dumps(el.panels))}"'
-    return (f'<figure{legend}><img src="data:image/png;base64,{data}" alt="{e(el.caption)}">'
-            f"<figcaption>{e(el.caption)}</figcaption></figure>")
+    return (
+        f'<figure{legend}><img src="data:image/png;base64,{data}" alt="{e(el.caption)}">'
+        f"<figcaption>{e(el.caption)}</figcaption></figure>"
+    )
 
 
 def render_html(doc: Document) -> str:
@@ -73,9 +96,9 @@ def render_html(doc: Document) -> str:
         parts.append(f"<h2>{e(s.title)}</h2>")
         parts += [_element(x) for x in s.elements]
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        "<link rel=\"icon\" href=\"data:,\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<link rel="icon" href="data:,">\n'
         f"<title>{e(doc.title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         f"<h1>{e(doc.title)}</h1>\n" + "\n".join(parts) + "\n</body>\n</html>\n"
     )

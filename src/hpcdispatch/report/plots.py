@@ -72,7 +72,9 @@ def _save(fig: plt.Figure, path: Path, layout: bool = True) -> Path:
     if layout:
         fig.tight_layout()
     try:
-        write_atomic(Path(path), lambda p: fig.savefig(p, dpi=DPI, format="png", bbox_inches="tight"))
+        write_atomic(
+            Path(path), lambda p: fig.savefig(p, dpi=DPI, format="png", bbox_inches="tight")
+        )
     finally:
         plt.close(fig)
     return path
@@ -114,12 +116,16 @@ def _group_label(group: list[str]) -> str:
     return group[0] if len(group) == 1 else "identical for " + ", ".join(group)
 
 
-def _outside_legend(ax: plt.Axes, handles: list[Any] | None = None, labels: list[str] | None = None) -> None:
+def _outside_legend(
+    ax: plt.Axes, handles: list[Any] | None = None, labels: list[str] | None = None
+) -> None:
     """A legend to the right of the axes (never over the data; saved whole by ``_save``)."""
     if handles is None or labels is None:
         handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        ax.legend(
+            handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False
+        )
 
 
 def _plain_log_label(value: float, _pos: int) -> str:
@@ -142,7 +148,9 @@ def _log_axis(ax: plt.Axes, axis: str = "x") -> None:
     target.set_minor_formatter(NullFormatter())
 
 
-def _ecdf_values(values: np.ndarray, floor: float | None, clip: tuple[float, float] | None) -> np.ndarray:
+def _ecdf_values(
+    values: np.ndarray, floor: float | None, clip: tuple[float, float] | None
+) -> np.ndarray:
     x = np.asarray(values, dtype=float)
     x = x[~np.isnan(x)]
     if floor is not None:
@@ -152,13 +160,21 @@ def _ecdf_values(values: np.ndarray, floor: float | None, clip: tuple[float, flo
     return np.sort(x)
 
 
-def _draw_ecdf(ax: plt.Axes, samples: dict[str, np.ndarray], styles: dict[str, SeriesStyle],
-               floor: float | None, clip: tuple[float, float] | None, info: PlotInfo) -> None:
+def _draw_ecdf(
+    ax: plt.Axes,
+    samples: dict[str, np.ndarray],
+    styles: dict[str, SeriesStyle],
+    floor: float | None,
+    clip: tuple[float, float] | None,
+    info: PlotInfo,
+) -> None:
     """Series with the same values (compared before ``floor`` / ``clip``, all of them) are one
     line; a line of more than ECDF_POINTS values is drawn through ECDF_POINTS evenly spaced
     order statistics (the same curve at the figure's resolution, drawn in a fraction of the time)."""
-    raw = {label: np.sort(np.asarray(v, dtype=float)[~np.isnan(np.asarray(v, dtype=float))])
-           for label, v in samples.items()}
+    raw = {
+        label: np.sort(np.asarray(v, dtype=float)[~np.isnan(np.asarray(v, dtype=float))])
+        for label, v in samples.items()
+    }
     raw = {k: v for k, v in raw.items() if len(v)}
     for group in identical_groups(raw):
         n = len(raw[group[0]])
@@ -168,16 +184,31 @@ def _draw_ecdf(ax: plt.Axes, samples: dict[str, np.ndarray], styles: dict[str, S
             keep = np.unique(np.r_[np.linspace(0, n - 1, ECDF_POINTS).astype(np.int64), n - 1])
             x, y = x[keep], y[keep]
         st = styles[group[0]]
-        (line,) = ax.step(x, y, where="post", color=st.color, ls=st.linestyle if len(group) == 1 else "-",
-                          lw=LINE_WIDTH, label=f"{_group_label(group)} (n={n:,})")
+        (line,) = ax.step(
+            x,
+            y,
+            where="post",
+            color=st.color,
+            ls=st.linestyle if len(group) == 1 else "-",
+            lw=LINE_WIDTH,
+            label=f"{_group_label(group)} (n={n:,})",
+        )
         info.legend.setdefault(group[0], to_hex(line.get_color()))
         if len(group) > 1 and tuple(group) not in info.identical:
             info.identical.append(tuple(group))
 
 
-def plot_ecdf(samples: dict[str, np.ndarray], path: Path, xlabel: str, title: str, log: bool = True,
-              floor: float | None = None, clip: tuple[float, float] | None = None,
-              vline: float | None = None, styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+def plot_ecdf(
+    samples: dict[str, np.ndarray],
+    path: Path,
+    xlabel: str,
+    title: str,
+    log: bool = True,
+    floor: float | None = None,
+    clip: tuple[float, float] | None = None,
+    vline: float | None = None,
+    styles: dict[str, SeriesStyle] | None = None,
+) -> PlotInfo:
     """One ECDF step line per label; ``floor`` raises smaller values to it (for log axes)."""
     styles = _styles(list(samples), styles)
     info = PlotInfo(Path(path))
@@ -197,16 +228,22 @@ def plot_ecdf(samples: dict[str, np.ndarray], path: Path, xlabel: str, title: st
     return info
 
 
-def plot_qos_ecdf(waits: dict[str, np.ndarray], bslds: dict[str, np.ndarray], path: Path,
-                  styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+def plot_qos_ecdf(
+    waits: dict[str, np.ndarray],
+    bslds: dict[str, np.ndarray],
+    path: Path,
+    styles: dict[str, SeriesStyle] | None = None,
+) -> PlotInfo:
     """Two ECDF panels, log x-axes: wait time (values below 1 s drawn at 1 s) and bounded slowdown."""
     styles = _styles(list(dict.fromkeys([*waits, *bslds])), styles)
     info = PlotInfo(Path(path))
     fig, (ax_w, ax_b) = plt.subplots(1, 2, figsize=(11.0, 3.9))
     _draw_ecdf(ax_w, waits, styles, 1.0, None, info)
     _draw_ecdf(ax_b, bslds, styles, 1.0, None, info)
-    for ax, xlabel, title in ((ax_w, "wait time [s] (below 1 s drawn at 1 s)", "Wait time"),
-                              (ax_b, "bounded slowdown (tau = 10 s)", "Bounded slowdown")):
+    for ax, xlabel, title in (
+        (ax_w, "wait time [s] (below 1 s drawn at 1 s)", "Wait time"),
+        (ax_b, "bounded slowdown (tau = 10 s)", "Bounded slowdown"),
+    ):
         _log_axis(ax, "x")
         ax.set_xlabel(xlabel)
         ax.set_ylim(0, 1.02)
@@ -219,16 +256,32 @@ def plot_qos_ecdf(waits: dict[str, np.ndarray], bslds: dict[str, np.ndarray], pa
     return info
 
 
-def plot_wait_cdf(waits: dict[str, np.ndarray], path: Path, styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
-    return plot_ecdf(waits, path, "wait time [s] (values below 1 s shown at 1 s)", "Wait-time distribution",
-                     floor=1.0, styles=styles)
+def plot_wait_cdf(
+    waits: dict[str, np.ndarray], path: Path, styles: dict[str, SeriesStyle] | None = None
+) -> PlotInfo:
+    return plot_ecdf(
+        waits,
+        path,
+        "wait time [s] (values below 1 s shown at 1 s)",
+        "Wait-time distribution",
+        floor=1.0,
+        styles=styles,
+    )
 
 
-def plot_accuracy_ecdf(accuracies: dict[str, np.ndarray], path: Path,
-                       styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+def plot_accuracy_ecdf(
+    accuracies: dict[str, np.ndarray], path: Path, styles: dict[str, SeriesStyle] | None = None
+) -> PlotInfo:
     """ECDF of the prediction accuracy A = real / predicted (CP'19 Fig. 1), one line per run."""
-    return plot_ecdf(accuracies, path, "accuracy A = real / predicted duration (A > 1: under-estimated)",
-                     "Prediction accuracy", clip=(1e-3, 1e3), vline=1.0, styles=styles)
+    return plot_ecdf(
+        accuracies,
+        path,
+        "accuracy A = real / predicted duration (A > 1: under-estimated)",
+        "Prediction accuracy",
+        clip=(1e-3, 1e3),
+        vline=1.0,
+        styles=styles,
+    )
 
 
 @dataclass
@@ -242,9 +295,14 @@ class ClassPanel:
     means: dict[str, np.ndarray]
 
 
-def plot_class_bars(panels: list[ClassPanel], path: Path, ylabel: str,
-                    styles: dict[str, SeriesStyle] | None = None, log: bool = True,
-                    ymin: float | None = 1.0) -> PlotInfo:
+def plot_class_bars(
+    panels: list[ClassPanel],
+    path: Path,
+    ylabel: str,
+    styles: dict[str, SeriesStyle] | None = None,
+    log: bool = True,
+    ymin: float | None = 1.0,
+) -> PlotInfo:
     """Grouped bars: x = job class (with its job count), one bar per dispatcher. ``ymin``: the
     least possible value (1 for a slowdown), drawn as a line; on a log axis the bars start a
     little below it, so a bar at exactly ``ymin`` is seen, not mistaken for a missing one."""
@@ -259,14 +317,25 @@ def plot_class_bars(panels: list[ClassPanel], path: Path, ylabel: str,
             if label not in panel.means:
                 continue
             x = np.arange(len(keep)) - 0.4 + width * (k + 0.5)
-            bars = ax.bar(x, np.asarray(panel.means[label], dtype=float)[keep], width * 0.92,
-                          color=styles[label].color, label=label)
-            info.legend.setdefault(label, to_hex(bars.patches[0].get_facecolor()) if bars.patches else "")
+            bars = ax.bar(
+                x,
+                np.asarray(panel.means[label], dtype=float)[keep],
+                width * 0.92,
+                color=styles[label].color,
+                label=label,
+            )
+            info.legend.setdefault(
+                label, to_hex(bars.patches[0].get_facecolor()) if bars.patches else ""
+            )
         ax.set_xticks(np.arange(len(keep)))
-        ax.set_xticklabels([f"{panel.names[i]}\n{int(panel.counts[i]):,} jobs" for i in keep], fontsize=8)
+        ax.set_xticklabels(
+            [f"{panel.names[i]}\n{int(panel.counts[i]):,} jobs" for i in keep], fontsize=8
+        )
         if log:
             _log_axis(ax, "y")
-        if ymin is not None:  # a bar at the least value (a slowdown of 1) still shows, above the line
+        if (
+            ymin is not None
+        ):  # a bar at the least value (a slowdown of 1) still shows, above the line
             ax.axhline(ymin, color="black", lw=0.8)
             ax.set_ylim(bottom=ymin * (0.7 if log else 1.0))
         ax.set_ylabel(ylabel)
@@ -287,19 +356,33 @@ class TimePanel:
     ylim: tuple[float, float] | None = None
 
 
-def plot_time_series(panels: list[TimePanel], path: Path, xlabel: str, title: str,
-                     styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+def plot_time_series(
+    panels: list[TimePanel],
+    path: Path,
+    xlabel: str,
+    title: str,
+    styles: dict[str, SeriesStyle] | None = None,
+) -> PlotInfo:
     """Panels stacked over one shared time axis, one line per dispatcher (identical series once)."""
     labels = list(dict.fromkeys(x for p in panels for x in p.series))
     styles = _styles(labels, styles)
     info = PlotInfo(Path(path))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(10.0, 1.2 + 2.2 * len(panels)), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(10.0, 1.2 + 2.2 * len(panels)), sharex=True, squeeze=False
+    )
     for ax, panel in zip(axes.flat, panels):
         for group in identical_groups(panel.series):
             x, y = panel.series[group[0]]
             st = styles[group[0]]
-            (line,) = ax.plot(x, y, color=st.color, ls=st.linestyle if len(group) == 1 else "-", lw=LINE_WIDTH,
-                              label=_group_label(group), drawstyle="steps-post")
+            (line,) = ax.plot(
+                x,
+                y,
+                color=st.color,
+                ls=st.linestyle if len(group) == 1 else "-",
+                lw=LINE_WIDTH,
+                label=_group_label(group),
+                drawstyle="steps-post",
+            )
             info.legend.setdefault(group[0], to_hex(line.get_color()))
             if len(group) > 1 and tuple(group) not in info.identical:
                 info.identical.append(tuple(group))
@@ -315,8 +398,14 @@ def plot_time_series(panels: list[TimePanel], path: Path, xlabel: str, title: st
     return info
 
 
-def plot_cost(labels: list[str], decision_mean_ms: np.ndarray, decision_p95_ms: np.ndarray,
-              sim_seconds: np.ndarray | None, path: Path, styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+def plot_cost(
+    labels: list[str],
+    decision_mean_ms: np.ndarray,
+    decision_p95_ms: np.ndarray,
+    sim_seconds: np.ndarray | None,
+    path: Path,
+    styles: dict[str, SeriesStyle] | None = None,
+) -> PlotInfo:
     """Dispatcher cost: decision time per call (mean and p95, log scale) and, when given, the
     wall-clock time of each whole simulation."""
     styles = _styles(labels, styles)
@@ -328,7 +417,13 @@ def plot_cost(labels: list[str], decision_mean_ms: np.ndarray, decision_p95_ms: 
     for k, label in enumerate(labels):
         x = np.arange(2) - 0.4 + width * (k + 0.5)
         heights = np.array([decision_mean_ms[k], decision_p95_ms[k]], dtype=float)
-        bars = ax.bar(x, np.where(heights > 0, heights, np.nan), width * 0.92, color=styles[label].color, label=label)
+        bars = ax.bar(
+            x,
+            np.where(heights > 0, heights, np.nan),
+            width * 0.92,
+            color=styles[label].color,
+            label=label,
+        )
         info.legend[label] = to_hex(bars.patches[0].get_facecolor())
     ax.set_xticks([0, 1])
     ax.set_xticklabels(["mean", "95th percentile"])
@@ -354,9 +449,15 @@ def plot_cost(labels: list[str], decision_mean_ms: np.ndarray, decision_p95_ms: 
     return info
 
 
-def plot_grouped_bars(stats: pd.DataFrame, metrics: list[Metric], path: Path, title: str,
-                      group: str = "workload", series: str = "run",
-                      styles: dict[str, SeriesStyle] | None = None) -> PlotInfo:
+def plot_grouped_bars(
+    stats: pd.DataFrame,
+    metrics: list[Metric],
+    path: Path,
+    title: str,
+    group: str = "workload",
+    series: str = "run",
+    styles: dict[str, SeriesStyle] | None = None,
+) -> PlotInfo:
     """One panel per metric: x = ``group`` values, one bar per ``series`` value, height = mean,
     error bar = standard deviation over the cells of the group (none when a group has one cell)."""
     groups = list(dict.fromkeys(stats[group]))
@@ -365,42 +466,74 @@ def plot_grouped_bars(stats: pd.DataFrame, metrics: list[Metric], path: Path, ti
     ncols = 2 if len(metrics) in (2, 4) else min(len(metrics), 3)
     nrows = (len(metrics) + ncols - 1) // ncols
     panel_w = max(3.6, 1.0 + 0.5 * len(groups) * max(len(names), 2) ** 0.6)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_w * ncols, 3.2 * nrows + 0.4), squeeze=False)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(panel_w * ncols, 3.2 * nrows + 0.4), squeeze=False
+    )
     styles = _styles(names, styles)
     info = PlotInfo(Path(path))
     for ax, m in zip(axes.flat, metrics):
         scale = 1000.0 if m.kind == "ms" else 1.0
         for k, name in enumerate(names):
             sub = stats[stats[series] == name].set_index(group)
-            heights = np.array([sub[f"{m.key}_mean"].get(g, np.nan) for g in groups], dtype=float) * scale
-            errs = np.array([sub[f"{m.key}_std"].get(g, np.nan) for g in groups], dtype=float) * scale
+            heights = (
+                np.array([sub[f"{m.key}_mean"].get(g, np.nan) for g in groups], dtype=float) * scale
+            )
+            errs = (
+                np.array([sub[f"{m.key}_std"].get(g, np.nan) for g in groups], dtype=float) * scale
+            )
             x = np.arange(len(groups)) - 0.4 + width * (k + 0.5)
-            bars = ax.bar(x, np.nan_to_num(heights), width * 0.95, color=styles[name].color, label=name)
+            bars = ax.bar(
+                x, np.nan_to_num(heights), width * 0.95, color=styles[name].color, label=name
+            )
             info.legend.setdefault(name, to_hex(bars.patches[0].get_facecolor()))
             has = ~np.isnan(errs) & ~np.isnan(heights)
             if has.any():  # groups of one cell have no standard deviation: no error bar
-                ax.errorbar(x[has], heights[has], yerr=errs[has], fmt="none", ecolor="black", elinewidth=0.8,
-                            capsize=2)
+                ax.errorbar(
+                    x[has],
+                    heights[has],
+                    yerr=errs[has],
+                    fmt="none",
+                    ecolor="black",
+                    elinewidth=0.8,
+                    capsize=2,
+                )
         ax.set_xticks(np.arange(len(groups)))
-        ax.set_xticklabels(groups, rotation=20 if len(groups) > 1 else 0, ha="right" if len(groups) > 1 else "center",
-                           fontsize=8)
+        ax.set_xticklabels(
+            groups,
+            rotation=20 if len(groups) > 1 else 0,
+            ha="right" if len(groups) > 1 else "center",
+            fontsize=8,
+        )
         ax.set_title(m.title, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-    for ax in list(axes.flat)[len(metrics):]:
+    for ax in list(axes.flat)[len(metrics) :]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0, 1.0, 0.96))
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.legend(
+        handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False
+    )
     _save(fig, path, layout=False)
     return info
 
 
-def plot_panel_bars(stats: pd.DataFrame, panels: list[str], groups: list[str], names: list[str], path: Path,
-                    title: str, ylabel: str, panel_col: str = "panel", group_col: str = "group",
-                    series_col: str = "run", value: str = "mean", error: str = "sem",
-                    styles: dict[str, SeriesStyle] | None = None,
-                    xlabel: str | None = None) -> tuple[PlotInfo, dict[str, int]]:
+def plot_panel_bars(
+    stats: pd.DataFrame,
+    panels: list[str],
+    groups: list[str],
+    names: list[str],
+    path: Path,
+    title: str,
+    ylabel: str,
+    panel_col: str = "panel",
+    group_col: str = "group",
+    series_col: str = "run",
+    value: str = "mean",
+    error: str = "sem",
+    styles: dict[str, SeriesStyle] | None = None,
+    xlabel: str | None = None,
+) -> tuple[PlotInfo, dict[str, int]]:
     """One panel per ``panels`` value (one above the other, each with its own y scale: a very
     heavy load's counts are a tenth of a normal one's), x = ``groups``, one bar per ``names``
     value in its colour, height ``stats[value]``, error bar ``stats[error]`` (none when NaN).
@@ -408,7 +541,9 @@ def plot_panel_bars(stats: pd.DataFrame, panels: list[str], groups: list[str], n
     styles = _styles(names, styles)
     width = 0.8 / max(len(names), 1)
     panel_w = min(11.0, max(5.0, 1.2 + 0.3 * len(groups) * max(len(names), 2)))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(panel_w, 0.7 + 2.6 * len(panels)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(panel_w, 0.7 + 2.6 * len(panels)), squeeze=False
+    )
     info = PlotInfo(Path(path))
     counts: dict[str, int] = {}
     for ax, panel in zip(axes.flat, panels):
@@ -419,13 +554,22 @@ def plot_panel_bars(stats: pd.DataFrame, panels: list[str], groups: list[str], n
             heights = np.array([sub[value].get(g, np.nan) for g in groups], dtype=float)
             errs = np.array([sub[error].get(g, np.nan) for g in groups], dtype=float)
             x = np.arange(len(groups)) - 0.4 + width * (k + 0.5)
-            bars = ax.bar(x, np.nan_to_num(heights), width * 0.95, color=styles[name].color, label=name)
+            bars = ax.bar(
+                x, np.nan_to_num(heights), width * 0.95, color=styles[name].color, label=name
+            )
             info.legend.setdefault(name, to_hex(bars.patches[0].get_facecolor()))
             counts[str(panel)] += int((~np.isnan(heights)).sum())
             has = ~np.isnan(errs) & ~np.isnan(heights)
             if has.any():
-                ax.errorbar(x[has], heights[has], yerr=errs[has], fmt="none", ecolor="black", elinewidth=0.8,
-                            capsize=2)
+                ax.errorbar(
+                    x[has],
+                    heights[has],
+                    yerr=errs[has],
+                    fmt="none",
+                    ecolor="black",
+                    elinewidth=0.8,
+                    capsize=2,
+                )
         ax.set_xticks(np.arange(len(groups)))
         ax.set_xticklabels(groups, fontsize=8)
         ax.set_title(str(panel), fontsize=10)
@@ -436,7 +580,9 @@ def plot_panel_bars(stats: pd.DataFrame, panels: list[str], groups: list[str], n
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0, 1.0, 1 - 0.35 / (0.7 + 2.6 * len(panels))))
-    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.legend(
+        handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False
+    )
     _save(fig, path, layout=False)
     return info, counts
 
@@ -446,12 +592,20 @@ def plot_panel_bars(stats: pd.DataFrame, panels: list[str], groups: list[str], n
 # ---------------------------------------------------------------------------------------
 
 
-def plot_gantt(rects: pd.DataFrame, lanes_per_node: np.ndarray, first_node: int, window: tuple[float, float],
-               path: Path, title: str) -> Path:
+def plot_gantt(
+    rects: pd.DataFrame,
+    lanes_per_node: np.ndarray,
+    first_node: int,
+    window: tuple[float, float],
+    path: Path,
+    title: str,
+) -> Path:
     """``rects``: columns job_id, node, lane, lanes (height), x0, x1 (see report/run.py)."""
     n_lanes = int(lanes_per_node.sum())
     offsets = np.r_[0, np.cumsum(lanes_per_node)[:-1]]
-    fig, ax = plt.subplots(figsize=(10, min(2.0 + 0.012 * n_lanes + 0.18 * len(lanes_per_node), 9.0)))
+    fig, ax = plt.subplots(
+        figsize=(10, min(2.0 + 0.012 * n_lanes + 0.18 * len(lanes_per_node), 9.0))
+    )
     if len(rects):
         y0 = offsets[rects["node"].to_numpy() - first_node] + rects["lane"].to_numpy()
         y1 = y0 + rects["lanes"].to_numpy()
@@ -475,11 +629,18 @@ def plot_gantt(rects: pd.DataFrame, lanes_per_node: np.ndarray, first_node: int,
     return _save(fig, path)
 
 
-def plot_usage_over_time(usage: dict[str, tuple[np.ndarray, np.ndarray]], queue: tuple[np.ndarray, np.ndarray],
-                         path: Path, title: str, window: tuple[float, float] | None = None,
-                         xlabel: str = "time since the first submission [s]") -> Path:
+def plot_usage_over_time(
+    usage: dict[str, tuple[np.ndarray, np.ndarray]],
+    queue: tuple[np.ndarray, np.ndarray],
+    path: Path,
+    title: str,
+    window: tuple[float, float] | None = None,
+    xlabel: str = "time since the first submission [s]",
+) -> Path:
     """Top: used / capacity per resource (step functions); bottom: queue length."""
-    fig, (ax, axq) = plt.subplots(2, 1, figsize=(10, 5.2), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
+    fig, (ax, axq) = plt.subplots(
+        2, 1, figsize=(10, 5.2), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
+    )
     for name, (t, frac) in usage.items():
         if len(t):
             ax.step(t, frac, where="post", label=name, lw=0.9)

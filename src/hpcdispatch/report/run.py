@@ -42,8 +42,13 @@ class GanttData:
     overlaps: int  # rows that could not get free lanes (only for an invalid schedule)
 
 
-def gantt_data(alloc: pd.DataFrame, system: System, window: tuple[float, float], nodes: tuple[int, int],
-               resource: str | None = None) -> GanttData:
+def gantt_data(
+    alloc: pd.DataFrame,
+    system: System,
+    window: tuple[float, float],
+    nodes: tuple[int, int],
+    resource: str | None = None,
+) -> GanttData:
     """Rectangles of node occupancy: every node gets one lane per unit of ``resource`` (cores by
     default); each allocation row takes as many lanes as the amount it holds, assigned greedily
     in start order (always possible for a valid schedule: at a start, the lanes held by rows
@@ -51,16 +56,30 @@ def gantt_data(alloc: pd.DataFrame, system: System, window: tuple[float, float],
     resource = resource or ("core" if "core" in system.resources else system.resources[0])
     r = system.resource_index(resource)
     first, last = nodes
-    cap = system.capacity[first:last + 1, r].astype(int)
+    cap = system.capacity[first : last + 1, r].astype(int)
     lanes_per_node = np.maximum(cap, 1)
     w0, w1 = window
-    sel = alloc[(alloc["node"] >= first) & (alloc["node"] <= last) & (alloc["to"] > w0) & (alloc["from"] < w1)]
+    sel = alloc[
+        (alloc["node"] >= first)
+        & (alloc["node"] <= last)
+        & (alloc["to"] > w0)
+        & (alloc["from"] < w1)
+    ]
     sel = sel[sel[resource] > 0].sort_values(["node", "from", "to"], kind="stable")
-    out: dict[str, list[Any]] = {"job_id": [], "node": [], "lane": [], "lanes": [], "x0": [], "x1": []}
+    out: dict[str, list[Any]] = {
+        "job_id": [],
+        "node": [],
+        "lane": [],
+        "lanes": [],
+        "x0": [],
+        "x1": [],
+    }
     overlaps = 0
     for node, rows in sel.groupby("node", sort=True):
         busy = np.full(int(lanes_per_node[int(node) - first]), -np.inf)
-        for job_id, t_from, t_to, amount in zip(rows["job_id"], rows["from"], rows["to"], rows[resource]):
+        for job_id, t_from, t_to, amount in zip(
+            rows["job_id"], rows["from"], rows["to"], rows[resource]
+        ):
             need = int(min(amount, len(busy)))
             free = np.flatnonzero(busy <= t_from)
             if len(free) >= need:
@@ -90,7 +109,9 @@ def parse_range(text: str | None, what: str, kind: type = float) -> tuple[Any, A
     except ValueError:
         raise ConfigError(f"{what} must be START:END, got '{text}'") from None
     if not sep or (hi <= lo if kind is float else hi < lo):
-        raise ConfigError(f"{what} must be START:END with START {'<' if kind is float else '<='} END, got '{text}'")
+        raise ConfigError(
+            f"{what} must be START:END with START {'<' if kind is float else '<='} END, got '{text}'"
+        )
     return lo, hi
 
 
@@ -116,8 +137,12 @@ def _as_given(seconds: float) -> str:
     return str(int(seconds)) if float(seconds).is_integer() else repr(float(seconds))
 
 
-def write_run_report(run_dir: str | Path, out: str | Path | None = None, window: tuple[float, float] | None = None,
-                     nodes: tuple[int, int] | None = None) -> Path:
+def write_run_report(
+    run_dir: str | Path,
+    out: str | Path | None = None,
+    window: tuple[float, float] | None = None,
+    nodes: tuple[int, int] | None = None,
+) -> Path:
     """Write the report of one run into ``out`` (default ``RUN_DIR/report``); returns report.html.
 
     ``window``: the Gantt chart's time window in seconds after the first submission (a trace's
@@ -129,9 +154,15 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
     out = Path(out) if out is not None else Path(run_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
     s, system = run.summary, run.system
-    order = compare_order(Path(run_dir).resolve().parent)  # a run of a compare folder: named and coloured as there
+    order = compare_order(
+        Path(run_dir).resolve().parent
+    )  # a run of a compare folder: named and coloured as there
     name = Path(run_dir).resolve().name
-    label = name if name in order else (s.get("label") or s.get("dispatcher_params") or s.get("dispatcher", "run"))
+    label = (
+        name
+        if name in order
+        else (s.get("label") or s.get("dispatcher_params") or s.get("dispatcher", "run"))
+    )
     first_submit = float(s.get("first_submit", run.jobs["submit"].min()))
     last_end = float(s.get("last_end", np.nanmax(run.jobs["end"])))
     span = max(last_end - first_submit, 1.0)
@@ -141,19 +172,30 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
         window = (mid - half, mid + half)
     abs_window = (first_submit + window[0], first_submit + window[1])
     if nodes is None:
-        nodes = (0, system.n_nodes - 1 if system.n_nodes <= MAX_DEFAULT_NODES * 1.5 else MAX_DEFAULT_NODES - 1)
+        nodes = (
+            0,
+            system.n_nodes - 1
+            if system.n_nodes <= MAX_DEFAULT_NODES * 1.5
+            else MAX_DEFAULT_NODES - 1,
+        )
     if not (0 <= nodes[0] <= nodes[1] < system.n_nodes):
-        raise ConfigError(f"--nodes {nodes[0]}:{nodes[1]} is outside the system's nodes 0:{system.n_nodes - 1}")
+        raise ConfigError(
+            f"--nodes {nodes[0]}:{nodes[1]} is outside the system's nodes 0:{system.n_nodes - 1}"
+        )
 
     doc = Document(f"hpcdispatch run: {label}")
-    doc.intro.append(Items([
-        ("system", f"{system.name} ({system.summary()})"),
-        ("workload", f"{s.get('workload')} ({s.get('jobs')} jobs)"),
-        ("dispatcher", str(s.get("dispatcher_params", s.get("dispatcher")))),
-        ("predictor", str(s.get("predictor"))),
-        ("schedule valid", str(s.get("valid"))),
-        ("run directory", str(Path(run_dir).resolve())),
-    ]))
+    doc.intro.append(
+        Items(
+            [
+                ("system", f"{system.name} ({system.summary()})"),
+                ("workload", f"{s.get('workload')} ({s.get('jobs')} jobs)"),
+                ("dispatcher", str(s.get("dispatcher_params", s.get("dispatcher")))),
+                ("predictor", str(s.get("predictor"))),
+                ("schedule valid", str(s.get("valid"))),
+                ("run directory", str(Path(run_dir).resolve())),
+            ]
+        )
+    )
 
     rows = _summary_rows(s)
     write_frame(out / "summary.csv", pd.DataFrame(rows, columns=["metric", "value"]))
@@ -166,24 +208,48 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
     g = gantt_data(run.allocations, system, abs_window, nodes)
     shown = f"nodes {nodes[0]}-{nodes[1]} of {system.n_nodes}"
     if len(g.rects) == 0:
-        where = (f"holds no job on {shown}; this run's jobs run from 0 to {span:,.0f} s after the first submission "
-                 f"(t = {first_submit:,.0f} s in the workload's clock)")
+        where = (
+            f"holds no job on {shown}; this run's jobs run from 0 to {span:,.0f} s after the first submission "
+            f"(t = {first_submit:,.0f} s in the workload's clock)"
+        )
         if explicit:
-            raise ConfigError(f"--window {_as_given(window[0])}:{_as_given(window[1])} (seconds after the first "
-                              f"submission) {where}")
-        sec.elements.append(Text(f"The default window {window[0]:,.0f}-{window[1]:,.0f} s after the first submission "
-                                 f"{where}.", note=True))
+            raise ConfigError(
+                f"--window {_as_given(window[0])}:{_as_given(window[1])} (seconds after the first "
+                f"submission) {where}"
+            )
+        sec.elements.append(
+            Text(
+                f"The default window {window[0]:,.0f}-{window[1]:,.0f} s after the first submission "
+                f"{where}.",
+                note=True,
+            )
+        )
     rects = g.rects.assign(x0=g.rects["x0"] - first_submit, x1=g.rects["x1"] - first_submit)
-    plots.plot_gantt(rects, g.lanes_per_node, g.first_node, window, out / "gantt.png",
-                     f"{label}: {shown}, {window[0]:,.0f} .. {window[1]:,.0f} s after the first submission "
-                     f"(one lane per {g.resource})")
-    sec.elements.append(Figure(out / "gantt.png",
-                               f"Gantt chart of node occupancy, {shown}, window {window[0]:,.0f}-{window[1]:,.0f} s "
-                               f"after the first submission (t = {first_submit:,.0f} s in the workload's clock); "
-                               f"one colour per job, one lane per {g.resource}."))
+    plots.plot_gantt(
+        rects,
+        g.lanes_per_node,
+        g.first_node,
+        window,
+        out / "gantt.png",
+        f"{label}: {shown}, {window[0]:,.0f} .. {window[1]:,.0f} s after the first submission "
+        f"(one lane per {g.resource})",
+    )
+    sec.elements.append(
+        Figure(
+            out / "gantt.png",
+            f"Gantt chart of node occupancy, {shown}, window {window[0]:,.0f}-{window[1]:,.0f} s "
+            f"after the first submission (t = {first_submit:,.0f} s in the workload's clock); "
+            f"one colour per job, one lane per {g.resource}.",
+        )
+    )
     if g.overlaps:
-        sec.elements.append(Text(f"{g.overlaps} allocation rows overlap others on their node: the schedule is not "
-                                 "valid.", note=True))
+        sec.elements.append(
+            Text(
+                f"{g.overlaps} allocation rows overlap others on their node: the schedule is not "
+                "valid.",
+                note=True,
+            )
+        )
     submit = run.jobs["submit"].to_numpy(dtype=float)
     start = run.jobs["start"].to_numpy(dtype=float)
     accepted = (run.jobs["status"] != "rejected").to_numpy()
@@ -207,39 +273,75 @@ def write_run_report(run_dir: str | Path, out: str | Path | None = None, window:
             usage[name] = drawn(t, share)
         else:
             unused.append(name)
-    plots.plot_usage_over_time(usage, drawn(*queue_length_profile(submit, start, accepted)),
-                               out / "utilization_time.png", f"{label}: utilisation per resource and queue length",
-                               (window[0] / per, window[1] / per), xlabel=f"time since the first submission [{unit}]")
-    sec.elements.append(Figure(out / "utilization_time.png",
-                               "Utilisation per resource (used / total capacity) and queued jobs over time, after "
-                               "the first submission" + (f" (where they change more often than {USAGE_BINS} times: "
-                                                         f"time-weighted means over {USAGE_BINS} equal bins)"
-                                                         if binned else "")
-                               + "; the shaded band is the Gantt window."))
+    plots.plot_usage_over_time(
+        usage,
+        drawn(*queue_length_profile(submit, start, accepted)),
+        out / "utilization_time.png",
+        f"{label}: utilisation per resource and queue length",
+        (window[0] / per, window[1] / per),
+        xlabel=f"time since the first submission [{unit}]",
+    )
+    sec.elements.append(
+        Figure(
+            out / "utilization_time.png",
+            "Utilisation per resource (used / total capacity) and queued jobs over time, after "
+            "the first submission"
+            + (
+                f" (where they change more often than {USAGE_BINS} times: "
+                f"time-weighted means over {USAGE_BINS} equal bins)"
+                if binned
+                else ""
+            )
+            + "; the shaded band is the Gantt window.",
+        )
+    )
     if unused:
-        sec.elements.append(Text(f"No job used {', '.join(unused)}: its utilisation (0 throughout) is not drawn.",
-                                 note=True))
+        sec.elements.append(
+            Text(
+                f"No job used {', '.join(unused)}: its utilisation (0 throughout) is not drawn.",
+                note=True,
+            )
+        )
 
     sec = doc.section("Distributions")
     started = ~np.isnan(start)
     styles = dispatcher_styles([*order, label] if label in order else [label])
-    info = plots.plot_wait_cdf({label: start[started] - submit[started]}, out / "wait_cdf.png", styles)
-    sec.elements.append(Figure(out / "wait_cdf.png", "Wait-time distribution (ECDF).", legend=info.legend))
+    info = plots.plot_wait_cdf(
+        {label: start[started] - submit[started]}, out / "wait_cdf.png", styles
+    )
+    sec.elements.append(
+        Figure(out / "wait_cdf.png", "Wait-time distribution (ECDF).", legend=info.legend)
+    )
     decisions = run.decisions()
     if len(decisions):
-        info = plots.plot_ecdf({label: decisions["elapsed_s"].to_numpy() * 1000.0}, out / "decision_time.png",
-                               "decision time per dispatcher call [ms]", "Decision-time distribution", floor=1e-3,
-                               styles=styles)
-        sec.elements.append(Figure(out / "decision_time.png", "Wall-clock time of each dispatcher call (ECDF).",
-                                   legend=info.legend))
+        info = plots.plot_ecdf(
+            {label: decisions["elapsed_s"].to_numpy() * 1000.0},
+            out / "decision_time.png",
+            "decision time per dispatcher call [ms]",
+            "Decision-time distribution",
+            floor=1e-3,
+            styles=styles,
+        )
+        sec.elements.append(
+            Figure(
+                out / "decision_time.png",
+                "Wall-clock time of each dispatcher call (ECDF).",
+                legend=info.legend,
+            )
+        )
     acc_path = Path(run_dir) / "prediction_accuracy.parquet"
     if acc_path.is_file():
         acc = pd.read_parquet(acc_path)
         if len(acc):
-            info = plots.plot_accuracy_ecdf({label: acc["accuracy"].to_numpy()}, out / "prediction_accuracy.png",
-                                            styles)
-            sec.elements.append(Figure(out / "prediction_accuracy.png",
-                                       "Prediction accuracy A = real / predicted duration (ECDF; CP'19 Fig. 1).",
-                                       legend=info.legend))
+            info = plots.plot_accuracy_ecdf(
+                {label: acc["accuracy"].to_numpy()}, out / "prediction_accuracy.png", styles
+            )
+            sec.elements.append(
+                Figure(
+                    out / "prediction_accuracy.png",
+                    "Prediction accuracy A = real / predicted duration (ECDF; CP'19 Fig. 1).",
+                    legend=info.legend,
+                )
+            )
     write_text(out / "report.md", doc.to_markdown(out))
     return write_html(doc, out / "report.html")

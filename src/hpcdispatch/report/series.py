@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 
-def usage_over_time(alloc: Mapping[str, Any], resource: str, capacity: float) -> tuple[np.ndarray, np.ndarray]:
+def usage_over_time(
+    alloc: Mapping[str, Any], resource: str, capacity: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Step function of the share of ``resource`` in use: ``(times, share from each time on)``.
 
     ``alloc``: the allocation rows (a DataFrame or a mapping of columns ``from``, ``to`` and

@@ -17,8 +17,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 # matplotlib's "tab10" (= the default property cycle "C0".."C9"), in order
-TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+TAB10 = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 LINE_STYLES = ("-", "--", "-.", ":")
 LINE_STYLE_NAMES = {"-": "solid", "--": "dashed", "-.": "dash-dot", ":": "dotted"}
 
@@ -39,8 +49,10 @@ def dispatcher_styles(labels: Iterable[str]) -> dict[str, SeriesStyle]:
     """``label -> SeriesStyle`` for the labels in their order (duplicates keep their first
     place): the k-th label gets ``TAB10[k % 10]`` and ``LINE_STYLES[k // 10 % 4]``."""
     ordered = list(dict.fromkeys(labels))
-    return {label: SeriesStyle(TAB10[k % len(TAB10)], LINE_STYLES[(k // len(TAB10)) % len(LINE_STYLES)])
-            for k, label in enumerate(ordered)}
+    return {
+        label: SeriesStyle(TAB10[k % len(TAB10)], LINE_STYLES[(k // len(TAB10)) % len(LINE_STYLES)])
+        for k, label in enumerate(ordered)
+    }
 
 
 __all__ = ["LINE_STYLES", "TAB10", "SeriesStyle", "dispatcher_styles"]

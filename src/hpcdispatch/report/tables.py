@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-if TYPE_CHECKING:  # (pandas in the functions that take or make frames: the metric catalogue does without)
+if (
+    TYPE_CHECKING
+):  # (pandas in the functions that take or make frames: the metric catalogue does without)
     import pandas as pd
 
 # ---------------------------------------------------------------------------------------
@@ -42,7 +44,15 @@ TABLE_COLUMNS = [
     ("valid", "valid"),
 ]
 
-CONSOLE_KEYS = ("label", "wait_mean", "bounded_slowdown_mean", "utilization_core", "makespan", "decision_time_mean_s", "valid")
+CONSOLE_KEYS = (
+    "label",
+    "wait_mean",
+    "bounded_slowdown_mean",
+    "utilization_core",
+    "makespan",
+    "decision_time_mean_s",
+    "valid",
+)
 
 
 def comparison_frame(summaries: list[dict[str, Any]]) -> pd.DataFrame:
@@ -60,7 +70,11 @@ def display_rows(frame: pd.DataFrame, compact: bool = False) -> tuple[list[str],
 
     ``compact`` keeps the columns that fit an 80-column terminal.
     """
-    cols = [(k, h) for k, h in TABLE_COLUMNS if k in frame.columns and (not compact or k in CONSOLE_KEYS)]
+    cols = [
+        (k, h)
+        for k, h in TABLE_COLUMNS
+        if k in frame.columns and (not compact or k in CONSOLE_KEYS)
+    ]
     header = [h for _, h in cols]
     rows = []
     for _, rec in frame.iterrows():
@@ -131,11 +145,28 @@ _FIXED: dict[str, tuple[str, str]] = {
 # family -> column patterns, in display order
 FAMILIES: dict[str, tuple[str, ...]] = {
     "qos": (r"wait_mean", r"slowdown_mean", r"bounded_slowdown_mean", r"turnaround_mean"),
-    "resources": (r"utilization_\w+", r"fragmentation_\w+", r"fragmentation", r"spread_\w+", r"spread"),
-    "outcomes": (r"acceptance_rate", r"cancel_rate", r"success_rate", r"acceptance_\w+", r"cancel\w*_rate",
-                 r"success_\w+"),
-    "cost": (r"decision_time_mean_s", r"decision_time_max_s", r"prediction_mae_s", r"prediction_under_rate",
-             r"sim_wall_s"),
+    "resources": (
+        r"utilization_\w+",
+        r"fragmentation_\w+",
+        r"fragmentation",
+        r"spread_\w+",
+        r"spread",
+    ),
+    "outcomes": (
+        r"acceptance_rate",
+        r"cancel_rate",
+        r"success_rate",
+        r"acceptance_\w+",
+        r"cancel\w*_rate",
+        r"success_\w+",
+    ),
+    "cost": (
+        r"decision_time_mean_s",
+        r"decision_time_max_s",
+        r"prediction_mae_s",
+        r"prediction_under_rate",
+        r"sim_wall_s",
+    ),
 }
 
 FAMILY_TITLES = {
@@ -193,7 +224,9 @@ def format_value(m: Metric, v: Any) -> str:
 GROUP_COLUMNS = ("system", "workload", "run")
 
 
-def aggregate(frame: pd.DataFrame, metrics: list[Metric], keys: tuple[str, ...] = GROUP_COLUMNS) -> pd.DataFrame:
+def aggregate(
+    frame: pd.DataFrame, metrics: list[Metric], keys: tuple[str, ...] = GROUP_COLUMNS
+) -> pd.DataFrame:
     """One row per group: ``n`` and ``<metric>_mean``, ``<metric>_std`` (sample std, NaN for n = 1).
 
     Groups keep their first-appearance order (the sweep's order).
@@ -213,8 +246,9 @@ def aggregate(frame: pd.DataFrame, metrics: list[Metric], keys: tuple[str, ...] 
     return pd.DataFrame(rows)
 
 
-def aggregate_rows(stats: pd.DataFrame, metrics: list[Metric],
-                   keys: tuple[str, ...] = GROUP_COLUMNS) -> tuple[list[str], list[list[str]]]:
+def aggregate_rows(
+    stats: pd.DataFrame, metrics: list[Metric], keys: tuple[str, ...] = GROUP_COLUMNS
+) -> tuple[list[str], list[list[str]]]:
     """Header and rows ``mean ± std`` of an :func:`aggregate` frame."""
     header = [*keys, "n", *(m.title for m in metrics)]
     rows = []

@@ -56,8 +56,10 @@ def check_output_dir(path: str | Path, force: bool = False) -> Path:
     if not os.access(parent_existing, os.W_OK | os.X_OK):
         raise ConfigError(f"{out}: cannot write into {parent_existing} (permission denied)")
     if out.is_dir() and any(out.iterdir()) and not force:
-        raise ConfigError(f"{out} already holds files (an earlier run?); choose another directory, or --force to "
-                          "replace it")
+        raise ConfigError(
+            f"{out} already holds files (an earlier run?); choose another directory, or --force to "
+            "replace it"
+        )
     return out
 
 
@@ -68,7 +70,11 @@ def atomic_dir(target: str | Path, force: bool = False) -> Iterator[Path]:
     ``force``), else it is removed."""
     out = check_output_dir(target, force)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{WRITING_PREFIX}{socket.gethostname()}-{os.getpid()}-", dir=out.parent))
+    tmp = Path(
+        tempfile.mkdtemp(
+            prefix=f"{WRITING_PREFIX}{socket.gethostname()}-{os.getpid()}-", dir=out.parent
+        )
+    )
     try:
         yield tmp
         make_readable(tmp)
@@ -89,7 +95,9 @@ def _replace_dir(new: Path, target: Path) -> None:
     if _exchange(new, target):  # new now holds the old directory
         shutil.rmtree(new, ignore_errors=True)
         return
-    aside = target.with_name(f"{WRITING_PREFIX}{socket.gethostname()}-{os.getpid()}-old-{target.name}")
+    aside = target.with_name(
+        f"{WRITING_PREFIX}{socket.gethostname()}-{os.getpid()}-old-{target.name}"
+    )
     os.rename(target, aside)
     os.rename(new, target)
     shutil.rmtree(aside, ignore_errors=True)
@@ -121,7 +129,7 @@ def remove_stale_writing_dirs(parent: str | Path) -> list[Path]:
     for p in directory.iterdir():
         if not p.name.startswith(mine):
             continue
-        pid_text = p.name[len(mine):].split("-")[0]
+        pid_text = p.name[len(mine) :].split("-")[0]
         if not pid_text.isdigit():
             continue
         try:

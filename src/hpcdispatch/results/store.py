@@ -47,7 +47,9 @@ from hpcdispatch.sim.result import SimulationResult, arrow_table
 from hpcdispatch.system.io import dump_system, load_system
 from hpcdispatch.system.model import System
 
-if TYPE_CHECKING:  # (pandas where frames are read or given: writing a run's own tables does without it)
+if (
+    TYPE_CHECKING
+):  # (pandas where frames are read or given: writing a run's own tables does without it)
     import pandas as pd
 
 
@@ -86,7 +88,11 @@ def write_frame(path: Path, frame: pd.DataFrame | pa.Table) -> None:
     own tables) is written as it is, without a pandas frame in between."""
     if isinstance(frame, pa.Table):
         if path.suffix == ".parquet":
-            text = [f.name for f in frame.schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+            text = [
+                f.name
+                for f in frame.schema
+                if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+            ]
             _atomic(path, lambda p: pq.write_table(frame, p, use_dictionary=text))
         else:
             _atomic(path, lambda p: pa_csv.write_csv(frame, p))
@@ -97,8 +103,11 @@ def write_frame(path: Path, frame: pd.DataFrame | pa.Table) -> None:
         # dictionary encoding only where it pays, the text columns (status, info, user, ...):
         # on numeric columns it costs about half the writing time and saves next to nothing
         # (a whole HPC2N run's five tables: 0.29 s -> 0.16 s, the same size within 3 %)
-        text = [str(c) for c in frame.columns if not (pd.api.types.is_numeric_dtype(frame[c])
-                                                     or pd.api.types.is_bool_dtype(frame[c]))]
+        text = [
+            str(c)
+            for c in frame.columns
+            if not (pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]))
+        ]
         _atomic(path, lambda p: frame.to_parquet(p, index=False, use_dictionary=text))
     else:
         _atomic(path, lambda p: frame.to_csv(p, index=False))
@@ -108,7 +117,9 @@ def write_csv_arrow(path: Path, frame: pd.DataFrame | pa.Table) -> None:
     """CSV of a frame whose columns have one type each, by Arrow's writer (several times
     faster than pandas' for the half-million-row job tables of whole traces; strings quoted,
     booleans as ``true``/``false``, missing values empty)."""
-    table = frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
+    table = (
+        frame if isinstance(frame, pa.Table) else pa.Table.from_pandas(frame, preserve_index=False)
+    )
     _atomic(path, lambda p: pa_csv.write_csv(table, p))
 
 
@@ -138,7 +149,9 @@ def workload_columns(result: SimulationResult) -> dict[str, np.ndarray]:
         data[f"pernode_{name}"] = w.per_node_requests[:, r]
     if w.has_deadlines:  # deadline workloads: the window and whether the job takes whole nodes
         data["earliest_start"] = np.array([j.ready_at for j in w.jobs], dtype=np.float64)
-        data["deadline"] = np.array([np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64)
+        data["deadline"] = np.array(
+            [np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64
+        )
         data["whole_nodes"] = np.array([j.app is not None for j in w.jobs], dtype=bool)
     return data
 
@@ -168,9 +181,15 @@ def run_record(result: SimulationResult) -> dict[str, Any]:
     }
 
 
-def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True, force: bool = False,
-                 run_extra: dict[str, Any] | None = None, alongside: Callable[[], None] | None = None,
-                 beside: bool | None = None) -> dict[str, Any]:
+def write_result(
+    result: SimulationResult,
+    out_dir: str | Path,
+    csv: bool = True,
+    force: bool = False,
+    run_extra: dict[str, Any] | None = None,
+    alongside: Callable[[], None] | None = None,
+    beside: bool | None = None,
+) -> dict[str, Any]:
     """Write every output of ``result`` into the directory ``out_dir``, as a whole (an
     existing result there is replaced only with ``force``); returns the summary.
     ``run_extra``: more top-level fields of ``run.json`` (a replay on a real Slurm records its
@@ -181,12 +200,24 @@ def write_result(result: SimulationResult, out_dir: str | Path, csv: bool = True
     ``beside``: do ``alongside`` and the summary on a second thread while the tables are
     written (``None``: when this process may use more than one core)."""
     with atomic_dir(out_dir, force) as out:
-        return _write_files(result, out, csv, run_extra or {}, alongside,
-                            available_cores() > 1 if beside is None else beside)
+        return _write_files(
+            result,
+            out,
+            csv,
+            run_extra or {},
+            alongside,
+            available_cores() > 1 if beside is None else beside,
+        )
 
 
-def _write_files(result: SimulationResult, out: Path, csv: bool, run_extra: dict[str, Any],
-                 alongside: Callable[[], None] | None, beside: bool) -> dict[str, Any]:
+def _write_files(
+    result: SimulationResult,
+    out: Path,
+    csv: bool,
+    run_extra: dict[str, Any],
+    alongside: Callable[[], None] | None,
+    beside: bool,
+) -> dict[str, Any]:
     # With a spare core, ``alongside`` and the summary on a second thread while the tables are
     # written: Arrow writes and numpy sorts without Python's lock, so a whole HPC2N run's
     # validation and summary (0.25 s) take almost no time of their own. (Without one, the
@@ -226,7 +257,9 @@ def _write_files(result: SimulationResult, out: Path, csv: bool, run_extra: dict
     return done["summary"]
 
 
-def _write_tables(result: SimulationResult, out: Path, csv: bool, run_extra: dict[str, Any]) -> None:
+def _write_tables(
+    result: SimulationResult, out: Path, csv: bool, run_extra: dict[str, Any]
+) -> None:
     # the run's tables go to Arrow straight from their numpy columns (no pandas frame; missing
     # values are nulls, as pandas writes them)
     jobs = result.jobs_table()
@@ -243,12 +276,17 @@ def _write_tables(result: SimulationResult, out: Path, csv: bool, run_extra: dic
     write_json(out / "run.json", {**run_record(result), **run_extra})
     real = result.end - result.start
     started = ~np.isnan(real)
-    write_frame(out / "prediction_accuracy.parquet", arrow_table({
-        "job_id": result.workload.ids[started],
-        "predicted": result.planned[started],
-        "real": real[started],
-        "accuracy": real[started] / np.maximum(result.planned[started], 1e-9),
-    }))
+    write_frame(
+        out / "prediction_accuracy.parquet",
+        arrow_table(
+            {
+                "job_id": result.workload.ids[started],
+                "predicted": result.planned[started],
+                "real": real[started],
+                "accuracy": real[started] / np.maximum(result.planned[started], 1e-9),
+            }
+        ),
+    )
 
 
 @dataclass
@@ -288,7 +326,9 @@ def read_run(out_dir: str | Path) -> StoredRun:
     needed = ["run.json", "system.toml", "jobs.parquet", "allocations.parquet", "workload.parquet"]
     missing = [n for n in needed if not (out / n).is_file()]
     if missing:
-        raise ConfigError(f"{out}: not a complete hpcdispatch output directory (missing {', '.join(missing)})")
+        raise ConfigError(
+            f"{out}: not a complete hpcdispatch output directory (missing {', '.join(missing)})"
+        )
     summary_path = out / "summary.json"
     system = load_system(out / "system.toml")
     stored = StoredRun(
@@ -299,14 +339,20 @@ def read_run(out_dir: str | Path) -> StoredRun:
         jobs=_read_table(out / "jobs.parquet"),
         allocations=_read_table(out / "allocations.parquet"),
         workload=_read_table(out / "workload.parquet"),
-        bookings=_read_table(out / "bookings.parquet") if (out / "bookings.parquet").is_file() else None,
+        bookings=_read_table(out / "bookings.parquet")
+        if (out / "bookings.parquet").is_file()
+        else None,
     )
-    for name, frame, columns in (("allocations.parquet", stored.allocations, system.resources),
-                                 ("workload.parquet", stored.workload, [f"unit_{r}" for r in system.resources])):
+    for name, frame, columns in (
+        ("allocations.parquet", stored.allocations, system.resources),
+        ("workload.parquet", stored.workload, [f"unit_{r}" for r in system.resources]),
+    ):
         absent = [c for c in columns if c not in frame.columns]
         if absent:
-            raise ConfigError(f"{out / name}: column {absent[0]} is missing (the system has resources "
-                              f"{', '.join(system.resources)})")
+            raise ConfigError(
+                f"{out / name}: column {absent[0]} is missing (the system has resources "
+                f"{', '.join(system.resources)})"
+            )
     return stored
 
 
@@ -335,16 +381,26 @@ def _checked_run_record(path: Path, run: dict[str, Any]) -> dict[str, Any]:
             continue
         value = holder[key]
         if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-            raise ConfigError(f"{path}: field '{name}' must be {what}, got {json.dumps(value)[:60]}")
+            raise ConfigError(
+                f"{path}: field '{name}' must be {what}, got {json.dumps(value)[:60]}"
+            )
     workload = run.get("workload")
     if isinstance(workload, dict) and "kind" in workload and "spec" not in workload:
-        raise ConfigError(f"{path}: field 'workload.spec' is missing (the workload's {workload['kind']} source)")
+        raise ConfigError(
+            f"{path}: field 'workload.spec' is missing (the workload's {workload['kind']} source)"
+        )
     tol = run.get("time_tolerance")
-    if tol is not None and not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 <= tol < float("inf")):
-        raise ConfigError(f"{path}: field 'time_tolerance' must be a finite number of seconds >= 0, got {json.dumps(tol)[:60]}")
+    if tol is not None and not (
+        isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 <= tol < float("inf")
+    ):
+        raise ConfigError(
+            f"{path}: field 'time_tolerance' must be a finite number of seconds >= 0, got {json.dumps(tol)[:60]}"
+        )
     tags = run.get("dispatcher_tags")
     if isinstance(tags, dict) and not all(isinstance(v, bool) for v in tags.values()):
-        raise ConfigError(f"{path}: field 'dispatcher_tags' must be a table of true/false, got {json.dumps(tags)[:60]}")
+        raise ConfigError(
+            f"{path}: field 'dispatcher_tags' must be a table of true/false, got {json.dumps(tags)[:60]}"
+        )
     return run
 
 
@@ -360,7 +416,9 @@ def _read_json(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: damaged ({type(exc).__name__}: {_one_line(exc)})") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: damaged (a JSON object was expected, got {type(data).__name__})")
+        raise ConfigError(
+            f"{path}: damaged (a JSON object was expected, got {type(data).__name__})"
+        )
     return data
 
 
@@ -370,7 +428,9 @@ def _read_table(path: Path) -> pd.DataFrame:
     try:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow's errors for a truncated or foreign file
-        raise ConfigError(f"{path}: damaged Parquet file ({type(exc).__name__}: {_one_line(exc)})") from None
+        raise ConfigError(
+            f"{path}: damaged Parquet file ({type(exc).__name__}: {_one_line(exc)})"
+        ) from None
     absent = [c for c in REQUIRED_COLUMNS.get(path.name, ()) if c not in frame.columns]
     if absent:
         raise ConfigError(f"{path}: column {absent[0]} is missing")
@@ -379,13 +439,33 @@ def _read_table(path: Path) -> pd.DataFrame:
 
 #: the kind of value of each column the readers use (others are left as they are): times are
 #: numbers (NaN where a job has none), ids and counts integers, flags true/false, status text
-_NUMBER_COLUMNS = ("submit", "start", "end", "planned_duration", "from", "to", "made", "released", "deadline",
-                   "earliest_start")
+_NUMBER_COLUMNS = (
+    "submit",
+    "start",
+    "end",
+    "planned_duration",
+    "from",
+    "to",
+    "made",
+    "released",
+    "deadline",
+    "earliest_start",
+)
 _FLAG_COLUMNS = ("killed", "contiguous")
 _TEXT_COLUMNS = ("status",)
 _INT_PREFIXES = ("unit_", "pernode_")
-_INT_COLUMNS = ("job_id", "segment", "node", "units", "run_time", "wall_time", "user", "queue",
-                "max_units_per_node", "node_count")
+_INT_COLUMNS = (
+    "job_id",
+    "segment",
+    "node",
+    "units",
+    "run_time",
+    "wall_time",
+    "user",
+    "queue",
+    "max_units_per_node",
+    "node_count",
+)
 
 
 def _typed(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
@@ -407,25 +487,37 @@ def _typed(path: Path, frame: pd.DataFrame) -> pd.DataFrame:
             if not bad.any():
                 frame[name] = column.astype(bool)
         else:
-            is_int = name in _INT_COLUMNS or name.startswith(_INT_PREFIXES) or (
-                path.name == "allocations.parquet" and name not in _NUMBER_COLUMNS)
+            is_int = (
+                name in _INT_COLUMNS
+                or name.startswith(_INT_PREFIXES)
+                or (path.name == "allocations.parquet" and name not in _NUMBER_COLUMNS)
+            )
             if name not in _NUMBER_COLUMNS and not is_int:
                 continue
             if (is_int and pd.api.types.is_integer_dtype(column.dtype) and not column.hasnans) or (
-                    not is_int and pd.api.types.is_float_dtype(column.dtype) and column.dtype == np.float64):
+                not is_int
+                and pd.api.types.is_float_dtype(column.dtype)
+                and column.dtype == np.float64
+            ):
                 continue
-            values = pd.to_numeric(column.where(~column.map(lambda v: isinstance(v, (bool, np.bool_)))),
-                                   errors="coerce").to_numpy(np.float64, na_value=np.nan)
+            values = pd.to_numeric(
+                column.where(~column.map(lambda v: isinstance(v, (bool, np.bool_)))),
+                errors="coerce",
+            ).to_numpy(np.float64, na_value=np.nan)
             bad = column.notna().to_numpy(bool) & np.isnan(values)
             if is_int:
                 kind = "integers"
-                bad |= ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > 2.0**62)
+                bad |= (
+                    ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > 2.0**62)
+                )
             else:
                 kind = "numbers"
             if not bad.any():
                 frame[name] = values.astype(np.int64) if is_int else values
         if bad.any():
             rows = np.flatnonzero(bad)
-            raise ConfigError(f"{path}: column '{name}' must hold {kind}; row {rows[0]} is {column.iloc[rows[0]]!r}"
-                              + (f" ({len(rows)} rows in all)" if len(rows) > 1 else ""))
+            raise ConfigError(
+                f"{path}: column '{name}' must hold {kind}; row {rows[0]} is {column.iloc[rows[0]]!r}"
+                + (f" ({len(rows)} rows in all)" if len(rows) > 1 else "")
+            )
     return frame

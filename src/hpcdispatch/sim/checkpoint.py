@@ -68,8 +68,13 @@ class Checkpoint:
     """Where a simulation saves its state, and how often (``every``: wall-clock seconds
     between two writes; 0 writes after every instant, which only tests want)."""
 
-    def __init__(self, path: str | Path, run: dict[str, Any], every: float = 600.0,
-                 equivalent: dict[str, Callable[[Any], bool]] | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        run: dict[str, Any],
+        every: float = 600.0,
+        equivalent: dict[str, Callable[[Any], bool]] | None = None,
+    ):
         if every < 0:
             raise ConfigError(f"checkpoint interval must be >= 0 s, got {every}")
         self.path = Path(path)
@@ -84,22 +89,42 @@ class Checkpoint:
         return self.path.exists()
 
     # ---- writing ---------------------------------------------------------------------------
-    def save(self, loop: LoopState, dispatcher: object, predictor: object,
-             system: System, workload: Workload, at: dict[str, Any]) -> None:
+    def save(
+        self,
+        loop: LoopState,
+        dispatcher: object,
+        predictor: object,
+        system: System,
+        workload: Workload,
+        at: dict[str, Any],
+    ) -> None:
         """Write the loop's state and the dispatcher's and predictor's attributes; ``at``:
         where the run is (for people)."""
-        state = {k: (array(_TYPED[k], getattr(loop, k)) if k in _TYPED else getattr(loop, k)) for k in LOOP_STATE}
+        state = {
+            k: (array(_TYPED[k], getattr(loop, k)) if k in _TYPED else getattr(loop, k))
+            for k in LOOP_STATE
+        }
         state["dispatcher"] = vars(dispatcher)
         state["predictor"] = vars(predictor)
-        at = json.loads(json.dumps(at, default=json_default))  # plain data (the header is read without classes)
-        header = {"checkpoint": FORMAT, "version": __version__, "code": source_digest(), "run": self.run, "at": at}
+        at = json.loads(
+            json.dumps(at, default=json_default)
+        )  # plain data (the header is read without classes)
+        header = {
+            "checkpoint": FORMAT,
+            "version": __version__,
+            "code": source_digest(),
+            "run": self.run,
+            "at": at,
+        }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             with self._tmp.open("wb") as fh:
                 pickle.dump(header, fh, protocol=pickle.HIGHEST_PROTOCOL)
                 # the arrays others hold views of first, then everything else referring to them
                 _Pickler(fh, _shared(system, workload)).dump((loop.cluster, loop.planned_np))
-                _Pickler(fh, _shared(system, workload, loop.cluster, loop.planned_np, loop.view)).dump(state)
+                _Pickler(
+                    fh, _shared(system, workload, loop.cluster, loop.planned_np, loop.view)
+                ).dump(state)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(self._tmp, self.path)
@@ -108,8 +133,9 @@ class Checkpoint:
         self.writes += 1
 
     # ---- reading ---------------------------------------------------------------------------
-    def load(self, dispatcher: object, predictor: object, system: System,
-             workload: Workload) -> LoopState:
+    def load(
+        self, dispatcher: object, predictor: object, system: System, workload: Workload
+    ) -> LoopState:
         """The saved loop state; the dispatcher's and predictor's attributes are restored
         in place (the caller's objects are the run's objects)."""
         if self.path.is_dir():
@@ -118,34 +144,45 @@ class Checkpoint:
             with self.path.open("rb") as fh:
                 header = _HeaderUnpickler(fh).load()
                 if not isinstance(header, dict) or "checkpoint" not in header:
-                    raise CheckpointError(f"{self.path}: not a simulation checkpoint (format {FORMAT})")
+                    raise CheckpointError(
+                        f"{self.path}: not a simulation checkpoint (format {FORMAT})"
+                    )
                 if header.get("checkpoint") != FORMAT:
                     raise CheckpointError(
                         f"{self.path} is a checkpoint of format {header.get('checkpoint')} (hpcdispatch "
                         f"{header.get('version')}); this version reads format {FORMAT}. Resume it with the "
-                        "code that wrote it, or delete it")
+                        "code that wrote it, or delete it"
+                    )
                 if header.get("code") != source_digest():
                     raise CheckpointError(
                         f"{self.path} was written by other code (hpcdispatch {header.get('version')}, source "
                         f"digest {header.get('code')}; this is {__version__}, {source_digest()}): the state it "
-                        "holds may not fit this code. Resume it with the code that wrote it, or delete it")
+                        "holds may not fit this code. Resume it with the code that wrote it, or delete it"
+                    )
                 saved_run = header.get("run") or {}
                 if not isinstance(saved_run, dict):
-                    raise CheckpointError(f"{self.path}: damaged checkpoint (its header's run is {saved_run!r})")
+                    raise CheckpointError(
+                        f"{self.path}: damaged checkpoint (its header's run is {saved_run!r})"
+                    )
                 fields = run_differences(saved_run, self.run, self.equivalent)
                 if fields:
                     raise CheckpointError(
                         f"{self.path} was written for another run (differs in: {', '.join(fields)}); "
-                        "use a new checkpoint file or delete this one")
+                        "use a new checkpoint file or delete this one"
+                    )
                 cluster, planned_np = _Unpickler(fh, _shared(system, workload), workload).load()
-                state = _Unpickler(fh, _shared(system, workload, cluster, planned_np), workload).load()
+                state = _Unpickler(
+                    fh, _shared(system, workload, cluster, planned_np), workload
+                ).load()
             saved = _checked_state(self.path, state)
             loop = LoopState(**{k: saved[k] for k in LOOP_STATE})
         except CheckpointError:
             raise
         except Exception as exc:  # whatever a damaged pickle raises
-            raise CheckpointError(f"{self.path}: damaged checkpoint ({type(exc).__name__}: {str(exc)[:200]}); "
-                                  "delete it to start the run from the beginning") from None
+            raise CheckpointError(
+                f"{self.path}: damaged checkpoint ({type(exc).__name__}: {str(exc)[:200]}); "
+                "delete it to start the run from the beginning"
+            ) from None
         _replace_vars(dispatcher, saved["dispatcher"])
         _replace_vars(predictor, saved["predictor"])
         self.restored_at = header.get("at")
@@ -157,8 +194,12 @@ class Checkpoint:
             p.unlink(missing_ok=True)
 
     def summary(self) -> dict[str, Any]:
-        return {"path": str(self.path), "every_s": self.every, "writes": self.writes,
-                "resumed_at": self.restored_at}
+        return {
+            "path": str(self.path),
+            "every_s": self.every,
+            "writes": self.writes,
+            "resumed_at": self.restored_at,
+        }
 
 
 @functools.cache
@@ -177,13 +218,17 @@ def _checked_state(path: Path, state: Any) -> dict[str, Any]:
     attributes (typed arrays back to lists), or a :class:`CheckpointError` saying what is
     missing -- before anything of the run is touched."""
     if not isinstance(state, dict):
-        raise CheckpointError(f"{path}: damaged checkpoint (its state is {type(state).__name__}, not a table)")
+        raise CheckpointError(
+            f"{path}: damaged checkpoint (its state is {type(state).__name__}, not a table)"
+        )
     missing = [k for k in LOOP_STATE + ("dispatcher", "predictor") if k not in state]
     if missing:
         raise CheckpointError(f"{path}: damaged checkpoint (missing {', '.join(missing)})")
     for k in ("dispatcher", "predictor"):
         if not isinstance(state[k], dict) or not all(isinstance(a, str) for a in state[k]):
-            raise CheckpointError(f"{path}: damaged checkpoint (the {k}'s attributes are not a table)")
+            raise CheckpointError(
+                f"{path}: damaged checkpoint (the {k}'s attributes are not a table)"
+            )
     out = dict(state)
     for k in _TYPED:
         if not isinstance(state[k], array):
@@ -198,18 +243,32 @@ def _replace_vars(obj: object, saved: dict[str, Any]) -> None:
     attrs.update(saved)
 
 
-def _shared(system: System, workload: Workload, cluster: ClusterState | None = None,
-            planned_np: np.ndarray | None = None, view: DispatchView | None = None) -> dict[int, tuple[object, str]]:
+def _shared(
+    system: System,
+    workload: Workload,
+    cluster: ClusterState | None = None,
+    planned_np: np.ndarray | None = None,
+    view: DispatchView | None = None,
+) -> dict[int, tuple[object, str]]:
     """Objects written as references, by ``id``: the run's own (system, workload, its request
     rows) and, once the cluster state and the planned durations are known, what others share
     of them (the free-capacity view and pooled totals, the planned durations' read-only view)
     -- a pickled numpy view would come back as a copy that no longer follows its base."""
-    objects: dict[str, object] = {"system": system, "workload": workload, "requests": workload.unit_requests}
+    objects: dict[str, object] = {
+        "system": system,
+        "workload": workload,
+        "requests": workload.unit_requests,
+    }
     if cluster is not None and planned_np is not None:
         planned_ro = planned_np.view() if view is None else view.planned_durations
         planned_ro.flags.writeable = False
-        objects.update(cluster=cluster, free_ro=cluster.free_readonly, free_total=cluster.free_total,
-                       planned_np=planned_np, planned_ro=planned_ro)
+        objects.update(
+            cluster=cluster,
+            free_ro=cluster.free_readonly,
+            free_total=cluster.free_total,
+            planned_np=planned_np,
+            planned_ro=planned_ro,
+        )
     return {id(obj): (obj, key) for key, obj in objects.items()}
 
 
@@ -218,7 +277,9 @@ class _HeaderUnpickler(pickle.Unpickler):
     damage (or not a checkpoint), never something to import and build."""
 
     def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"the header holds an object of {module}.{name}, not plain data")
+        raise pickle.UnpicklingError(
+            f"the header holds an object of {module}.{name}, not plain data"
+        )
 
     def persistent_load(self, pid: Any) -> Any:
         raise pickle.UnpicklingError("the header holds a reference, not plain data")
@@ -239,7 +300,9 @@ class _Pickler(pickle.Pickler):
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, fh: io.BufferedReader, shared: dict[int, tuple[object, str]], workload: Workload):
+    def __init__(
+        self, fh: io.BufferedReader, shared: dict[int, tuple[object, str]], workload: Workload
+    ):
         super().__init__(fh)
         self._shared = {key: obj for obj, key in shared.values()}
         self._jobs = workload.jobs

@@ -52,7 +52,9 @@ class ClusterState:
         ``per_node`` (amounts taken on every used node on top of the units) and
         ``contiguous`` (consecutive node indices)."""
         if node_count or contiguous or per_node is not None:
-            return self._take_constrained(allocation, unit_request, units, max_per_node, node_count, per_node, contiguous)
+            return self._take_constrained(
+                allocation, unit_request, units, max_per_node, node_count, per_node, contiguous
+            )
         nodes = allocation.nodes
         counts = allocation.units
         m = len(nodes)
@@ -71,7 +73,9 @@ class ClusterState:
             need_list = [a * count for a in unit_request.tolist()]
             for r, a in enumerate(need_list):
                 if a and free[node, r] < a:
-                    return f"node {node} has {int(free[node, r])} {self.system.resources[r]} free, the allocation needs {a}"
+                    have = int(free[node, r])
+                    name = self.system.resources[r]
+                    return f"node {node} has {have} {name} free, the allocation needs {a}"
             ft = self.free_total
             for r, a in enumerate(need_list):
                 if a:
@@ -122,7 +126,9 @@ class ClusterState:
             return f"node index out of range 0..{self.n_nodes - 1}: {nodes.tolist()}"
         return None
 
-    def _take_constrained(self, allocation, unit_request, units, max_per_node, node_count, per_node, contiguous):
+    def _take_constrained(
+        self, allocation, unit_request, units, max_per_node, node_count, per_node, contiguous
+    ):
         nodes = allocation.nodes
         counts = allocation.units
         m = len(nodes)

@@ -27,14 +27,28 @@ from __future__ import annotations
 CORRECTIONS = ("walltime", "ladder")
 
 #: growth of a prediction after its ``k``-th expiry (seconds); the last step repeats
-LADDER_S = (60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0)
+LADDER_S = (
+    60.0,
+    300.0,
+    900.0,
+    1800.0,
+    3600.0,
+    7200.0,
+    18000.0,
+    36000.0,
+    72000.0,
+    180000.0,
+    360000.0,
+)
 
 
 def check_correction(name: str | None) -> None:
     from hpcdispatch.errors import ConfigError
 
     if name is not None and name not in CORRECTIONS:
-        raise ConfigError(f"prediction_correction must be one of {', '.join(CORRECTIONS)} (or unset), got '{name}'")
+        raise ConfigError(
+            f"prediction_correction must be one of {', '.join(CORRECTIONS)} (or unset), got '{name}'"
+        )
 
 
 def revised_end(name: str, now: float, start: float, wall_time: float, revisions: int) -> float:

@@ -110,12 +110,16 @@ class AppModelParams:
         if not 0 <= self.overlap <= 1:
             raise ConfigError(f"execution model: overlap must be in [0, 1], got {self.overlap}")
         if self.network not in NETWORKS:
-            raise ConfigError(f"execution model: network must be one of {', '.join(NETWORKS)}, got '{self.network}'")
+            raise ConfigError(
+                f"execution model: network must be one of {', '.join(NETWORKS)}, got '{self.network}'"
+            )
         if self.peers < 1:
             raise ConfigError(f"execution model: peers must be >= 1, got {self.peers}")
         for name in ("h_intra", "h_inj"):
             if not getattr(self, name) >= 0:  # (also NaN)
-                raise ConfigError(f"execution model: {name} must be >= 0, got {getattr(self, name)}")
+                raise ConfigError(
+                    f"execution model: {name} must be >= 0, got {getattr(self, name)}"
+                )
         if self.seed < 0:
             raise ConfigError(f"execution model: seed must be >= 0, got {self.seed}")
 
@@ -129,13 +133,17 @@ def app_model_overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any] |
     if overrides is None:
         return None
     if not isinstance(overrides, Mapping):
-        raise ConfigError(f"execution model: expected a table of parameters (e.g. network=none), got {overrides!r}")
+        raise ConfigError(
+            f"execution model: expected a table of parameters (e.g. network=none), got {overrides!r}"
+        )
     defaults = AppModelParams()
     known = [f.name for f in fields(AppModelParams)]
     out: dict[str, Any] = {}
     for key, value in overrides.items():
         if key not in known:
-            raise ConfigError(f"execution model: unknown parameter '{key}'; known: {', '.join(known)}")
+            raise ConfigError(
+                f"execution model: unknown parameter '{key}'; known: {', '.join(known)}"
+            )
         default = getattr(defaults, key)
         if isinstance(default, tuple):
             items = value if isinstance(value, (list, tuple)) else [value]
@@ -192,7 +200,9 @@ def app_model_params(overrides: Mapping[str, Any] | None) -> AppModelParams:
     :func:`app_model_overrides`) applied."""
     if not overrides:
         return AppModelParams()
-    return AppModelParams(**{k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()})
+    return AppModelParams(
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
+    )
 
 
 def parse_app_model(text: str) -> dict[str, Any] | None:
@@ -204,7 +214,9 @@ def parse_app_model(text: str) -> dict[str, Any] | None:
             continue
         key, eq, value = part.partition("=")
         if not eq or not key.strip():
-            raise ConfigError(f"execution model: '{part}' is not KEY=VALUE (e.g. network=none,overlap=0.3)")
+            raise ConfigError(
+                f"execution model: '{part}' is not KEY=VALUE (e.g. network=none,overlap=0.3)"
+            )
         value = value.strip()
         raw[key.strip()] = value.split("/") if "/" in value else value
     return app_model_overrides(raw)
@@ -234,7 +246,9 @@ def _halo(p: int) -> tuple[np.ndarray, np.ndarray]:
     return src, dst
 
 
-def _random_peers(rng: np.random.Generator, senders: np.ndarray, pool: int, peers: int) -> tuple[np.ndarray, np.ndarray]:
+def _random_peers(
+    rng: np.random.Generator, senders: np.ndarray, pool: int, peers: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Each sender (a rank < ``pool``) to ``peers`` random other ranks of ``0 .. pool - 1``."""
     if pool < 2 or len(senders) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -271,7 +285,9 @@ class AppProgram:
     def comm_scale(self) -> np.ndarray:
         """``kappa_k``: seconds of communication per unit of mean message cost."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.base_cost > 0, self.share * self.nominal / self.denom / self.base_cost, 0.0)
+            return np.where(
+                self.base_cost > 0, self.share * self.nominal / self.denom / self.base_cost, 0.0
+            )
 
 
 @dataclass(slots=True)
@@ -336,9 +352,15 @@ class ExecutionModel:
     def for_system(cls, system, params: AppModelParams | None = None) -> ExecutionModel:
         topo = system.topology
         grid = topo.grid if topo.is_grid else grid_of(1, system.n_nodes)
-        cores = system.capacity[:, system.resource_index("core")] if "core" in system.resources else None
+        cores = (
+            system.capacity[:, system.resource_index("core")]
+            if "core" in system.resources
+            else None
+        )
         if cores is None or len(cores) == 0 or cores.min() != cores.max() or cores[0] < 1:
-            raise ConfigError(f"system '{system.name}': the execution model needs the same number of cores on every node")
+            raise ConfigError(
+                f"system '{system.name}': the execution model needs the same number of cores on every node"
+            )
         return cls(grid, int(cores[0]), params or AppModelParams())
 
     def __getstate__(self) -> dict:  # programs and caches are rebuilt
@@ -357,16 +379,21 @@ class ExecutionModel:
         """The calibrated program of ``job`` (built once, from the job alone)."""
         prog = self._programs.get(job.index)
         if prog is None:
-            prog = self._programs[job.index] = self.build_program(job.id, job.app.behaviour, job.app.comm,
-                                                                   job.app.processes, int(job.run_time))
+            prog = self._programs[job.index] = self.build_program(
+                job.id, job.app.behaviour, job.app.comm, job.app.processes, int(job.run_time)
+            )
         return prog
 
-    def build_program(self, job_id: int, behaviour: int, comm: str, n: int, run_time: int) -> AppProgram:
+    def build_program(
+        self, job_id: int, behaviour: int, comm: str, n: int, run_time: int
+    ) -> AppProgram:
         prm = self.params
         k_phases = max(1, min(prm.phases, int(run_time)))
         rng = np.random.default_rng([prm.seed, int(job_id)])
         if behaviour in (2, 3):
-            g = np.asarray(prm.growth, dtype=np.float64)[rng.integers(0, len(prm.growth), size=k_phases)]
+            g = np.asarray(prm.growth, dtype=np.float64)[
+                rng.integers(0, len(prm.growth), size=k_phases)
+            ]
             procs = np.maximum(1, np.rint(n * g)).astype(np.int64)
         else:
             procs = np.full(k_phases, n, dtype=np.int64)
@@ -413,14 +440,28 @@ class ExecutionModel:
                 if id(srcs[k]) == last[0]:  # the same messages (a halo of the same size)
                     base_cost[k] = last[1]
                     continue
-                rank_node = slots[: int(procs[k])] if int(procs[k]) <= len(slots) else \
-                    slots[np.arange(int(procs[k])) % len(slots)]
+                rank_node = (
+                    slots[: int(procs[k])]
+                    if int(procs[k]) <= len(slots)
+                    else slots[np.arange(int(procs[k])) % len(slots)]
+                )
                 base_cost[k] = self._mean_cost(rank_node[srcs[k]], rank_node[dsts[k]])
                 last = (id(srcs[k]), float(base_cost[k]))
         sync = comm == "sync"
         denom = np.array([combine(1.0 - s, s, sync, prm.overlap) for s in share])
-        return AppProgram(behaviour, sync, self.cores, procs, base, nominal, share, tuple(srcs), tuple(dsts),
-                          base_cost, denom)
+        return AppProgram(
+            behaviour,
+            sync,
+            self.cores,
+            procs,
+            base,
+            nominal,
+            share,
+            tuple(srcs),
+            tuple(dsts),
+            base_cost,
+            denom,
+        )
 
     def _mean_cost(self, a: np.ndarray, b: np.ndarray) -> float:
         prm = self.params
@@ -437,7 +478,9 @@ class ExecutionModel:
         base_node = slots[np.arange(prog.base) % len(slots)]
         return AppRun(prog, list(nodes), base_node)
 
-    def place_phase(self, run: AppRun, k: int, forks: bool, ask: Callable[[int], int | None] | None) -> list[int]:
+    def place_phase(
+        self, run: AppRun, k: int, forks: bool, ask: Callable[[int], int | None] | None
+    ) -> list[int]:
         """Place phase ``k``'s ranks (the children per the module docstring); returns the
         nodes granted by ``ask`` (already appended to ``run.nodes``)."""
         prog = run.program
@@ -470,8 +513,11 @@ class ExecutionModel:
                     cand = np.flatnonzero(free > 0)
                     if len(cand):
                         node_arr = np.asarray(nodes, dtype=np.int64)
-                        d = self._dist[node_arr[u], node_arr[cand]] if self._dist is not None else \
-                            self.grid.distance(node_arr[u], node_arr[cand])
+                        d = (
+                            self._dist[node_arr[u], node_arr[cand]]
+                            if self._dist is not None
+                            else self.grid.distance(node_arr[u], node_arr[cand])
+                        )
                         cand = cand[np.lexsort((node_arr[cand], d))]
                         for v in cand.tolist():
                             take = min(rem, int(free[v]))
@@ -518,13 +564,17 @@ class ExecutionModel:
             # in turn: its own node first, then the overflow in the order placed
             local = np.flatnonzero(here)
             u_all = np.concatenate([local, np.asarray(over_u, dtype=np.int64)])
-            o_all = np.concatenate([np.zeros(len(local), np.int64), np.arange(1, len(over_u) + 1, dtype=np.int64)])
+            o_all = np.concatenate(
+                [np.zeros(len(local), np.int64), np.arange(1, len(over_u) + 1, dtype=np.int64)]
+            )
             v_all = np.concatenate([local, np.asarray(over_v, dtype=np.int64)])
             c_all = np.concatenate([here[local], np.asarray(over_c, dtype=np.int64)])
             order = np.lexsort((o_all, u_all))
             child_pos = np.empty(q, dtype=np.int64)
             child_pos[np.argsort(parent_pos, kind="stable")] = np.repeat(v_all[order], c_all[order])
-            run.rank_node = np.concatenate([run.base_node, np.asarray(nodes, dtype=np.int64)[child_pos]])
+            run.rank_node = np.concatenate(
+                [run.base_node, np.asarray(nodes, dtype=np.int64)[child_pos]]
+            )
         else:
             run.rank_node = run.base_node
         run.node_load = load
@@ -553,7 +603,9 @@ class ExecutionModel:
             else:
                 cache = run.cache
                 if cache is not None and cache[0] is prog.src[k] and cache[1] is run.rank_node:
-                    ratio, links, count = cache[2:]  # the same messages on the same placement (types 0, 1)
+                    ratio, links, count = cache[
+                        2:
+                    ]  # the same messages on the same placement (types 0, 1)
                 else:
                     src = run.rank_node[prog.src[k]]
                     dst = run.rank_node[prog.dst[k]]
@@ -577,7 +629,9 @@ class ExecutionModel:
         self.oversubscribed_phases += run.oversubscription > 1.0
         self.shared_phases += run.gamma > 1.0
         self.gamma_sum += run.gamma
-        return float(prog.nominal[k]) * (combine(a, b, prog.sync, self.params.overlap) / float(prog.denom[k]))
+        return float(prog.nominal[k]) * (
+            combine(a, b, prog.sync, self.params.overlap) / float(prog.denom[k])
+        )
 
     def summary(self) -> dict:
         """Flat numbers over the run (they go into the run's summary): phases run, the share
@@ -586,13 +640,16 @@ class ExecutionModel:
         network mode."""
         n = self.phases_run
         nan = float("nan")
-        return {"exec_phases": n,
-                "exec_oversubscribed_share": self.oversubscribed_phases / n if n else nan,
-                "exec_shared_link_share": self.shared_phases / n if n else nan,
-                "exec_gamma_mean": self.gamma_sum / n if n else nan,
-                "forks_asked": self.forks_asked, "forks_granted": self.forks_granted,
-                "fork_grant_rate": self.forks_granted / self.forks_asked if self.forks_asked else nan,
-                "exec_network": self.params.network}
+        return {
+            "exec_phases": n,
+            "exec_oversubscribed_share": self.oversubscribed_phases / n if n else nan,
+            "exec_shared_link_share": self.shared_phases / n if n else nan,
+            "exec_gamma_mean": self.gamma_sum / n if n else nan,
+            "forks_asked": self.forks_asked,
+            "forks_granted": self.forks_granted,
+            "fork_grant_rate": self.forks_granted / self.forks_asked if self.forks_asked else nan,
+            "exec_network": self.params.network,
+        }
 
     def end_phase(self, run: AppRun) -> None:
         """The current phase is over: its traffic leaves the links."""
@@ -614,10 +671,14 @@ class ExecutionModel:
             rb, cb = np.divmod(dst, cols)
             lo, hi = np.minimum(ca, cb), np.maximum(ca, cb)
             size = rows * cols
-            h = np.bincount(ra * cols + lo, minlength=size) - np.bincount(ra * cols + hi, minlength=size)
+            h = np.bincount(ra * cols + lo, minlength=size) - np.bincount(
+                ra * cols + hi, minlength=size
+            )
             h = np.cumsum(h.reshape(rows, cols), axis=1)[:, : cols - 1].ravel()
             lo, hi = np.minimum(ra, rb), np.maximum(ra, rb)
-            v = np.bincount(lo * cols + cb, minlength=size) - np.bincount(hi * cols + cb, minlength=size)
+            v = np.bincount(lo * cols + cb, minlength=size) - np.bincount(
+                hi * cols + cb, minlength=size
+            )
             v = np.cumsum(v.reshape(rows, cols), axis=0)[: rows - 1].ravel()
             count = np.concatenate([h, v])
         links = np.flatnonzero(count)

@@ -22,7 +22,9 @@ class _Missing:
     def __repr__(self) -> str:
         return "<missing>"
 
-    def __reduce__(self) -> str:  # pickled as the module's one instance (it is compared by identity)
+    def __reduce__(
+        self,
+    ) -> str:  # pickled as the module's one instance (it is compared by identity)
         return "MISSING"
 
 
@@ -37,7 +39,9 @@ class NumericColumn:
 
     def __init__(self, values: Any, present: Any) -> None:
         if values.dtype.kind not in "if" or values.shape != present.shape or values.ndim != 1:
-            raise ValueError("a numeric info column needs 1-D int or float values and a mask of their shape")
+            raise ValueError(
+                "a numeric info column needs 1-D int or float values and a mask of their shape"
+            )
         self.values = values
         self.present = present
 
@@ -90,7 +94,9 @@ class InfoLog(Sequence[dict[str, Any]]):
         columns = self._columns
         n = self._n
         for key, column in columns.items():
-            if isinstance(column, NumericColumn):  # (appending to a compiled run's log: lists again)
+            if isinstance(
+                column, NumericColumn
+            ):  # (appending to a compiled run's log: lists again)
                 columns[key] = list(column)
         if not info and not columns:  # dispatchers that record nothing: just count the call
             self._n = n + 1
@@ -149,7 +155,9 @@ class InfoLog(Sequence[dict[str, Any]]):
             if body is None:
                 body = part
                 continue
-            both = pc.binary_join_element_wise(body, part, arrow_scalar(", "))  # (null where either is)
+            both = pc.binary_join_element_wise(
+                body, part, arrow_scalar(", ")
+            )  # (null where either is)
             body = pc.if_else(pc.is_null(body), part, pc.if_else(pc.is_null(part), body, both))
         # (Arrow scalars and arrays from buffers: given Python values pyarrow imports pandas)
         nothing = arrow_scalar("")
@@ -192,7 +200,10 @@ def _key_texts(key: str, column: list[Any]) -> Any:
         kind = next(iter(kinds))
         present = np.fromiter((v is not MISSING for v in column), dtype=bool, count=len(column))
         try:
-            arr = np.array([v for v in column if v is not MISSING], dtype=np.int64 if kind is int else np.float64)
+            arr = np.array(
+                [v for v in column if v is not MISSING],
+                dtype=np.int64 if kind is int else np.float64,
+            )
         except OverflowError:  # an int beyond 64 bits: value by value below
             arr = None
         if arr is not None:
@@ -226,8 +237,12 @@ def _numeric_texts(prefix: str, values: Any, present: Any) -> Any:
     # the infinities are its own): repr is several times faster on thousands of distinct values
     distinct = values[first].tolist()
     finite = values.dtype.kind == "i" or bool(np.isfinite(values[first]).all())
-    texts = arrow_array(np.array([prefix + t for t in (map(repr, distinct) if finite else map(json.dumps, distinct))],
-                                 dtype=object))
+    texts = arrow_array(
+        np.array(
+            [prefix + t for t in (map(repr, distinct) if finite else map(json.dumps, distinct))],
+            dtype=object,
+        )
+    )
     at = np.full(len(present), -1, dtype=np.int64)  # each call's text among the distinct ones
     at[present] = inverse.reshape(-1)
     return texts.take(arrow_array(at, missing=~present))

@@ -64,12 +64,17 @@ def _head(queue: dict[int, Job]) -> int | None:
     return next(iter(queue.values())).id if queue else None
 
 
-def run_differences(theirs: dict[str, Any], ours: dict[str, Any],
-                    equivalent: dict[str, Callable[[Any], bool]]) -> list[str]:
+def run_differences(
+    theirs: dict[str, Any], ours: dict[str, Any], equivalent: dict[str, Callable[[Any], bool]]
+) -> list[str]:
     """The fields in which a saved run description (``theirs``) differs from this run's,
     except where ``equivalent``'s predicate accepts the saved value."""
-    return sorted(k for k in set(theirs) | set(ours) if theirs.get(k) != ours.get(k)
-                  and not (k in theirs and k in equivalent and equivalent[k](theirs[k])))
+    return sorted(
+        k
+        for k in set(theirs) | set(ours)
+        if theirs.get(k) != ours.get(k)
+        and not (k in theirs and k in equivalent and equivalent[k](theirs[k]))
+    )
 
 
 _RECORD_KEYS = ("k", "t", "queue", "head", "starts", "wakeup", "elapsed")
@@ -81,7 +86,11 @@ def _is_int(v: Any, low: int = -_BIG) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, float) and math.isnan(v))
+    return (
+        isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and not (isinstance(v, float) and math.isnan(v))
+    )
 
 
 def _record_problem(rec: dict[str, Any]) -> tuple[str, str] | None:
@@ -104,12 +113,25 @@ def _record_problem(rec: dict[str, Any]) -> tuple[str, str] | None:
         return "info", f"must be an object or null, got {str(rec['info'])[:60]}"
     starts = rec["starts"]
     if not isinstance(starts, list):
-        return "starts", f"must be a list of [job index, job id, [nodes], [units]], got {str(starts)[:60]}"
+        return (
+            "starts",
+            f"must be a list of [job index, job id, [nodes], [units]], got {str(starts)[:60]}",
+        )
     for i, start in enumerate(starts):
-        if not (isinstance(start, list) and len(start) == 4 and _is_int(start[0], 0) and _is_int(start[1])
-                and isinstance(start[2], list) and isinstance(start[3], list)
-                and all(_is_int(n, 0) for n in start[2]) and all(_is_int(u) for u in start[3])):
-            return "starts", f"entry {i} must be [job index, job id, [nodes], [units]], got {str(start)[:80]}"
+        if not (
+            isinstance(start, list)
+            and len(start) == 4
+            and _is_int(start[0], 0)
+            and _is_int(start[1])
+            and isinstance(start[2], list)
+            and isinstance(start[3], list)
+            and all(_is_int(n, 0) for n in start[2])
+            and all(_is_int(u) for u in start[3])
+        ):
+            return (
+                "starts",
+                f"entry {i} must be [job index, job id, [nodes], [units]], got {str(start)[:80]}",
+            )
         nodes, units = start[2], start[3]
         if len(nodes) != len(units):
             return "starts", f"entry {i} has {len(nodes)} nodes but {len(units)} unit counts"
@@ -128,8 +150,12 @@ class DecisionJournal:
     ``Dispatcher.matches_identity``).
     """
 
-    def __init__(self, path: str | Path, run: dict[str, Any],
-                 equivalent: dict[str, Callable[[Any], bool]] | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        run: dict[str, Any],
+        equivalent: dict[str, Callable[[Any], bool]] | None = None,
+    ):
         self.path = Path(path)
         self.run = json.loads(json.dumps(run, default=json_default))
         self.equivalent = equivalent or {}
@@ -163,12 +189,16 @@ class DecisionJournal:
             lock_path.parent.mkdir(parents=True, exist_ok=True)
             fh = lock_path.open("w")
         except OSError as exc:
-            raise JournalError(f"cannot write the decision journal's lock {lock_path}: {exc}") from None
+            raise JournalError(
+                f"cannot write the decision journal's lock {lock_path}: {exc}"
+            ) from None
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             fh.close()
-            raise JournalError(f"{self.path} is in use by another process (lock {lock_path})") from None
+            raise JournalError(
+                f"{self.path} is in use by another process (lock {lock_path})"
+            ) from None
         return fh
 
     # ---- reading ---------------------------------------------------------------------------
@@ -179,35 +209,57 @@ class DecisionJournal:
         lines = lines[:-1]  # after the last newline: empty, or the dropped partial line
         try:
             header = json.loads(lines[0])
-        except (ValueError, RecursionError, IndexError):  # (not JSON, not UTF-8 text, nested too deep)
+        except (
+            ValueError,
+            RecursionError,
+            IndexError,
+        ):  # (not JSON, not UTF-8 text, nested too deep)
             raise JournalError(f"{self.path}, line 1: not a decision journal header") from None
         if not isinstance(header, dict) or "journal" not in header:
-            raise JournalError(f"{self.path}, line 1: not a decision journal (format {FORMAT}) header")
+            raise JournalError(
+                f"{self.path}, line 1: not a decision journal (format {FORMAT}) header"
+            )
         if header.get("journal") != FORMAT:
             raise JournalError(
                 f"{self.path}, line 1: a decision journal of format {str(header.get('journal'))[:20]}; this version "
                 f"reads format {FORMAT} (format 1 named the dispatcher by its printed description). Finish "
-                "the run with the version that wrote the journal, or delete it to start again")
+                "the run with the version that wrote the journal, or delete it to start again"
+            )
         if not isinstance(header.get("run") or {}, dict):
-            raise JournalError(f"{self.path}, line 1, field 'run': must be an object, got {header.get('run')!r}")
+            raise JournalError(
+                f"{self.path}, line 1, field 'run': must be an object, got {header.get('run')!r}"
+            )
         fields = run_differences(header.get("run") or {}, self.run, self.equivalent)
         if fields:
             raise JournalError(
                 f"{self.path} was written for another run (differs in: {', '.join(fields)}); "
-                "use a new journal file or delete this one")
+                "use a new journal file or delete this one"
+            )
         for lineno, line in enumerate(lines[1:], start=2):
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise JournalError(f"{self.path}, line {lineno}: damaged record ({exc.msg})") from None
+                raise JournalError(
+                    f"{self.path}, line {lineno}: damaged record ({exc.msg})"
+                ) from None
             except UnicodeDecodeError:
-                raise JournalError(f"{self.path}, line {lineno}: damaged record (not UTF-8 text)") from None
+                raise JournalError(
+                    f"{self.path}, line {lineno}: damaged record (not UTF-8 text)"
+                ) from None
             except (ValueError, RecursionError) as exc:  # a 5000-digit number, nesting too deep
-                raise JournalError(f"{self.path}, line {lineno}: damaged record ({type(exc).__name__})") from None
-            if not isinstance(rec, dict) or rec.get("k") != len(self._records) or isinstance(rec.get("k"), bool):
+                raise JournalError(
+                    f"{self.path}, line {lineno}: damaged record ({type(exc).__name__})"
+                ) from None
+            if (
+                not isinstance(rec, dict)
+                or rec.get("k") != len(self._records)
+                or isinstance(rec.get("k"), bool)
+            ):
                 got = rec.get("k") if isinstance(rec, dict) else rec
-                raise JournalError(f"{self.path}, line {lineno}: field 'k' should be call {len(self._records)}, "
-                                   f"got {str(got)[:60]}")
+                raise JournalError(
+                    f"{self.path}, line {lineno}: field 'k' should be call {len(self._records)}, "
+                    f"got {str(got)[:60]}"
+                )
             problem = _record_problem(rec)
             if problem:
                 field, message = problem
@@ -216,8 +268,10 @@ class DecisionJournal:
         if cut is not None:
             # the interruption cut the last record short: keep everything before it (the file
             # is only changed once it is known to be this run's journal)
-            warnings.warn(f"{self.path}: line {len(lines) + 1} is incomplete (interrupted write); dropped",
-                          stacklevel=3)
+            warnings.warn(
+                f"{self.path}: line {len(lines) + 1} is incomplete (interrupted write); dropped",
+                stacklevel=3,
+            )
             with self.path.open("r+b") as fh:
                 fh.truncate(cut)
 
@@ -227,23 +281,31 @@ class DecisionJournal:
     def has(self, k: int) -> bool:
         return k < len(self._records)
 
-    def replay(self, k: int, t: float, queue: dict[int, Job], jobs: tuple[Job, ...]) -> tuple[Decision, float]:
+    def replay(
+        self, k: int, t: float, queue: dict[int, Job], jobs: tuple[Job, ...]
+    ) -> tuple[Decision, float]:
         """Call ``k``'s recorded decision, checked against the state reached (time ``t``, ``queue``)."""
         rec = self._records[k]
         where = f"{self.path}, line {k + 2}"
         if rec["t"] != t:
-            raise JournalError(f"{where}: field 't' is {rec['t']}, the replay reached call {k} at t={t}; "
-                               "the run is not the one recorded")
+            raise JournalError(
+                f"{where}: field 't' is {rec['t']}, the replay reached call {k} at t={t}; "
+                "the run is not the one recorded"
+            )
         head = _head(queue)
         if rec["queue"] != len(queue) or rec["head"] != head:
-            raise JournalError(f"{where}: fields 'queue'/'head' are {rec['queue']}/{rec['head']}, the replay has "
-                               f"{len(queue)} queued jobs headed by {head} at t={t}")
+            raise JournalError(
+                f"{where}: fields 'queue'/'head' are {rec['queue']}/{rec['head']}, the replay has "
+                f"{len(queue)} queued jobs headed by {head} at t={t}"
+            )
         starts = []
         for index, job_id, nodes, units in rec["starts"]:
             job = jobs[index] if 0 <= index < len(jobs) else None
             if job is None or job.id != job_id:
-                raise JournalError(f"{where}: field 'starts' names job {job_id} at index {index}, "
-                                   "which is not that workload's job")
+                raise JournalError(
+                    f"{where}: field 'starts' names job {job_id} at index {index}, "
+                    "which is not that workload's job"
+                )
             starts.append(Start(job, Allocation(nodes, units)))
         info = dict(rec.get("info") or {})
         info["replayed"] = True
@@ -251,15 +313,19 @@ class DecisionJournal:
         return Decision(starts, rec.get("wakeup"), info), float(rec["elapsed"])
 
     # ---- writing ---------------------------------------------------------------------------
-    def append(self, k: int, t: float, queue: dict[int, Job], decision: Decision, elapsed: float) -> None:
+    def append(
+        self, k: int, t: float, queue: dict[int, Job], decision: Decision, elapsed: float
+    ) -> None:
         """Record call ``k`` (``queue``: the queue the dispatcher saw, before its starts)."""
         rec = {
             "k": k,
             "t": t,
             "queue": len(queue),
             "head": _head(queue),
-            "starts": [[s.job.index, s.job.id, s.allocation.nodes.tolist(), s.allocation.units.tolist()]
-                       for s in decision.starts],
+            "starts": [
+                [s.job.index, s.job.id, s.allocation.nodes.tolist(), s.allocation.units.tolist()]
+                for s in decision.starts
+            ],
             "wakeup": decision.wakeup,
             "elapsed": elapsed,
             "info": decision.info,

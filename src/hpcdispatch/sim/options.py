@@ -38,13 +38,17 @@ class SimulationOptions:
 
     def __post_init__(self) -> None:
         check_correction(self.prediction_correction)
-        object.__setattr__(self, "app_model", app_model_overrides(self.app_model))  # checked, canonical
+        object.__setattr__(
+            self, "app_model", app_model_overrides(self.app_model)
+        )  # checked, canonical
         if self.engine not in ENGINES:
             raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got '{self.engine}'")
         if self.dispatch_interval is not None and self.dispatch_interval <= 0:
             raise ConfigError(f"dispatch_interval must be positive, got {self.dispatch_interval}")
         if not self.dispatch_on_events and self.dispatch_interval is None:
-            raise ConfigError("dispatch_on_events=False needs a dispatch_interval, or the dispatcher is never called")
+            raise ConfigError(
+                "dispatch_on_events=False needs a dispatch_interval, or the dispatcher is never called"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,11 +58,16 @@ class SimulationOptions:
         but the engine, which changes no decision, and without the options added later
         (``ADDED_OPTIONS``) while they have the value that behaves as before they existed,
         so journals and sweeps written before an addition stay valid."""
-        return {k: v for k, v in asdict(self).items()
-                if k != "engine" and not (k in ADDED_OPTIONS and v == ADDED_OPTIONS[k])}
+        return {
+            k: v
+            for k, v in asdict(self).items()
+            if k != "engine" and not (k in ADDED_OPTIONS and v == ADDED_OPTIONS[k])
+        }
 
 
-def resolve_options(dispatcher: Dispatcher, options: SimulationOptions | None = None) -> SimulationOptions:
+def resolve_options(
+    dispatcher: Dispatcher, options: SimulationOptions | None = None
+) -> SimulationOptions:
     """The options a run uses: ``options`` (default ones when ``None``), completed by the
     dispatcher's own invocation hints (:meth:`Dispatcher.simulation_hints`, e.g. a periodic
     scheduler's step) when no ``dispatch_interval`` was given explicitly."""

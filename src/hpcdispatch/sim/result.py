@@ -19,11 +19,22 @@ from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 
-if TYPE_CHECKING:  # (pandas only for the *_frame methods: a run imports it only when asked for a frame)
+if (
+    TYPE_CHECKING
+):  # (pandas only for the *_frame methods: a run imports it only when asked for a frame)
     import pandas as pd
 
-STATUS_NAMES = {0: "pending", 1: "queued", 2: "running", 3: "completed", 4: "rejected", 5: "cancelled"}
-_STATUS_TEXT = np.array([STATUS_NAMES[k] for k in range(len(STATUS_NAMES))], dtype=object)  # by status code
+STATUS_NAMES = {
+    0: "pending",
+    1: "queued",
+    2: "running",
+    3: "completed",
+    4: "rejected",
+    5: "cancelled",
+}
+_STATUS_TEXT = np.array(
+    [STATUS_NAMES[k] for k in range(len(STATUS_NAMES))], dtype=object
+)  # by status code
 
 
 @dataclass
@@ -53,7 +64,9 @@ class SimulationResult:
     #: the dispatcher's tags (``Tags`` as a dict): what it declared it does (e.g. ``rejects``)
     tags: dict[str, bool] = field(default_factory=dict)
     _rows: AllocationRows | None = field(default=None, init=False, repr=False, compare=False)
-    _segments: dict[int, list[tuple[float, Allocation]]] | None = field(default=None, init=False, repr=False, compare=False)
+    _segments: dict[int, list[tuple[float, Allocation]]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def dispatcher_name(self) -> str:
@@ -111,7 +124,9 @@ class SimulationResult:
         data["reject_reason"] = reason
         if w.has_deadlines:  # deadline workloads: the job's window and why it was cancelled
             data["earliest_start"] = np.array([j.ready_at for j in w.jobs], dtype=np.float64)
-            data["deadline"] = np.array([np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64)
+            data["deadline"] = np.array(
+                [np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64
+            )
             cancel = np.full(len(w), "", dtype=object)
             for idx, why in self.cancel_reason.items():
                 cancel[idx] = why
@@ -119,14 +134,18 @@ class SimulationResult:
         data["user"] = w.users
         data["queue"] = w.queues
         if allocation_text:
-            data["allocation"] = allocation_text_array(self.allocation_rows(), len(w)).to_numpy(zero_copy_only=False)
+            data["allocation"] = allocation_text_array(self.allocation_rows(), len(w)).to_numpy(
+                zero_copy_only=False
+            )
         return data
 
     def jobs_table(self) -> pa.Table:
         """:meth:`jobs_columns` as an Arrow table (what ``jobs.parquet`` and ``jobs.csv``
         hold), its allocation text built and kept in Arrow (no Python string per job)."""
         table = arrow_table(self.jobs_columns(allocation_text=False))
-        return table.append_column("allocation", allocation_text_array(self.allocation_rows(), len(self.workload)))
+        return table.append_column(
+            "allocation", allocation_text_array(self.allocation_rows(), len(self.workload))
+        )
 
     def allocations_frame(self) -> pd.DataFrame:
         """One row per job, allocation segment and node: ``[from, to)`` and the amounts held
@@ -158,7 +177,10 @@ class SimulationResult:
         b = self.bookings
         ids = self.workload.ids
         counts = np.array([len(x.nodes) for x in b], dtype=np.int64)
-        rep = lambda vals, dtype: np.repeat(np.array(vals, dtype=dtype), counts) if b else np.zeros(0, dtype)  # noqa: E731
+
+        def rep(vals: list, dtype: type) -> np.ndarray:
+            return np.repeat(np.array(vals, dtype=dtype), counts) if b else np.zeros(0, dtype)
+
         return {
             "job_id": rep([ids[x.job] for x in b], np.int64),
             "made": rep([x.made for x in b], np.float64),
@@ -176,15 +198,24 @@ class SimulationResult:
         started, wall time of the call, and its info as JSON text ("" when empty)."""
         d = self.decisions
         info = d["info"]
-        return arrow_table({
-            "time": d["time"],
-            "queue_length": d["queue_length"],
-            "running": d["running"],
-            "started": d["started"],
-            "elapsed_s": d["elapsed"],
-            "info": (info.json_text_array() if isinstance(info, InfoLog)
-                     else arrow_array(np.array([json.dumps(i, default=str) if i else "" for i in info], dtype=object))),
-        })
+        return arrow_table(
+            {
+                "time": d["time"],
+                "queue_length": d["queue_length"],
+                "running": d["running"],
+                "started": d["started"],
+                "elapsed_s": d["elapsed"],
+                "info": (
+                    info.json_text_array()
+                    if isinstance(info, InfoLog)
+                    else arrow_array(
+                        np.array(
+                            [json.dumps(i, default=str) if i else "" for i in info], dtype=object
+                        )
+                    )
+                ),
+            }
+        )
 
 
 def arrow_table(columns: dict[str, Any]) -> pa.Table:
@@ -192,7 +223,9 @@ def arrow_table(columns: dict[str, Any]) -> pa.Table:
     NaN in a float column and ``None`` in a text column are nulls (an empty CSV cell), text
     columns are strings; numbers are taken without a copy. (Built from the columns' buffers:
     pyarrow's own conversion would import pandas, :func:`hpcdispatch._util.arrow_array`.)"""
-    return pa.Table.from_arrays([arrow_array(values) for values in columns.values()], names=list(columns))
+    return pa.Table.from_arrays(
+        [arrow_array(values) for values in columns.values()], names=list(columns)
+    )
 
 
 #: what follows a row's text: nothing (the job's last row), the end of a segment, a row
@@ -220,19 +253,31 @@ def allocation_text_array(rows: AllocationRows, n_jobs: int) -> pa.Array:
         return arrow_array(np.full(n_jobs, "", dtype=object))
     last_of_job = np.r_[rows.job[1:] != rows.job[:-1], True]
     last_of_segment = last_of_job | np.r_[rows.segment[1:] != rows.segment[:-1], True]
-    sep = np.where(last_of_job, 0, np.where(last_of_segment, 1, 2)).astype(np.int8)  # (Arrow picks the texts)
-    text = pc.binary_join_element_wise(_number_texts(rows.node, ":"), _number_texts(rows.units, ""),
-                                       pc.take(_SEPARATORS, arrow_array(sep)), _NOTHING)
+    sep = np.where(last_of_job, 0, np.where(last_of_segment, 1, 2)).astype(
+        np.int8
+    )  # (Arrow picks the texts)
+    text = pc.binary_join_element_wise(
+        _number_texts(rows.node, ":"),
+        _number_texts(rows.units, ""),
+        pc.take(_SEPARATORS, arrow_array(sep)),
+        _NOTHING,
+    )
     # a job's text is the bytes from its first row's offset to its last row's end offset
     _, offsets_buffer, data_buffer = text.buffers()
-    row_offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[text.offset : text.offset + len(text) + 1].astype(np.int64)
+    row_offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[
+        text.offset : text.offset + len(text) + 1
+    ].astype(np.int64)
     job_end = np.flatnonzero(last_of_job)
     job_offsets = row_offsets[np.r_[0, job_end + 1]]
     per_job = pa.LargeStringArray.from_buffers(len(job_end), pa.py_buffer(job_offsets), data_buffer)
-    job_of_text = rows.job[job_end]  # rows are in start order: job order only when the jobs started in it
+    job_of_text = rows.job[
+        job_end
+    ]  # rows are in start order: job order only when the jobs started in it
     if len(job_end) == n_jobs and (job_of_text == np.arange(n_jobs)).all():
         return per_job.cast(pa.string())  # (FIFO on a trace, say: no reordering needed)
     position = np.full(n_jobs, -1, dtype=np.int64)  # each job's text among per_job's, -1: none
     position[job_of_text] = np.arange(len(job_end))
     texts = pc.take(per_job, arrow_array(position, missing=position < 0))
-    return pc.fill_null(texts.cast(pa.string()), _NOTHING)  # (a scalar of the array's type: no conversion)
+    return pc.fill_null(
+        texts.cast(pa.string()), _NOTHING
+    )  # (a scalar of the array's type: no conversion)

@@ -34,7 +34,9 @@ class AllocationRows:
     t_to: np.ndarray  # float64
     #: :meth:`held`'s arrays, by workload and resource (a run's tables and metrics ask for each
     #: several times)
-    _held: dict[tuple[int, int], tuple[Workload, np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
+    _held: dict[tuple[int, int], tuple[Workload, np.ndarray]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def __len__(self) -> int:
         return len(self.job)
@@ -62,8 +64,20 @@ class SegmentLog:
     and compacted into the typed arrays a batch at a time, so at most one batch of
     ``Allocation`` objects is kept alive by the log."""
 
-    __slots__ = ("job", "number", "t_from", "lengths", "node", "units", "_pending", "_batch", "_grants",
-                 "rel_job", "rel_node", "rel_t")
+    __slots__ = (
+        "job",
+        "number",
+        "t_from",
+        "lengths",
+        "node",
+        "units",
+        "_pending",
+        "_batch",
+        "_grants",
+        "rel_job",
+        "rel_node",
+        "rel_t",
+    )
 
     def __init__(self, batch: int = 4096) -> None:
         self._batch = batch
@@ -81,8 +95,14 @@ class SegmentLog:
         self.rel_t = array("d")
 
     @classmethod
-    def from_arrays(cls, job: np.ndarray, t_from: np.ndarray, lengths: np.ndarray, node: np.ndarray,
-                    units: np.ndarray) -> SegmentLog:
+    def from_arrays(
+        cls,
+        job: np.ndarray,
+        t_from: np.ndarray,
+        lengths: np.ndarray,
+        node: np.ndarray,
+        units: np.ndarray,
+    ) -> SegmentLog:
         """A log of first segments only, from columns (jobs in start order; ``node`` / ``units``:
         the rows of all of them, job after job)."""
         log = cls()
@@ -125,8 +145,12 @@ class SegmentLog:
         self.number.extend([p[1] for p in pending])
         self.t_from.extend([p[2] for p in pending])
         self.lengths.extend([len(p[3].nodes) for p in pending])
-        self.node.frombytes(np.concatenate([p[3].nodes for p in pending]).astype(np.int64, copy=False).tobytes())
-        self.units.frombytes(np.concatenate([p[3].units for p in pending]).astype(np.int64, copy=False).tobytes())
+        self.node.frombytes(
+            np.concatenate([p[3].nodes for p in pending]).astype(np.int64, copy=False).tobytes()
+        )
+        self.units.frombytes(
+            np.concatenate([p[3].units for p in pending]).astype(np.int64, copy=False).tobytes()
+        )
         pending.clear()
 
     def __len__(self) -> int:
@@ -157,8 +181,9 @@ class SegmentLog:
         t_to = np.asarray(end, dtype=np.float64)[row_job]
         if len(self.rel_job):
             t_to = t_to.copy()
-            t_to[self._released_rows(row_job, node, row_from)] = np.array(self.rel_t, dtype=np.float64)[
-                self._release_order()]
+            t_to[self._released_rows(row_job, node, row_from)] = np.array(
+                self.rel_t, dtype=np.float64
+            )[self._release_order()]
         return AllocationRows(
             job=row_job,
             segment=np.repeat(number, lengths),
@@ -172,7 +197,9 @@ class SegmentLog:
         """Releases sorted by (job, node, time)."""
         return np.lexsort((np.array(self.rel_t), np.array(self.rel_node), np.array(self.rel_job)))
 
-    def _released_rows(self, row_job: np.ndarray, node: np.ndarray, row_from: np.ndarray) -> np.ndarray:
+    def _released_rows(
+        self, row_job: np.ndarray, node: np.ndarray, row_from: np.ndarray
+    ) -> np.ndarray:
         """The row each release ends (in :meth:`_release_order`): the ``i``-th release of a
         (job, node) pair ends that pair's ``i``-th row by start time."""
         rj, rn = np.array(self.rel_job, dtype=np.int64), np.array(self.rel_node, dtype=np.int64)
@@ -192,7 +219,9 @@ class SegmentLog:
         combined_rows = row_key * (len(node) + 1) + rank(row_key)
         combined_rel = rel_key * (len(node) + 1) + rank(rel_key)
         at = np.searchsorted(combined_rows, combined_rel)
-        if (at >= len(rows)).any() or (combined_rows[np.minimum(at, len(rows) - 1)] != combined_rel).any():
+        if (at >= len(rows)).any() or (
+            combined_rows[np.minimum(at, len(rows) - 1)] != combined_rel
+        ).any():
             raise RuntimeError("a node was released that its job did not hold")
         return rows[at]
 
@@ -204,7 +233,7 @@ class SegmentLog:
         units = np.array(self.units, dtype=np.int64)
         row = 0
         for idx, t, m in zip(self.job, self.t_from, self.lengths):
-            alloc = Allocation.trusted(node[row:row + m], units[row:row + m])
+            alloc = Allocation.trusted(node[row : row + m], units[row : row + m])
             row += m
             out.setdefault(idx, []).append((t, alloc))
         return out

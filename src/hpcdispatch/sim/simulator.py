@@ -60,7 +60,14 @@ from hpcdispatch.errors import (
     SimulationStalledError,
     UnsupportedJobError,
 )
-from hpcdispatch.protocol import Allocation, Dispatcher, ForkRequest, Predictor, RunningJob, WallTimePredictor
+from hpcdispatch.protocol import (
+    Allocation,
+    Dispatcher,
+    ForkRequest,
+    Predictor,
+    RunningJob,
+    WallTimePredictor,
+)
 from hpcdispatch.sim.checkpoint import Checkpoint
 from hpcdispatch.sim.correction import revised_end
 from hpcdispatch.sim.journal import DecisionJournal
@@ -131,11 +138,20 @@ class Simulator:
         self.predictor = predictor or WallTimePredictor()
         self.options = resolve_options(dispatcher, options)
         self.journal_path = Path(journal) if journal is not None else None
-        self.checkpoint = None if checkpoint is None else Checkpoint(
-            checkpoint, self.journal_run(), checkpoint_every, {"dispatcher": dispatcher.matches_identity})
+        self.checkpoint = (
+            None
+            if checkpoint is None
+            else Checkpoint(
+                checkpoint,
+                self.journal_run(),
+                checkpoint_every,
+                {"dispatcher": dispatcher.matches_identity},
+            )
+        )
         if self.journal_path is not None and not dispatcher.get_tags().memoryless:
             raise ConfigError(
-                f"dispatcher '{dispatcher.name}' keeps state between calls: its runs cannot resume from a journal")
+                f"dispatcher '{dispatcher.name}' keeps state between calls: its runs cannot resume from a journal"
+            )
         self.keep_checkpoint = keep_checkpoint
         self._st: LoopState | None = None
         self._journal: DecisionJournal | None = None
@@ -145,7 +161,12 @@ class Simulator:
         src = self.workload.source
         return {
             "system": self.system.name,
-            "workload": {"kind": src.kind, "spec": src.spec, "options": src.options, "jobs": len(self.workload)},
+            "workload": {
+                "kind": src.kind,
+                "spec": src.spec,
+                "options": src.options,
+                "jobs": len(self.workload),
+            },
             "dispatcher": self.dispatcher.identity(),
             "predictor": self.predictor.name,
             # a run may resume on the other engine, and across options added later
@@ -193,15 +214,20 @@ class Simulator:
             self.predictor.reset(workload, opts.walltime_kill)
             self._st = LoopState.start(system, workload, opts)
         if self.journal_path is not None:
-            self._journal = DecisionJournal(self.journal_path, self.journal_run(),
-                                            equivalent={"dispatcher": self.dispatcher.matches_identity})
+            self._journal = DecisionJournal(
+                self.journal_path,
+                self.journal_run(),
+                equivalent={"dispatcher": self.dispatcher.matches_identity},
+            )
         # what the handlers read at every event, bound once
         self._jobs = workload.jobs
         self._n = len(workload)
         self._submit_l = workload.submit.tolist()
         self._wall_l = workload.wall_time.tolist()
         kill = opts.walltime_kill
-        self._duration = [min(r, w) if kill else r for r, w in zip(workload.run_time.tolist(), self._wall_l)]
+        self._duration = [
+            min(r, w) if kill else r for r, w in zip(workload.run_time.tolist(), self._wall_l)
+        ]
         self._requests = workload.unit_requests
         self._on_events = opts.dispatch_on_events
         self._interval = opts.dispatch_interval
@@ -216,7 +242,9 @@ class Simulator:
         self._rejects = self.dispatcher.get_tags().rejects
         # earliest starts enforced, cancellations at deadlines, jobs with an application model
         self._deadlines = workload.has_deadlines or workload.has_apps
-        self._exec = self._st.execution  # the execution model (jobs with an application model), or None
+        self._exec = (
+            self._st.execution
+        )  # the execution model (jobs with an application model), or None
         self._forks = self.dispatcher.get_tags().forks
         return self._st
 
@@ -234,9 +262,21 @@ class Simulator:
             raise ConfigError("no checkpoint file was given, or the run has not begun")
         if wall_s is not None:
             st.wall_s = wall_s
-        self.checkpoint.save(st, self.dispatcher, self.predictor, self.system, self.workload,
-                             {"t": st.t, "done": st.done, "jobs": self._n, "queued": len(st.queue),
-                              "calls": st.calls, "wall_s": st.wall_s})
+        self.checkpoint.save(
+            st,
+            self.dispatcher,
+            self.predictor,
+            self.system,
+            self.workload,
+            {
+                "t": st.t,
+                "done": st.done,
+                "jobs": self._n,
+                "queued": len(st.queue),
+                "calls": st.calls,
+                "wall_s": st.wall_s,
+            },
+        )
 
     def _loop(self, progress: ProgressCallback | None) -> SimulationResult:
         st = self._st
@@ -255,7 +295,9 @@ class Simulator:
                 last_checkpoint = _perf()
         if progress is not None:
             progress(st.done, n, st.t if st.t != _INF else 0.0)
-        result = st.result(self.system, self.workload, self.dispatcher, self.predictor, self.options)
+        result = st.result(
+            self.system, self.workload, self.dispatcher, self.predictor, self.options
+        )
         if self.options.prediction_correction is not None:
             result.extra["prediction_correction"] = self.options.prediction_correction
             result.extra["prediction_revisions"] = st.revisions
@@ -291,7 +333,9 @@ class Simulator:
             self._call_dispatcher(t)
         interval = self._interval
         if interval is not None and queue and not st.tick_pending:
-            _heappush(heap, ((math.floor(t / interval) + 1) * interval, WAKEUP, st.next_seq, TICK, None))
+            _heappush(
+                heap, ((math.floor(t / interval) + 1) * interval, WAKEUP, st.next_seq, TICK, None)
+            )
             st.next_seq += 1
             st.tick_pending = True
         if queue and not heap and st.next_submit >= n:
@@ -381,15 +425,22 @@ class Simulator:
                 status[job.index] = QUEUED
                 st.new_jobs.append(job)
                 if deadlines and job.deadline is not None:
-                    _heappush(st.heap, (float(job.deadline), RESIZE, st.next_seq, CANCEL, job.index))
+                    _heappush(
+                        st.heap, (float(job.deadline), RESIZE, st.next_seq, CANCEL, job.index)
+                    )
                     st.next_seq += 1
             else:
                 if not rejects:
-                    raise InvalidDecisionError(self.dispatcher.name, job.id, t,
-                                               "rejected at submission, but its tags say it never rejects "
-                                               "(Tags.rejects)")
+                    raise InvalidDecisionError(
+                        self.dispatcher.name,
+                        job.id,
+                        t,
+                        "rejected at submission, but its tags say it never rejects (Tags.rejects)",
+                    )
                 if not answer.reason:
-                    raise InvalidDecisionError(self.dispatcher.name, job.id, t, "rejected without a reason")
+                    raise InvalidDecisionError(
+                        self.dispatcher.name, job.id, t, "rejected without a reason"
+                    )
                 status[job.index] = REJECTED
                 st.reject_reason[job.index] = answer.reason
                 st.done += 1
@@ -526,10 +577,18 @@ class Simulator:
             self._start_jobs(t, begin, starts)
         if decision.wakeup is not None:
             if decision.wakeup <= t:
-                raise InvalidDecisionError(self.dispatcher.name, None, t, f"wakeup {decision.wakeup} is not in the future")
+                raise InvalidDecisionError(
+                    self.dispatcher.name, None, t, f"wakeup {decision.wakeup} is not in the future"
+                )
             self._push_wakeup(float(decision.wakeup))
-        elif (self._interval is not None and not starts and not running
-              and st.next_submit >= self._n and not st.wakeup_pending and queue):
+        elif (
+            self._interval is not None
+            and not starts
+            and not running
+            and st.next_submit >= self._n
+            and not st.wakeup_pending
+            and queue
+        ):
             # only interval ticks are left and the state cannot change any more
             raise SimulationStalledError(
                 f"dispatcher '{self.dispatcher.name}' left {len(queue)} job(s) queued at t={t:g} with nothing running, "
@@ -563,18 +622,26 @@ class Simulator:
         segments = st.segments
         correction = self._correction
         deadlines = self._deadlines
-        app_starts: list[int] | None = None  # deadline jobs started: their first phase after the loop
+        app_starts: list[int] | None = (
+            None  # deadline jobs started: their first phase after the loop
+        )
         seq = st.next_seq
         for start in starts:
             job = start.job
             idx = job.index
             if idx not in queue:
                 why = "it is not queued" if status[idx] != RUNNING else "it is already running"
-                raise InvalidDecisionError(self.dispatcher.name, job.id, t, f"cannot start it: {why}")
+                raise InvalidDecisionError(
+                    self.dispatcher.name, job.id, t, f"cannot start it: {why}"
+                )
             alloc = start.allocation
             if not isinstance(alloc, Allocation):
-                raise InvalidDecisionError(self.dispatcher.name, job.id, t,
-                                           f"allocation must be an Allocation, got {type(alloc).__name__}")
+                raise InvalidDecisionError(
+                    self.dispatcher.name,
+                    job.id,
+                    t,
+                    f"allocation must be an Allocation, got {type(alloc).__name__}",
+                )
             if deadlines:
                 self._check_deadline_start(job, alloc, t, begin)
                 if job.app is not None and self._exec is not None:
@@ -584,8 +651,15 @@ class Simulator:
                     app_starts.append(idx)
                     continue
             if job.node_count or job.contiguous or job.per_node_request:
-                amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node,
-                                       job.node_count, per_node_array(job.per_node_request), job.contiguous)
+                amounts = take_checked(
+                    alloc,
+                    requests[idx],
+                    job.units,
+                    job.max_units_per_node,
+                    job.node_count,
+                    per_node_array(job.per_node_request),
+                    job.contiguous,
+                )
             else:
                 amounts = take_checked(alloc, requests[idx], job.units, job.max_units_per_node)
             if isinstance(amounts, str):
@@ -629,7 +703,9 @@ class Simulator:
         m = len(alloc.nodes)
         if not 1 <= m <= job.units or (m != job.units and not self._forks):
             want = f"1 to {job.units}" if self._forks else f"exactly {job.units}"
-            raise InvalidDecisionError(name, job.id, t, f"a deadline job starts on {want} whole node(s), got {m}")
+            raise InvalidDecisionError(
+                name, job.id, t, f"a deadline job starts on {want} whole node(s), got {m}"
+            )
         amounts = st.cluster.take_checked(alloc, self._requests[idx], m, 1)
         if isinstance(amounts, str):
             raise InvalidDecisionError(name, job.id, t, amounts)
@@ -686,13 +762,19 @@ class Simulator:
             return None
         name = self.dispatcher.name
         if not isinstance(alloc, Allocation) or len(alloc.nodes) != 1:
-            raise InvalidDecisionError(name, job.id, t, "a fork grant must be an Allocation of exactly one node")
+            raise InvalidDecisionError(
+                name, job.id, t, "a fork grant must be an Allocation of exactly one node"
+            )
         node = int(alloc.nodes[0])
         if node in rj.allocation.nodes:
-            raise InvalidDecisionError(name, job.id, t, f"fork grant: node {node} is already the job's")
+            raise InvalidDecisionError(
+                name, job.id, t, f"fork grant: node {node} is already the job's"
+            )
         cluster = st.cluster
         if 0 <= node < cluster.n_nodes and not (cluster.free[node] == cluster.capacity[node]).all():
-            raise InvalidDecisionError(name, job.id, t, f"fork grant: node {node} is not a whole free node")
+            raise InvalidDecisionError(
+                name, job.id, t, f"fork grant: node {node} is not a whole free node"
+            )
         amounts = cluster.take_checked(alloc, self._requests[idx], 1, 1)
         if isinstance(amounts, str):
             raise InvalidDecisionError(name, job.id, t, f"fork grant: {amounts}")
@@ -726,23 +808,35 @@ class Simulator:
         for job, reason in cancels:
             idx = job.index
             if idx not in self._st.running:
-                raise InvalidDecisionError(self.dispatcher.name, job.id, t, "cannot cancel it: it is not running")
+                raise InvalidDecisionError(
+                    self.dispatcher.name, job.id, t, "cannot cancel it: it is not running"
+                )
             if not reason:
-                raise InvalidDecisionError(self.dispatcher.name, job.id, t, "cancelled without a reason")
+                raise InvalidDecisionError(
+                    self.dispatcher.name, job.id, t, "cancelled without a reason"
+                )
             self._stop(idx, t, str(reason))
 
     def _check_deadline_start(self, job, alloc: Allocation, t: float, begin: float) -> None:
         """A start in a deadline workload: never before the job's earliest start; a job with
         an application model (a deadline job) gets whole nodes nobody else uses."""
         if begin < job.ready_at:
-            raise InvalidDecisionError(self.dispatcher.name, job.id, t,
-                                       f"starts at {begin:g}, before its earliest start {job.ready_at:g}")
+            raise InvalidDecisionError(
+                self.dispatcher.name,
+                job.id,
+                t,
+                f"starts at {begin:g}, before its earliest start {job.ready_at:g}",
+            )
         if job.app is not None:
             cluster = self._st.cluster
             nodes = alloc.nodes
             if not (cluster.free[nodes] == cluster.capacity[nodes]).all():
-                raise InvalidDecisionError(self.dispatcher.name, job.id, t,
-                                           "a deadline job needs whole nodes: a node of its allocation is in use")
+                raise InvalidDecisionError(
+                    self.dispatcher.name,
+                    job.id,
+                    t,
+                    "a deadline job needs whole nodes: a node of its allocation is in use",
+                )
 
     def _push_wakeup(self, at: float) -> None:
         st = self._st
@@ -766,20 +860,31 @@ class Simulator:
         if not isinstance(alloc, Allocation):
             raise InvalidDecisionError(name, job.id, t, "resize grant must be an Allocation")
         if job.constrained:
-            raise InvalidDecisionError(name, job.id, t, "resize of a job with node constraints (node count, per-node "
-                                                        "extras, contiguity) is not supported")
+            raise InvalidDecisionError(
+                name,
+                job.id,
+                t,
+                "resize of a job with node constraints (node count, per-node "
+                "extras, contiguity) is not supported",
+            )
         merged: dict[int, int] = dict(rj.allocation.pairs())
         for node, units in alloc.pairs():
             merged[node] = merged.get(node, 0) + units
         if job.max_units_per_node > 0 and max(merged.values()) > job.max_units_per_node:
-            raise InvalidDecisionError(name, job.id, t, f"resize grant puts more than {job.max_units_per_node} "
-                                                        "unit(s) on a node")
+            raise InvalidDecisionError(
+                name,
+                job.id,
+                t,
+                f"resize grant puts more than {job.max_units_per_node} unit(s) on a node",
+            )
         amounts = st.cluster.take_checked(alloc, self._requests[idx], request.units, 0)
         if isinstance(amounts, str):
             raise InvalidDecisionError(name, job.id, t, f"resize grant: {amounts}")
         st.held[idx].append((alloc.nodes, amounts))
         st.segments.grow(idx, t, alloc)
-        grown = RunningJob(job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end)
+        grown = RunningJob(
+            job, rj.start, Allocation.from_pairs(sorted(merged.items())), rj.planned_end
+        )
         st.running[idx] = grown
         view._running_removed(rj)
         view._running_added(grown)

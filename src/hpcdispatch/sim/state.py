@@ -30,7 +30,9 @@ from hpcdispatch.workload.job import Job, Workload
 # event kinds, which are also their heap priorities at one instant (REVISE shares RESIZE's)
 END, SUBMIT, RESIZE, WAKEUP = 0, 1, 2, 3
 REVISE = 4  # an expired prediction (heap priority RESIZE)
-CANCEL = 5  # a job's deadline (heap priority RESIZE: after the ends and submissions at that instant)
+CANCEL = (
+    5  # a job's deadline (heap priority RESIZE: after the ends and submissions at that instant)
+)
 PHASE = 6  # a deadline job's phase boundary (heap priority RESIZE; its last boundary is an END)
 TICK = -1  # an interval tick (heap priority WAKEUP)
 
@@ -59,8 +61,15 @@ class DecisionLog:
         self.info = InfoLog()
 
     @classmethod
-    def from_columns(cls, time: np.ndarray, queue_length: np.ndarray, running: np.ndarray, started: np.ndarray,
-                     elapsed: np.ndarray, info: InfoLog) -> DecisionLog:
+    def from_columns(
+        cls,
+        time: np.ndarray,
+        queue_length: np.ndarray,
+        running: np.ndarray,
+        started: np.ndarray,
+        elapsed: np.ndarray,
+        info: InfoLog,
+    ) -> DecisionLog:
         log = cls()
         log.time = array("d", np.asarray(time, dtype=np.float64).tobytes())
         log.queue_length = array("q", np.asarray(queue_length, dtype=np.int64).tobytes())
@@ -94,7 +103,9 @@ class LoopState:
     view: DispatchView
     queue: dict[int, Job]  # job index -> job, in submission order
     running: dict[int, RunningJob]  # job index -> its running record
-    held: dict[int, list[tuple[np.ndarray, np.ndarray]]]  # job index -> [(nodes, amounts)], one per segment
+    held: dict[
+        int, list[tuple[np.ndarray, np.ndarray]]
+    ]  # job index -> [(nodes, amounts)], one per segment
     planned: list[float]
     planned_np: np.ndarray
     # events: the heap of (time, priority, sequence, kind, payload) and the next submission
@@ -107,7 +118,9 @@ class LoopState:
     end_at: list[float] = field(default_factory=list)
     status: list[int] = field(default_factory=list)
     reject_reason: dict[int, str] = field(default_factory=dict)
-    cancel_reason: dict[int, str] = field(default_factory=dict)  # job index -> CANCEL_WAITING / CANCEL_RUNNING
+    cancel_reason: dict[int, str] = field(
+        default_factory=dict
+    )  # job index -> CANCEL_WAITING / CANCEL_RUNNING
     resize_log: list[tuple[float, int, int, bool]] = field(default_factory=list)
     segments: SegmentLog = field(default_factory=SegmentLog)
     decisions: DecisionLog = field(default_factory=DecisionLog)
@@ -120,7 +133,9 @@ class LoopState:
     new_jobs: list[Job] = field(default_factory=list)
     ended_jobs: list[Job] = field(default_factory=list)
     ended_running: list[RunningJob] = field(default_factory=list)
-    revised: dict[int, None] = field(default_factory=dict)  # jobs revised since the last call (ordered set)
+    revised: dict[int, None] = field(
+        default_factory=dict
+    )  # jobs revised since the last call (ordered set)
     revisions: int = 0
     # the execution model of jobs with an application model, and their runs in it
     execution: ExecutionModel | None = None
@@ -139,20 +154,50 @@ class LoopState:
         held: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         planned = [0.0] * n
         planned_np = np.zeros(n, dtype=np.float64)
-        view = DispatchView(system, cluster.free_readonly, cluster.free_total, queue, running, planned,
-                            workload.unit_requests, options.walltime_kill, planned_np, workload.queue_ewt, held)
+        view = DispatchView(
+            system,
+            cluster.free_readonly,
+            cluster.free_total,
+            queue,
+            running,
+            planned,
+            workload.unit_requests,
+            options.walltime_kill,
+            planned_np,
+            workload.queue_ewt,
+            held,
+        )
         nan = math.nan
-        execution = (ExecutionModel.for_system(system, app_model_params(options.app_model))
-                     if workload.has_apps else None)
-        return cls(cluster=cluster, view=view, queue=queue, running=running, held=held, planned=planned,
-                   planned_np=planned_np, start_at=[nan] * n, end_at=[nan] * n, status=[PENDING] * n,
-                   execution=execution)
+        execution = (
+            ExecutionModel.for_system(system, app_model_params(options.app_model))
+            if workload.has_apps
+            else None
+        )
+        return cls(
+            cluster=cluster,
+            view=view,
+            queue=queue,
+            running=running,
+            held=held,
+            planned=planned,
+            planned_np=planned_np,
+            start_at=[nan] * n,
+            end_at=[nan] * n,
+            status=[PENDING] * n,
+            execution=execution,
+        )
 
     def _execution_extra(self) -> dict[str, Any]:
         return {} if self.execution is None else self.execution.summary()
 
-    def result(self, system: System, workload: Workload, dispatcher: Dispatcher, predictor: Predictor,
-               options: SimulationOptions) -> SimulationResult:
+    def result(
+        self,
+        system: System,
+        workload: Workload,
+        dispatcher: Dispatcher,
+        predictor: Predictor,
+        options: SimulationOptions,
+    ) -> SimulationResult:
         """The run's result from its outcome fields (a job that ended and ran past its
         wall-time was killed at it, when jobs are killed)."""
         status = np.asarray(self.status, dtype=np.int8)

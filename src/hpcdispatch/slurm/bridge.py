@@ -99,10 +99,21 @@ from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, RunningJob,
 from hpcdispatch.results.store import write_result
 from hpcdispatch.slurm.cluster import ClusterInfo
 from hpcdispatch.slurm.config import CORE, MEM
-from hpcdispatch.slurm.records import (SQUEUE_TEXT_FORMAT, SlurmJobRecord, merge_hetjob, parse_squeue_json,
-                                      parse_squeue_text)
-from hpcdispatch.slurm.replay import (FINAL_STATES, TOLERANCE_REAL_S, ReplayClock, Submission, build_result,
-                                      plan_submissions)
+from hpcdispatch.slurm.records import (
+    SQUEUE_TEXT_FORMAT,
+    SlurmJobRecord,
+    merge_hetjob,
+    parse_squeue_json,
+    parse_squeue_text,
+)
+from hpcdispatch.slurm.replay import (
+    FINAL_STATES,
+    TOLERANCE_REAL_S,
+    ReplayClock,
+    Submission,
+    build_result,
+    plan_submissions,
+)
 from hpcdispatch.system.allocation import Allocation, held_amounts
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, Workload
@@ -151,7 +162,9 @@ def parse_sinfo_nodes(text: str, source: str = "sinfo --json") -> dict[str, Node
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TraceFormatError(source, f"not JSON ({exc.msg} at character {exc.pos})", line=exc.lineno) from None
+        raise TraceFormatError(
+            source, f"not JSON ({exc.msg} at character {exc.pos})", line=exc.lineno
+        ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list):
         raise TraceFormatError(source, "no 'nodes' list (is this sinfo --json output?)")
     nodes = {}
@@ -161,12 +174,20 @@ def parse_sinfo_nodes(text: str, source: str = "sinfo --json") -> dict[str, Node
             if isinstance(state, list):  # later OpenAPI versions: a list of flags
                 state = state[0] if state else "unknown"
             flags = tuple(str(f) for f in node.get("state_flags") or ())
-            nodes[str(node["name"])] = NodeState(str(node["name"]), int(node["cpus"]), int(node.get("alloc_cpus", 0)),
-                                                 str(state), flags)
+            nodes[str(node["name"])] = NodeState(
+                str(node["name"]),
+                int(node["cpus"]),
+                int(node.get("alloc_cpus", 0)),
+                str(state),
+                flags,
+            )
         except (KeyError, TypeError, ValueError) as exc:
             fld = exc.args[0] if isinstance(exc, KeyError) else None
-            raise TraceFormatError(source, f"nodes[{k}]: {'missing' if fld else type(exc).__name__ + ': ' + str(exc)}",
-                                   field=fld) from None
+            raise TraceFormatError(
+                source,
+                f"nodes[{k}]: {'missing' if fld else type(exc).__name__ + ': ' + str(exc)}",
+                field=fld,
+            ) from None
     return nodes
 
 
@@ -189,10 +210,18 @@ class Placement:
 
 
 # ---- the view ---------------------------------------------------------------------------
-def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch: float,
-               ours: dict[int, SlurmJobRecord], nodes: dict[str, NodeState], planned: list[float],
-               decided: dict[int, Placement], excluded: frozenset[int] | set[int] = frozenset(),
-               previous: DispatchView | None = None) -> DispatchView:
+def build_view(
+    system: System,
+    workload: Workload,
+    clock: ReplayClock,
+    now_epoch: float,
+    ours: dict[int, SlurmJobRecord],
+    nodes: dict[str, NodeState],
+    planned: list[float],
+    decided: dict[int, Placement],
+    excluded: frozenset[int] | set[int] = frozenset(),
+    previous: DispatchView | None = None,
+) -> DispatchView:
     """The dispatcher's view of the live cluster (see the module docstring).
 
     ``ours``: workload index -> squeue record of every submitted job; ``decided``: the starts
@@ -217,28 +246,40 @@ def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch
             continue
         if rec.state in FINAL_STATES:
             continue
-        if rec.start is not None and rec.cores:  # running (or completing): what squeue says it holds
+        if (
+            rec.start is not None and rec.cores
+        ):  # running (or completing): what squeue says it holds
             unit_cores = max(1, int(requests[index][core]))
-            pairs = sorted((index_of[n], c // unit_cores) for n, c in rec.cores.items() if n in index_of)
+            pairs = sorted(
+                (index_of[n], c // unit_cores) for n, c in rec.cores.items() if n in index_of
+            )
             for n, c in rec.cores.items():
                 if n in index_of:
                     started_cores[index_of[n]] += c
             begin = decided[index].t if index in decided else clock.to_workload(rec.start)
-        elif index in decided:  # released (Slurm starts it within about a second), or a record without cores
+        elif (
+            index in decided
+        ):  # released (Slurm starts it within about a second), or a record without cores
             pairs = list(zip(decided[index].nodes, decided[index].units))
             begin = decided[index].t
-            if rec.start is not None:  # started: sinfo counts its cores, which are the journalled ones
+            if (
+                rec.start is not None
+            ):  # started: sinfo counts its cores, which are the journalled ones
                 unit_cores = int(requests[index][core])
                 extra = int(job.per_node_request[core]) if job.per_node_request else 0
                 for n, u in pairs:
                     started_cores[n] += u * unit_cores + extra
         else:
             continue
-        running[index] = RunningJob(job, begin, Allocation.from_pairs(pairs), begin + planned[index])
+        running[index] = RunningJob(
+            job, begin, Allocation.from_pairs(pairs), begin + planned[index]
+        )
     free = system.capacity.astype(np.int64).copy()
     for index, rj in running.items():
         job = rj.job
-        free[rj.allocation.nodes] -= held_amounts(rj.allocation, requests[index], job.per_node_request)
+        free[rj.allocation.nodes] -= held_amounts(
+            rj.allocation, requests[index], job.per_node_request
+        )
     for name, node in nodes.items():
         i = index_of.get(name)
         if i is None:
@@ -249,9 +290,18 @@ def build_view(system: System, workload: Workload, clock: ReplayClock, now_epoch
             free[i, core] -= max(0, node.alloc_cpus - int(started_cores[i]))
     np.maximum(free, 0, out=free)
     free.flags.writeable = False
-    view = DispatchView(system, free, free.sum(axis=0).tolist(), queue, running, planned, requests,
-                        walltime_kill=True, planned_array=np.asarray(planned, np.float64),
-                        queue_ewt=workload.queue_ewt)
+    view = DispatchView(
+        system,
+        free,
+        free.sum(axis=0).tolist(),
+        queue,
+        running,
+        planned,
+        requests,
+        walltime_kill=True,
+        planned_array=np.asarray(planned, np.float64),
+        queue_ewt=workload.queue_ewt,
+    )
     view.now = now
     if previous is None:
         view.new_jobs = tuple(queue.values())
@@ -279,29 +329,44 @@ def check_start(start: Start, view: DispatchView) -> str | None:
     short = np.nonzero((need > view.free[alloc.nodes]).any(axis=1))[0]
     if len(short):
         node = int(alloc.nodes[short[0]])
-        return (f"job {job.id} needs {need[short[0]].tolist()} on node {view.system.node_name(node)}, which has "
-                f"{view.free[node].tolist()} free")
+        return (
+            f"job {job.id} needs {need[short[0]].tolist()} on node {view.system.node_name(node)}, which has "
+            f"{view.free[node].tolist()} free"
+        )
     return None
 
 
-def start_commands(scontrol: str, slurm_id: int, job: Job, alloc: Allocation, system: System) -> list[list[str]]:
+def start_commands(
+    scontrol: str, slurm_id: int, job: Job, alloc: Allocation, system: System
+) -> list[list[str]]:
     """The scontrol calls that pin a held job to ``alloc`` and release it; a
     :class:`ConfigError` naming the job when Slurm cannot express the allocation (nodes with
     different unit counts; see the module docstring)."""
     units = sorted(set(alloc.units.tolist()))
     if len(units) != 1:
-        raise ConfigError(f"job {job.id}: the dispatcher gives its nodes different unit counts "
-                          f"({dict(zip((system.node_name(int(n)) for n in alloc.nodes), alloc.units.tolist()))}); "
-                          "Slurm pins only the same count on every node (NumNodes=k-k MinCPUsNode=c); "
-                          "the job stays held")
+        raise ConfigError(
+            f"job {job.id}: the dispatcher gives its nodes different unit counts "
+            f"({dict(zip((system.node_name(int(n)) for n in alloc.nodes), alloc.units.tolist()))}); "
+            "Slurm pins only the same count on every node (NumNodes=k-k MinCPUsNode=c); "
+            "the job stays held"
+        )
     core = system.resources.index(CORE)
-    cores_per_node = units[0] * int(job.unit_request[core]) + (int(job.per_node_request[core])
-                                                               if job.per_node_request else 0)
+    cores_per_node = units[0] * int(job.unit_request[core]) + (
+        int(job.per_node_request[core]) if job.per_node_request else 0
+    )
     k = len(alloc.nodes)
     names = ",".join(system.node_name(int(n)) for n in alloc.nodes)
-    return [[scontrol, "update", f"JobId={slurm_id}", f"NumNodes={k}-{k}", f"MinCPUsNode={cores_per_node}",
-             f"ReqNodeList={names}"],
-            [scontrol, "release", str(slurm_id)]]
+    return [
+        [
+            scontrol,
+            "update",
+            f"JobId={slurm_id}",
+            f"NumNodes={k}-{k}",
+            f"MinCPUsNode={cores_per_node}",
+            f"ReqNodeList={names}",
+        ],
+        [scontrol, "release", str(slurm_id)],
+    ]
 
 
 def node_amounts(job: Job, alloc: Allocation, system: System) -> list[dict[str, int]]:
@@ -311,8 +376,15 @@ def node_amounts(job: Job, alloc: Allocation, system: System) -> list[dict[str, 
     return [{r: int(a) for r, a in zip(system.resources, row)} for row in need]
 
 
-def hetjob_command(sbatch: str, sub: Submission, job: Job, alloc: Allocation, system: System, name: str,
-                   workdir: Path) -> list[str]:
+def hetjob_command(
+    sbatch: str,
+    sub: Submission,
+    job: Job,
+    alloc: Allocation,
+    system: System,
+    name: str,
+    workdir: Path,
+) -> list[str]:
     """The sbatch call that runs an uneven start as a heterogeneous job: one component per
     node, ``--nodes=1 --ntasks=<cores there> --nodelist=<node>`` (one core per task) with that
     node's GPUs (``--gres=gpu:G``) and memory (``--mem``, when the system models it), the
@@ -321,13 +393,20 @@ def hetjob_command(sbatch: str, sub: Submission, job: Job, alloc: Allocation, sy
     in the dispatcher's view, and Slurm's backfill (the only scheduler of heterogeneous jobs,
     every ``bf_interval`` = 1 s) starts it."""
     cmd = [sbatch, "--parsable"]
-    for k, (node, amounts) in enumerate(zip(alloc.nodes.tolist(), node_amounts(job, alloc, system))):
+    for k, (node, amounts) in enumerate(
+        zip(alloc.nodes.tolist(), node_amounts(job, alloc, system))
+    ):
         if k:
             cmd.append(":")
         else:
             cmd += [f"--job-name={name}", "--output=/dev/null", f"--chdir={workdir}"]
-        cmd += ["--partition=batch", f"--time={sub.time_limit_min}", "--nodes=1",
-                f"--ntasks={amounts.get(CORE, 0)}", f"--nodelist={system.node_name(int(node))}"]
+        cmd += [
+            "--partition=batch",
+            f"--time={sub.time_limit_min}",
+            "--nodes=1",
+            f"--ntasks={amounts.get(CORE, 0)}",
+            f"--nodelist={system.node_name(int(node))}",
+        ]
         gres = [f"{r}:{a}" for r, a in amounts.items() if r not in (CORE, MEM) and a > 0]
         if gres:
             cmd.append(f"--gres={','.join(gres)}")
@@ -340,8 +419,12 @@ def is_uneven(alloc: Allocation) -> bool:
     return len(set(alloc.units.tolist())) > 1
 
 
-def placement_check(system: System, workload: Workload, records: dict[int, SlurmJobRecord],
-                    decided: dict[int, Placement]) -> dict[str, Any]:
+def placement_check(
+    system: System,
+    workload: Workload,
+    records: dict[int, SlurmJobRecord],
+    decided: dict[int, Placement],
+) -> dict[str, Any]:
     """Every started job against its journalled start: the same nodes and, on each, the cores
     of its units (squeue's allocation)."""
     core = system.resources.index(CORE)
@@ -355,13 +438,20 @@ def placement_check(system: System, workload: Workload, records: dict[int, Slurm
             continue
         p = decided[index]
         extra = int(job.per_node_request[core]) if job.per_node_request else 0
-        chosen = {system.node_name(n): u * int(job.unit_request[core]) + extra for n, u in zip(p.nodes, p.units)}
+        chosen = {
+            system.node_name(n): u * int(job.unit_request[core]) + extra
+            for n, u in zip(p.nodes, p.units)
+        }
         if chosen == rec.cores:
             exact += 1
         else:
             wrong.append({"job": int(job.id), "chosen": chosen, "slurm": rec.cores})
-    return {"started": exact + len(wrong) + len(unplanned), "exact": exact, "wrong": wrong[:20],
-            "started_without_decision": unplanned[:20]}
+    return {
+        "started": exact + len(wrong) + len(unplanned),
+        "exact": exact,
+        "wrong": wrong[:20],
+        "started_without_decision": unplanned[:20],
+    }
 
 
 # ---- the journal --------------------------------------------------------------------------
@@ -390,12 +480,22 @@ class BridgeJournal:
             header = json.loads(lines[0])
         except json.JSONDecodeError:
             raise ConfigError(f"{path}, line 1: not a bridge journal header") from None
-        if not isinstance(header, dict) or header.get("bridge") != 1 or not isinstance(header.get("t0"), int):
+        if (
+            not isinstance(header, dict)
+            or header.get("bridge") != 1
+            or not isinstance(header.get("t0"), int)
+        ):
             raise ConfigError(f"{path}, line 1: not a bridge journal header (field 'bridge'/'t0')")
         if header.get("run") != run:
-            diff = sorted(k for k in set(run) | set(header.get("run") or {}) if run.get(k) != header["run"].get(k))
-            raise ConfigError(f"{path}: the journal is of another run (differs in {', '.join(diff)}); "
-                              "use another output directory")
+            diff = sorted(
+                k
+                for k in set(run) | set(header.get("run") or {})
+                if run.get(k) != header["run"].get(k)
+            )
+            raise ConfigError(
+                f"{path}: the journal is of another run (differs in {', '.join(diff)}); "
+                "use another output directory"
+            )
         journal = cls(path, header["t0"])
         body = lines[1:]
         while body and body[-1] == "":
@@ -405,8 +505,12 @@ class BridgeJournal:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 if n == len(body) + 1:  # the last line, cut short by a kill
-                    log.warning("%s, line %d: cut short (the bridge was killed while writing it); dropped", path, n)
-                    path.write_text("\n".join(lines[:n - 1]) + "\n")
+                    log.warning(
+                        "%s, line %d: cut short (the bridge was killed while writing it); dropped",
+                        path,
+                        n,
+                    )
+                    path.write_text("\n".join(lines[: n - 1]) + "\n")
                     break
                 raise ConfigError(f"{path}, line {n}: not JSON") from None
             if "error" in rec:
@@ -414,12 +518,15 @@ class BridgeJournal:
                 continue
             try:
                 for index, _jid, nodes, units in rec["starts"]:
-                    journal.decided[int(index)] = Placement(tuple(map(int, nodes)), tuple(map(int, units)),
-                                                            float(rec["t"]))
+                    journal.decided[int(index)] = Placement(
+                        tuple(map(int, nodes)), tuple(map(int, units)), float(rec["t"])
+                    )
                 journal.calls = max(journal.calls, int(rec["k"]))
             except (KeyError, TypeError, ValueError):
-                raise ConfigError(f"{path}, line {n}: field 'starts' or 'k' is not a list of "
-                                  "[job index, job id, [nodes], [units]] / a call number") from None
+                raise ConfigError(
+                    f"{path}, line {n}: field 'starts' or 'k' is not a list of "
+                    "[job index, job id, [nodes], [units]] / a call number"
+                ) from None
         return journal
 
     def _append(self, record: dict[str, Any]) -> None:
@@ -431,13 +538,30 @@ class BridgeJournal:
     def record(self, now: float, view: DispatchView, decision: Decision, elapsed: float) -> None:
         self.calls += 1
         head = view.queue.head()
-        self._append({"k": self.calls, "t": now, "queue": len(view.queue), "head": head.id if head else None,
-                      "starts": [[int(s.job.index), int(s.job.id), s.allocation.nodes.tolist(),
-                                  s.allocation.units.tolist()] for s in decision.starts],
-                      "wakeup": decision.wakeup, "elapsed": round(elapsed, 6), "info": decision.info})
+        self._append(
+            {
+                "k": self.calls,
+                "t": now,
+                "queue": len(view.queue),
+                "head": head.id if head else None,
+                "starts": [
+                    [
+                        int(s.job.index),
+                        int(s.job.id),
+                        s.allocation.nodes.tolist(),
+                        s.allocation.units.tolist(),
+                    ]
+                    for s in decision.starts
+                ],
+                "wakeup": decision.wakeup,
+                "elapsed": round(elapsed, 6),
+                "info": decision.info,
+            }
+        )
         for s in decision.starts:
-            self.decided[int(s.job.index)] = Placement(tuple(s.allocation.nodes.tolist()),
-                                                       tuple(s.allocation.units.tolist()), float(now))
+            self.decided[int(s.job.index)] = Placement(
+                tuple(s.allocation.nodes.tolist()), tuple(s.allocation.units.tolist()), float(now)
+            )
 
     def error(self, now: float, reason: str) -> None:
         self.errors.append(reason)
@@ -445,8 +569,12 @@ class BridgeJournal:
 
 
 # ---- the loop -------------------------------------------------------------------------------
-def _run(cmd: list[str], info: ClusterInfo, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, env=info.env(), capture_output=True, text=True, timeout=timeout, check=False)
+def _run(
+    cmd: list[str], info: ClusterInfo, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, env=info.env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def call_due(since_last_s: float, changed: bool, hints: dict[str, Any], time_scale: float) -> bool:
@@ -461,7 +589,9 @@ def call_due(since_last_s: float, changed: bool, hints: dict[str, Any], time_sca
     return changed or since_last_s >= CALL_EVERY_S
 
 
-def call_with_budget(dispatcher: Dispatcher, view: DispatchView, budget_s: float) -> tuple[Decision, float]:
+def call_with_budget(
+    dispatcher: Dispatcher, view: DispatchView, budget_s: float
+) -> tuple[Decision, float]:
     """``dispatcher.dispatch(view)`` in a thread; a :class:`BridgeError` when it raises or has
     not returned after ``budget_s`` seconds (the thread is left behind, the bridge stops)."""
     out: dict[str, Any] = {}
@@ -478,7 +608,9 @@ def call_with_budget(dispatcher: Dispatcher, view: DispatchView, budget_s: float
     thread.join(budget_s)
     elapsed = time.monotonic() - began
     if thread.is_alive():
-        raise BridgeError(f"dispatcher {dispatcher.describe()} did not decide within its budget of {budget_s:g} s")
+        raise BridgeError(
+            f"dispatcher {dispatcher.describe()} did not decide within its budget of {budget_s:g} s"
+        )
     if "error" in out:
         exc = out["error"]
         raise BridgeError(f"dispatcher {dispatcher.describe()} raised {type(exc).__name__}: {exc}")
@@ -499,9 +631,13 @@ class Bridge:
     budget_s: float = 60.0
     uneven: str = "hetjob"
     refused: dict[int, str] = field(default_factory=dict)
-    slurm_ids: dict[int, int] = field(default_factory=dict)  # the held job each workload job was submitted as
+    slurm_ids: dict[int, int] = field(
+        default_factory=dict
+    )  # the held job each workload job was submitted as
     held_records: dict[int, SlurmJobRecord] = field(default_factory=dict)  # its squeue record
-    het_ids: dict[int, int] = field(default_factory=dict)  # the heterogeneous job running an uneven start
+    het_ids: dict[int, int] = field(
+        default_factory=dict
+    )  # the heterogeneous job running an uneven start
     previous: DispatchView | None = None  # the view of the last dispatcher call
 
     @property
@@ -521,7 +657,7 @@ class Bridge:
         if proc.returncode != 0:
             raise BridgeError(f"{' '.join(cmd[1:3])} failed: {' '.join(proc.stderr.split())[:200]}")
         by_name: dict[str, list[SlurmJobRecord]] = {}
-        for r in (parse_squeue_json(proc.stdout) if cores else parse_squeue_text(proc.stdout)):
+        for r in parse_squeue_json(proc.stdout) if cores else parse_squeue_text(proc.stdout):
             by_name.setdefault(r.name, []).append(r)
         ours = {}
         for sub in self.subs:
@@ -553,12 +689,18 @@ class Bridge:
             if submitted >= SUBMIT_BATCH:
                 break
             cmd = sub.command(self.info.binaries["sbatch"], workdir)
-            cmd = [f"--job-name={job_name(self.journal.t0, self.workload.jobs[sub.job_index])}"
-                   if a.startswith("--job-name=") else a for a in cmd]
+            cmd = [
+                f"--job-name={job_name(self.journal.t0, self.workload.jobs[sub.job_index])}"
+                if a.startswith("--job-name=")
+                else a
+                for a in cmd
+            ]
             cmd.insert(2, "--hold")
             proc = _run(cmd, self.info)
             if proc.returncode != 0:
-                raise BridgeError(f"sbatch refused job {sub.job_id}: {' '.join(proc.stderr.split())[:200]}")
+                raise BridgeError(
+                    f"sbatch refused job {sub.job_id}: {' '.join(proc.stderr.split())[:200]}"
+                )
             self.slurm_ids[sub.job_index] = int(proc.stdout.strip().split(";")[0])
             submitted += 1
         return submitted
@@ -573,10 +715,18 @@ class Bridge:
             for cmd in start_commands(self.info.binaries["scontrol"], sid, job, alloc, self.system):
                 proc = _run(cmd, self.info)
                 if proc.returncode != 0:
-                    raise BridgeError(f"job {job.id} (Slurm job {sid}): {' '.join(cmd[1:])} failed: "
-                                      f"{' '.join(proc.stderr.split())[:200]}")
-        log.info("started job %s (Slurm job %d) on %s", job.id, sid,
-                 ",".join(f"{self.system.node_name(n)}x{u}" for n, u in zip(placement.nodes, placement.units)))
+                    raise BridgeError(
+                        f"job {job.id} (Slurm job {sid}): {' '.join(cmd[1:])} failed: "
+                        f"{' '.join(proc.stderr.split())[:200]}"
+                    )
+        log.info(
+            "started job %s (Slurm job %d) on %s",
+            job.id,
+            sid,
+            ",".join(
+                f"{self.system.node_name(n)}x{u}" for n, u in zip(placement.nodes, placement.units)
+            ),
+        )
 
     def apply_hetjob(self, index: int, alloc: Allocation) -> None:
         """An uneven start: submit the heterogeneous job (unless a restart finds it submitted),
@@ -586,12 +736,21 @@ class Bridge:
         if index not in self.het_ids:
             sub = next(s for s in self.subs if s.job_index == index)
             name = job_name(self.journal.t0, job) + HET_SUFFIX
-            cmd = hetjob_command(self.info.binaries["sbatch"], sub, job, alloc, self.system, name,
-                                 Path(self.info.state_dir) / "jobs")
+            cmd = hetjob_command(
+                self.info.binaries["sbatch"],
+                sub,
+                job,
+                alloc,
+                self.system,
+                name,
+                Path(self.info.state_dir) / "jobs",
+            )
             proc = _run(cmd, self.info)
             if proc.returncode != 0:
-                raise BridgeError(f"job {job.id}: sbatch of its heterogeneous job failed: "
-                                  f"{' '.join(proc.stderr.split())[:200]}")
+                raise BridgeError(
+                    f"job {job.id}: sbatch of its heterogeneous job failed: "
+                    f"{' '.join(proc.stderr.split())[:200]}"
+                )
             self.het_ids[index] = int(proc.stdout.strip().split(";")[0].split("+")[0])
         self.cancel_held(index)
 
@@ -599,9 +758,11 @@ class Bridge:
         sid = self.slurm_ids[index]
         proc = _run([self.info.binaries["scancel"], str(sid)], self.info)
         if proc.returncode != 0:
-            raise BridgeError(f"job {self.workload.jobs[index].id}: scancel {sid} (its held job, replaced by "
-                              f"heterogeneous job {self.het_ids.get(index)}) failed: "
-                              f"{' '.join(proc.stderr.split())[:200]}")
+            raise BridgeError(
+                f"job {self.workload.jobs[index].id}: scancel {sid} (its held job, replaced by "
+                f"heterogeneous job {self.het_ids.get(index)}) failed: "
+                f"{' '.join(proc.stderr.split())[:200]}"
+            )
 
     def finish_journalled(self, ours: dict[int, SlurmJobRecord]) -> None:
         """Journalled starts Slurm has not fully applied (the bridge was stopped between journal
@@ -609,9 +770,16 @@ class Bridge:
         gets the held job cancelled, nothing else; a job still held without one is applied
         again."""
         for index, placement in self.journal.decided.items():
-            if index in self.het_ids and index in self.held_records and is_held(self.held_records[index]):
-                log.info("cancelling the held job of job %s (its heterogeneous job %d runs it)",
-                         self.workload.jobs[index].id, self.het_ids[index])
+            if (
+                index in self.het_ids
+                and index in self.held_records
+                and is_held(self.held_records[index])
+            ):
+                log.info(
+                    "cancelling the held job of job %s (its heterogeneous job %d runs it)",
+                    self.workload.jobs[index].id,
+                    self.het_ids[index],
+                )
                 self.cancel_held(index)
             elif index in ours and is_held(ours[index]) and index not in self.refused:
                 log.info("re-applying the journalled start of job %s", self.workload.jobs[index].id)
@@ -631,16 +799,32 @@ class Bridge:
             if self.submit_due(ours):
                 ours, nodes = self.poll()
             self.finish_journalled(ours)
-            active = [i for i in ours if ours[i].state not in FINAL_STATES and i not in self.refused]
+            active = [
+                i for i in ours if ours[i].state not in FINAL_STATES and i not in self.refused
+            ]
             if len(ours) == len(self.subs) and not active:
                 return self.poll(cores=True)[0]
             if time.time() > deadline:
-                raise BridgeError(f"{len(active)} job(s) had not ended after the wait limit; they are left as they are")
+                raise BridgeError(
+                    f"{len(active)} job(s) had not ended after the wait limit; they are left as they are"
+                )
             now_epoch = time.time()
             state = tuple(sorted((i, r.state) for i, r in ours.items()))
-            view = build_view(self.system, self.workload, self.clock, now_epoch, ours, nodes, planned,
-                              self.journal.decided, set(self.refused), self.previous)
-            if view.queue and call_due(now_epoch - last_call, state != seen, hints, self.time_scale):
+            view = build_view(
+                self.system,
+                self.workload,
+                self.clock,
+                now_epoch,
+                ours,
+                nodes,
+                planned,
+                self.journal.decided,
+                set(self.refused),
+                self.previous,
+            )
+            if view.queue and call_due(
+                now_epoch - last_call, state != seen, hints, self.time_scale
+            ):
                 seen, last_call = state, now_epoch
                 self.decide(view)
                 self.previous = view
@@ -652,7 +836,9 @@ class Bridge:
             for start in decision.starts:
                 why = check_start(start, view)
                 if why:
-                    raise BridgeError(f"dispatcher {self.dispatcher.describe()} returned an invalid start: {why}")
+                    raise BridgeError(
+                        f"dispatcher {self.dispatcher.describe()} returned an invalid start: {why}"
+                    )
         except BridgeError as exc:
             self.journal.error(view.now, str(exc))
             log.error("%s; the cluster keeps running, %d job(s) stay held", exc, len(view.queue))
@@ -678,15 +864,31 @@ def bridge_dir(out_dir: Path) -> Path:
     return out_dir.parent / f"{out_dir.name}.bridge"
 
 
-def run_identity(info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time_scale: float) -> dict[str, Any]:
+def run_identity(
+    info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time_scale: float
+) -> dict[str, Any]:
     """What the journal's header records of the run (a restart must match it)."""
-    return {"cluster": info.name, "workload": str(getattr(workload.source, "spec", "")), "jobs": len(workload),
-            "dispatcher": dispatcher.identity(), "time_scale": time_scale}
+    return {
+        "cluster": info.name,
+        "workload": str(getattr(workload.source, "spec", "")),
+        "jobs": len(workload),
+        "dispatcher": dispatcher.identity(),
+        "time_scale": time_scale,
+    }
 
 
-def dispatch(info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time_scale: float, out_dir: str | Path,
-             budget_s: float = 60.0, max_wait_s: float | None = None, force: bool = False,
-             progress: Callable[[str], None] | None = None, uneven: str = "hetjob") -> tuple[dict[str, Any], dict[str, Any]]:
+def dispatch(
+    info: ClusterInfo,
+    workload: Workload,
+    dispatcher: Dispatcher,
+    time_scale: float,
+    out_dir: str | Path,
+    budget_s: float = 60.0,
+    max_wait_s: float | None = None,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    uneven: str = "hetjob",
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run ``workload`` on the cluster with ``dispatcher`` deciding (external mode), resume
     from the journal if there is one, and write the run directory; returns ``(summary,
     bridge record)``. A :class:`BridgeError` when the dispatcher fails (jobs stay held)."""
@@ -706,31 +908,58 @@ def dispatch(info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
-        journal = BridgeJournal.open(state / JOURNAL_FILE,
-                                     {**run_identity(info, workload, dispatcher, time_scale), "uneven": uneven},
-                                     math.ceil(time.time()) + 1)
-        log.info("bridge for %s on cluster %s: %d jobs, t0 %d, %d starts journalled", dispatcher.describe(),
-                 info.name, len(workload), journal.t0, len(journal.decided))
-        bridge = Bridge(info, system, workload, dispatcher, time_scale, journal, subs, budget_s, uneven)
+        journal = BridgeJournal.open(
+            state / JOURNAL_FILE,
+            {**run_identity(info, workload, dispatcher, time_scale), "uneven": uneven},
+            math.ceil(time.time()) + 1,
+        )
+        log.info(
+            "bridge for %s on cluster %s: %d jobs, t0 %d, %d starts journalled",
+            dispatcher.describe(),
+            info.name,
+            len(workload),
+            journal.t0,
+            len(journal.decided),
+        )
+        bridge = Bridge(
+            info, system, workload, dispatcher, time_scale, journal, subs, budget_s, uneven
+        )
         records = bridge.run(max_wait_s)
         clock = bridge.clock
-        result, problems = build_result(system, workload, records, clock, subs, dispatcher.identity())
+        result, problems = build_result(
+            system, workload, records, clock, subs, dispatcher.identity()
+        )
         problems += [f"refused: {why}" for why in bridge.refused.values()]
         check = placement_check(system, workload, records, journal.decided)
         if check["wrong"] or check["started_without_decision"]:
-            problems.append(f"{len(check['wrong'])} job(s) started elsewhere than chosen, "
-                            f"{len(check['started_without_decision'])} without a decision")
+            problems.append(
+                f"{len(check['wrong'])} job(s) started elsewhere than chosen, "
+                f"{len(check['started_without_decision'])} without a decision"
+            )
         tolerance = TOLERANCE_REAL_S / time_scale
-        record = {"cluster": info.name, "nodes": info.n_nodes, "slurm_version": info.slurm_version,
-                  "time_scale": time_scale, "t0_epoch": journal.t0, "first_submit": clock.first_submit,
-                  "time_tolerance": tolerance, "dispatcher_calls": journal.calls, "placement": check,
-                  "uneven": uneven, "hetjobs": len(bridge.het_ids),
-                  "held_slurm_job_ids": {str(workload.jobs[i].id): sid for i, sid in bridge.slurm_ids.items()},
-                  "problems": problems[:50], "refused": {str(workload.jobs[i].id): w for i, w in bridge.refused.items()},
-                  "slurm_job_ids": {str(workload.jobs[i].id): r.job_id for i, r in records.items()},
-                  "journal": JOURNAL_FILE}
-        summary = write_result(result, out_dir, force=True,
-                               run_extra={"bridge": record, "time_tolerance": tolerance})
+        record = {
+            "cluster": info.name,
+            "nodes": info.n_nodes,
+            "slurm_version": info.slurm_version,
+            "time_scale": time_scale,
+            "t0_epoch": journal.t0,
+            "first_submit": clock.first_submit,
+            "time_tolerance": tolerance,
+            "dispatcher_calls": journal.calls,
+            "placement": check,
+            "uneven": uneven,
+            "hetjobs": len(bridge.het_ids),
+            "held_slurm_job_ids": {
+                str(workload.jobs[i].id): sid for i, sid in bridge.slurm_ids.items()
+            },
+            "problems": problems[:50],
+            "refused": {str(workload.jobs[i].id): w for i, w in bridge.refused.items()},
+            "slurm_job_ids": {str(workload.jobs[i].id): r.job_id for i, r in records.items()},
+            "journal": JOURNAL_FILE,
+        }
+        summary = write_result(
+            result, out_dir, force=True, run_extra={"bridge": record, "time_tolerance": tolerance}
+        )
         shutil.copy(state / JOURNAL_FILE, out_dir / JOURNAL_FILE)
     finally:
         log.removeHandler(handler)

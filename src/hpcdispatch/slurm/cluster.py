@@ -47,8 +47,6 @@ from pathlib import Path
 from typing import Any
 
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.system.io import dump_system, load_system
-from hpcdispatch.system.model import System
 from hpcdispatch.slurm.config import (
     GPU_DEVICE_MAJOR,
     ClusterLayout,
@@ -60,19 +58,34 @@ from hpcdispatch.slurm.config import (
     slurm_conf_text,
     slurmdbd_conf_text,
 )
+from hpcdispatch.system.io import dump_system, load_system
+from hpcdispatch.system.model import System
 
 #: the Debian packages and how to install them (note section 1)
-INSTALL_HINT = ("install Debian's Slurm and munge as root: apt-get update && "
-                "apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge")
+INSTALL_HINT = (
+    "install Debian's Slurm and munge as root: apt-get update && "
+    "apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge"
+)
 #: what ``--accounting`` needs on top
-ACCOUNTING_HINT = ("install slurmdbd and MariaDB as root: apt-get update && "
-                   "apt-get install -y --no-install-recommends slurmdbd mariadb-server")
-ACCOUNTING_PROGRAMS = {"slurmdbd": ("slurmdbd",), "mariadbd": ("mariadbd", "mysqld"),
-                       "mariadb-install-db": ("mariadb-install-db", "mysql_install_db"),
-                       "mariadb": ("mariadb", "mysql"), "sacctmgr": ("sacctmgr",), "sacct": ("sacct",)}
+ACCOUNTING_HINT = (
+    "install slurmdbd and MariaDB as root: apt-get update && "
+    "apt-get install -y --no-install-recommends slurmdbd mariadb-server"
+)
+ACCOUNTING_PROGRAMS = {
+    "slurmdbd": ("slurmdbd",),
+    "mariadbd": ("mariadbd", "mysqld"),
+    "mariadb-install-db": ("mariadb-install-db", "mysql_install_db"),
+    "mariadb": ("mariadb", "mysql"),
+    "sacctmgr": ("sacctmgr",),
+    "sacct": ("sacct",),
+}
 #: daemons (the ``-wlm`` binaries first: installing slurm-wlm-emulator re-points the plain names)
-DAEMONS = {"slurmctld": ("slurmctld-wlm", "slurmctld"), "slurmd": ("slurmd-wlm", "slurmd"),
-           "slurmstepd": ("slurmstepd-wlm", "slurmstepd"), "munged": ("munged",)}
+DAEMONS = {
+    "slurmctld": ("slurmctld-wlm", "slurmctld"),
+    "slurmd": ("slurmd-wlm", "slurmd"),
+    "slurmstepd": ("slurmstepd-wlm", "slurmstepd"),
+    "munged": ("munged",),
+}
 CLIENTS = ("sbatch", "squeue", "sinfo", "scontrol", "scancel")
 SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin", "/usr/local/sbin"])
 DEFAULT_PREFIX = "/tmp/hpcdispatch-slurm-"
@@ -100,8 +113,14 @@ class ClusterInfo:
 
     @property
     def layout(self) -> ClusterLayout:
-        return ClusterLayout(self.name, Path(self.state_dir), self.ctld_port, self.node_port_base, self.dbd_port,
-                             self.db_port)
+        return ClusterLayout(
+            self.name,
+            Path(self.state_dir),
+            self.ctld_port,
+            self.node_port_base,
+            self.dbd_port,
+            self.db_port,
+        )
 
     @property
     def last_port(self) -> int:
@@ -157,14 +176,18 @@ def find_binaries(accounting: bool = False) -> dict[str, str]:
             else:
                 found[role] = path
         if missing:
-            raise ConfigError(f"{', '.join(missing)} not found (needed by --accounting); {ACCOUNTING_HINT}")
+            raise ConfigError(
+                f"{', '.join(missing)} not found (needed by --accounting); {ACCOUNTING_HINT}"
+            )
     return found
 
 
 def require_root(what: str) -> None:
     if os.geteuid() != 0:
-        raise ConfigError(f"{what} needs root (the emulated nodes run jobs as root and make fake GPU devices); "
-                          "run it as root or with sudo")
+        raise ConfigError(
+            f"{what} needs root (the emulated nodes run jobs as root and make fake GPU devices); "
+            "run it as root or with sudo"
+        )
 
 
 def read_cluster(state_dir: Path) -> ClusterInfo | None:
@@ -187,15 +210,25 @@ def find_running_cluster(state_dir: str | Path | None) -> ClusterInfo:
         if conf and (Path(conf).parent.parent / STATE_FILE).is_file():
             state_dir = Path(conf).parent.parent
         else:
-            found = sorted(p.parent for p in Path("/tmp").glob(f"{Path(DEFAULT_PREFIX).name}*/{STATE_FILE}"))
+            found = sorted(
+                p.parent for p in Path("/tmp").glob(f"{Path(DEFAULT_PREFIX).name}*/{STATE_FILE}")
+            )
             if len(found) != 1:
-                raise ConfigError("no cluster given: pass --dir DIR (" + (
-                    f"{len(found)} clusters run: {', '.join(map(str, found))}" if found else
-                    "no cluster runs; start one with: hpcdispatch slurm up --system PRESET") + ")")
+                raise ConfigError(
+                    "no cluster given: pass --dir DIR ("
+                    + (
+                        f"{len(found)} clusters run: {', '.join(map(str, found))}"
+                        if found
+                        else "no cluster runs; start one with: hpcdispatch slurm up --system PRESET"
+                    )
+                    + ")"
+                )
             state_dir = found[0]
     info = read_cluster(Path(state_dir))
     if info is None:
-        raise ConfigError(f"{state_dir}: no emulated cluster there (start one with: hpcdispatch slurm up --dir {state_dir})")
+        raise ConfigError(
+            f"{state_dir}: no emulated cluster there (start one with: hpcdispatch slurm up --dir {state_dir})"
+        )
     return info
 
 
@@ -217,15 +250,20 @@ def _claimed_ports(exclude: Path, root: Path) -> list[tuple[int, int]]:
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            last = max(int(data["node_port_base"]) + int(data["n_nodes"]) - 1, int(data.get("dbd_port", 0)),
-                       int(data.get("db_port", 0)))
+            last = max(
+                int(data["node_port_base"]) + int(data["n_nodes"]) - 1,
+                int(data.get("dbd_port", 0)),
+                int(data.get("db_port", 0)),
+            )
             blocks.append((int(data["ctld_port"]), last))
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return blocks
 
 
-def choose_ports(n_nodes: int, state_dir: Path, root: Path = Path("/tmp"), first: int = FIRST_PORT) -> tuple[int, int]:
+def choose_ports(
+    n_nodes: int, state_dir: Path, root: Path = Path("/tmp"), first: int = FIRST_PORT
+) -> tuple[int, int]:
     """``(slurmctld port, node port base)``: ``n_nodes + 1`` consecutive ports from ``first``
     on, all free on 127.0.0.1 and outside the blocks other clusters (records under ``root``)
     claim."""
@@ -241,7 +279,9 @@ def choose_ports(n_nodes: int, state_dir: Path, root: Path = Path("/tmp"), first
         if busy is None:
             return base, base + 1
         base = busy + 1
-    raise ConfigError(f"no block of {need} free ports on 127.0.0.1 between {FIRST_PORT} and {LAST_PORT}")
+    raise ConfigError(
+        f"no block of {need} free ports on 127.0.0.1 between {FIRST_PORT} and {LAST_PORT}"
+    )
 
 
 def _make_gpu_devices(layout: ClusterLayout, count: int) -> str:
@@ -259,8 +299,12 @@ def _make_gpu_devices(layout: ClusterLayout, count: int) -> str:
     return kind
 
 
-def _run(cmd: list[str], env: dict[str, str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+def _run(
+    cmd: list[str], env: dict[str, str], timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def slurm_version(binaries: dict[str, str]) -> str:
@@ -268,7 +312,9 @@ def slurm_version(binaries: dict[str, str]) -> str:
     return out.removeprefix("slurm-wlm ").removeprefix("slurm ")
 
 
-def up(system: System, state_dir: Path, timeout: float | None = None, accounting: bool = False) -> ClusterInfo:
+def up(
+    system: System, state_dir: Path, timeout: float | None = None, accounting: bool = False
+) -> ClusterInfo:
     """Start an emulated cluster of ``system`` in ``state_dir`` (see the module docstring) and
     return it once every node is idle. ``accounting``: also a private MariaDB and slurmdbd on
     127.0.0.1, so that ``sacct`` works."""
@@ -279,25 +325,40 @@ def up(system: System, state_dir: Path, timeout: float | None = None, accounting
     old = read_cluster(state_dir)
     if old is not None:
         if _live_pids(old):
-            raise ConfigError(f"a cluster already runs in {state_dir} (stop it with: hpcdispatch slurm down --dir {state_dir})")
+            raise ConfigError(
+                f"a cluster already runs in {state_dir} (stop it with: hpcdispatch slurm down --dir {state_dir})"
+            )
         down(state_dir)
     elif (state_dir / f"{STATE_FILE}.failed").is_file():  # a failed `up`'s logs: ours to replace
         shutil.rmtree(state_dir)
     elif state_dir.exists() and any(state_dir.iterdir()):
-        raise ConfigError(f"{state_dir} exists and holds no cluster: give another --dir or remove it")
+        raise ConfigError(
+            f"{state_dir} exists and holds no cluster: give another --dir or remove it"
+        )
     name = cluster_name(state_dir)
     ctld_port, node_base = choose_ports(system.n_nodes + (2 if accounting else 0), state_dir)
-    db_port, dbd_port = (node_base + system.n_nodes, node_base + system.n_nodes + 1) if accounting else (0, 0)
+    db_port, dbd_port = (
+        (node_base + system.n_nodes, node_base + system.n_nodes + 1) if accounting else (0, 0)
+    )
     layout = ClusterLayout(name, state_dir, ctld_port, node_base, dbd_port, db_port)
     for sub in ("etc", "bin", "munge/run", "dev", "run", "log", "state", "spool"):
         (state_dir / sub).mkdir(parents=True, exist_ok=True)
     os.chmod(state_dir, 0o755)
     os.chmod(state_dir / "munge" / "run", 0o755)  # trap 5: munged wants 755 on its socket directory
-    info = ClusterInfo(name=name, state_dir=str(state_dir), ctld_port=ctld_port, node_port_base=node_base,
-                       system=system.name, n_nodes=system.n_nodes,
-                       nodes=[system.node_name(i) for i in range(system.n_nodes)], binaries=binaries,
-                       slurm_version=slurm_version(binaries), accounting=accounting, dbd_port=dbd_port,
-                       db_port=db_port)
+    info = ClusterInfo(
+        name=name,
+        state_dir=str(state_dir),
+        ctld_port=ctld_port,
+        node_port_base=node_base,
+        system=system.name,
+        n_nodes=system.n_nodes,
+        nodes=[system.node_name(i) for i in range(system.n_nodes)],
+        binaries=binaries,
+        slurm_version=slurm_version(binaries),
+        accounting=accounting,
+        dbd_port=dbd_port,
+        db_port=db_port,
+    )
     (state_dir / STATE_FILE).write_text(json.dumps(asdict(info), indent=2) + "\n", encoding="utf-8")
     dump_system(system, state_dir / "system.toml")
     layout.slurm_conf.write_text(slurm_conf_text(system, layout), encoding="utf-8")
@@ -326,24 +387,59 @@ def _start_daemons(info: ClusterInfo) -> None:
     key = munge / "munge.key"
     with open(key, "wb", opener=lambda p, f: os.open(p, f, 0o400)) as fh:
         fh.write(os.urandom(1024))
-    _checked([info.binaries["munged"], f"--socket={info.layout.munge_socket}", f"--key-file={key}",
-              f"--pid-file={munge / 'munged.pid'}", f"--log-file={munge / 'munged.log'}",
-              f"--seed-file={munge / 'munged.seed'}"], env, "munged", munge / "munged.log")
+    _checked(
+        [
+            info.binaries["munged"],
+            f"--socket={info.layout.munge_socket}",
+            f"--key-file={key}",
+            f"--pid-file={munge / 'munged.pid'}",
+            f"--log-file={munge / 'munged.log'}",
+            f"--seed-file={munge / 'munged.seed'}",
+        ],
+        env,
+        "munged",
+        munge / "munged.log",
+    )
     if info.accounting:
         _start_accounting(info, env)
     conf = str(info.slurm_conf)
-    _checked([str(d / "bin" / "slurmctld"), "-f", conf, "-c"], env, "slurmctld", d / "log" / "slurmctld.log")
-    procs = [(node, subprocess.Popen([str(d / "bin" / "slurmd"), "-f", conf, "-N", node, "-d", str(d / "bin" / "slurmstepd")],
-                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-             for node in info.nodes]
+    _checked(
+        [str(d / "bin" / "slurmctld"), "-f", conf, "-c"],
+        env,
+        "slurmctld",
+        d / "log" / "slurmctld.log",
+    )
+    procs = [
+        (
+            node,
+            subprocess.Popen(
+                [
+                    str(d / "bin" / "slurmd"),
+                    "-f",
+                    conf,
+                    "-N",
+                    node,
+                    "-d",
+                    str(d / "bin" / "slurmstepd"),
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+        )
+        for node in info.nodes
+    ]
     failed = []
     for node, proc in procs:
         _, err = proc.communicate(timeout=60)
         if proc.returncode != 0:
             failed.append(f"{node}: {' '.join(err.split())[:160]}")
     if failed:
-        raise ConfigError(f"slurmd failed to start for {len(failed)} node(s), first {failed[0]} "
-                          f"(logs under {d / 'log'})")
+        raise ConfigError(
+            f"slurmd failed to start for {len(failed)} node(s), first {failed[0]} "
+            f"(logs under {d / 'log'})"
+        )
 
 
 def _wait_for(ready: Any, what: str, log: Path, timeout: float = 60.0) -> None:
@@ -368,27 +464,63 @@ def _start_accounting(info: ClusterInfo, env: dict[str, str]) -> None:
     data = mysql / "data"
     data.mkdir(parents=True)
     b = info.binaries
-    _checked([b["mariadb-install-db"], "--no-defaults", "--user=root", f"--datadir={data}",
-              "--auth-root-authentication-method=socket", "--skip-test-db"], env, "mariadb-install-db",
-             mysql / "error.log")
+    _checked(
+        [
+            b["mariadb-install-db"],
+            "--no-defaults",
+            "--user=root",
+            f"--datadir={data}",
+            "--auth-root-authentication-method=socket",
+            "--skip-test-db",
+        ],
+        env,
+        "mariadb-install-db",
+        mysql / "error.log",
+    )
     sock = mysql / "mysqld.sock"
-    subprocess.Popen([b["mariadbd"], "--no-defaults", "--user=root", f"--datadir={data}", f"--socket={sock}",
-                      f"--pid-file={mysql / 'mysqld.pid'}", f"--port={info.db_port}", "--bind-address=127.0.0.1",
-                      f"--log-error={mysql / 'error.log'}", "--skip-log-bin", "--innodb-buffer-pool-size=32M"],
-                     env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True)
+    subprocess.Popen(
+        [
+            b["mariadbd"],
+            "--no-defaults",
+            "--user=root",
+            f"--datadir={data}",
+            f"--socket={sock}",
+            f"--pid-file={mysql / 'mysqld.pid'}",
+            f"--port={info.db_port}",
+            "--bind-address=127.0.0.1",
+            f"--log-error={mysql / 'error.log'}",
+            "--skip-log-bin",
+            "--innodb-buffer-pool-size=32M",
+        ],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     _wait_for(lambda: sock.exists() and _listening(info.db_port), "MariaDB", mysql / "error.log")
     password = secrets.token_hex(16)
-    sql = (f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
-           f"GRANT ALL ON `{database_name(info.layout)}`.* TO 'slurm'@'127.0.0.1';")
-    _checked([b["mariadb"], "--no-defaults", f"--socket={sock}", "-u", "root", "-e", sql], env, "MariaDB set-up",
-             mysql / "error.log")
+    sql = (
+        f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
+        f"GRANT ALL ON `{database_name(info.layout)}`.* TO 'slurm'@'127.0.0.1';"
+    )
+    _checked(
+        [b["mariadb"], "--no-defaults", f"--socket={sock}", "-u", "root", "-e", sql],
+        env,
+        "MariaDB set-up",
+        mysql / "error.log",
+    )
     conf = info.layout.etc / "slurmdbd.conf"
     with open(conf, "w", encoding="utf-8", opener=lambda p, f: os.open(p, f, 0o600)) as fh:
         fh.write(slurmdbd_conf_text(info.layout, password))
     _checked([str(d / "bin" / "slurmdbd")], env, "slurmdbd", d / "log" / "slurmdbd.log")
     _wait_for(lambda: _listening(info.dbd_port), "slurmdbd", d / "log" / "slurmdbd.log")
-    _checked([b["sacctmgr"], "-i", "add", "cluster", info.name], env, "sacctmgr add cluster", d / "log" / "slurmdbd.log")
+    _checked(
+        [b["sacctmgr"], "-i", "add", "cluster", info.name],
+        env,
+        "sacctmgr add cluster",
+        d / "log" / "slurmdbd.log",
+    )
 
 
 def _checked(cmd: list[str], env: dict[str, str], what: str, log: Path) -> None:
@@ -419,9 +551,13 @@ def _wait_idle(info: ClusterInfo, timeout: float) -> None:
             break
         time.sleep(0.5)
     not_idle = {n: s for n, s in states.items() if s != "idle"} if states else {}
-    shown = ", ".join(f"{n} {s}" for n, s in list(not_idle.items())[:5]) or "slurmctld did not answer"
-    raise ConfigError(f"the nodes were not all idle after {timeout:.0f} s ({len(not_idle) or info.n_nodes} not idle: "
-                      f"{shown}); the daemons were stopped; logs: {Path(info.state_dir) / 'log'}")
+    shown = (
+        ", ".join(f"{n} {s}" for n, s in list(not_idle.items())[:5]) or "slurmctld did not answer"
+    )
+    raise ConfigError(
+        f"the nodes were not all idle after {timeout:.0f} s ({len(not_idle) or info.n_nodes} not idle: "
+        f"{shown}); the daemons were stopped; logs: {Path(info.state_dir) / 'log'}"
+    )
 
 
 # ---- stopping ----------------------------------------------------------------------------------
@@ -454,8 +590,11 @@ def is_our_daemon(pid: int, role: str, info: ClusterInfo) -> bool:
     if not args or Path(args[0]).name != role:
         return False
     d = Path(info.state_dir)
-    mark = {"munged": str(info.layout.munge_socket), "slurmdbd": str(d / "bin" / "slurmdbd"),
-            "mariadbd": str(d / "mysql")}.get(role, str(info.slurm_conf))
+    mark = {
+        "munged": str(info.layout.munge_socket),
+        "slurmdbd": str(d / "bin" / "slurmdbd"),
+        "mariadbd": str(d / "mysql"),
+    }.get(role, str(info.slurm_conf))
     return any(mark in a for a in (args if role == "slurmdbd" else args[1:]))
 
 
@@ -505,7 +644,11 @@ def _cancel_jobs(info: ClusterInfo, wait: float = 15.0) -> None:
         _run([info.binaries["scancel"], "--partition=batch"], env, timeout=20)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            out = _run([info.binaries["squeue"], "-h", "-t", "RUNNING,COMPLETING,CONFIGURING", "-o", "%i"], env, timeout=20)
+            out = _run(
+                [info.binaries["squeue"], "-h", "-t", "RUNNING,COMPLETING,CONFIGURING", "-o", "%i"],
+                env,
+                timeout=20,
+            )
             if out.returncode != 0 or not out.stdout.strip():
                 return
             time.sleep(0.5)
@@ -567,15 +710,20 @@ def down(state_dir: Path, keep_logs: bool = False) -> list[int]:
 
 def usage_text(info: ClusterInfo) -> str:
     d = info.state_dir
-    accounting = (f", slurmdbd on 127.0.0.1:{info.dbd_port} (MariaDB 127.0.0.1:{info.db_port}; sacct works)"
-                  if info.accounting else "")
-    return (f"cluster '{info.name}' up: {info.n_nodes} nodes ({info.nodes[0]}..{info.nodes[-1]}) of {info.system}, "
-            f"Slurm {info.slurm_version}, slurmctld on 127.0.0.1:{info.ctld_port}, nodes on ports "
-            f"{info.node_port_base}-{info.node_port_base + info.n_nodes - 1}{accounting}\n"
-            f"  export SLURM_CONF={info.slurm_conf}     (or: source {d}/env.sh)\n"
-            f"  sinfo; sbatch -N1 -t 1 --wrap 'sleep 10'; squeue\n"
-            f"  hpcdispatch slurm replay WORKLOAD --dir {d} --time-scale X -o OUT\n"
-            f"  hpcdispatch slurm down --dir {d}")
+    accounting = (
+        f", slurmdbd on 127.0.0.1:{info.dbd_port} (MariaDB 127.0.0.1:{info.db_port}; sacct works)"
+        if info.accounting
+        else ""
+    )
+    return (
+        f"cluster '{info.name}' up: {info.n_nodes} nodes ({info.nodes[0]}..{info.nodes[-1]}) of {info.system}, "
+        f"Slurm {info.slurm_version}, slurmctld on 127.0.0.1:{info.ctld_port}, nodes on ports "
+        f"{info.node_port_base}-{info.node_port_base + info.n_nodes - 1}{accounting}\n"
+        f"  export SLURM_CONF={info.slurm_conf}     (or: source {d}/env.sh)\n"
+        f"  sinfo; sbatch -N1 -t 1 --wrap 'sleep 10'; squeue\n"
+        f"  hpcdispatch slurm replay WORKLOAD --dir {d} --time-scale X -o OUT\n"
+        f"  hpcdispatch slurm down --dir {d}"
+    )
 
 
 def as_dict(info: ClusterInfo) -> dict[str, Any]:

@@ -38,8 +38,10 @@ from hpcdispatch.errors import ConfigError
 from hpcdispatch.system.model import NodeType, System, Topology
 
 #: the note's scheduler timers for short jobs (section 5)
-SCHEDULER_PARAMETERS = ("bf_interval=1,bf_resolution=1,bf_continue,bf_max_job_test=1000,"
-                        "sched_interval=2,sched_min_interval=100000,default_queue_depth=1000")
+SCHEDULER_PARAMETERS = (
+    "bf_interval=1,bf_resolution=1,bf_continue,bf_max_job_test=1000,"
+    "sched_interval=2,sched_min_interval=100000,default_queue_depth=1000"
+)
 #: memory per core (MB) given to nodes of a system without a ``mem`` resource
 MEM_PER_CORE_MB = 256
 #: seconds a finished job stays in slurmctld (``squeue -t all`` lists it that long)
@@ -89,8 +91,10 @@ def first_nodes(system: System, n_nodes: int | None) -> System:
     if n_nodes is None or n_nodes == system.n_nodes:
         return system
     if not 0 < n_nodes <= system.n_nodes:
-        raise ConfigError(f"--nodes must be between 1 and {system.n_nodes} (the nodes of system "
-                          f"'{system.name}'), got {n_nodes}")
+        raise ConfigError(
+            f"--nodes must be between 1 and {system.n_nodes} (the nodes of system "
+            f"'{system.name}'), got {n_nodes}"
+        )
     types: list[NodeType] = []
     left = n_nodes
     for nt in system.node_types:
@@ -99,8 +103,13 @@ def first_nodes(system: System, n_nodes: int | None) -> System:
         take = min(nt.count, left)
         types.append(NodeType(nt.name, take, dict(nt.capacity)))
         left -= take
-    return System(name=f"{system.name}-first{n_nodes}", resources=system.resources, node_types=tuple(types),
-                  topology=Topology(), description=f"the first {n_nodes} nodes of {system.name}: {system.description}")
+    return System(
+        name=f"{system.name}-first{n_nodes}",
+        resources=system.resources,
+        node_types=tuple(types),
+        topology=Topology(),
+        description=f"the first {n_nodes} nodes of {system.name}: {system.description}",
+    )
 
 
 def _capacity(nt: NodeType, resource: str) -> int:
@@ -110,11 +119,15 @@ def _capacity(nt: NodeType, resource: str) -> int:
 def check_slurm_system(system: System) -> None:
     """A :class:`ConfigError` when Slurm cannot emulate ``system``: every node needs cores."""
     if CORE not in system.resources:
-        raise ConfigError(f"system '{system.name}' has no '{CORE}' resource: Slurm's nodes are made of CPUs "
-                          f"(resources: {', '.join(system.resources)})")
+        raise ConfigError(
+            f"system '{system.name}' has no '{CORE}' resource: Slurm's nodes are made of CPUs "
+            f"(resources: {', '.join(system.resources)})"
+        )
     for nt in system.node_types:
         if _capacity(nt, CORE) < 1:
-            raise ConfigError(f"system '{system.name}', node type '{nt.name}': Slurm needs at least one core per node")
+            raise ConfigError(
+                f"system '{system.name}', node type '{nt.name}': Slurm needs at least one core per node"
+            )
 
 
 def gres_names(system: System) -> list[str]:
@@ -169,7 +182,9 @@ def _type_runs(system: System) -> list[tuple[NodeType, int, int]]:
     return runs
 
 
-def slurm_conf_text(system: System, layout: ClusterLayout, scheduler_parameters: str = SCHEDULER_PARAMETERS) -> str:
+def slurm_conf_text(
+    system: System, layout: ClusterLayout, scheduler_parameters: str = SCHEDULER_PARAMETERS
+) -> str:
     """The whole slurm.conf of the cluster (see the module docstring for every choice)."""
     check_slurm_system(system)
     d = layout.state_dir
@@ -222,7 +237,9 @@ def slurm_conf_text(system: System, layout: ClusterLayout, scheduler_parameters:
         lines.append(
             f"NodeName={node_range(system, first, last)} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} "
             f"CPUs={cores} Sockets=1 CoresPerSocket={cores} ThreadsPerCore=1 RealMemory={node_memory(nt, system)}"
-            + (f" Gres={node_gres}" if node_gres else "") + " State=UNKNOWN")
+            + (f" Gres={node_gres}" if node_gres else "")
+            + " State=UNKNOWN"
+        )
     lines.append("PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
 
@@ -233,8 +250,12 @@ def _accounting_lines(system: System, layout: ClusterLayout) -> list[str]:
     as TRES (so sacct's AllocTRES has ``gres/gpu=K``)."""
     if not layout.dbd_port:
         return ["AccountingStorageType=accounting_storage/none"]
-    lines = ["AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
-             f"AccountingStoragePort={layout.dbd_port}", f"AccountingStoragePass={layout.munge_socket}"]
+    lines = [
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "AccountingStorageHost=localhost",
+        f"AccountingStoragePort={layout.dbd_port}",
+        f"AccountingStoragePass={layout.munge_socket}",
+    ]
     tres = [f"gres/{name}" for name in gres_types(system)]
     if tres:
         lines.append(f"AccountingStorageTRES={','.join(tres)}")
@@ -251,25 +272,30 @@ def slurmdbd_conf_text(layout: ClusterLayout, db_password: str) -> str:
     (``CommunicationParameters=NoInAddrAny`` -- without it slurmdbd listens on 0.0.0.0), the
     cluster's MariaDB over TCP on 127.0.0.1."""
     d = layout.state_dir
-    return "\n".join([
-        "# generated by hpcdispatch slurm up --accounting",
-        "AuthType=auth/munge",
-        f"AuthInfo=socket={layout.munge_socket}",
-        "DbdHost=localhost",
-        "DbdAddr=127.0.0.1",
-        f"DbdPort={layout.dbd_port}",
-        "CommunicationParameters=NoInAddrAny",
-        "SlurmUser=root",
-        f"PidFile={d / 'run'}/slurmdbd.pid",
-        f"LogFile={d / 'log'}/slurmdbd.log",
-        "DebugLevel=info",
-        "StorageType=accounting_storage/mysql",
-        "StorageHost=127.0.0.1",
-        f"StoragePort={layout.db_port}",
-        "StorageUser=slurm",
-        f"StoragePass={db_password}",
-        f"StorageLoc={database_name(layout)}",
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                "# generated by hpcdispatch slurm up --accounting",
+                "AuthType=auth/munge",
+                f"AuthInfo=socket={layout.munge_socket}",
+                "DbdHost=localhost",
+                "DbdAddr=127.0.0.1",
+                f"DbdPort={layout.dbd_port}",
+                "CommunicationParameters=NoInAddrAny",
+                "SlurmUser=root",
+                f"PidFile={d / 'run'}/slurmdbd.pid",
+                f"LogFile={d / 'log'}/slurmdbd.log",
+                "DebugLevel=info",
+                "StorageType=accounting_storage/mysql",
+                "StorageHost=127.0.0.1",
+                f"StoragePort={layout.db_port}",
+                "StorageUser=slurm",
+                f"StoragePass={db_password}",
+                f"StorageLoc={database_name(layout)}",
+            ]
+        )
+        + "\n"
+    )
 
 
 def gpu_device(layout: ClusterLayout, index: int) -> Path:

@@ -41,7 +41,9 @@ class SlurmJobRecord:
     state_reason: str = ""
     time_limit_min: int | None = None
     gres_per_node: str = ""
-    het_job_id: int = 0  # a heterogeneous job's components share it (their leader's job id); 0: not one
+    het_job_id: int = (
+        0  # a heterogeneous job's components share it (their leader's job id); 0: not one
+    )
     het_job_offset: int = 0
 
 
@@ -59,19 +61,41 @@ def merge_hetjob(components: list[SlurmJobRecord]) -> SlurmJobRecord:
         for node, c in part.cores.items():
             cores[node] = cores.get(node, 0) + c
     open_ = [p for p in parts if p.state not in _FINAL]
-    state, reason = (open_[0].state, open_[0].state_reason) if open_ else (lead.state, lead.state_reason)
+    state, reason = (
+        (open_[0].state, open_[0].state_reason) if open_ else (lead.state, lead.state_reason)
+    )
     starts = [p.start for p in parts if p.start is not None]
     ends = [p.end for p in parts if p.end is not None]
-    return SlurmJobRecord(job_id=lead.het_job_id or lead.job_id, name=lead.name, state=state, submit=lead.submit,
-                          start=min(starts) if len(starts) == len(parts) else None,
-                          end=max(ends) if len(ends) == len(parts) else None, cores=cores, state_reason=reason,
-                          time_limit_min=lead.time_limit_min, gres_per_node=lead.gres_per_node,
-                          het_job_id=lead.het_job_id, het_job_offset=0)
+    return SlurmJobRecord(
+        job_id=lead.het_job_id or lead.job_id,
+        name=lead.name,
+        state=state,
+        submit=lead.submit,
+        start=min(starts) if len(starts) == len(parts) else None,
+        end=max(ends) if len(ends) == len(parts) else None,
+        cores=cores,
+        state_reason=reason,
+        time_limit_min=lead.time_limit_min,
+        gres_per_node=lead.gres_per_node,
+        het_job_id=lead.het_job_id,
+        het_job_offset=0,
+    )
 
 
 #: Slurm's job states of a job that has ended
-_FINAL = frozenset({"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-                    "BOOT_FAIL", "DEADLINE"})
+_FINAL = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "TIMEOUT",
+        "CANCELLED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+    }
+)
 
 
 def expand_hostlist(text: str) -> list[str]:
@@ -120,7 +144,9 @@ def parse_squeue_json(text: str, source: str = "squeue --json") -> list[SlurmJob
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TraceFormatError(source, f"not JSON ({exc.msg} at character {exc.pos})", line=exc.lineno) from None
+        raise TraceFormatError(
+            source, f"not JSON ({exc.msg} at character {exc.pos})", line=exc.lineno
+        ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise TraceFormatError(source, "no 'jobs' list (is this squeue --json output?)")
     records = []
@@ -128,26 +154,40 @@ def parse_squeue_json(text: str, source: str = "squeue --json") -> list[SlurmJob
         where = f"jobs[{k}]"
         try:
             resources = job.get("job_resources") or {}
-            cores = {str(n["nodename"]): _allocated_cores(n) for n in resources.get("allocated_nodes") or []}
+            cores = {
+                str(n["nodename"]): _allocated_cores(n)
+                for n in resources.get("allocated_nodes") or []
+            }
             state = job["job_state"]
             if isinstance(state, list):  # later OpenAPI versions: a list of flags
                 state = state[0] if state else ""
             limit = job.get("time_limit")
             if isinstance(limit, dict):
                 limit = limit.get("number") if limit.get("set", True) else None
-            records.append(SlurmJobRecord(
-                job_id=int(job["job_id"]), name=str(job.get("name", "")), state=str(state),
-                submit=int(_epoch(job["submit_time"]) or 0), start=_epoch(job.get("start_time")),
-                end=_epoch(job.get("end_time")), cores=cores, state_reason=str(job.get("state_reason", "")),
-                time_limit_min=int(limit) if limit is not None else None,
-                gres_per_node=str(job.get("tres_per_node") or ""),
-                het_job_id=int(_epoch(job.get("het_job_id")) or 0),
-                het_job_offset=int(_epoch(job.get("het_job_offset")) or 0)))
+            records.append(
+                SlurmJobRecord(
+                    job_id=int(job["job_id"]),
+                    name=str(job.get("name", "")),
+                    state=str(state),
+                    submit=int(_epoch(job["submit_time"]) or 0),
+                    start=_epoch(job.get("start_time")),
+                    end=_epoch(job.get("end_time")),
+                    cores=cores,
+                    state_reason=str(job.get("state_reason", "")),
+                    time_limit_min=int(limit) if limit is not None else None,
+                    gres_per_node=str(job.get("tres_per_node") or ""),
+                    het_job_id=int(_epoch(job.get("het_job_id")) or 0),
+                    het_job_offset=int(_epoch(job.get("het_job_offset")) or 0),
+                )
+            )
         except (KeyError, TypeError, ValueError) as exc:
             field = exc.args[0] if isinstance(exc, KeyError) else None
-            raise TraceFormatError(source, f"{where} (job {job.get('job_id', '?') if isinstance(job, dict) else '?'}): "
-                                   f"{'missing' if field else type(exc).__name__ + ': ' + str(exc)}",
-                                   field=field) from None
+            raise TraceFormatError(
+                source,
+                f"{where} (job {job.get('job_id', '?') if isinstance(job, dict) else '?'}): "
+                f"{'missing' if field else type(exc).__name__ + ': ' + str(exc)}",
+                field=field,
+            ) from None
     return records
 
 
@@ -190,10 +230,20 @@ def parse_squeue_text(text: str, source: str = "squeue -o") -> list[SlurmJobReco
             het, _, offset = jid.partition("+")
             started = state not in _PENDING and start not in ("N/A", "Unknown", "")
             ended = state in _FINAL and end not in ("N/A", "Unknown", "")
-            records.append(SlurmJobRecord(
-                job_id=int(job_id), name=name, state=state, submit=_local_epoch(submit),
-                start=_local_epoch(start) if started else None, end=_local_epoch(end) if ended else None, cores={},
-                state_reason=reason, het_job_id=int(het) if offset else 0, het_job_offset=int(offset or 0)))
+            records.append(
+                SlurmJobRecord(
+                    job_id=int(job_id),
+                    name=name,
+                    state=state,
+                    submit=_local_epoch(submit),
+                    start=_local_epoch(start) if started else None,
+                    end=_local_epoch(end) if ended else None,
+                    cores={},
+                    state_reason=reason,
+                    het_job_id=int(het) if offset else 0,
+                    het_job_offset=int(offset or 0),
+                )
+            )
         except ValueError as exc:
             raise TraceFormatError(source, f"{exc}: {line[:120]!r}", line=n) from None
     return records
@@ -218,14 +268,30 @@ def parse_jobcomp(text: str, source: str = "jobcomp.txt") -> tuple[list[JobCompR
             for field in ("SubmitTime", "StartTime", "EndTime"):
                 values[field] = _local_epoch(fields[field])
             field = "NodeList"
-            nodes = expand_hostlist(fields[field]) if fields.get(field, "(null)") not in ("", "(null)", "None") else []
+            nodes = (
+                expand_hostlist(fields[field])
+                if fields.get(field, "(null)") not in ("", "(null)", "None")
+                else []
+            )
             field = "ProcCnt"
             procs = int(fields.get(field, "0"))
             field = "JobState"
-            records.append(JobCompRecord(job_id, fields[field], values["SubmitTime"], values["StartTime"],
-                                         values["EndTime"], nodes, procs, fields.get("Name", "")))
+            records.append(
+                JobCompRecord(
+                    job_id,
+                    fields[field],
+                    values["SubmitTime"],
+                    values["StartTime"],
+                    values["EndTime"],
+                    nodes,
+                    procs,
+                    fields.get("Name", ""),
+                )
+            )
         except (KeyError, ValueError) as exc:
-            what = "missing" if isinstance(exc, KeyError) else f"bad value {fields.get(field, '')!r}"
+            what = (
+                "missing" if isinstance(exc, KeyError) else f"bad value {fields.get(field, '')!r}"
+            )
             problems.append(str(TraceFormatError(source, what, line=lineno, field=field)))
     return records, problems
 

@@ -81,8 +81,17 @@ LIMIT_MARGIN_S = 2.0
 #: the real seconds a start or a duration may be off (whole-second stamps, start/end overhead)
 TOLERANCE_REAL_S = 3.0
 #: Slurm's job states of a job that has ended
-FINAL_STATES = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-                "BOOT_FAIL", "DEADLINE"}
+FINAL_STATES = {
+    "COMPLETED",
+    "FAILED",
+    "TIMEOUT",
+    "CANCELLED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+}
 JOB_NAME_PREFIX = "hpcd-"
 DISPATCHER_NAME = "slurm-real"
 #: with accounting: Slurm's sacct records of the replayed jobs, in the run directory
@@ -101,9 +110,18 @@ class Submission:
     options: tuple[str, ...]
 
     def command(self, sbatch: str, workdir: Path) -> list[str]:
-        return [sbatch, "--parsable", f"--job-name={JOB_NAME_PREFIX}{self.job_id}", "--output=/dev/null",
-                f"--chdir={workdir}", "--partition=batch", f"--time={self.time_limit_min}", *self.options,
-                "--wrap", f"sleep {self.sleep_s:g}"]
+        return [
+            sbatch,
+            "--parsable",
+            f"--job-name={JOB_NAME_PREFIX}{self.job_id}",
+            "--output=/dev/null",
+            f"--chdir={workdir}",
+            "--partition=batch",
+            f"--time={self.time_limit_min}",
+            *self.options,
+            "--wrap",
+            f"sleep {self.sleep_s:g}",
+        ]
 
 
 def time_limit_minutes(wall_time: float, time_scale: float) -> int:
@@ -112,14 +130,24 @@ def time_limit_minutes(wall_time: float, time_scale: float) -> int:
 
 
 #: the job-model fields a Slurm request determines
-_REQUEST_FIELDS = ("units", "unit_request", "max_units_per_node", "node_count", "per_node_request", "contiguous")
+_REQUEST_FIELDS = (
+    "units",
+    "unit_request",
+    "max_units_per_node",
+    "node_count",
+    "per_node_request",
+    "contiguous",
+)
 
 
 def request_options(request: SlurmRequest) -> tuple[str, ...]:
     """A Slurm request as sbatch's long options (memory in MB)."""
     opts = []
-    for flag, value in (("--nodes", request.nodes), ("--ntasks", request.ntasks),
-                        ("--ntasks-per-node", request.ntasks_per_node)):
+    for flag, value in (
+        ("--nodes", request.nodes),
+        ("--ntasks", request.ntasks),
+        ("--ntasks-per-node", request.ntasks_per_node),
+    ):
         if value is not None:
             opts.append(f"{flag}={value}")
     if request.cpus_per_task != 1:
@@ -128,7 +156,9 @@ def request_options(request: SlurmRequest) -> tuple[str, ...]:
         opts.append(f"--mem={request.mem}")
     if request.mem_per_cpu is not None:
         opts.append(f"--mem-per-cpu={request.mem_per_cpu}")
-    gres = ([f"{GPU}:{request.gpus_per_node}"] if request.gpus_per_node else []) + [f"{n}:{c}" for n, c in request.gres]
+    gres = ([f"{GPU}:{request.gpus_per_node}"] if request.gpus_per_node else []) + [
+        f"{n}:{c}" for n, c in request.gres
+    ]
     if gres:
         opts.append(f"--gres={','.join(gres)}")
     if request.contiguous:
@@ -176,7 +206,9 @@ def _unit_options(job: Job, system: System) -> tuple[str, ...]:
             opts.append(f"--mem={mem}")
     else:
         if any(unit.get(r, 0) for r in gres if r != GPU) or (job.node_count and unit.get(GPU, 0)):
-            raise refuse("its units hold generic resources and the nodes it uses are not one per unit")
+            raise refuse(
+                "its units hold generic resources and the nodes it uses are not one per unit"
+            )
         if job.node_count:
             opts += [f"--nodes={job.node_count}", f"--ntasks={job.units}"]
         else:
@@ -189,10 +221,14 @@ def _unit_options(job: Job, system: System) -> tuple[str, ...]:
             opts.append(f"--ntasks-per-node={job.max_units_per_node}")  # with --ntasks: a maximum
         per_node = {r: extra.get(r, 0) for r in gres}
         if unit.get(MEM, 0) and extra.get(MEM, 0):
-            raise refuse("it asks for memory per core and per node (sbatch takes one of --mem-per-cpu and --mem)")
+            raise refuse(
+                "it asks for memory per core and per node (sbatch takes one of --mem-per-cpu and --mem)"
+            )
         if unit.get(MEM, 0):
             if unit[MEM] % cores:
-                raise refuse(f"its units of {cores} cores hold {unit[MEM]} MB, not a whole number of MB per core")
+                raise refuse(
+                    f"its units of {cores} cores hold {unit[MEM]} MB, not a whole number of MB per core"
+                )
             opts.append(f"--mem-per-cpu={unit[MEM] // cores}")
         elif extra.get(MEM, 0):
             opts.append(f"--mem={extra[MEM]}")
@@ -213,10 +249,16 @@ def plan_submissions(workload: Workload, system: System, time_scale: float) -> l
     first = float(workload.submit.min())
     subs = []
     for job in sorted(workload.jobs, key=lambda j: (j.submit, j.index)):
-        subs.append(Submission(
-            job_index=job.index, job_id=int(job.id), offset_s=float(math.ceil(round((job.submit - first) * time_scale, 6))),
-            sleep_s=round(job.duration(True) * time_scale, 3), time_limit_min=time_limit_minutes(job.wall_time, time_scale),
-            options=sbatch_options(job, system)))
+        subs.append(
+            Submission(
+                job_index=job.index,
+                job_id=int(job.id),
+                offset_s=float(math.ceil(round((job.submit - first) * time_scale, 6))),
+                sleep_s=round(job.duration(True) * time_scale, 3),
+                time_limit_min=time_limit_minutes(job.wall_time, time_scale),
+                options=sbatch_options(job, system),
+            )
+        )
     return subs
 
 
@@ -230,8 +272,12 @@ class ReplayLog:
     waited_s: float = 0.0
 
 
-def _run(cmd: list[str], info: ClusterInfo, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, env=info.env(), capture_output=True, text=True, timeout=timeout, check=False)
+def _run(
+    cmd: list[str], info: ClusterInfo, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, env=info.env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def _cancel(info: ClusterInfo, ids: list[int]) -> None:
@@ -239,8 +285,9 @@ def _cancel(info: ClusterInfo, ids: list[int]) -> None:
         _run([info.binaries["scancel"], *map(str, ids)], info)
 
 
-def submit_and_wait(info: ClusterInfo, subs: list[Submission], max_wait_s: float | None = None,
-                    progress: Any = None) -> ReplayLog:
+def submit_and_wait(
+    info: ClusterInfo, subs: list[Submission], max_wait_s: float | None = None, progress: Any = None
+) -> ReplayLog:
     """Submit every job at its time, then wait until all have ended (their jobs are cancelled
     when anything goes wrong, Ctrl-C included)."""
     workdir = Path(info.state_dir) / "jobs"
@@ -255,7 +302,9 @@ def submit_and_wait(info: ClusterInfo, subs: list[Submission], max_wait_s: float
             log.late_s.append(max(0.0, time.time() - (t0 + sub.offset_s)))
             proc = _run(sub.command(info.binaries["sbatch"], workdir), info)
             if proc.returncode != 0:
-                raise ConfigError(f"sbatch refused job {sub.job_id}: {' '.join(proc.stderr.split())[:200]}")
+                raise ConfigError(
+                    f"sbatch refused job {sub.job_id}: {' '.join(proc.stderr.split())[:200]}"
+                )
             log.slurm_ids[sub.job_index] = int(proc.stdout.strip().split(";")[0])
             if progress:
                 progress(f"submitted {len(log.slurm_ids)}/{len(subs)}")
@@ -266,13 +315,17 @@ def submit_and_wait(info: ClusterInfo, subs: list[Submission], max_wait_s: float
         wanted = set(log.slurm_ids.values())
         while True:
             proc = _run([info.binaries["squeue"], "-h", "-t", "all", "-o", "%i %T"], info)
-            states = dict(line.split()[:2] for line in proc.stdout.splitlines() if len(line.split()) >= 2)
+            states = dict(
+                line.split()[:2] for line in proc.stdout.splitlines() if len(line.split()) >= 2
+            )
             active = [i for i in wanted if states.get(str(i)) not in FINAL_STATES]
             if proc.returncode == 0 and not active:
                 break
             if time.monotonic() > deadline:
-                raise ConfigError(f"{len(active)} job(s) had not ended after {max_wait_s:.0f} s (Slurm ids "
-                                  f"{', '.join(map(str, sorted(active)[:5]))}); they were cancelled")
+                raise ConfigError(
+                    f"{len(active)} job(s) had not ended after {max_wait_s:.0f} s (Slurm ids "
+                    f"{', '.join(map(str, sorted(active)[:5]))}); they were cancelled"
+                )
             if progress:
                 progress(f"{len(wanted) - len(active)}/{len(wanted)} jobs ended")
             time.sleep(1.0)
@@ -291,8 +344,10 @@ def collect_records(info: ClusterInfo, slurm_ids: dict[int, int]) -> dict[int, S
     by_id = {r.job_id: r for r in parse_squeue_json(proc.stdout)}
     missing = [sid for sid in slurm_ids.values() if sid not in by_id]
     if missing:
-        raise ConfigError(f"squeue no longer lists {len(missing)} replayed job(s) (Slurm ids "
-                          f"{', '.join(map(str, missing[:5]))}); MinJobAge may have expired")
+        raise ConfigError(
+            f"squeue no longer lists {len(missing)} replayed job(s) (Slurm ids "
+            f"{', '.join(map(str, missing[:5]))}); MinJobAge may have expired"
+        )
     return {index: by_id[sid] for index, sid in slurm_ids.items()}
 
 
@@ -308,8 +363,14 @@ class ReplayClock:
         return self.first_submit + (epoch - self.t0) / self.time_scale
 
 
-def build_result(system: System, workload: Workload, records: dict[int, SlurmJobRecord], clock: ReplayClock,
-                 subs: list[Submission], identity: dict[str, Any]) -> tuple[SimulationResult, list[str]]:
+def build_result(
+    system: System,
+    workload: Workload,
+    records: dict[int, SlurmJobRecord],
+    clock: ReplayClock,
+    subs: list[Submission],
+    identity: dict[str, Any],
+) -> tuple[SimulationResult, list[str]]:
     """The schedule as a :class:`SimulationResult` (and problems: jobs that did not complete,
     nodes Slurm names that the system does not have). Units on a node = the cores Slurm
     allocated there / the cores of one unit."""
@@ -328,7 +389,9 @@ def build_result(system: System, workload: Workload, records: dict[int, SlurmJob
         job = workload.jobs[index]
         planned[index] = limit[index] * 60.0 / clock.time_scale
         if rec.state != "COMPLETED":
-            problems.append(f"job {job.id} (Slurm job {rec.job_id}) ended {rec.state} ({rec.state_reason})")
+            problems.append(
+                f"job {job.id} (Slurm job {rec.job_id}) ended {rec.state} ({rec.state_reason})"
+            )
         if rec.start is None or rec.end is None:
             continue
         start[index] = clock.to_workload(rec.start)
@@ -337,7 +400,9 @@ def build_result(system: System, workload: Workload, records: dict[int, SlurmJob
         nodes = []
         for name, cores in rec.cores.items():
             if name not in node_index:
-                problems.append(f"job {job.id} ran on node {name}, which system {system.name} does not have")
+                problems.append(
+                    f"job {job.id} ran on node {name}, which system {system.name} does not have"
+                )
                 continue
             nodes.append((node_index[name], cores // max(1, job.unit_request[core])))
         nodes.sort()
@@ -347,32 +412,74 @@ def build_result(system: System, workload: Workload, records: dict[int, SlurmJob
         rows_node += [nd for nd, _ in nodes]
         rows_units += [u for _, u in nodes]
     killed = (status == 3) & (workload.run_time > workload.wall_time)
-    log = SegmentLog.from_arrays(np.asarray(seg_jobs, np.int64), np.asarray(seg_from, np.float64),
-                                 np.asarray(seg_len, np.int64), np.asarray(rows_node, np.int64),
-                                 np.asarray(rows_units, np.int64))
-    tags = asdict(Tags(deterministic=False, memoryless=False, uses_solver=False, node_constraints=True, rejects=False))
+    log = SegmentLog.from_arrays(
+        np.asarray(seg_jobs, np.int64),
+        np.asarray(seg_from, np.float64),
+        np.asarray(seg_len, np.int64),
+        np.asarray(rows_node, np.int64),
+        np.asarray(rows_units, np.int64),
+    )
+    tags = asdict(
+        Tags(
+            deterministic=False,
+            memoryless=False,
+            uses_solver=False,
+            node_constraints=True,
+            rejects=False,
+        )
+    )
     result = SimulationResult(
-        system=system, workload=workload, dispatcher=identity, predictor="slurm-time-limit",
+        system=system,
+        workload=workload,
+        dispatcher=identity,
+        predictor="slurm-time-limit",
         options=SimulationOptions(walltime_kill=True, record_decisions=False),
-        start=start, end=end, killed=killed, status=status, planned=planned, segment_log=log,
-        reject_reason={}, resize_log=[],
-        decisions={"time": [], "queue_length": [], "running": [], "started": [], "elapsed": [], "info": []},
-        tags=tags)
+        start=start,
+        end=end,
+        killed=killed,
+        status=status,
+        planned=planned,
+        segment_log=log,
+        reject_reason={},
+        resize_log=[],
+        decisions={
+            "time": [],
+            "queue_length": [],
+            "running": [],
+            "started": [],
+            "elapsed": [],
+            "info": [],
+        },
+        tags=tags,
+    )
     return result, problems
 
 
 #: the sacct fields the sacct reader uses (hpcdispatch.workload.sacct)
-SACCT_FORMAT = ("JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,"
-                "ReqTRES,AllocTRES,State")
+SACCT_FORMAT = (
+    "JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,"
+    "ReqTRES,AllocTRES,State"
+)
 
 
-def collect_sacct(info: ClusterInfo, slurm_ids: list[int], since_epoch: int, wait_s: float = 30.0) -> str:
+def collect_sacct(
+    info: ClusterInfo, slurm_ids: list[int], since_epoch: int, wait_s: float = 30.0
+) -> str:
     """``sacct --parsable2`` of the replayed jobs (a cluster with accounting), once slurmdbd has
     every job's final state (slurmctld sends them asynchronously: waited for up to
     ``wait_s``)."""
     since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since_epoch))
-    cmd = [info.binaries["sacct"], "--allusers", "--parsable2", "-S", since, "-j", ",".join(map(str, slurm_ids)),
-           "--format", SACCT_FORMAT]
+    cmd = [
+        info.binaries["sacct"],
+        "--allusers",
+        "--parsable2",
+        "-S",
+        since,
+        "-j",
+        ",".join(map(str, slurm_ids)),
+        "--format",
+        SACCT_FORMAT,
+    ]
     deadline = time.monotonic() + wait_s
     while True:
         proc = _run(cmd, info, timeout=60)
@@ -399,7 +506,12 @@ def jobcomp_check(info: ClusterInfo, records: dict[int, SlurmJobRecord]) -> dict
         c = by_id.get(rec.job_id)
         if c is None:
             continue
-        if (c.state, c.start, c.end, sorted(c.nodes)) == (rec.state, rec.start, rec.end, sorted(rec.cores)):
+        if (c.state, c.start, c.end, sorted(c.nodes)) == (
+            rec.state,
+            rec.start,
+            rec.end,
+            sorted(rec.cores),
+        ):
             agree += 1
         else:
             differ.append(rec.job_id)
@@ -407,8 +519,15 @@ def jobcomp_check(info: ClusterInfo, records: dict[int, SlurmJobRecord]) -> dict
     return {"records": found, "agree": agree, "differ": differ[:20], "damaged_lines": damaged[:5]}
 
 
-def replay(info: ClusterInfo, workload: Workload, time_scale: float, out_dir: str | Path, force: bool = False,
-           max_wait_s: float | None = None, progress: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def replay(
+    info: ClusterInfo,
+    workload: Workload,
+    time_scale: float,
+    out_dir: str | Path,
+    force: bool = False,
+    max_wait_s: float | None = None,
+    progress: Any = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Replay ``workload`` on the cluster and write the run directory; returns ``(summary,
     replay record)``. The replay record's ``problems`` lists jobs that did not complete."""
     system = info.load_system()
@@ -416,21 +535,36 @@ def replay(info: ClusterInfo, workload: Workload, time_scale: float, out_dir: st
     log = submit_and_wait(info, subs, max_wait_s, progress)
     records = collect_records(info, log.slurm_ids)
     clock = ReplayClock(log.t0, float(workload.submit.min()), time_scale)
-    identity = {"name": DISPATCHER_NAME, "params": {
-        "slurm_version": info.slurm_version, "scheduler": "sched/backfill", "select": "select/cons_tres",
-        "scheduler_parameters": SCHEDULER_PARAMETERS, "time_scale": time_scale}}
+    identity = {
+        "name": DISPATCHER_NAME,
+        "params": {
+            "slurm_version": info.slurm_version,
+            "scheduler": "sched/backfill",
+            "select": "select/cons_tres",
+            "scheduler_parameters": SCHEDULER_PARAMETERS,
+            "time_scale": time_scale,
+        },
+    }
     result, problems = build_result(system, workload, records, clock, subs, identity)
     tolerance = TOLERANCE_REAL_S / time_scale
     states = Counter(r.state for r in records.values())
     record = {
-        "cluster": info.name, "state_dir": info.state_dir, "nodes": info.n_nodes, "slurm_version": info.slurm_version,
-        "time_scale": time_scale, "t0_epoch": log.t0, "first_submit": clock.first_submit,
-        "time_tolerance": tolerance, "tolerance_real_s": TOLERANCE_REAL_S,
+        "cluster": info.name,
+        "state_dir": info.state_dir,
+        "nodes": info.n_nodes,
+        "slurm_version": info.slurm_version,
+        "time_scale": time_scale,
+        "t0_epoch": log.t0,
+        "first_submit": clock.first_submit,
+        "time_tolerance": tolerance,
+        "tolerance_real_s": TOLERANCE_REAL_S,
         "reproducible": False,
         "why_not_reproducible": "a real Slurm's schedule depends on its timers and ~1 s start jitter; "
-                                "repeated replays differ job by job",
-        "slurm_states": dict(states), "problems": problems[:50],
-        "submit_late_max_s": max(log.late_s, default=0.0), "wait_s": round(log.waited_s, 3),
+        "repeated replays differ job by job",
+        "slurm_states": dict(states),
+        "problems": problems[:50],
+        "submit_late_max_s": max(log.late_s, default=0.0),
+        "wait_s": round(log.waited_s, 3),
         "slurm_job_ids": {str(workload.jobs[i].id): sid for i, sid in log.slurm_ids.items()},
         "jobcomp": jobcomp_check(info, records),
         "time_limits_min": {str(workload.jobs[s.job_index].id): s.time_limit_min for s in subs},
@@ -439,8 +573,9 @@ def replay(info: ClusterInfo, workload: Workload, time_scale: float, out_dir: st
     if info.accounting:
         sacct_text = collect_sacct(info, sorted(log.slurm_ids.values()), log.t0 - 60)
         record["sacct"] = SACCT_FILE
-    summary = write_result(result, out_dir, force=force,
-                           run_extra={"replay": record, "time_tolerance": tolerance})
+    summary = write_result(
+        result, out_dir, force=force, run_extra={"replay": record, "time_tolerance": tolerance}
+    )
     if sacct_text is not None:
         write_text(Path(out_dir) / SACCT_FILE, sacct_text)
     return summary, record

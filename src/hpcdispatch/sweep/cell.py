@@ -13,7 +13,7 @@ import shutil
 import time
 import traceback
 from collections import OrderedDict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,24 +53,33 @@ def _inputs(cell: Cell) -> tuple[Any, Any]:
 
     def read() -> tuple[Any, Any]:
         system = resolve_system(cell.system_spec, cell.workload_spec)
-        return system, load_workload(cell.workload_spec, system, replace(options, submit_jitter=0, jitter_seed=0))
+        return system, load_workload(
+            cell.workload_spec, system, replace(options, submit_jitter=0, jitter_seed=0)
+        )
 
-    system, workload = _cached((cell.system_spec, cell.workload_spec, repr(sorted(plain.items()))), read)
+    system, workload = _cached(
+        (cell.system_spec, cell.workload_spec, repr(sorted(plain.items()))), read
+    )
     if options.submit_jitter:  # (as load_workload does: max_jobs first, then the jitter)
-        workload = _cached((cell.system_spec, cell.workload_spec, repr(sorted(cell.swf.items()))),
-                           lambda: workload.jittered(options.submit_jitter, options.jitter_seed))
+        workload = _cached(
+            (cell.system_spec, cell.workload_spec, repr(sorted(cell.swf.items()))),
+            lambda: workload.jittered(options.submit_jitter, options.jitter_seed),
+        )
     if len(workload) == 0:
         why = "; ".join(line.strip() for line in workload.report.describe().splitlines())
-        raise HpcDispatchError(f"workload {cell.workload_spec} has no job that can run on system {system.name} ({why})")
+        raise HpcDispatchError(
+            f"workload {cell.workload_spec} has no job that can run on system {system.name} ({why})"
+        )
     return system, workload
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def run_cell(cell: Cell, out_root: str | Path, replace_failed: bool = False,
-             beside: bool | None = None) -> dict[str, Any]:
+def run_cell(
+    cell: Cell, out_root: str | Path, replace_failed: bool = False, beside: bool | None = None
+) -> dict[str, Any]:
     """Run ``cell``, write its directory under ``out_root/cells`` and return its record.
     ``beside``: validate on a second thread while the outputs are written (the executor says
     whether this worker has a core to itself for it; ``None``: when this process may use more
@@ -91,12 +100,23 @@ def run_cell(cell: Cell, out_root: str | Path, replace_failed: bool = False,
     try:
         load_plugins(cell.plugins)
         system, workload = _inputs(cell)
-        outcome = run_simulation(system, workload, cell.dispatcher, cell.predictor,
-                                 cell.simulation_options(), out_dir=tmp, validate_beside=beside)
+        outcome = run_simulation(
+            system,
+            workload,
+            cell.dispatcher,
+            cell.predictor,
+            cell.simulation_options(),
+            out_dir=tmp,
+            validate_beside=beside,
+        )
         summary = outcome.summary
         if not outcome.validation.ok:
             status = "failed"
-            error = {"type": "InvalidSchedule", "message": outcome.validation.describe(), "traceback": ""}
+            error = {
+                "type": "InvalidSchedule",
+                "message": outcome.validation.describe(),
+                "traceback": "",
+            }
     except Exception as exc:  # recorded, never raised: one bad cell must not stop a sweep
         status = "failed"
         error = {

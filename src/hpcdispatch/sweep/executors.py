@@ -40,7 +40,9 @@ CellRecord = dict[str, Any]
 class Executor(Protocol):
     description: str
 
-    def run(self, cells: list[Cell], out_root: Path, replace_failed: bool) -> Iterator[tuple[Cell, CellRecord]]: ...
+    def run(
+        self, cells: list[Cell], out_root: Path, replace_failed: bool
+    ) -> Iterator[tuple[Cell, CellRecord]]: ...
 
     def close(self) -> None: ...
 
@@ -54,9 +56,17 @@ def worker_died_record(cell: Cell, out_root: Path, message: str) -> CellRecord:
     tmp = cells / temp_dir_name(cell.id)
     tmp.mkdir(parents=True)
     record = {
-        "id": cell.id, "status": "failed", "labels": cell.labels, "config": cell.config, "summary": None,
-        "error": {"type": "WorkerDied", "message": message, "traceback": ""}, "files": [],
-        "worker": worker_tag(), "started_at": None, "finished_at": None, "cell_wall_s": None,
+        "id": cell.id,
+        "status": "failed",
+        "labels": cell.labels,
+        "config": cell.config,
+        "summary": None,
+        "error": {"type": "WorkerDied", "message": message, "traceback": ""},
+        "files": [],
+        "worker": worker_tag(),
+        "started_at": None,
+        "finished_at": None,
+        "cell_wall_s": None,
     }
     write_json(tmp / RECORD, record)
     return publish(tmp, cells / cell.id, replace_failed=True)
@@ -90,8 +100,12 @@ class LocalExecutor:
         self._pools: list[ProcessPoolExecutor] = []
 
     def _pool(self, workers: int) -> ProcessPoolExecutor:
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
-                                   initializer=_worker_init, initargs=(os.getpid(),))
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=get_context("spawn"),
+            initializer=_worker_init,
+            initargs=(os.getpid(),),
+        )
         self._pools.append(pool)
         return pool
 
@@ -100,7 +114,9 @@ class LocalExecutor:
         if pool in self._pools:
             self._pools.remove(pool)
 
-    def run(self, cells: list[Cell], out_root: Path, replace_failed: bool) -> Iterator[tuple[Cell, CellRecord]]:
+    def run(
+        self, cells: list[Cell], out_root: Path, replace_failed: bool
+    ) -> Iterator[tuple[Cell, CellRecord]]:
         todo = list(reversed(cells))  # pop() from the end keeps the spec order
         window = 2 * self.workers
         # a cell validates beside its writing only on a core no other worker uses (results.store)
@@ -141,19 +157,27 @@ class LocalExecutor:
         finally:
             self.close()
 
-    def _run_alone(self, cells: list[Cell], out_root: Path, replace_failed: bool) -> Iterator[tuple[Cell, CellRecord]]:
+    def _run_alone(
+        self, cells: list[Cell], out_root: Path, replace_failed: bool
+    ) -> Iterator[tuple[Cell, CellRecord]]:
         """One cell at a time in a single-process pool: a worker death names its cell."""
         pool: ProcessPoolExecutor | None = None
         try:
             for cell in cells:
                 pool = pool or self._pool(1)
                 try:
-                    record = pool.submit(run_cell, cell, str(out_root), replace_failed, None).result()
+                    record = pool.submit(
+                        run_cell, cell, str(out_root), replace_failed, None
+                    ).result()
                 except BrokenProcessPool:
                     self._drop(pool)
                     pool = None
-                    record = worker_died_record(cell, out_root, "the worker process died while running this cell "
-                                                "alone (crash, out of memory or killed)")
+                    record = worker_died_record(
+                        cell,
+                        out_root,
+                        "the worker process died while running this cell "
+                        "alone (crash, out of memory or killed)",
+                    )
                 yield cell, record
         finally:
             if pool is not None:
@@ -176,7 +200,9 @@ class LocalExecutor:
 # ---------------------------------------------------------------------------------------
 
 
-def _dask_task(cell: Cell, out_root: str, replace_failed: bool, beside: bool | None = None) -> CellRecord:
+def _dask_task(
+    cell: Cell, out_root: str, replace_failed: bool, beside: bool | None = None
+) -> CellRecord:
     return run_cell(cell, out_root, replace_failed, beside)
 
 
@@ -199,9 +225,12 @@ class DaskExecutor:
         elif address is not None and address.startswith("local:"):
             n = address.partition(":")[2]
             if not n.isdigit() or int(n) < 1:
-                raise ConfigError(f"--dask local:N needs a positive number of workers, got '{address}'")
-            self._cluster = distributed.LocalCluster(n_workers=int(n), threads_per_worker=1, processes=True,
-                                                     dashboard_address=None)
+                raise ConfigError(
+                    f"--dask local:N needs a positive number of workers, got '{address}'"
+                )
+            self._cluster = distributed.LocalCluster(
+                n_workers=int(n), threads_per_worker=1, processes=True, dashboard_address=None
+            )
             self.client = distributed.Client(self._cluster)
             self.description = f"Dask LocalCluster of {n} workers"
             self._beside = int(n) < available_cores()
@@ -209,19 +238,32 @@ class DaskExecutor:
             try:
                 self.client = distributed.Client(address, timeout="20s")
             except (OSError, TimeoutError, ValueError) as exc:  # ValueError: not an address at all
-                raise ConfigError(f"cannot reach the Dask scheduler at '{address}' (tcp://HOST:PORT or local:N): "
-                                  f"{exc}") from None
+                raise ConfigError(
+                    f"cannot reach the Dask scheduler at '{address}' (tcp://HOST:PORT or local:N): "
+                    f"{exc}"
+                ) from None
             self.description = f"Dask scheduler {address}"
         else:
-            raise ConfigError("DaskExecutor needs an address (tcp://host:port or local:N) or a client")
+            raise ConfigError(
+                "DaskExecutor needs an address (tcp://host:port or local:N) or a client"
+            )
 
-    def run(self, cells: list[Cell], out_root: Path, replace_failed: bool) -> Iterator[tuple[Cell, CellRecord]]:
+    def run(
+        self, cells: list[Cell], out_root: Path, replace_failed: bool
+    ) -> Iterator[tuple[Cell, CellRecord]]:
         from distributed import as_completed
 
         futures = {}
         for cell in cells:
-            fut = self.client.submit(_dask_task, cell, str(out_root), replace_failed, self._beside,
-                                     key=f"hpcdispatch-cell-{cell.id}-{uuid.uuid4().hex[:8]}", pure=False)
+            fut = self.client.submit(
+                _dask_task,
+                cell,
+                str(out_root),
+                replace_failed,
+                self._beside,
+                key=f"hpcdispatch-cell-{cell.id}-{uuid.uuid4().hex[:8]}",
+                pure=False,
+            )
             futures[fut] = cell
         try:
             for fut in as_completed(futures):
@@ -229,13 +271,16 @@ class DaskExecutor:
                 try:
                     record = fut.result()
                 except Exception as exc:  # the task did not return: its worker was lost
-                    record = worker_died_record(cell, out_root, f"the Dask task failed: {type(exc).__name__}: {exc}")
+                    record = worker_died_record(
+                        cell, out_root, f"the Dask task failed: {type(exc).__name__}: {exc}"
+                    )
                 else:
                     if read_record(Path(out_root) / "cells" / cell.id) is None:
                         raise ConfigError(
                             f"cell {cell.id} finished on worker {record.get('worker')} but its directory is not "
                             f"visible under {out_root}: the output directory must be on a file system shared "
-                            "by the Dask workers and this process")
+                            "by the Dask workers and this process"
+                        )
                 yield cell, record
         finally:
             for fut in futures:
@@ -249,7 +294,9 @@ class DaskExecutor:
             self._cluster = None
 
 
-def make_executor(workers: int | None = None, dask: str | None = None) -> LocalExecutor | DaskExecutor:
+def make_executor(
+    workers: int | None = None, dask: str | None = None
+) -> LocalExecutor | DaskExecutor:
     if dask is not None and workers is not None:
         raise ConfigError("give either --workers (local processes) or --dask, not both")
     if dask is not None:

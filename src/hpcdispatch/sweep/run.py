@@ -59,7 +59,9 @@ def run_sweep(
     labels = {c.id: c.labels for c in spec.cells}
     scan = store.scan(spec.cell_ids(), set_aside_broken=True)
     records: dict[str, dict[str, Any]] = {**scan.done, **scan.failed}
-    to_run = [c for c in spec.cells if c.id in scan.pending or (retry_failed and c.id in scan.failed)]
+    to_run = [
+        c for c in spec.cells if c.id in scan.pending or (retry_failed and c.id in scan.failed)
+    ]
     store.write_summary(list(records.values()), order, labels)
     executor = executor or LocalExecutor()
     done = failed = 0
@@ -109,7 +111,9 @@ class SweepStatus:
     running: list[tuple[str, int, str]]  # (cell id, pid, host) of cells being written now
     foreign: list[str]  # finished cells in the directory that the current spec does not list
     summary_rows: int | None
-    entries: list[dict[str, Any]] = field(default_factory=list)  # every cell of the manifest, in order
+    entries: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # every cell of the manifest, in order
     #: (cell id, pid, host) of temporary directories left by writers that died (a kill, a
     #: crash); the next ``sweep run`` removes them and runs those cells again
     abandoned: list[tuple[str, int, str]] = field(default_factory=list)
@@ -125,8 +129,11 @@ def sweep_status(out: str | Path) -> SweepStatus:
     known = set(ids)
     foreign = []
     if store.cells.is_dir():
-        foreign = sorted(p.name for p in store.cells.iterdir()
-                         if not p.name.startswith(".") and p.name not in known and store.read(p.name))
+        foreign = sorted(
+            p.name
+            for p in store.cells.iterdir()
+            if not p.name.startswith(".") and p.name not in known and store.read(p.name)
+        )
     live, stale = store.writers()
     try:
         rows: int | None = len(store.read_summary())

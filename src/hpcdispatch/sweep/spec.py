@@ -70,8 +70,8 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from hpcdispatch.dispatchers import DispatcherSpec
 from hpcdispatch._util import read_utf8_file
+from hpcdispatch.dispatchers import DispatcherSpec
 from hpcdispatch.errors import ConfigError, HpcDispatchError
 from hpcdispatch.plugins import load_plugins, resolve_plugin
 from hpcdispatch.predictors import predictor_class
@@ -84,13 +84,38 @@ from hpcdispatch.workload.swf import SwfOptions
 
 CELL_SCHEMA = 1  # part of every cell id: bump only if the meaning of a configuration changes
 
-TOP_KEYS = ("name", "description", "systems", "workloads", "dispatchers", "predictors", "repetitions",
-            "simulation", "plugins")
+TOP_KEYS = (
+    "name",
+    "description",
+    "systems",
+    "workloads",
+    "dispatchers",
+    "predictors",
+    "repetitions",
+    "simulation",
+    "plugins",
+)
 SWF_KEYS = ("processors", "units", "cores_per_unit", "missing_walltime", "memory", "max_jobs")
-AUCSCHED_KEYS = ("workload", "version", "runtime_h", "min_run", "max_run", "max_cores", "gpu_type", "walltime")
+AUCSCHED_KEYS = (
+    "workload",
+    "version",
+    "runtime_h",
+    "min_run",
+    "max_run",
+    "max_cores",
+    "gpu_type",
+    "walltime",
+)
 LUBLIN_KEYS = ("jobs", "load", "interactive", "max_walltime", "p_max_walltime", "overestimate_max")
-SIM_KEYS = ("walltime_kill", "charge_dispatch_time", "dispatch_interval", "dispatch_on_events", "record_decisions",
-            "prediction_correction", "app_model")
+SIM_KEYS = (
+    "walltime_kill",
+    "charge_dispatch_time",
+    "dispatch_interval",
+    "dispatch_on_events",
+    "record_decisions",
+    "prediction_correction",
+    "app_model",
+)
 
 
 class SweepSpecError(ConfigError):
@@ -151,7 +176,9 @@ class SweepSpec:
 
 
 def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+    )
 
 
 def cell_id(config: dict[str, Any]) -> str:
@@ -217,8 +244,14 @@ class _Where:
 
 
 def _type_name(value: Any) -> str:
-    return {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list",
-            dict: "a table"}.get(type(value), type(value).__name__)
+    return {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true/false",
+        list: "a list",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
 
 
 def _expect(w: _Where, fld: str, value: Any, kinds: tuple[type, ...], what: str) -> Any:
@@ -255,7 +288,9 @@ def _system_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[tuple[st
     from hpcdispatch.system.io import load_system
 
     for i, s in enumerate(raw):
-        _expect_path(w, f"systems[{i}]", s, "a preset name, a system TOML file, 'auto' or 'from-trace'")
+        _expect_path(
+            w, f"systems[{i}]", s, "a preset name, a system TOML file, 'auto' or 'from-trace'"
+        )
         if s in ("auto", "from-trace"):
             out.append((s, s))
             continue
@@ -296,7 +331,9 @@ def _seeds(entry: dict[str, Any], w: _Where, fld: str) -> list[int]:
     return list(raw)
 
 
-def _swf_canonical(entry: dict[str, Any], w: _Where, fld: str, keys: tuple[str, ...]) -> dict[str, Any]:
+def _swf_canonical(
+    entry: dict[str, Any], w: _Where, fld: str, keys: tuple[str, ...]
+) -> dict[str, Any]:
     defaults = SwfOptions()
     out: dict[str, Any] = {
         "processors": defaults.processors,
@@ -310,7 +347,10 @@ def _swf_canonical(entry: dict[str, Any], w: _Where, fld: str, keys: tuple[str, 
         "processors": ((str,), "'requested' or 'allocated'"),
         "units": ((str,), f"one of {', '.join(UNIT_MODES)}"),
         "cores_per_unit": ((int,), "an integer"),
-        "missing_walltime": ((str, int), "queue-max, trace-max, runtime, skip or a number of seconds"),
+        "missing_walltime": (
+            (str, int),
+            "queue-max, trace-max, runtime, skip or a number of seconds",
+        ),
         "memory": ((str,), "'ignore', 'requested' or 'used'"),
         "max_jobs": ((int,), "an integer"),
     }
@@ -320,8 +360,13 @@ def _swf_canonical(entry: dict[str, Any], w: _Where, fld: str, keys: tuple[str, 
             out[key] = _expect(w, f"{fld}.{key}", entry[key], kind, what)
     out["missing_walltime"] = str(out["missing_walltime"])
     try:
-        SwfOptions(processors=out["processors"], units=UnitMapping(out["units"], out["cores_per_unit"]),
-                   missing_walltime=out["missing_walltime"], memory=out["memory"], max_jobs=out["max_jobs"])
+        SwfOptions(
+            processors=out["processors"],
+            units=UnitMapping(out["units"], out["cores_per_unit"]),
+            missing_walltime=out["missing_walltime"],
+            memory=out["memory"],
+            max_jobs=out["max_jobs"],
+        )
     except HpcDispatchError as exc:
         raise w.error(fld, str(exc)) from None
     return out
@@ -348,7 +393,10 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
         fld = f"workloads[{i}]"
         _expect(w, fld, entry, (dict,), "a table")
         if ("trace" in entry) == ("generator" in entry):
-            raise w.error(fld, "needs exactly one of 'trace' (an SWF file) or 'generator' (\"lublin\", \"kit\" ...)")
+            raise w.error(
+                fld,
+                "needs exactly one of 'trace' (an SWF file) or 'generator' (\"lublin\", \"kit\" ...)",
+            )
         name = entry.get("name")
         if name is not None:
             _expect(w, f"{fld}.name", name, (str,), "a string")
@@ -363,17 +411,26 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
             swf = _swf_canonical(entry, w, fld, SWF_KEYS)
             written = os.path.normpath(trace)
             label = name or _trace_label(trace, swf)
-            jitter = _expect(w, f"{fld}.submit_jitter", entry.get("submit_jitter", 0), (int,), "whole seconds")
+            jitter = _expect(
+                w, f"{fld}.submit_jitter", entry.get("submit_jitter", 0), (int,), "whole seconds"
+            )
             if not 0 <= jitter <= 2**50:
-                raise w.error(f"{fld}.submit_jitter", f"must be >= 0 seconds (at most 2^50), got {jitter}")
+                raise w.error(
+                    f"{fld}.submit_jitter", f"must be >= 0 seconds (at most 2^50), got {jitter}"
+                )
             if not jitter:
                 if "seed" in entry or "seeds" in entry:
-                    raise w.error(fld, "seeds on a trace need submit_jitter > 0 (they seed the jitter; "
-                                  "without it every seed is the same trace)")
+                    raise w.error(
+                        fld,
+                        "seeds on a trace need submit_jitter > 0 (they seed the jitter; "
+                        "without it every seed is the same trace)",
+                    )
                 config = {"trace": written, **swf}
                 out.append(_Workload(label, None, config, trace_path, swf))
                 continue
-            for seed in _seeds(entry, w, fld):  # perturbed replicas; unjittered ids stay as they were
+            for seed in _seeds(
+                entry, w, fld
+            ):  # perturbed replicas; unjittered ids stay as they were
                 jittered = {**swf, "submit_jitter": jitter, "jitter_seed": seed}
                 config = {"trace": written, **jittered}
                 out.append(_Workload(label, seed, config, trace_path, jittered))
@@ -389,24 +446,50 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
             out.extend(_deadline_entries(entry, w, fld, name))
             continue
         if generator != "lublin":
-            raise w.error(f"{fld}.generator", f"unknown generator '{generator}' "
-                          f"(available: lublin, aucsched, deadline, {', '.join(DATACLASS_MODELS)})")
-        known = ("generator", "name", "seed", "seeds", "units", "cores_per_unit", "max_jobs", *LUBLIN_KEYS)
+            raise w.error(
+                f"{fld}.generator",
+                f"unknown generator '{generator}' "
+                f"(available: lublin, aucsched, deadline, {', '.join(DATACLASS_MODELS)})",
+            )
+        known = (
+            "generator",
+            "name",
+            "seed",
+            "seeds",
+            "units",
+            "cores_per_unit",
+            "max_jobs",
+            *LUBLIN_KEYS,
+        )
         _check_keys(entry, known, w, fld)
         swf = _swf_canonical(entry, w, fld, ("units", "cores_per_unit", "max_jobs"))
         params = _lublin_params(entry, w, fld)
         for seed in _seeds(entry, w, fld):
-            config = {"generator": "lublin", **params, "seed": seed, "units": swf["units"],
-                      "cores_per_unit": swf["cores_per_unit"], "max_jobs": swf["max_jobs"]}
-            spec = "synthetic:lublin," + ",".join(
-                f"{k}={_spec_value(params[k])}" for k in ("jobs", *LUBLIN_KEYS[1:]) if params[k] is not None
-            ) + f",seed={seed}"
+            config = {
+                "generator": "lublin",
+                **params,
+                "seed": seed,
+                "units": swf["units"],
+                "cores_per_unit": swf["cores_per_unit"],
+                "max_jobs": swf["max_jobs"],
+            }
+            spec = (
+                "synthetic:lublin,"
+                + ",".join(
+                    f"{k}={_spec_value(params[k])}"
+                    for k in ("jobs", *LUBLIN_KEYS[1:])
+                    if params[k] is not None
+                )
+                + f",seed={seed}"
+            )
             label = name or _lublin_label(params)
             out.append(_Workload(label, seed, config, spec, swf))
     return out
 
 
-def _aucsched_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | None) -> list[_Workload]:
+def _aucsched_entries(
+    entry: dict[str, Any], w: _Where, fld: str, name: str | None
+) -> list[_Workload]:
     """``generator = "aucsched"``: the AUCSCHED paper's Table 4 workloads; ``workload`` (I-V) and
     ``version`` (1-3) may be lists, every combination x seed is one workload."""
     known = ("generator", "name", "seed", "seeds", "max_jobs", *AUCSCHED_KEYS)
@@ -414,9 +497,12 @@ def _aucsched_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | No
     swf = _swf_canonical(entry, w, fld, ("max_jobs",))
     d = AucschedSpec()
     kinds: dict[str, tuple[tuple[type, ...], str]] = {
-        "runtime_h": ((int, float), "a number"), "min_run": ((int,), "an integer"),
-        "max_run": ((int,), "an integer"), "max_cores": ((int,), "an integer"),
-        "gpu_type": ((int,), "2 or 3"), "walltime": ((str,), "'minute' or 'exact'"),
+        "runtime_h": ((int, float), "a number"),
+        "min_run": ((int,), "an integer"),
+        "max_run": ((int,), "an integer"),
+        "max_cores": ((int,), "an integer"),
+        "gpu_type": ((int,), "2 or 3"),
+        "walltime": ((str,), "'minute' or 'exact'"),
     }
     params: dict[str, Any] = {k: getattr(d, k) for k in kinds}
     for key, (kind, what) in kinds.items():
@@ -434,27 +520,42 @@ def _aucsched_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | No
     for n in names:
         _expect(w, f"{fld}.workload", n, (str,), "a string I-V or a list of them")
         if n.upper() not in WORKLOAD_MIXES:
-            raise w.error(f"{fld}.workload", f"must be one of {', '.join(WORKLOAD_MIXES)} (Table 4), got {n!r}")
+            raise w.error(
+                f"{fld}.workload",
+                f"must be one of {', '.join(WORKLOAD_MIXES)} (Table 4), got {n!r}",
+            )
     for v in versions:
         if isinstance(v, bool) or not isinstance(v, int) or v not in CONTIGUOUS_FRACTION:
-            raise w.error(f"{fld}.version", f"must be 1, 2 or 3 (0/50/100 % contiguous) or a list of them, got {v!r}")
+            raise w.error(
+                f"{fld}.version",
+                f"must be 1, 2 or 3 (0/50/100 % contiguous) or a list of them, got {v!r}",
+            )
     out = []
     for wl_name in names:
         for version in versions:
             for seed in _seeds(entry, w, fld):
                 try:
-                    spec = AucschedSpec(workload=wl_name.upper(), version=version, seed=seed, **params)
+                    spec = AucschedSpec(
+                        workload=wl_name.upper(), version=version, seed=seed, **params
+                    )
                 except HpcDispatchError as exc:
                     raise w.error(fld, str(exc)) from None
-                config = {"generator": "aucsched", "workload": spec.workload, "version": version, **params,
-                          "seed": seed, "max_jobs": swf["max_jobs"]}
+                config = {
+                    "generator": "aucsched",
+                    "workload": spec.workload,
+                    "version": version,
+                    **params,
+                    "seed": seed,
+                    "max_jobs": swf["max_jobs"],
+                }
                 label = name or f"aucsched-{spec.workload}.{version}-{params['runtime_h']:g}h"
                 out.append(_Workload(label, seed, config, spec.spec_string(), swf))
     return out
 
 
-def _dataclass_entries(generator: str, entry: dict[str, Any], w: _Where, fld: str,
-                       name: str | None) -> list[_Workload]:
+def _dataclass_entries(
+    generator: str, entry: dict[str, Any], w: _Where, fld: str, name: str | None
+) -> list[_Workload]:
     """``generator = "kit"`` / ``"eurora"``: keys are the fields of the model's parameter
     dataclass (``seed`` / ``seeds`` as for every generator); every field, defaults filled in,
     goes into the cell's configuration, so a changed default makes a new cell."""
@@ -476,9 +577,14 @@ def _dataclass_entries(generator: str, entry: dict[str, Any], w: _Where, fld: st
         except HpcDispatchError as exc:
             raise w.error(fld, str(exc)) from None
         config = {"generator": generator, **params, "seed": seed, "max_jobs": swf["max_jobs"]}
-        spec = f"synthetic:{generator}," + ",".join(
-            f"{k}={_spec_value(v)}" for k, v in params.items() if v is not None) + f",seed={seed}"
-        label = name or f"{generator}-{params['jobs']}j" + (f"-load{params['load']:g}" if params["load"] else "")
+        spec = (
+            f"synthetic:{generator},"
+            + ",".join(f"{k}={_spec_value(v)}" for k, v in params.items() if v is not None)
+            + f",seed={seed}"
+        )
+        label = name or f"{generator}-{params['jobs']}j" + (
+            f"-load{params['load']:g}" if params["load"] else ""
+        )
         out.append(_Workload(label, seed, config, spec, swf))
     return out
 
@@ -486,7 +592,9 @@ def _dataclass_entries(generator: str, entry: dict[str, Any], w: _Where, fld: st
 DEADLINE_AXES = ("load", "types", "comm")  # a value or a list: every combination is a workload
 
 
-def _deadline_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | None) -> list[_Workload]:
+def _deadline_entries(
+    entry: dict[str, Any], w: _Where, fld: str, name: str | None
+) -> list[_Workload]:
     """``generator = "deadline"``: the deadline paper's workloads (workload/deadline.py); keys
     are the fields of :class:`DeadlineWorkloadParams` (``seed`` / ``seeds`` as for every
     generator); ``load``, ``types`` and ``comm`` take one value or a list, and every
@@ -508,10 +616,14 @@ def _deadline_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | No
                 raise w.error(f"{fld}.{key}", "is empty")
             texts = []
             for v in values:
-                _expect(w, f"{fld}.{key}", v, (str, int, float), "a string or number, or a list of them")
+                _expect(
+                    w, f"{fld}.{key}", v, (str, int, float), "a string or number, or a list of them"
+                )
                 if isinstance(v, bool):
                     raise w.error(f"{fld}.{key}", f"must be a string or number, got {v!r}")
-                texts.append(format(float(v), "g") if key == "load" and not isinstance(v, str) else str(v))
+                texts.append(
+                    format(float(v), "g") if key == "load" and not isinstance(v, str) else str(v)
+                )
             if len(set(texts)) != len(texts):
                 raise w.error(f"{fld}.{key}", f"lists a value twice: {values}")
             axes[key] = texts
@@ -531,16 +643,25 @@ def _deadline_entries(entry: dict[str, Any], w: _Where, fld: str, name: str | No
                         DeadlineWorkloadParams(**p, seed=seed)
                     except HpcDispatchError as exc:
                         raise w.error(fld, str(exc)) from None
-                    config = {"generator": "deadline", **p, "seed": seed, "max_jobs": swf["max_jobs"]}
-                    spec = "synthetic:deadline," + ",".join(f"{k}={_spec_value(v)}" for k, v in p.items()) \
+                    config = {
+                        "generator": "deadline",
+                        **p,
+                        "seed": seed,
+                        "max_jobs": swf["max_jobs"],
+                    }
+                    spec = (
+                        "synthetic:deadline,"
+                        + ",".join(f"{k}={_spec_value(v)}" for k, v in p.items())
                         + f",seed={seed}"
+                    )
                     label = (f"{name}-" if name else "deadline-") + f"{load}-types{types}-{comm}"
                     out.append(_Workload(label, seed, config, spec, swf))
     return out
 
 
-def _model_entry(cls: type, entry: dict[str, Any], w: _Where, fld: str
-                 ) -> tuple[dict[str, Any], list[str], dict[str, Any], dict[str, Any]]:
+def _model_entry(
+    cls: type, entry: dict[str, Any], w: _Where, fld: str
+) -> tuple[dict[str, Any], list[str], dict[str, Any], dict[str, Any]]:
     """A generator entry whose keys are the fields of the model's parameter dataclass ``cls``
     (but ``seed``): checks the keys and returns ``(type hints, field names, the reader's
     canonical options, every field's default)``."""
@@ -557,7 +678,9 @@ def _check_keys(entry: dict[str, Any], known: tuple[str, ...], w: _Where, fld: s
     if unknown:
         hint = ""
         if set(unknown) & set(TOP_KEYS):
-            hint = " (top-level keys must come before the first [[workloads]] or [simulation] table)"
+            hint = (
+                " (top-level keys must come before the first [[workloads]] or [simulation] table)"
+            )
         raise w.error(fld, f"unknown key(s) {unknown}; known: {', '.join(known)}{hint}")
 
 
@@ -570,8 +693,11 @@ def _spec_value(v: Any) -> str:
 def _lublin_params(entry: dict[str, Any], w: _Where, fld: str) -> dict[str, Any]:
     d = LublinSpec()
     kinds: dict[str, tuple[tuple[type, ...], str]] = {
-        "jobs": ((int,), "an integer"), "load": ((int, float), "a number"), "interactive": ((bool,), "true/false"),
-        "max_walltime": ((int,), "an integer"), "p_max_walltime": ((int, float), "a number"),
+        "jobs": ((int,), "an integer"),
+        "load": ((int, float), "a number"),
+        "interactive": ((bool,), "true/false"),
+        "max_walltime": ((int,), "an integer"),
+        "p_max_walltime": ((int, float), "a number"),
         "overestimate_max": ((int, float), "a number"),
     }
     out: dict[str, Any] = {k: getattr(d, k) for k in LUBLIN_KEYS}
@@ -621,15 +747,20 @@ def _dispatcher_entries(doc: dict[str, Any], w: _Where) -> list[DispatcherSpec]:
             elif isinstance(entry, dict):
                 spec = DispatcherSpec.from_table(entry)
             else:
-                raise ConfigError(f"must be a spec string or a table, got {_type_name(entry)} {entry!r}")
+                raise ConfigError(
+                    f"must be a spec string or a table, got {_type_name(entry)} {entry!r}"
+                )
             config = spec.identity()
         except HpcDispatchError as exc:
             raise w.error(fld, str(exc)) from None
         try:
             canonical_json(config)
         except (TypeError, ValueError):
-            raise w.error(fld, f"parameters {config['params']!r} are not plain values (strings, finite numbers, "
-                               "true/false, lists, tables)") from None
+            raise w.error(
+                fld,
+                f"parameters {config['params']!r} are not plain values (strings, finite numbers, "
+                "true/false, lists, tables)",
+            ) from None
         out.append(spec)
     return out
 
@@ -654,7 +785,10 @@ def _predictors(doc: dict[str, Any], w: _Where) -> list[str]:
         try:
             name = _predictor_name(p)
         except ConfigError as exc:
-            raise w.error(f"predictors[{i}]", f"{exc} (W, L2, D, R or walltime, last-two, data-driven, oracle)") from None
+            raise w.error(
+                f"predictors[{i}]",
+                f"{exc} (W, L2, D, R or walltime, last-two, data-driven, oracle)",
+            ) from None
         if name in out:
             raise w.error(f"predictors[{i}]", f"'{p}' is listed twice")
         out.append(name)
@@ -669,14 +803,33 @@ def _simulation(doc: dict[str, Any], w: _Where) -> dict[str, Any]:
         if key in raw:
             _expect(w, f"simulation.{key}", raw[key], (bool,), "true/false")
     if "dispatch_interval" in raw:
-        _expect(w, "simulation.dispatch_interval", raw["dispatch_interval"], (int, float), "a number of seconds")
+        _expect(
+            w,
+            "simulation.dispatch_interval",
+            raw["dispatch_interval"],
+            (int, float),
+            "a number of seconds",
+        )
     if "prediction_correction" in raw:
-        _expect(w, "simulation.prediction_correction", raw["prediction_correction"], (str,), '"walltime" or "ladder"')
+        _expect(
+            w,
+            "simulation.prediction_correction",
+            raw["prediction_correction"],
+            (str,),
+            '"walltime" or "ladder"',
+        )
     if "app_model" in raw:
-        _expect(w, "simulation.app_model", raw["app_model"], (dict,), 'a table of execution model parameters, '
-                '{ network = "none" }')
+        _expect(
+            w,
+            "simulation.app_model",
+            raw["app_model"],
+            (dict,),
+            'a table of execution model parameters, { network = "none" }',
+        )
     try:
-        opts = SimulationOptions(**{k: (float(v) if k == "dispatch_interval" else v) for k, v in raw.items()})
+        opts = SimulationOptions(
+            **{k: (float(v) if k == "dispatch_interval" else v) for k, v in raw.items()}
+        )
     except HpcDispatchError as exc:
         raise w.error("simulation", str(exc)) from None
     return opts.identity()  # (engine and unset later additions left out: older cell ids hold)
@@ -723,13 +876,19 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
     if any(spec == "from-trace" for _, spec in systems):
         generated = [i for i, wl in enumerate(workloads) if wl.seed is not None]
         if generated:
-            raise w.error("systems", "'from-trace' reads the system from an SWF header, but generated workloads "
-                                     "have none; list those in a sweep with a preset system")
+            raise w.error(
+                "systems",
+                "'from-trace' reads the system from an SWF header, but generated workloads "
+                "have none; list those in a sweep with a preset system",
+            )
     labels_seen: dict[str, dict[str, Any]] = {}
     for d in dispatchers:
         if labels_seen.setdefault(d.dispatcher_label, d.identity()) != d.identity():
-            raise w.error("dispatchers", f"label '{d.dispatcher_label}' names two different dispatchers; "
-                                         "give each a 'label'")
+            raise w.error(
+                "dispatchers",
+                f"label '{d.dispatcher_label}' names two different dispatchers; "
+                "give each a 'label'",
+            )
     cells: list[Cell] = []
     seen: dict[str, str] = {}
     for sys_written, sys_spec in systems:
@@ -750,22 +909,46 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
                         }
                         cid = cell_id(config)
                         pred_short = predictor_class(pred).short  # type: ignore[union-attr]
-                        run_label = d.dispatcher_label if pred == "walltime" else f"{d.dispatcher_label}-{pred_short}"
+                        run_label = (
+                            d.dispatcher_label
+                            if pred == "walltime"
+                            else f"{d.dispatcher_label}-{pred_short}"
+                        )
                         seed = f"/seed{wl.seed}" if wl.seed is not None else ""
-                        label = f"{sys_written}/{wl.label}{seed}/{run_label}" + (f"/r{rep}" if repetitions > 1 else "")
+                        label = f"{sys_written}/{wl.label}{seed}/{run_label}" + (
+                            f"/r{rep}" if repetitions > 1 else ""
+                        )
                         if cid in seen:
-                            raise w.error("", f"cells '{seen[cid]}' and '{label}' have the same configuration "
-                                              "(an entry is listed twice)")
+                            raise w.error(
+                                "",
+                                f"cells '{seen[cid]}' and '{label}' have the same configuration "
+                                "(an entry is listed twice)",
+                            )
                         seen[cid] = label
-                        cells.append(Cell(
-                            id=cid, index=len(cells), config=config,
-                            labels={"system": sys_written, "workload": wl.label, "seed": wl.seed,
-                                    "dispatcher": d.dispatcher_label, "predictor": pred, "run": run_label,
-                                    "repetition": rep, "label": label},
-                            system_spec=sys_spec, workload_spec=wl.spec, swf=wl.swf,
-                            dispatcher=d, predictor=pred, simulation=simulation,
-                            plugins=tuple(plugins),
-                        ))
+                        cells.append(
+                            Cell(
+                                id=cid,
+                                index=len(cells),
+                                config=config,
+                                labels={
+                                    "system": sys_written,
+                                    "workload": wl.label,
+                                    "seed": wl.seed,
+                                    "dispatcher": d.dispatcher_label,
+                                    "predictor": pred,
+                                    "run": run_label,
+                                    "repetition": rep,
+                                    "label": label,
+                                },
+                                system_spec=sys_spec,
+                                workload_spec=wl.spec,
+                                swf=wl.swf,
+                                dispatcher=d,
+                                predictor=pred,
+                                simulation=simulation,
+                                plugins=tuple(plugins),
+                            )
+                        )
     return SweepSpec(name=name, description=description, path=None, cells=cells, text=text)
 
 

@@ -47,14 +47,23 @@ STATUSES = ("done", "failed")
 
 # columns that measure wall-clock time or where a cell ran: they differ between two runs of
 # the same cell; every other column is a function of the cell's configuration
-NONDETERMINISTIC_COLUMNS = ("sim_wall_s", "prediction_time_s", "cell_wall_s", "worker", "finished_at",
-                            "started_at")
+NONDETERMINISTIC_COLUMNS = (
+    "sim_wall_s",
+    "prediction_time_s",
+    "cell_wall_s",
+    "worker",
+    "finished_at",
+    "started_at",
+)
 NONDETERMINISTIC_PREFIXES = ("decision_time_",)
 
 
 def deterministic_columns(frame: pd.DataFrame) -> list[str]:
-    return [c for c in frame.columns
-            if c not in NONDETERMINISTIC_COLUMNS and not c.startswith(NONDETERMINISTIC_PREFIXES)]
+    return [
+        c
+        for c in frame.columns
+        if c not in NONDETERMINISTIC_COLUMNS and not c.startswith(NONDETERMINISTIC_PREFIXES)
+    ]
 
 
 def worker_tag() -> str:
@@ -69,7 +78,7 @@ def parse_temp_name(name: str) -> tuple[str, int, str] | None:
     """``(cell id, pid, host)`` of a temporary cell directory name."""
     if not name.startswith(TMP_PREFIX) or "@" not in name:
         return None
-    left, _, host = name[len(TMP_PREFIX):].partition("@")
+    left, _, host = name[len(TMP_PREFIX) :].partition("@")
     parts = left.split("-")
     if len(parts) != 3 or not parts[1].isdigit():
         return None
@@ -93,7 +102,11 @@ def read_record(cell_dir: Path) -> dict[str, Any] | None:
         rec = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(rec, dict) or rec.get("id") != cell_dir.name or rec.get("status") not in STATUSES:
+    if (
+        not isinstance(rec, dict)
+        or rec.get("id") != cell_dir.name
+        or rec.get("status") not in STATUSES
+    ):
         return None
     for f in rec.get("files", []):
         p = cell_dir / f["name"]
@@ -124,14 +137,17 @@ class SweepStore:
     # ---- manifest ------------------------------------------------------------------------
     def write_manifest(self, spec: SweepSpec) -> None:
         self.cells.mkdir(parents=True, exist_ok=True)
-        write_json(self.root / MANIFEST, {
-            "name": spec.name,
-            "description": spec.description,
-            "spec_path": str(spec.path) if spec.path else None,
-            "spec_sha256": spec.sha256,
-            "hpcdispatch_version": __version__,
-            "cells": [{"id": c.id, "labels": c.labels, "config": c.config} for c in spec.cells],
-        })
+        write_json(
+            self.root / MANIFEST,
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "spec_path": str(spec.path) if spec.path else None,
+                "spec_sha256": spec.sha256,
+                "hpcdispatch_version": __version__,
+                "cells": [{"id": c.id, "labels": c.labels, "config": c.config} for c in spec.cells],
+            },
+        )
         if spec.text:
             write_text(self.root / SPEC_COPY, spec.text)
 
@@ -178,8 +194,9 @@ class SweepStore:
                     out.append((p, *parsed))
         return out
 
-    def writers(self, max_age_s: float = 86400.0) -> tuple[list[tuple[Path, str, int, str]],
-                                                           list[tuple[Path, str, int, str]]]:
+    def writers(
+        self, max_age_s: float = 86400.0
+    ) -> tuple[list[tuple[Path, str, int, str]], list[tuple[Path, str, int, str]]]:
         """The cells' temporary directories as ``(live, stale)`` lists of ``(path, cell id,
         pid, host)``: stale ones were left by a process that died (this host: the process is gone;
         another host: untouched for ``max_age_s``), which :meth:`clean_stale` removes."""
@@ -214,8 +231,12 @@ class SweepStore:
         return removed
 
     # ---- summary -------------------------------------------------------------------------
-    def write_summary(self, records: list[dict[str, Any]], order: dict[str, int],
-                      labels: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
+    def write_summary(
+        self,
+        records: list[dict[str, Any]],
+        order: dict[str, int],
+        labels: dict[str, dict[str, Any]] | None = None,
+    ) -> pd.DataFrame:
         frame = summary_frame(records, order, labels)
         write_frame(self.root / SUMMARY, frame)
         return frame
@@ -284,8 +305,11 @@ def record_row(rec: dict[str, Any], labels: dict[str, Any] | None = None) -> dic
     return row
 
 
-def summary_frame(records: list[dict[str, Any]], order: dict[str, int],
-                  labels: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
+def summary_frame(
+    records: list[dict[str, Any]],
+    order: dict[str, int],
+    labels: dict[str, dict[str, Any]] | None = None,
+) -> pd.DataFrame:
     """One row per record, in the spec's cell order."""
     recs = sorted(records, key=lambda r: order.get(r["id"], len(order)))
     rows = [record_row(r, (labels or {}).get(r["id"])) for r in recs]
@@ -295,7 +319,11 @@ def summary_frame(records: list[dict[str, Any]], order: dict[str, int],
     frame.insert(1, "cell_index", [order.get(r["id"], -1) for r in recs])
     for col in frame.columns:
         if frame[col].dtype == object:
-            kinds = {type(v) for v in frame[col] if v is not None and not (isinstance(v, float) and v != v)}
+            kinds = {
+                type(v)
+                for v in frame[col]
+                if v is not None and not (isinstance(v, float) and v != v)
+            }
             if len(kinds) > 1 and not kinds <= {int, float}:
                 frame[col] = [None if v is None else str(v) for v in frame[col]]
     return frame

@@ -74,7 +74,9 @@ class Allocation:
         return " ".join(f"{n}:{u}" for n, u in self.pairs())
 
 
-def units_fit_per_node(free: np.ndarray, unit_request: Sequence[int] | np.ndarray, max_per_node: int = 0) -> np.ndarray:
+def units_fit_per_node(
+    free: np.ndarray, unit_request: Sequence[int] | np.ndarray, max_per_node: int = 0
+) -> np.ndarray:
     """How many units of size ``unit_request`` fit on every node of ``free`` (n_nodes, n_res)."""
     out = None
     for r, amount in enumerate(unit_request):
@@ -82,13 +84,19 @@ def units_fit_per_node(free: np.ndarray, unit_request: Sequence[int] | np.ndarra
             f = free[:, r] // amount
             out = f if out is None else np.minimum(out, f, out=out)
     if out is None:  # a unit that needs nothing: unbounded, capped by max_per_node
-        out = np.full(free.shape[0], max_per_node if max_per_node > 0 else np.iinfo(np.int64).max // 4, dtype=np.int64)
+        out = np.full(
+            free.shape[0],
+            max_per_node if max_per_node > 0 else np.iinfo(np.int64).max // 4,
+            dtype=np.int64,
+        )
     elif max_per_node > 0:
         np.minimum(out, max_per_node, out=out)
     return out
 
 
-def fits(free: np.ndarray, unit_request: Sequence[int] | np.ndarray, units: int, max_per_node: int = 0) -> bool:
+def fits(
+    free: np.ndarray, unit_request: Sequence[int] | np.ndarray, units: int, max_per_node: int = 0
+) -> bool:
     """Can ``units`` units be placed somewhere on ``free``?"""
     return int(units_fit_per_node(free, unit_request, max_per_node).sum()) >= units
 
@@ -139,7 +147,9 @@ def runs_of(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(d == 1), np.flatnonzero(d == -1)
 
 
-def contiguous_windows(fit: np.ndarray, units: int, node_count: int) -> tuple[np.ndarray, np.ndarray]:
+def contiguous_windows(
+    fit: np.ndarray, units: int, node_count: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Feasible contiguous windows ``[start, end)`` of usable nodes (``fit >= 1``) holding
     ``units`` units: exactly ``node_count`` nodes when it is given, else for every start the
     shortest window (every node of a window holds at least one unit)."""
@@ -186,12 +196,23 @@ def request_fits(
 def job_fits(free: np.ndarray, job, unit_request: np.ndarray) -> bool:
     """Exact fit test of ``job`` (any constraints) on ``free``; ``unit_request`` is its row."""
     if job.node_count or job.contiguous or job.per_node_request:
-        return request_fits(free, unit_request, job.units, job.max_units_per_node, job.node_count,
-                            job.per_node_request, job.contiguous)
+        return request_fits(
+            free,
+            unit_request,
+            job.units,
+            job.max_units_per_node,
+            job.node_count,
+            job.per_node_request,
+            job.contiguous,
+        )
     return int(units_fit_per_node(free, unit_request, job.max_units_per_node).sum()) >= job.units
 
 
-def held_amounts(allocation: Allocation, unit_request: np.ndarray, per_node: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+def held_amounts(
+    allocation: Allocation,
+    unit_request: np.ndarray,
+    per_node: Sequence[int] | np.ndarray | None = None,
+) -> np.ndarray:
     """``(len(nodes), n_resources)`` amounts an allocation holds: units x request + per-node extras."""
     amounts = allocation.units[:, None] * np.asarray(unit_request, dtype=np.int64)[None, :]
     pn = per_node_array(per_node)

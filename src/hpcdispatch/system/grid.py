@@ -96,7 +96,7 @@ class Routes:
     forward: np.ndarray
 
     def of(self, i: int) -> np.ndarray:
-        return self.link[self.indptr[i]: self.indptr[i + 1]]
+        return self.link[self.indptr[i] : self.indptr[i + 1]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,7 +205,7 @@ class Grid:
 
     def neighbours(self, node: int) -> np.ndarray:
         indptr, indices = self.neighbour_csr
-        return indices[indptr[node]: indptr[node + 1]]
+        return indices[indptr[node] : indptr[node + 1]]
 
     # ---- links and routes --------------------------------------------------------------
     @property
@@ -343,8 +343,11 @@ class Grid:
         step (a jump, :meth:`jump_positions`) when the longer side is odd and the shorter one
         even and > 2, and none otherwise (checked on every shape up to 24 x 24). Not Slurm's
         order: the deadline strategies may offer it as an option."""
-        cells = _gilbert(self.cols, self.rows) if self.cols >= self.rows else \
-            _gilbert_swap(self.cols, self.rows)
+        cells = (
+            _gilbert(self.cols, self.rows)
+            if self.cols >= self.rows
+            else _gilbert_swap(self.cols, self.rows)
+        )
         return _frozen(np.array([r * self.cols + c for c, r in cells], dtype=np.int64))
 
     @cached_property
@@ -376,7 +379,9 @@ def _sgn(v: int) -> int:
     return (v > 0) - (v < 0)
 
 
-def _gilbert_walk(x: int, y: int, ax: int, ay: int, bx: int, by: int, out: list[tuple[int, int]]) -> None:
+def _gilbert_walk(
+    x: int, y: int, ax: int, ay: int, bx: int, by: int, out: list[tuple[int, int]]
+) -> None:
     """Cervený's generalised Hilbert curve: fill the rectangle spanned from ``(x, y)`` by the
     major axis ``(ax, ay)`` and the minor axis ``(bx, by)``, appending cells to ``out``."""
     w, h = abs(ax + ay), abs(bx + by)
@@ -399,8 +404,15 @@ def _gilbert_walk(x: int, y: int, ax: int, ay: int, bx: int, by: int, out: list[
             bx2, by2 = bx2 + dbx, by2 + dby
         _gilbert_walk(x, y, bx2, by2, ax2, ay2, out)
         _gilbert_walk(x + bx2, y + by2, ax, ay, bx - bx2, by - by2, out)
-        _gilbert_walk(x + (ax - dax) + (bx2 - dbx), y + (ay - day) + (by2 - dby),
-                      -bx2, -by2, -(ax - ax2), -(ay - ay2), out)
+        _gilbert_walk(
+            x + (ax - dax) + (bx2 - dbx),
+            y + (ay - day) + (by2 - dby),
+            -bx2,
+            -by2,
+            -(ax - ax2),
+            -(ay - ay2),
+            out,
+        )
 
 
 def _gilbert(width: int, height: int) -> list[tuple[int, int]]:

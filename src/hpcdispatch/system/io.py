@@ -73,7 +73,9 @@ class _Where:
         table, _, key = fld.partition(".")
         head = self._find(r"^\s*\[\s*" + re.escape(table) + r"\s*\]")
         if head is not None:
-            return (self._key(key.partition(".")[0].partition("[")[0], head - 1) if key else None) or head
+            return (
+                self._key(key.partition(".")[0].partition("[")[0], head - 1) if key else None
+            ) or head
         top = re.match(r"^(\w+)", fld)
         return self._key(top.group(1)) if top else None
 
@@ -84,11 +86,19 @@ class _Where:
 
 
 def _type_name(value: Any) -> str:
-    return {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list",
-            dict: "a table"}.get(type(value), type(value).__name__)
+    return {
+        str: "a string",
+        int: "an integer",
+        float: "a number",
+        bool: "true/false",
+        list: "a list",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
 
 
-def _require(doc: dict[str, Any], key: str, kind: type | tuple[type, ...], w: _Where, fld: str) -> Any:
+def _require(
+    doc: dict[str, Any], key: str, kind: type | tuple[type, ...], w: _Where, fld: str
+) -> Any:
     if key not in doc:
         raise w.error(fld.rpartition(".")[0] if "." in fld else "", f"missing required key '{key}'")
     value = doc[key]
@@ -113,7 +123,9 @@ def parse_system(doc: dict[str, Any], source: str = "<system>", text: str | None
         raise w.error("resources", f"must be a list of non-empty strings, got {resources!r}")
     description = doc.get("description", "")
     if not isinstance(description, str):
-        raise w.error("description", f"must be a string, got {_type_name(description)} {description!r}")
+        raise w.error(
+            "description", f"must be a string, got {_type_name(description)} {description!r}"
+        )
     raw_types = _require(doc, "node_types", list, w, "node_types")
     node_types = []
     for i, nt in enumerate(raw_types):
@@ -128,26 +140,53 @@ def parse_system(doc: dict[str, Any], source: str = "<system>", text: str | None
         cap = _require(nt, "capacity", dict, w, f"{fld}.capacity")
         unknown = sorted(set(cap) - set(resources))
         if unknown:
-            raise w.error(f"{fld}.capacity", f"unknown resource(s) {unknown}; declared resources are {resources}")
+            raise w.error(
+                f"{fld}.capacity",
+                f"unknown resource(s) {unknown}; declared resources are {resources}",
+            )
         if any(nt_name == other.name for other in node_types):
             raise w.error(f"{fld}.name", f"a second node type named '{nt_name}'")
         try:
             node_types.append(NodeType(name=nt_name, count=count, capacity=dict(cap)))
         except ConfigError as exc:
-            key = "count" if "count must" in str(exc) else "capacity" if "capacity of" in str(exc) else "name"
+            key = (
+                "count"
+                if "count must" in str(exc)
+                else "capacity"
+                if "capacity of" in str(exc)
+                else "name"
+            )
             raise w.error(f"{fld}.{key}", str(exc)) from None
     topology = _topology(doc.get("topology", {}), w)
     trace = doc.get("trace", {})
-    if not isinstance(trace, dict) or set(trace) - {"file_prefixes"} or not (
+    if (
+        not isinstance(trace, dict)
+        or set(trace) - {"file_prefixes"}
+        or not (
             isinstance(trace.get("file_prefixes", []), list)
-            and all(isinstance(p, str) for p in trace.get("file_prefixes", []))):
+            and all(isinstance(p, str) for p in trace.get("file_prefixes", []))
+        )
+    ):
         raise w.error("trace", f"must be a table with file_prefixes = [strings], got {trace!r}")
     try:
-        return System(name=name, resources=tuple(resources), node_types=tuple(node_types), topology=topology,
-                      description=description)
+        return System(
+            name=name,
+            resources=tuple(resources),
+            node_types=tuple(node_types),
+            topology=topology,
+            description=description,
+        )
     except ConfigError as exc:
-        fld = "topology.shape" if "topology" in str(exc) else "resources" if "resource" in str(exc) else "node_types"
-        raise w.error(fld, str(exc)) from None  # (a grid that does not hold the nodes, no nodes at all ...)
+        fld = (
+            "topology.shape"
+            if "topology" in str(exc)
+            else "resources"
+            if "resource" in str(exc)
+            else "node_types"
+        )
+        raise w.error(
+            fld, str(exc)
+        ) from None  # (a grid that does not hold the nodes, no nodes at all ...)
 
 
 def _topology(topo: Any, w: _Where) -> Topology:
@@ -158,10 +197,15 @@ def _topology(topo: Any, w: _Where) -> Topology:
         raise w.error("topology", f"unknown key(s) {sorted(unknown)} (expected kind, shape)")
     kind = topo.get("kind", "linear")
     if not isinstance(kind, str) or kind not in TOPOLOGY_KINDS:
-        raise w.error("topology.kind", f"must be \"linear\", \"grid2d\" or \"torus2d\", got {kind!r}")
+        raise w.error("topology.kind", f'must be "linear", "grid2d" or "torus2d", got {kind!r}')
     shape = topo.get("shape", [])
-    if not isinstance(shape, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
-        raise w.error("topology.shape", f"must be a list of integers [rows, cols], got {_type_name(shape)} {shape!r}")
+    if not isinstance(shape, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) for x in shape
+    ):
+        raise w.error(
+            "topology.shape",
+            f"must be a list of integers [rows, cols], got {_type_name(shape)} {shape!r}",
+        )
     try:
         return Topology(kind=kind, shape=tuple(shape))
     except ConfigError as exc:
@@ -176,7 +220,11 @@ def system_to_dict(system: System) -> dict[str, Any]:
     if system.topology.kind != "linear":
         doc["topology"] = {"kind": system.topology.kind, "shape": list(system.topology.shape)}
     doc["node_types"] = [
-        {"name": nt.name, "count": nt.count, "capacity": {r: int(nt.capacity.get(r, 0)) for r in system.resources}}
+        {
+            "name": nt.name,
+            "count": nt.count,
+            "capacity": {r: int(nt.capacity.get(r, 0)) for r in system.resources},
+        }
         for nt in system.node_types
     ]
     return doc
@@ -198,7 +246,9 @@ def preset_names() -> list[str]:
 def _preset_doc(name: str) -> dict[str, Any]:
     files = _preset_files()
     if name not in files:
-        raise ConfigError(f"unknown system preset '{name}'; presets are: {', '.join(sorted(files))}")
+        raise ConfigError(
+            f"unknown system preset '{name}'; presets are: {', '.join(sorted(files))}"
+        )
     return tomllib.loads(files[name].read_text())
 
 

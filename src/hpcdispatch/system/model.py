@@ -34,11 +34,21 @@ class NodeType:
     def __post_init__(self) -> None:
         if not self.name:
             raise ConfigError("a node type needs a name")
-        if not isinstance(self.count, int) or isinstance(self.count, bool) or not 0 < self.count <= MAX_NODES:
-            raise ConfigError(f"node type '{self.name}': count must be a positive integer (at most {MAX_NODES:,}), "
-                              f"got {self.count!r}")
+        if (
+            not isinstance(self.count, int)
+            or isinstance(self.count, bool)
+            or not 0 < self.count <= MAX_NODES
+        ):
+            raise ConfigError(
+                f"node type '{self.name}': count must be a positive integer (at most {MAX_NODES:,}), "
+                f"got {self.count!r}"
+            )
         for res, amount in self.capacity.items():
-            if not isinstance(amount, int) or isinstance(amount, bool) or not 0 <= amount <= MAX_AMOUNT:
+            if (
+                not isinstance(amount, int)
+                or isinstance(amount, bool)
+                or not 0 <= amount <= MAX_AMOUNT
+            ):
                 raise ConfigError(
                     f"node type '{self.name}': capacity of '{res}' must be a non-negative integer (at most 2^50), "
                     f"got {amount!r}"
@@ -64,17 +74,23 @@ class Topology:
 
     def __post_init__(self) -> None:
         if self.kind not in TOPOLOGY_KINDS:
-            raise ConfigError(f"unknown topology kind '{self.kind}' (expected 'linear', 'grid2d' or 'torus2d')")
+            raise ConfigError(
+                f"unknown topology kind '{self.kind}' (expected 'linear', 'grid2d' or 'torus2d')"
+            )
         if self.is_grid and (
             len(self.shape) != 2
             or not all(isinstance(x, int) and not isinstance(x, bool) for x in self.shape)
             or min(self.shape) <= 0
         ):
-            raise ConfigError(f"topology {self.kind} needs shape = [rows, cols] of positive integers, "
-                              f"got {list(self.shape)}")
+            raise ConfigError(
+                f"topology {self.kind} needs shape = [rows, cols] of positive integers, "
+                f"got {list(self.shape)}"
+            )
         if self.is_grid and self.shape[0] * self.shape[1] > MAX_NODES:
-            raise ConfigError(f"topology {self.kind} {self.shape[0]}x{self.shape[1]} has more than "
-                              f"{MAX_NODES:,} nodes")
+            raise ConfigError(
+                f"topology {self.kind} {self.shape[0]}x{self.shape[1]} has more than "
+                f"{MAX_NODES:,} nodes"
+            )
 
     @property
     def is_grid(self) -> bool:
@@ -117,7 +133,9 @@ class System:
         if not self.resources:
             raise ConfigError(f"system '{self.name}' declares no resource types")
         if len(set(self.resources)) != len(self.resources):
-            raise ConfigError(f"system '{self.name}': duplicate resource names in {list(self.resources)}")
+            raise ConfigError(
+                f"system '{self.name}': duplicate resource names in {list(self.resources)}"
+            )
         if not self.node_types:
             raise ConfigError(f"system '{self.name}' has no node types")
         names = [nt.name for nt in self.node_types]
@@ -131,11 +149,15 @@ class System:
                     f"declared resources are {list(self.resources)}"
                 )
         if self.n_nodes > MAX_NODES:
-            raise ConfigError(f"system '{self.name}' has {self.n_nodes:,} nodes, more than {MAX_NODES:,}")
+            raise ConfigError(
+                f"system '{self.name}' has {self.n_nodes:,} nodes, more than {MAX_NODES:,}"
+            )
         if self.topology.is_grid:
             rows, cols = self.topology.shape
             if rows * cols != self.n_nodes:  # (before coordinates() builds arrays of that size)
-                raise ConfigError(f"topology {self.topology.kind} {rows}x{cols} does not hold {self.n_nodes} nodes")
+                raise ConfigError(
+                    f"topology {self.topology.kind} {rows}x{cols} does not hold {self.n_nodes} nodes"
+                )
 
     @cached_property
     def n_nodes(self) -> int:
@@ -176,7 +198,9 @@ class System:
         try:
             return self.resources.index(name)
         except ValueError:
-            raise ConfigError(f"system '{self.name}' has no resource '{name}' (it has {list(self.resources)})") from None
+            raise ConfigError(
+                f"system '{self.name}' has no resource '{name}' (it has {list(self.resources)})"
+            ) from None
 
     def node_name(self, node: int) -> str:
         return f"n{node:0{max(4, len(str(self.n_nodes - 1)))}d}"
@@ -184,9 +208,13 @@ class System:
     def summary(self) -> str:
         parts = []
         for nt in self.node_types:
-            caps = ", ".join(f"{nt.capacity[r]} {r}" for r in self.resources if nt.capacity.get(r, 0))
+            caps = ", ".join(
+                f"{nt.capacity[r]} {r}" for r in self.resources if nt.capacity.get(r, 0)
+            )
             parts.append(f"{nt.count} x ({caps})")
         layout = ""
         if self.topology.is_grid:
-            layout = f" on a {self.topology.kind} {self.topology.shape[0]} x {self.topology.shape[1]}"
+            layout = (
+                f" on a {self.topology.kind} {self.topology.shape[0]} x {self.topology.shape[1]}"
+            )
         return " + ".join(parts) + layout

@@ -45,7 +45,9 @@ _csgraph = LazyModule("scipy.sparse.csgraph")
 def _mask(free_mask: np.ndarray, n: int) -> np.ndarray:
     mask = np.asarray(free_mask)
     if mask.dtype != bool or mask.shape != (n,):
-        raise ValueError(f"free_mask must be a boolean array of {n} nodes, got {mask.dtype} {mask.shape}")
+        raise ValueError(
+            f"free_mask must be a boolean array of {n} nodes, got {mask.dtype} {mask.shape}"
+        )
     return mask
 
 
@@ -64,8 +66,9 @@ def _free_runs(free_on_curve: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends - starts
 
 
-def _runs_holding(free_mask: np.ndarray, order: np.ndarray, k: int) -> tuple[np.ndarray, int, np.ndarray, np.ndarray,
-                                                                            np.ndarray]:
+def _runs_holding(
+    free_mask: np.ndarray, order: np.ndarray, k: int
+) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:
     """``(order, k, starts, lengths, fits)``: the runs of free consecutive positions of
     ``order`` (their starts and lengths) and which of them hold ``k`` nodes."""
     order = np.asarray(order, dtype=np.int64)
@@ -83,7 +86,7 @@ def hilbert_first_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.nd
     if len(fits) == 0:
         return None
     s = int(starts[fits[0]])
-    return order[s: s + k].copy()
+    return order[s : s + k].copy()
 
 
 def hilbert_best_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.ndarray | None:
@@ -94,7 +97,7 @@ def hilbert_best_fit(free_mask: np.ndarray, order: np.ndarray, k: int) -> np.nda
         return None
     best = fits[np.argmin(lengths[fits])]  # argmin: the first of equal lengths
     s = int(starts[best])
-    return order[s: s + k].copy()
+    return order[s : s + k].copy()
 
 
 def _grid(shape: tuple[int, int] | Grid, torus: bool) -> Grid:
@@ -105,7 +108,9 @@ def _grid(shape: tuple[int, int] | Grid, torus: bool) -> Grid:
     return grid_of(rows, cols, torus)
 
 
-def free_components(free_mask: np.ndarray, shape: tuple[int, int] | Grid, torus: bool = False) -> np.ndarray:
+def free_components(
+    free_mask: np.ndarray, shape: tuple[int, int] | Grid, torus: bool = False
+) -> np.ndarray:
     """``(n,)`` int64: the free 4-connected component of every node (numbered in the order of
     their lowest node), ``-1`` for busy nodes."""
     grid = _grid(shape, torus)
@@ -125,8 +130,10 @@ def free_components(free_mask: np.ndarray, shape: tuple[int, int] | Grid, torus:
     keep = mask[src] & mask[indices]
     local = np.full(grid.n_nodes, -1, dtype=np.int64)
     local[free] = np.arange(len(free))
-    adj = _sparse.csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), (local[src[keep]], local[indices[keep]])),
-                     shape=(len(free), len(free)))
+    adj = _sparse.csr_matrix(
+        (np.ones(int(keep.sum()), dtype=np.int8), (local[src[keep]], local[indices[keep]])),
+        shape=(len(free), len(free)),
+    )
     _, comp = _csgraph.connected_components(adj, directed=False)
     # renumber: component of the lowest free node first (connected_components already labels
     # in order of first appearance, which for increasing node ids is the same; made explicit)
@@ -137,8 +144,9 @@ def free_components(free_mask: np.ndarray, shape: tuple[int, int] | Grid, torus:
     return labels
 
 
-def manhattan_grow(free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: int, k: int,
-                   torus: bool = False) -> np.ndarray | None:
+def manhattan_grow(
+    free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: int, k: int, torus: bool = False
+) -> np.ndarray | None:
     """Greedy least-Manhattan-increase growth from ``start`` over free nodes (see the module
     docstring): ``k`` node ids in the order they were added, or ``None`` when the frontier
     empties first (``start`` busy, or its free component smaller than ``k``)."""
@@ -160,7 +168,7 @@ def manhattan_grow(free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: 
     while True:
         taken[node] = True
         frontier[node] = False
-        nb = indices[indptr[node]: indptr[node + 1]]
+        nb = indices[indptr[node] : indptr[node + 1]]
         frontier[nb[mask[nb] & ~taken[nb]]] = True
         if len(chosen) == k:
             return np.asarray(chosen, dtype=np.int64)
@@ -179,8 +187,13 @@ def _pair_sum(grid: Grid, nodes: np.ndarray) -> int:
     return int(np.asarray(d).sum()) // 2
 
 
-def manhattan_partition(free_mask: np.ndarray, shape: tuple[int, int] | Grid, k: int,
-                        torus: bool = False, starts: str = "first") -> np.ndarray | None:
+def manhattan_partition(
+    free_mask: np.ndarray,
+    shape: tuple[int, int] | Grid,
+    k: int,
+    torus: bool = False,
+    starts: str = "first",
+) -> np.ndarray | None:
     """The Manhattan-median partition of ``k`` free nodes (Fig. 8, fixed per design note A22):
     grown from the first start node, in node order, whose free 4-connected component holds
     ``k`` nodes; ``None`` when no free component does. Node ids in the order they were added.
@@ -230,8 +243,9 @@ def manhattan_partition(free_mask: np.ndarray, shape: tuple[int, int] | Grid, k:
     return best
 
 
-def snake_first_free(free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: int = 0,
-                     torus: bool = False) -> int | None:
+def snake_first_free(
+    free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: int = 0, torus: bool = False
+) -> int | None:
     """The first free node of ``Grid.snake_order(start)``, or ``None`` when none is free."""
     grid = _grid(shape, torus)
     snake = grid.snake_order(start)
@@ -239,8 +253,15 @@ def snake_first_free(free_mask: np.ndarray, shape: tuple[int, int] | Grid, start
     return int(snake[hits[0]]) if len(hits) else None
 
 
-def leak_grow(free_mask: np.ndarray, shape: tuple[int, int] | Grid, first: int, k: int,
-              jump: bool = False, snake_start: int = 0, torus: bool = False) -> np.ndarray:
+def leak_grow(
+    free_mask: np.ndarray,
+    shape: tuple[int, int] | Grid,
+    first: int,
+    k: int,
+    jump: bool = False,
+    snake_start: int = 0,
+    torus: bool = False,
+) -> np.ndarray:
     """Up to ``k`` free nodes grown from the free node ``first`` by breadth-first layers over
     free 4-neighbours (lowest ids first within a layer), in the order taken. With ``jump``
     (the non-contiguous leak) an empty layer is followed by the next free node along
@@ -267,6 +288,6 @@ def leak_grow(free_mask: np.ndarray, shape: tuple[int, int] | Grid, first: int, 
         layer = layer[: k - len(chosen)]
         taken[layer] = True
         chosen.extend(layer.tolist())
-        nb = np.concatenate([indices[indptr[u]: indptr[u + 1]] for u in layer.tolist()])
+        nb = np.concatenate([indices[indptr[u] : indptr[u + 1]] for u in layer.tolist()])
         layer = np.unique(nb[mask[nb] & ~taken[nb]])
     return np.asarray(chosen, dtype=np.int64)

@@ -9,4 +9,11 @@ from hpcdispatch.validation.validator import (
     validate_tables,
 )
 
-__all__ = ["ValidationReport", "Violation", "validate", "validate_result", "validate_run_dir", "validate_tables"]
+__all__ = [
+    "ValidationReport",
+    "Violation",
+    "validate",
+    "validate_result",
+    "validate_run_dir",
+    "validate_tables",
+]

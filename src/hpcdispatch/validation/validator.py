@@ -72,7 +72,9 @@ from hpcdispatch._util import text_or_none
 from hpcdispatch.errors import HpcDispatchError, ScheduleValidationError
 from hpcdispatch.system.model import System
 
-if TYPE_CHECKING:  # (pandas for the tables of a run directory; a result in memory is checked without it)
+if (
+    TYPE_CHECKING
+):  # (pandas for the tables of a run directory; a result in memory is checked without it)
     import pandas as pd
 
 TOL = 1e-6
@@ -97,7 +99,9 @@ class ValidationReport:
         return not self.violations
 
     def add(self, time: float, kind: str, message: str) -> None:
-        self.violations.append(Violation(float(time) if np.isfinite(time) else float("-inf"), kind, message))
+        self.violations.append(
+            Violation(float(time) if np.isfinite(time) else float("-inf"), kind, message)
+        )
 
     def first(self) -> Violation | None:
         return min(self.violations) if self.violations else None
@@ -185,17 +189,25 @@ def validate_tables(
     wl_ids = workload["job_id"]
     wl_dup = _duplicated(wl_ids)
     if wl_dup.any():
-        report.add(-np.inf, "workload", f"duplicate job ids in the workload: {_jobs(wl_ids[wl_dup])}")
+        report.add(
+            -np.inf, "workload", f"duplicate job ids in the workload: {_jobs(wl_ids[wl_dup])}"
+        )
     job_ids = jobs["job_id"]
     job_dup = _duplicated(job_ids)
     if job_dup.any():
-        report.add(-np.inf, "twice", f"jobs listed more than once in the schedule: {_jobs(job_ids[job_dup])}")
+        report.add(
+            -np.inf,
+            "twice",
+            f"jobs listed more than once in the schedule: {_jobs(job_ids[job_dup])}",
+        )
     w_sorted, w_order = _sorted_unique(wl_ids, wl_dup)
     j_sorted, j_order = _sorted_unique(job_ids, job_dup)
     w_in_j = _in_sorted(w_sorted, j_sorted)
     missing = w_sorted[~w_in_j]
     if len(missing):
-        report.add(-np.inf, "missing", f"jobs of the workload missing from the schedule: {_jobs(missing)}")
+        report.add(
+            -np.inf, "missing", f"jobs of the workload missing from the schedule: {_jobs(missing)}"
+        )
     unknown = j_sorted[~_in_sorted(j_sorted, w_sorted)]
     if len(unknown):
         report.add(-np.inf, "unknown", f"schedule lists jobs not in the workload: {_jobs(unknown)}")
@@ -230,65 +242,121 @@ def validate_tables(
     app = w_col("whole_nodes", bool) if "whole_nodes" in workload else np.zeros(len(common), bool)
     tags = dispatcher_tags if isinstance(dispatcher_tags, Mapping) else {}
     forks = bool(tags.get("forks", False))
-    cancel_why = (_texts(j_col("cancel_reason"))
-                  if "cancel_reason" in jobs else np.full(len(common), "", dtype=object))
+    cancel_why = (
+        _texts(j_col("cancel_reason"))
+        if "cancel_reason" in jobs
+        else np.full(len(common), "", dtype=object)
+    )
     never = np.isnan(start) & ~rejected & ~cancelled
     for i in np.flatnonzero(never)[:20]:
-        report.add(submit[i], "never", f"job {int(ids[i])} (submitted at {submit[i]:.15g}) never started and was not rejected")
+        report.add(
+            submit[i],
+            "never",
+            f"job {int(ids[i])} (submitted at {submit[i]:.15g}) never started and was not rejected",
+        )
     started = ~np.isnan(start)
     ended = ~np.isnan(end)
     # a started job has a finite start and a finite end (NaN / inf never drop out of a check)
     timed = started & np.isfinite(start) & np.isfinite(end)
     for i in np.flatnonzero(started & ~timed)[:20]:
-        report.add(start[i], "time", f"{job_name(i)} has start {start[i]:.15g} and end {end[i]:.15g}: a started job needs "
-                                     "finite start and end times")
+        report.add(
+            start[i],
+            "time",
+            f"{job_name(i)} has start {start[i]:.15g} and end {end[i]:.15g}: a started job needs "
+            "finite start and end times",
+        )
     bad_rej = rejected & (started | ended)
     for i in np.flatnonzero(bad_rej)[:20]:
-        report.add(start[i] if started[i] else end[i], "rejected",
-                   f"job {int(ids[i])} is marked rejected but has a start time {start[i]:.15g} (end {end[i]:.15g})")
+        report.add(
+            start[i] if started[i] else end[i],
+            "rejected",
+            f"job {int(ids[i])} is marked rejected but has a start time {start[i]:.15g} (end {end[i]:.15g})",
+        )
     slack = max(TOL, float(time_tolerance))
     early = started & (start < submit - slack)
     for i in np.flatnonzero(early)[:20]:
-        report.add(start[i], "early", f"job {int(ids[i])} started at {start[i]:.15g}, before its submission at {submit[i]:.15g}")
+        report.add(
+            start[i],
+            "early",
+            f"job {int(ids[i])} started at {start[i]:.15g}, before its submission at {submit[i]:.15g}",
+        )
     expected = np.minimum(run, wall) if walltime_kill else run
-    wrong = timed & ~cancelled & ~app & ~(np.abs((end - start) - expected)
-                                   <= np.maximum(TOL * np.maximum(1.0, np.abs(expected)), float(time_tolerance)))
+    wrong = (
+        timed
+        & ~cancelled
+        & ~app
+        & ~(
+            np.abs((end - start) - expected)
+            <= np.maximum(TOL * np.maximum(1.0, np.abs(expected)), float(time_tolerance))
+        )
+    )
     for i in np.flatnonzero(wrong)[:20]:
         report.add(
             start[i],
             "duration",
             f"job {int(ids[i])} ran {end[i] - start[i]:.15g} s ({start[i]:.15g} -> {end[i]:.15g}); it should run "
-            f"{expected[i]:.15g} s (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills {'on' if walltime_kill else 'off'})",
+            f"{expected[i]:.15g} s (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills "
+            f"{'on' if walltime_kill else 'off'})",
         )
     should_kill = started & (walltime_kill & (run > wall))
     if "killed" in jobs:
         flag = j_col("killed", bool)
         for i in np.flatnonzero(started & ~cancelled & (flag != should_kill))[:20]:
-            report.add(start[i], "killed", f"job {int(ids[i])} (started at {start[i]:.15g}): killed flag is {bool(flag[i])}, expected {bool(should_kill[i])}")
+            report.add(
+                start[i],
+                "killed",
+                f"job {int(ids[i])} (started at {start[i]:.15g}): killed flag is {bool(flag[i])}, "
+                f"expected {bool(should_kill[i])}",
+            )
 
     # ---- statuses: every job ended the run completed, killed or rejected -------------------
     final = np.isin(status, FINAL_STATUSES)
     for i in np.flatnonzero(~final)[:20]:
-        report.add(start[i] if started[i] else submit[i], "status",
-                   f"{job_name(i)} ends the run with status '{status[i]}'; every job ends it "
-                   f"{', '.join(FINAL_STATUSES[:-1])} or {FINAL_STATUSES[-1]}")
+        report.add(
+            start[i] if started[i] else submit[i],
+            "status",
+            f"{job_name(i)} ends the run with status '{status[i]}'; every job ends it "
+            f"{', '.join(FINAL_STATUSES[:-1])} or {FINAL_STATUSES[-1]}",
+        )
     ran_status = (status == "completed") | (status == "killed")
     for i in np.flatnonzero(ran_status & ~(started & ended))[:20]:
-        report.add(start[i] if started[i] else submit[i], "status",
-                   f"{job_name(i)} is '{status[i]}' but has start {start[i]:.15g} and end {end[i]:.15g} (a {status[i]} job "
-                   "started and ended)")
+        report.add(
+            start[i] if started[i] else submit[i],
+            "status",
+            f"{job_name(i)} is '{status[i]}' but has start {start[i]:.15g} and end {end[i]:.15g} (a {status[i]} job "
+            "started and ended)",
+        )
     for i in np.flatnonzero(ran_status & started & ((status == "killed") != should_kill))[:20]:
-        report.add(start[i], "status",
-                   f"{job_name(i)} is '{status[i]}', but it {'ran into' if should_kill[i] else 'did not run into'} its "
-                   f"wall-time (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills {'on' if walltime_kill else 'off'})")
+        report.add(
+            start[i],
+            "status",
+            f"{job_name(i)} is '{status[i]}', but it {'ran into' if should_kill[i] else 'did not run into'} its "
+            f"wall-time (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills {'on' if walltime_kill else 'off'})",
+        )
 
     deadline_rules = "deadline" in workload and "earliest_start" in workload
     if cancelled.any() and not deadline_rules:
         for i in np.flatnonzero(cancelled)[:20]:
-            report.add(submit[i], "cancelled", f"{job_name(i)} is cancelled, but the workload has no deadlines")
+            report.add(
+                submit[i],
+                "cancelled",
+                f"{job_name(i)} is cancelled, but the workload has no deadlines",
+            )
     if deadline_rules:
-        _check_deadlines(report, ids, submit, start, end, started, cancelled, expected,
-                         w_col("earliest_start", np.float64), w_col("deadline", np.float64), app, cancel_why)
+        _check_deadlines(
+            report,
+            ids,
+            submit,
+            start,
+            end,
+            started,
+            cancelled,
+            expected,
+            w_col("earliest_start", np.float64),
+            w_col("deadline", np.float64),
+            app,
+            cancel_why,
+        )
 
     # ---- rejections: declared by the dispatcher, always with a reason ----------------------
     if rejected.any():
@@ -296,20 +364,32 @@ def validate_tables(
         if "reject_reason" in jobs:
             reasons = np.char.strip(_texts(j_col("reject_reason")[rej]))
             for i in rej[reasons == ""][:20]:
-                report.add(submit[i], "rejected", f"{job_name(i)} (submitted at {submit[i]:.15g}) is rejected without a "
-                                                  "reason (every rejection carries the dispatcher's reason)")
+                report.add(
+                    submit[i],
+                    "rejected",
+                    f"{job_name(i)} (submitted at {submit[i]:.15g}) is rejected without a "
+                    "reason (every rejection carries the dispatcher's reason)",
+                )
         else:
-            report.notes.append(f"the jobs table has no reject_reason column: the reasons of {len(rej)} rejected "
-                                f"job(s) ({_jobs(ids[rej])}) were not checked")
+            report.notes.append(
+                f"the jobs table has no reject_reason column: the reasons of {len(rej)} rejected "
+                f"job(s) ({_jobs(ids[rej])}) were not checked"
+            )
         rejects = dispatcher_tags.get("rejects") if isinstance(dispatcher_tags, Mapping) else None
         if rejects is None:
-            report.notes.append(f"the dispatcher's tags are unknown (no dispatcher_tags 'rejects'): whether it may "
-                                f"reject jobs is unknown; {len(rej)} rejected job(s) ({_jobs(ids[rej])}) were not checked "
-                                "against it")
+            report.notes.append(
+                f"the dispatcher's tags are unknown (no dispatcher_tags 'rejects'): whether it may "
+                f"reject jobs is unknown; {len(rej)} rejected job(s) ({_jobs(ids[rej])}) were not checked "
+                "against it"
+            )
         elif not rejects:
             for i in rej[:20]:
-                report.add(submit[i], "rejected", f"{job_name(i)} (submitted at {submit[i]:.15g}) is rejected, but the "
-                                                  "dispatcher's tags say it never rejects (rejects: false)")
+                report.add(
+                    submit[i],
+                    "rejected",
+                    f"{job_name(i)} (submitted at {submit[i]:.15g}) is rejected, but the "
+                    "dispatcher's tags say it never rejects (rejects: false)",
+                )
 
     # ---- allocations ----------------------------------------------------------------------
     a = allocations
@@ -319,7 +399,11 @@ def validate_tables(
     known = row_job < len(common)
     known[known] = common[row_job[known]] == row_ids[known]
     if not known.all():
-        report.add(-np.inf, "unknown", f"allocation rows for unknown jobs: {_jobs(np.unique(row_ids[~known]))}")
+        report.add(
+            -np.inf,
+            "unknown",
+            f"allocation rows for unknown jobs: {_jobs(np.unique(row_ids[~known]))}",
+        )
         a = {name: values[known] for name, values in a.items()}
         row_job = row_job[known]
     del row_ids
@@ -330,50 +414,83 @@ def validate_tables(
     seg, bad_seg = _int_column(a["segment"])
     n_rows = len(row_job)
     amount_cols = [_int_column(a[r]) for r in resources]
-    amounts = np.stack([c[0] for c in amount_cols], axis=1) if n_rows else np.zeros((0, len(resources)), np.int64)
+    amounts = (
+        np.stack([c[0] for c in amount_cols], axis=1)
+        if n_rows
+        else np.zeros((0, len(resources)), np.int64)
+    )
     bad_amount_value = np.zeros(n_rows, bool)
     for _, bad in amount_cols:
         bad_amount_value |= bad
     del amount_cols
     for k in np.flatnonzero(bad_node | bad_units | bad_seg | bad_amount_value)[:20]:
-        report.add(t_from[k], "row", f"job {int(ids[row_job[k]])}: an allocation row holds values that are not "
-                                     f"integers (node {a['node'][k]}, units {a['units'][k]}, segment "
-                                     f"{a['segment'][k]}, amounts {[a[r][k] for r in resources]})")
+        report.add(
+            t_from[k],
+            "row",
+            f"job {int(ids[row_job[k]])}: an allocation row holds values that are not "
+            f"integers (node {a['node'][k]}, units {a['units'][k]}, segment "
+            f"{a['segment'][k]}, amounts {[a[r][k] for r in resources]})",
+        )
     n_common = len(common)
     unit_req = np.stack([w_col(f"unit_{r}", np.int64) for r in resources], axis=1)
-    max_pn = w_col("max_units_per_node", np.int64) if "max_units_per_node" in workload else np.zeros(n_common, np.int64)
-    per_node = np.stack(
-        [w_col(f"pernode_{r}", np.int64) if f"pernode_{r}" in workload else np.zeros(n_common, np.int64)
-         for r in resources], axis=1,
+    max_pn = (
+        w_col("max_units_per_node", np.int64)
+        if "max_units_per_node" in workload
+        else np.zeros(n_common, np.int64)
     )
-    node_count = w_col("node_count", np.int64) if "node_count" in workload else np.zeros(n_common, np.int64)
+    per_node = np.stack(
+        [
+            w_col(f"pernode_{r}", np.int64)
+            if f"pernode_{r}" in workload
+            else np.zeros(n_common, np.int64)
+            for r in resources
+        ],
+        axis=1,
+    )
+    node_count = (
+        w_col("node_count", np.int64) if "node_count" in workload else np.zeros(n_common, np.int64)
+    )
     contiguous = w_col("contiguous", bool) if "contiguous" in workload else np.zeros(n_common, bool)
 
     out_of_range = ((node < 0) | (node >= system.n_nodes)) & ~bad_node
     for k in np.flatnonzero(out_of_range)[:20]:
-        report.add(t_from[k], "node", f"job {int(ids[row_job[k]])} uses node {int(node[k])} from {t_from[k]:.15g}, the system has {system.n_nodes} "
-                                     f"(nodes 0 to {system.n_nodes - 1})")
+        report.add(
+            t_from[k],
+            "node",
+            f"job {int(ids[row_job[k]])} uses node {int(node[k])} from {t_from[k]:.15g}, the "
+            f"system has {system.n_nodes} "
+            f"(nodes 0 to {system.n_nodes - 1})",
+        )
     # every row holds its node from a finite ``from`` to a finite, later ``to``
     bad_times = ~(np.isfinite(t_from) & np.isfinite(t_to) & (t_to > t_from))
     for k in np.flatnonzero(bad_times)[:20]:
-        report.add(t_from[k], "time",
-                   f"job {int(ids[row_job[k]])} holds node {int(node[k])} from {t_from[k]:.15g} to {t_to[k]:.15g} (segment "
-                   f"{int(seg[k])}): an allocation row needs finite times, 'to' after 'from'")
+        report.add(
+            t_from[k],
+            "time",
+            f"job {int(ids[row_job[k]])} holds node {int(node[k])} from {t_from[k]:.15g} to {t_to[k]:.15g} (segment "
+            f"{int(seg[k])}): an allocation row needs finite times, 'to' after 'from'",
+        )
     expected_amounts = units[:, None] * unit_req[row_job] + per_node[row_job]
     bad_amount = (amounts != expected_amounts).any(axis=1) | (units <= 0)
     del expected_amounts
     for k in np.flatnonzero(bad_amount)[:20]:
         extra = per_node[row_job[k]]
         report.add(
-            t_from[k], "amount",
-            f"job {int(ids[row_job[k]])} on node {int(node[k])} from {t_from[k]:.15g}: {int(units[k])} unit(s) but amounts "
+            t_from[k],
+            "amount",
+            f"job {int(ids[row_job[k]])} on node {int(node[k])} from {t_from[k]:.15g}: "
+            f"{int(units[k])} unit(s) but amounts "
             f"{amounts[k].tolist()} (per-unit request {unit_req[row_job[k]].tolist()}"
             + (f", per-node request {extra.tolist()})" if extra.any() else ")"),
         )
     seg0 = seg == 0
     for k in np.flatnonzero(seg < 0)[:20]:
-        report.add(t_from[k], "segment", f"job {int(ids[row_job[k]])} holds node {int(node[k])} in allocation segment "
-                                         f"{int(seg[k])} (segments are numbered from 0)")
+        report.add(
+            t_from[k],
+            "segment",
+            f"job {int(ids[row_job[k]])} holds node {int(node[k])} in allocation segment "
+            f"{int(seg[k])} (segments are numbered from 0)",
+        )
     # units per job in segment 0 and agreement with start/end
     units_first = np.bincount(row_job[seg0], weights=units[seg0], minlength=len(common))
     req_units = w_col("units", np.int64)
@@ -381,8 +498,12 @@ def validate_tables(
     partial_ok = app & forks & (units_first >= 1) & (units_first <= req_units)
     wrong_units = started & (units_first != req_units) & ~partial_ok
     for i in np.flatnonzero(wrong_units)[:20]:
-        report.add(start[i], "units", f"job {int(ids[i])} got {int(units_first[i])} unit(s) at its start at {start[i]:.15g}, it requests "
-                                      f"{int(req_units[i])}")
+        report.add(
+            start[i],
+            "units",
+            f"job {int(ids[i])} got {int(units_first[i])} unit(s) at its start at {start[i]:.15g}, it requests "
+            f"{int(req_units[i])}",
+        )
     rows_per_job = np.bincount(row_job, minlength=len(common))
     has_rows = rows_per_job > 0
     for i in np.flatnonzero(~started & has_rows & ~rejected)[:20]:
@@ -392,21 +513,41 @@ def validate_tables(
         first_row[row_job[::-1]] = np.arange(len(row_job))[::-1]
         for i in np.flatnonzero(rejected & has_rows)[:20]:
             k = first_row[i]
-            report.add(t_from[k], "rejected", f"{job_name(i)} is marked rejected but holds {int(rows_per_job[i])} "
-                                              f"allocation row(s) (node {int(node[k])} from {t_from[k]:.15g})")
+            report.add(
+                t_from[k],
+                "rejected",
+                f"{job_name(i)} is marked rejected but holds {int(rows_per_job[i])} "
+                f"allocation row(s) (node {int(node[k])} from {t_from[k]:.15g})",
+            )
     first_from_mismatch = seg0 & (np.abs(t_from - start[row_job]) > TOL)
     for k in np.flatnonzero(first_from_mismatch)[:20]:
         i = row_job[k]
-        report.add(t_from[k], "twice", f"job {int(ids[i])} holds node {int(node[k])} from {t_from[k]:.15g}, but started at {start[i]:.15g} (started twice?)")
+        report.add(
+            t_from[k],
+            "twice",
+            f"job {int(ids[i])} holds node {int(node[k])} from {t_from[k]:.15g}, but started at "
+            f"{start[i]:.15g} (started twice?)",
+        )
     later = ~seg0 & ((t_from < start[row_job] - TOL) | (t_from >= end[row_job]))
     for k in np.flatnonzero(later)[:20]:
-        report.add(t_from[k], "segment", f"job {int(ids[row_job[k]])}: allocation segment {int(seg[k])} on node "
-                                         f"{int(node[k])} starts at {t_from[k]:.15g}, outside its run "
-                                         f"[{start[row_job[k]]:.15g}, {end[row_job[k]]:.15g})")
+        report.add(
+            t_from[k],
+            "segment",
+            f"job {int(ids[row_job[k]])}: allocation segment {int(seg[k])} on node "
+            f"{int(node[k])} starts at {t_from[k]:.15g}, outside its run "
+            f"[{start[row_job[k]]:.15g}, {end[row_job[k]]:.15g})",
+        )
     # a deadline job's row may end before its job (a node given back at a join)
-    to_mismatch = np.where(app[row_job], t_to > end[row_job] + TOL, np.abs(t_to - end[row_job]) > TOL)
+    to_mismatch = np.where(
+        app[row_job], t_to > end[row_job] + TOL, np.abs(t_to - end[row_job]) > TOL
+    )
     for k in np.flatnonzero(to_mismatch)[:20]:
-        report.add(t_to[k], "release", f"job {int(ids[row_job[k]])} releases node {int(node[k])} at {t_to[k]:.15g}, but ended at {end[row_job[k]]:.15g}")
+        report.add(
+            t_to[k],
+            "release",
+            f"job {int(ids[row_job[k]])} releases node {int(node[k])} at {t_to[k]:.15g}, but ended "
+            f"at {end[row_job[k]]:.15g}",
+        )
     # (job, segment, node) listed twice; units per (job, node) over all segments -- one int64
     # key per row, sorted (numpy, not pandas: a million rows hash into hundreds of MB)
     # (nodes outside the system, reported above, share one key; segment numbers are ranked so
@@ -422,29 +563,49 @@ def validate_tables(
     twice = order[1:][triple[order[1:]] == triple[order[:-1]]]
     del triple, order
     for k in np.sort(twice)[:20]:
-        report.add(t_from[k], "node-twice", f"job {int(ids[row_job[k]])} lists node {int(node[k])} twice in segment {int(seg[k])} "
-                                               f"(from {t_from[k]:.15g})")
+        report.add(
+            t_from[k],
+            "node-twice",
+            f"job {int(ids[row_job[k]])} lists node {int(node[k])} twice in segment {int(seg[k])} "
+            f"(from {t_from[k]:.15g})",
+        )
     if app.any():  # a deadline job holds a node at most once at a time (one unit: the whole node)
         rows_app = np.flatnonzero(app[row_job])
         o = rows_app[np.lexsort((t_from[rows_app], pair[rows_app]))]
         again = np.flatnonzero((pair[o][1:] == pair[o][:-1]) & (t_from[o][1:] < t_to[o][:-1] - TOL))
         for q in again[:20]:
             k = o[q + 1]
-            report.add(t_from[k], "per-node", f"job {int(ids[row_job[k]])} takes node {int(node[k])} at {t_from[k]:.15g} "
-                                              f"while it still holds it (until {t_to[o[q]]:.15g})")
+            report.add(
+                t_from[k],
+                "per-node",
+                f"job {int(ids[row_job[k]])} takes node {int(node[k])} at {t_from[k]:.15g} "
+                f"while it still holds it (until {t_to[o[q]]:.15g})",
+            )
     if (max_pn > 0).any():
-        pair = np.where(app[row_job], -1 - np.arange(len(pair)), pair)  # deadline jobs: checked above, per instant
+        pair = np.where(
+            app[row_job], -1 - np.arange(len(pair)), pair
+        )  # deadline jobs: checked above, per instant
         order = np.argsort(pair, kind="stable")
         sorted_pair = pair[order]
-        first_of_pair = np.flatnonzero(np.r_[True, sorted_pair[1:] != sorted_pair[:-1]]) if len(pair) else np.zeros(0, np.int64)
-        pair_units = np.add.reduceat(units[order], first_of_pair) if len(pair) else np.zeros(0, np.int64)
+        first_of_pair = (
+            np.flatnonzero(np.r_[True, sorted_pair[1:] != sorted_pair[:-1]])
+            if len(pair)
+            else np.zeros(0, np.int64)
+        )
+        pair_units = (
+            np.add.reduceat(units[order], first_of_pair) if len(pair) else np.zeros(0, np.int64)
+        )
         pair_job = row_job[order[first_of_pair]]
         pair_node = node[order[first_of_pair]]
         limit = max_pn[pair_job]
         for k in np.flatnonzero((limit > 0) & (pair_units > limit))[:20]:
             ji = int(pair_job[k])
-            report.add(start[ji], "per-node", f"job {int(ids[ji])} has {int(pair_units[k])} unit(s) on node {int(pair_node[k])} (started at "
-                                                  f"{start[ji]:.15g}), at most {int(max_pn[ji])} allowed")
+            report.add(
+                start[ji],
+                "per-node",
+                f"job {int(ids[ji])} has {int(pair_units[k])} unit(s) on node {int(pair_node[k])} (started at "
+                f"{start[ji]:.15g}), at most {int(max_pn[ji])} allowed",
+            )
         del order, sorted_pair
     del pair
 
@@ -452,12 +613,33 @@ def validate_tables(
     later_app = (seg > 0) & app[row_job]
     if (seg > 0).any():
         if later_app.any():
-            _check_forks(report, system, forks, bool(tags.get("contiguous_grants", False)), ids, row_job, seg,
-                         node, units, t_from, t_to, later_app)
+            _check_forks(
+                report,
+                system,
+                forks,
+                bool(tags.get("contiguous_grants", False)),
+                ids,
+                row_job,
+                seg,
+                node,
+                units,
+                t_from,
+                t_to,
+                later_app,
+            )
         if (later_app != (seg > 0)).any():
             other = ~later_app
-            _check_growth(report, growth, ids, start, row_job[other], seg[other], node[other], units[other],
-                          t_from[other])
+            _check_growth(
+                report,
+                growth,
+                ids,
+                start,
+                row_job[other],
+                seg[other],
+                node[other],
+                units[other],
+                t_from[other],
+            )
 
     # ---- Slurm-style constraints on the first segment ------------------------------------------
     if (node_count > 0).any() or contiguous.any():
@@ -471,14 +653,21 @@ def validate_tables(
         for ji in np.flatnonzero((node_count > 0) & started):
             used = int(n_used[ji])
             if used != node_count[ji]:
-                report.add(start[ji], "node-count",
-                           f"job {int(ids[ji])} uses {used} node(s) from {start[ji]:.15g}, it requests exactly {int(node_count[ji])}")
+                report.add(
+                    start[ji],
+                    "node-count",
+                    f"job {int(ids[ji])} uses {used} node(s) from {start[ji]:.15g}, it requests "
+                    f"exactly {int(node_count[ji])}",
+                )
         for ji in np.flatnonzero(contiguous & started):
             if n_used[ji] and int(highest[ji] - lowest[ji] + 1) != int(n_used[ji]):
                 nodes_used = pairs[pairs[:, 0] == ji, 1]  # (sorted: np.unique's order)
-                report.add(start[ji], "contiguous",
-                           f"job {int(ids[ji])} requests contiguous nodes, it uses nodes {_ids(np.asarray(nodes_used), 8)} "
-                           f"from {start[ji]:.15g}")
+                report.add(
+                    start[ji],
+                    "contiguous",
+                    f"job {int(ids[ji])} requests contiguous nodes, it uses nodes {_ids(np.asarray(nodes_used), 8)} "
+                    f"from {start[ji]:.15g}",
+                )
 
     # ---- capacity sweep -------------------------------------------------------------------
     # A row whose ``from`` / ``to`` is not finite (reported above) still holds its node: for the
@@ -489,28 +678,69 @@ def validate_tables(
     if bad_times.any():
         sweep_from = np.where(np.isfinite(t_from), t_from, np.where(seg0, start[row_job], np.nan))
         sweep_to = np.where(np.isfinite(t_to), t_to, end[row_job])
-    ok_rows = ~out_of_range & ~bad_node & np.isfinite(sweep_from) & np.isfinite(sweep_to) & (sweep_to > sweep_from)
+    ok_rows = (
+        ~out_of_range
+        & ~bad_node
+        & np.isfinite(sweep_from)
+        & np.isfinite(sweep_to)
+        & (sweep_to > sweep_from)
+    )
     if ok_rows.any():
-        sel = slice(None) if ok_rows.all() else ok_rows  # the usual case: views, not copies of a million rows
-        _capacity_sweep(report, system, cap, resources, node[sel], sweep_from[sel], sweep_to[sel], amounts[sel],
-                        ids[row_job[sel]])
+        sel = (
+            slice(None) if ok_rows.all() else ok_rows
+        )  # the usual case: views, not copies of a million rows
+        _capacity_sweep(
+            report,
+            system,
+            cap,
+            resources,
+            node[sel],
+            sweep_from[sel],
+            sweep_to[sel],
+            amounts[sel],
+            ids[row_job[sel]],
+        )
         if "whole_nodes" in workload:
             whole = w_col("whole_nodes", bool)
             if whole.any():
-                _check_exclusive(report, node[sel], sweep_from[sel], sweep_to[sel], row_job[sel], whole, ids)
+                _check_exclusive(
+                    report, node[sel], sweep_from[sel], sweep_to[sel], row_job[sel], whole, ids
+                )
     if bookings is not None:
-        _check_bookings(report, bookings, ids, start, end, started, row_job, seg0, node, t_from,
-                        w_col("deadline", np.float64) if deadline_rules else np.full(len(ids), np.inf),
-                        cancelled & (cancel_why == CONFLICT))
+        _check_bookings(
+            report,
+            bookings,
+            ids,
+            start,
+            end,
+            started,
+            row_job,
+            seg0,
+            node,
+            t_from,
+            w_col("deadline", np.float64) if deadline_rules else np.full(len(ids), np.inf),
+            cancelled & (cancel_why == CONFLICT),
+        )
         if shape is not None and "whole_nodes" in workload:
             _check_shapes(report, system, shape, bookings, ids, w_col("whole_nodes", bool))
     report.violations.sort()
     return report
 
 
-def _check_forks(report: ValidationReport, system: System, forks: bool, contiguous: bool, ids: np.ndarray,
-                 row_job: np.ndarray, seg: np.ndarray, node: np.ndarray, units: np.ndarray, t_from: np.ndarray,
-                 t_to: np.ndarray, later: np.ndarray) -> None:
+def _check_forks(
+    report: ValidationReport,
+    system: System,
+    forks: bool,
+    contiguous: bool,
+    ids: np.ndarray,
+    row_job: np.ndarray,
+    seg: np.ndarray,
+    node: np.ndarray,
+    units: np.ndarray,
+    t_from: np.ndarray,
+    t_to: np.ndarray,
+    later: np.ndarray,
+) -> None:
     """Later segments of deadline jobs are fork grants: only from a dispatcher tagged
     ``forks``, one unit (one whole node) each; with ``contiguous_grants`` each granted node
     is a 4-neighbour of a node the job held when it was granted (its rows with
@@ -519,12 +749,20 @@ def _check_forks(report: ValidationReport, system: System, forks: bool, contiguo
     rows = np.flatnonzero(later)
     if not forks:
         for k in rows[:20]:
-            report.add(t_from[k], "fork", f"job {int(ids[row_job[k]])} holds node {int(node[k])} from {t_from[k]:.15g} "
-                                          f"in segment {int(seg[k])}, but its dispatcher does not grant forks")
+            report.add(
+                t_from[k],
+                "fork",
+                f"job {int(ids[row_job[k]])} holds node {int(node[k])} from {t_from[k]:.15g} "
+                f"in segment {int(seg[k])}, but its dispatcher does not grant forks",
+            )
         return
     for k in rows[units[rows] != 1][:20]:
-        report.add(t_from[k], "fork", f"job {int(ids[row_job[k]])}: fork grant of {int(units[k])} unit(s) on node "
-                                      f"{int(node[k])} at {t_from[k]:.15g} (a grant is one whole node)")
+        report.add(
+            t_from[k],
+            "fork",
+            f"job {int(ids[row_job[k]])}: fork grant of {int(units[k])} unit(s) on node "
+            f"{int(node[k])} at {t_from[k]:.15g} (a grant is one whole node)",
+        )
     if not contiguous:
         return
     topo = system.topology
@@ -547,17 +785,31 @@ def _check_forks(report: ValidationReport, system: System, forks: bool, contiguo
         if torus:
             dr, dc = np.minimum(dr, rows_n - dr), np.minimum(dc, cols - dc)
         if not ((dr + dc) == 1).any():
-            report.add(t, "fork", f"job {int(ids[row_job[k]])} was granted node {int(node[k])} at {t:.15g}, which touches "
-                                  "none of its nodes (the contiguous leak grows over neighbours)")
+            report.add(
+                t,
+                "fork",
+                f"job {int(ids[row_job[k]])} was granted node {int(node[k])} at {t:.15g}, which touches "
+                "none of its nodes (the contiguous leak grows over neighbours)",
+            )
             found += 1
             if found >= 20:
                 return
 
 
-def _check_deadlines(report: ValidationReport, ids: np.ndarray, submit: np.ndarray, start: np.ndarray,
-                     end: np.ndarray, started: np.ndarray, cancelled: np.ndarray, expected: np.ndarray,
-                     earliest: np.ndarray, deadline: np.ndarray, app: np.ndarray | None = None,
-                     cancel_why: np.ndarray | None = None) -> None:
+def _check_deadlines(
+    report: ValidationReport,
+    ids: np.ndarray,
+    submit: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    started: np.ndarray,
+    cancelled: np.ndarray,
+    expected: np.ndarray,
+    earliest: np.ndarray,
+    deadline: np.ndarray,
+    app: np.ndarray | None = None,
+    cancel_why: np.ndarray | None = None,
+) -> None:
     """Deadline workloads: no start before ``max(submit, earliest start)``; no started job
     ends after its deadline; a cancelled job ends exactly at its deadline -- or, cancelled
     for a ``booking-conflict``, at the end of its booking (:func:`_check_bookings`) -- and,
@@ -568,23 +820,45 @@ def _check_deadlines(report: ValidationReport, ids: np.ndarray, submit: np.ndarr
     conflict = np.zeros(len(ids), bool) if cancel_why is None else (cancel_why == CONFLICT)
     ready = np.maximum(submit, np.nan_to_num(earliest, nan=-np.inf))
     for i in np.flatnonzero(started & (start < ready - TOL))[:20]:
-        report.add(start[i], "earliest-start", f"job {int(ids[i])} started at {start[i]:.15g}, before its earliest "
-                                               f"start {ready[i]:.15g}")
+        report.add(
+            start[i],
+            "earliest-start",
+            f"job {int(ids[i])} started at {start[i]:.15g}, before its earliest "
+            f"start {ready[i]:.15g}",
+        )
     late = started & np.isfinite(end) & (end > deadline + TOL)
     for i in np.flatnonzero(late)[:20]:
-        report.add(end[i], "deadline", f"job {int(ids[i])} ended at {end[i]:.15g}, after its deadline {deadline[i]:.15g}")
+        report.add(
+            end[i],
+            "deadline",
+            f"job {int(ids[i])} ended at {end[i]:.15g}, after its deadline {deadline[i]:.15g}",
+        )
     off = cancelled & ~conflict & ~(np.abs(end - deadline) <= TOL)
     for i in np.flatnonzero(off)[:20]:
-        report.add(end[i] if np.isfinite(end[i]) else submit[i], "cancelled",
-                   f"job {int(ids[i])} is cancelled at {end[i]:.15g}, not at its deadline {deadline[i]:.15g}")
+        report.add(
+            end[i] if np.isfinite(end[i]) else submit[i],
+            "cancelled",
+            f"job {int(ids[i])} is cancelled at {end[i]:.15g}, not at its deadline {deadline[i]:.15g}",
+        )
     early_cut = cancelled & started & ~app & ~(start + expected > deadline + TOL)
     for i in np.flatnonzero(early_cut)[:20]:
-        report.add(start[i], "cancelled", f"job {int(ids[i])} started at {start[i]:.15g} and would have ended by its "
-                                          f"deadline {deadline[i]:.15g}, but is cancelled")
+        report.add(
+            start[i],
+            "cancelled",
+            f"job {int(ids[i])} started at {start[i]:.15g} and would have ended by its "
+            f"deadline {deadline[i]:.15g}, but is cancelled",
+        )
 
 
-def _check_exclusive(report: ValidationReport, node: np.ndarray, t_from: np.ndarray, t_to: np.ndarray,
-                     row_job: np.ndarray, whole: np.ndarray, ids: np.ndarray) -> None:
+def _check_exclusive(
+    report: ValidationReport,
+    node: np.ndarray,
+    t_from: np.ndarray,
+    t_to: np.ndarray,
+    row_job: np.ndarray,
+    whole: np.ndarray,
+    ids: np.ndarray,
+) -> None:
     """A job that takes whole nodes (``whole_nodes``: deadline jobs) shares none of them, at
     any instant, with another job (rows sorted per node by start; a row that begins before the
     latest end so far on its node overlaps)."""
@@ -597,8 +871,12 @@ def _check_exclusive(report: ValidationReport, node: np.ndarray, t_from: np.ndar
             last_node, last_to, last_job = n, b, j
             continue
         if a < last_to - TOL and j != last_job and (whole[j] or whole[last_job]):
-            report.add(a, "exclusive", f"job {int(ids[j])} uses node {n} from {a:.15g} while job {int(ids[last_job])} "
-                                       f"holds it until {last_to:.15g} (deadline jobs take whole nodes)")
+            report.add(
+                a,
+                "exclusive",
+                f"job {int(ids[j])} uses node {n} from {a:.15g} while job {int(ids[last_job])} "
+                f"holds it until {last_to:.15g} (deadline jobs take whole nodes)",
+            )
             found += 1
             if found >= 20:
                 return
@@ -606,24 +884,43 @@ def _check_exclusive(report: ValidationReport, node: np.ndarray, t_from: np.ndar
             last_to, last_job = b, j
 
 
-def _check_bookings(report: ValidationReport, bookings: Columns, ids: np.ndarray, start: np.ndarray,
-                    end: np.ndarray, started: np.ndarray, row_job: np.ndarray, seg0: np.ndarray, node: np.ndarray,
-                    t_from: np.ndarray, deadline: np.ndarray, conflict: np.ndarray | None = None) -> None:
+def _check_bookings(
+    report: ValidationReport,
+    bookings: Columns,
+    ids: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    started: np.ndarray,
+    row_job: np.ndarray,
+    seg0: np.ndarray,
+    node: np.ndarray,
+    t_from: np.ndarray,
+    deadline: np.ndarray,
+    conflict: np.ndarray | None = None,
+) -> None:
     """Advance reservations: every started job has one booking and started at its booked
     start on exactly its booked nodes, made no later than that start, ending by its deadline;
     the job ended by its booked end, and gave the nodes back (``released``) no earlier than it
     ended; bookings never overlap on a node (each held until it was released). A job
     cancelled for a ``booking-conflict`` (``conflict``) ends exactly at its booking's end,
     when another booking on one of its nodes begins."""
-    missing = [c for c in ("job_id", "made", "start", "end", "released", "node") if c not in bookings]
+    missing = [
+        c for c in ("job_id", "made", "start", "end", "released", "node") if c not in bookings
+    ]
     if missing:
         report.add(-np.inf, "table", f"the bookings table has no column '{missing[0]}'")
         return
     b_job = np.asarray(bookings["job_id"], np.int64)
     b_pos = np.searchsorted(ids, b_job)
-    known = (b_pos < len(ids)) & (ids[np.minimum(b_pos, len(ids) - 1)] == b_job) if len(ids) else np.zeros(len(b_job), bool)
+    known = (
+        (b_pos < len(ids)) & (ids[np.minimum(b_pos, len(ids) - 1)] == b_job)
+        if len(ids)
+        else np.zeros(len(b_job), bool)
+    )
     for j in np.unique(b_job[~known])[:20]:
-        report.add(-np.inf, "booking", f"a booking names job {int(j)}, which is not in the workload")
+        report.add(
+            -np.inf, "booking", f"a booking names job {int(j)}, which is not in the workload"
+        )
     b_start = np.asarray(bookings["start"], np.float64)
     b_end = np.asarray(bookings["end"], np.float64)
     b_made = np.asarray(bookings["made"], np.float64)
@@ -636,39 +933,75 @@ def _check_bookings(report: ValidationReport, bookings: Columns, ids: np.ndarray
         booked_nodes.setdefault(i, set()).add(int(b_node[k]))
         times = (float(b_start[k]), float(b_end[k]), float(b_made[k]), float(b_rel[k]))
         if booked_at.setdefault(i, times) != times:
-            report.add(b_start[k], "booking", f"job {int(ids[i])} has two bookings ({booked_at[i][:2]} and {times[:2]})")
+            report.add(
+                b_start[k],
+                "booking",
+                f"job {int(ids[i])} has two bookings ({booked_at[i][:2]} and {times[:2]})",
+            )
     used: dict[int, set[int]] = {}
     for k in np.flatnonzero(seg0).tolist():
         used.setdefault(int(row_job[k]), set()).add(int(node[k]))
     for i in np.flatnonzero(started).tolist():
         if i not in booked_at:
-            report.add(start[i], "booking", f"job {int(ids[i])} started at {start[i]:.15g} without a booking")
+            report.add(
+                start[i],
+                "booking",
+                f"job {int(ids[i])} started at {start[i]:.15g} without a booking",
+            )
             continue
         b0, b1, made, rel = booked_at[i]
         if abs(start[i] - b0) > TOL:
-            report.add(start[i], "booking", f"job {int(ids[i])} started at {start[i]:.15g}, its booking starts at {b0:.15g}")
+            report.add(
+                start[i],
+                "booking",
+                f"job {int(ids[i])} started at {start[i]:.15g}, its booking starts at {b0:.15g}",
+            )
         if used.get(i, set()) != booked_nodes[i]:
-            report.add(start[i], "booking", f"job {int(ids[i])} runs on nodes {_ids(np.array(sorted(used.get(i, set()))), 8)}, "
-                                            f"it booked nodes {_ids(np.array(sorted(booked_nodes[i])), 8)}")
+            report.add(
+                start[i],
+                "booking",
+                f"job {int(ids[i])} runs on nodes {_ids(np.array(sorted(used.get(i, set()))), 8)}, "
+                f"it booked nodes {_ids(np.array(sorted(booked_nodes[i])), 8)}",
+            )
         if end[i] > b1 + TOL or rel < end[i] - TOL:
-            report.add(end[i], "booking", f"job {int(ids[i])} ran until {end[i]:.15g}, its booking [{b0:.15g}, {b1:.15g}) "
-                                          f"was released at {rel:.15g}")
+            report.add(
+                end[i],
+                "booking",
+                f"job {int(ids[i])} ran until {end[i]:.15g}, its booking [{b0:.15g}, {b1:.15g}) "
+                f"was released at {rel:.15g}",
+            )
     if conflict is not None and conflict.any():
         starts_on: dict[int, set[float]] = {}
         for k in np.flatnonzero(known).tolist():
             starts_on.setdefault(int(b_node[k]), set()).add(float(b_start[k]))
         for i in np.flatnonzero(conflict & started).tolist():
             b1 = booked_at[i][1] if i in booked_at else np.nan
-            hit = any(any(abs(s0 - end[i]) <= TOL for s0 in starts_on.get(n, ())) for n in booked_nodes.get(i, ()))
+            hit = any(
+                any(abs(s0 - end[i]) <= TOL for s0 in starts_on.get(n, ()))
+                for n in booked_nodes.get(i, ())
+            )
             if not abs(end[i] - b1) <= TOL or not hit:
-                report.add(end[i], "cancelled", f"job {int(ids[i])} is cancelled for a booking conflict at {end[i]:.15g}, "
-                                                f"but its booking ends at {b1:.15g} or no other booking on its nodes "
-                                                "begins then")
+                report.add(
+                    end[i],
+                    "cancelled",
+                    f"job {int(ids[i])} is cancelled for a booking conflict at {end[i]:.15g}, "
+                    f"but its booking ends at {b1:.15g} or no other booking on its nodes "
+                    "begins then",
+                )
     for i, (b0, b1, made, rel) in booked_at.items():
-        if made > b0 + TOL or b1 > deadline[i] + TOL or not b0 < b1 or not b0 - TOL <= rel <= b1 + TOL:
-            report.add(b0, "booking", f"job {int(ids[i])}'s booking made at {made:.15g} for [{b0:.15g}, {b1:.15g}) "
-                                      f"(released {rel:.15g}) is not a window that starts after it was made and ends "
-                                      f"by the deadline {deadline[i]:.15g}")
+        if (
+            made > b0 + TOL
+            or b1 > deadline[i] + TOL
+            or not b0 < b1
+            or not b0 - TOL <= rel <= b1 + TOL
+        ):
+            report.add(
+                b0,
+                "booking",
+                f"job {int(ids[i])}'s booking made at {made:.15g} for [{b0:.15g}, {b1:.15g}) "
+                f"(released {rel:.15g}) is not a window that starts after it was made and ends "
+                f"by the deadline {deadline[i]:.15g}",
+            )
     # bookings never overlap on a node: per node, intervals [start, released) in start order
     sel = np.flatnonzero(known)
     order = sel[np.lexsort((b_start[sel], b_node[sel]))]
@@ -676,8 +1009,12 @@ def _check_bookings(report: ValidationReport, bookings: Columns, ids: np.ndarray
     for k in order.tolist():
         n, a, r, j = int(b_node[k]), float(b_start[k]), float(b_rel[k]), int(b_job[k])
         if n == last_node and a < last_to - TOL:
-            report.add(a, "booking", f"job {j}'s booking of node {n} from {a:.15g} overlaps job {last_job}'s "
-                                     f"(held until {last_to:.15g})")
+            report.add(
+                a,
+                "booking",
+                f"job {j}'s booking of node {n} from {a:.15g} overlaps job {last_job}'s "
+                f"(held until {last_to:.15g})",
+            )
         if n != last_node or r > last_to:
             last_node, last_to, last_job = n, r, j
 
@@ -748,19 +1085,33 @@ def _connected(nodes: Sequence[int], rows: int, cols: int, torus: bool) -> bool:
     return not left
 
 
-def _check_shapes(report: ValidationReport, system: System, rule: str, bookings: Columns, ids: np.ndarray,
-                  whole: np.ndarray) -> None:
+def _check_shapes(
+    report: ValidationReport,
+    system: System,
+    rule: str,
+    bookings: Columns,
+    ids: np.ndarray,
+    whole: np.ndarray,
+) -> None:
     """Each whole-node job's booked nodes follow the strategy's shape rule: ``hilbert``,
     consecutive positions of the grid's Hilbert curve; ``manhattan``, one 4-connected piece."""
     topo = system.topology
     if not topo.is_grid:
-        report.add(-np.inf, "booking", f"the bookings follow the {rule} shape rule, but system {system.name} is not a 2-D grid")
+        report.add(
+            -np.inf,
+            "booking",
+            f"the bookings follow the {rule} shape rule, but system {system.name} is not a 2-D grid",
+        )
         return
     rows, cols = (int(v) for v in topo.shape)
     b_job = np.asarray(bookings["job_id"], np.int64)
     b_node = np.asarray(bookings["node"], np.int64)
     b_pos = np.searchsorted(ids, b_job)
-    known = (b_pos < len(ids)) & (ids[np.minimum(b_pos, len(ids) - 1)] == b_job) if len(ids) else np.zeros(len(b_job), bool)
+    known = (
+        (b_pos < len(ids)) & (ids[np.minimum(b_pos, len(ids) - 1)] == b_job)
+        if len(ids)
+        else np.zeros(len(b_job), bool)
+    )
     known &= (b_node >= 0) & (b_node < rows * cols)  # (other rules report unknown jobs and nodes)
     nodes_of: dict[int, list[int]] = {}
     for k in np.flatnonzero(known).tolist():
@@ -772,11 +1123,19 @@ def _check_shapes(report: ValidationReport, system: System, rule: str, bookings:
         if positions is not None:
             p = np.sort(positions[nodes])
             if p[-1] - p[0] != len(p) - 1:
-                report.add(-np.inf, "booking", f"job {int(ids[i])} booked nodes {_ids(np.array(nodes), 8)}: not consecutive "
-                                               f"positions of the Hilbert curve (positions {_ids(p, 8)})")
+                report.add(
+                    -np.inf,
+                    "booking",
+                    f"job {int(ids[i])} booked nodes {_ids(np.array(nodes), 8)}: not consecutive "
+                    f"positions of the Hilbert curve (positions {_ids(p, 8)})",
+                )
         elif not _connected(nodes, rows, cols, topo.kind == "torus2d"):
-            report.add(-np.inf, "booking", f"job {int(ids[i])} booked nodes {_ids(np.array(nodes), 8)}: not one "
-                                           "4-connected piece of the grid")
+            report.add(
+                -np.inf,
+                "booking",
+                f"job {int(ids[i])} booked nodes {_ids(np.array(nodes), 8)}: not one "
+                "4-connected piece of the grid",
+            )
 
 
 def _int_column(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -790,7 +1149,9 @@ def _int_column(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     else:  # texts, None: what is not a number is NaN (pandas' reading of numbers, as before)
         import pandas as pd
 
-        values = pd.to_numeric(pd.Series(column, dtype=object), errors="coerce").to_numpy(np.float64)
+        values = pd.to_numeric(pd.Series(column, dtype=object), errors="coerce").to_numpy(
+            np.float64
+        )
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(values) | (values != np.round(values))
     return np.where(bad, 0, values).astype(np.int64), bad
@@ -839,9 +1200,15 @@ def _texts(values: np.ndarray) -> np.ndarray:
 def growth_requests(workload: Any) -> dict[int, list[tuple[float, int]]]:
     """Job id -> its growth requests ``(after, units)``, for the jobs of ``workload`` (a
     :class:`~hpcdispatch.workload.job.Workload`) that have any."""
-    if getattr(workload, "has_growth", True) is False:  # (a Workload knows it: no loop over its jobs)
+    if (
+        getattr(workload, "has_growth", True) is False
+    ):  # (a Workload knows it: no loop over its jobs)
         return {}
-    return {int(j.id): [(float(g.after), int(g.units)) for g in j.growth] for j in workload.jobs if j.growth}
+    return {
+        int(j.id): [(float(g.after), int(g.units)) for g in j.growth]
+        for j in workload.jobs
+        if j.growth
+    }
 
 
 def _request(r: Any) -> tuple[float, int]:
@@ -863,7 +1230,9 @@ def _check_growth(report, growth, ids, start, row_job, seg, node, units, t_from)
         report.notes.append(
             "the workload's growth requests are unknown (not given, or its source not re-read): the later allocation "
             f"segments (segment >= 1) of {', '.join(f'job {int(ids[i])}' for i in grown[:5])}"
-            + (f" ... ({len(grown)} jobs in all)" if len(grown) > 5 else "") + " were not checked against them")
+            + (f" ... ({len(grown)} jobs in all)" if len(grown) > 5 else "")
+            + " were not checked against them"
+        )
         return
     # number of requests per job position (jobs without requests: 0); a segment beyond it is a violation
     by_id = {int(k): [_request(r) for r in v] for k, v in growth.items() if len(v)}
@@ -878,9 +1247,12 @@ def _check_growth(report, growth, ids, start, row_job, seg, node, units, t_from)
     beyond = later[seg[later] > n_req[row_job[later]]]
     for k in beyond[:20]:
         i = row_job[k]
-        report.add(t_from[k], "growth",
-                   f"job {int(ids[i])} holds node {int(node[k])} in allocation segment {int(seg[k])} from {t_from[k]:.15g}, "
-                   f"but its workload entry has {int(n_req[i])} growth request(s): no grant explains it")
+        report.add(
+            t_from[k],
+            "growth",
+            f"job {int(ids[i])} holds node {int(node[k])} in allocation segment {int(seg[k])} from {t_from[k]:.15g}, "
+            f"but its workload entry has {int(n_req[i])} growth request(s): no grant explains it",
+        )
     # jobs whose later segments are all within their number of requests: match them in order
     # (a loop over jobs that grow; their requests come from the workload, so it is bounded by it)
     bad_jobs = set(row_job[beyond].tolist())
@@ -906,22 +1278,38 @@ def _check_growth(report, growth, ids, start, row_job, seg, node, units, t_from)
             got = int(units[srows].sum())
             problem = None
             if k != expected_seg:
-                problem = f"allocation segment {k} from {at:.15g} on node(s) {_ids(node[srows], 8)}, but no segment {expected_seg}"
+                problem = (
+                    f"allocation segment {k} from {at:.15g} on node(s) {_ids(node[srows], 8)}, "
+                    f"but no segment {expected_seg}"
+                )
             else:
-                match = next((p for p in range(next_req, len(requests))
-                              if abs(t0 + requests[p][0] - at) <= TOL * max(1.0, abs(at)) and requests[p][1] == got),
-                             None)
+                match = next(
+                    (
+                        p
+                        for p in range(next_req, len(requests))
+                        if abs(t0 + requests[p][0] - at) <= TOL * max(1.0, abs(at))
+                        and requests[p][1] == got
+                    ),
+                    None,
+                )
                 if match is None:
-                    left = ", ".join(f"after {a:.15g} s: {u} unit(s)" for a, u in requests[next_req:]) or "none"
-                    problem = (f"allocation segment {k} (from {at:.15g}, {got} unit(s) on node(s) "
-                               f"{_ids(node[srows], 8)}) matches none of its remaining growth requests ({left}); "
-                               f"a grant starts at start ({t0:.15g}) + after with exactly the requested units")
+                    left = (
+                        ", ".join(f"after {a:.15g} s: {u} unit(s)" for a, u in requests[next_req:])
+                        or "none"
+                    )
+                    problem = (
+                        f"allocation segment {k} (from {at:.15g}, {got} unit(s) on node(s) "
+                        f"{_ids(node[srows], 8)}) matches none of its remaining growth requests ({left}); "
+                        f"a grant starts at start ({t0:.15g}) + after with exactly the requested units"
+                    )
                 else:
                     next_req = match + 1
                     off = srows[np.abs(t_from[srows] - at) > TOL * max(1.0, abs(at))]
                     if len(off):
-                        problem = (f"allocation segment {k} holds node {int(node[off[0]])} from {t_from[off[0]]:.15g}, "
-                                   f"its other nodes from {at:.15g}")
+                        problem = (
+                            f"allocation segment {k} holds node {int(node[off[0]])} from {t_from[off[0]]:.15g}, "
+                            f"its other nodes from {at:.15g}"
+                        )
             if problem is not None:
                 report.add(at, "growth", f"job {job_id}: {problem}")
                 found += 1
@@ -970,13 +1358,18 @@ def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts,
             seen.add((n, r))
             holders = np.flatnonzero((node == n) & (t_from <= t) & (t_to > t) & (amounts[:, r] > 0))
             report.add(
-                t, "capacity",
+                t,
+                "capacity",
                 f"node {n} ({system.node_name(n)}) at t={t:.15g}: {int(usage[k, r])} {resources[r]} in use, capacity "
                 f"{int(cap[n, r])} (held by {_jobs(job_ids[holders])})",
             )
     if (usage < 0).any():
         k = int(np.flatnonzero((usage < 0).any(axis=1))[0])
-        report.add(times[k], "internal", f"node {int(nodes[k])}: negative usage at t={times[k]:.15g} (inconsistent allocation rows)")
+        report.add(
+            times[k],
+            "internal",
+            f"node {int(nodes[k])}: negative usage at t={times[k]:.15g} (inconsistent allocation rows)",
+        )
 
 
 def _sorted_unique(ids: np.ndarray, duplicated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1047,22 +1440,37 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
         try:
             fresh = workload_from_source(src["kind"], src["spec"], src.get("options", {}), system)
         except HpcDispatchError as exc:
-            notes.append(f"could not re-read the workload source ({exc}); checked against the stored workload table")
+            notes.append(
+                f"could not re-read the workload source ({exc}); checked against the stored workload table"
+            )
         else:
             columns = _workload_table(fresh, system)
             mismatch = _compare_workloads(columns, workload_table, system)
             if mismatch:
-                early.append(("workload", f"the stored workload differs from its source {src['spec']}: {mismatch}"))
+                early.append(
+                    (
+                        "workload",
+                        f"the stored workload differs from its source {src['spec']}: {mismatch}",
+                    )
+                )
             else:
-                notes.append(f"workload re-read from {src['spec']} and matches the stored one ({len(fresh)} jobs)")
+                notes.append(
+                    f"workload re-read from {src['spec']} and matches the stored one ({len(fresh)} jobs)"
+                )
             extra = sorted(set(workload_table.columns) - set(columns))
             if extra:
-                notes.append(f"stored workload columns not derived from the source (not used): {', '.join(extra)}")
+                notes.append(
+                    f"stored workload columns not derived from the source (not used): {', '.join(extra)}"
+                )
             # the schedule is checked against the source, never against the stored copy
             workload_table = columns
             growth = growth_requests(fresh)
     else:
-        why = "not asked to" if not reload_workload else f"a '{src.get('kind')}' workload source cannot be re-read"
+        why = (
+            "not asked to"
+            if not reload_workload
+            else f"a '{src.get('kind')}' workload source cannot be re-read"
+        )
         notes.append(f"workload not re-read ({why}); checked against the stored workload table")
     report = validate_tables(
         system,
@@ -1077,8 +1485,10 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
         shape=shape_rule(stored.run.get("dispatcher")),
     )
     if stored.run.get("time_tolerance"):
-        notes.append(f"times checked with run.json's time_tolerance of {float(stored.run['time_tolerance']):.6g} s "
-                     "(starts before submission and durations only; capacity and allocations exact)")
+        notes.append(
+            f"times checked with run.json's time_tolerance of {float(stored.run['time_tolerance']):.6g} s "
+            "(starts before submission and durations only; capacity and allocations exact)"
+        )
     for kind, message in early:
         report.add(-np.inf, kind, message)
     _check_summary(report, stored.summary, workload_table, stored.jobs)
@@ -1102,17 +1512,28 @@ def _trusted_system(stored: Any, problems: list[tuple[str, str]], notes: list[st
         try:
             trusted = system_from_swf_header(src["spec"])
         except HpcDispatchError as exc:
-            notes.append(f"could not derive the system {name!r} from its trace ({exc}); checked against the "
-                         "stored system.toml")
+            notes.append(
+                f"could not derive the system {name!r} from its trace ({exc}); checked against the "
+                "stored system.toml"
+            )
             trusted = None
         label = f"the system '{name}' derived from the SWF header of {src.get('spec')}"
     else:
         trusted = None
-        notes.append(f"system {stored.system.name!r} is not a preset: checked against the stored system.toml")
+        notes.append(
+            f"system {stored.system.name!r} is not a preset: checked against the stored system.toml"
+        )
     if trusted is None:
         if isinstance(name, str) and name != stored.system.name:
-            problems.append(("system", (f"run.json names the system {name!r}, the stored system.toml is "
-                                        f"{stored.system.name!r}")))
+            problems.append(
+                (
+                    "system",
+                    (
+                        f"run.json names the system {name!r}, the stored system.toml is "
+                        f"{stored.system.name!r}"
+                    ),
+                )
+            )
         return stored.system
     diff = _compare_systems(trusted, stored.system)
     if diff:
@@ -1134,12 +1555,21 @@ def _compare_systems(want: System, got: System) -> str:
             return f"node type {g.name!r} has count = {g.count}, expected {w.count}"
         for r in want.resources:
             if int(w.capacity.get(r, 0)) != int(g.capacity.get(r, 0)):
-                return (f"node type {g.name!r} has capacity {r} = {int(g.capacity.get(r, 0))}, "
-                        f"expected {int(w.capacity.get(r, 0))}")
-    if (want.topology.kind, tuple(want.topology.shape)) != (got.topology.kind, tuple(got.topology.shape)):
-        return (f"topology {got.topology.kind} {list(got.topology.shape)}, expected {want.topology.kind} "
-                f"{list(want.topology.shape)}")
-    if want.n_nodes != got.n_nodes or not np.array_equal(want.capacity, got.capacity):  # (implied by the above)
+                return (
+                    f"node type {g.name!r} has capacity {r} = {int(g.capacity.get(r, 0))}, "
+                    f"expected {int(w.capacity.get(r, 0))}"
+                )
+    if (want.topology.kind, tuple(want.topology.shape)) != (
+        got.topology.kind,
+        tuple(got.topology.shape),
+    ):
+        return (
+            f"topology {got.topology.kind} {list(got.topology.shape)}, expected {want.topology.kind} "
+            f"{list(want.topology.shape)}"
+        )
+    if want.n_nodes != got.n_nodes or not np.array_equal(
+        want.capacity, got.capacity
+    ):  # (implied by the above)
         return "node capacities differ"
     return ""
 
@@ -1152,20 +1582,39 @@ def _workload_table(fresh: Any, system: System) -> dict[str, np.ndarray]:
         "run_time": fresh.run_time,
         "wall_time": fresh.wall_time,
         "units": fresh.units,
-        "max_units_per_node": np.fromiter((j.max_units_per_node for j in fresh.jobs), np.int64, len(fresh)),
+        "max_units_per_node": np.fromiter(
+            (j.max_units_per_node for j in fresh.jobs), np.int64, len(fresh)
+        ),
     }
     res = list(fresh.resources)
     for name in system.resources:
-        data[f"unit_{name}"] = fresh.unit_requests[:, res.index(name)] if name in res else np.zeros(len(fresh), np.int64)
+        data[f"unit_{name}"] = (
+            fresh.unit_requests[:, res.index(name)]
+            if name in res
+            else np.zeros(len(fresh), np.int64)
+        )
     data["node_count"] = fresh.node_counts
     data["contiguous"] = fresh.contiguous
     for name in system.resources:
-        data[f"pernode_{name}"] = (fresh.per_node_requests[:, res.index(name)] if name in res
-                                   else np.zeros(len(fresh), np.int64))
+        data[f"pernode_{name}"] = (
+            fresh.per_node_requests[:, res.index(name)]
+            if name in res
+            else np.zeros(len(fresh), np.int64)
+        )
     if fresh.has_deadlines:  # the validator's own reading of the jobs' windows
-        data["earliest_start"] = np.array([max(float(j.submit), -np.inf if j.earliest_start is None else float(j.earliest_start))
-                                           for j in fresh.jobs], dtype=np.float64)
-        data["deadline"] = np.array([np.inf if j.deadline is None else float(j.deadline) for j in fresh.jobs], np.float64)
+        data["earliest_start"] = np.array(
+            [
+                max(
+                    float(j.submit),
+                    -np.inf if j.earliest_start is None else float(j.earliest_start),
+                )
+                for j in fresh.jobs
+            ],
+            dtype=np.float64,
+        )
+        data["deadline"] = np.array(
+            [np.inf if j.deadline is None else float(j.deadline) for j in fresh.jobs], np.float64
+        )
         data["whole_nodes"] = np.array([j.app is not None for j in fresh.jobs], dtype=bool)
     return data
 
@@ -1178,7 +1627,14 @@ def _compare_workloads(fresh: dict[str, np.ndarray], table: pd.DataFrame, system
     ids = fresh["job_id"]
     if len(ids) != len(table):
         return f"{len(ids)} jobs in the source, {len(table)} stored"
-    required = ("job_id", "submit", "run_time", "wall_time", "units", *(f"unit_{r}" for r in system.resources))
+    required = (
+        "job_id",
+        "submit",
+        "run_time",
+        "wall_time",
+        "units",
+        *(f"unit_{r}" for r in system.resources),
+    )
     for col, values in fresh.items():
         values = np.asarray(values)
         if col not in table.columns:
@@ -1193,7 +1649,9 @@ def _compare_workloads(fresh: dict[str, np.ndarray], table: pd.DataFrame, system
     return ""
 
 
-def _check_summary(report: ValidationReport, summary: dict[str, Any], workload: Table, jobs: pd.DataFrame) -> None:
+def _check_summary(
+    report: ValidationReport, summary: dict[str, Any], workload: Table, jobs: pd.DataFrame
+) -> None:
     """``summary.json``'s job counts, mean wait, slowdown, bounded slowdown and makespan,
     recomputed from the tables (own arithmetic, per job in workload order):
 
@@ -1233,14 +1691,19 @@ def _check_summary(report: ValidationReport, summary: dict[str, Any], workload: 
         "rejected": int((status == "rejected").sum()),
         "killed": int(killed.sum()),
         "wait_mean": float(np.mean(b - s)) if ran.any() else float("nan"),
-        "slowdown_mean": float(np.mean(turnaround / np.maximum(run, 1.0))) if ran.any() else float("nan"),
+        "slowdown_mean": float(np.mean(turnaround / np.maximum(run, 1.0)))
+        if ran.any()
+        else float("nan"),
         "makespan": (float(np.max(e)) if ran.any() else float(submit.min()) if len(submit) else 0.0)
         - (float(submit.min()) if len(submit) else 0.0),
     }
     tau = summary.get("bsld_tau")
     if isinstance(tau, (int, float)) and not isinstance(tau, bool):
         recomputed["bounded_slowdown_mean"] = (
-            float(np.mean(np.maximum(1.0, turnaround / np.maximum(run, float(tau))))) if ran.any() else float("nan"))
+            float(np.mean(np.maximum(1.0, turnaround / np.maximum(run, float(tau)))))
+            if ran.any()
+            else float("nan")
+        )
     else:
         report.notes.append("summary.json has no bsld_tau: bounded_slowdown_mean was not checked")
     unchecked = []
@@ -1254,12 +1717,20 @@ def _check_summary(report: ValidationReport, summary: dict[str, Any], workload: 
         if key in SUMMARY_COUNTS:
             same = isinstance(value, int) and not isinstance(value, bool) and value == want
         else:
-            same = (isinstance(value, (int, float)) and not isinstance(value, bool)
-                    and ((np.isnan(value) and np.isnan(want))
-                         or abs(value - want) <= SUMMARY_RTOL * max(1.0, abs(value), abs(want))))
+            same = (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and (
+                    (np.isnan(value) and np.isnan(want))
+                    or abs(value - want) <= SUMMARY_RTOL * max(1.0, abs(value), abs(want))
+                )
+            )
         if not same:
             shown = f"{value:.12g}" if isinstance(value, float) else repr(value)
-            report.add(-np.inf, "summary", f"summary.json: {key} is {shown}, recomputed from the tables "
-                                           f"{want:.12g}")
+            report.add(
+                -np.inf,
+                "summary",
+                f"summary.json: {key} is {shown}, recomputed from the tables {want:.12g}",
+            )
     if unchecked:
         report.notes.append(f"summary.json has no {', '.join(unchecked)}: not checked")

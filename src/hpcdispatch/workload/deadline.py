@@ -100,9 +100,11 @@ class DeadlineWorkloadParams:
         where = "workload 'synthetic:deadline'"
         if self.jobs < 1:
             raise ConfigError(f"{where}: 'jobs' must be >= 1, got {self.jobs}")
-        self.interarrival  # validates load
+        _ = self.interarrival  # validates load
         if str(self.types) not in TYPES:
-            raise ConfigError(f"{where}: 'types' must be one of {', '.join(TYPES)}, got '{self.types}'")
+            raise ConfigError(
+                f"{where}: 'types' must be one of {', '.join(TYPES)}, got '{self.types}'"
+            )
         if self.comm not in COMMS:
             raise ConfigError(f"{where}: 'comm' must be async or sync, got '{self.comm}'")
         if self.cores < 1:
@@ -124,10 +126,14 @@ class DeadlineWorkloadParams:
         try:
             value = float(self.load)
         except ValueError:
-            raise ConfigError(f"workload 'synthetic:deadline': 'load' must be normal, heavy, very-heavy or a "
-                              f"mean inter-arrival time in seconds, got '{self.load}'") from None
+            raise ConfigError(
+                f"workload 'synthetic:deadline': 'load' must be normal, heavy, very-heavy or a "
+                f"mean inter-arrival time in seconds, got '{self.load}'"
+            ) from None
         if not value > 0 or not math.isfinite(value):
-            raise ConfigError(f"workload 'synthetic:deadline': 'load' in seconds must be > 0, got '{self.load}'")
+            raise ConfigError(
+                f"workload 'synthetic:deadline': 'load' in seconds must be > 0, got '{self.load}'"
+            )
         return value
 
 
@@ -167,47 +173,80 @@ def node_cores(system: System) -> int:
         raise ConfigError(f"system '{system.name}' has no 'core' resource: deadline jobs need one")
     cores = system.capacity[:, system.resource_index("core")]
     if len(cores) == 0 or cores.min() != cores.max() or cores[0] < 1:
-        raise ConfigError(f"system '{system.name}': deadline jobs take whole nodes and need every node to have "
-                          f"the same number of cores (found {sorted(set(cores.tolist()))})")
+        raise ConfigError(
+            f"system '{system.name}': deadline jobs take whole nodes and need every node to have "
+            f"the same number of cores (found {sorted(set(cores.tolist()))})"
+        )
     return int(cores[0])
 
 
-def deadline_job(system: System, job_id: int, submit: int, run_time: int, earliest_start: float | None,
-                 deadline: float | None, app: AppSpec) -> Job:
+def deadline_job(
+    system: System,
+    job_id: int,
+    submit: int,
+    run_time: int,
+    earliest_start: float | None,
+    deadline: float | None,
+    app: AppSpec,
+) -> Job:
     """One deadline job on ``system``: ``ceil(processes / c)`` units of ``c`` cores, one per node."""
     c = node_cores(system)
     req = [0] * len(system.resources)
     req[system.resource_index("core")] = c
-    return Job(id=job_id, submit=submit, run_time=run_time, wall_time=run_time, units=-(-app.processes // c),
-               unit_request=tuple(req), processors=app.processes, max_units_per_node=1, deadline=deadline,
-               earliest_start=earliest_start, app=app)
+    return Job(
+        id=job_id,
+        submit=submit,
+        run_time=run_time,
+        wall_time=run_time,
+        units=-(-app.processes // c),
+        unit_request=tuple(req),
+        processors=app.processes,
+        max_units_per_node=1,
+        deadline=deadline,
+        earliest_start=earliest_start,
+        app=app,
+    )
 
 
 def deadline_columns(params: DeadlineWorkloadParams) -> dict[str, np.ndarray]:
     """The generator's draws as columns (no system needed): ``processes, run_time, submit,
     earliest_start, deadline, behaviour``."""
     seed = params.seed
-    lub = lublin_jobs(LublinSpec(jobs=params.jobs, seed=seed, interactive=params.interactive), params.cores)
+    lub = lublin_jobs(
+        LublinSpec(jobs=params.jobs, seed=seed, interactive=params.interactive), params.cores
+    )
     n = params.jobs
     procs = lub["processors"].astype(np.int64)
-    run = np.maximum(params.min_runtime, np.floor(lub["run_time"] * params.runtime_scale)).astype(np.int64)
+    run = np.maximum(params.min_runtime, np.floor(lub["run_time"] * params.runtime_scale)).astype(
+        np.int64
+    )
     gaps = np.random.default_rng([seed, _ARRIVALS]).exponential(params.interarrival, size=n)
     submit = np.floor(np.cumsum(gaps) - gaps[0]).astype(np.int64)  # the first job at t = 0
     lead = np.random.default_rng([seed, _LEAD]).uniform(0.0, params.lead_days * 86400.0, size=n)
     est = submit + np.floor(lead).astype(np.int64)
     mean = params.slack_base + params.slack_size * np.log2(procs) / 9.0
-    slack = np.maximum(params.slack_min, np.random.default_rng([seed, _SLACK]).normal(mean, params.slack_sd))
+    slack = np.maximum(
+        params.slack_min, np.random.default_rng([seed, _SLACK]).normal(mean, params.slack_sd)
+    )
     deadline = est + np.floor(run * (1.0 + slack)).astype(np.int64)
     type_rng = np.random.default_rng([seed, _TYPES])
     if params.types == "uniform":
         behaviour = type_rng.integers(0, 4, size=n)
     else:
         behaviour = np.full(n, int(params.types), dtype=np.int64)
-    return {"processes": procs, "run_time": run, "submit": submit, "earliest_start": est, "deadline": deadline,
-            "behaviour": behaviour.astype(np.int64)}
+    return {
+        "processes": procs,
+        "run_time": run,
+        "submit": submit,
+        "earliest_start": est,
+        "deadline": deadline,
+        "behaviour": behaviour.astype(np.int64),
+    }
 
 
-def deadline_workload(system: System, params: DeadlineWorkloadParams, spec_string: str | None = None) -> Workload:
+def deadline_workload(
+    system: System, params: DeadlineWorkloadParams, spec_string: str | None = None
+) -> Workload:
     """The deadline workload of ``params`` on ``system`` (jobs larger than the system are
     skipped and counted as ``too-big``)."""
     cols = deadline_columns(params)
@@ -221,14 +260,34 @@ def deadline_workload(system: System, params: DeadlineWorkloadParams, spec_strin
         if nodes_needed[i] > system.n_nodes:
             continue
         app = AppSpec(int(cols["behaviour"][i]), params.comm, int(cols["processes"][i]))
-        jobs.append(deadline_job(system, i + 1, int(cols["submit"][i]), int(cols["run_time"][i]),
-                                 float(cols["earliest_start"][i]), float(cols["deadline"][i]), app))
-    spec = spec_string or "synthetic:deadline," + ",".join(f"{k}={v}" for k, v in asdict(params).items())
+        jobs.append(
+            deadline_job(
+                system,
+                i + 1,
+                int(cols["submit"][i]),
+                int(cols["run_time"][i]),
+                float(cols["earliest_start"][i]),
+                float(cols["deadline"][i]),
+                app,
+            )
+        )
+    spec = spec_string or "synthetic:deadline," + ",".join(
+        f"{k}={v}" for k, v in asdict(params).items()
+    )
     return Workload(jobs, system.resources, WorkloadSource("synthetic", spec, {}), report)
 
 
 # ---- JSON lines ------------------------------------------------------------------------------
-JSONL_FIELDS = ("id", "submit", "run_time", "earliest_start", "deadline", "processes", "behaviour", "comm")
+JSONL_FIELDS = (
+    "id",
+    "submit",
+    "run_time",
+    "earliest_start",
+    "deadline",
+    "processes",
+    "behaviour",
+    "comm",
+)
 
 
 def write_deadline_jsonl(workload: Workload, path: str | Path) -> None:
@@ -237,10 +296,20 @@ def write_deadline_jsonl(workload: Workload, path: str | Path) -> None:
     for job in workload.jobs:
         if job.app is None:
             raise ConfigError(f"job {job.id} has no application model: not a deadline job")
-        lines.append(json.dumps({"id": job.id, "submit": job.submit, "run_time": job.run_time,
-                                 "earliest_start": job.earliest_start, "deadline": job.deadline,
-                                 "processes": job.app.processes, "behaviour": job.app.behaviour,
-                                 "comm": job.app.comm}))
+        lines.append(
+            json.dumps(
+                {
+                    "id": job.id,
+                    "submit": job.submit,
+                    "run_time": job.run_time,
+                    "earliest_start": job.earliest_start,
+                    "deadline": job.deadline,
+                    "processes": job.app.processes,
+                    "behaviour": job.app.behaviour,
+                    "comm": job.app.comm,
+                }
+            )
+        )
     Path(path).write_text("".join(line + "\n" for line in lines))
 
 
@@ -265,7 +334,9 @@ def read_deadline_jsonl(path: str | Path, system: System) -> Workload:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise TraceFormatError(str(path), f"cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+        raise TraceFormatError(
+            str(path), f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     lines = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
     report = SkipReport(total_records=len(lines))
     c = node_cores(system)
@@ -288,7 +359,11 @@ def read_deadline_jsonl(path: str | Path, system: System) -> Workload:
             continue
         unknown = sorted(set(rec) - set(JSONL_FIELDS))
         if unknown:
-            skip("malformed", line, f"field '{unknown[0]}': unknown (fields: {', '.join(JSONL_FIELDS)})")
+            skip(
+                "malformed",
+                line,
+                f"field '{unknown[0]}': unknown (fields: {', '.join(JSONL_FIELDS)})",
+            )
             continue
         try:
             job_id = _number(rec, "id", True)
@@ -315,7 +390,11 @@ def read_deadline_jsonl(path: str | Path, system: System) -> Workload:
             skip("bad-deadline", line, f"field deadline: {deadline:g} is before the earliest start")
             continue
         if -(-procs // c) > system.n_nodes:
-            skip("too-big", line, f"field processes: {procs} processes need more than the system's {system.n_nodes} nodes")
+            skip(
+                "too-big",
+                line,
+                f"field processes: {procs} processes need more than the system's {system.n_nodes} nodes",
+            )
             continue
         if job_id in seen:
             skip("duplicate-id", line, f"field id: {job_id} was used before")

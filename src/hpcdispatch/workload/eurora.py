@@ -57,8 +57,8 @@ from hpcdispatch.workload.lublin import walltime_estimates
 from hpcdispatch.workload.synthetic_parts import (
     apply_load,
     check_common,
-    class_run_times,
     check_share,
+    class_run_times,
     columns_to_workload,
     draw_log2_sizes,
     poisson_submits,
@@ -96,17 +96,31 @@ class EuroraSpec:
 
     def __post_init__(self) -> None:
         where = "synthetic:eurora"
-        check_common(where, self.jobs, self.load, self.interarrival, self.p_max_walltime, self.overestimate_max,
-                     (self.short_share, self.medium_share, self.long_share), self.max_walltime)
+        check_common(
+            where,
+            self.jobs,
+            self.load,
+            self.interarrival,
+            self.p_max_walltime,
+            self.overestimate_max,
+            (self.short_share, self.medium_share, self.long_share),
+            self.max_walltime,
+        )
         for name in ("gpu_share", "mic_share", "reservation_share"):
             check_share(name, getattr(self, name), where)
         if self.gpu_share + self.mic_share > 1:
-            raise ConfigError(f"{where}: gpu_share + mic_share must be <= 1, got {self.gpu_share + self.mic_share:g}")
+            raise ConfigError(
+                f"{where}: gpu_share + mic_share must be <= 1, got {self.gpu_share + self.mic_share:g}"
+            )
         if not 1 <= self.max_units <= 32:
-            raise ConfigError(f"{where}: max_units must be in [1, 32] (32 nodes of each kind), got {self.max_units}")
+            raise ConfigError(
+                f"{where}: max_units must be in [1, 32] (32 nodes of each kind), got {self.max_units}"
+            )
 
 
-def eurora_columns(spec: EuroraSpec, resources: tuple[str, ...], total_cores: int) -> dict[str, np.ndarray]:
+def eurora_columns(
+    spec: EuroraSpec, resources: tuple[str, ...], total_cores: int
+) -> dict[str, np.ndarray]:
     """The generated jobs as columns (before the fit check and sorting); ``load`` is relative
     to ``total_cores``."""
     rng = np.random.default_rng([spec.seed, 36, 3])
@@ -114,12 +128,14 @@ def eurora_columns(spec: EuroraSpec, resources: tuple[str, ...], total_cores: in
     run = class_run_times(rng, spec, BLUE_RUN_CLASSES)
     top_class = int(np.floor(np.log2(spec.max_units)))
     shares = np.array(BLUE_UNIT_SHARES[: top_class + 1], dtype=np.float64)
-    shares[-1] += sum(BLUE_UNIT_SHARES[top_class + 1:])
+    shares[-1] += sum(BLUE_UNIT_SHARES[top_class + 1 :])
     units = draw_log2_sizes(rng, n, shares, BLUE_POW2_SHARE, spec.max_units)
     cores = draw_log2_sizes(rng, n, CURIE_CORE_SHARES, CURIE_POW2_SHARE, 16)
     kind = rng.random(n)
     accel = rng.integers(1, 3, size=n)  # 1 or 2 accelerators per unit
-    core_col, mem_col, gpu_col, mic_col = (resources.index(r) for r in ("core", "mem", "gpu", "mic"))
+    core_col, mem_col, gpu_col, mic_col = (
+        resources.index(r) for r in ("core", "mem", "gpu", "mic")
+    )
     unit_req = np.zeros((n, len(resources)), dtype=np.int64)
     unit_req[:, core_col] = cores
     unit_req[:, mem_col] = cores * MEM_PER_CORE
@@ -130,11 +146,20 @@ def eurora_columns(spec: EuroraSpec, resources: tuple[str, ...], total_cores: in
     submit = poisson_submits(rng, n, spec.interarrival)
     submit = apply_load(submit, units * cores * run, total_cores, spec.load)
     wall_rng = np.random.default_rng([spec.seed, 36, 4])
-    wall = walltime_estimates(run, wall_rng, spec.max_walltime, spec.p_max_walltime, spec.overestimate_max)
+    wall = walltime_estimates(
+        run, wall_rng, spec.max_walltime, spec.p_max_walltime, spec.overestimate_max
+    )
     queue = np.where(wall <= QUEUE_WALL_MAX[0], 0, np.where(wall <= QUEUE_WALL_MAX[1], 1, 2))
     queue = np.where(wall_rng.random(n) < spec.reservation_share, 3, queue)
-    return {"submit": submit, "run_time": run, "wall_time": wall, "units": units.astype(np.int64),
-            "unit_request": unit_req, "processors": (units * cores).astype(np.int64), "queue": queue.astype(np.int64)}
+    return {
+        "submit": submit,
+        "run_time": run,
+        "wall_time": wall,
+        "units": units.astype(np.int64),
+        "unit_request": unit_req,
+        "processors": (units * cores).astype(np.int64),
+        "queue": queue.astype(np.int64),
+    }
 
 
 def eurora_workload(system: System, spec: EuroraSpec, spec_string: str | None = None) -> Workload:
@@ -142,9 +167,18 @@ def eurora_workload(system: System, spec: EuroraSpec, spec_string: str | None = 
     the ``eurora`` preset: on a smaller system, jobs that do not fit are skipped)."""
     missing = [r for r in ("core", "mem", "gpu", "mic") if r not in system.resources]
     if missing:
-        raise ConfigError(f"synthetic:eurora needs a system with resources core, mem, gpu and mic "
-                          f"(system '{system.name}' lacks {missing}; use --system eurora)")
-    cols = eurora_columns(spec, tuple(system.resources), int(system.total_capacity[system.resource_index("core")]))
+        raise ConfigError(
+            f"synthetic:eurora needs a system with resources core, mem, gpu and mic "
+            f"(system '{system.name}' lacks {missing}; use --system eurora)"
+        )
+    cols = eurora_columns(
+        spec, tuple(system.resources), int(system.total_capacity[system.resource_index("core")])
+    )
     load = f",load={spec.load:g}" if spec.load is not None else ""
-    return columns_to_workload(system, cols, spec_string or f"synthetic:eurora,jobs={spec.jobs},seed={spec.seed}{load}",
-                               QUEUES, QUEUE_EWT)
+    return columns_to_workload(
+        system,
+        cols,
+        spec_string or f"synthetic:eurora,jobs={spec.jobs},seed={spec.seed}{load}",
+        QUEUES,
+        QUEUE_EWT,
+    )

@@ -22,9 +22,9 @@ GPUs), one per node.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-import threading
 from functools import cached_property, partial
 from operator import attrgetter, is_not
 from typing import Any, NamedTuple
@@ -119,7 +119,11 @@ class Job(NamedTuple):
     @property
     def constrained(self) -> bool:
         """True for Slurm-style jobs: a node count, per-node extras or contiguity."""
-        return bool(self.node_count or self.contiguous or (self.per_node_request and any(self.per_node_request)))
+        return bool(
+            self.node_count
+            or self.contiguous
+            or (self.per_node_request and any(self.per_node_request))
+        )
 
     @property
     def exact_nodes(self) -> int:
@@ -234,7 +238,9 @@ class Workload:
         for j in jobs:
             if j.node_count or j.contiguous or j.per_node_request:
                 _check_constraints(j, n_res)
-        self._refuse_duplicate_ids(np.fromiter((j.id for j in jobs), dtype=np.int64, count=len(jobs)))
+        self._refuse_duplicate_ids(
+            np.fromiter((j.id for j in jobs), dtype=np.int64, count=len(jobs))
+        )
         submit = np.fromiter((j.submit for j in jobs), dtype=np.float64, count=len(jobs))
         in_order = len(jobs) < 2 or bool((np.diff(submit) >= 0).all())
         if not in_order:
@@ -245,9 +251,17 @@ class Workload:
         self._jobs: tuple[Job, ...] | None = tuple(jobs)
         self._plain_fields: dict[str, np.ndarray] = {}
 
-    def _describe(self, n_jobs: int, resources: Sequence[str], source: WorkloadSource | None,
-                  report: SkipReport | None, queue_names: dict[int, str] | None, header: dict[str, str] | None,
-                  queue_ewt: dict[int, float] | None, labels: dict[str, dict[int, str]] | None) -> None:
+    def _describe(
+        self,
+        n_jobs: int,
+        resources: Sequence[str],
+        source: WorkloadSource | None,
+        report: SkipReport | None,
+        queue_names: dict[int, str] | None,
+        header: dict[str, str] | None,
+        queue_ewt: dict[int, float] | None,
+        labels: dict[str, dict[int, str]] | None,
+    ) -> None:
         """Everything but the jobs (shared by both ways of building a workload)."""
         self._n_jobs = n_jobs
         self.resources = tuple(resources)
@@ -267,12 +281,26 @@ class Workload:
         sorted_ids = np.sort(ids)
         dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
         if len(dup):
-            raise ConfigError(f"duplicate job id {int(sorted_ids[dup[0]])} in workload {self.source.spec}")
+            raise ConfigError(
+                f"duplicate job id {int(sorted_ids[dup[0]])} in workload {self.source.spec}"
+            )
 
     #: the fields of a plain job (:meth:`of_plain_columns`) given as columns; the others are
     #: Job's defaults (no deadline, growth, node constraints or application model)
-    PLAIN_FIELDS = ("id", "submit", "run_time", "wall_time", "units", "unit_request", "user", "group", "queue",
-                    "partition", "executable", "processors")
+    PLAIN_FIELDS = (
+        "id",
+        "submit",
+        "run_time",
+        "wall_time",
+        "units",
+        "unit_request",
+        "user",
+        "group",
+        "queue",
+        "partition",
+        "executable",
+        "processors",
+    )
 
     @classmethod
     def of_plain_columns(
@@ -295,7 +323,9 @@ class Workload:
         request of another width, submissions out of order."""
         missing = [name for name in cls.PLAIN_FIELDS if name not in fields]
         if missing:
-            raise ValueError(f"of_plain_columns needs the columns {list(cls.PLAIN_FIELDS)}; missing {missing}")
+            raise ValueError(
+                f"of_plain_columns needs the columns {list(cls.PLAIN_FIELDS)}; missing {missing}"
+            )
         n = len(fields["id"])
         self = cls.__new__(cls)
         self._describe(n, resources, source, report, queue_names, header, queue_ewt, labels)
@@ -303,12 +333,16 @@ class Workload:
         for name in cls.PLAIN_FIELDS:
             given = np.asarray(fields[name])
             if given.dtype.kind not in "iu" and not (given.size == 0 and given.dtype.kind == "f"):
-                raise ConfigError(f"column {name} holds {given.dtype} values; job fields are integers")
+                raise ConfigError(
+                    f"column {name} holds {given.dtype} values; job fields are integers"
+                )
             arr = np.array(given, dtype=np.int64)  # (a copy: the caller's arrays stay its own)
             expected = (n, len(self.resources)) if name == "unit_request" else (n,)
             if arr.shape != expected:
-                raise ConfigError(f"column {name} has shape {arr.shape}, expected {expected} "
-                                  f"({n} jobs, resources {list(self.resources)})")
+                raise ConfigError(
+                    f"column {name} has shape {arr.shape}, expected {expected} "
+                    f"({n} jobs, resources {list(self.resources)})"
+                )
             arr.flags.writeable = False
             plain[name] = arr
         self._refuse_duplicate_ids(plain["id"])
@@ -321,10 +355,22 @@ class Workload:
         for arr in (zeros, no_contiguity, no_extras):
             arr.flags.writeable = False
         self.__dict__.update(  # what the cached properties would compute from the jobs
-            ids=plain["id"], submit=plain["submit"], run_time=plain["run_time"], wall_time=plain["wall_time"],
-            units=plain["units"], unit_requests=plain["unit_request"], users=plain["user"], queues=plain["queue"],
-            max_units_per_node=zeros, node_counts=zeros, contiguous=no_contiguity, per_node_requests=no_extras,
-            has_deadlines=False, has_apps=False, has_constraints=False, has_growth=False,
+            ids=plain["id"],
+            submit=plain["submit"],
+            run_time=plain["run_time"],
+            wall_time=plain["wall_time"],
+            units=plain["units"],
+            unit_requests=plain["unit_request"],
+            users=plain["user"],
+            queues=plain["queue"],
+            max_units_per_node=zeros,
+            node_counts=zeros,
+            contiguous=no_contiguity,
+            per_node_requests=no_extras,
+            has_deadlines=False,
+            has_apps=False,
+            has_constraints=False,
+            has_growth=False,
         )
         return self
 
@@ -354,12 +400,34 @@ class Workload:
     def _plain_jobs(self) -> tuple[Job, ...]:
         f, n = self._plain_fields, self._n_jobs
         with gc_paused():  # (millions of new ints and tuples: the collector would walk them all)
-            columns = [f[name].tolist() for name in ("id", "submit", "run_time", "wall_time", "units")]
+            columns = [
+                f[name].tolist() for name in ("id", "submit", "run_time", "wall_time", "units")
+            ]
             requests = list(map(tuple, f["unit_request"].tolist()))
-            named = [f[name].tolist() for name in ("user", "group", "queue", "partition", "executable")]
-            jobs = tuple(map(make_job, zip(*columns, requests, *named, [None] * n, f["processors"].tolist(),
-                                           [0] * n, [None] * n, [()] * n, [0] * n, [()] * n, [False] * n,
-                                           [None] * n, [None] * n, range(n))))
+            named = [
+                f[name].tolist() for name in ("user", "group", "queue", "partition", "executable")
+            ]
+            jobs = tuple(
+                map(
+                    make_job,
+                    zip(
+                        *columns,
+                        requests,
+                        *named,
+                        [None] * n,
+                        f["processors"].tolist(),
+                        [0] * n,
+                        [None] * n,
+                        [()] * n,
+                        [0] * n,
+                        [()] * n,
+                        [False] * n,
+                        [None] * n,
+                        [None] * n,
+                        range(n),
+                    ),
+                )
+            )
         return jobs
 
     def __len__(self) -> int:
@@ -372,16 +440,28 @@ class Workload:
         return self.jobs[i]
 
     #: the columns a reader may hand over with :meth:`known_columns` (name -> dtype)
-    COLUMNS = {"ids": np.int64, "submit": np.int64, "run_time": np.int64, "wall_time": np.int64,
-               "units": np.int64, "unit_requests": np.int64, "users": np.int64, "queues": np.int64,
-               "max_units_per_node": np.int64, "node_counts": np.int64, "contiguous": bool,
-               "per_node_requests": np.int64}
+    COLUMNS = {
+        "ids": np.int64,
+        "submit": np.int64,
+        "run_time": np.int64,
+        "wall_time": np.int64,
+        "units": np.int64,
+        "unit_requests": np.int64,
+        "users": np.int64,
+        "queues": np.int64,
+        "max_units_per_node": np.int64,
+        "node_counts": np.int64,
+        "contiguous": bool,
+        "per_node_requests": np.int64,
+    }
 
     def known_columns(self, **columns: np.ndarray) -> Workload:
         """Hand over columns a reader already holds as arrays (one value per job, in the
         workload's order), so that they are not rebuilt from the jobs; returns ``self``."""
         for name, values in columns.items():
-            arr = np.array(values, dtype=self.COLUMNS[name])  # (a copy: the caller's array stays its own)
+            arr = np.array(
+                values, dtype=self.COLUMNS[name]
+            )  # (a copy: the caller's array stays its own)
             if len(arr) != len(self):
                 raise ValueError(f"column {name} has {len(arr)} values for {len(self)} jobs")
             arr.flags.writeable = False
@@ -416,7 +496,9 @@ class Workload:
     @cached_property
     def unit_requests(self) -> np.ndarray:
         """``(n_jobs, n_resources)`` per-unit request."""
-        arr = np.array([j.unit_request for j in self.jobs], dtype=np.int64).reshape(len(self.jobs), len(self.resources))
+        arr = np.array([j.unit_request for j in self.jobs], dtype=np.int64).reshape(
+            len(self.jobs), len(self.resources)
+        )
         arr.flags.writeable = False
         return arr
 
@@ -466,8 +548,11 @@ class Workload:
     def has_constraints(self) -> bool:
         """True when any job has a node count, per-node extras or contiguity."""
         jobs = self.jobs  # (Job.constrained, field by field, the loops in C)
-        return (any(map(attrgetter("node_count"), jobs)) or any(map(attrgetter("contiguous"), jobs))
-                or any(map(any, map(attrgetter("per_node_request"), jobs))))
+        return (
+            any(map(attrgetter("node_count"), jobs))
+            or any(map(attrgetter("contiguous"), jobs))
+            or any(map(any, map(attrgetter("per_node_request"), jobs)))
+        )
 
     @cached_property
     def has_growth(self) -> bool:
@@ -476,13 +561,30 @@ class Workload:
 
     def subset(self, n: int) -> Workload:
         """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
-        source = WorkloadSource(self.source.kind, self.source.spec, {**self.source.options, "max_jobs": n})
+        source = WorkloadSource(
+            self.source.kind, self.source.spec, {**self.source.options, "max_jobs": n}
+        )
         if self._jobs is None:  # still columns: so is the subset
-            return Workload.of_plain_columns({name: values[:n] for name, values in self._plain_fields.items()},
-                                             self.resources, source, self.report, self.queue_names, self.header,
-                                             self.queue_ewt, self.labels)
-        return Workload(self.jobs[:n], self.resources, source, self.report, self.queue_names, self.header, self.queue_ewt,
-                        self.labels)
+            return Workload.of_plain_columns(
+                {name: values[:n] for name, values in self._plain_fields.items()},
+                self.resources,
+                source,
+                self.report,
+                self.queue_names,
+                self.header,
+                self.queue_ewt,
+                self.labels,
+            )
+        return Workload(
+            self.jobs[:n],
+            self.resources,
+            source,
+            self.report,
+            self.queue_names,
+            self.header,
+            self.queue_ewt,
+            self.labels,
+        )
 
     def jittered(self, seconds: int, seed: int) -> Workload:
         """The same jobs with each submission time moved by a whole number of seconds drawn
@@ -500,15 +602,29 @@ class Workload:
         submit = np.maximum(old_submit.min(), old_submit + shift)
         order = np.argsort(submit, kind="stable")  # (the order Workload() would sort them into)
         options = {**self.source.options, "submit_jitter": int(seconds), "jitter_seed": int(seed)}
-        report = replace(self.report, skipped=dict(self.report.skipped), patched=dict(self.report.patched),
-                         first_lines={k: list(v) for k, v in self.report.first_lines.items()},
-                         notes=[*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"])
+        report = replace(
+            self.report,
+            skipped=dict(self.report.skipped),
+            patched=dict(self.report.patched),
+            first_lines={k: list(v) for k, v in self.report.first_lines.items()},
+            notes=[*self.report.notes, f"submit times jittered by up to {seconds} s (seed {seed})"],
+        )
         source = WorkloadSource(self.source.kind, self.source.spec, options)
-        if self._jobs is None:  # still columns (plain jobs): so is the replica, each column reordered once
+        if (
+            self._jobs is None
+        ):  # still columns (plain jobs): so is the replica, each column reordered once
             fields = {name: values[order] for name, values in self._plain_fields.items()}
             fields["submit"] = submit[order]
-            return Workload.of_plain_columns(fields, self.resources, source, report, self.queue_names, self.header,
-                                             self.queue_ewt, self.labels)
+            return Workload.of_plain_columns(
+                fields,
+                self.resources,
+                source,
+                report,
+                self.queue_names,
+                self.header,
+                self.queue_ewt,
+                self.labels,
+            )
         submit_l, moved_l = submit.tolist(), (submit - old_submit).tolist()
         # the replica built in its final order, each job's index set, in one pass: a plain job
         # is its tuple with the new submission and index (the fields are Job's, in order)
@@ -520,14 +636,33 @@ class Workload:
                 jobs.append(new_plain((job[0], submit_l[i], *job[2:-1], pos)))
                 continue
             moved = moved_l[i]
-            jobs.append(job._replace(submit=submit_l[i], index=pos,
-                                     deadline=None if job.deadline is None else job.deadline + moved,
-                                     earliest_start=None if job.earliest_start is None else job.earliest_start + moved))
-        replica = Workload(jobs, self.resources, source, report, self.queue_names, self.header, self.queue_ewt,
-                           self.labels)
+            jobs.append(
+                job._replace(
+                    submit=submit_l[i],
+                    index=pos,
+                    deadline=None if job.deadline is None else job.deadline + moved,
+                    earliest_start=None
+                    if job.earliest_start is None
+                    else job.earliest_start + moved,
+                )
+            )
+        replica = Workload(
+            jobs,
+            self.resources,
+            source,
+            report,
+            self.queue_names,
+            self.header,
+            self.queue_ewt,
+            self.labels,
+        )
         # every column the original holds (and those the engine always needs) in the new order
         wanted = {"ids", "run_time", "wall_time", "units", "unit_requests"} | set(self.__dict__)
-        known = {name: getattr(self, name)[order] for name in self.COLUMNS if name in wanted and name != "submit"}
+        known = {
+            name: getattr(self, name)[order]
+            for name in self.COLUMNS
+            if name in wanted and name != "submit"
+        }
         return replica.known_columns(submit=submit[order], **known)
 
     def offered_load(self, total_capacity: np.ndarray) -> np.ndarray:
@@ -547,7 +682,8 @@ class Workload:
 def _check_constraints(job: Job, n_res: int) -> None:
     if job.per_node_request and len(job.per_node_request) != n_res:
         raise ConfigError(
-            f"job {job.id}: per_node_request has {len(job.per_node_request)} entries, the workload has {n_res} resources"
+            f"job {job.id}: per_node_request has {len(job.per_node_request)} entries, the workload "
+            f"has {n_res} resources"
         )
     if job.per_node_request and min(job.per_node_request) < 0:
         raise ConfigError(f"job {job.id}: negative per_node_request {list(job.per_node_request)}")
@@ -555,14 +691,18 @@ def _check_constraints(job: Job, n_res: int) -> None:
         raise ConfigError(f"job {job.id}: node_count must be >= 0, got {job.node_count}")
     if job.node_count:
         if job.units < job.node_count:
-            raise ConfigError(f"job {job.id}: {job.units} unit(s) cannot cover {job.node_count} nodes (each needs one)")
+            raise ConfigError(
+                f"job {job.id}: {job.units} unit(s) cannot cover {job.node_count} nodes (each needs one)"
+            )
         if job.max_units_per_node and job.max_units_per_node * job.node_count < job.units:
             raise ConfigError(
                 f"job {job.id}: {job.units} units do not fit on {job.node_count} nodes with at most "
                 f"{job.max_units_per_node} per node"
             )
     if job.growth and job.constrained:
-        raise ConfigError(f"job {job.id}: growth requests are not supported for jobs with node constraints")
+        raise ConfigError(
+            f"job {job.id}: growth requests are not supported for jobs with node constraints"
+        )
 
 
 _JOB_FIELDS = len(Job._fields)
@@ -574,7 +714,9 @@ def make_job(fields: tuple) -> Job:
     """Build a :class:`Job` from a full tuple of its fields in declaration order (fast path;
     a tuple of another length -- a reader written for other fields -- is refused)."""
     if len(fields) != _JOB_FIELDS:
-        raise ValueError(f"make_job needs the {_JOB_FIELDS} fields of Job {Job._fields}, got {len(fields)}")
+        raise ValueError(
+            f"make_job needs the {_JOB_FIELDS} fields of Job {Job._fields}, got {len(fields)}"
+        )
     return tuple.__new__(Job, fields)
 
 

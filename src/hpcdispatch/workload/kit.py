@@ -47,25 +47,39 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hpcdispatch.errors import ConfigError
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.lublin import walltime_estimates
 from hpcdispatch.workload.synthetic_parts import (
     apply_load,
     check_common,
-    class_run_times,
     check_share,
+    class_run_times,
     columns_to_workload,
     draw_log2_sizes,
     poisson_submits,
 )
-from hpcdispatch.errors import ConfigError
 
 THIN_CORES = 20
 THIN_MEM_PER_CORE = 3072  # MiB: 60 GiB of a thin node's 64 GiB for 20 cores
 GPU_UNIT = (12, 262144, 1)  # cores, MiB, GPUs: a quarter of a fat node
 # Curie, log2 classes of cores (1, 2-3, 4-7, ...); the last one is 4,096 and more
-CURIE_CORE_SHARES = (0.208, 0.057, 0.034, 0.075, 0.098, 0.096, 0.078, 0.106, 0.090, 0.071, 0.031, 0.019, 0.038)
+CURIE_CORE_SHARES = (
+    0.208,
+    0.057,
+    0.034,
+    0.075,
+    0.098,
+    0.096,
+    0.078,
+    0.106,
+    0.090,
+    0.071,
+    0.031,
+    0.019,
+    0.038,
+)
 CURIE_POW2_SHARE = 0.796
 CURIE_RUN_CLASSES = ((4.08, 2.27), (8.98, 0.48), (10.80, 0.52))  # (mu, sigma) of log run time
 GPU_UNITS = (1, 2, 4, 8, 16)
@@ -92,14 +106,24 @@ class KitSpec:
 
     def __post_init__(self) -> None:
         where = "synthetic:kit"
-        check_common(where, self.jobs, self.load, self.interarrival, self.p_max_walltime, self.overestimate_max,
-                     (self.short_share, self.medium_share, self.long_share), self.max_walltime)
+        check_common(
+            where,
+            self.jobs,
+            self.load,
+            self.interarrival,
+            self.p_max_walltime,
+            self.overestimate_max,
+            (self.short_share, self.medium_share, self.long_share),
+            self.max_walltime,
+        )
         check_share("gpu_share", self.gpu_share, where)
         if not 1 <= self.max_nodes <= 1152:
             raise ConfigError(f"{where}: max_nodes must be in [1, 1152], got {self.max_nodes}")
 
 
-def kit_columns(spec: KitSpec, resources: tuple[str, ...], total_cores: int) -> dict[str, np.ndarray]:
+def kit_columns(
+    spec: KitSpec, resources: tuple[str, ...], total_cores: int
+) -> dict[str, np.ndarray]:
     """The generated jobs as columns (before the fit check and sorting); ``load`` is relative
     to ``total_cores``."""
     rng = np.random.default_rng([spec.seed, 36, 1])
@@ -129,10 +153,22 @@ def kit_columns(spec: KitSpec, resources: tuple[str, ...], total_cores: int) -> 
     submit = poisson_submits(rng, n, spec.interarrival)
     held_cores = units * unit_req[:, core_col]
     submit = apply_load(submit, held_cores * run, total_cores, spec.load)
-    wall = walltime_estimates(run, np.random.default_rng([spec.seed, 36, 2]), spec.max_walltime,
-                              spec.p_max_walltime, spec.overestimate_max)
-    return {"submit": submit, "run_time": run, "wall_time": wall, "units": units.astype(np.int64),
-            "unit_request": unit_req, "processors": processors.astype(np.int64), "queue": queue.astype(np.int64)}
+    wall = walltime_estimates(
+        run,
+        np.random.default_rng([spec.seed, 36, 2]),
+        spec.max_walltime,
+        spec.p_max_walltime,
+        spec.overestimate_max,
+    )
+    return {
+        "submit": submit,
+        "run_time": run,
+        "wall_time": wall,
+        "units": units.astype(np.int64),
+        "unit_request": unit_req,
+        "processors": processors.astype(np.int64),
+        "queue": queue.astype(np.int64),
+    }
 
 
 def kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) -> Workload:
@@ -140,9 +176,17 @@ def kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) 
     for the ``kit-forhlr2`` preset: on a smaller system, jobs that do not fit are skipped)."""
     missing = [r for r in ("core", "mem", "gpu") if r not in system.resources]
     if missing:
-        raise ConfigError(f"synthetic:kit needs a system with resources core, mem and gpu "
-                          f"(system '{system.name}' lacks {missing}; use --system kit-forhlr2)")
-    cols = kit_columns(spec, tuple(system.resources), int(system.total_capacity[system.resource_index("core")]))
+        raise ConfigError(
+            f"synthetic:kit needs a system with resources core, mem and gpu "
+            f"(system '{system.name}' lacks {missing}; use --system kit-forhlr2)"
+        )
+    cols = kit_columns(
+        spec, tuple(system.resources), int(system.total_capacity[system.resource_index("core")])
+    )
     load = f",load={spec.load:g}" if spec.load is not None else ""
-    return columns_to_workload(system, cols, spec_string or f"synthetic:kit,jobs={spec.jobs},seed={spec.seed}{load}",
-                               QUEUES)
+    return columns_to_workload(
+        system,
+        cols,
+        spec_string or f"synthetic:kit,jobs={spec.jobs},seed={spec.seed}{load}",
+        QUEUES,
+    )

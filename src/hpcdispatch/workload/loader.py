@@ -42,7 +42,12 @@ from typing import Any, get_type_hints
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.io import load_system, preset_trace_prefixes
 from hpcdispatch.system.model import System
-from hpcdispatch.workload.deadline import JSONL_SUFFIX, deadline_workload, parse_deadline_spec, read_deadline_jsonl
+from hpcdispatch.workload.deadline import (
+    JSONL_SUFFIX,
+    deadline_workload,
+    parse_deadline_spec,
+    read_deadline_jsonl,
+)
 from hpcdispatch.workload.eurora import EuroraSpec, eurora_workload
 from hpcdispatch.workload.job import Workload
 from hpcdispatch.workload.kit import KitSpec, kit_workload
@@ -95,11 +100,22 @@ def parse_aucsched(spec: str) -> AucschedSpec:
     _, _, rest = body.partition(",")
     raw = parse_kv(rest, f"workload '{spec}'")
     types = {f.name: f.type for f in fields(AucschedSpec)}
-    conv = {"workload": str, "version": int, "seed": int, "runtime_h": float, "min_run": int, "max_run": int,
-            "max_cores": int, "gpu_type": int, "walltime": str}
+    conv = {
+        "workload": str,
+        "version": int,
+        "seed": int,
+        "runtime_h": float,
+        "min_run": int,
+        "max_run": int,
+        "max_cores": int,
+        "gpu_type": int,
+        "walltime": str,
+    }
     unknown = set(raw) - set(types)
     if unknown:
-        raise ConfigError(f"workload '{spec}': unknown key(s) {sorted(unknown)}; known: {', '.join(types)}")
+        raise ConfigError(
+            f"workload '{spec}': unknown key(s) {sorted(unknown)}; known: {', '.join(types)}"
+        )
     values = {k: _convert(v, conv[k], k, f"workload '{spec}'") for k, v in raw.items()}
     if "workload" in values:
         values["workload"] = str(values["workload"]).upper()
@@ -108,13 +124,13 @@ def parse_aucsched(spec: str) -> AucschedSpec:
 
 def synthetic_model(spec: str) -> str:
     """The model name of a ``synthetic:NAME,...`` spec."""
-    return spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip()
+    return spec[len(SYNTHETIC_PREFIX) :].partition(",")[0].strip()
 
 
 def parse_dataclass_spec(spec: str, cls: type) -> Any:
     """``synthetic:NAME,key=value,...`` -> ``cls(**values)``, converted by the fields' types
     (``float | None`` fields take a float); unknown keys and bad values are one-line errors."""
-    _, _, rest = spec[len(SYNTHETIC_PREFIX):].partition(",")
+    _, _, rest = spec[len(SYNTHETIC_PREFIX) :].partition(",")
     where = f"workload '{spec}'"
     raw = parse_kv(rest, where)
     hints = get_type_hints(cls)
@@ -125,7 +141,14 @@ def parse_dataclass_spec(spec: str, cls: type) -> Any:
     values = {}
     for key, value in raw.items():
         target = hints[key]
-        base = next((t for t in (bool, int, float, str) if target is t or t in getattr(target, "__args__", ())), str)
+        base = next(
+            (
+                t
+                for t in (bool, int, float, str)
+                if target is t or t in getattr(target, "__args__", ())
+            ),
+            str,
+        )
         values[key] = _convert(value, base, key, where)
     return cls(**values)
 
@@ -134,14 +157,25 @@ def parse_synthetic(spec: str, units: UnitMapping) -> LublinSpec:
     body = spec[len(SYNTHETIC_PREFIX) :]
     model, _, rest = body.partition(",")
     if model.strip() != "lublin":
-        raise ConfigError(f"workload '{spec}': unknown synthetic model '{model}' "
-                          f"(available: lublin, aucsched, deadline, {', '.join(DATACLASS_MODELS)})")
+        raise ConfigError(
+            f"workload '{spec}': unknown synthetic model '{model}' "
+            f"(available: lublin, aucsched, deadline, {', '.join(DATACLASS_MODELS)})"
+        )
     raw = parse_kv(rest, f"workload '{spec}'")
-    types = {"jobs": int, "seed": int, "load": float, "interactive": bool, "max_walltime": int,
-             "p_max_walltime": float, "overestimate_max": float}
+    types = {
+        "jobs": int,
+        "seed": int,
+        "load": float,
+        "interactive": bool,
+        "max_walltime": int,
+        "p_max_walltime": float,
+        "overestimate_max": float,
+    }
     unknown = set(raw) - set(types)
     if unknown:
-        raise ConfigError(f"workload '{spec}': unknown key(s) {sorted(unknown)}; known: {', '.join(types)}")
+        raise ConfigError(
+            f"workload '{spec}': unknown key(s) {sorted(unknown)}; known: {', '.join(types)}"
+        )
     values = {k: _convert(v, types[k], k, f"workload '{spec}'") for k, v in raw.items()}
     assert {f.name for f in fields(LublinSpec)} >= set(values)
     return LublinSpec(units=units, **values)
@@ -164,18 +198,26 @@ def _is_slurm_file(spec: str) -> bool:
 def _is_deadline(spec: str) -> bool:
     spec = str(spec)
     if is_synthetic(spec):
-        return spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip() == "deadline"
+        return spec[len(SYNTHETIC_PREFIX) :].partition(",")[0].strip() == "deadline"
     return spec.lower().endswith(JSONL_SUFFIX)
 
 
 def resolve_system(system_spec: str, workload_spec: str) -> System:
     """The system named by ``system_spec`` (see the module docstring for ``auto``)."""
-    if system_spec in ("from-trace", "auto") and not is_synthetic(workload_spec) and _is_slurm_file(workload_spec):
-        raise ConfigError(f"{workload_spec}: a Slurm request or accounting file describes no machine; give --system "
-                          "a preset or a TOML file (its nodes, cores, GPUs, memory)")
+    if (
+        system_spec in ("from-trace", "auto")
+        and not is_synthetic(workload_spec)
+        and _is_slurm_file(workload_spec)
+    ):
+        raise ConfigError(
+            f"{workload_spec}: a Slurm request or accounting file describes no machine; give --system "
+            "a preset or a TOML file (its nodes, cores, GPUs, memory)"
+        )
     if system_spec == "from-trace":
         if is_synthetic(workload_spec):
-            raise ConfigError("--system from-trace needs an SWF trace as workload, not a synthetic one")
+            raise ConfigError(
+                "--system from-trace needs an SWF trace as workload, not a synthetic one"
+            )
         return system_from_swf_header(workload_spec)
     if system_spec == "auto":
         if _is_deadline(workload_spec):
@@ -213,13 +255,15 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload
-    if is_synthetic(spec) and spec[len(SYNTHETIC_PREFIX):].partition(",")[0].strip() == "deadline":
+    if is_synthetic(spec) and spec[len(SYNTHETIC_PREFIX) :].partition(",")[0].strip() == "deadline":
         workload = deadline_workload(system, parse_deadline_spec(spec), spec_string=spec)
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload
     if is_synthetic(spec):
-        workload = lublin_workload(system, parse_synthetic(spec, swf_options.units), spec_string=spec)
+        workload = lublin_workload(
+            system, parse_synthetic(spec, swf_options.units), spec_string=spec
+        )
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload
@@ -227,9 +271,13 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
     try:
         exists, is_dir = path.exists(), path.is_dir()
     except (OSError, ValueError) as exc:  # a name too long, a NUL byte ...
-        raise TraceFormatError(spec, f"cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+        raise TraceFormatError(
+            spec, f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     if not exists:
-        raise TraceFormatError(spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)")
+        raise TraceFormatError(
+            spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)"
+        )
     if is_dir:
         raise TraceFormatError(spec, "is a directory, not a workload file")
     if path.name.lower().endswith(JSONL_SUFFIX):
@@ -238,24 +286,37 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
             workload = workload.subset(swf_options.max_jobs)
         return workload
     if path.suffix.lower() in SLURM_SUFFIXES or is_sacct_file(path):
-        workload = read_sacct(path, system) if is_sacct_file(path) else read_slurm_requests(path, system)
+        workload = (
+            read_sacct(path, system) if is_sacct_file(path) else read_slurm_requests(path, system)
+        )
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload
     return load_swf(path, system, swf_options)
 
 
-def workload_from_source(source_kind: str, spec: str, options: dict[str, Any], system: System) -> Workload:
+def workload_from_source(
+    source_kind: str, spec: str, options: dict[str, Any], system: System
+) -> Workload:
     """Re-load a workload from a recorded :class:`~hpcdispatch.workload.job.WorkloadSource`
     (recorded options of the wrong type are a :class:`ConfigError` naming the option)."""
-    kinds = {"units": (str,), "cores_per_unit_max": (int, type(None)), "processors": (str,),
-             "missing_walltime": (str, int), "memory": (str,), "max_jobs": (int, type(None)),
-             "submit_jitter": (int,), "jitter_seed": (int,)}
+    kinds = {
+        "units": (str,),
+        "cores_per_unit_max": (int, type(None)),
+        "processors": (str,),
+        "missing_walltime": (str, int),
+        "memory": (str,),
+        "max_jobs": (int, type(None)),
+        "submit_jitter": (int,),
+        "jitter_seed": (int,),
+    }
     for key, allowed in kinds.items():
         value = options.get(key)
         if key in options and (not isinstance(value, allowed) or isinstance(value, bool)):
             raise ConfigError(f"workload option '{key}' recorded as {value!r}: not a valid value")
-    units = UnitMapping(mode=options.get("units", "divisor"), cores_per_unit_max=options.get("cores_per_unit_max"))
+    units = UnitMapping(
+        mode=options.get("units", "divisor"), cores_per_unit_max=options.get("cores_per_unit_max")
+    )
     swf = SwfOptions(
         processors=options.get("processors", "requested"),
         units=units,

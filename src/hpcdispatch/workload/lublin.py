@@ -63,8 +63,29 @@ ARAR = (0.9797, 1.0519)
 
 # canonical wall-time values users pick (seconds): 5 min ... 48 h
 CANONICAL_WALLTIMES = np.array(
-    [300, 600, 900, 1200, 1800, 2700, 3600, 5400, 7200, 10800, 14400, 21600, 28800, 36000, 43200,
-     57600, 64800, 86400, 108000, 129600, 172800],
+    [
+        300,
+        600,
+        900,
+        1200,
+        1800,
+        2700,
+        3600,
+        5400,
+        7200,
+        10800,
+        14400,
+        21600,
+        28800,
+        36000,
+        43200,
+        57600,
+        64800,
+        86400,
+        108000,
+        129600,
+        172800,
+    ],
     dtype=np.int64,
 )
 
@@ -86,9 +107,13 @@ class LublinSpec:
         if self.load is not None and not (0 < self.load < 100):
             raise ConfigError(f"synthetic workload: load must be in (0, 100), got {self.load}")
         if not 0 <= self.p_max_walltime <= 1:
-            raise ConfigError(f"synthetic workload: p_max_walltime must be in [0, 1], got {self.p_max_walltime}")
+            raise ConfigError(
+                f"synthetic workload: p_max_walltime must be in [0, 1], got {self.p_max_walltime}"
+            )
         if self.overestimate_max < 1:
-            raise ConfigError(f"synthetic workload: overestimate_max must be >= 1, got {self.overestimate_max}")
+            raise ConfigError(
+                f"synthetic workload: overestimate_max must be >= 1, got {self.overestimate_max}"
+            )
 
 
 def _bucket_weights(anum: float, bnum: float) -> np.ndarray:
@@ -136,7 +161,9 @@ class _ArrivalStream:
         self.bucket = bucket
 
 
-def _two_stage_uniform(rng: np.random.Generator, low: float, med: float, hi: float, prob: float) -> float:
+def _two_stage_uniform(
+    rng: np.random.Generator, low: float, med: float, hi: float, prob: float
+) -> float:
     if rng.random() <= prob:
         return rng.uniform(low, med)
     return rng.uniform(med, hi)
@@ -239,9 +266,30 @@ def lublin_workload(system: System, spec: LublinSpec, spec_string: str | None = 
     with gc_paused():
         jobs = [
             make_job(
-                (int(i) + 1, int(cols["submit"][i]), int(cols["run_time"][i]), int(wall[i]),
-                 int(units[i]), tuple(int(x) for x in unit_req[i]), -1, -1, int(cols["queue"][i]), -1, -1, None,
-                 int(cols["processors"][i]), 0, None, (), 0, (), False, None, None, k)
+                (
+                    int(i) + 1,
+                    int(cols["submit"][i]),
+                    int(cols["run_time"][i]),
+                    int(wall[i]),
+                    int(units[i]),
+                    tuple(int(x) for x in unit_req[i]),
+                    -1,
+                    -1,
+                    int(cols["queue"][i]),
+                    -1,
+                    -1,
+                    None,
+                    int(cols["processors"][i]),
+                    0,
+                    None,
+                    (),
+                    0,
+                    (),
+                    False,
+                    None,
+                    None,
+                    k,
+                )
             )
             for k, i in enumerate(order.tolist())
         ]
@@ -250,4 +298,10 @@ def lublin_workload(system: System, spec: LublinSpec, spec_string: str | None = 
             spec=spec_string or f"synthetic:lublin,jobs={spec.jobs},seed={spec.seed}",
             options={"units": spec.units.mode, "cores_per_unit_max": spec.units.cores_per_unit_max},
         )
-        return Workload(jobs, system.resources, source=source, report=report, queue_names={0: "interactive", 1: "batch"})
+        return Workload(
+            jobs,
+            system.resources,
+            source=source,
+            report=report,
+            queue_names={0: "interactive", 1: "batch"},
+        )

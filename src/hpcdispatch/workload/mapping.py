@@ -36,9 +36,13 @@ class UnitMapping:
 
     def __post_init__(self) -> None:
         if not isinstance(self.mode, str) or self.mode not in UNIT_MODES:
-            raise ConfigError(f"unknown unit mapping '{self.mode}' (expected one of {', '.join(UNIT_MODES)})")
+            raise ConfigError(
+                f"unknown unit mapping '{self.mode}' (expected one of {', '.join(UNIT_MODES)})"
+            )
         c = self.cores_per_unit_max
-        if c is not None and (not isinstance(c, (int, np.integer)) or isinstance(c, bool) or c <= 0):
+        if c is not None and (
+            not isinstance(c, (int, np.integer)) or isinstance(c, bool) or c <= 0
+        ):
             raise ConfigError(f"cores_per_unit_max must be positive, got {self.cores_per_unit_max}")
 
     def unit_core_limit(self, system: System) -> int:
@@ -48,7 +52,9 @@ class UnitMapping:
         per_type = [nt.capacity.get(self.core_resource, 0) for nt in system.node_types]
         per_type = [c for c in per_type if c > 0]
         if not per_type:
-            raise ConfigError(f"system '{system.name}' has no node with '{self.core_resource}' (column {col})")
+            raise ConfigError(
+                f"system '{system.name}' has no node with '{self.core_resource}' (column {col})"
+            )
         return min(per_type)
 
     def map(self, processors: np.ndarray, system: System) -> tuple[np.ndarray, np.ndarray]:

@@ -3,7 +3,8 @@
 Produce the file with::
 
     sacct --allusers --parsable2 --starttime 2024-01-01 --endtime 2024-02-01 \\
-        --format JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,ReqTRES,AllocTRES,State \\
+        --format JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,\\
+Timelimit,NNodes,NCPUS,ReqTRES,AllocTRES,State \\
         > jan.sacct
 
 The first line is the header (``|``-separated field names, any order, any case; ``--parsable``'s
@@ -75,7 +76,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -90,11 +91,34 @@ from hpcdispatch.workload.swf import check_file
 
 SACCT_SUFFIX = ".sacct"
 #: states of jobs that ran and ended (their allocation was held for Elapsed)
-ENDED_STATES = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
-                "DEADLINE", "BOOT_FAIL"}
+ENDED_STATES = {
+    "COMPLETED",
+    "FAILED",
+    "TIMEOUT",
+    "CANCELLED",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "DEADLINE",
+    "BOOT_FAIL",
+}
 #: states of jobs without a final run time
-UNFINISHED_STATES = {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "RESIZING", "REQUEUE_HOLD", "REQUEUE_FED",
-                     "REVOKED", "SPECIAL_EXIT", "STOPPED", "SIGNALING", "STAGE_OUT", "CONFIGURING", "COMPLETING"}
+UNFINISHED_STATES = {
+    "PENDING",
+    "RUNNING",
+    "SUSPENDED",
+    "REQUEUED",
+    "RESIZING",
+    "REQUEUE_HOLD",
+    "REQUEUE_FED",
+    "REVOKED",
+    "SPECIAL_EXIT",
+    "STOPPED",
+    "SIGNALING",
+    "STAGE_OUT",
+    "CONFIGURING",
+    "COMPLETING",
+}
 _JOBID = re.compile(r"^(\d{1,16})(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(\..+)?$", re.ASCII)
 _UNKNOWN = {"", "unknown", "none", "partition_limit", "n/a"}
 _DATE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)$", re.ASCII)
@@ -122,7 +146,7 @@ def _date(text: str) -> int | None:
     m = _DATE.match(s)
     if m is not None:
         try:
-            return int(datetime(*map(int, m.groups()), tzinfo=timezone.utc).timestamp())
+            return int(datetime(*map(int, m.groups()), tzinfo=UTC).timestamp())
         except (ValueError, OverflowError):
             pass
     raise ValueError(f"'{text}' is not a sacct date (YYYY-MM-DDTHH:MM:SS)")
@@ -173,9 +197,13 @@ def read_sacct(path: str | Path, system: System) -> Workload:
     check_file(path)
     lines = [(k, text, why) for k, text, why in _text_lines(path) if text is None or text.strip()]
     if not lines or lines[0][1] is None:
-        raise TraceFormatError(str(path), "empty file: sacct --parsable2 output starts with its header line"
-                               if not lines else f"the header line is not text: {lines[0][2]}",
-                               line=lines[0][0] if lines else None)
+        raise TraceFormatError(
+            str(path),
+            "empty file: sacct --parsable2 output starts with its header line"
+            if not lines
+            else f"the header line is not text: {lines[0][2]}",
+            line=lines[0][0] if lines else None,
+        )
     header_line, head, _ = lines[0]
     header = [h.strip().lower() for h in head.split("|")]
     trailing = len(header) > 1 and header[-1] == ""  # --parsable: every line ends with '|'
@@ -183,8 +211,12 @@ def read_sacct(path: str | Path, system: System) -> Workload:
         header = header[:-1]
     col = {h: i for i, h in enumerate(header) if h}
     if "jobid" not in col and "jobidraw" not in col:
-        raise TraceFormatError(str(path), "not sacct --parsable2 output: the first line must be its header "
-                               "(JobID|Submit|Start|...; see hpcdispatch.workload.sacct)", line=header_line)
+        raise TraceFormatError(
+            str(path),
+            "not sacct --parsable2 output: the first line must be its header "
+            "(JobID|Submit|Start|...; see hpcdispatch.workload.sacct)",
+            line=header_line,
+        )
     missing = [f for f in ("Submit", "Start", "Timelimit", "State") if f.lower() not in col]
     if "elapsed" not in col and "end" not in col:
         missing.append("Elapsed or End")
@@ -193,8 +225,11 @@ def read_sacct(path: str | Path, system: System) -> Workload:
     if not {"ncpus", "alloccpus", "reqcpus", "alloctres", "reqtres"} & set(col):
         missing.append("NCPUS")
     if missing:
-        raise TraceFormatError(str(path), f"the sacct header lacks {', '.join(missing)} (give them in sacct's "
-                               "--format)", line=header_line)
+        raise TraceFormatError(
+            str(path),
+            f"the sacct header lacks {', '.join(missing)} (give them in sacct's --format)",
+            line=header_line,
+        )
     report = SkipReport(total_records=len(lines) - 1)
     notes: list[str] = []
 
@@ -257,8 +292,11 @@ def read_sacct(path: str | Path, system: System) -> Workload:
                 raise _Bad("Submit", "no submit time")
             run = _run_time(values, col, start)
             try:
-                limit = parse_slurm_time(values[col["timelimit"]]) \
-                    if values[col["timelimit"]].strip().lower() not in _UNKNOWN else None
+                limit = (
+                    parse_slurm_time(values[col["timelimit"]])
+                    if values[col["timelimit"]].strip().lower() not in _UNKNOWN
+                    else None
+                )
             except ValueError as exc:
                 raise _Bad("Timelimit", str(exc)) from None
             tres: dict[str, int] = {}
@@ -268,9 +306,13 @@ def read_sacct(path: str | Path, system: System) -> Workload:
                     try:
                         tres.update(parse_tres(raw))
                     except ValueError as exc:
-                        raise _Bad("AllocTRES" if field_name == "alloctres" else "ReqTRES", str(exc)) from None
+                        raise _Bad(
+                            "AllocTRES" if field_name == "alloctres" else "ReqTRES", str(exc)
+                        ) from None
             nodes = _first_count(values, col, ("nnodes", "reqnodes"), tres.get("node"), "NNodes")
-            cpus = _first_count(values, col, ("ncpus", "alloccpus", "reqcpus"), tres.get("cpu"), "NCPUS")
+            cpus = _first_count(
+                values, col, ("ncpus", "alloccpus", "reqcpus"), tres.get("cpu"), "NCPUS"
+            )
             raw_text = get(values, "jobidraw")
             raw_id = None
             if raw_text is not None and "jobid" in col:
@@ -286,9 +328,27 @@ def read_sacct(path: str | Path, system: System) -> Workload:
         if run <= 0:
             skip("runtime<=0", line)
             continue
-        records.append(_Record(line, jobid, int(base), task is not None or het is not None, het is not None, raw_id,
-                               submit, start, run, limit, nodes, cpus, tres, get(values, "user"),
-                               get(values, "account"), get(values, "partition"), get(values, "jobname")))
+        records.append(
+            _Record(
+                line,
+                jobid,
+                int(base),
+                task is not None or het is not None,
+                het is not None,
+                raw_id,
+                submit,
+                start,
+                run,
+                limit,
+                nodes,
+                cpus,
+                tres,
+                get(values, "user"),
+                get(values, "account"),
+                get(values, "partition"),
+                get(values, "jobname"),
+            )
+        )
     return _to_workload(path, system, records, report, notes)
 
 
@@ -312,8 +372,9 @@ def _run_time(values: list[str], col: dict[str, int], start: int) -> int:
     return end - start
 
 
-def _first_count(values: list[str], col: dict[str, int], names: tuple[str, ...], tres: int | None,
-                 label: str) -> int:
+def _first_count(
+    values: list[str], col: dict[str, int], names: tuple[str, ...], tres: int | None, label: str
+) -> int:
     for n in names:
         i = col.get(n)
         if i is not None and values[i].strip().lower() not in _UNKNOWN:
@@ -342,8 +403,9 @@ def _per_node(total: int, nodes: int) -> tuple[int, bool]:
     return -(-total // nodes), total % nodes != 0
 
 
-def _to_workload(path: Path, system: System, records: list[_Record], report: SkipReport,
-                 notes: list[str]) -> Workload:
+def _to_workload(
+    path: Path, system: System, records: list[_Record], report: SkipReport, notes: list[str]
+) -> Workload:
     resources = tuple(system.resources)
     has_mem = MEM in resources
     cap = system.capacity
@@ -389,7 +451,9 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
         gpus = 0
         odd_amounts = False
         gres: dict[str, int] = {}
-        typed = {name.split(":", 1)[0] for name in r.tres if name.startswith("gres/") and ":" in name}
+        typed = {
+            name.split(":", 1)[0] for name in r.tres if name.startswith("gres/") and ":" in name
+        }
         bad = None
         for name, amount in r.tres.items():
             if not name.startswith("gres/") or not amount:
@@ -425,7 +489,9 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
         if r.tres.get("mem") and has_mem:
             mem, odd = _per_node(r.tres["mem"], r.nodes)
             odd_amounts |= odd
-        request = SlurmRequest(ntasks=r.cpus, nodes=r.nodes, gpus_per_node=gpus, gres=tuple(gres.items()), mem=mem)
+        request = SlurmRequest(
+            ntasks=r.cpus, nodes=r.nodes, gpus_per_node=gpus, gres=tuple(gres.items()), mem=mem
+        )
         try:
             f = request.job_fields(resources)
         except ValueError as exc:
@@ -435,14 +501,31 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
         if job_id in seen:
             skip("duplicate-id", r.line, f"job id {job_id} appears twice")
             continue
-        shape = (f["unit_request"], f["units"], f["max_units_per_node"], f["node_count"], f["per_node_request"])
+        shape = (
+            f["unit_request"],
+            f["units"],
+            f["max_units_per_node"],
+            f["node_count"],
+            f["per_node_request"],
+        )
         fits = fit_cache.get(shape)
         if fits is None:  # the same shapes recur: test each once
             pn = np.asarray(f["per_node_request"] or (0,) * len(resources), dtype=np.int64)
-            fits = fit_cache[shape] = request_fits(cap, np.asarray(f["unit_request"]), f["units"],
-                                                   f["max_units_per_node"], f["node_count"], pn, f["contiguous"])
+            fits = fit_cache[shape] = request_fits(
+                cap,
+                np.asarray(f["unit_request"]),
+                f["units"],
+                f["max_units_per_node"],
+                f["node_count"],
+                pn,
+                f["contiguous"],
+            )
         if not fits:
-            skip("too-big", r.line, f"job {r.jobid} ({request.describe()}) does not fit the empty system {system.name}")
+            skip(
+                "too-big",
+                r.line,
+                f"job {r.jobid} ({request.describe()}) does not fit the empty system {system.name}",
+            )
             continue
         limit = r.limit
         if limit is None:
@@ -452,15 +535,38 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
         het += r.het
         uneven += odd_amounts
         mem_ignored += bool(r.tres.get("mem")) and not has_mem
-        name = r.name if r.name is not None else (r.jobid if r.compound and r.raw_id is None else None)
+        name = (
+            r.name if r.name is not None else (r.jobid if r.compound and r.raw_id is None else None)
+        )
         kept.append(r)
-        jobs.append(Job(id=job_id, submit=r.submit, run_time=r.run, wall_time=limit, units=f["units"],
-                        unit_request=f["unit_request"], user=user_ids[k], group=account_ids[k], queue=part_ids[k],
-                        partition=part_ids[k], name=name, processors=r.cpus, max_units_per_node=f["max_units_per_node"],
-                        node_count=f["node_count"], per_node_request=f["per_node_request"],
-                        contiguous=f["contiguous"]))
-    jobs, labels = renumber_labels(jobs, {field: {i: n for n, i in ids_.items()} for field, ids_ in
-                                          (("user", users), ("group", accounts), ("partition", parts)) if ids_})
+        jobs.append(
+            Job(
+                id=job_id,
+                submit=r.submit,
+                run_time=r.run,
+                wall_time=limit,
+                units=f["units"],
+                unit_request=f["unit_request"],
+                user=user_ids[k],
+                group=account_ids[k],
+                queue=part_ids[k],
+                partition=part_ids[k],
+                name=name,
+                processors=r.cpus,
+                max_units_per_node=f["max_units_per_node"],
+                node_count=f["node_count"],
+                per_node_request=f["per_node_request"],
+                contiguous=f["contiguous"],
+            )
+        )
+    jobs, labels = renumber_labels(
+        jobs,
+        {
+            field: {i: n for n, i in ids_.items()}
+            for field, ids_ in (("user", users), ("group", accounts), ("partition", parts))
+            if ids_
+        },
+    )
     t0 = min((j.submit for j in jobs), default=0)
     jobs = [j._replace(submit=j.submit - t0) for j in jobs]
     # expected wait per queue (partition): the mean recorded wait, as the SWF reader's field 3
@@ -468,14 +574,26 @@ def _to_workload(path: Path, system: System, records: list[_Record], report: Ski
     for j, r in zip(jobs, kept):
         waits.setdefault(j.queue, []).append(max(r.start - r.submit, 0))
     queue_ewt = {q: float(np.mean(w)) for q, w in waits.items()}
-    report.patch("time limit UNLIMITED or not recorded: the partition's largest limit (else the longest run)",
-                 limits_patched)
+    report.patch(
+        "time limit UNLIMITED or not recorded: the partition's largest limit (else the longest run)",
+        limits_patched,
+    )
     report.patch("GRES or memory not divisible by the node count: rounded up per node", uneven)
     report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)
     if het:
-        notes.append(f"{het} het-job components read as separate jobs (the simulator does not start them together)")
+        notes.append(
+            f"{het} het-job components read as separate jobs (the simulator does not start them together)"
+        )
     report.notes.extend(notes)
     header = {"UnixStartTime": str(t0)} if jobs else {}
     source = WorkloadSource(kind="sacct", spec=str(path), options={})
-    return Workload(jobs, resources, source=source, report=report, queue_names=labels.get("queue"), header=header,
-                    queue_ewt=queue_ewt, labels=labels)
+    return Workload(
+        jobs,
+        resources,
+        source=source,
+        report=report,
+        queue_names=labels.get("queue"),
+        header=header,
+        queue_ewt=queue_ewt,
+        labels=labels,
+    )

@@ -53,7 +53,13 @@ from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, SkipReport, Workload, WorkloadSource
-from hpcdispatch.workload.slurm_units import format_slurm_time, gres_resource, parse_gres, parse_slurm_memory, parse_slurm_time
+from hpcdispatch.workload.slurm_units import (
+    format_slurm_time,
+    gres_resource,
+    parse_gres,
+    parse_slurm_memory,
+    parse_slurm_time,
+)
 from hpcdispatch.workload.swf import binary_content, check_file
 
 CORE = "core"
@@ -95,7 +101,9 @@ class SlurmRequest:
         if self.cpus_per_task < 1:
             raise ValueError(f"cpus_per_task must be a positive integer, got {self.cpus_per_task}")
         if self.mem is not None and self.mem_per_cpu is not None:
-            raise ValueError("mem and mem_per_cpu are mutually exclusive (as sbatch's --mem and --mem-per-cpu)")
+            raise ValueError(
+                "mem and mem_per_cpu are mutually exclusive (as sbatch's --mem and --mem-per-cpu)"
+            )
         if c is not None:
             if nn is None:
                 if n is None:
@@ -110,7 +118,9 @@ class SlurmRequest:
             if n is None:  # -N alone: one task per node
                 return 3, nn, 1, nn
             if n < nn:
-                raise ValueError(f"ntasks {n} is smaller than nodes {nn} (each node needs one task)")
+                raise ValueError(
+                    f"ntasks {n} is smaller than nodes {nn} (each node needs one task)"
+                )
             return 2, nn, None, n
         if n is None:
             raise ValueError("the request gives neither ntasks nor nodes")
@@ -153,15 +163,27 @@ class SlurmRequest:
             unit[ci] += tpn * cpt
             if self.mem_per_cpu is not None and mi is not None:
                 unit[mi] += tpn * cpt * self.mem_per_cpu
-            return {"units": nodes, "unit_request": tuple(unit), "max_units_per_node": 1, "node_count": nodes,
-                    "per_node_request": (), "contiguous": self.contiguous}
+            return {
+                "units": nodes,
+                "unit_request": tuple(unit),
+                "max_units_per_node": 1,
+                "node_count": nodes,
+                "per_node_request": (),
+                "contiguous": self.contiguous,
+            }
         unit = [0] * len(resources)
         unit[ci] = cpt
         if self.mem_per_cpu is not None and mi is not None:
             unit[mi] = cpt * self.mem_per_cpu
         extra = tuple(per_node) if any(per_node) else ()
-        return {"units": tasks, "unit_request": tuple(unit), "max_units_per_node": 0, "node_count": nodes,
-                "per_node_request": extra, "contiguous": self.contiguous}
+        return {
+            "units": tasks,
+            "unit_request": tuple(unit),
+            "max_units_per_node": 0,
+            "node_count": nodes,
+            "per_node_request": extra,
+            "contiguous": self.contiguous,
+        }
 
     def describe(self) -> str:
         """The request as ``sbatch`` options."""
@@ -174,7 +196,9 @@ class SlurmRequest:
             parts.append(f"--ntasks-per-node={self.ntasks_per_node}")
         if self.cpus_per_task != 1:
             parts.append(f"--cpus-per-task={self.cpus_per_task}")
-        gres = ([f"gpu:{self.gpus_per_node}"] if self.gpus_per_node else []) + [f"{n}:{c}" for n, c in self.gres]
+        gres = ([f"gpu:{self.gpus_per_node}"] if self.gpus_per_node else []) + [
+            f"{n}:{c}" for n, c in self.gres
+        ]
         if gres:
             parts.append("--gres=" + ",".join(gres))
         if self.mem is not None:
@@ -197,8 +221,15 @@ def slurm_job(
 ) -> Job:
     """A :class:`Job` for a Slurm-style request (``wall_time`` defaults to ``run_time``)."""
     f = request.job_fields(tuple(resources))
-    return Job(id=id, submit=submit, run_time=run_time, wall_time=run_time if wall_time is None else wall_time,
-               user=user, processors=request.cores, **f)
+    return Job(
+        id=id,
+        submit=submit,
+        run_time=run_time,
+        wall_time=run_time if wall_time is None else wall_time,
+        user=user,
+        processors=request.cores,
+        **f,
+    )
 
 
 def request_of(job: Job, resources: tuple[str, ...]) -> SlurmRequest:
@@ -216,23 +247,47 @@ def request_of(job: Job, resources: tuple[str, ...]) -> SlurmRequest:
     # type 3 (one unit per node): the unit's amounts and any per-node extras are all per node
     extra = tuple(a + b for a, b in zip(job.unit_request, per_node)) if kind == 3 else per_node
     g = extra[gi] if gi is not None else 0
-    gres = tuple((r, int(extra[k])) for k, r in enumerate(resources)
-                 if k not in (ci, gi, mi) and extra[k])
+    gres = tuple(
+        (r, int(extra[k])) for k, r in enumerate(resources) if k not in (ci, gi, mi) and extra[k]
+    )
     mem = int(extra[mi]) if mi is not None and extra[mi] else None
     if kind == 3:
-        return SlurmRequest(nodes=job.exact_nodes, ntasks_per_node=job.unit_request[ci], gpus_per_node=g,
-                            contiguous=job.contiguous, gres=gres, mem=mem)
+        return SlurmRequest(
+            nodes=job.exact_nodes,
+            ntasks_per_node=job.unit_request[ci],
+            gpus_per_node=g,
+            contiguous=job.contiguous,
+            gres=gres,
+            mem=mem,
+        )
     cpt = max(int(job.unit_request[ci]), 1)
     mem_per_cpu = None
     if mi is not None and job.unit_request[mi]:
         mem_per_cpu = -(-int(job.unit_request[mi]) // cpt)
-    if mem is not None and mem_per_cpu is not None:  # both cannot be written; keep the larger need per node
+    if (
+        mem is not None and mem_per_cpu is not None
+    ):  # both cannot be written; keep the larger need per node
         mem_per_cpu = None
     if kind == 2:
-        return SlurmRequest(ntasks=job.units, nodes=job.node_count, gpus_per_node=g, contiguous=job.contiguous,
-                            cpus_per_task=cpt, gres=gres, mem=mem, mem_per_cpu=mem_per_cpu)
-    return SlurmRequest(ntasks=job.units, gpus_per_node=g, contiguous=job.contiguous, cpus_per_task=cpt, gres=gres,
-                        mem=mem, mem_per_cpu=mem_per_cpu)
+        return SlurmRequest(
+            ntasks=job.units,
+            nodes=job.node_count,
+            gpus_per_node=g,
+            contiguous=job.contiguous,
+            cpus_per_task=cpt,
+            gres=gres,
+            mem=mem,
+            mem_per_cpu=mem_per_cpu,
+        )
+    return SlurmRequest(
+        ntasks=job.units,
+        gpus_per_node=g,
+        contiguous=job.contiguous,
+        cpus_per_task=cpt,
+        gres=gres,
+        mem=mem,
+        mem_per_cpu=mem_per_cpu,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -241,21 +296,42 @@ def request_of(job: Job, resources: tuple[str, ...]) -> SlurmRequest:
 
 #: accepted column names -> canonical name (Slurm's long option names, with ``_`` or ``-``)
 COLUMNS = {
-    "id": "id", "job": "id", "job_id": "id", "jobid": "id",
-    "name": "name", "job_name": "name", "job-name": "name",
+    "id": "id",
+    "job": "id",
+    "job_id": "id",
+    "jobid": "id",
+    "name": "name",
+    "job_name": "name",
+    "job-name": "name",
     "submit": "submit",
-    "run_time": "run_time", "runtime": "run_time",
-    "time_limit": "time_limit", "time": "time_limit", "t": "time_limit",
-    "wall_time": "wall_time", "walltime": "wall_time", "time_limit_s": "wall_time",
-    "ntasks": "ntasks", "n": "ntasks",
-    "nodes": "nodes", "N": "nodes",
-    "ntasks_per_node": "ntasks_per_node", "ntasks-per-node": "ntasks_per_node",
-    "cpus_per_task": "cpus_per_task", "cpus-per-task": "cpus_per_task", "c": "cpus_per_task",
-    "gpus_per_node": "gpus_per_node", "gres": "gres",
-    "mem": "mem", "mem_per_cpu": "mem_per_cpu", "mem-per-cpu": "mem_per_cpu",
+    "run_time": "run_time",
+    "runtime": "run_time",
+    "time_limit": "time_limit",
+    "time": "time_limit",
+    "t": "time_limit",
+    "wall_time": "wall_time",
+    "walltime": "wall_time",
+    "time_limit_s": "wall_time",
+    "ntasks": "ntasks",
+    "n": "ntasks",
+    "nodes": "nodes",
+    "N": "nodes",
+    "ntasks_per_node": "ntasks_per_node",
+    "ntasks-per-node": "ntasks_per_node",
+    "cpus_per_task": "cpus_per_task",
+    "cpus-per-task": "cpus_per_task",
+    "c": "cpus_per_task",
+    "gpus_per_node": "gpus_per_node",
+    "gres": "gres",
+    "mem": "mem",
+    "mem_per_cpu": "mem_per_cpu",
+    "mem-per-cpu": "mem_per_cpu",
     "contiguous": "contiguous",
-    "partition": "partition", "p": "partition",
-    "user": "user", "account": "account", "A": "account",
+    "partition": "partition",
+    "p": "partition",
+    "user": "user",
+    "account": "account",
+    "A": "account",
 }
 REQUEST_COLUMNS = ("ntasks", "nodes", "ntasks_per_node")
 #: columns whose values may be names: the job field each one fills
@@ -270,14 +346,20 @@ class _TooLarge(ValueError):
     """A value beyond :data:`MAX_VALUE` (skipped as ``<column>-too-large``)."""
 
 
-def _parse_int(value: Any, column: str, positive: bool = False, allow_empty: bool = True) -> int | None:
+def _parse_int(
+    value: Any, column: str, positive: bool = False, allow_empty: bool = True
+) -> int | None:
     if value is None or (isinstance(value, str) and value.strip() == ""):
         if allow_empty:
             return None
         raise ValueError(f"column '{column}' is empty")
     if isinstance(value, bool):
         raise ValueError(f"column '{column}': expected an integer, got {value!r}")
-    if column == "gpus_per_node" and isinstance(value, str) and value.strip().lower().startswith("gpu"):
+    if (
+        column == "gpus_per_node"
+        and isinstance(value, str)
+        and value.strip().lower().startswith("gpu")
+    ):
         value = value.strip()[3:].lstrip(":") or "1"  # gres syntax: gpu, gpu:2
     try:
         f = float(value)
@@ -327,7 +409,13 @@ def _text_lines(path: Path) -> list[tuple[int, str | None, str]]:
         try:
             out.append((k, raw.decode("utf-8").removesuffix("\r"), ""))
         except UnicodeDecodeError as exc:
-            out.append((k, None, f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1} is not UTF-8 text"))
+            out.append(
+                (
+                    k,
+                    None,
+                    f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1} is not UTF-8 text",
+                )
+            )
     return out
 
 
@@ -336,8 +424,11 @@ def _records(path: Path) -> tuple[str, list[tuple[int, dict[str, Any] | str]]]:
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".json", ".ndjson", ".csv"):
         raise TraceFormatError(str(path), "unknown request-file type (use .csv or .jsonl)")
-    lines = [(k, line, why) for k, line, why in _text_lines(path)
-             if line is None or (line.strip() and not line.lstrip().startswith("#"))]
+    lines = [
+        (k, line, why)
+        for k, line, why in _text_lines(path)
+        if line is None or (line.strip() and not line.lstrip().startswith("#"))
+    ]
     out: list[tuple[int, dict[str, Any] | str]] = []
     if suffix in (".jsonl", ".json", ".ndjson"):
         for k, line, why in lines:
@@ -365,20 +456,34 @@ def _records(path: Path) -> tuple[str, list[tuple[int, dict[str, Any] | str]]]:
     try:
         header = [h.strip() for h in next(csv.reader([first]))]
     except csv.Error as exc:
-        raise TraceFormatError(str(path), f"the header line is not CSV: {exc}", line=header_line) from None
+        raise TraceFormatError(
+            str(path), f"the header line is not CSV: {exc}", line=header_line
+        ) from None
     unknown = [h for h in header if h not in COLUMNS]
     if unknown:
-        raise TraceFormatError(str(path), f"unknown column(s) {unknown}; known: {sorted(set(COLUMNS))}", line=header_line)
+        raise TraceFormatError(
+            str(path),
+            f"unknown column(s) {unknown}; known: {sorted(set(COLUMNS))}",
+            line=header_line,
+        )
     seen: dict[str, str] = {}
     for h in header:
         if COLUMNS[h] in seen:
-            raise TraceFormatError(str(path), f"columns '{seen[COLUMNS[h]]}' and '{h}' are the same column "
-                                   f"('{COLUMNS[h]}')", line=header_line, field=h)
+            raise TraceFormatError(
+                str(path),
+                f"columns '{seen[COLUMNS[h]]}' and '{h}' are the same column ('{COLUMNS[h]}')",
+                line=header_line,
+                field=h,
+            )
         seen[COLUMNS[h]] = h
     if "time_limit" in seen and "wall_time" in seen:
-        raise TraceFormatError(str(path), f"columns '{seen['time_limit']}' (a Slurm time, minutes when a bare "
-                               f"number) and '{seen['wall_time']}' (seconds) both give the time limit: keep one",
-                               line=header_line, field=seen["wall_time"])
+        raise TraceFormatError(
+            str(path),
+            f"columns '{seen['time_limit']}' (a Slurm time, minutes when a bare "
+            f"number) and '{seen['wall_time']}' (seconds) both give the time limit: keep one",
+            line=header_line,
+            field=seen["wall_time"],
+        )
     for k, line, why in lines[1:]:
         if line is None:
             out.append((k, why))
@@ -404,11 +509,17 @@ def _label_ids(records: list[tuple[int, dict[str, Any] | str]]) -> dict[str, dic
         values = []
         for _, rec in records:
             if isinstance(rec, dict):
-                v = next((val for key, val in rec.items() if COLUMNS.get(str(key).strip()) == column), None)
+                v = next(
+                    (val for key, val in rec.items() if COLUMNS.get(str(key).strip()) == column),
+                    None,
+                )
                 if v is not None and not (isinstance(v, str) and not v.strip()):
                     values.append(v)
-        numeric = all((isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and v.strip().isdigit())
-                      for v in values)
+        numeric = all(
+            (isinstance(v, int) and not isinstance(v, bool))
+            or (isinstance(v, str) and v.strip().isdigit())
+            for v in values
+        )
         if numeric:
             out[column] = None
             continue
@@ -419,7 +530,9 @@ def _label_ids(records: list[tuple[int, dict[str, Any] | str]]) -> dict[str, dic
     return out
 
 
-def renumber_labels(jobs: list[Job], names: dict[str, dict[int, str]]) -> tuple[list[Job], dict[str, dict[int, str]]]:
+def renumber_labels(
+    jobs: list[Job], names: dict[str, dict[int, str]]
+) -> tuple[list[Job], dict[str, dict[int, str]]]:
     """Give the named fields of ``jobs`` (``{field: {provisional id: name}}``) ids 1, 2, ... in
     order of first appearance among ``jobs`` (file order), so that the ids do not depend on
     records that were skipped; ``queue`` follows ``partition``. Returns the jobs and
@@ -464,12 +577,18 @@ def _parse_time_limit(value: Any) -> int | None:
         raise ValueError(f"column 'time_limit': {exc}") from None
 
 
-def _parse_gres_column(value: Any, resources: tuple[str, ...]) -> tuple[int, tuple[tuple[str, int], ...]]:
+def _parse_gres_column(
+    value: Any, resources: tuple[str, ...]
+) -> tuple[int, tuple[tuple[str, int], ...]]:
     """``(GPUs per node, other GRES per node)`` of a ``gres`` value; a bare integer is GPUs per
     node (the column's older meaning). ``LookupError``: a GRES the system does not have."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return 0, ()
-    if isinstance(value, int) and not isinstance(value, bool) or (isinstance(value, str) and value.strip().isdigit()):
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        or (isinstance(value, str) and value.strip().isdigit())
+    ):
         return _parse_int(value, "gres") or 0, ()
     if not isinstance(value, str):
         raise ValueError(f"column 'gres': expected a GRES such as gpu:a100:2, got {value!r}")
@@ -494,9 +613,14 @@ def _parse_mem(value: Any, column: str) -> int | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"column '{column}': expected a memory size such as 4096, 500M or 16G, got {value!r}")
-    text = value if isinstance(value, str) else (str(int(value)) if math.isfinite(value) and value == int(value)
-                                                   else repr(value))
+        raise ValueError(
+            f"column '{column}': expected a memory size such as 4096, 500M or 16G, got {value!r}"
+        )
+    text = (
+        value
+        if isinstance(value, str)
+        else (str(int(value)) if math.isfinite(value) and value == int(value) else repr(value))
+    )
     try:
         return parse_slurm_memory(text)
     except ValueError as exc:
@@ -574,7 +698,11 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             skip("malformed", line, f"unknown column '{bad_key}'")
             continue
         if "time_limit" in canon and "wall_time" in canon:
-            skip("malformed", line, "both 'time_limit' (a Slurm time) and 'wall_time' (seconds) are given")
+            skip(
+                "malformed",
+                line,
+                "both 'time_limit' (a Slurm time) and 'wall_time' (seconds) are given",
+            )
             continue
         try:
             run = _parse_int(canon.get("run_time"), "run_time", positive=True, allow_empty=False)
@@ -617,8 +745,15 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             mem = all_mem
         if (mem is not None or mem_per_cpu is not None) and not has_mem:
             mem_ignored += 1
-        request = SlurmRequest(gpus_per_node=gpus + more_gpus, contiguous=contiguous, cpus_per_task=cpt, gres=gres,
-                               mem=mem, mem_per_cpu=mem_per_cpu, **req_values)
+        request = SlurmRequest(
+            gpus_per_node=gpus + more_gpus,
+            contiguous=contiguous,
+            cpus_per_task=cpt,
+            gres=gres,
+            mem=mem,
+            mem_per_cpu=mem_per_cpu,
+            **req_values,
+        )
         try:
             f = request.job_fields(resources)
         except ValueError as exc:
@@ -629,23 +764,46 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             skip("duplicate-id", line, f"job id {job_id} appears twice")
             continue
         pn = np.asarray(f["per_node_request"] or (0,) * len(resources), dtype=np.int64)
-        if not request_fits(cap, np.asarray(f["unit_request"]), f["units"], f["max_units_per_node"], f["node_count"],
-                            pn, f["contiguous"]):
-            skip("too-big", line, f"{request.describe()} does not fit the empty system {system.name}")
+        if not request_fits(
+            cap,
+            np.asarray(f["unit_request"]),
+            f["units"],
+            f["max_units_per_node"],
+            f["node_count"],
+            pn,
+            f["contiguous"],
+        ):
+            skip(
+                "too-big", line, f"{request.describe()} does not fit the empty system {system.name}"
+            )
             continue
         seen.add(job_id)
         partition = labels.get("partition", -1)
-        jobs.append(Job(id=job_id, submit=submit, run_time=run, wall_time=limit if limit is not None else run,
-                        user=labels.get("user", -1), group=labels.get("account", -1), queue=partition,
-                        partition=partition, name=None if name is None else str(name), processors=request.cores,
-                        **f))
+        jobs.append(
+            Job(
+                id=job_id,
+                submit=submit,
+                run_time=run,
+                wall_time=limit if limit is not None else run,
+                user=labels.get("user", -1),
+                group=labels.get("account", -1),
+                queue=partition,
+                partition=partition,
+                name=None if name is None else str(name),
+                processors=request.cores,
+                **f,
+            )
+        )
     report.notes.extend(messages)
     report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)
-    jobs, names = renumber_labels(jobs, {LABEL_COLUMNS[c]: {i: n for n, i in ids.items()}
-                                         for c, ids in label_ids.items() if ids})
+    jobs, names = renumber_labels(
+        jobs,
+        {LABEL_COLUMNS[c]: {i: n for n, i in ids.items()} for c, ids in label_ids.items() if ids},
+    )
     source = WorkloadSource(kind="slurm", spec=str(path), options={"format": fmt})
-    return Workload(jobs, resources, source=source, report=report, labels=names,
-                    queue_names=names.get("queue"))
+    return Workload(
+        jobs, resources, source=source, report=report, labels=names, queue_names=names.get("queue")
+    )
 
 
 def slurm_rows(workload: Workload) -> list[dict[str, Any]]:
@@ -664,17 +822,32 @@ def slurm_rows(workload: Workload) -> list[dict[str, Any]]:
     for j in workload.jobs:
         r = request_of(j, resources)
         gres = ",".join(f"{n}:{c}" for n, c in r.gres)
-        rows.append({"id": j.id, "name": j.name, "submit": j.submit, "run_time": j.run_time,
-                     "time_limit": format_slurm_time(j.wall_time), "ntasks": r.ntasks, "nodes": r.nodes,
-                     "ntasks_per_node": r.ntasks_per_node,
-                     "cpus_per_task": r.cpus_per_task if r.cpus_per_task != 1 else None,
-                     "gpus_per_node": r.gpus_per_node or None, "gres": gres or None,
-                     "mem": f"{r.mem}M" if r.mem is not None else None,
-                     "mem_per_cpu": f"{r.mem_per_cpu}M" if r.mem_per_cpu is not None else None,
-                     "contiguous": int(r.contiguous), "user": label("user", j.user),
-                     "account": label("group", j.group), "partition": label("partition", j.partition)})
-    keep = [k for k in (rows[0] if rows else {}) if k in ("id", "run_time", "time_limit")
-            or any(row[k] is not None for row in rows)]
+        rows.append(
+            {
+                "id": j.id,
+                "name": j.name,
+                "submit": j.submit,
+                "run_time": j.run_time,
+                "time_limit": format_slurm_time(j.wall_time),
+                "ntasks": r.ntasks,
+                "nodes": r.nodes,
+                "ntasks_per_node": r.ntasks_per_node,
+                "cpus_per_task": r.cpus_per_task if r.cpus_per_task != 1 else None,
+                "gpus_per_node": r.gpus_per_node or None,
+                "gres": gres or None,
+                "mem": f"{r.mem}M" if r.mem is not None else None,
+                "mem_per_cpu": f"{r.mem_per_cpu}M" if r.mem_per_cpu is not None else None,
+                "contiguous": int(r.contiguous),
+                "user": label("user", j.user),
+                "account": label("group", j.group),
+                "partition": label("partition", j.partition),
+            }
+        )
+    keep = [
+        k
+        for k in (rows[0] if rows else {})
+        if k in ("id", "run_time", "time_limit") or any(row[k] is not None for row in rows)
+    ]
     return [{k: row[k] for k in keep} for row in rows]
 
 
@@ -683,12 +856,18 @@ def slurm_requests_text(workload: Workload, suffix: str) -> str:
     rows = slurm_rows(workload)
     if suffix.lower() == ".csv":
         out = io.StringIO()
-        w = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else ["id", "run_time", "ntasks"], lineterminator="\n")
+        w = csv.DictWriter(
+            out,
+            fieldnames=list(rows[0]) if rows else ["id", "run_time", "ntasks"],
+            lineterminator="\n",
+        )
         w.writeheader()
         for row in rows:
             w.writerow({k: ("" if v is None else v) for k, v in row.items()})
         return out.getvalue()
-    return "".join(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n" for row in rows)
+    return "".join(
+        json.dumps({k: v for k, v in row.items() if v is not None}) + "\n" for row in rows
+    )
 
 
 def write_slurm_requests(workload: Workload, path: str | Path) -> None:
@@ -750,7 +929,9 @@ class AucschedSpec:
 
     def __post_init__(self) -> None:
         if self.workload not in WORKLOAD_MIXES:
-            raise ConfigError(f"aucsched workload must be one of {list(WORKLOAD_MIXES)}, got '{self.workload}'")
+            raise ConfigError(
+                f"aucsched workload must be one of {list(WORKLOAD_MIXES)}, got '{self.workload}'"
+            )
         if self.version not in CONTIGUOUS_FRACTION:
             raise ConfigError(f"aucsched version must be 1, 2 or 3, got {self.version}")
         if self.runtime_h <= 0:
@@ -780,12 +961,20 @@ def aucsched_requests(system: System, spec: AucschedSpec) -> list[tuple[SlurmReq
     core_caps = system.capacity[:, ci]
     cpn_sys = int(core_caps.min())
     if cpn_sys <= 0:
-        raise ConfigError(f"system {system.name}: every node needs cores for the aucsched workloads")
-    gpu_caps = system.capacity[:, system.resource_index(GPU)] if GPU in system.resources else np.zeros_like(core_caps)
+        raise ConfigError(
+            f"system {system.name}: every node needs cores for the aucsched workloads"
+        )
+    gpu_caps = (
+        system.capacity[:, system.resource_index(GPU)]
+        if GPU in system.resources
+        else np.zeros_like(core_caps)
+    )
     mix = WORKLOAD_MIXES[spec.workload]
     if (mix[2] or mix[3]) and int(gpu_caps.min()) < (2 if mix[3] else 1):
-        raise ConfigError(f"workload {spec.workload} needs {2 if mix[3] else 1} GPU(s) on every node; "
-                          f"system {system.name} has at least {int(gpu_caps.min())}")
+        raise ConfigError(
+            f"workload {spec.workload} needs {2 if mix[3] else 1} GPU(s) on every node; "
+            f"system {system.name} has at least {int(gpu_caps.min())}"
+        )
     total_cores = int(core_caps.sum())
     max_cores = spec.max_cores or system.n_nodes * max(cpn_sys // 8, 1)
     k_max = max_cores // cpn_sys
@@ -823,13 +1012,22 @@ def aucsched_requests(system: System, spec: AucschedSpec) -> list[tuple[SlurmReq
         work += run * req.cores
     frac = CONTIGUOUS_FRACTION[spec.version]
     if frac:
-        flags = np.random.default_rng([spec.seed, list(WORKLOAD_MIXES).index(spec.workload), 0xC0]).random(len(out)) < frac
-        out = [(SlurmRequest(r.ntasks, r.nodes, r.ntasks_per_node, r.gpus_per_node, bool(c)), run)
-               for (r, run), c in zip(out, flags)]
+        flags = (
+            np.random.default_rng(
+                [spec.seed, list(WORKLOAD_MIXES).index(spec.workload), 0xC0]
+            ).random(len(out))
+            < frac
+        )
+        out = [
+            (SlurmRequest(r.ntasks, r.nodes, r.ntasks_per_node, r.gpus_per_node, bool(c)), run)
+            for (r, run), c in zip(out, flags)
+        ]
     return out
 
 
-def aucsched_workload(system: System, spec: AucschedSpec, spec_string: str | None = None) -> Workload:
+def aucsched_workload(
+    system: System, spec: AucschedSpec, spec_string: str | None = None
+) -> Workload:
     """The paper's synthetic CPU-GPU workload on ``system`` (all jobs submitted at t = 0)."""
     resources = tuple(system.resources)
     jobs = []
@@ -843,5 +1041,8 @@ def aucsched_workload(system: System, spec: AucschedSpec, spec_string: str | Non
 def theoretical_runtime(workload: Workload, system: System) -> float:
     """The paper's theoretical runtime: sum(run time x requested cores) / total cores (s)."""
     ci = system.resource_index(CORE) if CORE in system.resources else 0
-    cores = workload.units * workload.unit_requests[:, ci] + workload.node_counts * workload.per_node_requests[:, ci]
+    cores = (
+        workload.units * workload.unit_requests[:, ci]
+        + workload.node_counts * workload.per_node_requests[:, ci]
+    )
     return float((workload.run_time * cores).sum() / system.total_capacity[ci])

@@ -51,8 +51,10 @@ def parse_slurm_time(text: str, zero_is_unlimited: bool = True) -> int | None:
         return None
     m = _TIME.match(s)
     if m is None:
-        raise ValueError(f"'{text}' is not a Slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS "
-                         "or UNLIMITED)")
+        raise ValueError(
+            f"'{text}' is not a Slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS "
+            "or UNLIMITED)"
+        )
     days, a, b, c = m.groups()
     if days is not None:  # D-HH[:MM[:SS]]
         seconds = int(days) * 86400 + int(a) * 3600 + int(b or 0) * 60 + int(c or 0)
@@ -90,7 +92,9 @@ def parse_slurm_memory(text: str) -> int:
     s = str(text).strip()
     m = _MEM.match(s)
     if m is None:
-        raise ValueError(f"'{text}' is not a Slurm memory size (a number with an optional K, M, G or T suffix)")
+        raise ValueError(
+            f"'{text}' is not a Slurm memory size (a number with an optional K, M, G or T suffix)"
+        )
     value = float(m.group(1)) * _MEM_FACTOR[m.group(2).lower()]
     if not math.isfinite(value) or value > MAX_VALUE:
         raise ValueError(f"'{text}' is too large (at most 2^50 MB)")
@@ -142,14 +146,18 @@ def gres_resource(name: str, gres_type: str | None, resources: tuple[str, ...]) 
         if typed in resources:
             return typed
         kinds = [r for r in resources if r == name or r.startswith(name + ":")]
-        raise LookupError(f"GRES type '{typed}' is not on this system (its {name} resources: {kinds or 'none'})")
+        raise LookupError(
+            f"GRES type '{typed}' is not on this system (its {name} resources: {kinds or 'none'})"
+        )
     if name in resources:
         return name
     typed_ones = [r for r in resources if r.startswith(name + ":")]
     if len(typed_ones) == 1:
         return typed_ones[0]
     if typed_ones:
-        raise LookupError(f"GRES '{name}' without a type is ambiguous on this system ({typed_ones}); name the type")
+        raise LookupError(
+            f"GRES '{name}' without a type is ambiguous on this system ({typed_ones}); name the type"
+        )
     raise LookupError(f"GRES '{name}' is not on this system (resources: {list(resources)})")
 
 

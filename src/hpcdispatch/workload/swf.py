@@ -105,9 +105,13 @@ class SwfOptions:
 
     def __post_init__(self) -> None:
         if self.processors not in ("requested", "allocated"):
-            raise ConfigError(f"processors must be 'requested' or 'allocated', got '{self.processors}'")
+            raise ConfigError(
+                f"processors must be 'requested' or 'allocated', got '{self.processors}'"
+            )
         if self.memory not in ("ignore", "requested", "used"):
-            raise ConfigError(f"memory must be 'ignore', 'requested' or 'used', got '{self.memory}'")
+            raise ConfigError(
+                f"memory must be 'ignore', 'requested' or 'used', got '{self.memory}'"
+            )
         mw = str(self.missing_walltime)
         if mw not in ("queue-max", "trace-max", "runtime", "skip") and not mw.isdigit():
             raise ConfigError(
@@ -116,7 +120,9 @@ class SwfOptions:
         if self.max_jobs is not None and self.max_jobs <= 0:
             raise ConfigError(f"max_jobs must be positive, got {self.max_jobs}")
         if self.submit_jitter < 0 or self.submit_jitter > MAX_FIELD:
-            raise ConfigError(f"submit_jitter must be >= 0 seconds and at most 2^{_MAX_EXP}, got {self.submit_jitter}")
+            raise ConfigError(
+                f"submit_jitter must be >= 0 seconds and at most 2^{_MAX_EXP}, got {self.submit_jitter}"
+            )
         if mw.isdigit() and int(mw) > MAX_FIELD:
             raise ConfigError(f"missing_walltime must be at most 2^{_MAX_EXP} seconds, got {mw}")
 
@@ -200,11 +206,15 @@ def binary_content(sample: bytes) -> str | None:
         return "is UTF-16 text; it must be ASCII or UTF-8"
     a = np.frombuffer(sample, dtype=np.uint8)
     control = int(((a < 0x20) & ~np.isin(a, (9, 10, 11, 12, 13))).sum() + (a == 0x7F).sum())
-    not_utf8 = sample.decode("utf-8", errors="replace").count("\ufffd") if not sample.isascii() else 0
+    not_utf8 = (
+        sample.decode("utf-8", errors="replace").count("\ufffd") if not sample.isascii() else 0
+    )
     bad = control + not_utf8
     if bad * 10 > len(sample):
-        return (f"is not a text file ({100 * bad // len(sample)} % of its first {len(sample)} bytes are "
-                "control bytes or not UTF-8)")
+        return (
+            f"is not a text file ({100 * bad // len(sample)} % of its first {len(sample)} bytes are "
+            "control bytes or not UTF-8)"
+        )
     return None
 
 
@@ -262,13 +272,19 @@ def _decompressed(path: Path, block_bytes: int) -> Iterator[bytes]:
             try:
                 out = d.decompress(comp, block_bytes)
             except zlib.error as exc:
-                yield from _salvage(before, comp)  # the output of the failing call, up to the damage
+                yield from _salvage(
+                    before, comp
+                )  # the output of the failing call, up to the damage
                 if "incorrect data check" in str(exc) or "incorrect length check" in str(exc):
                     # the member's trailer: all its data was given out, and it is not what was written
-                    raise _Damage("checksum", f"the checksum of the compressed content does not match ({exc})") from None
+                    raise _Damage(
+                        "checksum", f"the checksum of the compressed content does not match ({exc})"
+                    ) from None
                 if members and not member_out and "incorrect header check" in str(exc):
-                    raise _Damage("damaged-file", f"the bytes after the end of the compressed data are not gzip "
-                                  f"({exc})") from None
+                    raise _Damage(
+                        "damaged-file",
+                        f"the bytes after the end of the compressed data are not gzip ({exc})",
+                    ) from None
                 raise _Damage("damaged-file", f"the compressed data is damaged ({exc})") from None
             comp = d.unconsumed_tail
             if out:
@@ -281,7 +297,9 @@ def _decompressed(path: Path, block_bytes: int) -> Iterator[bytes]:
                 members += 1
                 member_out = 0
         if in_member:
-            raise _Damage("truncated-file", "the compressed stream ends early (the file was cut short)")
+            raise _Damage(
+                "truncated-file", "the compressed stream ends early (the file was cut short)"
+            )
 
 
 class _Blocks:
@@ -307,7 +325,9 @@ class _Blocks:
                     first = False
                     why = binary_content(chunk[:_SAMPLE_BYTES])
                     if why:
-                        raise TraceFormatError(str(self.path), f"{why}; an SWF trace is text, optionally gzipped")
+                        raise TraceFormatError(
+                            str(self.path), f"{why}; an SWF trace is text, optionally gzipped"
+                        )
                 pending.append(chunk)
                 size += len(chunk)
                 if size < self.block_bytes:
@@ -316,8 +336,12 @@ class _Blocks:
                 cut = data.rfind(b"\n")
                 if cut < 0:
                     if len(data) > _MAX_LINE_BYTES:
-                        raise TraceFormatError(str(self.path), f"line {line_no} is longer than "
-                                               f"{_MAX_LINE_BYTES >> 20} MiB: not an SWF trace", line=line_no)
+                        raise TraceFormatError(
+                            str(self.path),
+                            f"line {line_no} is longer than "
+                            f"{_MAX_LINE_BYTES >> 20} MiB: not an SWF trace",
+                            line=line_no,
+                        )
                     pending = [data]
                     continue
                 block, rest = data[: cut + 1], data[cut + 1 :]
@@ -332,7 +356,9 @@ class _Blocks:
                 yield line_no, block
                 line_no += block.count(b"\n")
             if line_no == 1 and exc.reason != "checksum":
-                raise TraceFormatError(str(self.path), f"{exc.message}: nothing could be read") from None
+                raise TraceFormatError(
+                    str(self.path), f"{exc.message}: nothing could be read"
+                ) from None
             self.damage = (exc.reason, exc.message, line_no - 1)
             return
         if pending:
@@ -462,7 +488,9 @@ def _not_text_lines(block: bytes, raw: pa.Array) -> tuple[np.ndarray, list[tuple
     return mask, messages
 
 
-def _parse_block(first_line: int, block: bytes) -> tuple[np.ndarray, np.ndarray, list[tuple[int, str]]]:
+def _parse_block(
+    first_line: int, block: bytes
+) -> tuple[np.ndarray, np.ndarray, list[tuple[int, str]]]:
     malformed: list[tuple[int, str]] = []
     if not block.translate(None, _TEXT_BYTES):  # the usual case: text only
         text = _lines_of(block, pa.string())
@@ -499,13 +527,17 @@ def _parse_block(first_line: int, block: bytes) -> tuple[np.ndarray, np.ndarray,
     return values.reshape(-1, N_FIELDS), line_numbers, malformed
 
 
-def _numbers_of_good_rows(tokens: pa.Array, line_numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
+def _numbers_of_good_rows(
+    tokens: pa.Array, line_numbers: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list]:
     """The values of the rows whose 18 tokens are all numbers, and a message for each other row."""
     flat = pc.list_flatten(tokens)
     ok = numpy_array(pc.match_substring_regex(flat, _NUMBER, ignore_case=True))
     row_ok = ok.reshape(-1, N_FIELDS).all(axis=1)
     try:
-        values = numpy_array(pc.cast(pc.list_flatten(tokens.filter(arrow_array(row_ok))), pa.float64()))
+        values = numpy_array(
+            pc.cast(pc.list_flatten(tokens.filter(arrow_array(row_ok))), pa.float64())
+        )
     except pa.ArrowInvalid:  # a token the pattern takes for a number and Arrow does not: bisect
         for i in _rows_that_fail(tokens, np.flatnonzero(row_ok)):
             row_ok[i] = False
@@ -514,19 +546,26 @@ def _numbers_of_good_rows(tokens: pa.Array, line_numbers: np.ndarray) -> tuple[n
                     pc.cast(tokens[i].values[k : k + 1], pa.float64())
                 except pa.ArrowInvalid:
                     ok[i * N_FIELDS + k] = False
-        values = numpy_array(pc.cast(pc.list_flatten(tokens.filter(arrow_array(row_ok))), pa.float64()))
+        values = numpy_array(
+            pc.cast(pc.list_flatten(tokens.filter(arrow_array(row_ok))), pa.float64())
+        )
     messages = []
     for row in np.flatnonzero(~row_ok).tolist():
         k = int(np.flatnonzero(~ok[row * N_FIELDS : (row + 1) * N_FIELDS])[0])
         token = tokens[row].values[k].as_py()
-        messages.append((int(line_numbers[row]), f"field {field_label(k)} is not a number: {token!r}"))
+        messages.append(
+            (int(line_numbers[row]), f"field {field_label(k)} is not a number: {token!r}")
+        )
     return values, line_numbers[row_ok], messages
 
 
 def _rows_that_fail(tokens: pa.Array, rows: np.ndarray) -> list[int]:
     """The rows among ``rows`` whose tokens Arrow cannot cast to numbers (halving the rows)."""
     try:
-        pc.cast(pc.list_flatten(tokens.take(arrow_array(np.asarray(rows, dtype=np.int64)))), pa.float64())
+        pc.cast(
+            pc.list_flatten(tokens.take(arrow_array(np.asarray(rows, dtype=np.int64)))),
+            pa.float64(),
+        )
         return []
     except pa.ArrowInvalid:
         if len(rows) == 1:
@@ -592,10 +631,14 @@ def _malformed_notes(malformed: list[tuple[int, str]], shown: int = 5) -> list[s
         kinds.setdefault(_malformed_kind(message), []).append((ln, message))
     notes = []
     for kind, items in kinds.items():
-        numbers = ", ".join(str(ln) for ln, _ in items[:shown]) + (", ..." if len(items) > shown else "")
+        numbers = ", ".join(str(ln) for ln, _ in items[:shown]) + (
+            ", ..." if len(items) > shown else ""
+        )
         ln, message = items[0]
-        notes.append(f"malformed, {kind}: {len(items)} line{'s' if len(items) > 1 else ''} ({numbers}); "
-                     f"line {ln}: {message}")
+        notes.append(
+            f"malformed, {kind}: {len(items)} line{'s' if len(items) > 1 else ''} ({numbers}); "
+            f"line {ln}: {message}"
+        )
     return notes
 
 
@@ -612,8 +655,11 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         report.skip("malformed", [ln for ln, _ in records.malformed])
         report.notes.extend(_malformed_notes(records.malformed))
     if damaged and records.damage_reason == "checksum":
-        first_bad = f"; the first malformed line, {records.malformed[0][0]}, may be where it starts" \
-            if records.malformed else ""
+        first_bad = (
+            f"; the first malformed line, {records.malformed[0][0]}, may be where it starts"
+            if records.malformed
+            else ""
+        )
         report.notes.append(
             f"the file is damaged: {records.damage}, so some of its content is not what was written; "
             f"the records that read correctly were kept, and some of them may be wrong{first_bad}"
@@ -639,9 +685,11 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         if hit.any():
             if name is not None and reason not in report.skipped:
                 i = int(np.flatnonzero(hit)[0])
-                report.notes.append(f"{reason}: line {int(lines[i])}, field {field_label(_col(name))} is "
-                                    f"{v[i, _col(name)]:g}" + ("" if reason == "not-a-number" else
-                                                               f" (values up to 2^{_MAX_EXP} are read)"))
+                report.notes.append(
+                    f"{reason}: line {int(lines[i])}, field {field_label(_col(name))} is "
+                    f"{v[i, _col(name)]:g}"
+                    + ("" if reason == "not-a-number" else f" (values up to 2^{_MAX_EXP} are read)")
+                )
             report.skip(reason, lines[hit])
             keep &= ~hit
 
@@ -673,7 +721,9 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
     consulted = primary <= 0
     drop(consulted & np.isnan(secondary_raw), "not-a-number", other)
     drop(consulted & (secondary_raw > MAX_FIELD), "processors-too-large", other)
-    secondary = np.rint(np.clip(np.nan_to_num(secondary_raw, nan=0.0), -MAX_FIELD, MAX_FIELD)).astype(np.int64)
+    secondary = np.rint(
+        np.clip(np.nan_to_num(secondary_raw, nan=0.0), -MAX_FIELD, MAX_FIELD)
+    ).astype(np.int64)
     use_secondary = consulted & (secondary > 0)
     procs = np.where(use_secondary, secondary, primary)
     report.patch(
@@ -681,12 +731,15 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         int((use_secondary & keep).sum()),
     )
     drop(procs <= 0, "processors<=0")
-    named = {name: column(name, f"{name}-too-large") for name in ("user", "group", "executable", "partition")}
+    named = {
+        name: column(name, f"{name}-too-large")
+        for name in ("user", "group", "executable", "partition")
+    }
 
     # duplicate ids: keep the first occurrence in file order
     order = np.argsort(ids, kind="stable")
     dup = np.zeros(len(ids), dtype=bool)
-    sorted_ids = ids[order]  # noqa: the stable sort keeps the first occurrence first
+    sorted_ids = ids[order]  # the stable sort keeps the first occurrence first
     dup[order[1:]] = sorted_ids[1:] == sorted_ids[:-1]
     drop(dup, "duplicate-id")
 
@@ -723,7 +776,9 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
     unit_req[:, system.resource_index(options.units.core_resource)] = cores_per_unit
     if options.memory != "ignore":
         if "mem" not in system.resources:
-            raise ConfigError(f"memory='{options.memory}' needs a 'mem' resource; system '{system.name}' has none")
+            raise ConfigError(
+                f"memory='{options.memory}' needs a 'mem' resource; system '{system.name}' has none"
+            )
         mem_name = "requested_memory" if options.memory == "requested" else "used_memory"
         mem_field = _col(mem_name)
         kb = v[:, mem_field]
@@ -751,7 +806,9 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         )
     if options.max_jobs is not None:
         order = order[: options.max_jobs]
-        report.notes.append(f"max_jobs={options.max_jobs}: only the first {len(order)} jobs by submit time are used")
+        report.notes.append(
+            f"max_jobs={options.max_jobs}: only the first {len(order)} jobs by submit time are used"
+        )
 
     source = WorkloadSource(
         kind="swf",
@@ -773,12 +830,27 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         w = waits[(queues == q) & (waits >= 0) & (waits <= MAX_FIELD)]
         if len(w):
             queue_ewt[int(q)] = float(w.mean())
-    fields = {"id": ids, "submit": submit, "run_time": run, "wall_time": wall, "units": units,
-              "unit_request": unit_req, "queue": queue, "processors": procs, **named}
+    fields = {
+        "id": ids,
+        "submit": submit,
+        "run_time": run,
+        "wall_time": wall,
+        "units": units,
+        "unit_request": unit_req,
+        "queue": queue,
+        "processors": procs,
+        **named,
+    }
     # the jobs stay columns: Job objects are built only if something asks for them
-    return Workload.of_plain_columns({name: values[order] for name, values in fields.items()}, system.resources,
-                                     source=source, report=report, queue_names=header.named_ids("Queue"),
-                                     header=header.flat(), queue_ewt=queue_ewt)
+    return Workload.of_plain_columns(
+        {name: values[order] for name, values in fields.items()},
+        system.resources,
+        source=source,
+        report=report,
+        queue_names=header.named_ids("Queue"),
+        header=header.flat(),
+        queue_ewt=queue_ewt,
+    )
 
 
 def fits_empty_system(
@@ -799,29 +871,44 @@ def fits_empty_system(
         return out
     n = len(units)
     nc = np.zeros(n, np.int64) if node_count is None else np.asarray(node_count, dtype=np.int64)
-    pn = np.zeros((n, len(system.resources)), np.int64) if per_node is None else np.asarray(per_node, dtype=np.int64)
+    pn = (
+        np.zeros((n, len(system.resources)), np.int64)
+        if per_node is None
+        else np.asarray(per_node, dtype=np.int64)
+    )
     ct = np.zeros(n, bool) if contiguous is None else np.asarray(contiguous, dtype=bool)
     mp = np.zeros(n, np.int64) if max_per_node is None else np.asarray(max_per_node, dtype=np.int64)
     special = np.flatnonzero((nc > 0) | ct | pn.any(axis=1))
     cap = system.capacity
     for i in special.tolist():
-        out[i] = request_fits(cap, unit_req[i], int(units[i]), int(mp[i]), int(nc[i]), pn[i], bool(ct[i]))
+        out[i] = request_fits(
+            cap, unit_req[i], int(units[i]), int(mp[i]), int(nc[i]), pn[i], bool(ct[i])
+        )
     return out
 
 
-def _fits_empty_plain(units: np.ndarray, unit_req: np.ndarray, system: System, max_per_node: np.ndarray | None) -> np.ndarray:
-    caps = np.array([[nt.capacity.get(r, 0) for r in system.resources] for nt in system.node_types], dtype=np.int64)
+def _fits_empty_plain(
+    units: np.ndarray, unit_req: np.ndarray, system: System, max_per_node: np.ndarray | None
+) -> np.ndarray:
+    caps = np.array(
+        [[nt.capacity.get(r, 0) for r in system.resources] for nt in system.node_types],
+        dtype=np.int64,
+    )
     counts = np.array([nt.count for nt in system.node_types], dtype=np.int64)
     big = np.iinfo(np.int64).max // 4
     with np.errstate(divide="ignore"):
-        per = np.where(unit_req[:, None, :] > 0, caps[None, :, :] // np.maximum(unit_req[:, None, :], 1), big)
+        per = np.where(
+            unit_req[:, None, :] > 0, caps[None, :, :] // np.maximum(unit_req[:, None, :], 1), big
+        )
     per_type = per.min(axis=2)  # (jobs, types)
     if max_per_node is not None:
         limit = np.where(max_per_node > 0, max_per_node, big)
         per_type = np.minimum(per_type, limit[:, None])
     all_zero = (unit_req <= 0).all(axis=1)
     per_type = np.where(all_zero[:, None], big, per_type)
-    capacity_units = (np.minimum(per_type, big // max(int(counts.max()), 1)) * counts[None, :]).sum(axis=1)
+    capacity_units = (np.minimum(per_type, big // max(int(counts.max()), 1)) * counts[None, :]).sum(
+        axis=1
+    )
     return capacity_units >= units
 
 
@@ -834,12 +921,32 @@ def write_swf(workload: Workload, path: str | Path, processors_per_unit_column: 
         fh.write("; Version: 2.2\n; Note: written by hpcdispatch\n")
         for j in workload.jobs:
             procs = j.units * j.unit_request[processors_per_unit_column]
-            fields = [j.id, j.submit, -1, j.run_time, procs, -1, -1, procs, j.wall_time, -1, 1,
-                      j.user, j.group, j.executable, j.queue, j.partition, -1, -1]
+            fields = [
+                j.id,
+                j.submit,
+                -1,
+                j.run_time,
+                procs,
+                -1,
+                -1,
+                procs,
+                j.wall_time,
+                -1,
+                1,
+                j.user,
+                j.group,
+                j.executable,
+                j.queue,
+                j.partition,
+                -1,
+                -1,
+            ]
             fh.write(" ".join(str(int(x)) for x in fields) + "\n")
 
 
-def swf_text(workload: Workload, system: System | None = None, processors_column: str = "core") -> str:
+def swf_text(
+    workload: Workload, system: System | None = None, processors_column: str = "core"
+) -> str:
     """A workload as SWF text: the 18 fields per job and a header (Version, Computer,
     UnixStartTime when the workload recorded one, MaxJobs, MaxRecords, MaxNodes and MaxProcs
     when ``system`` is given, Queue/Partition names from ``workload.labels``).
@@ -848,22 +955,50 @@ def swf_text(workload: Workload, system: System | None = None, processors_column
     ``processors_column``); wait (3) is unknown (-1) and status (11) 1. SWF has no node
     counts, GPUs or other per-node amounts: a Slurm-style CSV keeps them.
     """
-    col = workload.resources.index(processors_column) if processors_column in workload.resources else 0
+    col = (
+        workload.resources.index(processors_column)
+        if processors_column in workload.resources
+        else 0
+    )
     lines = ["; Version: 2.2", f"; Computer: {system.name if system is not None else 'unknown'}"]
     if "UnixStartTime" in workload.header or "unixstarttime" in workload.header:
-        lines.append(f"; UnixStartTime: {workload.header.get('UnixStartTime', workload.header.get('unixstarttime'))}")
+        lines.append(
+            f"; UnixStartTime: {workload.header.get('UnixStartTime', workload.header.get('unixstarttime'))}"
+        )
     lines += [f"; MaxJobs: {len(workload)}", f"; MaxRecords: {len(workload)}"]
     if system is not None:
         lines.append(f"; MaxNodes: {system.n_nodes}")
         if processors_column in system.resources:
-            lines.append(f"; MaxProcs: {int(system.total_capacity[system.resource_index(processors_column)])}")
+            lines.append(
+                f"; MaxProcs: {int(system.total_capacity[system.resource_index(processors_column)])}"
+            )
     for key, field_name in (("Queue", "queue"), ("Partition", "partition")):
         for i, name in sorted(workload.labels.get(field_name, {}).items()):
             lines.append(f"; {key}: {i} {name}")
-    lines.append(f"; Note: converted by hpcdispatch from {workload.source.kind} {workload.source.spec}")
+    lines.append(
+        f"; Note: converted by hpcdispatch from {workload.source.kind} {workload.source.spec}"
+    )
     for j in workload.jobs:
         procs = j.processors if j.processors > 0 else j.units * j.unit_request[col]
-        fields = [j.id, j.submit, -1, j.run_time, procs, -1, -1, procs, j.wall_time, -1, 1,
-                  j.user, j.group, j.executable, j.queue, j.partition, -1, -1]
+        fields = [
+            j.id,
+            j.submit,
+            -1,
+            j.run_time,
+            procs,
+            -1,
+            -1,
+            procs,
+            j.wall_time,
+            -1,
+            1,
+            j.user,
+            j.group,
+            j.executable,
+            j.queue,
+            j.partition,
+            -1,
+            -1,
+        ]
         lines.append(" ".join(str(int(x)) for x in fields))
     return "\n".join(lines) + "\n"

@@ -18,8 +18,8 @@ as ``synthetic:lublin`` does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,8 +48,9 @@ def class_bounds(max_run: int) -> tuple[tuple[float, float], ...]:
     return ((1.0, SHORT_MAX), (SHORT_MAX, MEDIUM_MAX), (MEDIUM_MAX, float(max_run) + 1.0))
 
 
-def draw_run_times(rng: np.random.Generator, n: int, shares: Sequence[float],
-                   classes: Sequence[LogNormalClass]) -> tuple[np.ndarray, np.ndarray]:
+def draw_run_times(
+    rng: np.random.Generator, n: int, shares: Sequence[float], classes: Sequence[LogNormalClass]
+) -> tuple[np.ndarray, np.ndarray]:
     """``n`` run times (whole seconds >= 1) and their class (0 short, 1 medium, 2 long)."""
     p = np.asarray(shares, dtype=np.float64)
     cls = rng.choice(len(classes), size=n, p=p / p.sum())
@@ -67,8 +68,9 @@ def draw_run_times(rng: np.random.Generator, n: int, shares: Sequence[float],
     return np.maximum(out, np.ceil(lows).astype(np.int64)), cls
 
 
-def draw_log2_sizes(rng: np.random.Generator, n: int, shares: Sequence[float], pow2_share: float,
-                    top: int) -> np.ndarray:
+def draw_log2_sizes(
+    rng: np.random.Generator, n: int, shares: Sequence[float], pow2_share: float, top: int
+) -> np.ndarray:
     """``n`` sizes: class ``k`` (``[2^k, 2^(k+1))``, the last one cut at ``top``) with
     ``shares[k]``; the class's power of two with probability ``pow2_share``, else uniform."""
     p = np.asarray(shares, dtype=np.float64)
@@ -87,7 +89,9 @@ def poisson_submits(rng: np.random.Generator, n: int, mean_interarrival: float) 
     return np.cumsum(gaps)
 
 
-def apply_load(submit: np.ndarray, core_seconds: np.ndarray, cores: int, load: float | None) -> np.ndarray:
+def apply_load(
+    submit: np.ndarray, core_seconds: np.ndarray, cores: int, load: float | None
+) -> np.ndarray:
     """Whole-second submission times, rescaled so that the offered core load is ``load``
     (unchanged when ``load`` is None)."""
     if load is not None and len(submit) > 1:
@@ -102,11 +106,21 @@ def check_share(name: str, value: float, where: str) -> None:
         raise ConfigError(f"{where}: {name} must be in [0, 1], got {value}")
 
 
-def check_common(where: str, jobs: int, load: float | None, interarrival: float, p_max_walltime: float,
-                 overestimate_max: float, shares: Sequence[float], max_walltime: int) -> None:
+def check_common(
+    where: str,
+    jobs: int,
+    load: float | None,
+    interarrival: float,
+    p_max_walltime: float,
+    overestimate_max: float,
+    shares: Sequence[float],
+    max_walltime: int,
+) -> None:
     """The checks every generator's parameter dataclass makes (one-line ConfigErrors)."""
     if max_walltime <= 5 * 3600:
-        raise ConfigError(f"{where}: max_walltime must exceed 5 h (18000 s) for long jobs, got {max_walltime}")
+        raise ConfigError(
+            f"{where}: max_walltime must exceed 5 h (18000 s) for long jobs, got {max_walltime}"
+        )
     if jobs <= 0:
         raise ConfigError(f"{where}: jobs must be positive, got {jobs}")
     if load is not None and not (0 < load < 100):
@@ -122,8 +136,13 @@ def check_common(where: str, jobs: int, load: float | None, interarrival: float,
         raise ConfigError(f"{where}: the short, medium and long shares sum to 0")
 
 
-def columns_to_workload(system: System, cols: dict[str, np.ndarray], spec_string: str,
-                        queue_names: dict[int, str], queue_ewt: dict[int, float] | None = None) -> Workload:
+def columns_to_workload(
+    system: System,
+    cols: dict[str, np.ndarray],
+    spec_string: str,
+    queue_names: dict[int, str],
+    queue_ewt: dict[int, float] | None = None,
+) -> Workload:
     """A :class:`Workload` from generated columns (``submit``, ``run_time``, ``wall_time``,
     ``units``, ``unit_request`` (n x resources), ``processors``, ``queue``). A job that does
     not fit the empty system is skipped and counted (``too-big``); the generators draw none."""
@@ -137,21 +156,55 @@ def columns_to_workload(system: System, cols: dict[str, np.ndarray], spec_string
     with gc_paused():
         jobs = [
             make_job(
-                (int(i) + 1, int(cols["submit"][i]), int(cols["run_time"][i]), int(cols["wall_time"][i]),
-                 int(units[i]), tuple(int(x) for x in unit_req[i]), -1, -1, int(cols["queue"][i]), -1, -1, None,
-                 int(cols["processors"][i]), 0, None, (), 0, (), False, None, None, k)
+                (
+                    int(i) + 1,
+                    int(cols["submit"][i]),
+                    int(cols["run_time"][i]),
+                    int(cols["wall_time"][i]),
+                    int(units[i]),
+                    tuple(int(x) for x in unit_req[i]),
+                    -1,
+                    -1,
+                    int(cols["queue"][i]),
+                    -1,
+                    -1,
+                    None,
+                    int(cols["processors"][i]),
+                    0,
+                    None,
+                    (),
+                    0,
+                    (),
+                    False,
+                    None,
+                    None,
+                    k,
+                )
             )
             for k, i in enumerate(order.tolist())
         ]
     source = WorkloadSource(kind="synthetic", spec=spec_string, options={})
-    return Workload(jobs, system.resources, source=source, report=report, queue_names=queue_names,
-                    queue_ewt=queue_ewt)
+    return Workload(
+        jobs,
+        system.resources,
+        source=source,
+        report=report,
+        queue_names=queue_names,
+        queue_ewt=queue_ewt,
+    )
 
 
-def class_run_times(rng: np.random.Generator, spec: Any, class_params: Sequence[tuple[float, float]]) -> np.ndarray:
+def class_run_times(
+    rng: np.random.Generator, spec: Any, class_params: Sequence[tuple[float, float]]
+) -> np.ndarray:
     """``spec.jobs`` run times: a short, medium or long class by ``spec``'s shares, then a
     log-normal within the class (``class_params``: (mu, sigma) per class, bounds from
     :func:`class_bounds` of ``spec.max_walltime``)."""
-    classes = [LogNormalClass(lo, hi, mu, sd) for (lo, hi), (mu, sd) in zip(class_bounds(spec.max_walltime), class_params)]
-    run, _ = draw_run_times(rng, spec.jobs, (spec.short_share, spec.medium_share, spec.long_share), classes)
+    classes = [
+        LogNormalClass(lo, hi, mu, sd)
+        for (lo, hi), (mu, sd) in zip(class_bounds(spec.max_walltime), class_params)
+    ]
+    run, _ = draw_run_times(
+        rng, spec.jobs, (spec.short_share, spec.medium_share, spec.long_share), classes
+    )
     return run

@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-
 from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
 from hpcdispatch.cp.policy import CPSettings, Policy
@@ -101,7 +100,14 @@ class Schedule:
         self.t0 = time.perf_counter()
         self.model = model or cp_model.CpModel()
         m = self.model
-        inst, policy, jobs, horizon, d_max, rule = x.inst, x.policy, x.jobs, x.horizon, x.d_max, x.rule
+        inst, policy, jobs, horizon, d_max, rule = (
+            x.inst,
+            x.policy,
+            x.jobs,
+            x.horizon,
+            x.d_max,
+            x.rule,
+        )
         earliest, job_symmetry = x.earliest, x.settings.job_symmetry
         self.inst, self.policy, self.jobs, self.horizon = inst, policy, jobs, horizon
         self.starts: dict[int, cp_model.IntVar] = {}
@@ -135,8 +141,12 @@ class Schedule:
             pairs = 0
             for chain in interchangeable_jobs(jobs, policy, d_max):
                 for a, b in zip(chain, chain[1:]):
-                    if rule.starts[a.index] > rule.starts[b.index]:  # callers pass rule_in_group_order(rule)
-                        raise RuntimeError(f"priority rule starts job {b.id} before the identical job {a.id}")
+                    if (
+                        rule.starts[a.index] > rule.starts[b.index]
+                    ):  # callers pass rule_in_group_order(rule)
+                        raise RuntimeError(
+                            f"priority rule starts job {b.id} before the identical job {a.id}"
+                        )
                     m.add(self.starts[a.index] <= self.starts[b.index])
                     pairs += 1
             self.notes["job_symmetry_pairs"] = pairs
@@ -152,17 +162,27 @@ class Schedule:
         return time.perf_counter() - self.t0
 
 
-def interchangeable_jobs(jobs: list[QueuedJob], policy: Policy, d_max: float) -> list[list[QueuedJob]]:
+def interchangeable_jobs(
+    jobs: list[QueuedJob], policy: Policy, d_max: float
+) -> list[list[QueuedJob]]:
     """Groups (of two or more) of interchangeable jobs, each in the given (priority) order."""
     groups: dict[tuple, list[QueuedJob]] = {}
     for j in jobs:
-        key = (j.units, tuple(j.unit_request), j.max_units_per_node, policy.duration_units(j),
-               policy.weight(j, d_max), policy.ewt(j) if policy.uses_threshold() else None)
+        key = (
+            j.units,
+            tuple(j.unit_request),
+            j.max_units_per_node,
+            policy.duration_units(j),
+            policy.weight(j, d_max),
+            policy.ewt(j) if policy.uses_threshold() else None,
+        )
         groups.setdefault(key, []).append(j)
     return [g for g in groups.values() if len(g) > 1]
 
 
-def rule_in_group_order(rule: RuleSchedule, jobs: list[QueuedJob], policy: Policy, d_max: float) -> RuleSchedule:
+def rule_in_group_order(
+    rule: RuleSchedule, jobs: list[QueuedJob], policy: Policy, d_max: float
+) -> RuleSchedule:
     """The rule's schedule with the starts (and allocations) of each group of interchangeable
     jobs handed out in priority order, as job symmetry requires.
 
@@ -178,7 +198,9 @@ def rule_in_group_order(rule: RuleSchedule, jobs: list[QueuedJob], policy: Polic
         if [k for _, k in slots] == list(range(len(chain))):
             continue  # already in priority order (ties keep the rule's own assignment)
         changed = True
-        placed = [(rule.starts[chain[k].index], rule.allocations.get(chain[k].index)) for _, k in slots]
+        placed = [
+            (rule.starts[chain[k].index], rule.allocations.get(chain[k].index)) for _, k in slots
+        ]
         for j, (start, alloc) in zip(chain, placed):
             starts[j.index] = start
             allocations.pop(j.index, None)

@@ -20,7 +20,9 @@ from hpcdispatch.cp.models.common import (
 )
 
 
-def add_pooled_cumulatives(m, sched: Schedule, inst: DispatchInstance, jobs: list[QueuedJob]) -> None:
+def add_pooled_cumulatives(
+    m, sched: Schedule, inst: DispatchInstance, jobs: list[QueuedJob]
+) -> None:
     """One cumulative per requested resource type, capacity: the system's total."""
     total = inst.capacity.sum(axis=0)
     for r in requested_resources(jobs):

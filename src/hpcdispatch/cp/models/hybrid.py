@@ -55,7 +55,9 @@ def build(x: ModelInput) -> BuiltModel:
     class_of = {n: c for c, (_vec, nodes) in enumerate(classes) for n in nodes}
     now: dict[int, cp_model.IntVar] = {}
     x: dict[int, dict[int, cp_model.IntVar]] = {}
-    load: dict[int, list[tuple[int, cp_model.IntVar]]] = {c: [] for c in range(len(classes))}  # (job index, var)
+    load: dict[int, list[tuple[int, cp_model.IntVar]]] = {
+        c: [] for c in range(len(classes))
+    }  # (job index, var)
     for j in jobs:
         s = sched.starts[j.index]
         b = m.new_bool_var(f"now[{j.id}]")
@@ -86,7 +88,11 @@ def build(x: ModelInput) -> BuiltModel:
         if not load[c]:
             continue
         for r in requested_resources(jobs):
-            terms = [by_index[i].unit_request[r] * v for i, v in load[c] if by_index[i].unit_request[r] > 0]
+            terms = [
+                by_index[i].unit_request[r] * v
+                for i, v in load[c]
+                if by_index[i].unit_request[r] > 0
+            ]
             if terms:
                 m.add(sum(terms) <= len(nodes) * vec[r])
 
@@ -125,7 +131,9 @@ def build(x: ModelInput) -> BuiltModel:
         return out
 
     notes = {"node_classes": len(classes)}
-    return BuiltModel("cp-hybrid", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})
+    return BuiltModel(
+        "cp-hybrid", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes}
+    )
 
 
 MODEL = CPModel("cp-hybrid", node_level=False, flavour="hcp", build=build)

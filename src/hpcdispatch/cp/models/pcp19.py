@@ -47,7 +47,9 @@ def idle_node_groups(inst: DispatchInstance) -> list[list[int]]:
     return list(groups.values())
 
 
-def usable_nodes(inst: DispatchInstance, jobs: list[QueuedJob], symmetry: bool, rule: RuleSchedule | None = None) -> list[int]:
+def usable_nodes(
+    inst: DispatchInstance, jobs: list[QueuedJob], symmetry: bool, rule: RuleSchedule | None = None
+) -> list[int]:
     """Nodes the model may use: all, or (symmetry) all but the surplus of idle identical groups.
 
     Any ``min(size, total units)`` nodes of an idle identical group will do; the ones the rule
@@ -104,7 +106,11 @@ def build(x: ModelInput) -> BuiltModel:
     for n in nodes:
         if not per_node[n]:
             continue
-        running_here = [(entry, iv, entry.nodes.index(n)) for entry, _left, iv in sched.running if n in entry.nodes]
+        running_here = [
+            (entry, iv, entry.nodes.index(n))
+            for entry, _left, iv in sched.running
+            if n in entry.nodes
+        ]
         for r in resources:
             intervals = [iv for iv, _ in per_node[n] if _.unit_request[r] > 0]
             demands = [j.unit_request[r] for _, j in per_node[n] if j.unit_request[r] > 0]
@@ -122,12 +128,16 @@ def build(x: ModelInput) -> BuiltModel:
         for j in jobs:
             if solver.value(sched.starts[j.index]) != 0:
                 continue
-            pairs = [(n, sum(solver.value(x) for x in lits)) for n, lits in present[j.index].items()]
+            pairs = [
+                (n, sum(solver.value(x) for x in lits)) for n, lits in present[j.index].items()
+            ]
             out[j.index] = Allocation.from_pairs([(n, u) for n, u in pairs if u > 0])
         return out
 
     notes = {"nodes_in_model": len(nodes)}
-    return BuiltModel("pcp19", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})
+    return BuiltModel(
+        "pcp19", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes}
+    )
 
 
 MODEL = CPModel("pcp19", node_level=True, flavour="pcp", build=build)

@@ -89,7 +89,9 @@ def node_segments(offsets: np.ndarray, capacity: np.ndarray, nodes: list[int]) -
 
     def close() -> None:
         b = slope or 0
-        out.append(NodeSegment(first, prev, int(offsets[first]) - b * first, b, int(capacity[first])))
+        out.append(
+            NodeSegment(first, prev, int(offsets[first]) - b * first, b, int(capacity[first]))
+        )
 
     for n in nodes:
         if first >= 0 and capacity[n] == capacity[first]:
@@ -106,7 +108,9 @@ def node_segments(offsets: np.ndarray, capacity: np.ndarray, nodes: list[int]) -
     return out
 
 
-def run_literals(m: cp_model.CpModel, node: cp_model.IntVar, runs: list[NodeSegment], name: str) -> list:
+def run_literals(
+    m: cp_model.CpModel, node: cp_model.IntVar, runs: list[NodeSegment], name: str
+) -> list:
     """One literal per run (``[None]`` for a single run): exactly one holds, and it bounds
     ``node`` to its run's first and last node."""
     if len(runs) == 1:
@@ -118,8 +122,14 @@ def run_literals(m: cp_model.CpModel, node: cp_model.IntVar, runs: list[NodeSegm
     return lits
 
 
-def tie_positions_to_node(m: cp_model.CpModel, node: cp_model.IntVar, y: cp_model.IntVar, q: int,
-                          runs: list[NodeSegment], lits: list) -> None:
+def tie_positions_to_node(
+    m: cp_model.CpModel,
+    node: cp_model.IntVar,
+    y: cp_model.IntVar,
+    q: int,
+    runs: list[NodeSegment],
+    lits: list,
+) -> None:
     """``y``'s ``q`` positions lie inside ``node``: ``off + slope n <= y <= off + slope n + cap - q``
     on the run whose literal holds (:func:`run_literals`)."""
     for g, lit in zip(runs, lits):
@@ -151,7 +161,9 @@ def _pack_hints(inst, policy, jobs, rule, running_boxes, offsets, resources):
 
 
 def _pack(inst, policy, jobs, rule, running_boxes, offsets, resources, gap_rule):
-    placed: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}  # (node, r) -> [(t0, t1, y0, y1)]
+    placed: dict[
+        tuple[int, int], list[tuple[int, int, int, int]]
+    ] = {}  # (node, r) -> [(t0, t1, y0, y1)]
     for (n, r), boxes in running_boxes.items():
         placed[(n, r)] = list(boxes)
     hints: dict[int, list[tuple[int, dict[int, int]]] | None] = {}
@@ -172,7 +184,9 @@ def _pack(inst, policy, jobs, rule, running_boxes, offsets, resources, gap_rule)
                     if q == 0:
                         continue
                     lo, cap = int(offsets[r][n]), int(inst.capacity[n, r])
-                    busy = sorted((y0, y1) for (a, b, y0, y1) in placed.get((n, r), []) if a < t1 and t0 < b)
+                    busy = sorted(
+                        (y0, y1) for (a, b, y0, y1) in placed.get((n, r), []) if a < t1 and t0 < b
+                    )
                     y = GAP_RULES[gap_rule](busy, lo, lo + cap, q)
                     if y is None:
                         ok = False
@@ -217,7 +231,14 @@ GAP_RULES = {"lowest": _lowest_gap, "highest": _highest_gap}
 
 
 def build(x: ModelInput) -> BuiltModel:
-    inst, policy, jobs, horizon, rule, settings = x.inst, x.policy, x.jobs, x.horizon, x.rule, x.settings
+    inst, policy, jobs, horizon, rule, settings = (
+        x.inst,
+        x.policy,
+        x.jobs,
+        x.horizon,
+        x.rule,
+        x.settings,
+    )
     sched = Schedule(x)
     m = sched.model
     resources = requested_resources(jobs)
@@ -252,12 +273,18 @@ def build(x: ModelInput) -> BuiltModel:
     box_y: dict[int, list[cp_model.IntervalVar]] = {r: [] for r in resources}
     box_len: dict[int, list[int]] = {r: [] for r in resources}
     box_amount: dict[int, list[int]] = {r: [] for r in resources}
-    node_vars: dict[int, list[cp_model.IntVar]] = {}  # per unit: its node, or its position (position_only)
-    position_of: dict[int, np.ndarray] = {}  # position_only jobs: position -> node via these offsets
+    node_vars: dict[
+        int, list[cp_model.IntVar]
+    ] = {}  # per unit: its node, or its position (position_only)
+    position_of: dict[
+        int, np.ndarray
+    ] = {}  # position_only jobs: position -> node via these offsets
     alloc_vars: list[cp_model.IntVar] = []
     segment_links = 0  # units whose node is tied to their positions through node-type literals
 
-    def add_box(j: QueuedJob, k: int, r: int, y: cp_model.IntVar, job_ys: dict[int, list[cp_model.IntVar]]) -> None:
+    def add_box(
+        j: QueuedJob, k: int, r: int, y: cp_model.IntVar, job_ys: dict[int, list[cp_model.IntVar]]
+    ) -> None:
         """Unit ``k`` of job ``j`` on type ``r``: the box (time x positions from ``y``)."""
         q = j.unit_request[r]
         box_x[r].append(sched.intervals[j.index])
@@ -270,7 +297,11 @@ def build(x: ModelInput) -> BuiltModel:
     for j in jobs:
         allowed = [n for n in nodes_ok if all(cap[n, r] >= j.unit_request[r] for r in resources)]
         if not allowed:  # cannot happen for a job that fits now; keep the model consistent
-            allowed = [n for n in range(inst.n_nodes) if all(cap[n, r] >= j.unit_request[r] for r in resources)]
+            allowed = [
+                n
+                for n in range(inst.n_nodes)
+                if all(cap[n, r] >= j.unit_request[r] for r in resources)
+            ]
         domain = cp_model.Domain.from_values(allowed)
         unit_hints = hints.get(j.index)
         node_vars[j.index] = []
@@ -284,11 +315,12 @@ def build(x: ModelInput) -> BuiltModel:
             r0 = job_res[0]
             q0 = j.unit_request[r0]
             y_domain = cp_model.Domain.from_intervals(
-                [[int(offsets[r0][n]), int(offsets[r0][n] + cap[n, r0] - q0)] for n in allowed])
+                [[int(offsets[r0][n]), int(offsets[r0][n] + cap[n, r0] - q0)] for n in allowed]
+            )
         else:  # a node variable per unit, tied to its positions run by run (see the docstring)
             segments = {r: node_segments(offsets[r], cap[:, r], allowed) for r in job_res}
         for k in range(j.units):
-            hinted_node, hinted_pos = (unit_hints[k] if unit_hints is not None else (None, {}))
+            hinted_node, hinted_pos = unit_hints[k] if unit_hints is not None else (None, {})
             if position_only:
                 y = m.new_int_var_from_domain(y_domain, f"y[{j.id},{k},{r0}]")
                 if hinted_node is not None:
@@ -336,7 +368,9 @@ def build(x: ModelInput) -> BuiltModel:
         m.add_no_overlap_2d(box_x[r] + fixed_x[r], box_y[r] + fixed_y[r])
         # implied: pooled capacity over time, and over positions (capacity: the horizon)
         m.add_cumulative(box_x[r] + fixed_x[r], box_amount[r] + fixed_amount[r], int(totals[r]))
-        m.add_cumulative(box_y[r] + fixed_y[r], box_len[r] + fixed_len[r], horizon + max(fixed_len[r], default=0))
+        m.add_cumulative(
+            box_y[r] + fixed_y[r], box_len[r] + fixed_len[r], horizon + max(fixed_len[r], default=0)
+        )
     m.add_decision_strategy(alloc_vars, cp_model.CHOOSE_MIN_DOMAIN_SIZE, cp_model.SELECT_MAX_VALUE)
 
     def decode_now(solver):
@@ -347,13 +381,22 @@ def build(x: ModelInput) -> BuiltModel:
             counts: dict[int, int] = {}
             for nd in node_vars[j.index]:
                 v = int(solver.value(nd))
-                n = v if j.index not in position_of else int(np.searchsorted(position_of[j.index], v, "right")) - 1
+                n = (
+                    v
+                    if j.index not in position_of
+                    else int(np.searchsorted(position_of[j.index], v, "right")) - 1
+                )
                 counts[n] = counts.get(n, 0) + 1
             out[j.index] = Allocation.from_pairs(sorted(counts.items()))
         return out
 
-    notes = {"segment_links": segment_links, "unhinted_jobs": sum(1 for j in jobs if hints.get(j.index) is None)}
-    return BuiltModel("pcp20", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes})
+    notes = {
+        "segment_links": segment_links,
+        "unhinted_jobs": sum(1 for j in jobs if hints.get(j.index) is None),
+    }
+    return BuiltModel(
+        "pcp20", m, jobs, sched.starts, decode_now, sched.elapsed(), {**sched.notes, **notes}
+    )
 
 
 MODEL = CPModel("pcp20", node_level=True, flavour="pcp", build=build)
