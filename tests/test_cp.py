@@ -41,8 +41,22 @@ def qj(index, submit, duration, units=1, req=(1,), maxpn=0):
     return QueuedJob(index, index + 1, submit, duration, units, tuple(req), maxpn)
 
 
+def deterministic_solver(limit: float) -> cp_model.CpSolver:
+    """A CP-SAT solver bounded by ``limit`` units of its deterministic time only, with one
+    worker and a fixed seed: its answer does not depend on the machine's load, as it did
+    with a wall-clock limit."""
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = limit
+    return solver
+
+
 def decide(name, system, inst, **params):
-    d = make_dispatcher(name, time_unit=1.0, **params)
+    """``name``'s decision on ``inst``: ``(job index -> [(node, units)], info)``. The search is
+    bounded by CP-SAT's deterministic time only (one worker), so what the tests compare does
+    not depend on the machine's load."""
+    d = make_dispatcher(name, time_unit=1.0, deterministic=True, **params)
     d.setup(system)
     placed, info = d.decide(inst)
     return {idx: alloc.pairs() for idx, alloc in placed}, info
@@ -245,7 +259,7 @@ def test_v1_with_overdue_jobs_still_gives_valid_starts():
         r = simulate(
             cores_system(2, 4),
             jobs,
-            make_dispatcher(f"{name}:version=1,time_unit=1"),
+            make_dispatcher(f"{name}:version=1,time_unit=1,deterministic=true"),
             predictor=Short(),
         )
         assert not np.isnan(r.start).any()
@@ -254,7 +268,7 @@ def test_v1_with_overdue_jobs_still_gives_valid_starts():
         paper = simulate(
             cores_system(2, 4),
             jobs,
-            make_dispatcher(f"{name}:version=1,time_unit=1,paper_v1=true"),
+            make_dispatcher(f"{name}:version=1,time_unit=1,paper_v1=true,deterministic=true"),
             predictor=Short(),
         )
         assert not np.isnan(paper.start).any()
@@ -336,8 +350,7 @@ def test_pcp20_node_map_never_splits_a_unit(data):
             earliest_alone(inst, policy, jobs, bf, True),
         )
     )
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 5
+    solver = deterministic_solver(5.0)
     solver.parameters.symmetry_level = 0
     assert solver.solve(built.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     cap = system.capacity
@@ -414,39 +427,39 @@ def test_dumped_instances_round_trip_and_evaluate(tmp_path):
         for i in range(12)
     ]
     dump = tmp_path / "inst"
-    disp = make_dispatcher("hcp", dump_instances=str(dump), time_unit=1.0)
+    # (deterministic limits: the dumped decisions are compared with decisions taken again)
+    disp = make_dispatcher("hcp", dump_instances=str(dump), time_unit=1.0, deterministic=True)
     result = simulate(system, jobs, disp)
     files = sorted(dump.glob("instance-*.json"))
     assert len(files) == len(result.decisions["info"]) > 0
     # the dump holds what the dispatcher saw: re-deciding a dumped instance gives the same starts
     from hpcdispatch.instance_eval import evaluate, ratios, system_of_instance
 
-    fresh = make_dispatcher("hcp", time_unit=1.0)
+    fresh = make_dispatcher("hcp", time_unit=1.0, deterministic=True)
     fresh.setup(system)
     for path, info in zip(files, result.decisions["info"]):
         inst = DispatchInstance.load(path)
         assert system_of_instance(inst).capacity.tolist() == system.capacity.tolist()
         placed, again = fresh.decide(inst)
         assert len(placed) == info["dispatched"]
-    frame = evaluate(
-        dump, ["hcp:time_unit=1", "pcp19:time_unit=1", "pcp20:time_unit=1"], min_queued=2
-    )
+    det = "time_unit=1,deterministic=true"
+    frame = evaluate(dump, [f"hcp:{det}", f"pcp19:{det}", f"pcp20:{det}"], min_queued=2)
     congested = [p.name for p in files if len(DispatchInstance.load(p).queued) >= 2]
     assert sorted(frame["instance"].unique()) == congested and congested
     assert len(frame) == 3 * len(congested)
     # forced models: every instance with a fitting job has a model, whose objective is never
     # worse than the rule's (the rule is its hint)
-    built = frame[frame["dispatcher"] != "hcp-time_unit_1"]
+    built = frame[frame["dispatcher"] != "hcp-time_unit_1-deterministic_true"]
     assert (built[built["in_model"] > 0]["variables"] > 0).all()
     assert (frame["objective"] <= frame["rule_objective"] + 1e-9).all()
     assert (built[built["in_model"] > 0]["status"] != "rule-optimal").all()
-    rat = ratios(frame, "pcp19-time_unit_1")
-    pcp20 = rat[rat["dispatcher"] == "pcp20-time_unit_1"]
+    rat = ratios(frame, "pcp19-time_unit_1-deterministic_true")
+    pcp20 = rat[rat["dispatcher"] == "pcp20-time_unit_1-deterministic_true"]
     assert np.isfinite(pcp20["variables_ratio"]).any()
     # saved as it goes: an evaluation interrupted after some instances resumes from its record
     # (the instances it holds are not solved again) and ends with the same rows
     record = tmp_path / "eval" / "progress.jsonl"
-    specs = ["hcp:time_unit=1", "pcp20:time_unit=1"]
+    specs = [f"hcp:{det}", f"pcp20:{det}"]
     whole = evaluate(dump, specs, min_queued=2, record=record)
     lines = record.read_text().splitlines()
     assert len(lines) == 1 + len(files)  # the header, then one line per instance (skipped ones too)
@@ -468,7 +481,7 @@ def test_dumped_instances_round_trip_and_evaluate(tmp_path):
     )
     assert len(record.read_text().splitlines()) == 1 + len(files)
     with pytest.raises(ConfigError, match="a record of another evaluation"):
-        evaluate(dump, ["hcp:time_unit=1"], min_queued=2, record=record)
+        evaluate(dump, [f"hcp:{det}"], min_queued=2, record=record)
 
 
 @pytest.mark.parametrize("name", ["pcp20", "cp-hybrid"])
@@ -908,9 +921,7 @@ def test_a_paper_horizon_called_too_short_makes_the_model_infeasible(data, name,
     )
     for j in jobs:
         built.model.add(built.starts[j.index] + policy.duration_units(j) <= horizon)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 20
-    assert solver.solve(built.model) == cp_model.INFEASIBLE
+    assert deterministic_solver(20.0).solve(built.model) == cp_model.INFEASIBLE
 
 
 @st.composite
@@ -954,7 +965,13 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
     results = {}
     for sym in (True, False):
         d = make_dispatcher(
-            name, time_unit=1.0, delta=10.0, version=version, force_model=True, job_symmetry=sym
+            name,
+            time_unit=1.0,
+            delta=10.0,
+            version=version,
+            force_model=True,
+            job_symmetry=sym,
+            deterministic=True,
         )
         d.setup(system)
         placed, info = d.decide(inst)
@@ -980,8 +997,7 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
             earliest_alone(inst, policy, jobs, d._best_fit, d.node_level),
         )
     )
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 10
+    solver = deterministic_solver(10.0)
     solver.parameters.symmetry_level = 0
     assert solver.solve(built.model) == cp_model.OPTIMAL
     starts_of = built.start_values(solver)

@@ -91,7 +91,9 @@ and the submission order breaks what ties remain. The objective's integer scale 
 such priorities so that its coefficients stay below 2**45 (:func:`objective_scale`).
 
 Solved with CP-SAT under a wall-clock limit (``time_limit``, default 5 s; the model build time
-is subtracted, so build + solve stay within the limit plus the solver's loading overhead),
+is subtracted, so build + solve stay within the limit plus the solver's loading overhead; with
+``deterministic=true`` the limit is in CP-SAT's deterministic time instead, and decisions are
+repeatable on a loaded machine),
 ``workers`` search workers (default 1: deterministic, no LNS), CP-SAT's presolve probing off
 (``probing_level=0``; -1 keeps CP-SAT's default: on 100-job windows of machine-l, probing alone
 used the whole 5 s and the step ended without a solution) and the greedy solution (the
@@ -108,7 +110,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -633,22 +636,31 @@ def solve_program(
     seed: int,
     probing_level: int,
     started_at: float | None = None,
+    deterministic: bool = False,
 ) -> tuple[cp_model.CpSolverStatus, cp_model.CpSolver, float]:
     """Solve ``program`` with CP-SAT within ``time_limit`` seconds counted from ``started_at``
     (``time.perf_counter()``; default: now), at least 0.05 s; ``workers`` search workers,
-    ``seed``, presolve probing ``probing_level`` (-1: CP-SAT's default). Returns ``(status,
-    solver, solve seconds)``."""
+    ``seed``, presolve probing ``probing_level`` (-1: CP-SAT's default). With
+    ``deterministic``, ``time_limit`` is in units of CP-SAT's deterministic time instead and
+    the wall clock bounds nothing (but a watchdog against hangs at ``100 time_limit + 60`` s),
+    so that with one worker the same program gets the same answer on a loaded machine too.
+    Returns ``(status, solver, solve seconds)``."""
     if started_at is None:
         started_at = time.perf_counter()
     solver = cp_model.CpSolver()
     params = solver.parameters
-    params.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started_at))
+    watchdog_s = None
+    if deterministic:
+        params.max_deterministic_time = time_limit
+        watchdog_s = time_limit * 100 + 60.0
+    else:
+        params.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started_at))
     params.num_workers = workers
     params.random_seed = seed
     if probing_level >= 0:
         params.cp_model_probing_level = probing_level
     t1 = time.perf_counter()
-    status, _ = solve_interruptibly(solver, program.model)
+    status, _ = solve_interruptibly(solver, program.model, watchdog_s=watchdog_s)
     return status, solver, time.perf_counter() - t1
 
 
@@ -686,6 +698,7 @@ class Aucsched(Dispatcher):
 
     name = "aucsched"
     tags = Tags(uses_solver=True, deterministic=False)  # a wall-clock solver limit
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"deterministic": False}
 
     def __init__(
         self,
@@ -708,6 +721,7 @@ class Aucsched(Dispatcher):
         symmetry_cuts: bool = True,
         probing_level: int = 0,
         allocator: str = "first-fit",
+        deterministic: bool = False,
     ):
         self.step = step
         self.window = window
@@ -728,6 +742,15 @@ class Aucsched(Dispatcher):
         self.symmetry_cuts = symmetry_cuts
         self.probing_level = probing_level
         self.allocator = allocator
+        #: ``time_limit`` in units of CP-SAT's deterministic time, the wall clock bounding
+        #: nothing (:func:`solve_program`): with one worker, decisions that do not depend on
+        #: the machine's load (the tests compare solutions this way)
+        self.deterministic = deterministic
+
+    def get_tags(self) -> Tags:
+        # a wall-clock time limit makes decisions depend on the machine's load; the
+        # deterministic limit with one worker does not
+        return replace(self.tags, deterministic=bool(self.deterministic) and int(self.workers) == 1)
 
     def simulation_hints(self) -> dict:
         # the paper's plug-in runs a scheduling step every `step` seconds and only then
@@ -952,6 +975,7 @@ class Aucsched(Dispatcher):
             self.seed,
             self.probing_level,
             started_at=started_at,
+            deterministic=bool(self.deterministic),
         )
         self.solves += 1
         info: dict[str, object] = {
