@@ -27,6 +27,8 @@ from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import load_workload
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 SPEC = "synthetic:lublin,jobs=200,seed=5,load=1.1"
 
 #: simulated time at which the interrupting dispatchers stop the run (None: never)

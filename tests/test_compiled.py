@@ -20,6 +20,8 @@ from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload.job import Workload
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 def run(system, workload, spec, allocator, engine, predictor="walltime", kill=True, journal=None):
     return simulate(

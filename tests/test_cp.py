@@ -25,6 +25,8 @@ from hpcdispatch.dispatchers import cp as cp_dispatchers
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.errors import ConfigError, UnsupportedJobError
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 CP_MODELS = ["hcp", "pcp19", "pcp20", "cp-hybrid"]
 
 

@@ -24,6 +24,8 @@ from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.system.io import load_system
 from hpcdispatch.workload.loader import load_workload
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 PARAMS = CPDispatcher.SOLVER_PARAMS
 
 

@@ -672,7 +672,7 @@ def test_journal_wrong_values(data):
 
 
 @pytest.fixture(scope="module")
-def checkpoint_case():
+def checkpoint_case(compiled_kernels):
     system = cores_system(8, 4)
     workload = Workload(
         [

@@ -19,6 +19,8 @@ from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.validation import validate_result
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 pytest.importorskip("numba")
 
 

@@ -29,6 +29,8 @@ import hpcdispatch as h
 from hpcdispatch.results.store import read_run
 from hpcdispatch.validation import validate_run_dir, validate_tables
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 SLURM_I = (
     "synthetic:aucsched,workload=I,version=2,seed=1,runtime_h=0.2"  # 1-core units, half contiguous
 )
