@@ -537,6 +537,7 @@ def test_aucsched_contiguous_only_bids_give_unfragmented_allocations():
     assert s2["fragmentation_mean"] >= 1.0
 
 
+@pytest.mark.slow
 def test_aucsched_step_on_machine_l_with_100_jobs():
     system = load_system("machine-l")
     w = load_workload("synthetic:aucsched,workload=V,version=2,seed=1,runtime_h=1", system)

@@ -96,6 +96,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, predictor, case_name", CASES)
 def test_resumed_run_equals_uninterrupted_run(name, predictor, case_name, request, tmp_path):
     case = request.getfixturevalue(case_name)
@@ -118,6 +119,7 @@ def test_resumed_run_equals_uninterrupted_run(name, predictor, case_name, reques
         assert_same_run(resumed, clean)
 
 
+@pytest.mark.slow
 def test_conservative_resumes_its_plan_not_a_new_one(pooled_case, tmp_path):
     """The resumed dispatcher continues with the restored plan: its counters go on from
     the interrupted run's, and the plan's compressions add up to the clean run's."""
@@ -139,6 +141,7 @@ def test_conservative_resumes_its_plan_not_a_new_one(pooled_case, tmp_path):
     assert_same_run(resumed, clean)
 
 
+@pytest.mark.slow
 def test_killed_process_resumes_from_its_last_checkpoint(tmp_path):
     """SIGKILL at an arbitrary moment (possibly during a write): the checkpoint on disk is
     whole, and the resumed run equals the uninterrupted one."""

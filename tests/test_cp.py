@@ -233,6 +233,7 @@ def test_the_solution_is_never_worse_than_the_rule():
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["cp-rule", *CP_MODELS])
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_versions_simulate_validly(name, version):
@@ -486,6 +487,7 @@ def test_dumped_instances_round_trip_and_evaluate(tmp_path):
         evaluate(dump, [f"hcp:{det}"], min_queued=2, record=record)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pcp20", "cp-hybrid"])
 def test_deterministic_search_gives_the_same_schedule_twice(name):
     # a congested workload with a tiny limit, so that the limit binds: with deterministic=true
@@ -518,6 +520,7 @@ def test_deterministic_search_gives_the_same_schedule_twice(name):
     assert "feasible" in runs[0][2] or "optimal" in runs[0][2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hcp", "pcp20"])
 def test_version_2_is_version_1_unless_predictions_under_estimate(name):
     # Version 2 only changes the remaining duration of a running job that outlived its
@@ -871,6 +874,7 @@ def instances_with_overdue_jobs_and_twins(draw):
     return system, instance(system, queued, running)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     instances_with_overdue_jobs_and_twins(), st.sampled_from(CP_MODELS), st.sampled_from([1, 2, 3])
@@ -1008,6 +1012,7 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
         assert values == sorted(values), (chain, values)
 
 
+@pytest.mark.slow
 def test_deterministic_search_solves_one_model_the_same_way_every_time(monkeypatch):
     # A PCP'20 instance (dumped from pcp20:deterministic=true,version=1 on
     # synthetic:lublin,jobs=120,seed=5,load=0.9, decision 133). With CP-SAT's packing

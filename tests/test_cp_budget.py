@@ -196,6 +196,7 @@ def test_bad_budget_parameters_are_one_line_errors(params, field):
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec",
     [
@@ -233,6 +234,7 @@ def no_first_solution_model(n: int = 40) -> cp_model.CpModel:
     return m
 
 
+@pytest.mark.slow
 def test_without_a_decision_limit_a_search_without_a_solution_takes_three_deltas():
     # delta 0.2, k = 2: 0.2 "unknown", restart with 0.4 "unknown", stop (two restarts without
     # a change): 0.6 deterministic units, whatever the stall budget says

@@ -845,6 +845,7 @@ _json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @FEW
 @given(st.sampled_from(["run.json", "summary.json"]), st.data())
 def test_run_dir_wrong_json_values(run_dir_case, name, data):
@@ -872,6 +873,7 @@ _cell_values = st.one_of(
 )
 
 
+@pytest.mark.slow
 @FEW
 @given(st.sampled_from(["jobs.parquet", "allocations.parquet", "workload.parquet"]), st.data())
 def test_run_dir_wrong_table_values(run_dir_case, name, data):

@@ -23,6 +23,7 @@ def started_deciding(journal, calls: int, timeout: float = 120.0) -> None:
     raise AssertionError(f"no {calls} decisions recorded in {timeout} s")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["pcp20:delta=4,delta_max=8", "aucsched:time_limit=30"])
 def test_sigint_stops_a_solver_run_at_once(tmp_path, spec):
     journal = tmp_path / "run.jsonl"

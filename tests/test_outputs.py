@@ -28,6 +28,8 @@ from hpcdispatch.results.outdir import (
 )
 from hpcdispatch.runner import run_simulation
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -191,6 +193,7 @@ def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeyp
     assert summaries == []  # the validation under way finished on its own; the summary was skipped
 
 
+@pytest.mark.slow
 def test_a_process_whose_write_failed_exits_without_waiting_for_the_validation(tmp_path):
     # the thread is a daemon: a script that catches the failed write and ends does not wait
     # for a validation that is still running
@@ -253,6 +256,7 @@ def test_the_checkpoint_is_removed_only_once_the_outputs_are_written(tmp_path, m
     assert not checkpoint.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mask, others_read", [(0o022, True), (0o077, False)])
 def test_outputs_follow_the_umask(tmp_path, mask, others_read):
     system, wl = small()
@@ -275,6 +279,7 @@ def test_outputs_follow_the_umask(tmp_path, mask, others_read):
             assert bool(mode & 0o001) == others_read, (path, oct(mode))
 
 
+@pytest.mark.slow
 def test_a_report_replaces_the_previous_one_as_a_whole(tmp_path):
     system, wl = small()
     out = tmp_path / "run"
@@ -344,6 +349,7 @@ def test_missing_values_are_empty_cells_and_nulls(tmp_path):
     assert float(rows[started]["start"]) == outcome.result.start[started]
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=80)
 @given(
     st.lists(

@@ -17,6 +17,8 @@ from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.workload.job import Job, Workload
 from hpcdispatch.workload.swf import fits_empty_system
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 @st.composite
 def scenarios(draw, max_jobs: int = 25):
