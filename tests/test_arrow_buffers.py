@@ -47,6 +47,7 @@ def test_booleans_round_trip(values, start):
     assert np.array_equal(numpy_array(made.slice(start)), values[start:])
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=150)
 @given(
     st.lists(

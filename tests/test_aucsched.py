@@ -526,6 +526,7 @@ def test_aucsched_honours_every_request_exactly():
         assert t == 0 or t % 5 == 0  # scheduling steps every 5 s
 
 
+@pytest.mark.slow
 def test_aucsched_contiguous_only_bids_give_unfragmented_allocations():
     system = load_system("machine-s")
     w = load_workload("synthetic:aucsched,workload=IV,version=1,seed=2,runtime_h=0.2", system)
