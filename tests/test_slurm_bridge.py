@@ -678,6 +678,7 @@ def _check_run(out: Path, name: str, n_jobs: int) -> dict:
     return run
 
 
+@pytest.mark.slow
 def test_easy_schedules_30_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: Path) -> None:
     """The issue's integration test: 30 jobs (sub-node, whole-node, multi-node and GPU
     requests) in external mode on the 16-node cluster."""
@@ -707,6 +708,7 @@ def test_easy_schedules_30_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: 
     assert len(mine) == 30 and all(j["state"] == "COMPLETED" for j in mine)
 
 
+@pytest.mark.slow
 def test_pcp20_schedules_whole_node_jobs_on_exactly_its_nodes(
     cluster16: Path, tmp_path: Path
 ) -> None:
@@ -732,6 +734,7 @@ def test_pcp20_schedules_whole_node_jobs_on_exactly_its_nodes(
     assert run["bridge"]["refused"] == {}
 
 
+@pytest.mark.slow
 def test_pcp20_uneven_starts_run_as_hetjobs_on_exactly_its_cores(
     cluster16: Path, tmp_path: Path
 ) -> None:
@@ -761,6 +764,7 @@ def test_pcp20_uneven_starts_run_as_hetjobs_on_exactly_its_cores(
     _assert_each_started_once(run, cluster16, 16)
 
 
+@pytest.mark.slow
 def test_killed_bridge_resumes_and_starts_every_job_once(cluster16: Path, tmp_path: Path) -> None:
     out = tmp_path / "conservative"
     args = [
@@ -839,6 +843,7 @@ class NeverStarts(Dispatcher):
 '''
 
 
+@pytest.mark.slow
 def test_a_raising_dispatcher_leaves_the_jobs_held(cluster16: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "fails_third.py"
     plugin.write_text(PLUGIN)
@@ -881,6 +886,7 @@ def test_a_raising_dispatcher_leaves_the_jobs_held(cluster16: Path, tmp_path: Pa
     )
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path: Path) -> None:
     """A dispatcher that starts nothing; SIGTERM after its second call: exit 130, one line,
     every submitted job still held."""
