@@ -56,6 +56,7 @@ def uninterrupted(tmp_path_factory):
     return run_sweep(load_sweep(write_spec(d, SPEC)), d / "out", LocalExecutor(2)).summary
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "whole_group", [False, True], ids=["kill-main-process", "kill-process-group"]
 )
