@@ -319,6 +319,7 @@ def random_instances(draw):
     return system, instance(system, queued, running)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_instances())
 def test_pcp20_node_map_never_splits_a_unit(data):
@@ -397,6 +398,7 @@ def test_pcp20_node_map_never_splits_a_unit(data):
             assert sorted(now[j.index].pairs()) == sorted((n, nodes.count(n)) for n in set(nodes))
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.integers(0, 10_000),
@@ -902,6 +904,7 @@ def test_the_rule_is_a_feasible_hint_with_identical_jobs_in_priority_order(data,
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances_with_overdue_jobs_and_twins(), st.sampled_from(CP_MODELS), st.integers(1, 40))
 def test_a_paper_horizon_called_too_short_makes_the_model_infeasible(data, name, horizon):
@@ -961,6 +964,7 @@ def instances_with_twins(draw):
     return system, instance(system, queued, running)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances_with_twins(), st.sampled_from(CP_MODELS), st.sampled_from([1, 3]))
 def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
@@ -1118,6 +1122,7 @@ def loaded_variables(model, params) -> int:
     return int(line.split()[1].replace("'", ""))
 
 
+@pytest.mark.slow
 def test_pcp20_alldifferent_constraints_are_not_expanded():
     # SDSC-SP2-like: 128 single-core nodes, half of them busy until t = 50. Three jobs of 64
     # units wait; the rule starts one now, so a model is built. Each job's positions (in

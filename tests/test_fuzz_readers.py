@@ -225,6 +225,7 @@ def test_swf_damaged(data):
     check_swf(_write("damaged.swf", data))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(damaged(gzip.compress(SWF, mtime=0)), damaged(SWF).map(lambda d: gzip.compress(d, mtime=0)))
 def test_swf_gz_damaged(compressed_damaged, damaged_compressed):
