@@ -679,6 +679,30 @@ def validate(out_dir: Path, no_reload: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
+@cli.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--to",
+    "fmt",
+    type=click.Choice(["batsim"]),
+    default="batsim",
+    show_default=True,
+    help="the format: batsim = Batsim's jobs.csv (what Evalys reads)",
+)
+@click.option(
+    "--out", "-o", type=click.Path(path_type=Path), required=True, help="output directory"
+)
+@click.option("--force", is_flag=True, help="replace OUT if it holds files")
+def export(run_dir: Path, fmt: str, out: Path, force: bool) -> None:
+    """Write the run in RUN_DIR in another tool's format: Batsim's jobs.csv (open it with
+    Evalys: ``JobSet.from_csv("OUT/jobs.csv")``). Batsim's ``stretch`` is the unbounded
+    slowdown; the bounded one is in ``metadata``."""
+    from hpcdispatch.results.batsim import export_batsim
+
+    path = export_batsim(run_dir, out, force=force)
+    console.print(f"wrote {path}")
+
+
 @cli.group("workload", invoke_without_command=True)
 @workload_options(default_workload="")
 @click.pass_context
@@ -723,18 +747,22 @@ def workload_info(ctx: click.Context, **kw: Any) -> None:
 @click.option("--force", is_flag=True, help="replace OUT if it exists")
 def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
     """Convert a workload (SWF, sacct --parsable2, Slurm-style CSV/JSONL, synthetic:...) into
-    SWF (OUT.swf: 18 fields, a header with MaxNodes/MaxProcs) or a Slurm-style request file
-    (OUT.csv / OUT.jsonl: node counts, GRES and memory kept), chosen by OUT's suffix; written
-    atomically (a temporary file, then one rename)."""
+    SWF (OUT.swf: 18 fields, a header with MaxNodes/MaxProcs and, as comments, what the reader
+    skipped and patched), a Slurm-style request file (OUT.csv / OUT.jsonl: node counts, GRES
+    and memory kept) or a Batsim workload (OUT.json: delay profiles), chosen by OUT's suffix;
+    written atomically (a temporary file, then one rename)."""
     from hpcdispatch.errors import ConfigError
     from hpcdispatch.results.store import write_text
+    from hpcdispatch.workload.batsim import batsim_workload_text
     from hpcdispatch.workload.loader import load_workload, resolve_system
     from hpcdispatch.workload.slurm import slurm_requests_text
     from hpcdispatch.workload.swf import swf_text
 
     suffix = out.suffix.lower()
-    if suffix not in (".swf", ".csv", ".jsonl", ".ndjson"):
-        raise ConfigError(f"{out}: unknown output format '{suffix}' (use .swf, .csv or .jsonl)")
+    if suffix not in (".swf", ".csv", ".jsonl", ".ndjson", ".json"):
+        raise ConfigError(
+            f"{out}: unknown output format '{suffix}' (use .swf, .csv, .jsonl or .json: Batsim)"
+        )
     if out.exists() and not force:
         raise ConfigError(f"{out} exists (give --force to replace it)")
     sys_ = resolve_system(system, source)
@@ -742,7 +770,12 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
     report = workload.report
     if report.n_skipped or report.patched or report.notes:
         err_console.print(f"[yellow]{report.describe()}[/]")
-    text = swf_text(workload, sys_) if suffix == ".swf" else slurm_requests_text(workload, suffix)
+    if suffix == ".swf":
+        text = swf_text(workload, sys_)
+    elif suffix == ".json":
+        text = batsim_workload_text(workload, sys_)
+    else:
+        text = slurm_requests_text(workload, suffix)
     write_text(out, text)
     console.print(f"wrote {len(workload):,} jobs to {out}")
 
