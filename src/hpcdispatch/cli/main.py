@@ -221,7 +221,10 @@ def load_plugin_options(kw: dict[str, Any]) -> None:
     load_plugins(tuple(resolve_plugin(str(p), Path.cwd()) for p in kw.get("plugins") or ()))
 
 
-def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
+def load_inputs(kw: dict[str, Any], print_report: bool = True) -> tuple[Any, Any]:
+    """The system and workload of the command's options; the reader's skipped and patched
+    records are printed once (to stderr) unless ``print_report`` is False (the caller prints
+    them itself)."""
     from hpcdispatch.workload.loader import load_workload, resolve_system
     from hpcdispatch.workload.mapping import UnitMapping
     from hpcdispatch.workload.swf import SwfOptions
@@ -242,7 +245,7 @@ def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
         console.print(f"[bold]system[/] {system.name}: {system.summary()}")
         console.print(f"[bold]workload[/] {workload.source.spec}: {len(workload)} jobs")
     report = workload.report
-    if report.n_skipped or report.patched or report.notes:
+    if print_report and (report.n_skipped or report.patched or report.notes):
         err_console.print(f"[yellow]{report.describe()}[/]")
     if len(workload) == 0:
         raise HpcDispatchError(
@@ -443,16 +446,34 @@ def dispatchers() -> None:
     """List the available dispatchers and their parameters."""
     from hpcdispatch.dispatchers import DISPATCHERS
 
-    table = Table(title="dispatchers")
-    for col in ("name", "parameters (defaults)", "tags", "description"):
-        table.add_column(col, overflow="fold")
+    table = Table(title="dispatchers", show_lines=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("parameters (defaults)", no_wrap=True)
+    table.add_column("tags")
+    table.add_column("description", ratio=1)
     for name, cls in sorted(DISPATCHERS.items()):
         d = cls()
-        params = ", ".join(f"{k}={v}" for k, v in d.get_params().items())
+        params = "\n".join(f"{k}={v}" for k, v in d.get_params().items())
         tags = ", ".join(k.replace("_", " ") for k, v in vars(d.get_tags()).items() if v)
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        table.add_row(name, params, tags, doc)
+        table.add_row(name, params, tags, docstring_summary(cls.__doc__))
     console.print(table)
+
+
+def docstring_summary(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, as plain text: reST roles and
+    literals (``:class:`~a.B```, ````x````) become their text; never cut inside a sentence."""
+    import re
+
+    paragraph = " ".join((doc or "").strip().split("\n\n")[0].split())
+    text = re.sub(
+        r":[a-z]+:`~?([^`<]*?)\s*(?:<[^`]*>)?`",
+        lambda m: m.group(1).split(".")[-1] if m.group(0).count("~") else m.group(1),
+        paragraph,
+    )
+    text = re.sub(r"``([^`]*)``", r"\1", text)
+    text = re.sub(r"\*\*([^*]*)\*\*|\*([^*]*)\*", lambda m: m.group(1) or m.group(2), text)
+    match = re.search(r"(?<=[.!?])\s+(?=[A-Z(])", text)
+    return text[: match.start()] if match else text
 
 
 @cli.command()
@@ -714,7 +735,7 @@ def workload_info(ctx: click.Context, **kw: Any) -> None:
     if not kw["workload"]:
         raise click.UsageError("Missing option '--workload' / '-w' (or a subcommand: convert)")
     kw["quiet"] = False
-    system, workload = load_inputs(kw)
+    system, workload = load_inputs(kw, print_report=False)
     load = workload.offered_load(system.total_capacity)
     rows = [
         ["jobs", f"{len(workload):,}"],
