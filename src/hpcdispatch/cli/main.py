@@ -645,6 +645,7 @@ def _compare_into(
     from hpcdispatch.runner import run_simulation
 
     summaries, runs, notes = [], [], []
+    spec_key: list[tuple[str, str, str]] = []
     invalid = False
     for spec in specs:
         label = spec.run_label
@@ -664,14 +665,15 @@ def _compare_into(
         repeat_note = note_repeatability(label, outcome.result)
         if repeat_note:
             notes.append(f"Not repeatable: {repeat_note}.")
-        runs.append(ComparedRun.from_result(label, outcome.result))
+        runs.append(ComparedRun.from_result(spec.display_label, outcome.result))
+        spec_key.append((spec.display_label, spec.written, label))
         if not outcome.validation.ok:
             invalid = True
             notes.append(f"{label}: {outcome.validation.describe()}")
         if not kw["quiet"]:
             console.print(f"  {label}: done in {outcome.wall_seconds:.1f} s")
     frame = comparison_frame(summaries)
-    write_comparison_report(out, frame, runs, notes)
+    write_comparison_report(out, frame, runs, notes, spec_key=spec_key)
     header, rows = display_rows(frame, compact=True)
     console.print(
         plain_table(

@@ -74,6 +74,22 @@ class DispatcherSpec:
         return self.label or label_for(self.written)
 
     @property
+    def display_label(self) -> str:
+        """A label for people (tables, legends): the given label, or the written name with its
+        parameters in brackets, an allocator by its name alone (``easy:allocator=best-fit`` ->
+        ``easy (best-fit)``, ``pcp20-R:budget=stall,stall=0.01`` -> ``pcp20-R (budget=stall,
+        stall=0.01)``). :attr:`run_label` stays the directory name."""
+        if self.label:
+            return self.label
+        head, _, rest = self.written.strip().partition(":")
+        tail_keys = {k.lower() for k in dispatcher_class(self.name).TEXT_TAIL_KEYS}
+        parts = [
+            v if k.lower() == "allocator" else f"{k}={v}"
+            for k, v in _items(rest, tail_keys, self.written)
+        ]
+        return f"{head.strip()} ({', '.join(parts)})" if parts else head.strip()
+
+    @property
     def dispatcher_label(self) -> str:
         """The label of the dispatcher alone (a sweep adds the predictor to it)."""
         if self.label:

@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogFormatter  # noqa: E402
 
 from hpcdispatch.report.style import SeriesStyle, dispatcher_styles  # noqa: E402
 from hpcdispatch.report.tables import Metric  # noqa: E402
@@ -138,14 +138,25 @@ def _plain_log_label(value: float, _pos: int) -> str:
     return f"{value:,.0f}"
 
 
+class _PlainMinorLogFormatter(LogFormatter):
+    """Minor ticks of a log axis labelled in plain numbers when the axis spans few decades
+    (matplotlib's thresholds: some of them below one decade, all of them below 0.4), so that
+    a narrow log axis never shows a lone "1"; none on a wide axis."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return _plain_log_label(x, 0) if x >= 1 else f"{x:.3g}"
+
+
 def _log_axis(ax: plt.Axes, axis: str = "x") -> None:
-    """A log axis labelled with plain numbers (0.01, 1, 1,000, 10k, 1M) at the decades and
-    no labels at the minor ticks: easier to read than 10^k, and mathtext tick labels cost
-    most of a figure's drawing time."""
+    """A log axis labelled with plain numbers (0.01, 1, 1,000, 10k, 1M) at the decades, and
+    at the minor ticks too when it spans less than a decade (2, 3, 5 ...): easier to read
+    than 10^k, and mathtext tick labels cost most of a figure's drawing time."""
     target = ax.xaxis if axis == "x" else ax.yaxis
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
     target.set_major_formatter(FuncFormatter(_plain_log_label))
-    target.set_minor_formatter(NullFormatter())
+    target.set_minor_formatter(
+        _PlainMinorLogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
+    )
 
 
 def _ecdf_values(
@@ -363,39 +374,63 @@ def plot_time_series(
     title: str,
     styles: dict[str, SeriesStyle] | None = None,
 ) -> PlotInfo:
-    """Panels stacked over one shared time axis, one line per dispatcher (identical series once)."""
+    """Small multiples: one row per dispatcher (dispatchers whose series are identical in
+    every panel share a row), one column per panel, every subplot on one shared time axis and
+    each column on one y range. A row draws its dispatcher in its colour over the others in
+    light grey, so no dispatcher hides another (four step curves on one axis did)."""
     labels = list(dict.fromkeys(x for p in panels for x in p.series))
     styles = _styles(labels, styles)
     info = PlotInfo(Path(path))
+    rows = identical_groups({x: tuple(p.series.get(x) for p in panels) for x in labels})
+    n_rows, n_cols = max(1, len(rows)), max(1, len(panels))
     fig, axes = plt.subplots(
-        len(panels), 1, figsize=(10.0, 1.2 + 2.2 * len(panels)), sharex=True, squeeze=False
+        n_rows,
+        n_cols,
+        figsize=(5.2 * n_cols + 1.0, 0.9 + 1.55 * n_rows),
+        sharex=True,
+        sharey="col",
+        squeeze=False,
     )
-    for ax, panel in zip(axes.flat, panels):
-        for group in identical_groups(panel.series):
-            x, y = panel.series[group[0]]
-            st = styles[group[0]]
-            (line,) = ax.plot(
-                x,
-                y,
-                color=st.color,
-                ls=st.linestyle if len(group) == 1 else "-",
-                lw=LINE_WIDTH,
-                label=_group_label(group),
-                drawstyle="steps-post",
-            )
-            info.legend.setdefault(group[0], to_hex(line.get_color()))
-            if len(group) > 1 and tuple(group) not in info.identical:
-                info.identical.append(tuple(group))
-        ax.set_ylabel(panel.ylabel)
-        if panel.ylim is not None:
-            ax.set_ylim(*panel.ylim)
-        ax.grid(alpha=0.3)
-        _outside_legend(ax)
-    axes.flat[0].set_title(title, fontsize=10)
-    axes.flat[-1].set_xlabel(xlabel)
-    fig.subplots_adjust(hspace=0.12)
-    _save(fig, path, layout=False)
+    for r, group in enumerate(rows):
+        st = styles[group[0]]
+        for c, panel in enumerate(panels):
+            ax = axes[r, c]
+            for other in labels:
+                if other not in group and other in panel.series:
+                    ox, oy = panel.series[other]
+                    ax.plot(ox, oy, color="#c8c8c8", lw=0.7, drawstyle="steps-post", zorder=1)
+            if group[0] in panel.series:
+                x, y = panel.series[group[0]]
+                (line,) = ax.plot(
+                    x, y, color=st.color, lw=LINE_WIDTH, drawstyle="steps-post", zorder=2
+                )
+                info.legend.setdefault(group[0], to_hex(line.get_color()))
+            if panel.ylim is not None:
+                ax.set_ylim(*panel.ylim)
+            ax.grid(alpha=0.3)
+            if r == 0:
+                ax.set_title(panel.ylabel, fontsize=9)
+            if c == 0:
+                ax.set_ylabel(
+                    "\n".join(_wrap_label(_group_label(group), 18)), fontsize=8, color=st.color
+                )
+        if len(group) > 1 and tuple(group) not in info.identical:
+            info.identical.append(tuple(group))
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel, fontsize=8)
+    fig.suptitle(title + " (grey: the other dispatchers)", fontsize=10)
+    _save(fig, path)
     return info
+
+
+def _wrap_label(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
 
 
 def plot_cost(

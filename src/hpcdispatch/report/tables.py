@@ -81,6 +81,8 @@ def display_rows(frame: pd.DataFrame, compact: bool = False) -> tuple[list[str],
         row = []
         for key, _ in cols:
             v = rec[key]
+            if key == "label" and isinstance(rec.get("display_label"), str):
+                v = rec["display_label"]  # the readable label; "label" names the directory
             if key.startswith("decision_time"):
                 row.append(f"{v * 1000:.2f}")
             elif key in ("utilization_core", "prediction_under_rate"):
