@@ -219,8 +219,10 @@ def plot_ecdf(
     clip: tuple[float, float] | None = None,
     vline: float | None = None,
     styles: dict[str, SeriesStyle] | None = None,
+    ylabel: str = "fraction of jobs",
 ) -> PlotInfo:
-    """One ECDF step line per label; ``floor`` raises smaller values to it (for log axes)."""
+    """One ECDF step line per label; ``floor`` raises smaller values to it (for log axes);
+    ``ylabel`` names what the samples are (jobs, dispatcher calls)."""
     styles = _styles(list(samples), styles)
     info = PlotInfo(Path(path))
     fig, ax = plt.subplots(figsize=(6.4, 3.9))
@@ -230,7 +232,7 @@ def plot_ecdf(
     if log:
         _log_axis(ax, "x")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("fraction of jobs")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.02)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
@@ -635,7 +637,14 @@ def plot_gantt(
     path: Path,
     title: str,
 ) -> Path:
-    """``rects``: columns job_id, node, lane, lanes (height), x0, x1 (see report/run.py)."""
+    """``rects``: columns job_id, node, lane, lanes (height), x0, x1 in seconds since the first
+    submission (see report/run.py); drawn in the unit that reads best for the window's end
+    (minutes, hours or days since the first submission), never with an offset."""
+    from hpcdispatch.report.series import time_unit
+
+    unit, per = time_unit(max(abs(window[0]), abs(window[1]), 1.0))
+    rects = rects.assign(x0=rects["x0"] / per, x1=rects["x1"] / per)
+    window = (window[0] / per, window[1] / per)
     n_lanes = int(lanes_per_node.sum())
     offsets = np.r_[0, np.cumsum(lanes_per_node)[:-1]]
     fig, ax = plt.subplots(
@@ -657,7 +666,8 @@ def plot_gantt(
     ax.set_yticklabels([str(first_node + t) for t in ticks], fontsize=7)
     ax.set_xlim(*window)
     ax.set_ylim(n_lanes, 0)
-    ax.set_xlabel("time since the first submission [s]")
+    ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+    ax.set_xlabel(f"time since the first submission [{unit}]")
     ax.set_ylabel("node (one lane per core)")
     ax.set_facecolor("#f2f2f2")
     ax.set_title(title, fontsize=10)
