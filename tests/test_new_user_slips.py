@@ -69,3 +69,39 @@ def test_workload_describes_skipped_records_once(tmp_path):
     p = cli("workload", "-w", str(swf), "-s", "machine-s")
     assert p.returncode == 0, p.stderr
     assert (p.stdout + p.stderr).count("skipped 1 x runtime<=0") == 1
+
+
+class FakeInfo:
+    """The decision log's info, by key (as sim/info_log.py's InfoLog answers)."""
+
+    def __init__(self, calls: list[dict]):
+        self.calls = calls
+
+    def keys(self) -> list[str]:
+        return list(dict.fromkeys(k for c in self.calls for k in c))
+
+    def column(self, key: str) -> list:
+        return [c.get(key) for c in self.calls]
+
+
+def test_cp_outcomes_count_how_the_decisions_went():
+    from hpcdispatch.metrics.summary import cp_outcomes
+
+    calls = [
+        {"status": "empty"},
+        {"status": "rule-optimal", "rule_objective": 0},
+        {"status": "rule-optimal", "rule_objective": 0},
+        {"status": "optimal", "rule_objective": 50, "objective": 40},  # improved
+        {"status": "optimal", "rule_objective": 50, "objective": 50},  # solved, equal
+        {"status": "feasible", "rule_objective": 50, "objective": 60, "fallback": "rule better"},
+        {"status": "unknown", "rule_objective": 9, "fallback": "decision limit"},
+    ]
+    assert cp_outcomes(FakeInfo(calls)) == {
+        "cp_decisions": 6,
+        "cp_rule_optimal": 2,
+        "cp_solves": 4,
+        "cp_solver_improved": 1,
+        "cp_fallbacks": 2,
+    }
+    assert cp_outcomes(FakeInfo([{"x": 1}])) == {}  # not a CP dispatcher
+    assert cp_outcomes(None) == {}

@@ -362,6 +362,10 @@ SIMULATE_KEYS = (
     "decisions",
     "decision_time_mean_s",
     "decision_time_max_s",
+    "cp_rule_optimal",
+    "cp_solves",
+    "cp_solver_improved",
+    "cp_fallbacks",
     "sim_wall_s",
 )
 

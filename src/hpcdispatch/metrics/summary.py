@@ -160,6 +160,34 @@ def stop_reasons(info: Any) -> dict[str, Any]:
     return dict(sorted(counts.items()))
 
 
+def cp_outcomes(info: Any) -> dict[str, Any]:
+    """CP dispatchers: how their decisions went, from each call's record (``status``,
+    ``objective``, ``rule_objective``, ``fallback``): ``cp_decisions`` calls with a queue
+    (``empty`` ones aside), of which ``cp_rule_optimal`` needed no search (every job the rule placed starts now),
+    ``cp_solves`` ran the model, ``cp_solver_improved`` took the model's schedule with a
+    better objective than the priority rule's, and ``cp_fallbacks`` kept the rule's (limit,
+    no solution, rule better ...). Empty for dispatchers that do not record them."""
+    if not hasattr(info, "column") or "rule_objective" not in info.keys():
+        return {}
+    status = info.column("status")
+    objective = info.column("objective")
+    rule = info.column("rule_objective")
+    fallback = info.column("fallback")
+    not_solved = (None, "empty", "rule-optimal", "rule", "infeasible")
+    solves = [s not in not_solved for s in status]
+    improved = [
+        solved and f is None and o is not None and r is not None and o < r
+        for solved, f, o, r in zip(solves, fallback, objective, rule)
+    ]
+    return {
+        "cp_decisions": sum(s not in (None, "empty") for s in status),
+        "cp_rule_optimal": sum(s == "rule-optimal" for s in status),
+        "cp_solves": int(sum(solves)),
+        "cp_solver_improved": int(sum(improved)),
+        "cp_fallbacks": sum(f is not None for f in fallback),
+    }
+
+
 def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]:
     w = result.workload
     submit = w.submit.astype(np.float64)
@@ -207,6 +235,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
         out[f"decision_time_{stat}_s"] = value
     out.update(allocation_iterations(result.decisions.get("info")))
     out.update(stop_reasons(result.decisions.get("info")))
+    out.update(cp_outcomes(result.decisions.get("info")))
     real = result.end - result.start
     out.update(prediction_quality(result.planned, real))
     out["queue_length_mean"] = time_weighted_mean(qt, ql, last_end)
