@@ -23,6 +23,7 @@ legends placed outside the axes are never clipped.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,12 +73,45 @@ def _save(fig: plt.Figure, path: Path, layout: bool = True) -> Path:
     if layout:
         fig.tight_layout()
     try:
+        metadata = {LOG_AXES_KEY: json.dumps(log_axis_labels(fig))} if _has_log_axis(fig) else {}
         write_atomic(
-            Path(path), lambda p: fig.savefig(p, dpi=DPI, format="png", bbox_inches="tight")
+            Path(path),
+            lambda p: fig.savefig(
+                p, dpi=DPI, format="png", bbox_inches="tight", metadata=metadata or None
+            ),
         )
     finally:
         plt.close(fig)
     return path
+
+
+#: the PNG text chunk in which a figure lists the tick labels drawn on each of its log axes
+LOG_AXES_KEY = "hpcdispatch-log-axes"
+
+
+def _has_log_axis(fig: plt.Figure) -> bool:
+    return any(a.get_scale() == "log" for ax in fig.axes for a in (ax.xaxis, ax.yaxis))
+
+
+def log_axis_labels(fig: plt.Figure) -> list[dict[str, Any]]:
+    """Per log axis of ``fig``: which axis and the tick labels drawn inside its view (major and
+    minor), as the figure is drawn. Kept in the PNG (:data:`LOG_AXES_KEY`) so a browser test
+    can check that no log axis shows a lone "1"."""
+    fig.canvas.draw()
+    out = []
+    for k, ax in enumerate(fig.axes):
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            if axis.get_scale() != "log":
+                continue
+            lo, hi = sorted(axis.get_view_interval())
+            i = 0 if name == "x" else 1
+            labels = [
+                t.get_text()
+                for t in [*axis.get_majorticklabels(), *axis.get_minorticklabels()]
+                if t.get_visible() and t.get_text() and lo <= t.get_position()[i] <= hi
+            ]
+            out.append({"axes": k, "axis": name, "labels": labels})
+    return out
 
 
 def _styles(labels: Sequence[str], styles: dict[str, SeriesStyle] | None) -> dict[str, SeriesStyle]:
