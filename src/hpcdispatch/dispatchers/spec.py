@@ -84,7 +84,7 @@ class DispatcherSpec:
         head, _, rest = self.written.strip().partition(":")
         tail_keys = {k.lower() for k in dispatcher_class(self.name).TEXT_TAIL_KEYS}
         parts = [
-            v if k.lower() == "allocator" else f"{k}={v}"
+            str(self.params.get("allocator", v)) if k.lower() == "allocator" else f"{k}={v}"
             for k, v in _items(rest, tail_keys, self.written)
         ]
         return f"{head.strip()} ({', '.join(parts)})" if parts else head.strip()

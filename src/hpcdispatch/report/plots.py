@@ -24,6 +24,7 @@ legends placed outside the axes are never clipped.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,8 @@ from typing import Any
 
 import matplotlib
 
-matplotlib.use("Agg")
+if "ipykernel" not in sys.modules:  # a Jupyter kernel keeps its inline backend
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -281,9 +283,21 @@ def plot_qos_ecdf(
     path: Path,
     styles: dict[str, SeriesStyle] | None = None,
 ) -> PlotInfo:
+    """:func:`qos_ecdf_figure` written to ``path`` (PNG)."""
+    fig, info = qos_ecdf_figure(waits, bslds, styles)
+    info.path = Path(path)
+    _save(fig, path, layout=False)
+    return info
+
+
+def qos_ecdf_figure(
+    waits: dict[str, np.ndarray],
+    bslds: dict[str, np.ndarray],
+    styles: dict[str, SeriesStyle] | None = None,
+) -> tuple[plt.Figure, PlotInfo]:
     """Two ECDF panels, log x-axes: wait time (values below 1 s drawn at 1 s) and bounded slowdown."""
     styles = _styles(list(dict.fromkeys([*waits, *bslds])), styles)
-    info = PlotInfo(Path(path))
+    info = PlotInfo(Path())
     fig, (ax_w, ax_b) = plt.subplots(1, 2, figsize=(11.0, 3.9))
     _draw_ecdf(ax_w, waits, styles, 1.0, None, info)
     _draw_ecdf(ax_b, bslds, styles, 1.0, None, info)
@@ -299,8 +313,7 @@ def plot_qos_ecdf(
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
     ax_w.set_ylabel("fraction of started jobs")
     fig.subplots_adjust(wspace=0.18)
-    _save(fig, path, layout=False)
-    return info
+    return fig, info
 
 
 def plot_wait_cdf(
@@ -410,13 +423,26 @@ def plot_time_series(
     title: str,
     styles: dict[str, SeriesStyle] | None = None,
 ) -> PlotInfo:
+    """:func:`time_series_figure` written to ``path`` (PNG)."""
+    fig, info = time_series_figure(panels, xlabel, title, styles)
+    info.path = Path(path)
+    _save(fig, path)
+    return info
+
+
+def time_series_figure(
+    panels: list[TimePanel],
+    xlabel: str,
+    title: str,
+    styles: dict[str, SeriesStyle] | None = None,
+) -> tuple[plt.Figure, PlotInfo]:
     """Small multiples: one row per dispatcher (dispatchers whose series are identical in
     every panel share a row), one column per panel, every subplot on one shared time axis and
     each column on one y range. A row draws its dispatcher in its colour over the others in
     light grey, so no dispatcher hides another (four step curves on one axis did)."""
     labels = list(dict.fromkeys(x for p in panels for x in p.series))
     styles = _styles(labels, styles)
-    info = PlotInfo(Path(path))
+    info = PlotInfo(Path())
     rows = identical_groups({x: tuple(p.series.get(x) for p in panels) for x in labels})
     n_rows, n_cols = max(1, len(rows)), max(1, len(panels))
     fig, axes = plt.subplots(
@@ -455,8 +481,7 @@ def plot_time_series(
     for ax in axes[-1]:
         ax.set_xlabel(xlabel, fontsize=8)
     fig.suptitle(title + " (grey: the other dispatchers)", fontsize=10)
-    _save(fig, path)
-    return info
+    return fig, info
 
 
 def _wrap_label(text: str, width: int) -> list[str]:
@@ -671,6 +696,17 @@ def plot_gantt(
     path: Path,
     title: str,
 ) -> Path:
+    """:func:`gantt_figure` written to ``path`` (PNG)."""
+    return _save(gantt_figure(rects, lanes_per_node, first_node, window, title), path)
+
+
+def gantt_figure(
+    rects: pd.DataFrame,
+    lanes_per_node: np.ndarray,
+    first_node: int,
+    window: tuple[float, float],
+    title: str,
+) -> plt.Figure:
     """``rects``: columns job_id, node, lane, lanes (height), x0, x1 in seconds since the first
     submission (see report/run.py); drawn in the unit that reads best for the window's end
     (minutes, hours or days since the first submission), never with an offset."""
@@ -705,7 +741,7 @@ def plot_gantt(
     ax.set_ylabel("node (one lane per core)")
     ax.set_facecolor("#f2f2f2")
     ax.set_title(title, fontsize=10)
-    return _save(fig, path)
+    return fig
 
 
 def plot_usage_over_time(
@@ -716,6 +752,17 @@ def plot_usage_over_time(
     window: tuple[float, float] | None = None,
     xlabel: str = "time since the first submission [s]",
 ) -> Path:
+    """:func:`usage_figure` written to ``path`` (PNG)."""
+    return _save(usage_figure(usage, queue, title, window, xlabel), path)
+
+
+def usage_figure(
+    usage: dict[str, tuple[np.ndarray, np.ndarray]],
+    queue: tuple[np.ndarray, np.ndarray],
+    title: str,
+    window: tuple[float, float] | None = None,
+    xlabel: str = "time since the first submission [s]",
+) -> plt.Figure:
     """Top: used / capacity per resource (step functions); bottom: queue length."""
     fig, (ax, axq) = plt.subplots(
         2, 1, figsize=(10, 5.2), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
@@ -737,4 +784,4 @@ def plot_usage_over_time(
     if window is not None:
         for a in (ax, axq):
             a.axvspan(*window, color="tab:blue", alpha=0.08, lw=0)
-    return _save(fig, path)
+    return fig

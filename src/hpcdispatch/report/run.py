@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.metrics.summary import queue_length_profile
+from hpcdispatch.metrics.summary import queue_length_profile, summary_unit
 from hpcdispatch.report import plots
 from hpcdispatch.report.compare import compare_order
 from hpcdispatch.report.document import Document, Figure, Items, Table, Text
 from hpcdispatch.report.html import write_html
 from hpcdispatch.report.series import binned_means, time_unit, usage_over_time
 from hpcdispatch.report.style import dispatcher_styles
-from hpcdispatch.report.tables import format_value, metric, summary_unit
+from hpcdispatch.report.tables import format_value, metric
 from hpcdispatch.results.store import StoredRun, read_run, write_frame, write_text
 from hpcdispatch.system.model import System
 

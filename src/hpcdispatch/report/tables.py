@@ -219,34 +219,6 @@ def family_metrics(frame: pd.DataFrame, family: str) -> list[Metric]:
     return [metric(k) for k in out]
 
 
-def summary_unit(key: str) -> tuple[str, str, float]:
-    """How a run summary's ``key`` is shown: ``(name, unit, scale)``: the value times
-    ``scale`` is in ``unit``. Decision times are kept in seconds in summary.json and shown in
-    milliseconds, under a name without the ``_s``; counts, ratios and fractions say so."""
-    if key.startswith("decision_time") and key.endswith("_s"):
-        return key.removesuffix("_s"), "ms", 1000.0
-    if key.endswith("_s"):
-        return key.removesuffix("_s"), "s", 1.0
-    seconds = ("wait_", "turnaround_", "makespan", "first_submit", "last_end", "bsld_tau")
-    if key.startswith(seconds):
-        return key, "s", 1.0
-    if key.startswith("utilization_") or key.endswith("_rate") or key.endswith("pct"):
-        return key, "fraction (0-1)", 1.0
-    if key.startswith(("slowdown", "bounded_slowdown")):
-        return key, "ratio", 1.0
-    if key.startswith("fragmentation"):
-        return key, "blocks per job", 1.0
-    if key.startswith("spread"):
-        return key, "node range / nodes", 1.0
-    if key.startswith("queue_length"):
-        return key, "jobs", 1.0
-    if key == "decisions":
-        return key, "dispatcher calls", 1.0
-    if key in ("jobs", "started", "rejected", "killed", "cancelled", "accepted", "on_time"):
-        return key, "jobs", 1.0
-    return key, "", 1.0
-
-
 def format_value(m: Metric, v: Any) -> str:
     if v is None or (isinstance(v, float | np.floating) and np.isnan(v)):
         return "-"
