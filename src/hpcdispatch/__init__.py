@@ -9,6 +9,7 @@ The entry points for a script::
     result = h.simulate(system, workload, "easy:allocator=best-fit")
     assert h.validate(result).ok
     print(h.summarize(result)["bounded_slowdown_mean"])
+    h.compare(system, workload, "fifo,easy")   # in a notebook: a table; .qos_ecdf() a figure
 
 A dispatcher of your own needs one import line: ``from hpcdispatch.protocol import
 Dispatcher, DispatchView, Decision, Start`` (``docs/ADD_A_DISPATCHER.md``).
@@ -22,6 +23,7 @@ from hpcdispatch.errors import HpcDispatchError
 #: name -> module that defines it: imported on first use, so that ``import hpcdispatch`` (and
 #: the command line's ``--help``) does not pay for numpy, pandas, pyarrow and OR-Tools
 _LAZY = {
+    "compare": "hpcdispatch.report.notebook",
     "DispatcherSpec": "hpcdispatch.dispatchers",
     "make_dispatcher": "hpcdispatch.dispatchers",
     "simulate": "hpcdispatch.engine",
@@ -38,6 +40,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from hpcdispatch.dispatchers import DispatcherSpec, make_dispatcher
     from hpcdispatch.engine import simulate
     from hpcdispatch.metrics import summarize
+    from hpcdispatch.report.notebook import compare
     from hpcdispatch.results import write_result
     from hpcdispatch.sim import SimulationOptions, SimulationResult
     from hpcdispatch.system import load_system
@@ -49,6 +52,9 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
+        if name in ("simulate", "compare", "SimulationResult"):
+            # a result's notebook tables and figures (installed by the report layer)
+            import hpcdispatch.report.notebook  # noqa: F401
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
@@ -65,6 +71,7 @@ __all__ = [
     "SimulationOptions",
     "SimulationResult",
     "__version__",
+    "compare",
     "load_system",
     "load_workload",
     "make_dispatcher",

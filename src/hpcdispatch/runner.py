@@ -129,4 +129,5 @@ def run_simulation(
         check()
         summary = summarize(result)
     summary["label"] = spec.run_label
+    summary["display_label"] = spec.display_label
     return RunOutcome(spec.run_label, result, summary, reports[0], wall)

@@ -260,17 +260,20 @@ def plan_cmd(spec: Path) -> None:
     metavar="FIRST:LAST",
     help="single run: the Gantt chart's nodes (default: all, or the first 64 of a larger system)",
 )
-def report(path: Path, out: Path | None, window: str | None, nodes: str | None) -> None:
-    """Tables, plots and report.html of a sweep, a run directory or a folder of runs."""
+@click.option("--force", is_flag=True, help="replace an existing report")
+def report(
+    path: Path, out: Path | None, window: str | None, nodes: str | None, force: bool
+) -> None:
+    """Tables, plots and report.html of a sweep, a run directory or a folder of runs. An
+    existing report is replaced only with --force (as a whole: no older file stays)."""
     from hpcdispatch.report import report_kind, write_report
     from hpcdispatch.report.run import parse_range
+    from hpcdispatch.results.outdir import check_output_dir
 
     kind = report_kind(path)
+    span = parse_range(window, "--window")
+    node_range = parse_range(nodes, "--nodes", int)
+    check_output_dir(out if out is not None else path / "report", force)
     with console.status(f"writing the report of {path} ..."):
-        html = write_report(
-            path,
-            out,
-            window=parse_range(window, "--window"),
-            nodes=parse_range(nodes, "--nodes", int),
-        )
+        html = write_report(path, out, window=span, nodes=node_range)
     console.print(f"{kind} report: [bold]{html}[/] (tables, figures and report.md beside it)")

@@ -257,9 +257,12 @@ def write_comparison_report(
     runs: list[ComparedRun],
     notes: list[str],
     styles: dict[str, SeriesStyle] | None = None,
+    spec_key: list[tuple[str, str, str]] | None = None,
 ) -> Path:
     """Write comparison.csv / .md, by_class.csv, the figures, report.md and report.html into
-    ``out``; returns report.html. ``runs`` are in ``frame``'s row order."""
+    ``out``; returns report.html. ``runs`` are in ``frame``'s row order. ``spec_key``: per
+    run, its label, the full spec it ran and its output directory (a key table under the
+    colour key, so that labels can stay short)."""
     from hpcdispatch.results.store import write_frame, write_text
 
     out = Path(out)
@@ -279,6 +282,14 @@ def write_comparison_report(
         )
     )
     doc.intro.append(ColourKey([(x, styles[x].color, styles[x].linestyle_name) for x in labels]))
+    if spec_key:
+        doc.intro.append(
+            Table(
+                ["dispatcher", "spec", "outputs"],
+                [[label, spec, f"{where}/"] for label, spec, where in spec_key],
+                text_columns=3,
+            )
+        )
 
     frame.to_csv(out / "comparison.csv", index=False)
     header, rows = display_rows(frame)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +98,24 @@ class SimulationResult:
         import pandas as pd
 
         return pd.DataFrame(self.jobs_columns(allocation_text))
+
+    # ---- in a notebook ------------------------------------------------------------------
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter shows a result as a table: what ran, and its headline metrics (None, so
+        the plain repr, when the notebook views are not installed)."""
+        return _VIEWS["html"](self) if "html" in _VIEWS else None
+
+    def gantt(
+        self, window: tuple[float, float] | None = None, nodes: tuple[int, int] | None = None
+    ) -> Any:
+        """Node occupancy as a matplotlib Figure (``window``: seconds after the first
+        submission; ``nodes``: first and last node)."""
+        return _view("gantt")(self, window, nodes)
+
+    def utilisation(self) -> Any:
+        """Utilisation per resource and queue length over time, as a matplotlib Figure."""
+        return _view("utilisation")(self)
 
     def jobs_columns(self, allocation_text: bool = True) -> dict[str, np.ndarray]:
         """The columns of :meth:`jobs_frame`; some are the result's own arrays (read only,
@@ -281,3 +300,24 @@ def allocation_text_array(rows: AllocationRows, n_jobs: int) -> pa.Array:
     return pc.fill_null(
         texts.cast(pa.string()), _NOTHING
     )  # (a scalar of the array's type: no conversion)
+
+
+#: a result's notebook views (an HTML table, figures), which live with the reports: the
+#: report layer installs them (hpcdispatch.report.notebook, imported by the package's face),
+#: so that nothing here imports upward. ``name -> function(result, ...)``.
+_VIEWS: dict[str, Callable[..., Any]] = {}
+
+
+def install_views(**views: Callable[..., Any]) -> None:
+    """Install the notebook views of :class:`SimulationResult` (``html``, ``gantt``,
+    ``utilisation``); called by :mod:`hpcdispatch.report.notebook` when it is imported."""
+    _VIEWS.update(views)
+
+
+def _view(name: str) -> Callable[..., Any]:
+    if name not in _VIEWS:
+        raise RuntimeError(
+            f"result.{name}() draws with the reports: import hpcdispatch.report.notebook (or use "
+            "the package's face, `import hpcdispatch as h; h.simulate(...)`, which does)"
+        )
+    return _VIEWS[name]

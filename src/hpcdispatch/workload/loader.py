@@ -22,6 +22,8 @@ Workload specs (``--workload``):
 - ``PATH.csv`` / ``PATH.jsonl``: Slurm-style requests (``ntasks``, ``nodes``,
   ``ntasks_per_node``, ``gpus_per_node``, ``contiguous``, ``run_time`` ...), see
   :func:`~hpcdispatch.workload.slurm.read_slurm_requests`;
+- ``PATH.json`` holding a Batsim workload (an object with ``jobs`` and ``profiles``): delay
+  profiles, ``res`` as processors (:mod:`hpcdispatch.workload.batsim`);
 - ``PATH.sacct`` (or any file whose first line is a ``sacct --parsable2`` header): Slurm
   accounting, see :mod:`hpcdispatch.workload.sacct`.
 
@@ -42,6 +44,7 @@ from typing import Any, get_type_hints
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.io import load_system, preset_trace_prefixes
 from hpcdispatch.system.model import System
+from hpcdispatch.workload.batsim import is_batsim_workload, read_batsim
 from hpcdispatch.workload.deadline import (
     JSONL_SUFFIX,
     deadline_workload,
@@ -282,6 +285,11 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
         raise TraceFormatError(spec, "is a directory, not a workload file")
     if path.name.lower().endswith(JSONL_SUFFIX):
         workload = read_deadline_jsonl(path, system)
+        if swf_options.max_jobs is not None:
+            workload = workload.subset(swf_options.max_jobs)
+        return workload
+    if is_batsim_workload(path):
+        workload = read_batsim(path, system, swf_options)
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload

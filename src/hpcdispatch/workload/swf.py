@@ -944,6 +944,25 @@ def write_swf(workload: Workload, path: str | Path, processors_per_unit_column: 
             fh.write(" ".join(str(int(x)) for x in fields) + "\n")
 
 
+def _cleaning_comments(workload: Workload) -> list[str]:
+    """What the reader skipped and patched on the way in, as SWF header comments, so that a
+    reader of the converted file elsewhere knows what changed (counts, rules, first lines)."""
+    report = workload.report
+    out = [f"; Note: hpcdispatch read {report.total_records} records, skipped {report.n_skipped}"]
+    for reason, n in sorted(report.skipped.items(), key=lambda kv: (-kv[1], kv[0])):
+        first = ", ".join(map(str, report.first_lines.get(reason, [])))
+        out.append(f"; Note: skipped {n} x {reason} (first records: {first})")
+    for what, n in sorted(report.patched.items()):
+        out.append(f"; Note: patched {n} x {what}")
+    options = {k: v for k, v in workload.source.options.items() if v is not None}
+    if options:
+        rules = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
+        out.append(f"; Note: reader options: {rules}")
+    for note in report.notes:
+        out.append("; Note: " + " ".join(str(note).split()))
+    return out
+
+
 def swf_text(
     workload: Workload, system: System | None = None, processors_column: str = "core"
 ) -> str:
@@ -978,6 +997,7 @@ def swf_text(
     lines.append(
         f"; Note: converted by hpcdispatch from {workload.source.kind} {workload.source.spec}"
     )
+    lines += _cleaning_comments(workload)
     for j in workload.jobs:
         procs = j.processors if j.processors > 0 else j.units * j.unit_request[col]
         fields = [
