@@ -61,7 +61,13 @@ from hpcdispatch.cp.rule import (
     paper_horizon_units,
     rule_schedule,
 )
-from hpcdispatch.cp.solve import HINT_CHECK_S, DecisionBudget, cp_model, hint_is_solution, solve
+from hpcdispatch.cp.solve import (
+    HINT_CHECK_S,
+    DecisionBudget,
+    hint_is_solution,
+    load_ortools,
+    solve,
+)
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.planning.profile import load_compiled_kernels
 from hpcdispatch.protocol import Allocation, Decision, Dispatcher, DispatchView, Start, Tags
@@ -268,7 +274,7 @@ class CPDispatcher(Dispatcher):
         # loads here, so that the decision times measure deciding
         load_compiled_kernels()
         if self.MODEL is not None:
-            cp_model.load()
+            load_ortools()
         if self.dump_instances:
             path = Path(self.dump_instances)
             try:
@@ -315,13 +321,11 @@ class CPDispatcher(Dispatcher):
                 rule.starts[j.index] + policy.duration_units(j) <= paper_horizon for j in jobs
             )
             info.update(paper_horizon=paper_horizon, rule_in_paper_horizon=rule_fits)
-        too_short = (
-            None
-            if rule_fits
-            else paper_horizon_too_short(
+        too_short = None
+        if paper_horizon is not None and not rule_fits:
+            too_short = paper_horizon_too_short(
                 inst, policy, jobs, paper_horizon, self._best_fit, node_level
             )
-        )
         chosen: dict[int, Allocation | None]
         if too_short:  # the model would be infeasible: every job waits (CP'19 version 1)
             info.update(

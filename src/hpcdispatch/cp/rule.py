@@ -87,6 +87,7 @@ def rule_schedule(
             )
         start, alloc = found
         if start == 0:
+            now_alloc: Allocation | None
             # "now" must hold on the real free capacity, node by node, and (node-level plans)
             # leave the nodes planned for the jobs already placed alone for the whole duration
             if alloc is not None and _fits(actual, alloc, req):

@@ -67,11 +67,18 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.policy import CPSettings
 
-cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+_ORTOOLS = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
+    from hpcdispatch.cp._recorder import ImprovementRecorder
+else:
+    cp_model = _ORTOOLS
 
 #: CP-SAT subsolvers whose neighbourhoods depend on hash-map iteration order (memory
 #: addresses), left out when ``deterministic`` (``GetActiveRectangles`` in cp_model_lns.cc)
@@ -148,40 +155,12 @@ class SolveOutcome:
         return self.status in ("optimal", "feasible")
 
 
-_CALLBACK: list[type] = []
+def improvement_recorder(deterministic: bool, stop_at_first: bool = False) -> ImprovementRecorder:
+    """A CP-SAT solution callback recording the clock at every improving solution
+    (``cp/_recorder.py``; imported on first use: OR-Tools is imported lazily)."""
+    from hpcdispatch.cp._recorder import ImprovementRecorder
 
-
-def improvement_recorder(
-    deterministic: bool, stop_at_first: bool = False
-) -> cp_model.CpSolverSolutionCallback:
-    """A CP-SAT solution callback that records the clock at every improving solution (wall:
-    ``time.monotonic()``; deterministic: CP-SAT's deterministic time) in ``last_improvement``,
-    counts them in ``improvements``, and with ``stop_at_first`` stops the search at the first
-    solution. (The class is made on first use: OR-Tools is imported lazily.)"""
-    if not _CALLBACK:
-
-        class ImprovementRecorder(cp_model.CpSolverSolutionCallback):
-            def __init__(self, deterministic: bool, stop_at_first: bool) -> None:
-                super().__init__()
-                self.deterministic = deterministic
-                self.stop_at_first = stop_at_first
-                self.best: float | None = None
-                self.last_improvement: float | None = None
-                self.improvements = 0
-
-            def on_solution_callback(self) -> None:
-                value = self.objective_value
-                if self.best is None or value < self.best:
-                    self.best = value
-                    self.last_improvement = (
-                        self.deterministic_time if self.deterministic else time.monotonic()
-                    )
-                    self.improvements += 1
-                    if self.stop_at_first:
-                        self.stop_search()
-
-        _CALLBACK.append(ImprovementRecorder)
-    return _CALLBACK[0](deterministic, stop_at_first)
+    return ImprovementRecorder(deterministic, stop_at_first)
 
 
 def _new_solver(
@@ -312,7 +291,7 @@ def _solve_watched(
     solver: cp_model.CpSolver,
     model: cp_model.CpModel,
     watchdog_s: float,
-    callback: object | None,
+    callback: ImprovementRecorder | None,
     stall_check: Callable[[], bool] | None,
 ) -> tuple[int, bool, bool]:
     """``solve_interruptibly`` with an optional stall check: ``(code, watchdog fired, stalled)``."""
@@ -365,7 +344,12 @@ def _solve_in_chunks(
                     used,
                 )
             value = solver.objective_value
-            if best is not None and value >= best and status != "optimal":
+            if (
+                best_solver is not None
+                and best is not None
+                and value >= best
+                and status != "optimal"
+            ):
                 # a whole chunk without improvement (or the limit ran out)
                 return (
                     int(cp_model.FEASIBLE),
@@ -374,7 +358,7 @@ def _solve_in_chunks(
                     used < limit - 1e-9,
                     improvements,
                     used,
-                )  # type: ignore[return-value]
+                )
             if best is None or value < best:
                 improvements += 1
             best, best_solver = value, solver
@@ -394,6 +378,12 @@ def _solve_in_chunks(
 
 #: the hint check's own wall-clock limit (s)
 HINT_CHECK_S = 5.0
+
+
+def load_ortools() -> None:
+    """Import OR-Tools now: a dispatcher's ``setup`` calls it so that the import (about
+    0.2 s, once per process) is not paid inside its first timed decision."""
+    _ORTOOLS.load()
 
 
 def hint_is_solution(
@@ -427,9 +417,9 @@ def solve_interruptibly(
     solver: cp_model.CpSolver,
     model: cp_model.CpModel,
     watchdog_s: float | None = None,
-    callback: object | None = None,
+    callback: cp_model.CpSolverSolutionCallback | None = None,
     stop_when: Callable[[], bool] | None = None,
-) -> tuple[cp_model.CpSolverStatus, bool]:
+) -> tuple[int, bool]:
     """``solver.solve(model)``, stoppable: returns ``(status code, whether the watchdog
     stopped it)``.
 
@@ -444,16 +434,15 @@ def solve_interruptibly(
     ``STALL_POLL_S`` while the search runs, the search is stopped once it returns True (the
     wall-clock stall budget)."""
     solver.parameters.catch_sigint_signal = False
-    box: dict[str, object] = {}
+    codes: list[int] = []
+    errors: list[BaseException] = []
     done = threading.Event()
 
     def search() -> None:
         try:
-            box["code"] = (
-                solver.solve(model, callback) if callback is not None else solver.solve(model)
-            )
+            codes.append(int(solver.solve(model, callback)))
         except BaseException as exc:  # handed to the caller's thread
-            box["error"] = exc
+            errors.append(exc)
         finally:
             done.set()
 
@@ -485,6 +474,6 @@ def solve_interruptibly(
         solver.stop_search()
         done.wait()
         raise
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["code"], stopped  # type: ignore[return-value]
+    if errors:
+        raise errors[0]
+    return codes[0], stopped

@@ -48,6 +48,7 @@ over the first ``min(size, total units)`` nodes of each such group.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -63,7 +64,10 @@ from hpcdispatch.cp.models.common import (
 from hpcdispatch.cp.models.pcp19 import usable_nodes
 from hpcdispatch.system.allocation import Allocation
 
-cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:
+    cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def _pack_hints(inst, policy, jobs, rule, running_boxes, offsets, resources):
     out, from the highest down; the packing that lays out more jobs wins (lowest on a tie).
     Fuzzed on small multi-core, two-resource systems, the share of rule schedules pcp20
     could not lay out fell from 2.1 % to 0.3 % (a smallest-gap rule added nothing more)."""
-    best = None
+    best: tuple[int, dict] | None = None
     for gap_rule in GAP_RULES:
         hints = _pack(inst, policy, jobs, rule, running_boxes, offsets, resources, gap_rule)
         missing = sum(1 for h in hints.values() if h is None)
@@ -157,6 +161,7 @@ def _pack_hints(inst, policy, jobs, rule, running_boxes, offsets, resources):
             best = (missing, hints)
         if missing == 0:
             break
+    assert best is not None  # (GAP_RULES is not empty)
     return best[1]
 
 
@@ -360,8 +365,8 @@ def build(x: ModelInput) -> BuiltModel:
         if position_only:
             position_of[j.index] = offsets[r0]
         if settings.symmetry:
-            for a, b in zip(ys_first, ys_first[1:]):
-                m.add(a < b)
+            for lower, upper in zip(ys_first, ys_first[1:]):
+                m.add(lower < upper)
         if j.max_units_per_node == 1 and j.units > 1:
             m.add_all_different(node_vars[j.index])
     for r in resources:
