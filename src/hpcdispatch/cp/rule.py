@@ -143,7 +143,7 @@ def paper_horizon_units(policy: Policy, inst: DispatchInstance, jobs: list[Queue
         running += (
             left
             if left is not None
-            else math.ceil((r.planned_end - policy.t) / policy.s.time_unit - 1e-9)
+            else math.ceil((r.planned_end - policy.t) / policy.s.model.time_unit - 1e-9)
         )
     return running + sum(policy.duration_units(j) for j in jobs)
 

@@ -25,10 +25,10 @@ whole SDSC-SP2 7-8 % of the calls end at the 1 s limit and take ~90 % of the dec
 mostly without beating the hint -- docs/RESULTS-CP.md, "A decision budget"):
 
 - ``none``: the papers' search control above;
-- ``gap``: CP-SAT's own ``relative_gap_limit = settings.gap``: the search ends when
+- ``gap``: CP-SAT's own ``relative_gap_limit = settings.budget.gap``: the search ends when
   ``|objective - bound| / max(1, |objective|) <= gap``; CP-SAT then reports OPTIMAL, and the
   outcome says ``stop="gap"`` when the bound was not reached (``stop="optimal"`` when it was);
-- ``stall``: the search ends once its best objective has not improved for ``settings.stall``
+- ``stall``: the search ends once its best objective has not improved for ``settings.budget.stall``
   seconds after the last improvement (the first solution -- normally the hint -- counts as
   one). On the wall clock (``deterministic=False``) a solution callback records the time of
   every improving solution and the waiting thread calls ``stop_search`` when the stall has
@@ -170,17 +170,17 @@ def _new_solver(
     wall-clock limit."""
     solver = cp_model.CpSolver()
     p = solver.parameters
-    if settings.deterministic:
+    if settings.search.deterministic:
         wall = limit * 100 + 60.0  # the watchdog's only: no wall-clock limit for CP-SAT itself
         p.ignore_subsolvers.extend(PACKING_LNS)
     else:
         wall = limit
         p.max_time_in_seconds = wall
     p.max_deterministic_time = limit
-    p.num_workers = settings.workers
+    p.num_workers = settings.search.workers
     p.random_seed = 0
-    if settings.budget == "gap":
-        p.relative_gap_limit = settings.gap
+    if settings.budget.kind == "gap":
+        p.relative_gap_limit = settings.budget.gap
     for key, value in (extra_params or {}).items():
         if isinstance(value, list):
             getattr(p, key).extend(value)
@@ -196,7 +196,7 @@ def _stop_reason(
 ) -> str:
     if status == "optimal":
         if (
-            settings.budget == "gap"
+            settings.budget.kind == "gap"
             and solver is not None
             and solver.objective_value != solver.best_objective_bound
         ):
@@ -216,7 +216,7 @@ def solve(
     """CP'19's search control (module docstring) with the decision budget; ``budget``: the
     decision's :class:`DecisionBudget`, which caps every attempt's limit at what is left of
     it and is charged with what the attempts used (None: unbounded)."""
-    delta = settings.delta
+    delta = settings.search.delta
     attempts: list[tuple[float, str]] = []
     t0 = time.perf_counter()
     fired = False
@@ -229,19 +229,19 @@ def solve(
                 spent = True
                 break
             limit = min(delta, budget.left())
-        if settings.budget == "stall" and settings.deterministic:
+        if settings.budget.kind == "stall" and settings.search.deterministic:
             code, solver, stopped, stalled, improvements, used = _solve_in_chunks(
                 model, settings, limit, extra_params
             )
         else:
             solver, wall = _new_solver(settings, limit, extra_params)
             callback, stall_check = None, None
-            if settings.budget == "stall":
+            if settings.budget.kind == "stall":
                 callback = improvement_recorder(deterministic=False)
 
                 def stall_check(cb=callback) -> bool:
                     last = cb.last_improvement
-                    return last is not None and time.monotonic() - last >= settings.stall
+                    return last is not None and time.monotonic() - last >= settings.budget.stall
 
             code, stopped, stalled = _solve_watched(
                 solver, model, wall * 1.5 + 0.25, callback, stall_check
@@ -270,7 +270,7 @@ def solve(
         if status in ("infeasible", "invalid"):
             break
         unchanged += 1  # a restart without any solution: the outcome did not change
-        if unchanged >= settings.k or delta * 2 > settings.delta_max:
+        if unchanged >= settings.search.k or delta * 2 > settings.search.delta_max:
             break
         delta *= 2
     status = attempts[-1][1] if attempts else "unknown"
@@ -308,7 +308,7 @@ def _solve_watched(
     code, stopped = solve_interruptibly(
         solver, model, watchdog_s, callback=callback, stop_when=stop_when
     )
-    return code, stopped, flag["stalled"]
+    return int(code), stopped, flag["stalled"]
 
 
 def _solve_in_chunks(
@@ -325,10 +325,13 @@ def _solve_in_chunks(
     first = True
     try:
         while True:
-            chunk = limit - used if first else min(settings.stall, limit - used)
+            chunk = limit - used if first else min(settings.budget.stall, limit - used)
             solver, wall = _new_solver(settings, chunk, extra_params)
             callback = improvement_recorder(deterministic=True, stop_at_first=first)
-            code, stopped = solve_interruptibly(solver, model, wall * 1.5 + 0.25, callback=callback)
+            status_code, stopped = solve_interruptibly(
+                solver, model, wall * 1.5 + 0.25, callback=callback
+            )
+            code = int(status_code)
             fired = fired or stopped
             used += solver.deterministic_time
             status = STATUS.get(code, "unknown")
@@ -419,7 +422,7 @@ def solve_interruptibly(
     watchdog_s: float | None = None,
     callback: cp_model.CpSolverSolutionCallback | None = None,
     stop_when: Callable[[], bool] | None = None,
-) -> tuple[int, bool]:
+) -> tuple[cp_model.CpSolverStatus, bool]:
     """``solver.solve(model)``, stoppable: returns ``(status code, whether the watchdog
     stopped it)``.
 
@@ -434,13 +437,13 @@ def solve_interruptibly(
     ``STALL_POLL_S`` while the search runs, the search is stopped once it returns True (the
     wall-clock stall budget)."""
     solver.parameters.catch_sigint_signal = False
-    codes: list[int] = []
+    codes: list[cp_model.CpSolverStatus] = []
     errors: list[BaseException] = []
     done = threading.Event()
 
     def search() -> None:
         try:
-            codes.append(int(solver.solve(model, callback)))
+            codes.append(solver.solve(model, callback))
         except BaseException as exc:  # handed to the caller's thread
             errors.append(exc)
         finally:

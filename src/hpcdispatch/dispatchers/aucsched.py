@@ -109,6 +109,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -116,13 +117,15 @@ from hpcdispatch._util import LazyModule
 from hpcdispatch.allocators.base import capacity_weights
 from hpcdispatch.cp.solve import solve_interruptibly
 from hpcdispatch.dispatchers.slurm_bf import slurm_allocate
-from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
-from hpcdispatch.errors import ConfigError
+from hpcdispatch.dispatchers.slurm_priority import PRIORITY_CONSTRAINTS, SlurmPriority
 from hpcdispatch.protocol import (
     Allocation,
+    Boolean,
     Decision,
     Dispatcher,
     DispatchView,
+    Interval,
+    ParamConstraint,
     Start,
     Tags,
     register,
@@ -686,6 +689,24 @@ class Aucsched(Dispatcher):
 
     name = "aucsched"
     tags = Tags(uses_solver=True, deterministic=False)  # a wall-clock solver limit
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "step": Interval(float, 0, None, closed="neither", unit="seconds"),
+        "window": Interval(int, 1, None),
+        "max_bids": Interval(int, 1, None),
+        "max_total_bids": Interval(int, 0, None),
+        "slurm_bids": Boolean(),
+        "contiguous_only": Boolean(),
+        "time_limit": Interval(float, 0, None, closed="neither", unit="seconds"),
+        "workers": Interval(int, 1, None),
+        **PRIORITY_CONSTRAINTS,
+        # eq. 10 divides by the smallest priority
+        "priority_base": Interval(float, 1, None),
+        "seed": Interval(int, None, None),
+        "aggregate_cut": Boolean(),
+        "symmetry_cuts": Boolean(),
+        "probing_level": Interval(int, -1, None),  # -1: CP-SAT's default
+    }
 
     def __init__(
         self,
@@ -734,22 +755,6 @@ class Aucsched(Dispatcher):
         return {"dispatch_interval": float(self.step), "dispatch_on_events": False}
 
     def _setup(self, system: System) -> None:
-        for name, ok, rule in (
-            ("step", self.step > 0, "> 0 seconds"),
-            ("window", self.window >= 1, ">= 1"),
-            ("max_bids", self.max_bids >= 1, ">= 1"),
-            ("max_total_bids", self.max_total_bids >= 0, ">= 0"),
-            ("time_limit", self.time_limit > 0, "> 0 seconds"),
-            ("workers", self.workers >= 1, ">= 1"),
-        ):
-            if not ok:
-                raise ConfigError(
-                    f"aucsched: parameter {name} must be {rule}, got {getattr(self, name)!r}"
-                )
-        if self.priority_base < 1:
-            raise ConfigError(
-                "aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)"
-            )
         cp_model.load()  # (OR-Tools here, not inside the first timed scheduling step)
         self._prio = SlurmPriority(
             self.priority,

@@ -41,16 +41,19 @@ from __future__ import annotations
 
 import heapq
 import math
+from typing import ClassVar
 
 import numpy as np
 
-from hpcdispatch.errors import ConfigError, SimulationStalledError
+from hpcdispatch.errors import SimulationStalledError
 from hpcdispatch.planning.profile import AvailabilityProfile, load_compiled_kernels
 from hpcdispatch.protocol import (
     Allocation,
     Decision,
     Dispatcher,
     DispatchView,
+    OneOf,
+    ParamConstraint,
     Scratch,
     Tags,
     register,
@@ -67,15 +70,16 @@ class Conservative(Dispatcher):
     name = "conservative"
     tags = Tags()  # keeps its plan between calls: checkpoints resume it, journals cannot
 
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "profile": OneOf("auto", "node"),
+    }
+
     def __init__(self, allocator: str = "first-fit", profile: str = "auto"):
         self.allocator = allocator
         self.profile = profile
 
     def _setup(self, system: System) -> None:
-        if self.profile not in ("auto", "node"):
-            raise ConfigError(
-                f"conservative: profile must be 'auto' or 'node', got '{self.profile}'"
-            )
         self._single_resource = len(system.resources) == 1
         self._profile: AvailabilityProfile | None = None
         load_compiled_kernels()  # (here, not inside the first timed decision)

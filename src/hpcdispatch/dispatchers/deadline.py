@@ -58,6 +58,8 @@ from hpcdispatch.protocol import (
     Decision,
     Dispatcher,
     DispatchView,
+    OneOf,
+    ParamConstraint,
     Start,
     Tags,
     register,
@@ -82,6 +84,11 @@ class Reservation(Dispatcher):
     SHAPE: ClassVar[str] = "count"
     tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True)
 
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "start": OneOf(*STARTS),
+    }
+
     def __init__(self, start: str = "any", allocator: str = "first-fit"):
         self.start = start
         self.allocator = allocator
@@ -94,13 +101,6 @@ class Reservation(Dispatcher):
     def _setup(self, system: System) -> None:
         """The whole-node profile and the shape's geometry (``self._allocator``, built by
         :meth:`Dispatcher.setup`, places jobs without an application model)."""
-        if self.start not in STARTS:
-            raise ConfigError(
-                f"dispatcher '{self.name}': start must be one of {', '.join(STARTS)}, got '{self.start}'"
-            )
-        fit = getattr(self, "fit", "first")
-        if fit not in FITS:
-            raise ConfigError(f"dispatcher '{self.name}': fit must be first or best, got '{fit}'")
         self._capacity = system.capacity
         topo = system.topology
         if topo.is_grid:
@@ -318,6 +318,11 @@ class Hilbert(Reservation):
     name = "hilbert"
     SHAPE = "hilbert"
 
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Reservation.parameter_constraints,
+        "fit": OneOf(*FITS),
+    }
+
     def __init__(self, start: str = "any", fit: str = "first", allocator: str = "first-fit"):
         self.start = start
         self.fit = fit
@@ -343,6 +348,11 @@ class Manhattan(Reservation):
     SHAPE = "manhattan"
     ADDED_PARAMS: ClassVar[dict[str, Any]] = {"starts": "first"}
 
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Reservation.parameter_constraints,
+        "starts": OneOf(*MANHATTAN_STARTS),
+    }
+
     def __init__(self, start: str = "any", starts: str = "first", allocator: str = "first-fit"):
         self.start = start
         self.starts = starts
@@ -351,14 +361,6 @@ class Manhattan(Reservation):
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
         return [{}, {"starts": "median"}]
-
-    def _setup(self, system: System) -> None:
-        if self.starts not in MANHATTAN_STARTS:
-            raise ConfigError(
-                f"dispatcher 'manhattan': starts must be one of {', '.join(MANHATTAN_STARTS)}, "
-                f"got '{self.starts}'"
-            )
-        super()._setup(system)
 
     def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
         return manhattan_partition(free_mask, self._shape, k, torus=self._torus, starts=self.starts)

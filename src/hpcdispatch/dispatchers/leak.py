@@ -48,14 +48,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol import (
     Admission,
     Allocation,
+    Boolean,
     Decision,
     Dispatcher,
     DispatchView,
     ForkRequest,
+    OneOf,
+    ParamConstraint,
     RunningJob,
     Start,
     Tags,
@@ -96,6 +98,14 @@ class Leak(Dispatcher):
         "order": "fifo",
         "skip_hopeless": False,
     }
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "contiguous": Boolean(),
+        "admission": OneOf(*ADMITS),
+        "partial": Boolean(),
+        "order": OneOf(*ORDERS),
+        "skip_hopeless": Boolean(),
+    }
 
     def __init__(
         self,
@@ -134,20 +144,6 @@ class Leak(Dispatcher):
         ]
 
     def _setup(self, system: System) -> None:
-        if self.admission not in ADMITS:
-            raise ConfigError(
-                f"dispatcher '{self.name}': admission must be one of {', '.join(ADMITS)}, "
-                f"got '{self.admission}'"
-            )
-        if self.order not in ORDERS:
-            raise ConfigError(
-                f"dispatcher '{self.name}': order must be one of {', '.join(ORDERS)}, got '{self.order}'"
-            )
-        for key in ("contiguous", "partial", "skip_hopeless"):
-            if not isinstance(getattr(self, key), bool):
-                raise ConfigError(
-                    f"dispatcher '{self.name}': {key} must be true or false, got {getattr(self, key)!r}"
-                )
         topo = system.topology
         self._grid: Grid = topo.grid if topo.is_grid else grid_of(1, system.n_nodes)
         rows, cols = self._grid.rows, self._grid.cols

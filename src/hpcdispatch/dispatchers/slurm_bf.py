@@ -85,20 +85,26 @@ from __future__ import annotations
 
 import bisect
 import math
+from typing import ClassVar
 
 import numpy as np
 
 from hpcdispatch.allocators.slurm_linear import SlurmLinear, slurm_select
-from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
+from hpcdispatch.dispatchers.slurm_priority import PRIORITY_CONSTRAINTS, SlurmPriority
 from hpcdispatch.protocol import (
     ACCEPT,
     Admission,
     Allocation,
+    Boolean,
     Decision,
     Dispatcher,
     DispatchView,
+    Interval,
+    OneOf,
+    ParamConstraint,
     Scratch,
     Tags,
+    Text,
     register,
 )
 from hpcdispatch.system.allocation import held_amounts, node_units, per_node_array
@@ -237,6 +243,12 @@ MODELLED_SCHEDULER_PARAMETERS = {
     "bf_max_job_test": (1, 1_000_000),
     "bf_window_linear": (0, 43200),
 }
+SCHEDULER_PARAMETER_UNITS = {
+    "bf_interval": "seconds",
+    "bf_window": "minutes",
+    "bf_resolution": "seconds",
+    "bf_window_linear": "seconds",
+}
 #: the will-run test's first time window (s); its batches of running jobs are aligned on
 #: multiples of it on the wall clock (``slurm.conf(5)``, ``bf_window_linear``)
 WILL_RUN_FIRST_WINDOW = 30.0
@@ -343,6 +355,19 @@ class SlurmBackfill(Dispatcher):
     TEXT_TAIL_KEYS = ("scheduler_parameters",)
     #: runs from before these parameters existed planned with exact earliest starts
     ADDED_PARAMS = {"will_run": "exact", "bf_window_linear": 0, "epoch": 0.0}
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,  # (and only slurm-linear models Slurm: _setup)
+        # Slurm's ranges (slurm.conf(5))
+        **{
+            name: Interval(float, lo, hi, unit=SCHEDULER_PARAMETER_UNITS.get(name, ""))
+            for name, (lo, hi) in MODELLED_SCHEDULER_PARAMETERS.items()
+        },
+        **PRIORITY_CONSTRAINTS,
+        "cons_res_sets": Boolean(),
+        "unmodelled": Text(),
+        "will_run": OneOf(*WILL_RUN_MODES),
+        "epoch": Interval(float, None, None, unit="seconds: the Unix time of simulated time 0"),
+    }
 
     def __init__(
         self,
@@ -415,35 +440,6 @@ class SlurmBackfill(Dispatcher):
         if not isinstance(self._allocator, SlurmLinear):
             raise ConfigError(
                 "slurm-bf: only the slurm-linear allocator models Slurm's node selection"
-            )
-        for name, (lo, hi) in MODELLED_SCHEDULER_PARAMETERS.items():
-            value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not lo <= value <= hi
-            ):
-                unit = {
-                    "bf_interval": " s",
-                    "bf_window": " min",
-                    "bf_resolution": " s",
-                    "bf_window_linear": " s",
-                }.get(name, "")
-                raise ConfigError(
-                    f"slurm-bf: {name}={value!r} is outside Slurm's range {lo}-{hi}{unit}"
-                )
-        if (
-            isinstance(self.epoch, bool)
-            or not isinstance(self.epoch, (int, float))
-            or not math.isfinite(self.epoch)
-        ):
-            raise ConfigError(
-                f"slurm-bf: epoch must be a number of seconds (the Unix time of simulated time 0), "
-                f"got {self.epoch!r}"
-            )
-        if self.will_run not in WILL_RUN_MODES:
-            raise ConfigError(
-                f"slurm-bf: will_run must be one of {', '.join(WILL_RUN_MODES)}, got {self.will_run!r}"
             )
         self._prio = SlurmPriority(
             self.priority,

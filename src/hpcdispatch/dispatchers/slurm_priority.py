@@ -37,12 +37,26 @@ import math
 
 import numpy as np
 
-from hpcdispatch.errors import ConfigError
+from hpcdispatch.protocol.constraints import (
+    Boolean,
+    Interval,
+    OneOf,
+    ParamConstraint,
+    check_params,
+)
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
 TOP_PRIORITY = 0xFFFF0000  # Slurm's slurmctld/job_mgr.c: "large, but leave headroom for higher"
 MODES = ("basic", "age", "multifactor")
+#: the constraints of the priority parameters (slurm-bf's and aucsched's)
+PRIORITY_CONSTRAINTS: dict[str, ParamConstraint] = {
+    "priority": OneOf(*MODES),
+    "weight_age": Interval(float, 0, None),
+    "weight_size": Interval(float, 0, None),
+    "max_age": Interval(float, 0, None, closed="neither", unit="seconds"),
+    "favor_small": Boolean(),
+}
 
 
 class SlurmPriority:
@@ -59,10 +73,17 @@ class SlurmPriority:
         max_age: float = 7 * 86400.0,
         favor_small: bool = False,
     ):
-        if mode not in MODES:
-            raise ConfigError(f"priority must be one of {', '.join(MODES)} (got '{mode}')")
-        if weight_age < 0 or weight_size < 0 or max_age <= 0:
-            raise ConfigError("priority weights must be >= 0 and max_age > 0")
+        check_params(
+            "Slurm priority",
+            {
+                "priority": mode,
+                "weight_age": weight_age,
+                "weight_size": weight_size,
+                "max_age": max_age,
+                "favor_small": favor_small,
+            },
+            PRIORITY_CONSTRAINTS,
+        )
         self.mode = mode
         self.priority_base = priority_base
         self.weight_age = float(weight_age)

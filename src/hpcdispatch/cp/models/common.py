@@ -112,7 +112,7 @@ class Schedule:
             x.d_max,
             x.rule,
         )
-        earliest, job_symmetry = x.earliest, x.settings.job_symmetry
+        earliest, job_symmetry = x.earliest, x.settings.model.job_symmetry
         self.inst, self.policy, self.jobs, self.horizon = inst, policy, jobs, horizon
         self.starts: dict[int, cp_model.IntVar] = {}
         self.intervals: dict[int, cp_model.IntervalVar] = {}

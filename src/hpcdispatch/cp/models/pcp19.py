@@ -84,7 +84,7 @@ def build(x: ModelInput) -> BuiltModel:
     inst, jobs, rule, settings = x.inst, x.jobs, x.rule, x.settings
     sched = Schedule(x)
     m = sched.model
-    nodes = usable_nodes(inst, jobs, settings.symmetry, rule)
+    nodes = usable_nodes(inst, jobs, settings.model.symmetry, rule)
     resources = requested_resources(jobs)
     # presence literals per job and node: list of copies
     present: dict[int, dict[int, list[cp_model.IntVar]]] = {}
@@ -102,7 +102,7 @@ def build(x: ModelInput) -> BuiltModel:
                 per_node[n].append((iv, j))
                 m.add_hint(lit, 1 if k < hinted.get(n, 0) else 0)
                 lits.append(lit)
-            if settings.symmetry:
+            if settings.model.symmetry:
                 for a, b in zip(lits, lits[1:]):
                     m.add_implication(b, a)
             if lits:

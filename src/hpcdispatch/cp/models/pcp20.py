@@ -250,7 +250,7 @@ def build(x: ModelInput) -> BuiltModel:
     cap = inst.capacity
     offsets = {r: np.concatenate(([0], np.cumsum(cap[:, r])[:-1])) for r in range(cap.shape[1])}
     totals = cap.sum(axis=0)
-    nodes_ok = usable_nodes(inst, jobs, settings.symmetry, rule)
+    nodes_ok = usable_nodes(inst, jobs, settings.model.symmetry, rule)
 
     # running jobs: fixed boxes, stacked per node by remaining time (longest at the bottom)
     running_boxes: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}
@@ -364,7 +364,7 @@ def build(x: ModelInput) -> BuiltModel:
                 m.add_all_different(job_ys[r])
         if position_only:
             position_of[j.index] = offsets[r0]
-        if settings.symmetry:
+        if settings.model.symmetry:
             for lower, upper in zip(ys_first, ys_first[1:]):
                 m.add(lower < upper)
         if j.max_units_per_node == 1 and j.units > 1:
