@@ -2,41 +2,25 @@
 cp-hybrid and cp-rule (registered in :mod:`hpcdispatch.dispatchers.cp`).
 
 Every call builds a :class:`~hpcdispatch.cp.instance.DispatchInstance` and runs the same
-pipeline; the models differ only in how they represent allocation:
+steps; the models differ only in how they represent allocation:
 
-1. priorities (version-dependent) order the queue; the first ``m`` jobs are the model's
-   candidates, and those that cannot fit the free resources now are dropped (CP'19 v1);
-2. the priority-rule schedule (highest priority first, earliest start, best fit) is
-   computed; if it starts every candidate now it is optimal and no model is built;
-3. the model is built with the rule schedule as a complete hint and solved under CP'19's
-   search control (:mod:`hpcdispatch.cp.solve`);
-4. the solution is used only if its objective is at least as good as the rule's under the
-   same objective; otherwise, or when the solver returned nothing (time-out, error, crash),
-   the rule's decision is used and ``Decision.info["fallback"]`` says why -- the dispatcher
-   never stalls and never does worse than the rule;
-5. the jobs that start now are placed on the *real* free capacity: with the model's nodes
-   when it has them and they fit, else with best fit; a job that does not fit is postponed;
-6. two-stage models (HCP'19; ``on_unplaced``): when best fit cannot place a job the
-   scheduling stage starts now, the stage is solved again with that job postponed (``s >= 1``
-   time unit), and again, until every job it starts now is placed -- "several iterations
-   between the two stages when allocation is nontrivial" (PCP'20 sec. 1, 5.2). Each
-   iteration postpones at least one more job, so there are at most ``len(jobs) + 1``.
-   ``info["allocation_iterations"]`` counts the scheduling stage's solves in the decision,
-   ``info["postponed_by_allocation"]`` the jobs postponed that way, ``info["solve_s_each"]``
-   the wall time of each of them;
-7. with a decision budget (``budget=stall|gap``) every search of one decision -- the
-   re-solves, CP'19's restarts, the hint check -- draws on one ``decision_limit``
-   (cp/solve.py, :class:`~hpcdispatch.cp.solve.DecisionBudget`); once it is spent no search
-   starts, and the decision is the rule's (``info["fallback"] = "decision limit"``, which
-   always places what it starts). Without it one hcp decision took 109 s on the Eurora-like
-   workload (docs/RESULTS-CP.md, "A decision budget").
+1. the first ``m`` queued jobs by priority that can start now are the model's candidates;
+2. the priority-rule schedule is computed; if it starts every candidate now it is optimal;
+3. otherwise the model is built with the rule as a complete hint and solved
+   (:mod:`hpcdispatch.cp.solve`);
+4. the solution is used only if it is at least as good as the rule's, else the rule's
+   decision is (``Decision.info["fallback"]`` says why): never stalls, never worse than the rule;
+5. the jobs that start now are placed on the real free capacity (the model's nodes, else best
+   fit); HCP'19 solves again with a job best fit cannot place postponed (``on_unplaced``);
+6. with a decision budget (``budget=stall|gap``) all searches of one decision share one
+   ``decision_limit``.
 
-``Decision.info`` records the model size (variables, constraints), build and solve time,
-status, objective and bound, the rule's objective, the fallback reason, and ``stop``: why the
-(last) search stopped -- ``optimal``, ``gap``, ``stall``, ``limit``, ``infeasible`` or
-``invalid`` (cp/solve.py; ``budget``, ``stall`` and ``gap`` are the decision budget's
-parameters, documented in ``CPDispatcher.__init__``); the run summary counts them
-(``stop_<reason>``).
+``Decision.info`` is the decision's record (model size, times, status, objective, the rule's
+objective, ``fallback``, ``stop``), which the run summary and the reports read. The
+parameters: :class:`CPDispatcher`.
+
+Design notes, decisions and measurements: docs/RESULTS-CP.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

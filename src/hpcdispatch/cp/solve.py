@@ -1,64 +1,21 @@
-"""Solving with CP'19's search control, on CP-SAT.
+"""Solving with CP'19's search control, on CP-SAT: :func:`solve` runs a built model under a
+:class:`~hpcdispatch.cp.policy.CPSettings` and returns a :class:`SolveOutcome`.
 
-CP'19: search is bounded by a time limit ``delta``; the best solution found within it is the
-decision; when no solution was found, the search restarts with ``2 delta`` while
-``delta <= delta_max``; no restart when the solver proved the instance infeasible, or when
-``k`` consecutive restarts did not change the outcome. Here:
+CP'19: a search is bounded by a time limit ``delta``; when it found no solution it restarts
+with ``2 delta`` while that is ``<= delta_max``, and stops after ``k`` restarts without a
+change. The limit is CP-SAT's deterministic limit and a wall-clock watchdog
+(``deterministic=True``: the deterministic limit alone, so runs repeat on a loaded machine).
+The rule's schedule is the complete hint, so a solution normally exists at once.
 
-- the limit is both a deterministic limit (reproducible with one worker) and a wall-clock
-  limit; a watchdog thread stops the search if CP-SAT overruns it (model loading is not
-  covered by CP-SAT's own limit). On a loaded machine the wall clock binds first and the
-  decisions depend on the load. ``deterministic=True`` makes the same run give the same
-  schedule: only the deterministic limit bounds the search (CP-SAT gets no wall-clock limit:
-  its own check stops a search early, by up to a whole subsolver task, which under load cut
-  0.2 s of deterministic time to 0.06), the watchdog stays as a safety net against hangs at
-  ``100 delta + 60`` s (a fired watchdog is recorded in the decision's info), and CP-SAT's
-  packing neighbourhood searches are left out (``PACKING_LNS``: in OR-Tools 9.15 they pick
-  their rectangles in the iteration order of an unordered hash map, so on models with
-  NoOverlap2D -- PCP'20's -- two solves of one model in one process gave different
-  solutions);
-- the priority-rule schedule is given as a complete hint, so a solution normally exists at
-  once; when none comes back the caller uses the rule's decision (and says so).
+The decision budget (:class:`~hpcdispatch.cp.policy.BudgetOptions`; not in the papers):
+``none``, ``gap`` (CP-SAT's ``relative_gap_limit``) or ``stall`` (stop once the best solution
+has not improved for ``stall`` seconds); a :class:`DecisionBudget` caps all searches of one
+decision at ``decision_limit``. Every outcome says why the search stopped
+(``SolveOutcome.stop``: ``optimal``, ``gap``, ``stall``, ``limit``, ``infeasible`` or
+``invalid``). :func:`solve_interruptibly` lets Ctrl-C stop a search at once.
 
-The decision budget (``CPSettings.budget``; not in the papers, for production use: on the
-whole SDSC-SP2 7-8 % of the calls end at the 1 s limit and take ~90 % of the decision time,
-mostly without beating the hint -- docs/RESULTS-CP.md, "A decision budget"):
-
-- ``none``: the papers' search control above;
-- ``gap``: CP-SAT's own ``relative_gap_limit = settings.budget.gap``: the search ends when
-  ``|objective - bound| / max(1, |objective|) <= gap``; CP-SAT then reports OPTIMAL, and the
-  outcome says ``stop="gap"`` when the bound was not reached (``stop="optimal"`` when it was);
-- ``stall``: the search ends once its best objective has not improved for ``settings.budget.stall``
-  seconds after the last improvement (the first solution -- normally the hint -- counts as
-  one). On the wall clock (``deterministic=False``) a solution callback records the time of
-  every improving solution and the waiting thread calls ``stop_search`` when the stall has
-  lasted ``stall`` s (checked every ``STALL_POLL_S``; CP-SAT has no stall parameter, and a
-  thread that holds the solver and calls ``StopSearch`` on a timer is the OR-Tools maintainers'
-  answer to early stopping, google/or-tools discussion 4021). With ``deterministic=True`` the clock is
-  CP-SAT's deterministic time, which only CP-SAT itself can watch, so the search runs in
-  chunks: until the first solution (the callback stops it there, a deterministic point with
-  one worker), then chunks of ``stall`` deterministic units, each hinted with the best
-  solution so far, until a chunk does not improve it (``stop="stall"``), proves optimality,
-  or the attempt's limit ``delta`` is used up. The chunks restart CP-SAT's search (it keeps
-  the solution, not its learnt clauses), so the deterministic stall is a slightly different
-  search from the wall-clock one; it is repeatable.
-
-The decision limit (``CPSettings.decision_limit``; with ``stall`` or ``gap`` only): the stall
-clock starts at the first solution, and each solve restarts with ``2 delta`` when it found
-none, so without a cap on the whole decision one decision could take ``3 delta`` per solve
-(``delta``, then ``2 delta``, for ``k = 2``), plus the hint check's 5 s after a solve without a
-usable solution, times HCP'19's re-solves (up to ``len(jobs) + 1``): on the 50,000-job
-Eurora-like workload one hcp decision under ``budget=stall,stall=0.01`` took 109 s
-(docs/RESULTS-CP.md, "A decision budget"). A :class:`DecisionBudget` is the cap: every solve
-of one decision (re-solves, restarts, the hint check) draws on it, each attempt's limit is
-``min(delta, what is left)``, and once it is spent no search starts; the dispatcher then uses
-the rule's decision (``fallback="decision limit"``). On the wall clock it counts everything
-from the first model's build on (the re-solves' builds included); with ``deterministic`` it
-counts CP-SAT's deterministic time, so decisions stay repeatable.
-
-Every outcome says why the search stopped (``SolveOutcome.stop``): ``optimal`` (proved),
-``gap``, ``stall``, ``limit`` (the time limit, the decision limit or the watchdog),
-``infeasible`` or ``invalid``.
+Design notes, decisions and measurements: docs/RESULTS-CP.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

@@ -12,33 +12,8 @@ wall-time; for generated deadline jobs the run time), at the candidate starts
   note A24), while ``t + R <= deadline`` (inclusive, Fig. 6 line 3);
 - ``start=est``: ``t0`` only (the count-only baseline's other reading, A20).
 
-Per candidate, three stages, in this order: the **count** (line 0: at least ``k`` nodes free
-for the whole window -- a node booked by nobody in it), then the **shape** over that window's
-free mask (:mod:`hpcdispatch.system.partition`): Hilbert first fit of ``k`` consecutive curve
-positions (``fit=best``: Slurm's best fit), the Manhattan-median greedy partition (A22), or,
-for ``count-only``, the ``k`` lowest free node ids. The first candidate where all pass is
-booked; else the job is rejected with a reason naming the stage that failed last:
-``deadline`` (not even ``t0 + R`` meets the deadline), ``count`` (no window had ``k`` free
-nodes) or ``shape`` (some had, but not in the strategy's shape).
-
-Booked jobs start at their booked time (a wake-up) on exactly the booked nodes; a job that
-ends before its booked end gives the rest of its booking back at once. Jobs are
-node-exclusive: a booking holds whole nodes. ``k`` is the job's unit count for deadline jobs
-(one unit = one node, :mod:`hpcdispatch.workload.deadline`); any other job is placed by the
-``allocator`` parameter (first fit by default) on the window's whole free nodes and books each
-node it uses (so the strategies run on
-any workload, as the conformance suite does). On a system without a 2-D grid the Hilbert
-curve is the node order and the Manhattan partition grows on a 1 x n line.
-
-A job without an application model is never kept beyond its booking: the simulator kills
-such jobs at their wall-time, and a run without that (``walltime_kill = false``) is refused.
-A deadline job (with an application model) runs as long as the execution model says on
-exactly its booked nodes (its children share them, :mod:`hpcdispatch.sim.execution`), and
-may outlive its booking. Then (design note A19, our choice of its two options): it keeps its
-nodes until the next booking on any of them begins or until its deadline, whichever comes
-first -- its booking is extended to then, so nothing new is booked on them -- and is
-cancelled at that time if still running (``booking-conflict`` when a booking begins, else the
-simulator's ``deadline-running``).
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
