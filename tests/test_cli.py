@@ -415,8 +415,11 @@ def test_a_fifo_run_imports_only_what_it_uses(tmp_path, workload, engine, absent
     "bad, named",
     [
         ("easy:allocator=bogus", "unknown allocator 'bogus'"),
-        ("pcp20:delta=-1", "CP parameter delta must be > 0 seconds, got -1.0"),
-        ("aucsched:time_limit=0", "parameter time_limit must be > 0 seconds"),
+        (
+            "pcp20:delta=-1",
+            "dispatcher 'pcp20': delta must be a number > 0 (seconds), got -1.0",
+        ),
+        ("aucsched:time_limit=0", "time_limit must be a number > 0 (seconds), got 0.0"),
         ("easy-XX", "is not a predictor"),
         ("nosuch", "unknown dispatcher"),
     ],

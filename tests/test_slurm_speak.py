@@ -588,9 +588,9 @@ def test_scheduler_parameter_errors_are_one_line(spec, message):
 @pytest.mark.parametrize(
     "param, value, message",
     [
-        ("bf_window", 43201, "bf_window=43201 is outside Slurm's range 1-43200 min"),
-        ("bf_interval", 0, "bf_interval=0 is outside Slurm's range 1-10800 s"),
-        ("bf_max_job_test", 0, "bf_max_job_test=0 is outside Slurm's range 1-1000000"),
+        ("bf_window", 43201, "bf_window must be a number in [1, 43200] (minutes), got 43201"),
+        ("bf_interval", 0, "bf_interval must be a number in [1, 10800] (seconds), got 0"),
+        ("bf_max_job_test", 0, "bf_max_job_test must be a number in [1, 1000000], got 0"),
     ],
 )
 def test_slurm_ranges_are_checked_at_setup(param, value, message):

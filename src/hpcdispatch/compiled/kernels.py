@@ -5,28 +5,16 @@ Why one module: numba caches compiled functions on disk and invalidates a cached
 only when *its own* source file changes; the code of the functions it calls and the
 constants it reads are frozen into it. With everything here, any change recompiles all.
 
-Sections:
+Sections: **state** (the rows and registers of :class:`EngineState`), **clock**,
+**allocators** (first fit, best fit), **policies** (``policy(st, now)`` writes its decision
+into the state; :func:`call_policy` maps a policy number to its function: a new compiled
+policy adds a function, a branch there and its name in ``POLICIES``, and its dispatcher
+returns a :class:`~hpcdispatch.protocol.dispatcher.KernelSpec` naming it) and the **event
+loop** (:func:`run_steps`: the simulator's semantics without admission control, resizing,
+wake-ups, intervals or charged dispatch time; it verifies every start).
 
-1. **State** -- the row and register numbers of :class:`EngineState`, a handful of numpy
-   arrays in one named tuple (numba compiles functions over a few arrays several times faster
-   than over fifty). Per-job values are rows of ``ji`` (integers) and ``jf`` (floats).
-2. **Clock** -- ``clock_gettime`` from compiled code, to time every dispatcher call.
-3. **Allocators** -- first fit and best fit for plain unit requests, the placements of
-   :mod:`hpcdispatch.allocators.base`.
-4. **Policies** -- a compiled policy ``policy(st, now)`` reads the state, works on the scratch
-   copy of the free capacity (``mat[SCRATCH]``) and writes its decision (rows ``DEC_JOB``,
-   ``DEC_OFF``, ``DEC_LEN`` of ``ji`` for ``regs[NDEC]`` starts, their allocation rows from
-   ``regs[NROWS]`` on) and its info values (``dl[D_INFO + k, regs[NCALL]]``).
-   :func:`call_policy` maps a policy number to its function: a new compiled policy adds a
-   function, a branch there and its name in ``POLICIES``, and its dispatcher class returns a
-   :class:`~hpcdispatch.protocol.dispatcher.KernelSpec` naming it.
-5. **Event loop** -- :func:`run_steps`: the semantics of
-   :class:`hpcdispatch.sim.simulator.Simulator` (ends, then submissions, then one call per
-   instant with events while jobs are queued), without admission control, resizing, wake-ups,
-   intervals or charged dispatch time. It knows no policy: it calls :func:`call_policy`,
-   verifies every start against the real free capacity (queued job, nodes in range and
-   ascending, the job's unit count, max units per node, capacity of every resource) and
-   applies it; it returns after ``max_steps`` instants so the caller can report progress.
+Design notes, decisions and measurements: docs/PERFORMANCE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

@@ -87,6 +87,7 @@ def rule_schedule(
             )
         start, alloc = found
         if start == 0:
+            now_alloc: Allocation | None
             # "now" must hold on the real free capacity, node by node, and (node-level plans)
             # leave the nodes planned for the jobs already placed alone for the whole duration
             if alloc is not None and _fits(actual, alloc, req):
@@ -142,7 +143,7 @@ def paper_horizon_units(policy: Policy, inst: DispatchInstance, jobs: list[Queue
         running += (
             left
             if left is not None
-            else math.ceil((r.planned_end - policy.t) / policy.s.time_unit - 1e-9)
+            else math.ceil((r.planned_end - policy.t) / policy.s.model.time_unit - 1e-9)
         )
     return running + sum(policy.duration_units(j) for j in jobs)
 

@@ -12,33 +12,8 @@ wall-time; for generated deadline jobs the run time), at the candidate starts
   note A24), while ``t + R <= deadline`` (inclusive, Fig. 6 line 3);
 - ``start=est``: ``t0`` only (the count-only baseline's other reading, A20).
 
-Per candidate, three stages, in this order: the **count** (line 0: at least ``k`` nodes free
-for the whole window -- a node booked by nobody in it), then the **shape** over that window's
-free mask (:mod:`hpcdispatch.system.partition`): Hilbert first fit of ``k`` consecutive curve
-positions (``fit=best``: Slurm's best fit), the Manhattan-median greedy partition (A22), or,
-for ``count-only``, the ``k`` lowest free node ids. The first candidate where all pass is
-booked; else the job is rejected with a reason naming the stage that failed last:
-``deadline`` (not even ``t0 + R`` meets the deadline), ``count`` (no window had ``k`` free
-nodes) or ``shape`` (some had, but not in the strategy's shape).
-
-Booked jobs start at their booked time (a wake-up) on exactly the booked nodes; a job that
-ends before its booked end gives the rest of its booking back at once. Jobs are
-node-exclusive: a booking holds whole nodes. ``k`` is the job's unit count for deadline jobs
-(one unit = one node, :mod:`hpcdispatch.workload.deadline`); any other job is placed by the
-``allocator`` parameter (first fit by default) on the window's whole free nodes and books each
-node it uses (so the strategies run on
-any workload, as the conformance suite does). On a system without a 2-D grid the Hilbert
-curve is the node order and the Manhattan partition grows on a 1 x n line.
-
-A job without an application model is never kept beyond its booking: the simulator kills
-such jobs at their wall-time, and a run without that (``walltime_kill = false``) is refused.
-A deadline job (with an application model) runs as long as the execution model says on
-exactly its booked nodes (its children share them, :mod:`hpcdispatch.sim.execution`), and
-may outlive its booking. Then (design note A19, our choice of its two options): it keeps its
-nodes until the next booking on any of them begins or until its deadline, whichever comes
-first -- its booking is extended to then, so nothing new is booked on them -- and is
-cancelled at that time if still running (``booking-conflict`` when a booking begins, else the
-simulator's ``deadline-running``).
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -58,6 +33,8 @@ from hpcdispatch.protocol import (
     Decision,
     Dispatcher,
     DispatchView,
+    OneOf,
+    ParamConstraint,
     Start,
     Tags,
     register,
@@ -82,6 +59,11 @@ class Reservation(Dispatcher):
     SHAPE: ClassVar[str] = "count"
     tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True)
 
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "start": OneOf(*STARTS),
+    }
+
     def __init__(self, start: str = "any", allocator: str = "first-fit"):
         self.start = start
         self.allocator = allocator
@@ -94,13 +76,6 @@ class Reservation(Dispatcher):
     def _setup(self, system: System) -> None:
         """The whole-node profile and the shape's geometry (``self._allocator``, built by
         :meth:`Dispatcher.setup`, places jobs without an application model)."""
-        if self.start not in STARTS:
-            raise ConfigError(
-                f"dispatcher '{self.name}': start must be one of {', '.join(STARTS)}, got '{self.start}'"
-            )
-        fit = getattr(self, "fit", "first")
-        if fit not in FITS:
-            raise ConfigError(f"dispatcher '{self.name}': fit must be first or best, got '{fit}'")
         self._capacity = system.capacity
         topo = system.topology
         if topo.is_grid:
@@ -318,6 +293,11 @@ class Hilbert(Reservation):
     name = "hilbert"
     SHAPE = "hilbert"
 
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Reservation.parameter_constraints,
+        "fit": OneOf(*FITS),
+    }
+
     def __init__(self, start: str = "any", fit: str = "first", allocator: str = "first-fit"):
         self.start = start
         self.fit = fit
@@ -343,6 +323,11 @@ class Manhattan(Reservation):
     SHAPE = "manhattan"
     ADDED_PARAMS: ClassVar[dict[str, Any]] = {"starts": "first"}
 
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Reservation.parameter_constraints,
+        "starts": OneOf(*MANHATTAN_STARTS),
+    }
+
     def __init__(self, start: str = "any", starts: str = "first", allocator: str = "first-fit"):
         self.start = start
         self.starts = starts
@@ -351,14 +336,6 @@ class Manhattan(Reservation):
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
         return [{}, {"starts": "median"}]
-
-    def _setup(self, system: System) -> None:
-        if self.starts not in MANHATTAN_STARTS:
-            raise ConfigError(
-                f"dispatcher 'manhattan': starts must be one of {', '.join(MANHATTAN_STARTS)}, "
-                f"got '{self.starts}'"
-            )
-        super()._setup(system)
 
     def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
         return manhattan_partition(free_mask, self._shape, k, torus=self._torus, starts=self.starts)

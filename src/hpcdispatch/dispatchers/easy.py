@@ -13,24 +13,10 @@ prediction (possible without wall-time kills or with predictors) is expected to 
 least one more second, and the reservation is recomputed at every call.
 
 The implementation takes exactly the decisions of that single pass (a reference
-implementation in the tests checks it on random workloads) but avoids most of its work:
+implementation in the tests checks it on random workloads) but avoids most of its work (how: the docs page below).
 
-- the queue is kept grouped by request shape between calls
-  (:class:`~hpcdispatch.dispatchers.queue_index.ShapeIndex`); groups merge in queue order;
-- within one call free capacity only shrinks, so once a shape fails to fit now with ``u``
-  units, the rest of its group and larger unit counts of that shape are dropped; a *long*
-  job refused for the head's sake is refused again for the same shape until the next start
-  (allocators with ``prefix_monotone`` fill nodes in an order independent of the unit
-  count) -- and after a start, the groups whose long jobs were skipped are rewound;
-- the shadow time is computed only once some job fits now, on pooled totals first;
-- when nothing ended and the previous call started nothing, the state is the one the
-  previous call saw: every job it looked at would fail again the same way, so only the jobs
-  submitted since are examined, with the previous call's shadow time and failure memos;
-- the head's reservation (shadow time and free capacity then) is kept from call to call
-  while the head stays the same, no job planned to end at or after the shadow time ended,
-  no running job's prediction was revised, and the shadow time is more than a second away
-  (see :class:`Reservation`). A revised prediction (``view.revised_running``) also rules
-  out the "same state as the last call" shortcut.
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

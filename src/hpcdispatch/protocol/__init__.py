@@ -12,6 +12,9 @@ A dispatcher needs one import line::
 - :class:`Dispatcher`, its :class:`Tags` and :class:`KernelSpec`; :class:`Scratch`, a working
   copy of the free capacity for one decision; :func:`register` / :func:`dispatcher_function`
   and the registry of names;
+- :attr:`Dispatcher.parameter_constraints` and their kinds (:class:`OneOf`,
+  :class:`Interval`, :class:`Boolean`, :class:`Text`, :data:`ALLOCATOR`), checked by
+  :func:`check_params` (:mod:`hpcdispatch.protocol.constraints`);
 - :class:`Predictor` (what a duration predictor offers) and its default,
   :class:`WallTimePredictor`.
 
@@ -19,6 +22,17 @@ Nothing here assumes simulated time: a bridge to a live cluster builds the same 
 The protocol imports the models below it (system, workload, allocators) and nothing above.
 """
 
+from hpcdispatch.protocol.constraints import (
+    ALLOCATOR,
+    Boolean,
+    Constraint,
+    Interval,
+    OneOf,
+    ParamConstraint,
+    Text,
+    check_params,
+    check_value,
+)
 from hpcdispatch.protocol.decision import (
     ACCEPT,
     Admission,
@@ -42,6 +56,15 @@ from hpcdispatch.protocol.view import DispatchView, QueueView
 from hpcdispatch.system.allocation import Allocation
 
 __all__ = [
+    "ALLOCATOR",
+    "Boolean",
+    "Constraint",
+    "Interval",
+    "OneOf",
+    "ParamConstraint",
+    "Text",
+    "check_params",
+    "check_value",
     "Booking",
     "ForkRequest",
     "ACCEPT",

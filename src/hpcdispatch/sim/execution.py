@@ -7,51 +7,8 @@ constant in :class:`AppModelParams`, every choice in docs/DEADLINE.md, "The exec
 model"). It is policy-free: the simulator asks it for phase durations and child placements,
 and hands fork requests to the dispatcher through a callback.
 
-**Program** (:class:`AppProgram`, one per job, built from the job alone -- its id seeds the
-random message peers, so every strategy sees the same program): ``K`` phases (``phases``,
-at most the run time in seconds); process counts ``p_k`` (types 0, 1: the nominal ``n``;
-types 2, 3: ``max(1, round(n g_k))``, ``g_k`` drawn from ``growth``); ``b = min_k p_k`` base
-ranks live through the job; phase ``k`` forks ``p_k - b`` children at its start and joins
-them at its end, child ``i`` a child of base rank ``i mod b``. Messages per phase, in rank
-space: type 0 a scatter from rank 0 in the first phase and a gather to it in the last;
-type 1 a 2-D halo (each rank to its 4 neighbours on a ``ceil(sqrt p) x ceil(p / ceil(sqrt p))``
-rank grid, not periodic); type 2 each base rank to ``peers`` random other base ranks and each
-child to and from its parent; type 3 each rank to ``peers`` random other ranks.
-
-**Phase duration** ``D_k = D*_k x combine(a, b) / combine(1 - phi_k, phi_k)`` with the
-relative computation ``a = (1 - phi_k) x max_c m_c`` (``m_c`` processes time-sharing core
-``c``; strong scaling: the phase's work is split evenly over its processes and the phase
-ends with its slowest core) and the relative communication
-``b = phi_k x (mean message cost / the same on the baseline) x Gamma``; a message costs
-``h_intra`` inside a node, else ``h_inj + hops``; ``Gamma`` is the link sharing (below).
-``combine``: ``sync`` ``a + b``; ``async`` ``max(a, b) + (1 - overlap) min(a, b)``.
-
-**Calibration** (design note A9; sec. 5: "jobs are adapted to be able to run the program
-using a compact partition of an empty HPC system at the given runtime"): on the baseline
-placement ``P*`` -- the Manhattan-median partition grown from node 0 of the empty machine,
-``ceil(max_k p_k / c)`` nodes, rank ``r`` on the ``r``-th core in ascending node order, no
-other job -- every ratio above is exactly 1, so phase ``k`` lasts exactly its nominal
-``D*_k``, and the nominal durations are whole seconds summing to the trace run time ``R``
-(``D*_k = floor(R (k + 1) / K) - floor(R k / K)``). The work and communication scale this
-implies (``W_k``, ``kappa_k`` of the note) are :meth:`AppProgram.work` and
-:meth:`AppProgram.comm_scale`.
-
-**Link sharing** (``network="contention"``): at a phase start the job's inter-node messages
-are routed XY; ``F_l`` of them cross link ``l``; every running phase of every job adds
-``delta F_l`` to a machine-wide link load (``delta = 1`` for async jobs, whose traffic
-overlaps their whole phase; ``delta = phi_k`` for sync ones, which only communicate that share
-of the phase); ``Gamma = max_l (F_l + others_l) / F_l`` over the job's links. **Sampled at
-the phase start and fixed for the phase**: a job starting later does not slow down a phase
-already running (it does see that phase's load). ``network="distance"``: ``Gamma = 1``;
-``"none"``: communication always costs its baseline (``b = phi_k``).
-
-**Children** (design note A11, A12): a child goes to a free core of its parent's node;
-else (static type 3; any job of a forking dispatcher) a free core of the job's node nearest
-the parent (Manhattan, then node id); else (forking dispatcher only) a node the dispatcher
-grants on request (``ask(parent_node)``: one whole node or ``None``; after a refusal nobody
-asks again in that phase); else it time-shares: on its parent's node (static type 2, forking
-dispatchers), or on the least-loaded node of the partition (static type 3). Processes on a
-node share its cores evenly (``max_c m_c = ceil(load / c)``).
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

@@ -15,20 +15,10 @@ Only dispatchers whose decisions depend on the view alone may skip calls (``Tags
 state kept between calls, if any, is a cache that a fresh instance rebuilds). Others are
 refused with a clear error, since a replay would leave their memory behind.
 
-File format (JSON lines):
+The file is JSON lines; its format is in the docs page below.
 
-- line 1, the header: ``{"journal": 2, "run": {...}}`` -- what the run is (system,
-  workload, the dispatcher's identity ``{"name", "params"}``, predictor, options); a journal
-  written for a different run is refused, and so is one of another format (format 1 stored
-  the dispatcher as printed text: finish such a run with the version that wrote it);
-- then one record per call: ``{"k": call number, "t": time, "queue": queue length,
-  "head": id of the first queued job, "starts": [[job index, job id, [nodes], [units]], ...],
-  "wakeup": t or null, "elapsed": s, "info": {...}}``.
-
-A last line cut short by the interruption is dropped (and cut from the file, once the file is
-known to be this run's journal) with a warning; a damaged line anywhere else, or a record of
-the wrong form (a missing field, a node listed twice ...), is an error naming the file, line
-and field, as is a record that does not match the state the replay reached.
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

@@ -15,31 +15,8 @@ in this order, each kind of event by its own handler:
    at a tick of ``dispatch_interval``, or at a time the dispatcher asked for
    (``Decision.wakeup``) -- provided jobs are queued (:meth:`Simulator._call_dispatcher`).
 
-:meth:`Simulator.run` steps until nothing is left, reporting progress and writing
-checkpoints between instants. Everything the loop changes is one :class:`LoopState`.
-
-Deadline workloads (a job with a deadline or an earliest start; docs/DEADLINE.md): no job
-starts before its earliest start, a job with an application model gets whole nodes, and an
-accepted job still waiting or running at its deadline is cancelled then. Other workloads never
-take these paths.
-
-Every start is verified against the current free capacity before it is applied; an invalid
-decision raises :class:`~hpcdispatch.errors.InvalidDecisionError` naming the dispatcher and
-the job. A job runs its real run time, or is killed at its requested wall-time
-(``walltime_kill``, default on).
-
-Prediction correction (``prediction_correction``, off by default): when a running job passes
-its planned end without ending, its planned end is revised
-(:mod:`hpcdispatch.sim.correction`); the revision is an event, so the dispatcher is called
-then, and ``view.revised_running`` lists the revised records.
-
-Dispatch time: every call is timed (wall clock). With ``charge_dispatch_time`` the jobs of a
-decision start that much later in simulated time, and the dispatcher cannot be called again
-before then (events in between are processed and trigger the next call at the end of the
-busy period). Results then depend on the machine's speed, so charging is off by default.
-
-Which engine runs a simulation (this one or the compiled one) is chosen by
-:func:`hpcdispatch.simulate`; a :class:`Simulator` always runs the Python loop.
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

@@ -1,80 +1,23 @@
 """``hpcdispatch slurm dispatch``: any dispatcher as the scheduler of a live Slurm (external mode).
 
-The workload's jobs are submitted held (``sbatch --hold``, at their scaled submit times and with
-the options ``slurm replay`` gives them: :func:`hpcdispatch.slurm.replay.plan_submissions`),
-so neither Slurm's main scheduler nor its backfill touches them. In a loop (every
-:data:`POLL_S` seconds; the dispatcher is called at least every :data:`CALL_EVERY_S` seconds
-while jobs wait, and at once when a job was submitted or ended; a periodic dispatcher such as
-AUCSCHED every scaled step instead, :func:`call_due`) the bridge reads the cluster --
-``squeue -h -t all -o ...`` (our jobs: held = queued, running, ended; the text form, 10 times
-faster than ``--json`` on a large cluster, :func:`hpcdispatch.slurm.records.parse_squeue_text`;
-a started job holds the cores of its journalled start, and ``squeue --json`` with every job's
-cores per node is read once at the end) and ``sinfo --json`` (node state and allocated CPUs) -- builds the same
+The workload's jobs are submitted held (``sbatch --hold``, at their scaled submit times, as
+``slurm replay`` plans them), so neither Slurm's main scheduler nor its backfill touches them.
+In a loop the bridge reads the cluster (``squeue``, ``sinfo --json``), builds the same
 :class:`~hpcdispatch.protocol.DispatchView` the simulator gives (:func:`build_view`), calls the
-dispatcher, writes the decision to the journal and applies each start (:func:`start_commands`):
+dispatcher, journals the decision and applies each start (:func:`start_commands`)::
 
     scontrol update JobId=ID NumNodes=k-k MinCPUsNode=c ReqNodeList=a,b
     scontrol release ID
 
-Time. As in ``slurm replay``: real epoch ``t0`` (a whole second, kept in the journal) is the
-workload's first submission, one workload second lasts ``--time-scale`` real seconds, and the
-view's ``now`` is the scaled wall clock. A running job's ``planned_end`` is its Slurm start plus
-its planned duration, the job's wall-time (the limit Slurm enforces, as the simulator's default
-predictor). A released job that has not started yet (Slurm starts it within about a second)
-is shown to the dispatcher as running since ``now`` on the nodes it was given, so no node is
-given twice.
+A start with different unit counts per node runs as a heterogeneous job (``--uneven hetjob``,
+the default) or is refused (``--uneven refuse``). The journal (``<out>.bridge/journal.jsonl``)
+is written before each start is applied, so a bridge started again with the same arguments
+goes on where it stopped and every job starts once; a failing dispatcher stops the bridge and
+leaves the waiting jobs held. At the end the schedule is collected from squeue and written as
+a run directory (``run.json`` with the placement check).
 
-Free capacity. Capacity minus what our running and released jobs hold (units x request +
-per-node extras on the nodes squeue lists, or the journalled ones for a released job Slurm has
-not started yet) minus the cores of other jobs (``sinfo``'s ``alloc_cpus`` less the cores
-squeue gives our started jobs there); a node ``sinfo`` reports down, drained or failing has
-nothing free.
-
-Granularity. A unit of a job is ``c`` cores (its unit request). Slurm can pin a job to nodes
-but not give each node its own task count: the bridge expresses a start on ``k`` nodes with
-``m`` units on every node as ``NumNodes=k-k MinCPUsNode=m*c`` -- with the job's total of
-``k*m*c`` cores this puts exactly ``m*c`` cores on each node (measured on Slurm 22.05; the
-end-of-run check below confirms it job by job). A start giving nodes different unit counts
-has no such form with one job. ``--uneven hetjob`` (the default) runs it as a Slurm
-*heterogeneous job* instead (:func:`hetjob_command`): one component per chosen node,
-``--nodes=1 --ntasks=<cores there> --nodelist=<node>`` with that node's GPUs, submitted (not
-held; Slurm's backfill, the only scheduler of heterogeneous jobs, starts it within its 1 s
-``bf_interval``) under the name ``hpcb-<t0>-<job id>-h``, after which the held job is
-cancelled (in this order: a bridge killed between the two finds both and only cancels the held
-one, :meth:`Bridge.run`). squeue lists the components as jobs sharing ``het_job_id``; the
-bridge reads them as one record (:func:`hpcdispatch.slurm.records.merge_hetjob`), so the view,
-the placement check and the run directory see one job with its cores on every node.
-``--uneven refuse`` keeps the older behaviour: the bridge refuses the start, naming the job and
-the counts, the job stays held and leaves the dispatcher's queue, and the run reports it as a
-problem (exit status 1). (PCP'20 on 20 jobs of 1-64 loose cores on 16 x 8 cores: 10 of 20
-starts were uneven.) Tried and not usable on Slurm 22.05 (docs/RESULTS-SLURM-EXTERNAL.md):
-``sbatch -m arbitrary`` with ``SLURM_HOSTFILE`` fixes a per-node task pattern at submission,
-and a later ``ReqNodeList=`` update keeps that pattern (a held job submitted as 3+1 on
-n0000,n0001 and updated to n0002,n0003 ran 3+1 there); cancelling the held job and submitting
-it again with the dispatcher's pattern (``-m arbitrary``, ``SLURM_HOSTFILE`` one line per unit)
-kept the node set but not the cores per node (7 of 11 uneven PCP'20 starts got other per-node
-core counts): the select plugin, not the task layout, decides the cores of a batch job.
-
-Journal (``<out>.bridge/journal.jsonl``; JSON lines, the simulator's journal format,
-:mod:`hpcdispatch.sim.journal`): a header ``{"journal": 2, "bridge": 1, "run": {...}, "t0": ...}``
-then one record per dispatcher call ``{"k", "t", "queue", "head", "starts": [[job index, job
-id, [nodes], [units]], ...], "wakeup", "elapsed", "info"}`` written and flushed (fsync) *before*
-its starts are applied, and ``{"k", "t", "error": reason}`` when the dispatcher fails. The
-bridge keeps nothing only in memory: started again with the same arguments it reads the
-journal (a last line cut short is dropped), finds its jobs in Slurm by name
-(``hpcb-<t0>-<job id>``; a job already submitted is not submitted again), applies again any
-recorded start whose job is still held (killed between journal and release), and never
-releases a job Slurm no longer holds. So every job starts once.
-
-Faults. A dispatcher that raises, returns an invalid start (a job not queued, too many units,
-more than a node has free) or takes longer than ``budget_s`` stops the bridge with the reason
-logged and journalled (:class:`BridgeError`); the cluster keeps running and the waiting jobs
-stay held (a restart with the same arguments goes on). SIGINT/SIGTERM likewise leave them held.
-
-At the end the schedule is collected from squeue as ``slurm replay`` does and written as a run
-directory (``run.json``: the dispatcher's identity, ``bridge``: the placement check -- every
-job's nodes and cores per node from squeue against its journalled start -- and problems); the
-journal and the log are copied into it.
+Design notes, decisions and measurements: docs/RESULTS-SLURM-EXTERNAL.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

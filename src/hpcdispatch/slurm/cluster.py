@@ -12,22 +12,8 @@
     dev/              fake GPU devices (mknod c 195 k; a symlink to /dev/null without CAP_MKNOD)
     run/ log/ state/ spool/   pid files, logs (jobcomp.txt too), slurmctld state, slurmd spools
 
-and starts munged on that private socket, slurmctld (``-c``: a clean state, job ids from 1) and
-one slurmd per node, every one bound to 127.0.0.1 (``CommunicationParameters=NoInAddrAny,
-NoCtldInAddrAny``), then waits until every node is idle (on a timeout the daemons are stopped
-again and the error says which nodes were in which state). Ports: a block of ``nodes + 1``
-consecutive free ports on 127.0.0.1, away from the blocks other clusters' ``cluster.json``
-files claim, so two clusters run side by side.
-
-With ``accounting`` (``slurm up --accounting``) it also starts a private MariaDB (data in
-``mysql/``, TCP on 127.0.0.1 only, a ``slurm`` user with a random password) and slurmdbd on
-127.0.0.1 (``etc/slurmdbd.conf``, mode 600), registers the cluster (``sacctmgr add cluster``),
-and slurmctld records every job there: ``sacct`` works.
-
-``down`` cancels the cluster's jobs, then stops exactly the daemons it started, by their pid
-files -- slurmds, slurmctld, slurmdbd, mariadbd, munged; each pid is signalled only while ``/proc/PID/cmdline``
-still shows that daemon with this cluster's configuration -- TERM, then KILL after 5 s; then
-removes the state directory. A directory without a cluster (already down) is no error.
+Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

@@ -3,30 +3,11 @@
 One ``slurmd`` per emulated node, all on this machine: every node is
 ``NodeHostname=localhost NodeAddr=127.0.0.1`` with its own ``Port`` (node ``i`` of the
 cluster listens on ``node_port_base + i``), and ``CommunicationParameters=NoInAddrAny,
-NoCtldInAddrAny`` binds slurmctld and every slurmd to 127.0.0.1 only. Choices, each from
-the measured note (``../shared/notes/slurm-emulation.md``):
+NoCtldInAddrAny`` binds slurmctld and every slurmd to 127.0.0.1 only. The other choices, each
+from the measured note (``../shared/notes/slurm-emulation.md``), are listed in the docs.
 
-- node names are :meth:`System.node_name` (``n0000``, ...), in the project's linear node order,
-  so node ``i`` of a schedule is Slurm's ``n{i:04d}``; one ``NodeName=`` line per run of
-  nodes of one node type;
-- resource ``core`` -> ``CPUs`` (one socket, ``ThreadsPerCore=1``: a CPU is a core),
-  ``mem`` -> ``RealMemory`` (MB), every other resource -> a GRES of that name; GPUs need
-  ``File=`` pointing to a character device (trap 2): fake ones under ``STATE/dev``,
-  ``AutoDetect=off``; other GRES are count-only;
-- ``SelectTypeParameters=CR_Core_Memory`` with ``DefMemPerCPU`` = the node's memory divided by
-  its cores (rounded down; nodes without a ``mem`` resource get ``RealMemory = cores x 256``),
-  so a job without ``--mem`` never blocks co-scheduling by memory (trap 4);
-- ``SlurmdParameters=config_overrides``: 8-core nodes on a 2-core machine are not drained
-  (trap 3);
-- ``SchedulerParameters`` of the note (``bf_interval=1,bf_resolution=1,...``): with Slurm's
-  defaults (30 s backfill interval, 60 s resolution) short jobs wait twice as long;
-- ``JobCompType=jobcomp/filetxt`` and ``MinJobAge=3600``: a finished job's record stays in
-  slurmctld for an hour, so ``squeue --json -t all`` lists every job of a replay; no
-  slurmdbd is needed (``sacct`` then does not work);
-- ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``: no cgroups (no systemd);
-- ``AuthInfo=socket=...``: the cluster's own munged on a private socket;
-- with accounting: slurmdbd (``AccountingStorageType=accounting_storage/slurmdbd``) on a
-  private MariaDB, both on 127.0.0.1; see :func:`slurmdbd_conf_text`.
+Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

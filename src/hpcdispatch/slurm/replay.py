@@ -9,46 +9,8 @@ jobcomp/filetxt cross-checked) and written as a normal run directory
 workload the sacct reader reads: the round trip). So ``hpcdispatch validate`` and ``report`` read it
 unchanged.
 
-Time scale. ``--time-scale X``: one workload second lasts ``X`` real seconds (``0.01``: a
-1000 s job sleeps 10 s). The workload's first submission is real time ``t0`` (a whole epoch
-second); job ``j`` is submitted at ``t0 + ceil((submit_j - first_submit) * X)`` -- a whole
-second, rounded up: Slurm stamps submissions and starts in whole seconds (rounded down), so a
-job submitted at a fraction of a second could be recorded starting before its (scaled)
-submission; rounded up, no recorded wait is negative, and each submission is late by less than
-1 real second -- and sleeps ``min(run_time, wall_time) * X`` seconds. Slurm's times ``e`` (whole epoch seconds) are
-mapped back as ``first_submit + (e - t0) / X``; ``run.json`` records ``X``, ``t0`` and the
-tolerance below (``replay``).
-
-Time limits. Slurm's ``-t`` is whole minutes: ``-t`` is ``ceil((wall_time * X + 2 s) / 60)``
-minutes, at least 1 (the 2 s keep Slurm's own limit clear of the job's start and end
-overhead). Slurm enforces limits only by a check about every 30 s, so the wall-time is
-enforced in the job itself: a job whose run time exceeds its wall-time sleeps its scaled
-wall-time and is recorded ``killed`` (Slurm reports it ``COMPLETED``). A job Slurm reports in
-any other final state (``FAILED``, ``TIMEOUT``, ``CANCELLED``, ...) is listed in ``run.json``'s
-``replay.problems`` and ``slurm replay`` exits with 1.
-
-Tolerance. A real Slurm's schedule cannot hold the validator's exact rules: timestamps are
-whole seconds (a start or end is up to 1 s early), a job starts and ends with some overhead
-(measured: never more than its sleep + 3 s), and scaling divides these by ``X``. The run
-therefore records ``time_tolerance = 3 s / X`` (workload seconds), and the validator allows
-exactly that much on "starts no earlier than its submission" and "runs min(run time,
-wall-time)" -- nothing else: capacity per node and resource, units, node counts, amounts and
-every other rule stay exact, so an over-allocated node is still a violation.
-
-Request -> sbatch options: a job read from a Slurm-style file or from sacct is written back
-as the request it came from (:func:`hpcdispatch.workload.slurm.request_of`, in sbatch's long
-options: ``--nodes``, ``--ntasks``, ``--ntasks-per-node``, ``--cpus-per-task``, ``--mem``,
-``--mem-per-cpu``, ``--gres``, ``--contiguous``; a test checks the round trip). Other jobs
-(SWF units, ``Job`` fields; see :mod:`hpcdispatch.workload.job`):
-
-- one unit per node: ``--nodes=n --ntasks-per-node=c``, everything else per node
-  (``--gres=NAME:k``: unit + per-node amount; ``--mem`` in MB);
-- otherwise ``--ntasks=U`` (with ``--nodes=n`` for a node count), ``--cpus-per-task=c`` for
-  units of ``c`` cores, ``--gpus-per-task`` for GPUs per unit (without a node count),
-  ``--ntasks-per-node=m`` for at most ``m`` units per node (a maximum when ``--ntasks`` is
-  given), per-node GRES ``--gres``, ``--mem-per-cpu`` or a per-node ``--mem``;
-- ``--contiguous`` for contiguous jobs. A request no option expresses is refused before any
-  job is submitted, naming the job.
+Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

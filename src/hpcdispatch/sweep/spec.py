@@ -1,60 +1,24 @@
 """A sweep declared in TOML: systems x workloads x dispatchers x predictors x repetitions.
 
-The schema (every key except ``workloads`` and ``dispatchers`` is optional; see
-``docs/SWEEPS.md`` for a commented example)::
+The schema, with a commented example, is in ``docs/SWEEPS.md``; every key except
+``workloads`` and ``dispatchers`` is optional::
 
-    name = "baselines"                  # free text, shown in reports
-    description = "..."
-    systems = ["auto"]                  # preset names, system TOML files, "auto", "from-trace"
-    dispatchers = ["fifo", "easy:allocator=best-fit", { name = "sjf", blocking = false, label = "sjf-nb" }]
-    predictors = ["walltime"]           # W, L2, D, R or their long names
-    repetitions = 1                     # every combination runs this many times (index in the id)
-    plugins = []                        # .py files (relative to this file) or modules that register dispatchers
-
-    [simulation]                        # SimulationOptions fields
+    name = "baselines"
+    dispatchers = ["fifo", "easy:allocator=best-fit", { name = "sjf", blocking = false }]
+    [simulation]
     walltime_kill = true
-    charge_dispatch_time = false
-    dispatch_interval = 600             # omit for none
-    record_decisions = true
-    prediction_correction = "ladder"    # or "walltime"; omit for none (the papers' behaviour)
-    app_model = { network = "none" }    # deadline jobs' execution model (AppModelParams fields;
-                                        # lists for growth, comm_share); omit for the defaults
-
-    [[workloads]]                       # an SWF trace
-    trace = "traces/KTH-SP2-1996-2.1-cln.swf.gz"   # relative to this file
-    max_jobs = 5000                     # and any SWF option: processors, units, cores_per_unit,
-                                        # missing_walltime, memory
-    # submit_jitter = 60                # perturbed replicas: each submission moved by up to 60 s,
-    # seeds = { from = 1, count = 5 }   # one replica per seed (a metric's spread, not just its value)
-    [[workloads]]                       # the AUCSCHED paper's Table 4 workloads (see workload/slurm.py)
-    generator = "aucsched"
-    workload = ["I", "V"]               # I-V, one or a list
-    version = [1, 2, 3]                 # 0 / 50 / 100 % contiguous, one or a list
-    runtime_h = 4.0                     # and min_run, max_run, max_cores, gpu_type, walltime
-    seeds = { from = 1, count = 7 }
-    [[workloads]]                       # a generated workload, one per seed
+    [[workloads]]
     generator = "lublin"
     jobs = 2000
-    load = 0.9
-    seeds = [1, 2, 3]                   # or seed = 1, or seeds = { from = 1, count = 30 }
-    [[workloads]]                       # the CP papers' machines (workload/kit.py, eurora.py):
-    generator = "eurora"                # "kit" or "eurora"; keys: the fields of KitSpec /
-    jobs = 50000                        # EuroraSpec (load, interarrival, gpu_share ...);
-    load = 0.9                          # systems = ["auto"] picks kit-forhlr2 / eurora
-    seeds = [1, 2]
-    [[workloads]]                       # the deadline paper's jobs (workload/deadline.py); keys:
-    generator = "deadline"              # the fields of DeadlineWorkloadParams; load, types and
-    load = ["normal", "heavy"]          # comm take a list: one workload per combination and seed
-    types = [0, 1, "uniform"]           # systems = ["auto"] picks hlrn2-grid
-    comm = ["async", "sync"]
-    seeds = { from = 1, count = 5 }
-
-Top-level keys must come before the first ``[simulation]`` / ``[[workloads]]`` table (TOML).
+    seeds = [1, 2, 3]
 
 Each combination is a :class:`Cell` whose id is a hash of its canonical, complete
 configuration: defaults are filled in (``easy`` and ``easy:allocator=first-fit`` are the same
 cell), key order does not matter, and paths are taken as written in the spec file (so a sweep
 folder can move). The id does not cover the content of trace files or the hpcdispatch version.
+
+Design notes, decisions and measurements: docs/SWEEPS.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

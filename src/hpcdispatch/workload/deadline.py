@@ -16,21 +16,8 @@ defaults A14-A17):
 4. behaviour type per job (``types=uniform``: drawn uniformly from 0-3) and the
    communication pattern, stored as the job's :class:`~hpcdispatch.workload.job.AppSpec`.
 
-**Common random numbers**: every quantity above comes from its own random stream seeded by
-``(seed, stream)``, so for one seed the sizes, run times, submissions, earliest starts and
-deadlines are the same whatever ``types`` and ``comm`` are (only the behaviour types differ),
-and every strategy sees the same jobs.
-
-A job becomes ``ceil(n / c)`` units of ``c`` cores with at most one unit per node, ``c`` the
-cores of a node (every node of the system must have the same number): whole nodes, one job per
-node, as the static strategies book them (design note A3, A6). ``run_time = wall_time = R``:
-static jobs run exactly their reserved length (the execution model that makes run time depend
-on the placement is not built yet).
-
-``PATH.deadline.jsonl``: one job per line, ``{"id", "submit", "run_time", "earliest_start",
-"deadline", "processes", "behaviour", "comm"}`` (:func:`write_deadline_jsonl`,
-:func:`read_deadline_jsonl`): a generated workload saved, edited and replayed. A line that
-cannot be used is skipped and counted per reason, the first messages naming file, line and field.
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

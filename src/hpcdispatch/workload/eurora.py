@@ -8,40 +8,10 @@ archive traces (statistics by ``benchmarks/kit_eurora_stats.py``) -- SDSC Blue H
 (``SDSC-BLUE-2000-4.2-cln.swf.gz``, 1,152 cores, the archive machine closest to Eurora's
 1,024) and CEA Curie (``CEA-Curie-2011-2.1-cln.swf.gz``, 16-core nodes like Eurora's) -- or is
 a stated assumption. Each job has ``rn`` identical units asking for cores, memory and
-possibly GPUs or MICs (the papers' ``req_{i,r} / rn_i``). Choice by choice:
+possibly GPUs or MICs (the papers' ``req_{i,r} / rn_i``). The choices, one by one, are in the docs page below.
 
-=========================  ====================================================  ============
-what                       value                                                 from
-=========================  ====================================================  ============
-short / medium / long      93.14 / 6.10 / 0.75 %                                 CP'19 sec. 5
-run time in a class        log-normal, log mean / sd: short 5.24 / 1.36,         SDSC-BLUE
-                           medium 8.90 / 0.43, long 10.63 / 0.55; long ends at
-                           ``max_walltime`` (24 h)
-units ``rn``               BLUE's nodes (processors / 8) by log2 class: 1 .502, SDSC-BLUE
-                           2-3 .159, 4-7 .125, 8-15 .131, 16-31 .040, 32 .044 (32 and
-                           more); a power of two with probability .926
-largest job                32 units (an accelerator half of the machine)         assumption
-cores per unit             Curie's jobs of at most 16 cores: 1 .458, 2-3 .126,   Curie
-                           4-7 .075, 8-15 .164, 16 .177; a power of two with
-                           probability .796
-memory per unit            1 GiB per core (16 GiB per 16-core node)              Eurora nodes
-GPU / MIC jobs             20 % ask for GPUs, 10 % for MICs: 1 or 2 per unit     assumption
-                           (equally likely); the papers say only that jobs
-                           asking for the scarce types make allocation hard
-queues (4) and ewt         ``debug`` wall <= 30 min, ewt 1,800 s; ``parallel``   assumption
-                           <= 6 h, ewt 7,200 s; ``longpar`` <= 24 h, ewt
-                           21,600 s; ``reservation``: 2 % of the jobs of any
-                           length, ewt 600 s
-arrivals                   Poisson, mean 118 s (400,000 jobs in ~548 days)       PCP'20 sec. 4
-wall-time requests         :func:`~hpcdispatch.workload.lublin.walltime_est      Tsafrir et al.
-                           imates` (max 24 h)
-=========================  ====================================================  ============
-
-The papers give neither the queues' names nor their expected waiting times (CP'19: "the
-average waiting time of the queue", computed from the PBS log, which is not public). The
-names are labels; the ewt values are our assumption, ordered like the queues' wall-time
-limits, and 1,800 s is AccaSim's default ewt for the HCP dispatcher (``cph_scheduler``). They
-are set as the workload's ``queue_ewt`` (read by the CP policy's version 1/2 objectives).
+Design notes, decisions and measurements: docs/RESULTS-CP.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

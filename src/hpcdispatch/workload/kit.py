@@ -5,39 +5,10 @@ PCP'20 (sec. 4, Table 1, Fig. 4) ran its dispatchers on KIT ForHLR II: 1,152 thi
 jobs from June 2016 to January 2018, 66.26 % of them short (< 1 h). Only the trace's header is
 public, so everything else is taken from the largest archive trace we have, CEA Curie
 (``CEA-Curie-2011-2.1-cln.swf.gz``: 93,312 cores, 16-core thin nodes; statistics by
-``benchmarks/kit_eurora_stats.py``), or is a stated assumption. Choice by choice:
+``benchmarks/kit_eurora_stats.py``), or is a stated assumption. The choices, one by one, are in the docs page below.
 
-==========================  ===================================================  ============
-what                        value                                                from
-==========================  ===================================================  ============
-short (< 1 h)               66.26 %                                              PCP'20 sec. 4
-medium (1-5 h) / long       the other 33.74 %, split 50.6 / 49.4 (Curie: long    Curie
-                            jobs are 49.4 % of the jobs over 1 h)
-run time in a class         log-normal, log mean / sd: short 4.08 / 2.27,        Curie
-                            medium 8.98 / 0.48, long 10.80 / 0.52; long ends at
-                            ``max_walltime`` (72 h)
-cores asked (thin jobs)     log2 classes 1, 2-3, 4-7, ... with Curie's shares    Curie
-                            .208 .057 .034 .075 .098 .096 .078 .106 .090 .071
-                            .031 .019, and .038 for 4,096 and more; a power of
-                            two with probability .796 (Curie's parallel jobs)
-largest thin job            256 nodes (5,120 cores): the Curie share over 4,096  assumption
-                            cores is folded into 4,096-5,120
-thin job shape              <= 20 cores: one unit of c cores and 3 GiB per core  assumption
-                            (queue ``singlenode``); more: whole nodes,
-                            ceil(c / 20) units of 20 cores and 60 GiB (queue
-                            ``multinode``), as KIT allocates multi-node jobs
-GPU jobs (fat nodes)        4 % of the jobs (the fat nodes' share of cores is    assumption
-                            4.2 %), queue ``fat``: u units of 12 cores, 256 GiB
-                            and 1 GPU (a quarter of a fat node), u = 1, 2, 4, 8,
-                            16 with .40 .20 .30 .07 .03
-arrivals                    Poisson, mean 460 s (114,355 jobs in ~609 days)      PCP'20 sec. 4
-wall-time requests          :func:`~hpcdispatch.workload.lublin.walltime_est     Tsafrir et al.
-                            imates` (max 72 h)
-==========================  ===================================================  ============
-
-Queue expected waits are not set (the papers give none for KIT, and no trace records them):
-the CP policy's version 1/2 objectives then weigh all queues alike. Thin units can also land
-on fat nodes (the ``kit-forhlr2`` preset has no partitions); best fit prefers the thin nodes.
+Design notes, decisions and measurements: docs/RESULTS-CP.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

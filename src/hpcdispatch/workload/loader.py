@@ -3,36 +3,19 @@
 Workload specs (``--workload``):
 
 - ``PATH`` to an SWF trace (``.swf`` or ``.swf.gz``);
-- ``synthetic:lublin[,key=value...]`` — the Lublin-Feitelson model; keys: ``jobs``, ``seed``,
-  ``load``, ``interactive`` (0/1), ``max_walltime``, ``p_max_walltime``,
-  ``overestimate_max``;
-- ``synthetic:kit[,key=value...]`` — a KIT ForHLR II-like workload (PCP'20), keys: the fields
-  of :class:`~hpcdispatch.workload.kit.KitSpec` (``jobs``, ``seed``, ``load``, ``gpu_share`` ...);
-- ``synthetic:eurora[,key=value...]`` — a Eurora-like workload (CP'19, PCP'20) with GPU and
-  MIC requests and four queues, keys: the fields of :class:`~hpcdispatch.workload.eurora.EuroraSpec`;
-- ``synthetic:aucsched[,key=value...]`` — the AUCSCHED paper's CPU-GPU workloads (Table 4);
-  keys: ``workload`` (I-V), ``version`` (1-3: 0/50/100 % contiguous), ``seed``,
-  ``runtime_h``, ``min_run``, ``max_run``, ``max_cores``, ``gpu_type``, ``walltime``
-  (see :class:`~hpcdispatch.workload.slurm.AucschedSpec`);
-- ``synthetic:deadline[,key=value...]`` -- deadline jobs (Linnert, De Rose, Heiss 2024);
-  keys: the fields of :class:`~hpcdispatch.workload.deadline.DeadlineWorkloadParams`
-  (``jobs``, ``seed``, ``load``, ``types``, ``comm`` ...);
-- ``PATH.deadline.jsonl``: deadline jobs saved as JSON lines
-  (:func:`~hpcdispatch.workload.deadline.read_deadline_jsonl`);
-- ``PATH.csv`` / ``PATH.jsonl``: Slurm-style requests (``ntasks``, ``nodes``,
-  ``ntasks_per_node``, ``gpus_per_node``, ``contiguous``, ``run_time`` ...), see
-  :func:`~hpcdispatch.workload.slurm.read_slurm_requests`;
-- ``PATH.json`` holding a Batsim workload (an object with ``jobs`` and ``profiles``): delay
-  profiles, ``res`` as processors (:mod:`hpcdispatch.workload.batsim`);
-- ``PATH.sacct`` (or any file whose first line is a ``sacct --parsable2`` header): Slurm
-  accounting, see :mod:`hpcdispatch.workload.sacct`.
+- ``synthetic:NAME[,key=value...]``: ``lublin`` (Lublin-Feitelson), ``kit`` (KIT ForHLR II-like,
+  :class:`KitSpec`), ``eurora`` (Eurora-like, :class:`EuroraSpec`), ``aucsched`` (the AUCSCHED
+  paper's Table 4, :class:`AucschedSpec`) or ``deadline`` (:class:`DeadlineWorkloadParams`);
+- ``PATH.deadline.jsonl`` (deadline jobs), ``PATH.csv`` / ``PATH.jsonl`` (Slurm-style
+  requests), ``PATH.sacct`` (Slurm accounting, :mod:`hpcdispatch.workload.sacct`), ``PATH.json``
+  holding a Batsim workload (:mod:`hpcdispatch.workload.batsim`).
 
-System specs (``--system``): a preset name, a TOML file, ``from-trace`` (derive from the SWF
-header) or ``auto`` (an SWF trace whose file name matches a preset's ``[trace]`` prefixes gets
-that preset, any other trace ``from-trace``; deadline jobs (``synthetic:deadline``,
-``.deadline.jsonl``) get ``hlrn2-grid``, the paper's machine; ``synthetic:kit`` gets
-``kit-forhlr2``, ``synthetic:eurora`` gets ``eurora``; any other synthetic workload gets
-``machine-s``).
+System specs (``--system``): a preset name, a TOML file, ``from-trace`` (derived from the SWF
+header) or ``auto`` (a preset matching the trace's file name or the synthetic workload, else
+``from-trace`` or ``machine-s``).
+
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

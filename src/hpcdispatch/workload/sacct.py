@@ -2,74 +2,17 @@
 
 Produce the file with::
 
-    sacct --allusers --parsable2 --starttime 2024-01-01 --endtime 2024-02-01 \\
-        --format JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,\\
-Timelimit,NNodes,NCPUS,ReqTRES,AllocTRES,State \\
+    sacct --allusers --parsable2 --starttime 2024-01-01 --endtime 2024-02-01 \
+        --format JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,\
+Timelimit,NNodes,NCPUS,ReqTRES,AllocTRES,State \
         > jan.sacct
 
 The first line is the header (``|``-separated field names, any order, any case; ``--parsable``'s
-trailing ``|`` is accepted too). Fields:
+trailing ``|`` is accepted too). The fields and how each record is read are in the docs page
+below.
 
-=================  ========  ==============================================================
-field              needed    use
-=================  ========  ==============================================================
-JobID              yes       the job (steps are skipped; arrays ``123_4`` and het jobs ``123+0``
-                             below)
-Submit             yes       submit time (``2024-01-31T12:00:00``), relative to the earliest
-                             submission in the file, which the header keeps as UnixStartTime
-Start              yes       ``Unknown``/``None``: the job never started (skipped)
-Elapsed or End     yes       run time (Elapsed, ``[D-]HH:MM:SS``; else End - Start)
-Timelimit          yes       wall time (Slurm time; ``UNLIMITED``/``Partition_Limit``: below)
-State              yes       below
-NNodes, NCPUS      yes [1]_  the allocation: ``-N NNodes -n NCPUS`` (one-core units on exactly
-                             NNodes nodes)
-AllocTRES/ReqTRES  no        GPUs and other GRES (``gres/gpu:a100=4``), ``mem``: per node =
-                             total / NNodes, rounded up; AllocTRES first (what the job held),
-                             else ReqTRES
-JobIDRaw           no        the job id (a plain integer for array tasks and het components)
-User, Account,     no        names -> ``Job.user``, ``Job.group``, ``Job.partition`` and
-Partition                    ``Job.queue`` (ids 1, 2, ... in file order, names in
-                             ``workload.labels``; integers stay integers)
-JobName            no        ``Job.name``
-=================  ========  ==============================================================
-
-.. [1] or their ``node=``/``cpu=`` in a TRES field, or ReqNodes/AllocCPUS/ReqCPUS.
-
-The job is what it held, not what it asked: a workload replays the allocations as recorded
-(they fit the machine they ran on). GRES in TRES: a typed entry (``gres/gpu:a100=2``) goes to a
-resource ``gpu:a100`` when the system has one; otherwise the untyped total that accounting
-also records (``gres/gpu=2``) goes to ``gpu``; a GRES the system has in neither form skips
-the job (``bad-gres``). Memory counts only on a system with a ``mem`` resource (MB), and
-is ignored (counted as patched) otherwise.
-
-Decisions on records:
-
-- job steps (``123.batch``, ``123.extern``, ``123.0``, ``123_4.batch``, ``123+0.0``): skipped as
-  ``job-step`` (they run inside their job's allocation);
-- states: ``COMPLETED``, ``FAILED``, ``TIMEOUT``, ``CANCELLED`` (``CANCELLED by 123``) after its
-  start, ``OUT_OF_MEMORY``, ``NODE_FAIL``, ``PREEMPTED``, ``DEADLINE``, ``BOOT_FAIL`` are jobs
-  that held their allocation for Elapsed: kept, with the run time they had (a TIMEOUT runs to
-  its limit). ``PENDING``, ``RUNNING``, ``SUSPENDED``, ``REQUEUED``, ``RESIZING``: skipped as
-  ``not-finished`` (no run time yet); a job that never started (Start ``Unknown``/``None``,
-  e.g. cancelled while pending) as ``never-started``; ``Elapsed`` 0 as ``runtime<=0``;
-- arrays: every task (``123_4``) is a job of its own; a pending array's summary line
-  (``123_[5-9]``) is ``not-finished``. Het jobs: each component (``123+0``, ``123+1``) is a job
-  of its own (the simulator does not start them together; a note counts them);
-- ids: JobIDRaw when the field is there; otherwise a plain JobID is the id, and array tasks
-  and het components get fresh ids after the largest job number in the file, in file order (the Slurm
-  JobID is then the job's name unless JobName is given); a repeated id (``--duplicates``) is
-  ``duplicate-id``;
-- no time limit (``UNLIMITED``, ``Partition_Limit``, empty): the largest limit recorded in the
-  job's partition, else the largest run time in the file (counted as patched);
-- times are read as written (sacct prints local time without a zone; only differences are
-  used, so only a daylight-saving change inside the file shifts them by an hour).
-
-Other skip reasons, with line numbers as the SWF reader's
-:class:`~hpcdispatch.workload.job.SkipReport`: ``malformed`` (wrong number of fields, not
-UTF-8), ``bad-<Field>`` (a value that does not parse; the note names line and field),
-``bad-request`` (e.g. NCPUS < NNodes), ``too-big`` (does not fit the empty system). A file
-that is not text, or whose first line is not a sacct header naming the needed fields, is one
-:class:`~hpcdispatch.errors.TraceFormatError` naming the file.
+Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

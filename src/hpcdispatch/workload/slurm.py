@@ -8,33 +8,11 @@ A request is written as a Slurm user writes it:
 - ``gpus_per_node`` (``--gres=gpu:X``): GPUs on every node used;
 - ``contiguous`` (``--contiguous``): consecutive nodes of the linear node order.
 
-The paper's three request types and how they map onto the job model (one unit = what one
-node or one core holds; see :mod:`hpcdispatch.workload.job`):
+The paper's three request types map onto the job model (one unit = what one node or one
+core holds; see :mod:`hpcdispatch.workload.job`) as the docs page below says.
 
-====  ==========================================  =================================================
-type  Slurm request                               job model
-====  ==========================================  =================================================
-1     ``-n C [--gres=gpu:g]``                     ``C`` units of 1 core (GPUs per used node: extra)
-2     ``-N N -n C [--gres=gpu:g]``                ``C`` units of 1 core on exactly ``N`` nodes,
-                                                  each at least one core, ``g`` GPUs per node
-3     ``-N N --ntasks-per-node=c [--gres=gpu:g]`` ``N`` units of ``(c cores, g GPUs)``, one per node
-====  ==========================================  =================================================
-
-``-n C --ntasks-per-node=c`` (no ``-N``) is type 3 with ``N = C / c`` (``c`` must divide
-``C``); ``-N N`` alone is type 3 with one core per node (Slurm's default of one task per
-node); ``-N``, ``-n`` and ``--ntasks-per-node`` together must agree (``C = N x c``).
-
-Readers and generators here:
-
-- :func:`read_slurm_requests`: a CSV file or JSON lines (``.csv``, ``.jsonl``, ``.json``)
-  with the columns above plus ``run_time`` (required), ``cpus_per_task``, typed ``gres``,
-  ``mem``/``mem_per_cpu``, ``time_limit`` in Slurm's time formats (a bare number is
-  minutes; ``wall_time`` in seconds instead), ``user``/``account``/``partition`` names,
-  ``id``, ``submit``; invalid lines (one that is not UTF-8 text included) are skipped and
-  reported (file, line and column) like the SWF reader's
-  :class:`~hpcdispatch.workload.job.SkipReport`; a file that is not text at all is an error
-  naming it; :func:`slurm_requests_text` writes one;
-- :func:`aucsched_workload`: the paper's workload generator (section 6.1, Table 4).
+Design notes, decisions and measurements: docs/RESULTS-AUCSCHED.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

@@ -4,35 +4,11 @@ The file is read in blocks of a few MiB; each block is split into lines and toke
 pyarrow compute kernels (C++, released GIL, two blocks in flight), so a whole trace is parsed
 at several hundred thousand lines per second without a Python loop per line.
 
-Mapping of an SWF record to a job (every choice is a named option of :class:`SwfOptions`):
+How an SWF record becomes a job is in the docs page below; every choice is a named option
+of :class:`SwfOptions`.
 
-- submit = field 2; run time = field 4;
-- processors = field 8 (requested) or field 5 (allocated), ``processors="requested"`` by
-  default; when the chosen field is -1 the other one is used and counted as patched;
-- processors -> ``rn`` identical units: :class:`~hpcdispatch.workload.mapping.UnitMapping`;
-- wall-time = field 9 (requested time); when it is missing (<= 0) ``missing_walltime``
-  decides: ``queue-max`` (default; the largest run time seen in the job's queue, i.e. the
-  queue's default limit as CP'19 uses), ``trace-max`` (the header's MaxRuntime, else the
-  largest run time in the trace), ``runtime`` (perfect estimate), ``skip``, or a number of
-  seconds;
-- memory (field 10 requested, field 7 used; KB per processor) only when ``memory`` is not
-  ``ignore`` and the system has a ``mem`` resource (MiB per unit, rounded up);
-- user, group, executable, queue, partition = fields 12, 13, 14, 15, 16.
-
-Records that can never run are skipped and counted per reason with their first line
-numbers (see :class:`~hpcdispatch.workload.job.SkipReport`): ``malformed`` (not 18 numeric
-fields, or a byte that is not text; a note per kind), ``not-a-number`` (a field the job uses
-is NaN), ``submit-too-large``, ``runtime-too-large``, ``walltime-too-large``,
-``processors-too-large``, ``id-too-large``, ``<field>-too-large`` (beyond 2^50, about 10^15),
-``submit<0``, ``runtime<=0``, ``processors<=0``, ``no-walltime`` (with
-``missing_walltime="skip"``), ``too-big`` (does not fit the empty system),
-``duplicate-id``. Jobs are sorted by submit time (ties keep file order); out-of-order
-records are reported as a note (LLNL-Thunder has 808).
-
-Damage: a ``.gz`` cut short (``truncated-file``) or corrupt (``damaged-file``) keeps every
-line before the damage and says after which line the file ends; the line the damage cut is
-counted under that reason. A file that is not text at all (a binary file) is an error
-naming it.
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
