@@ -414,7 +414,10 @@ def test_a_fifo_run_imports_only_what_it_uses(tmp_path, workload, engine, absent
 @pytest.mark.parametrize(
     "bad, named",
     [
-        ("easy:allocator=bogus", "unknown allocator 'bogus'"),
+        (
+            "easy:allocator=bogus",
+            "allocator must be one of best-fit, first-fit, slurm-linear, got 'bogus'",
+        ),
         (
             "pcp20:delta=-1",
             "dispatcher 'pcp20': delta must be a number > 0 (seconds), got -1.0",

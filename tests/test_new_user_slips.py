@@ -41,8 +41,8 @@ def test_allocator_aliases_are_recorded_by_their_registered_name():
     w = load_workload("synthetic:lublin,jobs=20,seed=1", system)
     r = simulate(system, w, "easy:allocator=bestfit")
     assert r.dispatcher["params"]["allocator"] == "best-fit"
-    with pytest.raises(ConfigError, match="unknown allocator 'worst'"):
-        DispatcherSpec.parse("easy:allocator=worst")
+    with pytest.raises(ConfigError, match="allocator must be one of best-fit, first-fit"):
+        DispatcherSpec.parse("easy:allocator=worst").build().setup(system)
 
 
 def test_dispatcher_descriptions_are_whole_sentences_without_markup():

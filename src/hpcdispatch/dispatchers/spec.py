@@ -274,7 +274,10 @@ def _canonical(params: dict[str, Any]) -> dict[str, Any]:
     """Parameters with an allocator given by an alias (``bestfit``) under its registered name
     (``best-fit``), so that a run records, labels and hashes one spelling."""
     if isinstance(params.get("allocator"), str):
-        params = {**params, "allocator": canonical_allocator(params["allocator"])}
+        try:
+            params = {**params, "allocator": canonical_allocator(params["allocator"])}
+        except ConfigError:
+            pass  # an unknown name: the dispatcher's parameter constraints name the choices
     return params
 
 
