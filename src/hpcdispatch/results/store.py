@@ -53,7 +53,7 @@ if (
     import pandas as pd
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+def _atomic(path: Path, write: Callable[[Path], object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)

@@ -200,9 +200,10 @@ def app_model_params(overrides: Mapping[str, Any] | None) -> AppModelParams:
     :func:`app_model_overrides`) applied."""
     if not overrides:
         return AppModelParams()
-    return AppModelParams(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
-    )
+    values: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()
+    }
+    return AppModelParams(**values)
 
 
 def parse_app_model(text: str) -> dict[str, Any] | None:
@@ -504,7 +505,7 @@ class ExecutionModel:
             over_v: list[int] = []
             over_c: list[int] = []
             remote = forks or prog.behaviour == 3
-            may_ask = forks and ask is not None
+            asker = ask if forks else None  # None once a fork was refused
             for u in np.flatnonzero(rem_all).tolist():
                 rem = int(rem_all[u])
                 if remote:
@@ -528,12 +529,12 @@ class ExecutionModel:
                             rem -= take
                             if not rem:
                                 break
-                while rem and may_ask:
+                while rem and asker is not None:
                     run.asked += 1
                     self.forks_asked += 1
-                    g = ask(nodes[u])
+                    g = asker(nodes[u])
                     if g is None:
-                        may_ask = False
+                        asker = None
                         break
                     run.granted += 1
                     self.forks_granted += 1
@@ -592,6 +593,9 @@ class ExecutionModel:
         traffic to the machine's link load."""
         prog = run.program
         run.phase = k
+        rank_node = run.rank_node
+        if rank_node is None:
+            raise RuntimeError(f"phase {k} begins before its ranks are placed (place_phase first)")
         share = float(prog.share[k])
         a = (1.0 - share) * run.oversubscription
         b = 0.0
@@ -602,20 +606,20 @@ class ExecutionModel:
                 b = share
             else:
                 cache = run.cache
-                if cache is not None and cache[0] is prog.src[k] and cache[1] is run.rank_node:
+                if cache is not None and cache[0] is prog.src[k] and cache[1] is rank_node:
                     ratio, links, count = cache[
                         2:
                     ]  # the same messages on the same placement (types 0, 1)
                 else:
-                    src = run.rank_node[prog.src[k]]
-                    dst = run.rank_node[prog.dst[k]]
+                    src = rank_node[prog.src[k]]
+                    dst = rank_node[prog.dst[k]]
                     ratio = self._mean_cost(src, dst) / float(prog.base_cost[k])
                     links = count = None
                     if net == "contention":
                         inter = src != dst
                         if inter.any():
                             links, count = self._link_counts(src[inter], dst[inter])
-                    run.cache = (prog.src[k], run.rank_node, ratio, links, count)
+                    run.cache = (prog.src[k], rank_node, ratio, links, count)
                 gamma = 1.0
                 if links is not None:
                     others = self.link_load[links]

@@ -36,15 +36,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-try:  # POSIX: one writer per journal
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no lock
+if sys.platform == "win32":  # pragma: no cover - Windows: no lock
     fcntl = None
+else:  # POSIX: one writer per journal
+    import fcntl
 
 from hpcdispatch._util import json_default
 from hpcdispatch.errors import ConfigError

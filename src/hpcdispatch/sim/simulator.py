@@ -48,7 +48,7 @@ import gc
 import heapq
 import math
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,7 @@ from hpcdispatch.protocol import (
 )
 from hpcdispatch.sim.checkpoint import Checkpoint
 from hpcdispatch.sim.correction import revised_end
+from hpcdispatch.sim.execution import ExecutionModel
 from hpcdispatch.sim.journal import DecisionJournal
 from hpcdispatch.sim.options import SimulationOptions, resolve_options
 from hpcdispatch.sim.result import SimulationResult
@@ -92,7 +93,7 @@ from hpcdispatch.sim.state import (
 )
 from hpcdispatch.system.allocation import per_node_array
 from hpcdispatch.system.model import System
-from hpcdispatch.workload.job import GrowthRequest, Workload
+from hpcdispatch.workload.job import GrowthRequest, Job, Workload
 
 ProgressCallback = Callable[[int, int, float], None]
 
@@ -178,6 +179,25 @@ class Simulator:
         """The loop's state (``None`` before :meth:`begin`)."""
         return self._st
 
+    @property
+    def _loop_state(self) -> LoopState:
+        """The loop's state, for the event handlers (which run only after :meth:`begin`)."""
+        st = self._st
+        if st is None:
+            raise RuntimeError("the simulation has not begun: call Simulator.begin() first")
+        return st
+
+    @property
+    def _model(self) -> ExecutionModel:
+        """The execution model, for the handlers of jobs with an application model (a run
+        has one whenever its workload has such jobs)."""
+        model = self._exec
+        if model is None:
+            raise RuntimeError(
+                "a job with an application model, but the run has no execution model"
+            )
+        return model
+
     # ------------------------------------------------------------------------------------
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
         """Simulate to the end (resuming from the checkpoint or the journal when they hold an
@@ -208,11 +228,12 @@ class Simulator:
         (the dispatcher and the predictor set up for it); the journal opened."""
         system, workload, opts = self.system, self.workload, self.options
         if self.checkpoint is not None and self.checkpoint.exists():
-            self._st = self.checkpoint.load(self.dispatcher, self.predictor, system, workload)
+            st = self.checkpoint.load(self.dispatcher, self.predictor, system, workload)
         else:
             self.dispatcher.setup(system)
             self.predictor.reset(workload, opts.walltime_kill)
-            self._st = LoopState.start(system, workload, opts)
+            st = LoopState.start(system, workload, opts)
+        self._st = st
         if self.journal_path is not None:
             self._journal = DecisionJournal(
                 self.journal_path,
@@ -234,19 +255,18 @@ class Simulator:
         self._charge = opts.charge_dispatch_time
         self._correction = opts.prediction_correction
         self._dispatch = self.dispatcher.dispatch
-        self._running_added = self._st.view._running_added
-        self._running_removed = self._st.view._running_removed
-        self._invalidate_queue = self._st.view.queue._invalidate
+        self._running_added = st.view._running_added
+        self._running_removed = st.view._running_removed
+        self._invalidate_queue = st.view.queue._invalidate
         self._record = opts.record_decisions
         self._timed = self.predictor.timed  # a field lookup (W, R) costs less than its timer
         self._rejects = self.dispatcher.get_tags().rejects
         # earliest starts enforced, cancellations at deadlines, jobs with an application model
         self._deadlines = workload.has_deadlines or workload.has_apps
-        self._exec = (
-            self._st.execution
-        )  # the execution model (jobs with an application model), or None
+        # the execution model (jobs with an application model), or None
+        self._exec: ExecutionModel | None = st.execution
         self._forks = self.dispatcher.get_tags().forks
-        return self._st
+        return st
 
     def close(self) -> None:
         """Release the journal (a run interrupted by its caller between :meth:`step` calls
@@ -279,8 +299,7 @@ class Simulator:
         )
 
     def _loop(self, progress: ProgressCallback | None) -> SimulationResult:
-        st = self._st
-        assert st is not None
+        st = self._loop_state
         checkpoint, n, step = self.checkpoint, self._n, self.step
         last_report = began = last_checkpoint = _perf()
         earlier_wall = st.wall_s
@@ -307,7 +326,7 @@ class Simulator:
     def step(self) -> bool:
         """Process the next instant (every event at the earliest pending time, then at most
         one dispatcher call); ``False`` when no event is left."""
-        st = self._st
+        st = self._loop_state
         heap = st.heap
         si = st.next_submit
         n = self._n
@@ -347,7 +366,7 @@ class Simulator:
 
     def _end_jobs(self, t: float) -> None:
         """The jobs that end at ``t`` give their nodes back; the predictor learns their run time."""
-        st = self._st
+        st = self._loop_state
         heap = st.heap
         running = st.running
         held = st.held
@@ -372,7 +391,7 @@ class Simulator:
             if apps:
                 run = apps.pop(idx, None)
                 if run is not None:
-                    self._exec.end_phase(run)
+                    self._model.end_phase(run)
             st.end_at[idx] = t
             st.status[idx] = DONE
             job = jobs[idx]
@@ -391,7 +410,7 @@ class Simulator:
 
     def _submit_jobs(self, t: float) -> None:
         """The jobs submitted at ``t`` get their planned duration and are offered to the dispatcher."""
-        st = self._st
+        st = self._loop_state
         jobs = self._jobs
         submit_l = self._submit_l
         n = self._n
@@ -451,7 +470,7 @@ class Simulator:
     def _timed_events(self, t: float, happened: bool) -> tuple[bool, bool]:
         """Resize requests, expired predictions, wake-ups and ticks at ``t``; returns whether
         anything happened (so far this instant) and whether the dispatcher was woken up."""
-        st = self._st
+        st = self._loop_state
         heap, running = st.heap, st.running
         woken = False
         while heap and heap[0][0] == t:
@@ -460,7 +479,9 @@ class Simulator:
                 idx, count = payload
                 rj = running.get(idx)
                 if rj is not None and rj.planned_end <= t:
-                    new_end = revised_end(self._correction, t, rj.start, self._wall_l[idx], count)
+                    correction = self._correction
+                    assert correction is not None, "REVISE events are pushed only with a correction"
+                    new_end = revised_end(correction, t, rj.start, self._wall_l[idx], count)
                     new_rj = rj._replace(planned_end=new_end)
                     running[idx] = new_rj
                     self._running_removed(rj)
@@ -484,7 +505,7 @@ class Simulator:
                 idx, k = payload
                 run = st.apps.get(idx)
                 if run is not None and idx in running:
-                    self._exec.end_phase(run)
+                    self._model.end_phase(run)
                     self._next_phase(idx, run, k, t)
                     happened = True
             elif kind == CANCEL:
@@ -499,7 +520,7 @@ class Simulator:
         running (it did not end at or before its deadline: ends come first at an instant), it
         is stopped and gives its nodes back. Either way its status is ``cancelled`` with a
         reason, its end time is ``t``; ``False`` when it had already ended or been cancelled."""
-        st = self._st
+        st = self._loop_state
         if idx in st.queue:
             del st.queue[idx]
             st.cancel_reason[idx] = CANCEL_WAITING
@@ -515,14 +536,14 @@ class Simulator:
 
     def _stop(self, idx: int, t: float, reason: str) -> None:
         """Cancel the running job ``idx`` at ``t``: its nodes back, status ``cancelled``."""
-        st = self._st
+        st = self._loop_state
         rj = st.running.pop(idx)
         self._running_removed(rj)
         for nodes, amounts in st.held.pop(idx):
             st.cluster.give(nodes, amounts)
         run = st.apps.pop(idx, None)
         if run is not None:
-            self._exec.end_phase(run)
+            self._model.end_phase(run)
         st.ended_jobs.append(rj.job)
         st.ended_running.append(rj)
         st.cancel_reason[idx] = reason
@@ -532,7 +553,7 @@ class Simulator:
 
     def _call_dispatcher(self, t: float) -> None:
         """One dispatcher call at ``t`` (or its journalled record), and its starts applied."""
-        st = self._st
+        st = self._loop_state
         if t < st.busy_until:  # still deciding (charged dispatch time): called again when done
             self._push_wakeup(st.busy_until)
             return
@@ -607,7 +628,7 @@ class Simulator:
     def _start_jobs(self, t: float, begin: float, starts: list) -> None:
         """Verify every start of a decision made at ``t`` and apply it (the jobs start at
         ``begin``: ``t``, or later by the charged dispatch time)."""
-        st = self._st
+        st = self._loop_state
         queue = st.queue
         running = st.running
         held = st.held
@@ -697,7 +718,7 @@ class Simulator:
         nodes its request names (a forking dispatcher may start it on fewer: the leak's
         partial start). Its first phase begins once all starts of the decision are applied
         (its forks must not take nodes another start of the same decision was given)."""
-        st = self._st
+        st = self._loop_state
         idx = job.index
         name = self.dispatcher.name
         m = len(alloc.nodes)
@@ -717,13 +738,13 @@ class Simulator:
         st.held[idx] = [(alloc.nodes, amounts)]
         self._running_added(rj)
         st.segments.start(idx, begin, alloc)
-        st.apps[idx] = self._exec.start(job, alloc.nodes.tolist())
+        st.apps[idx] = self._model.start(job, alloc.nodes.tolist())
 
     def _next_phase(self, idx: int, run, k: int, t: float) -> None:
         """Phase ``k`` of a running app job begins at ``t``: its children placed (forks asked
         of a forking dispatcher), nodes left without a process given back (forking
         dispatchers, from the second phase on: a join), the phase's end pushed."""
-        model = self._exec
+        model = self._model
         forks = self._forks
         ask = (lambda parent: self._fork(idx, parent, t)) if forks else None
         model.place_phase(run, k, forks, ask)
@@ -734,7 +755,7 @@ class Simulator:
                 gone = set(idle)
                 run.nodes = [v for v in run.nodes if v not in gone]
         end = t + model.begin_phase(run, k)
-        st = self._st
+        st = self._loop_state
         if k + 1 < run.program.phases:
             _heappush(st.heap, (end, RESIZE, st.next_seq, PHASE, (idx, k + 1)))
         else:
@@ -744,14 +765,14 @@ class Simulator:
     def _regrant(self, idx: int, rj: RunningJob, nodes: np.ndarray) -> None:
         """The running record of an app job now on ``nodes`` (one unit each)."""
         new = rj._replace(allocation=Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64)))
-        self._st.running[idx] = new
+        self._loop_state.running[idx] = new
         self._running_removed(rj)
         self._running_added(new)
 
     def _fork(self, idx: int, parent: int, t: float) -> int | None:
         """A child of a process on ``parent`` finds no free core: the dispatcher grants one
         whole free node (verified) or refuses."""
-        st = self._st
+        st = self._loop_state
         rj = st.running[idx]
         job = rj.job
         view = st.view
@@ -786,7 +807,7 @@ class Simulator:
 
     def _release(self, idx: int, nodes: list[int], t: float) -> None:
         """Job ``idx`` gives ``nodes`` back at ``t`` (a join left no process on them)."""
-        st = self._st
+        st = self._loop_state
         gone = np.asarray(sorted(nodes), dtype=np.int64)
         kept = []
         for seg_nodes, amounts in st.held[idx]:
@@ -803,11 +824,11 @@ class Simulator:
         rj = st.running[idx]
         self._regrant(idx, rj, np.setdiff1d(rj.allocation.nodes, gone))
 
-    def _apply_cancels(self, t: float, cancels: list) -> None:
+    def _apply_cancels(self, t: float, cancels: Sequence[tuple[Job, str]]) -> None:
         """The dispatcher stops running jobs (``Decision.cancels``), verified."""
         for job, reason in cancels:
             idx = job.index
-            if idx not in self._st.running:
+            if idx not in self._loop_state.running:
                 raise InvalidDecisionError(
                     self.dispatcher.name, job.id, t, "cannot cancel it: it is not running"
                 )
@@ -828,7 +849,7 @@ class Simulator:
                 f"starts at {begin:g}, before its earliest start {job.ready_at:g}",
             )
         if job.app is not None:
-            cluster = self._st.cluster
+            cluster = self._loop_state.cluster
             nodes = alloc.nodes
             if not (cluster.free[nodes] == cluster.capacity[nodes]).all():
                 raise InvalidDecisionError(
@@ -839,7 +860,7 @@ class Simulator:
                 )
 
     def _push_wakeup(self, at: float) -> None:
-        st = self._st
+        st = self._loop_state
         if at not in st.wakeup_pending:
             st.wakeup_pending.add(at)
             _heappush(st.heap, (at, WAKEUP, st.next_seq, WAKEUP, None))
@@ -848,7 +869,7 @@ class Simulator:
     def _resize(self, idx: int, request: GrowthRequest, t: float) -> bool:
         """A running job asks for more units: the dispatcher grants an allocation (verified,
         applied as a new segment) or refuses."""
-        st = self._st
+        st = self._loop_state
         rj = st.running[idx]
         view = st.view
         view.now = t
