@@ -69,6 +69,7 @@ from hpcdispatch.system.partition import (
     hilbert_first_fit,
     manhattan_partition,
 )
+from hpcdispatch.vocabulary import CancelReason
 from hpcdispatch.workload.job import Job
 
 STARTS = ("any", "est")
@@ -286,7 +287,7 @@ class Reservation(Dispatcher):
         cancels: list[tuple[Job, str]] = []
         for idx in sorted(self._conflicts):
             if idx in view.running:
-                cancels.append((view.running[idx].job, "booking-conflict"))
+                cancels.append((view.running[idx].job, CancelReason.BOOKING_CONFLICT.value))
             self._holding.pop(idx, None)
         self._conflicts.clear()
         wakeup = math.inf

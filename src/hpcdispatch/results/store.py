@@ -195,7 +195,7 @@ def write_result(
     ``run_extra``: more top-level fields of ``run.json`` (a replay on a real Slurm records its
     time scale and ``time_tolerance`` there; :mod:`hpcdispatch.slurm.replay`).
     ``alongside``: work done before the summary is computed (the runner validates); it may
-    record in ``result.extra`` (that goes into ``summary.json``; the tables do not read it) and
+    record in ``result.notes`` (that goes into ``summary.json``; the tables do not read it) and
     must not change anything else. Its exception is raised here, and nothing is written then.
     ``beside``: do ``alongside`` and the summary on a second thread while the tables are
     written (``None``: when this process may use more than one core)."""

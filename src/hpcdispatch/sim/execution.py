@@ -258,6 +258,39 @@ def _random_peers(
     return src, x + (x >= src)  # skip the sender itself
 
 
+@dataclass(frozen=True, slots=True)
+class ExecutionSummary:
+    """A run's totals in the execution model: phases run, the share of them with time-shared
+    cores and with shared links, the mean link sharing ``Gamma`` (NaN without phases), fork
+    requests and grants, and the network mode. In ``summary.json`` as the ``exec_*`` and
+    ``fork*`` keys (:meth:`summary_fields`)."""
+
+    phases: int
+    oversubscribed_share: float
+    shared_link_share: float
+    gamma_mean: float
+    forks_asked: int
+    forks_granted: int
+    network: str
+
+    @property
+    def fork_grant_rate(self) -> float:
+        """Grants per fork request (NaN without requests)."""
+        return self.forks_granted / self.forks_asked if self.forks_asked else float("nan")
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {
+            "exec_phases": self.phases,
+            "exec_oversubscribed_share": self.oversubscribed_share,
+            "exec_shared_link_share": self.shared_link_share,
+            "exec_gamma_mean": self.gamma_mean,
+            "forks_asked": self.forks_asked,
+            "forks_granted": self.forks_granted,
+            "fork_grant_rate": self.fork_grant_rate,
+            "exec_network": self.network,
+        }
+
+
 @dataclass(frozen=True, eq=False)
 class AppProgram:
     """A job's program and its calibration (see the module docstring)."""
@@ -637,23 +670,19 @@ class ExecutionModel:
             combine(a, b, prog.sync, self.params.overlap) / float(prog.denom[k])
         )
 
-    def summary(self) -> dict:
-        """Flat numbers over the run (they go into the run's summary): phases run, the share
-        of them with time-shared cores and with shared links, the mean link sharing
-        ``Gamma``, fork requests, grants and the grant rate (NaN without requests), and the
-        network mode."""
+    def summary(self) -> ExecutionSummary:
+        """The run's totals in the model (they go into the run's summary)."""
         n = self.phases_run
         nan = float("nan")
-        return {
-            "exec_phases": n,
-            "exec_oversubscribed_share": self.oversubscribed_phases / n if n else nan,
-            "exec_shared_link_share": self.shared_phases / n if n else nan,
-            "exec_gamma_mean": self.gamma_sum / n if n else nan,
-            "forks_asked": self.forks_asked,
-            "forks_granted": self.forks_granted,
-            "fork_grant_rate": self.forks_granted / self.forks_asked if self.forks_asked else nan,
-            "exec_network": self.params.network,
-        }
+        return ExecutionSummary(
+            phases=n,
+            oversubscribed_share=self.oversubscribed_phases / n if n else nan,
+            shared_link_share=self.shared_phases / n if n else nan,
+            gamma_mean=self.gamma_sum / n if n else nan,
+            forks_asked=self.forks_asked,
+            forks_granted=self.forks_granted,
+            network=self.params.network,
+        )
 
     def end_phase(self, run: AppRun) -> None:
         """The current phase is over: its traffic leaves the links."""

@@ -50,6 +50,7 @@ else:  # POSIX: one writer per journal
 from hpcdispatch._util import json_default
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol.decision import Decision, Start
+from hpcdispatch.sim.result import JournalUse
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.workload.job import Job
 
@@ -347,5 +348,5 @@ class DecisionJournal:
         if self._lock is not None and not self._lock.closed:
             self._lock.close()  # closing the descriptor releases the lock
 
-    def summary(self) -> dict[str, Any]:
-        return {"path": str(self.path), "replayed": self.replayed, "recorded": self.recorded}
+    def summary(self) -> JournalUse:
+        return JournalUse(path=str(self.path), replayed=self.replayed, recorded=self.recorded)

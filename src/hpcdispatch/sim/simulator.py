@@ -49,6 +49,7 @@ import heapq
 import math
 import time as _time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -74,30 +75,41 @@ from hpcdispatch.sim.execution import ExecutionModel
 from hpcdispatch.sim.journal import DecisionJournal
 from hpcdispatch.sim.options import SimulationOptions, resolve_options
 from hpcdispatch.sim.result import SimulationResult
-from hpcdispatch.sim.state import (
-    CANCEL,
-    CANCEL_RUNNING,
-    CANCEL_WAITING,
-    CANCELLED,
-    DONE,
-    END,
-    PHASE,
-    QUEUED,
-    REJECTED,
-    RESIZE,
-    REVISE,
-    RUNNING,
-    TICK,
-    WAKEUP,
-    LoopState,
-)
+from hpcdispatch.sim.state import LoopState
 from hpcdispatch.system.allocation import per_node_array
 from hpcdispatch.system.model import System
+from hpcdispatch.vocabulary import CancelReason, EventKind, JobStatus
 from hpcdispatch.workload.job import GrowthRequest, Job, Workload
 
 ProgressCallback = Callable[[int, int, float], None]
 
 _INF = math.inf
+
+# The vocabulary as plain ints and strings for the event loop (an enum member costs more to
+# compare, and a checkpoint pickles the heap): heap entries are (time, priority, sequence,
+# kind, payload), the priority ordering the kinds of one instant (EventKind.heap_priority).
+_END, _RESIZE, _WAKEUP = int(EventKind.END), int(EventKind.RESIZE), int(EventKind.WAKEUP)
+_REVISE, _CANCEL, _PHASE, _TICK = (
+    int(EventKind.REVISE),
+    int(EventKind.CANCEL),
+    int(EventKind.PHASE),
+    int(EventKind.TICK),
+)
+_P_END = EventKind.END.heap_priority
+_P_RESIZE = EventKind.RESIZE.heap_priority
+_P_WAKEUP = EventKind.WAKEUP.heap_priority
+_P_REVISE = EventKind.REVISE.heap_priority
+_P_CANCEL = EventKind.CANCEL.heap_priority
+_P_PHASE = EventKind.PHASE.heap_priority
+_P_TICK = EventKind.TICK.heap_priority
+_QUEUED, _RUNNING = int(JobStatus.QUEUED), int(JobStatus.RUNNING)
+_COMPLETED, _REJECTED, _CANCELLED = (
+    int(JobStatus.COMPLETED),
+    int(JobStatus.REJECTED),
+    int(JobStatus.CANCELLED),
+)
+_DEADLINE_WAITING = CancelReason.DEADLINE_WAITING.value
+_DEADLINE_RUNNING = CancelReason.DEADLINE_RUNNING.value
 _heappush, _heappop = heapq.heappush, heapq.heappop
 _perf = _time.perf_counter
 
@@ -214,13 +226,14 @@ class Simulator:
         finally:
             gc.unfreeze()
             self.close()
-        if self._journal is not None:
-            result.extra["journal"] = self._journal.summary()
-        if self.checkpoint is not None:
-            result.extra["checkpoint"] = self.checkpoint.summary()
-            if not self.keep_checkpoint:
-                self.checkpoint.remove()
-        result.extra["engine"] = "python"
+        result.notes = replace(
+            result.notes,
+            journal=None if self._journal is None else self._journal.summary(),
+            checkpoint=None if self.checkpoint is None else self.checkpoint.summary(),
+            engine="python",
+        )
+        if self.checkpoint is not None and not self.keep_checkpoint:
+            self.checkpoint.remove()
         return result
 
     def begin(self) -> LoopState:
@@ -318,8 +331,11 @@ class Simulator:
             self.system, self.workload, self.dispatcher, self.predictor, self.options
         )
         if self.options.prediction_correction is not None:
-            result.extra["prediction_correction"] = self.options.prediction_correction
-            result.extra["prediction_revisions"] = st.revisions
+            result.notes = replace(
+                result.notes,
+                prediction_correction=self.options.prediction_correction,
+                prediction_revisions=st.revisions,
+            )
         return result
 
     # ---- one instant -------------------------------------------------------------------
@@ -337,7 +353,7 @@ class Simulator:
             return False
         st.t = t
         happened = woken = False
-        if t_heap == t and heap[0][1] == END:
+        if t_heap == t and heap[0][1] == _P_END:
             self._end_jobs(t)
             happened = True
         if t_sub == t:
@@ -353,7 +369,7 @@ class Simulator:
         interval = self._interval
         if interval is not None and queue and not st.tick_pending:
             _heappush(
-                heap, ((math.floor(t / interval) + 1) * interval, WAKEUP, st.next_seq, TICK, None)
+                heap, ((math.floor(t / interval) + 1) * interval, _P_TICK, st.next_seq, _TICK, None)
             )
             st.next_seq += 1
             st.tick_pending = True
@@ -380,7 +396,7 @@ class Simulator:
         apps = st.apps
         ended = 0
         spent = 0.0
-        while heap and heap[0][0] == t and heap[0][1] == END:
+        while heap and heap[0][0] == t and heap[0][1] == _P_END:
             idx = _heappop(heap)[4]
             rj = running.pop(idx, None)
             if rj is None:  # cancelled at its deadline before this end
@@ -393,7 +409,7 @@ class Simulator:
                 if run is not None:
                     self._model.end_phase(run)
             st.end_at[idx] = t
-            st.status[idx] = DONE
+            st.status[idx] = _COMPLETED
             job = jobs[idx]
             if timed:
                 t0 = _perf()
@@ -441,11 +457,11 @@ class Simulator:
             answer = admit(job, view)
             if answer.accept:
                 queue[job.index] = job
-                status[job.index] = QUEUED
+                status[job.index] = _QUEUED
                 st.new_jobs.append(job)
                 if deadlines and job.deadline is not None:
                     _heappush(
-                        st.heap, (float(job.deadline), RESIZE, st.next_seq, CANCEL, job.index)
+                        st.heap, (float(job.deadline), _P_CANCEL, st.next_seq, _CANCEL, job.index)
                     )
                     st.next_seq += 1
             else:
@@ -460,7 +476,7 @@ class Simulator:
                     raise InvalidDecisionError(
                         self.dispatcher.name, job.id, t, "rejected without a reason"
                     )
-                status[job.index] = REJECTED
+                status[job.index] = _REJECTED
                 st.reject_reason[job.index] = answer.reason
                 st.done += 1
         st.next_submit = si
@@ -475,7 +491,7 @@ class Simulator:
         woken = False
         while heap and heap[0][0] == t:
             _, _prio, _, kind, payload = _heappop(heap)
-            if kind == REVISE:
+            if kind == _REVISE:
                 idx, count = payload
                 rj = running.get(idx)
                 if rj is not None and rj.planned_end <= t:
@@ -489,26 +505,28 @@ class Simulator:
                     st.revised[idx] = None
                     st.revisions += 1
                     if new_end < rj.start + self._duration[idx]:  # still before its real end
-                        _heappush(heap, (new_end, RESIZE, st.next_seq, REVISE, (idx, count + 1)))
+                        _heappush(
+                            heap, (new_end, _P_REVISE, st.next_seq, _REVISE, (idx, count + 1))
+                        )
                         st.next_seq += 1
                     happened = True
-            elif kind == RESIZE:
+            elif kind == _RESIZE:
                 idx, request = payload
                 if idx in running:
                     granted = self._resize(idx, request, t)
                     st.resize_log.append((t, self._jobs[idx].id, request.units, granted))
                     happened = True
-            elif kind == WAKEUP:
+            elif kind == _WAKEUP:
                 st.wakeup_pending.discard(t)
                 woken = True
-            elif kind == PHASE:
+            elif kind == _PHASE:
                 idx, k = payload
                 run = st.apps.get(idx)
                 if run is not None and idx in running:
                     self._model.end_phase(run)
                     self._next_phase(idx, run, k, t)
                     happened = True
-            elif kind == CANCEL:
+            elif kind == _CANCEL:
                 happened = self._cancel(payload, t) or happened
             else:  # an interval tick
                 st.tick_pending = False
@@ -523,13 +541,13 @@ class Simulator:
         st = self._loop_state
         if idx in st.queue:
             del st.queue[idx]
-            st.cancel_reason[idx] = CANCEL_WAITING
+            st.cancel_reason[idx] = _DEADLINE_WAITING
         elif idx in st.running:
-            self._stop(idx, t, CANCEL_RUNNING)
+            self._stop(idx, t, _DEADLINE_RUNNING)
             return True
         else:
             return False
-        st.status[idx] = CANCELLED
+        st.status[idx] = _CANCELLED
         st.end_at[idx] = t
         st.done += 1
         return True
@@ -547,7 +565,7 @@ class Simulator:
         st.ended_jobs.append(rj.job)
         st.ended_running.append(rj)
         st.cancel_reason[idx] = reason
-        st.status[idx] = CANCELLED
+        st.status[idx] = _CANCELLED
         st.end_at[idx] = t
         st.done += 1
 
@@ -651,7 +669,7 @@ class Simulator:
             job = start.job
             idx = job.index
             if idx not in queue:
-                why = "it is not queued" if status[idx] != RUNNING else "it is already running"
+                why = "it is not queued" if status[idx] != _RUNNING else "it is already running"
                 raise InvalidDecisionError(
                     self.dispatcher.name, job.id, t, f"cannot start it: {why}"
                 )
@@ -686,7 +704,7 @@ class Simulator:
             if isinstance(amounts, str):
                 raise InvalidDecisionError(self.dispatcher.name, job.id, t, amounts)
             del queue[idx]
-            status[idx] = RUNNING
+            status[idx] = _RUNNING
             start_at[idx] = begin
             end_t = begin + duration[idx]
             rj = RunningJob(job, begin, alloc, begin + planned[idx])
@@ -694,17 +712,17 @@ class Simulator:
             held[idx] = [(alloc.nodes, amounts)]
             added(rj)
             segments.start(idx, begin, alloc)
-            _heappush(heap, (end_t, END, seq, END, idx))
+            _heappush(heap, (end_t, _P_END, seq, _END, idx))
             seq += 1
             if correction is not None and end_t > rj.planned_end:
                 # (a prediction <= 0 from a custom predictor: revised at the start)
-                _heappush(heap, (max(rj.planned_end, begin), RESIZE, seq, REVISE, (idx, 0)))
+                _heappush(heap, (max(rj.planned_end, begin), _P_REVISE, seq, _REVISE, (idx, 0)))
                 seq += 1
             if job.growth:
                 for request in job.growth:
                     at = begin + request.after
                     if at < end_t:
-                        _heappush(heap, (at, RESIZE, seq, RESIZE, (idx, request)))
+                        _heappush(heap, (at, _P_RESIZE, seq, _RESIZE, (idx, request)))
                         seq += 1
         st.next_seq = seq
         if app_starts is not None:
@@ -731,7 +749,7 @@ class Simulator:
         if isinstance(amounts, str):
             raise InvalidDecisionError(name, job.id, t, amounts)
         del st.queue[idx]
-        st.status[idx] = RUNNING
+        st.status[idx] = _RUNNING
         st.start_at[idx] = begin
         rj = RunningJob(job, begin, alloc, begin + st.planned[idx])
         st.running[idx] = rj
@@ -757,9 +775,9 @@ class Simulator:
         end = t + model.begin_phase(run, k)
         st = self._loop_state
         if k + 1 < run.program.phases:
-            _heappush(st.heap, (end, RESIZE, st.next_seq, PHASE, (idx, k + 1)))
+            _heappush(st.heap, (end, _P_PHASE, st.next_seq, _PHASE, (idx, k + 1)))
         else:
-            _heappush(st.heap, (end, END, st.next_seq, END, idx))
+            _heappush(st.heap, (end, _P_END, st.next_seq, _END, idx))
         st.next_seq += 1
 
     def _regrant(self, idx: int, rj: RunningJob, nodes: np.ndarray) -> None:
@@ -863,7 +881,7 @@ class Simulator:
         st = self._loop_state
         if at not in st.wakeup_pending:
             st.wakeup_pending.add(at)
-            _heappush(st.heap, (at, WAKEUP, st.next_seq, WAKEUP, None))
+            _heappush(st.heap, (at, _P_WAKEUP, st.next_seq, _WAKEUP, None))
             st.next_seq += 1
 
     def _resize(self, idx: int, request: GrowthRequest, t: float) -> bool:
