@@ -111,7 +111,7 @@ def test_resumed_run_equals_uninterrupted_run(name, predictor, case_name, reques
             STOP[0] = None
         assert path.exists()
         resumed = simulate(case, cls(), predictor, checkpoint=path)
-        assert resumed.extra["checkpoint"]["resumed_at"]["t"] < stop
+        assert resumed.notes.checkpoint.resumed_at["t"] < stop
         assert not path.exists()  # removed once the run finished
         assert_same_run(resumed, clean)
 
@@ -172,7 +172,7 @@ def test_killed_process_resumes_from_its_last_checkpoint(tmp_path):
     case = (system, load_workload(spec, system))
     clean = simulate(case, make_dispatcher("conservative"))
     resumed = simulate(case, make_dispatcher("conservative"), checkpoint=path)
-    at = resumed.extra["checkpoint"]["resumed_at"]
+    at = resumed.notes.checkpoint.resumed_at
     assert 0 < at["calls"] < len(clean.decisions["time"])
     assert_same_run(resumed, clean)
 

@@ -550,24 +550,24 @@ def simulate(**kw: Any) -> None:
         )
     s = outcome.summary
     note_repeatability(spec.run_label, outcome.result)
-    journal = outcome.result.extra.get("journal")
+    journal = outcome.result.notes.journal
     if journal:
         console.print(
-            f"journal {journal['path']}: {journal['replayed']} decisions replayed, "
-            f"{journal['recorded']} recorded"
+            f"journal {journal.path}: {journal.replayed} decisions replayed, "
+            f"{journal.recorded} recorded"
         )
-    checkpoint = outcome.result.extra.get("checkpoint")
+    checkpoint = outcome.result.notes.checkpoint
     if checkpoint:
-        at = checkpoint["resumed_at"]
+        at = checkpoint.resumed_at
         console.print(
-            f"checkpoint {checkpoint['path']}: "
+            f"checkpoint {checkpoint.path}: "
             + (
                 f"resumed at t={at['t']:,.0f} ({at['done']:,} of {at['jobs']:,} jobs done, {at['wall_s']:,.0f} s "
                 f"simulated before), "
                 if at
                 else ""
             )
-            + f"{checkpoint['writes']} written, removed once the outputs were written"
+            + f"{checkpoint.writes} written, removed once the outputs were written"
         )
     console.print(summary_table(f"{s['dispatcher_params']} on {system.name}", s))
     print_validation(outcome.validation)

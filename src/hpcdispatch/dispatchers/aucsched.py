@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -47,7 +47,11 @@ from hpcdispatch.system.allocation import held_amounts, node_units, per_node_arr
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
-cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+_cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:
+    cp_model = _cp_model
 
 #: Table 3: (k1, k2, k3) per job type group (1 / 2-3) and bid type
 K_CONSTANTS = {
@@ -668,7 +672,7 @@ class Aucsched(Dispatcher):
         return {"dispatch_interval": float(self.step), "dispatch_on_events": False}
 
     def _setup(self, system: System) -> None:
-        cp_model.load()  # (OR-Tools here, not inside the first timed scheduling step)
+        _cp_model.load()  # (OR-Tools here, not inside the first timed scheduling step)
         self._prio = SlurmPriority(
             self.priority,
             system,

@@ -162,12 +162,19 @@ class Conservative(Dispatcher):
             self._grow(int(q.max()) + 1)
         return q[self._has[q]]
 
+    @property
+    def _live_profile(self) -> AvailabilityProfile:
+        """The availability profile (built at the first call)."""
+        profile = self._profile
+        if profile is None:
+            raise RuntimeError("conservative: the profile is used before the first call built it")
+        return profile
+
     # ------------------------------------------------------------------------------------
     def _place(
         self, view: DispatchView, job: Job, before: float | None = None
     ) -> tuple[float, Allocation | None] | None:
-        profile = self._profile
-        assert profile is not None
+        profile = self._live_profile
         req = view.requests[job.index]
         return profile.earliest(
             job.units,
@@ -185,12 +192,12 @@ class Conservative(Dispatcher):
             raise SimulationStalledError(
                 f"conservative: job {job.id} fits nowhere in the availability profile"
             )
-        assert self._profile is not None
+        profile = self._live_profile
         start, alloc = found
         self._set(view, job, start, start + self._duration(view, job), alloc, 0)
         nodes, amounts = self._holding(view, job.index)
-        self._profile.reserve(start, float(self._end[job.index]), nodes, amounts)
-        self._checked[job.index] = self._profile.freed
+        profile.reserve(start, float(self._end[job.index]), nodes, amounts)
+        self._checked[job.index] = profile.freed
 
     def _rebuild(self, view: DispatchView) -> None:
         """Plan from scratch: running jobs at their expected ends, queued jobs in order."""
@@ -220,8 +227,9 @@ class Conservative(Dispatcher):
         """Rebuild the profile's segments (drop stale boundaries), keeping every reservation."""
         now = view.now
         releases = [(t, nodes, amounts) for t, nodes, amounts in self._running.values()]
-        profile = AvailabilityProfile(now, view.free, releases, node_level=self._profile.node_level)
-        profile.adopt_log(self._profile)
+        old = self._live_profile
+        profile = AvailabilityProfile(now, view.free, releases, node_level=old.node_level)
+        profile.adopt_log(old)
         for idx in self._reserved(view).tolist():
             nodes, amounts = self._holding(view, idx)
             profile.reserve(float(self._start[idx]), float(self._end[idx]), nodes, amounts)
@@ -230,8 +238,7 @@ class Conservative(Dispatcher):
     def _compress(self, view: DispatchView) -> None:
         """Move every reservation as early as it can go, in queue order, never later."""
         self.compressions += 1
-        profile = self._profile
-        assert profile is not None
+        profile = self._live_profile
         now = view.now
         sel = self._reserved(view)
         sel = sel[self._start[sel] > now]
@@ -250,9 +257,9 @@ class Conservative(Dispatcher):
             )
             if done is not None:  # the compiled compression did it (same moves as the loop below)
                 self._start[sel], self._end[sel], self._checked[sel] = q_start, q_end, q_checked
-                for pos, alloc in done:
+                for pos, moved in done:
                     idx = int(sel[pos])
-                    self._pinned[idx] = (alloc, held_amounts(alloc, view.requests[idx], None))
+                    self._pinned[idx] = (moved, held_amounts(moved, view.requests[idx], None))
                 self._trim_log(view)
                 return
         for idx in sel.tolist():
@@ -290,7 +297,7 @@ class Conservative(Dispatcher):
         """Let the profile forget the given-back intervals no reservation can still ask for."""
         reserved = self._reserved(view)
         if len(reserved):
-            self._profile.trim_log(int(self._checked[reserved].min()))
+            self._live_profile.trim_log(int(self._checked[reserved].min()))
 
     def _sync(self, view: DispatchView) -> None:
         now = view.now

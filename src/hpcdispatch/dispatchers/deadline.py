@@ -46,6 +46,7 @@ from hpcdispatch.system.partition import (
     hilbert_first_fit,
     manhattan_partition,
 )
+from hpcdispatch.vocabulary import CancelReason
 from hpcdispatch.workload.job import Job
 
 STARTS = ("any", "est")
@@ -120,7 +121,7 @@ class Reservation(Dispatcher):
                 self._settle(idx, end, nodes, row, now)
         for idx, (end, nodes, row) in list(self._holding.items()):
             if end <= now and idx not in self._conflicts:
-                self._overrun(idx, view.running[idx].job, end, nodes, row, now)
+                self._overrun(profile, idx, view.running[idx].job, end, nodes, row, now)
         profile.advance(now)
         return profile
 
@@ -150,7 +151,14 @@ class Reservation(Dispatcher):
         return list(self._log)
 
     def _overrun(
-        self, idx: int, job: Job, end: float, nodes: np.ndarray, row: int, now: float
+        self,
+        profile: AvailabilityProfile,
+        idx: int,
+        job: Job,
+        end: float,
+        nodes: np.ndarray,
+        row: int,
+        now: float,
     ) -> None:
         """A job still running at the end of its booking (its model time is longer than
         ``R``: design note A19): it keeps its nodes until the next booking on any of them
@@ -168,7 +176,7 @@ class Reservation(Dispatcher):
         )
         until = min(deadline, nxt)
         if until > now:
-            self._profile.reserve(now, until, nodes, self._capacity[nodes])
+            profile.reserve(now, until, nodes, self._capacity[nodes])
             self._holding[idx] = (until, nodes, row)
             self._log[row] = self._log[row]._replace(end=until, released=until)
         else:  # (it held the nodes unobserved from its booked end until now)
@@ -178,23 +186,23 @@ class Reservation(Dispatcher):
 
     def _nodes_for(
         self, job: Job, free_mask: np.ndarray, window: np.ndarray, view: DispatchView
-    ) -> tuple[np.ndarray | None, Allocation | None, str]:
-        """The nodes of ``job`` in a window whose whole free nodes are ``free_mask``:
-        ``(nodes, allocation, '')`` or ``(None, None, failed stage)``."""
+    ) -> Allocation | str:
+        """The allocation of ``job`` in a window whose whole free nodes are ``free_mask``, or
+        the stage that failed (``count`` or ``shape``)."""
         if job.app is None:  # any other job: the allocator on the whole free nodes
             usable = np.where(free_mask[:, None], window, 0)
             alloc = allocate_job(self._allocator, job, view.requests[job.index], usable)
             if alloc is None:
-                return None, None, "count"
-            return alloc.nodes, alloc, ""
+                return "count"
+            return alloc
         k = job.units
         if int(free_mask.sum()) < k:
-            return None, None, "count"
-        nodes = self._shape_nodes(free_mask, k)
-        if nodes is None:
-            return None, None, "shape"
-        nodes = np.sort(np.asarray(nodes, dtype=np.int64))
-        return nodes, Allocation.trusted(nodes, np.ones(k, dtype=np.int64)), ""
+            return "count"
+        shaped = self._shape_nodes(free_mask, k)
+        if shaped is None:
+            return "shape"
+        nodes = np.sort(np.asarray(shaped, dtype=np.int64))
+        return Allocation.trusted(nodes, np.ones(k, dtype=np.int64))
 
     def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
         return np.flatnonzero(free_mask)[:k]  # count-only: the lowest free node ids
@@ -221,11 +229,12 @@ class Reservation(Dispatcher):
         for t in cands.tolist():
             window = profile.min_free(t, t + length)
             free_mask = (window == self._capacity).all(axis=1)
-            nodes, alloc, failed = self._nodes_for(job, free_mask, window, view)
-            if nodes is None:
-                if failed == "shape":
+            found = self._nodes_for(job, free_mask, window, view)
+            if isinstance(found, str):
+                if found == "shape":
                     stage = "shape"
                 continue
+            alloc, nodes = found, found.nodes
             profile.reserve(t, t + length, nodes, self._capacity[nodes])
             self._booked[job.index] = (t, t + length, nodes, alloc, len(self._log))
             if job.app is not None:
@@ -247,13 +256,13 @@ class Reservation(Dispatcher):
         )
 
     def _dispatch(self, view: DispatchView) -> Decision:
-        self._sync(view)
+        profile = self._sync(view)
         now = view.now
         starts: list[Start] = []
         cancels: list[tuple[Job, str]] = []
         for idx in sorted(self._conflicts):
             if idx in view.running:
-                cancels.append((view.running[idx].job, "booking-conflict"))
+                cancels.append((view.running[idx].job, CancelReason.BOOKING_CONFLICT.value))
             self._holding.pop(idx, None)
         self._conflicts.clear()
         wakeup = math.inf
@@ -262,7 +271,7 @@ class Reservation(Dispatcher):
                 job = view.queue.get(idx)
             except KeyError:  # gone before its start (cannot happen to a valid booking): free it
                 del self._booked[idx]
-                self._profile.release(max(now, t), end, nodes, self._capacity[nodes])
+                profile.release(max(now, t), end, nodes, self._capacity[nodes])
                 self._log[row] = self._log[row]._replace(released=max(now, t))
                 continue
             if t <= now:

@@ -271,16 +271,19 @@ class _BackfillPass:
         self.kept: Reservation | None = None  # the previous calls' reservation, when it still holds
         self.computed = False  # whether this pass computed its shadow time (not kept)
 
-    def reserve(self) -> None:
-        """The head's shadow time and the capacity then: kept from earlier calls or computed."""
+    def reserve(self) -> np.ndarray:
+        """The head's shadow time and the capacity then: kept from earlier calls or computed;
+        returns the capacity (``at_shadow``)."""
         kept = self.kept
         if kept is not None and kept.head == self.head.index and not self.scratch.starts:
             self.shadow, self.at_shadow, self.spare = kept.shadow, kept.at_shadow, list(kept.spare)
-            return
-        self.shadow, self.at_shadow = shadow_time(self.view, self.scratch, self.head)
+            return kept.at_shadow
+        self.shadow, at_shadow = shadow_time(self.view, self.scratch, self.head)
+        self.at_shadow = at_shadow
         need = [a * self.head.units for a in self.head.unit_request]
-        self.spare = [t - k for t, k in zip(self.at_shadow.sum(axis=0).tolist(), need)]
+        self.spare = [t - k for t, k in zip(at_shadow.sum(axis=0).tolist(), need)]
         self.computed = True
+        return at_shadow
 
     def reservation(self) -> Reservation | None:
         if self.at_shadow is None:
@@ -335,8 +338,9 @@ class _BackfillPass:
             self._remember(self.no_fit, base, units)
             return DEAD
         view = self.view
-        if self.at_shadow is None:
-            self.reserve()
+        at_shadow = self.at_shadow
+        if at_shadow is None:
+            at_shadow = self.reserve()
             if not self.is_short(job) and self._long_blocked(base, units):
                 return LONG_BLOCKED
         if self.is_short(job):
@@ -344,7 +348,7 @@ class _BackfillPass:
         else:
             head = self.head
             amounts = held_amounts(alloc, view.requests[job.index], job.per_node_request)
-            trial = self.at_shadow.copy(order="F")
+            trial = at_shadow.copy(order="F")
             trial[alloc.nodes] -= amounts
             if not job_fits(trial, head, view.requests[head.index]):
                 self._remember(self.hurts, base, units)
@@ -477,9 +481,8 @@ class EASY(Dispatcher):
         total = scratch.total
         groups: list[dict[int, Job]] = []
         keys: list[tuple] = []
-        members: list[list[Job] | None] = []
-        indices: list[list[int] | None] = []
-        index_arrays: list[np.ndarray | None] = []
+        # per group, once looked at: its jobs in queue order, their indices (list, array)
+        members: list[tuple[list[Job], list[int], np.ndarray] | None] = []
         heap: list[tuple[int, int, int, int]] = []  # (job index, group, position, version)
         for key, group in self._index.fitting(total[0]):
             req, units = key[0], key[2]
@@ -489,8 +492,6 @@ class EASY(Dispatcher):
             groups.append(group)
             keys.append(key)
             members.append(None)
-            indices.append(None)
-            index_arrays.append(None)
             for pos, job in enumerate(group.values()):
                 if job.index not in started:
                     heap.append((job.index, n, pos, 0))
@@ -499,12 +500,17 @@ class EASY(Dispatcher):
             return
         heapq.heapify(heap)
 
+        def group_of(g: int) -> tuple[list[Job], list[int], np.ndarray]:
+            got = members[g]
+            if got is None:
+                got = members[g] = self._index.members(keys[g])
+            return got
+
         def jobs_of(g: int) -> list[Job]:
-            jobs = members[g]
-            if jobs is None:
-                jobs, indices[g], index_arrays[g] = self._index.members(keys[g])
-                members[g] = jobs
-            return jobs
+            got = members[g]
+            if got is None:
+                got = members[g] = self._index.members(keys[g])
+            return got[0]
 
         version = [0] * len(groups)
         long_dead: set[int] = set()  # groups whose long jobs cannot go until the next start
@@ -517,7 +523,7 @@ class EASY(Dispatcher):
             shorts = short_pos.get(g)
             if shorts is None:
                 shorts = short_pos[g] = np.flatnonzero(
-                    bf.now + planned_all[index_arrays[g]] <= bf.shadow
+                    bf.now + planned_all[group_of(g)[2]] <= bf.shadow
                 )
             k = int(np.searchsorted(shorts, pos + 1))
             while k < len(shorts) and jobs[shorts[k]].index in started:
@@ -554,7 +560,7 @@ class EASY(Dispatcher):
                 if g in dropped or g == n:
                     continue
                 jobs = jobs_of(g)
-                p = bisect.bisect_right(indices[g], idx)
+                p = bisect.bisect_right(group_of(g)[1], idx)
                 while p < len(jobs) and jobs[p].index in started:
                     p += 1
                 version[g] += 1

@@ -160,7 +160,7 @@ class Leak(Dispatcher):
     # ---- the contract ----------------------------------------------------------------------
     def admit(self, job: Job, view: DispatchView) -> Admission:
         ready = job.ready_at
-        if _late(job, ready):
+        if job.deadline is not None and _late(job, ready):
             return Admission(
                 False,
                 f"deadline: earliest start {ready:g} + {job.wall_time:g} s is after the deadline "

@@ -631,6 +631,7 @@ class SlurmBackfill(Dispatcher):
                     break
             if last is None:
                 break
+            assert boundary is not None  # (set with ``last``)
             if test:
                 while True:  # do { grow } while (the next job ends after boundary + window)
                     window = window + self.bf_window_linear if self.bf_window_linear else window * 2

@@ -216,7 +216,9 @@ def label_for(text: str) -> str:
 # ---- helpers ---------------------------------------------------------------------------
 def _split_outside_quotes(text: str) -> list[str]:
     """``text`` split at the commas that are not inside quotes (quotes kept)."""
-    out, current, quote = [], [], None
+    out: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
     for ch in text:
         if quote:
             quote = None if ch == quote else quote
@@ -314,7 +316,9 @@ def _default(cls: type[Dispatcher], key: str) -> Any:
 def _convert(cls: type[Dispatcher], key: str, value: str) -> Any:
     """``value`` (text) as the type of the parameter's default."""
     default = _default(cls, key)
-    kind = type(default) if default is not inspect.Parameter.empty and default is not None else str
+    kind: type = (
+        type(default) if default is not inspect.Parameter.empty and default is not None else str
+    )
     try:
         if kind is bool:
             low = value.lower()

@@ -22,9 +22,11 @@ from scipy.sparse.csgraph import connected_components
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.system.grid import Grid
 from hpcdispatch.system.partition import manhattan_grow
+from hpcdispatch.vocabulary import CancelReason, JobStatus
 
-COMPLETED, REJECTED, CANCELLED = 3, 4, 5
 BEHAVIOUR_TYPES = (0, 1, 2, 3)
+#: a cancellation's kind in the counts: 1 waiting at the deadline, 2 running at it, 3 other
+_CANCEL_KIND = {CancelReason.DEADLINE_WAITING: 1, CancelReason.DEADLINE_RUNNING: 2}
 
 
 def pairwise_hops(grid: Grid, nodes: np.ndarray) -> float:
@@ -95,8 +97,8 @@ def _counts(
     status: np.ndarray, on_time: np.ndarray, cancel_kind: np.ndarray, prefix: str
 ) -> dict[str, Any]:
     submitted = len(status)
-    accepted = int((status != REJECTED).sum())
-    cancelled = int((status == CANCELLED).sum())
+    accepted = int((status != JobStatus.REJECTED).sum())
+    cancelled = int((status == JobStatus.CANCELLED).sum())
     n_on_time = int(on_time.sum())
     return {
         f"{prefix}submitted": submitted,
@@ -119,10 +121,10 @@ def deadline_summary(result: SimulationResult) -> dict[str, Any]:
     deadline = np.array(
         [np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64
     )
-    on_time = (status == COMPLETED) & (np.asarray(result.end) <= deadline + 1e-9)
+    on_time = (status == JobStatus.COMPLETED) & (np.asarray(result.end) <= deadline + 1e-9)
     cancel_kind = np.zeros(len(status), dtype=np.int8)
     for idx, why in result.cancel_reason.items():
-        cancel_kind[int(idx)] = {"deadline-waiting": 1, "deadline-running": 2}.get(why, 3)
+        cancel_kind[int(idx)] = _CANCEL_KIND.get(why, 3)
     reasons = Counter(str(r).split(":", 1)[0].strip() for r in result.reject_reason.values())
     out = _counts(status, on_time, cancel_kind, "")
     del out["rejected"]  # summarize() has it already (every run's rejection count)

@@ -9,6 +9,7 @@ import numpy as np
 from hpcdispatch.metrics.jobs import BSLD_TAU, job_metrics
 from hpcdispatch.metrics.prediction import prediction_quality
 from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.vocabulary import JobStatus
 
 
 def describe(values: np.ndarray) -> dict[str, float]:
@@ -249,7 +250,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> RunSummary:
     submit = w.submit.astype(np.float64)
     m = job_metrics(submit, result.start, result.end, tau)
     started = ~np.isnan(result.start)
-    accepted = result.status != 4
+    accepted = result.status != JobStatus.REJECTED
     first_submit = float(submit.min()) if len(submit) else 0.0
     last_end = float(np.nanmax(result.end)) if started.any() else first_submit
     makespan = last_end - first_submit
@@ -263,7 +264,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> RunSummary:
         "predictor": result.predictor,
         "jobs": int(len(w)),
         "started": int(started.sum()),
-        "rejected": int((result.status == 4).sum()),
+        "rejected": int((result.status == JobStatus.REJECTED).sum()),
         "killed": int(result.killed.sum()),
         "makespan": makespan,
         "first_submit": first_submit,
@@ -301,7 +302,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> RunSummary:
 
         out.update(deadline_summary(result))
     out["repeatable"] = repeatable(result.tags or {})
-    out.update(result.extra)
+    out.update(result.notes.summary_fields())
     return RunSummary(out)
 
 

@@ -56,6 +56,7 @@ from hpcdispatch.report.tables import (
     markdown_table,
 )
 from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.vocabulary import JobStatus
 
 TIME_BINS = 120  # bins of the utilisation and queue-length figure
 
@@ -104,7 +105,7 @@ class ComparedRun:
             end=np.asarray(result.end, dtype=np.float64),
             run_time=w.run_time.astype(np.float64),
             cores=(w.units * w.unit_requests[:, r]).astype(np.float64),
-            accepted=np.asarray(result.status != 4),
+            accepted=np.asarray(result.status != JobStatus.REJECTED),
             planned=np.asarray(result.planned, dtype=np.float64),
             usage=usage,
             cores_per_node=float(system.capacity[:, r].max()) if system.n_nodes else 1.0,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcdispatch.sim.result import SimulationResult, install_views
+from hpcdispatch.vocabulary import JobStatus
 
 if TYPE_CHECKING:  # (imported where they are used: installing the views must stay cheap)
     import matplotlib.pyplot as plt
@@ -133,7 +134,7 @@ def utilisation_figure(result: SimulationResult) -> plt.Figure:
         t, share = usage_over_time(alloc, name, float(system.total_capacity[i]))
         if np.any(share > 0):
             usage[name] = ((t - first) / per, share)
-    accepted = np.asarray(result.status) != 4  # JobStatus.REJECTED
+    accepted = np.asarray(result.status) != JobStatus.REJECTED
     qt, ql = queue_length_profile(submit, result.start, accepted)
     return _detached(
         plots.usage_figure(

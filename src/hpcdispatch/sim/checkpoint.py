@@ -47,6 +47,7 @@ from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol import DispatchView
 from hpcdispatch.sim.cluster import ClusterState
 from hpcdispatch.sim.journal import run_differences
+from hpcdispatch.sim.result import CheckpointUse
 from hpcdispatch.sim.state import LoopState
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, Workload
@@ -193,13 +194,10 @@ class Checkpoint:
         for p in (self.path, self._tmp):
             p.unlink(missing_ok=True)
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "every_s": self.every,
-            "writes": self.writes,
-            "resumed_at": self.restored_at,
-        }
+    def summary(self) -> CheckpointUse:
+        return CheckpointUse(
+            path=str(self.path), every_s=self.every, writes=self.writes, resumed_at=self.restored_at
+        )
 
 
 @functools.cache

@@ -157,9 +157,10 @@ def app_model_params(overrides: Mapping[str, Any] | None) -> AppModelParams:
     :func:`app_model_overrides`) applied."""
     if not overrides:
         return AppModelParams()
-    return AppModelParams(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
-    )
+    values: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()
+    }
+    return AppModelParams(**values)
 
 
 def parse_app_model(text: str) -> dict[str, Any] | None:
@@ -212,6 +213,39 @@ def _random_peers(
     src = np.repeat(senders, peers)
     x = rng.integers(0, pool - 1, size=len(src))
     return src, x + (x >= src)  # skip the sender itself
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionSummary:
+    """A run's totals in the execution model: phases run, the share of them with time-shared
+    cores and with shared links, the mean link sharing ``Gamma`` (NaN without phases), fork
+    requests and grants, and the network mode. In ``summary.json`` as the ``exec_*`` and
+    ``fork*`` keys (:meth:`summary_fields`)."""
+
+    phases: int
+    oversubscribed_share: float
+    shared_link_share: float
+    gamma_mean: float
+    forks_asked: int
+    forks_granted: int
+    network: str
+
+    @property
+    def fork_grant_rate(self) -> float:
+        """Grants per fork request (NaN without requests)."""
+        return self.forks_granted / self.forks_asked if self.forks_asked else float("nan")
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {
+            "exec_phases": self.phases,
+            "exec_oversubscribed_share": self.oversubscribed_share,
+            "exec_shared_link_share": self.shared_link_share,
+            "exec_gamma_mean": self.gamma_mean,
+            "forks_asked": self.forks_asked,
+            "forks_granted": self.forks_granted,
+            "fork_grant_rate": self.fork_grant_rate,
+            "exec_network": self.network,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -461,7 +495,7 @@ class ExecutionModel:
             over_v: list[int] = []
             over_c: list[int] = []
             remote = forks or prog.behaviour == 3
-            may_ask = forks and ask is not None
+            asker = ask if forks else None  # None once a fork was refused
             for u in np.flatnonzero(rem_all).tolist():
                 rem = int(rem_all[u])
                 if remote:
@@ -485,12 +519,12 @@ class ExecutionModel:
                             rem -= take
                             if not rem:
                                 break
-                while rem and may_ask:
+                while rem and asker is not None:
                     run.asked += 1
                     self.forks_asked += 1
-                    g = ask(nodes[u])
+                    g = asker(nodes[u])
                     if g is None:
-                        may_ask = False
+                        asker = None
                         break
                     run.granted += 1
                     self.forks_granted += 1
@@ -549,6 +583,9 @@ class ExecutionModel:
         traffic to the machine's link load."""
         prog = run.program
         run.phase = k
+        rank_node = run.rank_node
+        if rank_node is None:
+            raise RuntimeError(f"phase {k} begins before its ranks are placed (place_phase first)")
         share = float(prog.share[k])
         a = (1.0 - share) * run.oversubscription
         b = 0.0
@@ -559,20 +596,20 @@ class ExecutionModel:
                 b = share
             else:
                 cache = run.cache
-                if cache is not None and cache[0] is prog.src[k] and cache[1] is run.rank_node:
+                if cache is not None and cache[0] is prog.src[k] and cache[1] is rank_node:
                     ratio, links, count = cache[
                         2:
                     ]  # the same messages on the same placement (types 0, 1)
                 else:
-                    src = run.rank_node[prog.src[k]]
-                    dst = run.rank_node[prog.dst[k]]
+                    src = rank_node[prog.src[k]]
+                    dst = rank_node[prog.dst[k]]
                     ratio = self._mean_cost(src, dst) / float(prog.base_cost[k])
                     links = count = None
                     if net == "contention":
                         inter = src != dst
                         if inter.any():
                             links, count = self._link_counts(src[inter], dst[inter])
-                    run.cache = (prog.src[k], run.rank_node, ratio, links, count)
+                    run.cache = (prog.src[k], rank_node, ratio, links, count)
                 gamma = 1.0
                 if links is not None:
                     others = self.link_load[links]
@@ -590,23 +627,19 @@ class ExecutionModel:
             combine(a, b, prog.sync, self.params.overlap) / float(prog.denom[k])
         )
 
-    def summary(self) -> dict:
-        """Flat numbers over the run (they go into the run's summary): phases run, the share
-        of them with time-shared cores and with shared links, the mean link sharing
-        ``Gamma``, fork requests, grants and the grant rate (NaN without requests), and the
-        network mode."""
+    def summary(self) -> ExecutionSummary:
+        """The run's totals in the model (they go into the run's summary)."""
         n = self.phases_run
         nan = float("nan")
-        return {
-            "exec_phases": n,
-            "exec_oversubscribed_share": self.oversubscribed_phases / n if n else nan,
-            "exec_shared_link_share": self.shared_phases / n if n else nan,
-            "exec_gamma_mean": self.gamma_sum / n if n else nan,
-            "forks_asked": self.forks_asked,
-            "forks_granted": self.forks_granted,
-            "fork_grant_rate": self.forks_granted / self.forks_asked if self.forks_asked else nan,
-            "exec_network": self.params.network,
-        }
+        return ExecutionSummary(
+            phases=n,
+            oversubscribed_share=self.oversubscribed_phases / n if n else nan,
+            shared_link_share=self.shared_phases / n if n else nan,
+            gamma_mean=self.gamma_sum / n if n else nan,
+            forks_asked=self.forks_asked,
+            forks_granted=self.forks_granted,
+            network=self.params.network,
+        )
 
     def end_phase(self, run: AppRun) -> None:
         """The current phase is over: its traffic leaves the links."""

@@ -26,19 +26,21 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-try:  # POSIX: one writer per journal
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no lock
+if sys.platform == "win32":  # pragma: no cover - Windows: no lock
     fcntl = None
+else:  # POSIX: one writer per journal
+    import fcntl
 
 from hpcdispatch._util import json_default
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol.decision import Decision, Start
+from hpcdispatch.sim.result import JournalUse
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.workload.job import Job
 
@@ -336,5 +338,5 @@ class DecisionJournal:
         if self._lock is not None and not self._lock.closed:
             self._lock.close()  # closing the descriptor releases the lock
 
-    def summary(self) -> dict[str, Any]:
-        return {"path": str(self.path), "replayed": self.replayed, "recorded": self.recorded}
+    def summary(self) -> JournalUse:
+        return JournalUse(path=str(self.path), replayed=self.replayed, recorded=self.recorded)

@@ -35,6 +35,7 @@ from hpcdispatch.slurm.cluster import ClusterInfo
 from hpcdispatch.slurm.config import CORE, GPU, MEM, SCHEDULER_PARAMETERS
 from hpcdispatch.slurm.records import SlurmJobRecord, parse_squeue_json, read_jobcomp
 from hpcdispatch.system.model import System
+from hpcdispatch.vocabulary import JobStatus
 from hpcdispatch.workload.job import Job, Workload
 from hpcdispatch.workload.slurm import SlurmRequest, request_of
 
@@ -340,7 +341,7 @@ def build_result(
     node_index = {system.node_name(i): i for i in range(system.n_nodes)}
     start = np.full(n, np.nan)
     end = np.full(n, np.nan)
-    status = np.ones(n, np.int8)  # queued until Slurm's record says otherwise
+    status = np.full(n, JobStatus.QUEUED, np.int8)  # until Slurm's record says otherwise
     planned = np.zeros(n)
     limit = {s.job_index: s.time_limit_min for s in subs}
     problems: list[str] = []
@@ -358,7 +359,7 @@ def build_result(
             continue
         start[index] = clock.to_workload(rec.start)
         end[index] = clock.to_workload(rec.end)
-        status[index] = 3
+        status[index] = JobStatus.COMPLETED
         nodes = []
         for name, cores in rec.cores.items():
             if name not in node_index:
@@ -373,7 +374,7 @@ def build_result(
         seg_len.append(len(nodes))
         rows_node += [nd for nd, _ in nodes]
         rows_units += [u for _, u in nodes]
-    killed = (status == 3) & (workload.run_time > workload.wall_time)
+    killed = (status == JobStatus.COMPLETED) & (workload.run_time > workload.wall_time)
     log = SegmentLog.from_arrays(
         np.asarray(seg_jobs, np.int64),
         np.asarray(seg_from, np.float64),
