@@ -11,6 +11,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from hpcdispatch.errors import Terminated
+
 console = Console()
 
 
@@ -298,13 +300,14 @@ def dispatch_cmd(
             err=True,
         )
         raise click.exceptions.Exit(1) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        term = isinstance(exc, Terminated)
         click.echo(
-            f"interrupted: the waiting jobs stay held; the same command resumes the run (journal in "
-            f"{bridge_dir(out)})",
+            f"interrupted{' (SIGTERM)' if term else ''}: the waiting jobs stay held; the same "
+            f"command resumes the run (journal in {bridge_dir(out)})",
             err=True,
         )
-        raise click.exceptions.Exit(130) from None
+        raise click.exceptions.Exit(143 if term else 130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     check = record["placement"]
@@ -326,7 +329,7 @@ def dispatch_cmd(
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def _every(seconds: float) -> Callable[[str], None]:
