@@ -67,10 +67,29 @@ def run_cmd(
     quiet: bool,
 ) -> None:
     """Run every unfinished cell of the sweep SPEC (a TOML file) into --out."""
-    from hpcdispatch.sweep import load_sweep, make_executor, run_sweep
-    from hpcdispatch.sweep.store import SweepStore
+    from hpcdispatch.sweep import load_sweep
+    from hpcdispatch.sweep.store import sweep_lock
 
     sweep_spec = load_sweep(spec)
+
+    def note(message: str) -> None:
+        err_console.print(f"[yellow]{message}[/]", soft_wrap=True)
+
+    with sweep_lock(out, note):  # (before anything is said: a second sweep here is refused)
+        _run_locked(sweep_spec, out, workers, dask_address, retry_failed, quiet)
+
+
+def _run_locked(
+    sweep_spec: Any,
+    out: Path,
+    workers: int | None,
+    dask_address: str | None,
+    retry_failed: bool,
+    quiet: bool,
+) -> None:
+    from hpcdispatch.sweep import make_executor, run_sweep
+    from hpcdispatch.sweep.store import SweepStore
+
     store = SweepStore(out)
     already = store.scan(sweep_spec.cell_ids()) if store.cells.is_dir() else None
     executor = make_executor(workers=workers, dask=dask_address)
