@@ -242,17 +242,25 @@ def status_cmd(out: Path, list_all: bool) -> None:
 @sweep.command("plan")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
 def plan_cmd(spec: Path) -> None:
-    """Validate SPEC and list its cells (nothing runs)."""
+    """Validate SPEC and list its cells; nothing runs: the plugins SPEC names are not imported,
+    and the dispatchers only they define are listed as written, unverified (no cell id)."""
     from hpcdispatch.sweep import load_sweep
 
-    s = load_sweep(spec)
+    s = load_sweep(spec, run_plugins=False)
     table = Table(title=f"sweep {s.name}: {len(s.cells)} cells")
     table.add_column("#", justify="right")
     table.add_column("cell")
     table.add_column("label", overflow="fold")
     for c in s.cells:
-        table.add_row(str(c.index), c.id, c.label)
+        table.add_row(str(c.index), c.id or "(unverified)", c.label)
     console.print(table)
+    if s.unverified:
+        console.print(
+            f"unverified: {', '.join(s.unverified)} -- not built-in dispatchers; plan does not run "
+            "the sweep's plugins, so their names, parameters and cell ids are checked by "
+            "'sweep run' only",
+            soft_wrap=True,
+        )
 
 
 @click.command()
