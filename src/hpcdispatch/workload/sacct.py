@@ -60,7 +60,8 @@ Decisions on records:
   JobID is then the job's name unless JobName is given); a repeated id (``--duplicates``) is
   ``duplicate-id``;
 - no time limit (``UNLIMITED``, ``Partition_Limit``, empty): the largest limit recorded in the
-  job's partition, else the largest run time in the file (counted as patched);
+  job's partition, else the largest run time in the file (each counted as patched under its
+  own rule, which ``workload -w`` prints);
 - times are read as written (sacct prints local time without a zone; only differences are
   used, so only a daylight-saving change inside the file shifts them by an hour).
 
@@ -436,7 +437,7 @@ def _to_workload(
     jobs: list[Job] = []
     seen: set[int] = set()
     kept: list[_Record] = []
-    uneven = mem_ignored = limits_patched = het = 0
+    uneven = mem_ignored = limits_patched = limits_longest = het = 0
     fit_cache: dict[tuple, bool] = {}
 
     def skip(reason: str, line: int, message: str) -> None:
@@ -531,6 +532,7 @@ def _to_workload(
         if limit is None:
             limit = part_limit.get(r.partition, longest)
             limits_patched += 1
+            limits_longest += r.partition not in part_limit
         seen.add(job_id)
         het += r.het
         uneven += odd_amounts
@@ -574,9 +576,14 @@ def _to_workload(
     for j, r in zip(jobs, kept):
         waits.setdefault(j.queue, []).append(max(r.start - r.submit, 0))
     queue_ewt = {q: float(np.mean(w)) for q, w in waits.items()}
+    no_limit = "Timelimit UNLIMITED, Partition_Limit or empty: wall time ="
     report.patch(
-        "time limit UNLIMITED or not recorded: the partition's largest limit (else the longest run)",
-        limits_patched,
+        f"{no_limit} the largest limit recorded in the job's partition",
+        limits_patched - limits_longest,
+    )
+    report.patch(
+        f"{no_limit} the longest run time in the file (no limit recorded in its partition)",
+        limits_longest,
     )
     report.patch("GRES or memory not divisible by the node count: rounded up per node", uneven)
     report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)
