@@ -70,6 +70,7 @@ Faults. A dispatcher that raises, returns an invalid start (a job not queued, to
 more than a node has free) or takes longer than ``budget_s`` stops the bridge with the reason
 logged and journalled (:class:`BridgeError`); the cluster keeps running and the waiting jobs
 stay held (a restart with the same arguments goes on). SIGINT/SIGTERM likewise leave them held.
+When slurmctld itself dies, the error says so instead (``slurm down`` then ends what is left).
 
 At the end the schedule is collected from squeue as ``slurm replay`` does and written as a run
 directory (``run.json``: the dispatcher's identity, ``bridge``: the placement check -- every
