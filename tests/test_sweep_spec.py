@@ -466,6 +466,11 @@ def test_sweep_plan_runs_no_plugin_code(tmp_path):
     # the ids of the built-in cells are those `sweep run` uses (which runs the plugin)
     planned = load_sweep(path, run_plugins=False)
     assert not marker.exists() and planned.unverified == ("marking-plugin",)
+    missing = write_spec(tmp_path, text.replace("marking.py", "nope.py"), name="missing.toml")
+    with pytest.raises(
+        SweepSpecError, match=r"plugins\[0\]: plugin file '.*nope.py' does not exist"
+    ):
+        load_sweep(missing, run_plugins=False)
     ran_spec = load_sweep(path)
     try:
         assert marker.exists() and ran_spec.unverified == ()

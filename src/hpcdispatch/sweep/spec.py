@@ -916,6 +916,10 @@ def parse_sweep(
             load_plugins(tuple(plugins))
         except HpcDispatchError as exc:
             raise w.error("plugins", str(exc)) from None
+    else:  # (a plan: the files are looked at, not imported)
+        for i, plugin in enumerate(plugins):
+            if plugin.endswith(".py") and not Path(plugin).is_file():
+                raise w.error(f"plugins[{i}]", f"plugin file '{plugin}' does not exist")
     repetitions = doc.get("repetitions", 1)
     _expect(w, "repetitions", repetitions, (int,), "a positive integer")
     if repetitions < 1:
