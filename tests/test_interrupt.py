@@ -244,6 +244,7 @@ def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path, whole_group):
     assert err.strip().splitlines()[-1] == "interrupted (SIGTERM)" and "Traceback" not in err
     _, alive = psutil.wait_procs(workers, timeout=15)
     assert not alive, f"worker processes survived the sweep: {alive}"
+    assert not (out / "sweep.lock").exists()  # released on the way out
     finished = done()
     assert 2 <= len(finished) < len(ids), "the signal came too late to test anything"
     failed = [c for c in finished if read_record(out / "cells" / c)["status"] != "done"]
