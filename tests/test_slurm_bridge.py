@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -873,7 +874,7 @@ def test_a_raising_dispatcher_leaves_the_jobs_held(cluster16: Path, tmp_path: Pa
 
 
 def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path: Path) -> None:
-    """A dispatcher that starts nothing; SIGTERM after its second call: exit 130, one line,
+    """A dispatcher that starts nothing; SIGTERM after its second call: exit 143, one line,
     every submitted job still held."""
     plugin = tmp_path / "never.py"
     plugin.write_text(PLUGIN)
@@ -905,8 +906,9 @@ def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path
         time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
-    assert err.strip().count("\n") == 0 and "interrupted: the waiting jobs stay held" in err
+    assert proc.returncode == 143, err  # (SIGTERM: 128 + 15, as every command)
+    assert err.strip().count("\n") == 0
+    assert "interrupted (SIGTERM): the waiting jobs stay held" in err
     lines = journal.read_text().splitlines()
     header = json.loads(lines[0])
     assert all(rec["starts"] == [] for rec in map(json.loads, lines[1:]))
@@ -919,3 +921,53 @@ def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path
     subprocess.run(
         [info.binaries["scancel"], *(str(j["job_id"]) for j in mine)], env=info.env(), check=True
     )
+
+
+def test_a_killed_controller_under_the_bridge_is_reported_as_such(tmp_path: Path) -> None:
+    """slurmctld killed with SIGKILL while the bridge runs: the bridge stops with one line
+    that says the controller died (not that the cluster keeps running), and what to do;
+    `slurm down` then leaves no process of the cluster."""
+    _require_slurm()
+    from test_slurm_cluster import _cluster_processes
+
+    from hpcdispatch.slurm.cluster import down
+
+    state = Path(f"/tmp/hpcdispatch-slurm-pytest-ctld-{os.getpid()}")
+    plugin = tmp_path / "never.py"
+    plugin.write_text(PLUGIN)
+    try:
+        run_cli("slurm", "up", "-s", "machine-s", "-N", "4", "--dir", str(state)).check_returncode()
+        args = [
+            sys.executable,
+            "-m",
+            "hpcdispatch",
+            "slurm",
+            "dispatch",
+            str(DATA / "replay-6.csv"),
+        ]
+        args += ["-d", "never-starts", "--plugin", str(plugin), "-x", "0.1", "--dir", str(state)]
+        args += ["-o", str(tmp_path / "out")]
+        journal = tmp_path / "out.bridge" / "journal.jsonl"
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not (journal.exists() and journal.read_text().count("\n") >= 2):
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.1)
+            os.kill(int((state / "run" / "slurmctld.pid").read_text()), signal.SIGKILL)
+            _, err = proc.communicate(timeout=180)
+        finally:
+            proc.kill()
+        assert proc.returncode == 1, err
+        assert err.strip().count("\n") == 0, err
+        assert "keeps running" not in err
+        assert (
+            "the cluster's slurmctld is not running (it died): the cluster runs no job any more "
+            f"and the jobs it held are lost; stop what is left of it with 'hpcdispatch slurm "
+            f"down --dir {state}'"
+        ) in err
+        assert run_cli("slurm", "down", "--dir", str(state)).returncode == 0
+        assert _cluster_processes(state) == {}
+    finally:
+        down(state)
+        shutil.rmtree(state, ignore_errors=True)

@@ -333,3 +333,84 @@ def test_accounting_round_trip_through_sacct(tmp_path: Path) -> None:
         if job.node_count:
             assert got.exact_nodes == job.node_count, job.id
         assert abs(got.run_time / 0.1 - job.duration(True)) <= 10.0, (job.id, got.run_time)
+
+
+def _cluster_processes(state: Path) -> dict[int, str]:
+    """pid -> command line of every process (but this one) whose command line, environment or
+    working directory names the state directory: what ``slurm down`` must leave none of."""
+    mark = str(state).encode()
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+            env = (proc / "environ").read_bytes()
+            cwd = os.readlink(proc / "cwd").encode()
+        except OSError:
+            continue
+        if mark in cmd or mark in env or cwd.startswith(mark):
+            found[int(proc.name)] = cmd.replace(b"\0", b" ").decode(errors="replace").strip()
+    return found
+
+
+def _kill_controller_under_running_steps(state: Path) -> dict[int, str]:
+    """Two jobs running (one with an ``srun`` step), then slurmctld killed with SIGKILL: the
+    processes of the cluster at that moment."""
+    import signal
+    import time
+
+    info = read_cluster(state)
+    assert info is not None
+    for wrap in ("srun sleep 300", "sleep 300"):
+        subprocess.run(
+            [info.binaries["sbatch"], "-N1", "-t", "10", "-o", "/dev/null", "--wrap", wrap],
+            env=info.env(),
+            cwd=state,
+            check=True,
+            capture_output=True,
+        )
+    deadline = time.monotonic() + 60
+    while sum(c.startswith("slurmstepd") for c in _cluster_processes(state).values()) < 3:
+        assert time.monotonic() < deadline, _cluster_processes(state)
+        time.sleep(0.2)
+    os.kill(int((state / "run" / "slurmctld.pid").read_text()), signal.SIGKILL)
+    time.sleep(0.5)
+    return _cluster_processes(state)
+
+
+def test_down_after_a_killed_controller_ends_every_process_of_the_cluster(
+    cluster_dir: Path,
+) -> None:
+    """slurmctld killed with job steps running: `slurm up` says the cluster is broken and how
+    to recover, `slurm up --recover` starts a new one in its place, and `slurm down` leaves
+    no process of the cluster (step daemons and jobs included); the other cluster runs on."""
+    other = read_cluster(cluster_dir)
+    assert other is not None
+    state = Path(f"/tmp/hpcdispatch-slurm-pytest4-{os.getpid()}")
+    try:
+        run_cli("slurm", "up", "-s", "machine-s", "-N", "2", "--dir", str(state)).check_returncode()
+        before = _kill_controller_under_running_steps(state)
+        assert sum(c.startswith("slurmstepd") for c in before.values()) >= 3
+        refused = run_cli("slurm", "up", "-s", "machine-s", "-N", "2", "--dir", str(state))
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert (
+            f"the cluster in {state} is broken: its slurmctld is not running (it died), its "
+            "munged, slurmd still run; stop what is left and start a new cluster there with "
+            "'hpcdispatch slurm up --recover'"
+        ) in refused.stderr
+        assert set(before) <= set(_cluster_processes(state))  # refused: nothing touched
+        again = run_cli(
+            "slurm", "up", "-s", "machine-s", "-N", "2", "--dir", str(state), "--recover"
+        )
+        assert again.returncode == 0, again.stderr
+        assert not set(before) & set(_cluster_processes(state))  # the old processes are gone
+        before = _kill_controller_under_running_steps(state)
+        stopped = run_cli("slurm", "down", "--dir", str(state))
+        assert stopped.returncode == 0, stopped.stderr
+        assert _cluster_processes(state) == {}
+        assert not state.exists()
+    finally:
+        down(state)
+        shutil.rmtree(state, ignore_errors=True)
+    assert len(daemon_pids(other)) == 18  # the module's cluster untouched

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
@@ -27,7 +27,7 @@ from rich.table import Table
 
 from hpcdispatch._version import __version__
 from hpcdispatch.cli.progress import plain_progress
-from hpcdispatch.errors import HpcDispatchError
+from hpcdispatch.errors import HpcDispatchError, Terminated, raise_terminated
 
 # (the rest of the package is imported inside the commands that need it: ``--help`` and the
 # light commands stay fast; tests/test_cli.py checks what ``--help`` imports)
@@ -821,25 +821,47 @@ def _register_subgroups() -> None:
 _register_subgroups()
 
 
+def _interrupted(exc: BaseException) -> NoReturn:
+    """Ctrl-C (exit 130) or SIGTERM (exit 143): one line, the same path for both."""
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, Terminated):  # (click wraps it in Abort)
+        seen = seen.__cause__ or seen.__context__
+    err_console.print("interrupted" if seen is None else "interrupted (SIGTERM)")
+    sys.exit(130 if seen is None else 143)
+
+
 def main(argv: list[str] | None = None) -> None:
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (kill, a batch system's time limit, a container stopped) takes Ctrl-C's path
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         code = cli.main(args=argv, prog_name="hpcdispatch", standalone_mode=False)
         if isinstance(code, int) and code != 0:  # click returns Exit codes when not standalone
             sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:  # (click's name for Ctrl-C)
-        err_console.print("interrupted")
-        sys.exit(130)
+    except click.exceptions.Abort as exc:  # (click's name for Ctrl-C)
+        _interrupted(exc)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except HpcDispatchError as exc:
         err_console.print(f"[red]error:[/] {exc}", soft_wrap=True)  # one line, never wrapped
         sys.exit(2)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ goes on where it stopped and every job starts once; a failing dispatcher stops t
 leaves the waiting jobs held. At the end the schedule is collected from squeue and written as
 a run directory (``run.json`` with the placement check).
 
+When slurmctld dies under the bridge, its error says so (``slurm down`` ends what is left).
+
 Design notes, decisions and measurements: docs/RESULTS-SLURM-EXTERNAL.md,
 "From the module docstrings".
 """

@@ -12,6 +12,9 @@
     dev/              fake GPU devices (mknod c 195 k; a symlink to /dev/null without CAP_MKNOD)
     run/ log/ state/ spool/   pid files, logs (jobcomp.txt too), slurmctld state, slurmd spools
 
+``down`` ends every process of its cluster (step daemons and job processes too, found
+through the state directory); ``up --recover`` restarts on the state of a dead cluster.
+
 Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
 "From the module docstrings".
 """
@@ -299,20 +302,34 @@ def slurm_version(binaries: dict[str, str]) -> str:
 
 
 def up(
-    system: System, state_dir: Path, timeout: float | None = None, accounting: bool = False
+    system: System,
+    state_dir: Path,
+    timeout: float | None = None,
+    accounting: bool = False,
+    recover: bool = False,
 ) -> ClusterInfo:
     """Start an emulated cluster of ``system`` in ``state_dir`` (see the module docstring) and
     return it once every node is idle. ``accounting``: also a private MariaDB and slurmdbd on
-    127.0.0.1, so that ``sacct`` works."""
+    127.0.0.1, so that ``sacct`` works. ``recover``: a cluster whose slurmctld died is stopped
+    (:func:`down`) and a new one started in its place; without it, that is an error."""
     binaries = find_binaries(accounting)
     require_root("slurm up")
     check_slurm_system(system)
     state_dir = Path(state_dir).absolute()
     old = read_cluster(state_dir)
     if old is not None:
-        if _live_pids(old):
+        live = _live_pids(old)
+        if live and not recover:
+            if any(role == "slurmctld" for role, _ in live):
+                raise ConfigError(
+                    f"a cluster already runs in {state_dir} (stop it with: hpcdispatch slurm down --dir {state_dir})"
+                )
+            left = ", ".join(sorted({role for role, _ in live}))
             raise ConfigError(
-                f"a cluster already runs in {state_dir} (stop it with: hpcdispatch slurm down --dir {state_dir})"
+                f"the cluster in {state_dir} is broken: its slurmctld is not running (it died), "
+                f"its {left} still run; stop what is left and start a new cluster there with "
+                f"'hpcdispatch slurm up --recover' (its jobs are lost), or stop it with: "
+                f"hpcdispatch slurm down --dir {state_dir}"
             )
         down(state_dir)
     elif (state_dir / f"{STATE_FILE}.failed").is_file():  # a failed `up`'s logs: ours to replace
@@ -642,29 +659,74 @@ def _cancel_jobs(info: ClusterInfo, wait: float = 15.0) -> None:
         return
 
 
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _leftover_steps(state_dir: str) -> list[int]:
-    """Processes started under this cluster (slurmstepd and its jobs inherit the daemons'
-    ``HPCDISPATCH_SLURM_DIR``), without this process and its ancestors."""
+    """Processes of this cluster, found through its state directory, without this process
+    and its ancestors: those whose environment names the directory as the daemons' (the
+    daemons and slurmstepd inherit ``HPCDISPATCH_SLURM_DIR``), a job's processes (Slurm's
+    ``SLURM_JOB_ID`` with this cluster's ``SLURM_CONF``: a shell that only sourced env.sh is
+    not one), and the children of any of them."""
     mine = {os.getpid()}
-    pid = os.getppid()
-    while pid > 1 and pid not in mine:
+    pid: int | None = os.getppid()
+    while pid is not None and pid > 1 and pid not in mine:
         mine.add(pid)
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    mark = f"HPCDISPATCH_SLURM_DIR={state_dir}".encode()
-    found = []
+        pid = _parent(pid)
+    daemon_mark = f"HPCDISPATCH_SLURM_DIR={state_dir}".encode()
+    conf_mark = f"SLURM_CONF={Path(state_dir) / 'etc' / 'slurm.conf'}".encode()
+    found: set[int] = set()
+    parents: dict[int, int] = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) in mine:
             continue
+        pid = int(proc.name)
+        parent = _parent(pid)
+        if parent is not None:
+            parents[pid] = parent
         try:
-            env = (proc / "environ").read_bytes()
+            env = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if mark in env.split(b"\0"):
-            found.append(int(proc.name))
-    return found
+        job = conf_mark in env and any(v.startswith(b"SLURM_JOB_ID=") for v in env)
+        if daemon_mark in env or job:
+            found.add(pid)
+    grew = True
+    while grew:  # children of the cluster's processes (a job's programs that dropped the env)
+        more = {c for c, p in parents.items() if p in found and c not in found and c not in mine}
+        found |= more
+        grew = bool(more)
+    return sorted(found)
+
+
+def _end_leftovers(state_dir: str, grace: float = 3.0) -> list[int]:
+    """TERM every leftover process of the cluster, then KILL what still runs after ``grace``
+    seconds (slurmstepd ignores TERM), found again each time (a pid is signalled only while it
+    is one of the cluster's); returns the pids signalled."""
+    signalled: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _leftover_steps(state_dir):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                continue
+            if pid not in signalled:
+                signalled.append(pid)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _leftover_steps(state_dir):
+            time.sleep(0.1)
+        if not _leftover_steps(state_dir):
+            break
+    return signalled
+
+
+def controller_running(info: ClusterInfo) -> bool:
+    """Whether the cluster's slurmctld runs (its pid file names a live slurmctld of it)."""
+    return any(role == "slurmctld" for role, _ in _live_pids(info))
 
 
 def down(state_dir: Path, keep_logs: bool = False) -> list[int]:
@@ -681,12 +743,7 @@ def down(state_dir: Path, keep_logs: bool = False) -> list[int]:
     _stop(nodes, info)
     for role in ("slurmctld", "slurmdbd", "mariadbd", "munged"):
         _stop([(r, p) for r, p in live if r == role], info)
-    leftovers = _leftover_steps(str(state_dir))
-    for pid in leftovers:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    leftovers = _end_leftovers(str(state_dir))
     if keep_logs:
         (state_dir / STATE_FILE).rename(state_dir / f"{STATE_FILE}.failed")
     else:

@@ -87,7 +87,10 @@ def _watch_parent(parent: int) -> None:
 
 
 def _worker_init(parent: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep process's business
+    # Ctrl-C and SIGTERM (to the whole process group too) are the sweep process's business:
+    # it stops, and ends its workers itself (close)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="parent-watch").start()
 
 
@@ -189,7 +192,7 @@ class LocalExecutor:
             pool.shutdown(wait=False, cancel_futures=True)
             for p in procs:
                 if p.is_alive():
-                    p.terminate()
+                    p.kill()  # (a worker ignores SIGTERM; a cell is published whole or not)
             for p in procs:
                 p.join(timeout=5)
         self._pools.clear()

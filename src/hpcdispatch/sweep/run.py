@@ -12,7 +12,7 @@ import pandas as pd
 
 from hpcdispatch.sweep.executors import DaskExecutor, LocalExecutor
 from hpcdispatch.sweep.spec import SweepSpec
-from hpcdispatch.sweep.store import SweepStore
+from hpcdispatch.sweep.store import SweepLocked, SweepStore, sweep_lock
 
 # (done, failed, to_run) after every finished cell, and the cell's record
 ProgressCallback = Callable[[int, int, int, dict[str, Any]], None]
@@ -44,14 +44,34 @@ def run_sweep(
     retry_failed: bool = False,
     progress: ProgressCallback | None = None,
     summary_interval_s: float = 2.0,
+    note: Callable[[str], None] | None = None,
 ) -> SweepOutcome:
     """Run every unfinished cell of ``spec`` into ``out``; returns the counts and the summary.
 
     Finished cells (``done``, and ``failed`` unless ``retry_failed``) are skipped. The
-    executor is closed at the end (default: :class:`LocalExecutor` on every core).
+    executor is closed at the end (default: :class:`LocalExecutor` on every core). The run
+    holds ``out``'s lock (:func:`~hpcdispatch.sweep.store.sweep_lock`): a second sweep on the
+    same directory is refused; ``note`` hears about a dead sweep's lock taken over.
     """
-    t0 = time.perf_counter()
     out = Path(out).resolve()  # workers may run elsewhere (another working directory, another host)
+    try:
+        with sweep_lock(out, note):
+            return _run_sweep(spec, out, executor, retry_failed, progress, summary_interval_s)
+    except SweepLocked:
+        if executor is not None:
+            executor.close()
+        raise
+
+
+def _run_sweep(
+    spec: SweepSpec,
+    out: Path,
+    executor: LocalExecutor | DaskExecutor | None,
+    retry_failed: bool,
+    progress: ProgressCallback | None,
+    summary_interval_s: float,
+) -> SweepOutcome:
+    t0 = time.perf_counter()
     store = SweepStore(out)
     store.write_manifest(spec)
     store.clean_stale()

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from hpcdispatch._util import read_utf8_file
-from hpcdispatch.dispatchers import DispatcherSpec
+from hpcdispatch.dispatchers import DISPATCHERS, DispatcherSpec
+from hpcdispatch.dispatchers.spec import _split_suffix, label_for
 from hpcdispatch.errors import ConfigError, HpcDispatchError
 from hpcdispatch.plugins import load_plugins, resolve_plugin
 from hpcdispatch.predictors import predictor_class
@@ -130,6 +131,8 @@ class SweepSpec:
     path: Path | None
     cells: list[Cell] = field(default_factory=list)
     text: str = ""
+    #: dispatchers named but not verified: a plan does not run the plugins defining them
+    unverified: tuple[str, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -137,6 +140,44 @@ class SweepSpec:
 
     def cell_ids(self) -> list[str]:
         return [c.id for c in self.cells]
+
+
+@dataclass(frozen=True)
+class UnverifiedDispatcher:
+    """A dispatcher a sweep names that only a plugin registers, when the plugins are not run
+    (``sweep plan``): its text as written, nothing checked; its cells have no id (``""``)."""
+
+    name: str
+    written: str
+    predictor: str | None = None
+    label: str | None = None
+
+    @property
+    def dispatcher_label(self) -> str:
+        if self.label:
+            return self.label
+        head, sep, rest = self.written.partition(":")
+        return label_for(self.name + sep + rest)
+
+
+def _unverified(entry: Any, registered: set[str]) -> UnverifiedDispatcher | None:
+    """``entry`` as an unverified dispatcher when its name is not registered, else None."""
+    if isinstance(entry, str):
+        head = entry.strip().partition(":")[0]
+        table: dict[str, Any] = {}
+    elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
+        head, table = entry["name"], entry
+    else:
+        return None
+    name, predictor = _split_suffix(head.strip())
+    if name.strip().lower() in registered:
+        return None
+    if isinstance(table.get("predictor"), str):
+        pcls = predictor_class(table["predictor"])
+        predictor = pcls.name if pcls is not None else predictor
+    label = table.get("label") if isinstance(table.get("label"), str) else None
+    written = entry.strip() if isinstance(entry, str) else name
+    return UnverifiedDispatcher(name.strip(), written, predictor, label or None)
 
 
 def canonical_json(obj: Any) -> str:
@@ -695,16 +736,22 @@ def _lublin_label(params: dict[str, Any]) -> str:
     return label
 
 
-def _dispatcher_entries(doc: dict[str, Any], w: _Where) -> list[DispatcherSpec]:
+def _dispatcher_entries(
+    doc: dict[str, Any], w: _Where, unverified_ok: bool = False
+) -> list[DispatcherSpec | UnverifiedDispatcher]:
     raw = doc.get("dispatchers")
     if raw is None:
         raise w.error("", "missing required key 'dispatchers' (a list of dispatcher specs)")
     _expect(w, "dispatchers", raw, (list,), "a list of dispatcher specs or tables")
     if not raw:
         raise w.error("dispatchers", "is empty")
-    out: list[DispatcherSpec] = []
+    out: list[DispatcherSpec | UnverifiedDispatcher] = []
     for i, entry in enumerate(raw):
         fld = f"dispatchers[{i}]"
+        unverified = _unverified(entry, set(DISPATCHERS)) if unverified_ok else None
+        if unverified is not None:
+            out.append(unverified)
+            continue
         try:
             if isinstance(entry, str):
                 spec = DispatcherSpec.parse(entry)
@@ -799,8 +846,13 @@ def _simulation(doc: dict[str, Any], w: _Where) -> dict[str, Any]:
     return opts.identity()  # (engine and unset later additions left out: older cell ids hold)
 
 
-def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) -> SweepSpec:
-    """Parse and validate a sweep; expand it into cells (no trace is read)."""
+def parse_sweep(
+    text: str, source: str = "<sweep>", base: Path | None = None, run_plugins: bool = True
+) -> SweepSpec:
+    """Parse and validate a sweep; expand it into cells (no trace is read). ``run_plugins``
+    False (a plan): the plugins are not imported -- their code does not run -- and the
+    dispatchers no built-in registers are kept as written (:class:`UnverifiedDispatcher`,
+    listed in ``unverified``; their cells have no id)."""
     w = _Where(source, text)
     try:
         doc = tomllib.loads(text)
@@ -823,17 +875,22 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
             plugins.append(resolve_plugin(p, base))
         except (OSError, RuntimeError) as exc:
             raise w.error(f"plugins[{i}]", f"cannot be a file name: {exc}") from None
-    try:
-        load_plugins(tuple(plugins))
-    except HpcDispatchError as exc:
-        raise w.error("plugins", str(exc)) from None
+    if run_plugins:
+        try:
+            load_plugins(tuple(plugins))
+        except HpcDispatchError as exc:
+            raise w.error("plugins", str(exc)) from None
+    else:  # (a plan: the files are looked at, not imported)
+        for i, plugin in enumerate(plugins):
+            if plugin.endswith(".py") and not Path(plugin).is_file():
+                raise w.error(f"plugins[{i}]", f"plugin file '{plugin}' does not exist")
     repetitions = doc.get("repetitions", 1)
     _expect(w, "repetitions", repetitions, (int,), "a positive integer")
     if repetitions < 1:
         raise w.error("repetitions", f"must be at least 1, got {repetitions}")
     systems = _system_entries(doc, w, base)
     workloads = _workload_entries(doc, w, base)
-    dispatchers = _dispatcher_entries(doc, w)
+    dispatchers = _dispatcher_entries(doc, w, unverified_ok=not run_plugins and bool(plugins))
     predictors = _predictors(doc, w)
     simulation = _simulation(doc, w)
 
@@ -847,6 +904,8 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
             )
     labels_seen: dict[str, dict[str, Any]] = {}
     for d in dispatchers:
+        if isinstance(d, UnverifiedDispatcher):
+            continue
         if labels_seen.setdefault(d.dispatcher_label, d.identity()) != d.identity():
             raise w.error(
                 "dispatchers",
@@ -859,7 +918,12 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
         for wl in workloads:
             for d in dispatchers:
                 preds = [d.predictor] if d.predictor else predictors
-                d_config = d.cell_identity()  # (later-added parameters at their old value left out)
+                unverified = isinstance(d, UnverifiedDispatcher)
+                d_config = (
+                    {"unverified": d.written}
+                    if isinstance(d, UnverifiedDispatcher)
+                    else d.cell_identity()  # (later-added parameters at their old value left out)
+                )
                 for pred in preds:
                     for rep in range(repetitions):
                         config = {
@@ -871,7 +935,7 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
                             "simulation": simulation,
                             "repetition": rep,
                         }
-                        cid = cell_id(config)
+                        cid = "" if unverified else cell_id(config)
                         pred_short = predictor_class(pred).short  # type: ignore[union-attr]
                         run_label = (
                             d.dispatcher_label
@@ -882,7 +946,7 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
                         label = f"{sys_written}/{wl.label}{seed}/{run_label}" + (
                             f"/r{rep}" if repetitions > 1 else ""
                         )
-                        if cid in seen:
+                        if cid and cid in seen:
                             raise w.error(
                                 "",
                                 f"cells '{seen[cid]}' and '{label}' have the same configuration "
@@ -907,16 +971,28 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
                                 system_spec=sys_spec,
                                 workload_spec=wl.spec,
                                 swf=wl.swf,
-                                dispatcher=d,
+                                dispatcher=d,  # type: ignore[arg-type]  # (unverified: a plan)
                                 predictor=pred,
                                 simulation=simulation,
                                 plugins=tuple(plugins),
                             )
                         )
-    return SweepSpec(name=name, description=description, path=None, cells=cells, text=text)
+    unverified_names = tuple(
+        dict.fromkeys(d.name for d in dispatchers if isinstance(d, UnverifiedDispatcher))
+    )
+    return SweepSpec(
+        name=name,
+        description=description,
+        path=None,
+        cells=cells,
+        text=text,
+        unverified=unverified_names,
+    )
 
 
-def load_sweep(path: str | Path) -> SweepSpec:
+def load_sweep(path: str | Path, run_plugins: bool = True) -> SweepSpec:
+    """The sweep file at ``path`` (see :func:`parse_sweep`; ``run_plugins`` False: a plan,
+    the plugins are not imported)."""
     p = Path(path)
     try:
         text = read_utf8_file(p, "a sweep file")
@@ -924,6 +1000,6 @@ def load_sweep(path: str | Path) -> SweepSpec:
         raise
     except ConfigError as exc:
         raise SweepSpecError(str(exc)) from None
-    spec = parse_sweep(text, source=str(p), base=p.resolve().parent)
+    spec = parse_sweep(text, source=str(p), base=p.resolve().parent, run_plugins=run_plugins)
     spec.path = p.resolve()
     return spec

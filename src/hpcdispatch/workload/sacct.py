@@ -11,6 +11,9 @@ The first line is the header (``|``-separated field names, any order, any case; 
 trailing ``|`` is accepted too). The fields and how each record is read are in the docs page
 below.
 
+No time limit (``UNLIMITED``, ``Partition_Limit``, empty): the partition's largest limit,
+else the file's longest run time, each counted as patched under its own rule.
+
 Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
 "From the module docstrings".
 """
@@ -379,7 +382,7 @@ def _to_workload(
     jobs: list[Job] = []
     seen: set[int] = set()
     kept: list[_Record] = []
-    uneven = mem_ignored = limits_patched = het = 0
+    uneven = mem_ignored = limits_patched = limits_longest = het = 0
     fit_cache: dict[tuple, bool] = {}
 
     def skip(reason: str, line: int, message: str) -> None:
@@ -474,6 +477,7 @@ def _to_workload(
         if limit is None:
             limit = part_limit.get(r.partition, longest)
             limits_patched += 1
+            limits_longest += r.partition not in part_limit
         seen.add(job_id)
         het += r.het
         uneven += odd_amounts
@@ -517,9 +521,14 @@ def _to_workload(
     for j, r in zip(jobs, kept):
         waits.setdefault(j.queue, []).append(max(r.start - r.submit, 0))
     queue_ewt = {q: float(np.mean(w)) for q, w in waits.items()}
+    no_limit = "Timelimit UNLIMITED, Partition_Limit or empty: wall time ="
     report.patch(
-        "time limit UNLIMITED or not recorded: the partition's largest limit (else the longest run)",
-        limits_patched,
+        f"{no_limit} the largest limit recorded in the job's partition",
+        limits_patched - limits_longest,
+    )
+    report.patch(
+        f"{no_limit} the longest run time in the file (no limit recorded in its partition)",
+        limits_longest,
     )
     report.patch("GRES or memory not divisible by the node count: rounded up per node", uneven)
     report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)

@@ -626,7 +626,11 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
       ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``, ``UNLIMITED``): **a bare number is
       minutes**, as for ``sbatch --time``. ``wall_time`` (``time_limit_s``, ``walltime``):
       the limit in seconds (what ``time_limit`` meant before this followed Slurm). Not both.
-      Without a limit (or UNLIMITED) the wall time is the run time;
+      Without a limit the wall time is the run time -- an exact estimate, as an oracle's --
+      and every such job is counted as patched with its rule: ``no time limit column``
+      (neither column in the file, or the key missing from a JSON line), ``time_limit
+      empty``, ``time_limit UNLIMITED`` (also ``-1``, ``0``, ``INFINITE``: Slurm's "no
+      limit"), ``wall_time empty``; give a ``time_limit`` to simulate users' estimates;
     - ``user``, ``account`` (``A``), ``partition`` (``p``): names or integers. Names get ids
       1, 2, ... in order of first appearance in the file (when one value of a column is not an
       integer, every value of it is a name; ids count the jobs read, not skipped lines),
@@ -653,6 +657,8 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
     has_mem = MEM in resources
     all_mem = int(system.capacity[:, resources.index(MEM)].min()) if has_mem else 0
     mem_ignored = 0
+    # jobs without a time limit, by what the file gave (their wall time is their run time)
+    no_limit: dict[str, int] = {}
 
     def skip(reason: str, line: int, message: str) -> None:
         report.skip(reason, [line])
@@ -688,8 +694,12 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             submit = _parse_int(canon.get("submit"), "submit") or 0
             if "time_limit" in canon:
                 limit = _parse_time_limit(canon.get("time_limit"))
+                raw_limit = canon.get("time_limit")
+                blank = raw_limit is None or not str(raw_limit).strip()
+                given = "time_limit empty" if blank else f"time_limit {raw_limit!s}".upper()
             else:
                 limit = _parse_int(canon.get("wall_time"), "wall_time", positive=True)
+                given = "wall_time empty" if "wall_time" in canon else "no time limit column"
             labels: dict[str, int] = {}
             for column, ids in label_ids.items():
                 raw = canon.get(column)
@@ -756,6 +766,9 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             )
             continue
         seen.add(job_id)
+        if limit is None:
+            rule = given.replace("TIME_LIMIT", "time_limit")
+            no_limit[rule] = no_limit.get(rule, 0) + 1
         partition = labels.get("partition", -1)
         jobs.append(
             Job(
@@ -774,6 +787,8 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
         )
     report.notes.extend(messages)
     report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)
+    for given, n in sorted(no_limit.items()):
+        report.patch(f"{given}: wall time = run time (an exact estimate, as an oracle's)", n)
     jobs, names = renumber_labels(
         jobs,
         {LABEL_COLUMNS[c]: {i: n for n, i in ids.items()} for c, ids in label_ids.items() if ids},

@@ -299,6 +299,8 @@ class _Blocks:
             for chunk in _decompressed(self.path, max(self.block_bytes // 8, 1)):
                 if first:
                     first = False
+                    if chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, not text
+                        chunk = chunk[3:]
                     why = binary_content(chunk[:_SAMPLE_BYTES])
                     if why:
                         raise TraceFormatError(
