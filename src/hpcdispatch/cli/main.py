@@ -222,9 +222,13 @@ def load_plugin_options(kw: dict[str, Any]) -> None:
 
 
 def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
-    from hpcdispatch.workload.loader import load_workload, resolve_system
-    from hpcdispatch.workload.mapping import UnitMapping
-    from hpcdispatch.workload.swf import SwfOptions
+    from hpcdispatch.workload import (
+        SwfOptions,
+        UnitMapping,
+        WorkloadSpec,
+        load_workload,
+        resolve_system,
+    )
 
     swf = SwfOptions(
         processors=kw["processors"],
@@ -235,9 +239,10 @@ def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
         submit_jitter=kw["submit_jitter"],
         jitter_seed=kw["jitter_seed"],
     )
-    system = resolve_system(kw["system"], kw["workload"])
-    with console.status(f"reading {kw['workload']} ..."):
-        workload = load_workload(kw["workload"], system, swf)
+    spec = WorkloadSpec.parse(kw["workload"])
+    system = resolve_system(kw["system"], spec)
+    with console.status(f"reading {spec} ..."):
+        workload = load_workload(spec, system, swf)
     if not kw.get("quiet"):
         console.print(f"[bold]system[/] {system.name}: {system.summary()}")
         console.print(f"[bold]workload[/] {workload.source.spec}: {len(workload)} jobs")
@@ -245,9 +250,7 @@ def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
     if report.n_skipped or report.patched or report.notes:
         err_console.print(f"[yellow]{report.describe()}[/]")
     if len(workload) == 0:
-        raise HpcDispatchError(
-            f"workload {kw['workload']} has no job that can run on system {system.name}"
-        )
+        raise HpcDispatchError(f"workload {spec} has no job that can run on system {system.name}")
     if kw.get("app_model") and not workload.has_apps:
         err_console.print(
             "note: --app-model sets the execution model of deadline jobs; this workload has none, "
@@ -728,17 +731,22 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
     atomically (a temporary file, then one rename)."""
     from hpcdispatch.errors import ConfigError
     from hpcdispatch.results.store import write_text
-    from hpcdispatch.workload.loader import load_workload, resolve_system
-    from hpcdispatch.workload.slurm import slurm_requests_text
-    from hpcdispatch.workload.swf import swf_text
+    from hpcdispatch.workload import (
+        WorkloadSpec,
+        load_workload,
+        resolve_system,
+        slurm_requests_text,
+        swf_text,
+    )
 
     suffix = out.suffix.lower()
     if suffix not in (".swf", ".csv", ".jsonl", ".ndjson"):
         raise ConfigError(f"{out}: unknown output format '{suffix}' (use .swf, .csv or .jsonl)")
     if out.exists() and not force:
         raise ConfigError(f"{out} exists (give --force to replace it)")
-    sys_ = resolve_system(system, source)
-    workload = load_workload(source, sys_)
+    spec = WorkloadSpec.parse(source)
+    sys_ = resolve_system(system, spec)
+    workload = load_workload(spec, sys_)
     report = workload.report
     if report.n_skipped or report.patched or report.notes:
         err_console.print(f"[yellow]{report.describe()}[/]")
