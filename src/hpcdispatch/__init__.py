@@ -11,7 +11,7 @@ The entry points for a script::
     print(h.summarize(result)["bounded_slowdown_mean"])
 
 A dispatcher of your own needs one import line: ``from hpcdispatch.protocol import
-Dispatcher, DispatchView, Decision, Start`` (``docs/ADD_A_DISPATCHER.md``).
+Dispatcher, DispatchView, Decision, Start`` (``docs/ADD_A_DISPATCHER.md``). ``__version__`` is the package's version.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -2,6 +2,7 @@
 
 An allocator is a pure function of a free-capacity matrix; it sits below the protocol so
 that every dispatcher (and the planning profile) can place jobs with any of them.
+``ALLOCATORS`` maps each name to its class; :func:`make_allocator` builds one by name.
 """
 
 from hpcdispatch.allocators.base import Allocator, BestFit, FirstFit, allocate_job, fill_in_order

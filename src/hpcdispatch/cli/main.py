@@ -770,6 +770,7 @@ _register_subgroups()
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The ``hpcdispatch`` command: :func:`cli`, with errors as one line and exit codes."""
     try:
         code = cli.main(args=argv, prog_name="hpcdispatch", standalone_mode=False)
         if isinstance(code, int) and code != 0:  # click returns Exit codes when not standalone

@@ -5,7 +5,8 @@ with first fit and best fit, compiled with numba, for plain runs on whole traces
 :func:`hpcdispatch.simulate` then uses it (``engine="auto"``, the default) or the Python loop. The compiled
 engine takes the same decisions as the Python classes and applies them with the same
 checks; ``tests/test_compiled.py`` compares the two on random workloads. Importing this
-package does not import numba; :mod:`hpcdispatch.compiled.runner` does.
+package does not import numba; :mod:`hpcdispatch.compiled.runner` does. ``AUTO_MIN_JOBS``:
+the smallest workload ``engine="auto"`` compiles for.
 """
 
 from hpcdispatch.compiled.eligibility import AUTO_MIN_JOBS, refusal

@@ -12,6 +12,7 @@ from hpcdispatch.sim.result import SimulationResult
 
 
 def describe(values: np.ndarray) -> dict[str, float]:
+    """Mean, median, 95th percentile and maximum of ``values`` (NaN for none)."""
     if len(values) == 0:
         return {
             "mean": float("nan"),
@@ -161,6 +162,7 @@ def stop_reasons(info: Any) -> dict[str, Any]:
 
 
 def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]:
+    """One run's summary: QoS means and tails, utilisation, makespan, dispatch cost, by name."""
     w = result.workload
     submit = w.submit.astype(np.float64)
     m = job_metrics(submit, result.start, result.end, tau)

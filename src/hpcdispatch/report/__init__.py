@@ -20,6 +20,7 @@ from hpcdispatch.results.outdir import atomic_dir
 
 
 def report_kind(path: str | Path) -> str:
+    """``"sweep"``, ``"run"`` or ``"runs"`` (a folder of run directories) for ``path``."""
     p = Path(path)
     if not p.is_dir():
         raise ConfigError(f"{p}: not a directory")

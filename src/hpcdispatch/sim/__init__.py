@@ -7,7 +7,8 @@
 - :class:`SimulationResult` (result.py), :class:`SegmentLog` (segments.py), the decision
   log's per-call info (info_log.py);
 - resuming an interrupted run: :class:`DecisionJournal` (journal.py), :class:`Checkpoint`
-  (checkpoint.py); prediction correction (correction.py).
+  (checkpoint.py); prediction correction (correction.py);
+- ``ProgressCallback``: what :meth:`Simulator.run` calls with its progress.
 
 The simulator imports the protocol (:mod:`hpcdispatch.protocol`), never a package of
 policies. :func:`hpcdispatch.simulate` picks this engine or the compiled one.

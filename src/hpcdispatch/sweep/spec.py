@@ -170,6 +170,8 @@ class Cell:
 
 @dataclass
 class SweepSpec:
+    """A parsed sweep file: its name, description, source text and expanded cells."""
+
     name: str
     description: str
     path: Path | None
@@ -965,6 +967,7 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
+    """Read and expand the sweep file ``path`` (errors: :class:`SweepSpecError`, one line)."""
     p = Path(path)
     try:
         text = read_utf8_file(p, "a sweep file")
