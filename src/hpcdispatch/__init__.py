@@ -32,6 +32,7 @@ _LAZY = {
     "load_system": "hpcdispatch.system",
     "validate": "hpcdispatch.validation",
     "load_workload": "hpcdispatch.workload",
+    "WorkloadSpec": "hpcdispatch.workload",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
@@ -42,7 +43,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from hpcdispatch.sim import SimulationOptions, SimulationResult
     from hpcdispatch.system import load_system
     from hpcdispatch.validation import validate
-    from hpcdispatch.workload import load_workload
+    from hpcdispatch.workload import WorkloadSpec, load_workload
 
 
 def __getattr__(name: str) -> Any:
@@ -64,6 +65,7 @@ __all__ = [
     "HpcDispatchError",
     "SimulationOptions",
     "SimulationResult",
+    "WorkloadSpec",
     "__version__",
     "load_system",
     "load_workload",

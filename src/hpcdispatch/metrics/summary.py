@@ -116,6 +116,7 @@ def topology_metrics(result: SimulationResult) -> dict[str, np.ndarray]:
 
 
 def core_resource(resources: tuple[str, ...]) -> int:
+    """The index of the ``core`` resource (the first resource when there is none)."""
     return resources.index("core") if "core" in resources else 0
 
 
