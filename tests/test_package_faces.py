@@ -7,6 +7,7 @@ registry, a type alias) is named in the package's docstring, as ``NAME``.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import re
@@ -79,3 +80,49 @@ def test_the_rule_can_fail() -> None:
     assert _undocumented("hpcdispatch", "Bare", Bare) == "Bare: no docstring"
     assert _undocumented("hpcdispatch", "f", lambda: 0) == "f: no docstring"
     assert _undocumented("hpcdispatch", "NOT_NAMED", 3) is not None
+
+
+def _package_of(module: str) -> str:
+    """The innermost package (of PACKAGES) that holds ``module``."""
+    return max((p for p in PACKAGES if module == p or module.startswith(p + ".")), key=len)
+
+
+def test_other_packages_import_only_the_face() -> None:
+    # a name one package imports from another's module is in that package's __all__, or is a
+    # module, or is a function named as its module (in a face it would hide the module:
+    # hpcdispatch.slurm.replay.replay, hpcdispatch.cli.main.main); a package and its
+    # subpackages may use each other's internals; the top-level modules (errors, _util,
+    # engine ...) are no package's inside
+    offences = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).with_suffix("").parts
+        if "engine" in rel[:-1]:
+            continue
+        me = ".".join(("hpcdispatch", *rel)).removesuffix(".__init__")
+        mine = _package_of(me) if len(rel) > 1 else me
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(
+                "hpcdispatch."
+            ):
+                continue
+            owner = _package_of(node.module)
+            if owner == "hpcdispatch" or owner == mine or owner.startswith(mine + "."):
+                continue
+            if mine.startswith(owner + "."):
+                continue
+            face = set(getattr(importlib.import_module(owner), "__all__", ()))
+            for alias in node.names:
+                name = alias.name
+                if name == node.module.rsplit(".", 1)[1]:
+                    continue
+                if name not in face and not _is_module(f"{node.module}.{name}"):
+                    offences.append(f"{me} imports {name} from {node.module}")
+    assert not offences, "; ".join(offences)
+
+
+def _is_module(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
