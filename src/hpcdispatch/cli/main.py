@@ -225,9 +225,13 @@ def load_inputs(kw: dict[str, Any], print_report: bool = True) -> tuple[Any, Any
     """The system and workload of the command's options; the reader's skipped and patched
     records are printed once (to stderr) unless ``print_report`` is False (the caller prints
     them itself)."""
-    from hpcdispatch.workload.loader import load_workload, resolve_system
-    from hpcdispatch.workload.mapping import UnitMapping
-    from hpcdispatch.workload.swf import SwfOptions
+    from hpcdispatch.workload import (
+        SwfOptions,
+        UnitMapping,
+        WorkloadSpec,
+        load_workload,
+        resolve_system,
+    )
 
     swf = SwfOptions(
         processors=kw["processors"],
@@ -238,9 +242,10 @@ def load_inputs(kw: dict[str, Any], print_report: bool = True) -> tuple[Any, Any
         submit_jitter=kw["submit_jitter"],
         jitter_seed=kw["jitter_seed"],
     )
-    system = resolve_system(kw["system"], kw["workload"])
-    with console.status(f"reading {kw['workload']} ..."):
-        workload = load_workload(kw["workload"], system, swf)
+    spec = WorkloadSpec.parse(kw["workload"])
+    system = resolve_system(kw["system"], spec)
+    with console.status(f"reading {spec} ..."):
+        workload = load_workload(spec, system, swf)
     if not kw.get("quiet"):
         console.print(f"[bold]system[/] {system.name}: {system.summary()}")
         console.print(f"[bold]workload[/] {workload.source.spec}: {len(workload)} jobs")
@@ -248,9 +253,7 @@ def load_inputs(kw: dict[str, Any], print_report: bool = True) -> tuple[Any, Any
     if print_report and (report.n_skipped or report.patched or report.notes):
         err_console.print(f"[yellow]{report.describe()}[/]")
     if len(workload) == 0:
-        raise HpcDispatchError(
-            f"workload {kw['workload']} has no job that can run on system {system.name}"
-        )
+        raise HpcDispatchError(f"workload {spec} has no job that can run on system {system.name}")
     if kw.get("app_model") and not workload.has_apps:
         err_console.print(
             "note: --app-model sets the execution model of deadline jobs; this workload has none, "
@@ -780,10 +783,14 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
     written atomically (a temporary file, then one rename)."""
     from hpcdispatch.errors import ConfigError
     from hpcdispatch.results.store import write_text
-    from hpcdispatch.workload.batsim import batsim_workload_text
-    from hpcdispatch.workload.loader import load_workload, resolve_system
-    from hpcdispatch.workload.slurm import slurm_requests_text
-    from hpcdispatch.workload.swf import swf_text
+    from hpcdispatch.workload import (
+        WorkloadSpec,
+        batsim_workload_text,
+        load_workload,
+        resolve_system,
+        slurm_requests_text,
+        swf_text,
+    )
 
     suffix = out.suffix.lower()
     if suffix not in (".swf", ".csv", ".jsonl", ".ndjson", ".json"):
@@ -792,8 +799,9 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
         )
     if out.exists() and not force:
         raise ConfigError(f"{out} exists (give --force to replace it)")
-    sys_ = resolve_system(system, source)
-    workload = load_workload(source, sys_)
+    spec = WorkloadSpec.parse(source)
+    sys_ = resolve_system(system, spec)
+    workload = load_workload(spec, sys_)
     report = workload.report
     if report.n_skipped or report.patched or report.notes:
         err_console.print(f"[yellow]{report.describe()}[/]")
@@ -831,6 +839,8 @@ def _interrupted(exc: BaseException) -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The ``hpcdispatch`` command: :func:`cli`, with errors as one line and exit codes;
+    SIGTERM takes Ctrl-C's path (exit 143)."""
     import signal
     import threading
 

@@ -150,13 +150,13 @@ def replay_cmd(
     from hpcdispatch.slurm.cluster import find_running_cluster
     from hpcdispatch.slurm.replay import plan_submissions, replay
     from hpcdispatch.validation.validator import validate_run_dir
-    from hpcdispatch.workload.loader import load_workload
+    from hpcdispatch.workload import WorkloadSpec, load_workload
 
     out = out or Path("results/slurm-replay")
     check_output_dir(out, force)
     info = find_running_cluster(state_dir)
     system = info.load_system()
-    jobs = load_workload(workload, system)
+    jobs = load_workload(WorkloadSpec.parse(workload), system)
     if jobs.report.n_skipped or jobs.report.patched or jobs.report.notes:
         click.echo(jobs.report.describe(), err=True)
     subs = plan_submissions(
@@ -269,7 +269,7 @@ def dispatch_cmd(
     from hpcdispatch.slurm.cluster import controller_running, find_running_cluster
     from hpcdispatch.slurm.replay import plan_submissions
     from hpcdispatch.validation.validator import validate_run_dir
-    from hpcdispatch.workload.loader import load_workload
+    from hpcdispatch.workload import WorkloadSpec, load_workload
 
     out = out or Path("results/slurm-dispatch")
     if not bridge_dir(
@@ -280,7 +280,7 @@ def dispatch_cmd(
     dispatcher = make_dispatcher(spec)
     info = find_running_cluster(state_dir)
     system = info.load_system()
-    jobs = load_workload(workload, system)
+    jobs = load_workload(WorkloadSpec.parse(workload), system)
     if jobs.report.n_skipped or jobs.report.patched or jobs.report.notes:
         click.echo(jobs.report.describe(), err=True)
     subs = plan_submissions(jobs, system, time_scale)

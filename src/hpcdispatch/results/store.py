@@ -77,6 +77,8 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
+    """``data`` as indented JSON, written atomically."""
+
     def _w(p: Path) -> None:
         p.write_text(json.dumps(data, indent=2, default=json_default, allow_nan=True) + "\n")
 

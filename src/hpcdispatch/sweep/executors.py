@@ -95,6 +95,8 @@ def _worker_init(parent: int) -> None:
 
 
 class LocalExecutor:
+    """Runs cells in local worker processes (one per available core unless told)."""
+
     def __init__(self, workers: int | None = None):
         if workers is not None and workers < 1:
             raise ConfigError(f"--workers must be at least 1, got {workers}")
@@ -300,6 +302,7 @@ class DaskExecutor:
 def make_executor(
     workers: int | None = None, dask: str | None = None
 ) -> LocalExecutor | DaskExecutor:
+    """Local processes (``workers``) or a Dask scheduler (``dask``), never both."""
     if dask is not None and workers is not None:
         raise ConfigError("give either --workers (local processes) or --dask, not both")
     if dask is not None:

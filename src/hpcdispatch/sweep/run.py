@@ -20,6 +20,8 @@ ProgressCallback = Callable[[int, int, int, dict[str, Any]], None]
 
 @dataclass
 class SweepOutcome:
+    """What :func:`run_sweep` did: cells run, skipped, done, failed and still pending."""
+
     cells: int
     skipped_done: int
     skipped_failed: int
@@ -123,6 +125,8 @@ def _run_sweep(
 
 @dataclass
 class SweepStatus:
+    """A sweep directory's state: done, failed, pending and running cells, and foreign ones."""
+
     name: str
     cells: int
     done: list[dict[str, Any]]
@@ -140,6 +144,7 @@ class SweepStatus:
 
 
 def sweep_status(out: str | Path) -> SweepStatus:
+    """The state of the sweep in directory ``out`` (read from its manifest and cells)."""
     store = SweepStore(out)
     manifest = store.read_manifest()
     entries = manifest["cells"]

@@ -41,10 +41,12 @@ from hpcdispatch.errors import ConfigError, HpcDispatchError
 from hpcdispatch.plugins import load_plugins, resolve_plugin
 from hpcdispatch.predictors import predictor_class
 from hpcdispatch.sim import SimulationOptions
-from hpcdispatch.workload.loader import DATACLASS_MODELS
+from hpcdispatch.workload.eurora import EuroraSpec
+from hpcdispatch.workload.kit import KitSpec
 from hpcdispatch.workload.lublin import LublinSpec
 from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
 from hpcdispatch.workload.slurm import CONTIGUOUS_FRACTION, WORKLOAD_MIXES, AucschedSpec
+from hpcdispatch.workload.spec import WorkloadSpec
 from hpcdispatch.workload.swf import SwfOptions
 
 CELL_SCHEMA = 1  # part of every cell id: bump only if the meaning of a configuration changes
@@ -72,6 +74,8 @@ AUCSCHED_KEYS = (
     "walltime",
 )
 LUBLIN_KEYS = ("jobs", "load", "interactive", "max_walltime", "p_max_walltime", "overestimate_max")
+#: generators whose parameters are one frozen dataclass (its fields are the entry's keys)
+_DATACLASS_MODELS: dict[str, type] = {"kit": KitSpec, "eurora": EuroraSpec}
 SIM_KEYS = (
     "walltime_kill",
     "charge_dispatch_time",
@@ -97,7 +101,7 @@ class Cell:
     labels: dict[str, Any]  # system, workload, seed, dispatcher, predictor, repetition, label
     # how to run it (paths resolved against the spec file)
     system_spec: str
-    workload_spec: str
+    workload: WorkloadSpec
     swf: dict[str, Any]
     dispatcher: DispatcherSpec  # its predictor (if any) is already in ``predictor``
     predictor: str
@@ -116,6 +120,11 @@ class Cell:
             jitter_seed=s.get("jitter_seed", 0),
         )
 
+    @property
+    def workload_spec(self) -> str:
+        """The workload's canonical text (``str(self.workload)``)."""
+        return str(self.workload)
+
     def simulation_options(self) -> SimulationOptions:
         return SimulationOptions(**self.simulation)
 
@@ -126,6 +135,8 @@ class Cell:
 
 @dataclass
 class SweepSpec:
+    """A parsed sweep file: its name, description, source text and expanded cells."""
+
     name: str
     description: str
     path: Path | None
@@ -382,7 +393,7 @@ class _Workload:
     label: str
     seed: int | None
     config: dict[str, Any]
-    spec: str  # how to load it
+    spec: WorkloadSpec  # how to load it
     swf: dict[str, Any]
 
 
@@ -431,20 +442,20 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
                         "without it every seed is the same trace)",
                     )
                 config = {"trace": written, **swf}
-                out.append(_Workload(label, None, config, trace_path, swf))
+                out.append(_Workload(label, None, config, WorkloadSpec.file(trace_path), swf))
                 continue
             for seed in _seeds(
                 entry, w, fld
             ):  # perturbed replicas; unjittered ids stay as they were
                 jittered = {**swf, "submit_jitter": jitter, "jitter_seed": seed}
                 config = {"trace": written, **jittered}
-                out.append(_Workload(label, seed, config, trace_path, jittered))
+                out.append(_Workload(label, seed, config, WorkloadSpec.file(trace_path), jittered))
             continue
         generator = _expect(w, f"{fld}.generator", entry["generator"], (str,), "a string")
         if generator == "aucsched":
             out.extend(_aucsched_entries(entry, w, fld, name))
             continue
-        if generator in DATACLASS_MODELS:
+        if generator in _DATACLASS_MODELS:
             out.extend(_dataclass_entries(generator, entry, w, fld, name))
             continue
         if generator == "deadline":
@@ -454,7 +465,7 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
             raise w.error(
                 f"{fld}.generator",
                 f"unknown generator '{generator}' "
-                f"(available: lublin, aucsched, deadline, {', '.join(DATACLASS_MODELS)})",
+                f"(available: lublin, aucsched, deadline, {', '.join(_DATACLASS_MODELS)})",
             )
         known = (
             "generator",
@@ -478,14 +489,12 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
                 "cores_per_unit": swf["cores_per_unit"],
                 "max_jobs": swf["max_jobs"],
             }
-            spec = (
-                "synthetic:lublin,"
-                + ",".join(
-                    f"{k}={_spec_value(params[k])}"
-                    for k in ("jobs", *LUBLIN_KEYS[1:])
-                    if params[k] is not None
-                )
-                + f",seed={seed}"
+            spec = WorkloadSpec.synthetic(
+                "lublin",
+                {
+                    **{k: params[k] for k in ("jobs", *LUBLIN_KEYS[1:]) if params[k] is not None},
+                    "seed": seed,
+                },
             )
             label = name or _lublin_label(params)
             out.append(_Workload(label, seed, config, spec, swf))
@@ -554,7 +563,7 @@ def _aucsched_entries(
                     "max_jobs": swf["max_jobs"],
                 }
                 label = name or f"aucsched-{spec.workload}.{version}-{params['runtime_h']:g}h"
-                out.append(_Workload(label, seed, config, spec.spec_string(), swf))
+                out.append(_Workload(label, seed, config, _aucsched_spec(spec), swf))
     return out
 
 
@@ -564,7 +573,7 @@ def _dataclass_entries(
     """``generator = "kit"`` / ``"eurora"``: keys are the fields of the model's parameter
     dataclass (``seed`` / ``seeds`` as for every generator); every field, defaults filled in,
     goes into the cell's configuration, so a changed default makes a new cell."""
-    cls = DATACLASS_MODELS[generator][0]
+    cls = _DATACLASS_MODELS[generator]
     hints, params_names, swf, params = _model_entry(cls, entry, w, fld)
     for key in params_names:
         if key not in entry:
@@ -582,10 +591,8 @@ def _dataclass_entries(
         except HpcDispatchError as exc:
             raise w.error(fld, str(exc)) from None
         config = {"generator": generator, **params, "seed": seed, "max_jobs": swf["max_jobs"]}
-        spec = (
-            f"synthetic:{generator},"
-            + ",".join(f"{k}={_spec_value(v)}" for k, v in params.items() if v is not None)
-            + f",seed={seed}"
+        spec = WorkloadSpec.synthetic(
+            generator, {**{k: v for k, v in params.items() if v is not None}, "seed": seed}
         )
         label = name or f"{generator}-{params['jobs']}j" + (
             f"-load{params['load']:g}" if params["load"] else ""
@@ -654,11 +661,7 @@ def _deadline_entries(
                         "seed": seed,
                         "max_jobs": swf["max_jobs"],
                     }
-                    spec = (
-                        "synthetic:deadline,"
-                        + ",".join(f"{k}={_spec_value(v)}" for k, v in p.items())
-                        + f",seed={seed}"
-                    )
+                    spec = WorkloadSpec.synthetic("deadline", {**p, "seed": seed})
                     label = (f"{name}-" if name else "deadline-") + f"{load}-types{types}-{comm}"
                     out.append(_Workload(label, seed, config, spec, swf))
     return out
@@ -689,10 +692,21 @@ def _check_keys(entry: dict[str, Any], known: tuple[str, ...], w: _Where, fld: s
         raise w.error(fld, f"unknown key(s) {unknown}; known: {', '.join(known)}{hint}")
 
 
-def _spec_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    return repr(v) if isinstance(v, float) else str(v)
+def _aucsched_spec(spec: AucschedSpec) -> WorkloadSpec:
+    """The spec :meth:`AucschedSpec.spec_string` writes: workload, version, seed, runtime_h,
+    then the fields off their default."""
+    default = AucschedSpec()
+    options: dict[str, Any] = {
+        "workload": spec.workload,
+        "version": spec.version,
+        "seed": spec.seed,
+        "runtime_h": spec.runtime_h,
+    }
+    for f in dataclass_fields(spec):
+        value = getattr(spec, f.name)
+        if f.name not in options and value != getattr(default, f.name):
+            options[f.name] = value
+    return WorkloadSpec.synthetic("aucsched", options)
 
 
 def _lublin_params(entry: dict[str, Any], w: _Where, fld: str) -> dict[str, Any]:
@@ -969,7 +983,7 @@ def parse_sweep(
                                     "label": label,
                                 },
                                 system_spec=sys_spec,
-                                workload_spec=wl.spec,
+                                workload=wl.spec,
                                 swf=wl.swf,
                                 dispatcher=d,  # type: ignore[arg-type]  # (unverified: a plan)
                                 predictor=pred,
@@ -991,8 +1005,8 @@ def parse_sweep(
 
 
 def load_sweep(path: str | Path, run_plugins: bool = True) -> SweepSpec:
-    """The sweep file at ``path`` (see :func:`parse_sweep`; ``run_plugins`` False: a plan,
-    the plugins are not imported)."""
+    """Read and expand the sweep file ``path`` (errors: :class:`SweepSpecError`, one line;
+    ``run_plugins`` False: a plan, the plugins are not imported)."""
     p = Path(path)
     try:
         text = read_utf8_file(p, "a sweep file")

@@ -63,6 +63,8 @@ NONDETERMINISTIC_PREFIXES = ("decision_time_",)
 
 
 def deterministic_columns(frame: pd.DataFrame) -> list[str]:
+    """The columns of ``frame`` that a rerun reproduces (wall-clock timings, worker and
+    times of day left out)."""
     return [
         c
         for c in frame.columns
@@ -249,6 +251,8 @@ class StoreScan:
 
 
 class SweepStore:
+    """A sweep's output directory: its manifest, published cells and the Parquet summary."""
+
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.cells = self.root / CELLS

@@ -41,6 +41,8 @@ TOL = 1e-6
 
 @dataclass(frozen=True, order=True)
 class Violation:
+    """One broken rule: when, which kind, and a message naming the job."""
+
     time: float
     kind: str
     message: str
@@ -48,6 +50,8 @@ class Violation:
 
 @dataclass
 class ValidationReport:
+    """The validator's findings: jobs and allocation rows checked, violations, notes."""
+
     jobs: int = 0
     allocation_rows: int = 0
     violations: list[Violation] = field(default_factory=list)
