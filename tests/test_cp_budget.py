@@ -57,7 +57,9 @@ def stalling_model(n: int = 30) -> cp_model.CpModel:
 
 
 def test_without_a_budget_the_search_runs_to_its_limit():
-    out = solve(stalling_model(), CPSettings(delta=0.2, delta_max=0.2, deterministic=True), PARAMS)
+    out = solve(
+        stalling_model(), CPSettings.of(delta=0.2, delta_max=0.2, deterministic=True), PARAMS
+    )
     assert (out.status, out.stop, out.objective, out.bound) == ("feasible", "limit", 101.0, 100.0)
     assert out.solver.deterministic_time >= 0.2 - 1e-6
 
@@ -66,7 +68,9 @@ def test_a_deterministic_stall_stops_after_a_chunk_without_improvement():
     # 103 (the hint: first chunk, stopped at the first solution), 101 (second chunk of 0.05
     # deterministic units), then a third chunk without improvement -> "stall", long before
     # the 2-unit limit; the model's own hint is left as it was
-    settings = CPSettings(delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.05)
+    settings = CPSettings.of(
+        delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.05
+    )
     model = stalling_model()
     hint = (list(model.proto.solution_hint.vars), list(model.proto.solution_hint.values))
     out = solve(model, settings, PARAMS)
@@ -84,7 +88,9 @@ def test_a_deterministic_stall_stops_after_a_chunk_without_improvement():
 
 
 def test_the_deterministic_stall_is_repeatable():
-    settings = CPSettings(delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.03)
+    settings = CPSettings.of(
+        delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.03
+    )
     runs = set()
     for _ in range(3):
         out = solve(stalling_model(), settings, PARAMS)
@@ -104,7 +110,7 @@ def test_a_wall_clock_stall_stops_the_search_long_before_its_limit():
     # the search finds 103 (the hint) and 101 at once, in a few milliseconds; then it stalls.
     # A stall of 0.5 s (not less: on a loaded machine 101 may come tenths of a second after
     # the hint) ends it long before the 60 s limit, which it would otherwise run to
-    settings = CPSettings(delta=60.0, delta_max=60.0, budget="stall", stall=0.5)
+    settings = CPSettings.of(delta=60.0, delta_max=60.0, budget="stall", stall=0.5)
     out = solve(stalling_model(), settings, PARAMS)
     assert (out.status, out.stop, out.objective, out.improvements) == (
         "feasible",
@@ -121,7 +127,7 @@ def test_the_gap_budget_stops_at_cp_sats_relative_gap(gap, stop):
     # say "gap"; 0.001 is never reached: the search runs to its limit
     out = solve(
         stalling_model(),
-        CPSettings(delta=0.2, delta_max=0.2, deterministic=True, budget="gap", gap=gap),
+        CPSettings.of(delta=0.2, delta_max=0.2, deterministic=True, budget="gap", gap=gap),
         PARAMS,
     )
     assert (out.stop, out.objective, out.bound) == (stop, 101.0, 100.0)
@@ -136,7 +142,7 @@ def test_a_proved_optimum_says_optimal_under_every_budget():
     m.add_hint(x, 9)
     for budget in ("none", "stall", "gap"):
         for deterministic in (True, False):
-            out = solve(m, CPSettings(budget=budget, deterministic=deterministic), PARAMS)
+            out = solve(m, CPSettings.of(budget=budget, deterministic=deterministic), PARAMS)
             assert (out.status, out.stop, out.objective) == ("optimal", "optimal", 4.0), (
                 budget,
                 deterministic,
@@ -191,7 +197,7 @@ def test_the_summary_counts_the_stop_reasons():
 )
 def test_bad_budget_parameters_are_one_line_errors(params, field):
     d = make_dispatcher("hcp", **params)
-    with pytest.raises(ConfigError, match=f"CP parameter {field} must be") as err:
+    with pytest.raises(ConfigError, match=f"^dispatcher 'hcp': {field} must be ") as err:
         d.setup(cores_system(1, 4))
     assert "\n" not in str(err.value)
 
@@ -238,7 +244,9 @@ def no_first_solution_model(n: int = 40) -> cp_model.CpModel:
 def test_without_a_decision_limit_a_search_without_a_solution_takes_three_deltas():
     # delta 0.2, k = 2: 0.2 "unknown", restart with 0.4 "unknown", stop (two restarts without
     # a change): 0.6 deterministic units, whatever the stall budget says
-    settings = CPSettings(delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01)
+    settings = CPSettings.of(
+        delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01
+    )
     out = solve(no_first_solution_model(), settings, PARAMS)
     assert (out.status, out.stop, out.attempts) == (
         "unknown",
@@ -251,7 +259,9 @@ def test_without_a_decision_limit_a_search_without_a_solution_takes_three_deltas
 def test_a_decision_limit_caps_the_restarts():
     # the same search with 0.3 units for the decision: 0.2, then the restart gets the 0.1 left
     # (not 0.4), and the budget is spent: 0.3 units in all (CP-SAT overruns by a hair)
-    settings = CPSettings(delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01)
+    settings = CPSettings.of(
+        delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01
+    )
     budget = DecisionBudget(0.3, deterministic=True)
     out = solve(no_first_solution_model(), settings, PARAMS, budget)
     assert out.status == "unknown" and out.stop == "limit" and out.budget_spent
@@ -267,7 +277,7 @@ def test_a_wall_clock_decision_limit_bounds_the_wall_time():
     # 10 s then 20 s without a solution (30 s) without the cap; 1 s with it: one attempt,
     # whose limit is what was left of the cap (not delta), and CP-SAT stops at that limit,
     # long before the attempt's own 10 s even on a loaded machine
-    settings = CPSettings(delta=10.0, delta_max=16.0, budget="stall", stall=0.01)
+    settings = CPSettings.of(delta=10.0, delta_max=16.0, budget="stall", stall=0.01)
     out = solve(no_first_solution_model(), settings, PARAMS, DecisionBudget(1.0))
     assert out.status == "unknown" and out.budget_spent
     assert len(out.attempts) == 1 and 0 < out.attempts[0][0] <= 1.0, out.attempts

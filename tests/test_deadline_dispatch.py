@@ -318,7 +318,7 @@ def test_checkpoint_resume_keeps_bookings_and_cancellations(tmp_path, dispatcher
         SimulationOptions(engine="python"),
         checkpoint=path,
     ).run()
-    assert resumed.extra["checkpoint"]["resumed_at"] is not None
+    assert resumed.notes.checkpoint.resumed_at is not None
     for name in ("start", "end", "status"):
         assert np.array_equal(getattr(whole, name), getattr(resumed, name), equal_nan=True), name
     assert resumed.cancel_reason == whole.cancel_reason and resumed.bookings == whole.bookings

@@ -252,7 +252,7 @@ def test_the_checkpoint_is_removed_only_once_the_outputs_are_written(tmp_path, m
     done = run_simulation(
         system, wl, "conservative", out_dir=tmp_path / "run", checkpoint=checkpoint
     )
-    assert done.result.extra["checkpoint"]["resumed_at"] is not None and done.validation.ok
+    assert done.result.notes.checkpoint.resumed_at is not None and done.validation.ok
     assert not checkpoint.exists()
 
 

@@ -268,6 +268,9 @@ def test_single_run_report_and_command_line(tmp_path):
     assert table.loc["jobs", "value"] == "60" and table.loc["valid", "value"] == "True"
     assert len(html_images(rep / "report.html")) == 5
     assert "nodes 0-3 of 6" in (rep / "report.md").read_text()
+    again = cli("report", str(run_dir))  # like every writer: no silent overwrite
+    assert again.returncode != 0 and "--force" in again.stderr and "Traceback" not in again.stderr
+    assert cli("report", str(run_dir), "--force").returncode == 0
     bad = cli("report", str(run_dir), "--window", "50:10")
     assert bad.returncode == 2 and "START < END" in bad.stderr and "Traceback" not in bad.stderr, (
         bad.stderr

@@ -174,7 +174,7 @@ def test_report_window_counts_from_the_first_submission(tmp_path):
         r"job on nodes 0-3 of 4; this run's jobs run from 0 to 1,800 s",
     ):
         write_report(run_dir, window=(86_400, 172_800))
-    p = cli("report", str(run_dir), "--window", "86400:172800")
+    p = cli("report", str(run_dir), "--window", "86400:172800", "--force")
     assert p.returncode == 2 and "holds no job" in p.stderr and "Traceback" not in p.stderr, (
         p.stderr
     )

@@ -2,9 +2,17 @@
 
 An allocator is a pure function of a free-capacity matrix; it sits below the protocol so
 that every dispatcher (and the planning profile) can place jobs with any of them.
+``ALLOCATORS`` maps each name to its class; :func:`make_allocator` builds one by name.
 """
 
-from hpcdispatch.allocators.base import Allocator, BestFit, FirstFit, allocate_job, fill_in_order
+from hpcdispatch.allocators.base import (
+    Allocator,
+    BestFit,
+    FirstFit,
+    allocate_job,
+    capacity_weights,
+    fill_in_order,
+)
 from hpcdispatch.allocators.registry import ALLOCATORS, make_allocator
 from hpcdispatch.allocators.slurm_linear import SlurmLinear, slurm_select
 
@@ -15,6 +23,7 @@ __all__ = [
     "FirstFit",
     "SlurmLinear",
     "allocate_job",
+    "capacity_weights",
     "fill_in_order",
     "make_allocator",
     "slurm_select",

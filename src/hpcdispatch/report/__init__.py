@@ -8,18 +8,52 @@
 - sweep.py: the report of a sweep or of a folder of runs;
 - run.py: the report of one run (Gantt chart, utilisation over time).
 
-:func:`write_report` picks the right one for a directory.
+:func:`write_report` picks the right one for a directory; :func:`write_comparison_report`
+writes ``hpcdispatch compare``'s. The names from the modules (pandas, matplotlib) are imported
+on first use.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.results.outdir import atomic_dir
 
+#: name -> module that defines it: imported on first use (pandas, matplotlib)
+_LAZY = {
+    "ComparedRun": "hpcdispatch.report.compare",
+    "write_comparison_report": "hpcdispatch.report.compare",
+    "comparison_frame": "hpcdispatch.report.tables",
+    "display_rows": "hpcdispatch.report.tables",
+    "format_value": "hpcdispatch.report.tables",
+    "metric": "hpcdispatch.report.tables",
+    "parse_range": "hpcdispatch.report.run",
+}
+
+if TYPE_CHECKING:
+    from hpcdispatch.report.compare import ComparedRun, write_comparison_report
+    from hpcdispatch.report.run import parse_range
+    from hpcdispatch.report.tables import comparison_frame, display_rows, format_value, metric
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hpcdispatch.report' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 def report_kind(path: str | Path) -> str:
+    """``"sweep"``, ``"run"`` or ``"runs"`` (a folder of run directories) for ``path``."""
     p = Path(path)
     if not p.is_dir():
         raise ConfigError(f"{p}: not a directory")
@@ -68,4 +102,14 @@ def write_report(
     return out / html.relative_to(tmp)
 
 
-__all__ = ["report_kind", "write_report"]
+__all__ = [
+    "ComparedRun",
+    "comparison_frame",
+    "display_rows",
+    "format_value",
+    "metric",
+    "parse_range",
+    "report_kind",
+    "write_comparison_report",
+    "write_report",
+]

@@ -1,5 +1,27 @@
 """Output directories: write a run's tables atomically, read them back."""
 
-from hpcdispatch.results.store import StoredRun, read_run, write_result
+from hpcdispatch.results.outdir import atomic_dir, check_output_dir, remove_stale_writing_dirs
+from hpcdispatch.results.store import (
+    StoredRun,
+    read_run,
+    workload_columns,
+    write_atomic,
+    write_frame,
+    write_json,
+    write_result,
+    write_text,
+)
 
-__all__ = ["StoredRun", "read_run", "write_result"]
+__all__ = [
+    "StoredRun",
+    "atomic_dir",
+    "check_output_dir",
+    "read_run",
+    "remove_stale_writing_dirs",
+    "workload_columns",
+    "write_atomic",
+    "write_frame",
+    "write_json",
+    "write_result",
+    "write_text",
+]

@@ -53,7 +53,7 @@ if (
     import pandas as pd
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+def _atomic(path: Path, write: Callable[[Path], object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
@@ -77,6 +77,8 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
+    """``data`` as indented JSON, written atomically."""
+
     def _w(p: Path) -> None:
         p.write_text(json.dumps(data, indent=2, default=json_default, allow_nan=True) + "\n")
 
@@ -195,7 +197,7 @@ def write_result(
     ``run_extra``: more top-level fields of ``run.json`` (a replay on a real Slurm records its
     time scale and ``time_tolerance`` there; :mod:`hpcdispatch.slurm.replay`).
     ``alongside``: work done before the summary is computed (the runner validates); it may
-    record in ``result.extra`` (that goes into ``summary.json``; the tables do not read it) and
+    record in ``result.notes`` (that goes into ``summary.json``; the tables do not read it) and
     must not change anything else. Its exception is raised here, and nothing is written then.
     ``beside``: do ``alongside`` and the summary on a second thread while the tables are
     written (``None``: when this process may use more than one core)."""

@@ -1,61 +1,20 @@
 """Independent schedule validator.
 
-It replays a schedule from plain tables -- the workload (what each job asked for), the
-job outcomes and the allocation rows -- against the system's capacities, sharing no code
-with the simulator's bookkeeping. It reports every violation it finds, earliest first:
+It replays a schedule from plain tables -- the workload (what each job asked for), the job
+outcomes and the allocation rows -- against the system's capacities, sharing no code with the
+simulator's bookkeeping, and reports every violation it finds, earliest first: missing,
+duplicate or unknown jobs; starts before submission; statuses that disagree with the times;
+run times other than ``min(run time, wall-time)``; allocations that do not hold the job's
+units and amounts; growth segments no request explains; Slurm-style constraints; more in use
+than a node's capacity at any instant; and, for deadline workloads, deadlines, bookings and
+booking shapes.
 
-- a job of the workload missing from the schedule, listed twice, or unknown;
-- a job started before its submission, never started (without being rejected), or started
-  twice (two first allocation segments);
-- a started job whose start or end is not a finite time, an allocation row whose ``from`` or
-  ``to`` is not finite or that does not end after it begins (no row leaves the capacity sweep
-  unreported: a non-finite ``from`` of a first segment is swept from its job's start, a
-  non-finite ``to`` until its job's end);
-- a job whose status is not ``completed``, ``killed``, ``rejected`` or ``cancelled`` (every job has one of
-  them when a run ends), or disagrees with its times: completed and killed jobs started and
-  ended, rejected ones did neither; ``killed`` exactly when the job ran into its wall-time;
-- a rejected job without a reason, rejected by a dispatcher whose tags say it never rejects
-  (``rejects: false``), or holding allocation rows (tags unknown: said in the notes);
-- a job that ran other than ``min(run time, wall-time)`` (or its run time when wall-time kills
-  are off), or whose ``killed`` flag disagrees;
-- an allocation that does not hold exactly the job's units, amounts other than
-  ``units x per-unit request + per-node request``, a node out of range or used twice by one
-  segment, more units on a node than ``max_units_per_node``, a negative segment number, a
-  node, unit count, segment or amount that is not an integer;
-- a later allocation segment (``segment k >= 1``, a growth grant) that no growth request of
-  the job's workload entry explains: the ``k``-th granted request (requests in order of
-  ``after``; a refused one has no segment) must start the segment at ``start + after`` with
-  exactly its units (growth requests unknown: said in the notes);
-- Slurm-style constraints: a job with ``node_count`` on another number of distinct nodes, a
-  ``contiguous`` job on nodes that are not consecutive indices (the per-node extras are part of
-  the amount rule above);
-- at any instant, on any node, for any resource, more in use than the node's capacity
-  (a job ending at ``t`` releases before a job starting at ``t`` acquires);
-- deadline workloads (``earliest_start`` and ``deadline`` columns): a start before
-  ``max(submit, earliest start)``, an end after the deadline, a ``cancelled`` job whose end is
-  not its deadline (or that had started and would have ended in time), a whole-node job sharing
-  a node; and with the dispatcher's bookings: a started job without a booking, not at its
-  booked start or not on exactly its booked nodes, or outliving its booking, and two bookings
-  overlapping on a node (:func:`_check_deadlines`, :func:`_check_exclusive`,
-  :func:`_check_bookings`); with the shape rule of the strategy that booked (``shape``:
-  ``hilbert`` or ``manhattan``, from the dispatcher's name), a whole-node job's booked nodes
-  that are not consecutive positions of the grid's Hilbert curve, or not one 4-connected
-  piece of the grid (:func:`_check_shapes`, which derives the curve and the neighbours itself).
+``time_tolerance`` (seconds) relaxes only the start-before-submission and run-time rules, for
+schedules recorded by a real system. :func:`validate_run_dir` checks a run directory against
+what it can re-derive (system, workload, summary), not against its stored copies.
 
-``time_tolerance`` (seconds, default 0): a schedule recorded by a real system rather than
-simulated -- a replay on a real Slurm (:mod:`hpcdispatch.slurm.replay`), whose timestamps are
-whole seconds, whose jobs start and end with some overhead and whose times are scaled -- may
-start a job up to that much before its submission and run it up to that much shorter or longer
-than ``min(run time, wall-time)``. Only those two rules use it; capacity, amounts, units and
-every other rule stay exact. A run directory gives it in ``run.json``'s ``time_tolerance``
-(said in the notes).
-
-A run directory (:func:`validate_run_dir`) is checked against what it can re-derive, not
-against its stored copies: the system the run names (a preset, or ``from-trace:...`` derived
-again from the trace's SWF header: a stored ``system.toml`` that differs from it is a
-violation), the workload re-read from its source (every stored column compared with it; the
-schedule is checked against the source), and ``summary.json``'s job counts, mean wait,
-slowdown, bounded slowdown and makespan recomputed from the tables.
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -82,6 +41,8 @@ TOL = 1e-6
 
 @dataclass(frozen=True, order=True)
 class Violation:
+    """One broken rule: when, which kind, and a message naming the job."""
+
     time: float
     kind: str
     message: str
@@ -89,6 +50,8 @@ class Violation:
 
 @dataclass
 class ValidationReport:
+    """The validator's findings: jobs and allocation rows checked, violations, notes."""
+
     jobs: int = 0
     allocation_rows: int = 0
     violations: list[Violation] = field(default_factory=list)
