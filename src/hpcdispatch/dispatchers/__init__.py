@@ -28,6 +28,7 @@ from hpcdispatch.dispatchers.spec import (
     label_for,
     make_dispatcher,
     parse_dispatcher_list,
+    split_suffix,
 )
 from hpcdispatch.protocol import (
     DISPATCHERS,
@@ -54,6 +55,7 @@ __all__ = [
     "dispatcher_class",
     "dispatcher_function",
     "label_for",
+    "split_suffix",
     "make_dispatcher",
     "parse_dispatcher_list",
     "register",

@@ -14,8 +14,8 @@ A dispatcher needs one import line::
   copy of the free capacity for one decision; :func:`register` / :func:`dispatcher_function`
   and the registry of names, ``DISPATCHERS``;
 - :attr:`Dispatcher.parameter_constraints` and their kinds (:class:`OneOf`,
-  :class:`Interval`, :class:`Boolean`, :class:`Text`, :data:`ALLOCATOR`), checked by
-  :func:`check_params` (:mod:`hpcdispatch.protocol.constraints`);
+  :class:`Interval`, :class:`Boolean`, :class:`Text`, ``ALLOCATOR``; ``ParamConstraint`` is
+  any of them), checked by :func:`check_params` (:mod:`hpcdispatch.protocol.constraints`);
 - :class:`Predictor` (what a duration predictor offers) and its default,
   :class:`WallTimePredictor`.
 

@@ -1,5 +1,6 @@
 """Output directories: write a run's tables atomically, read them back."""
 
+from hpcdispatch.results.batsim import export_batsim
 from hpcdispatch.results.outdir import atomic_dir, check_output_dir, remove_stale_writing_dirs
 from hpcdispatch.results.store import (
     StoredRun,
@@ -16,6 +17,7 @@ __all__ = [
     "StoredRun",
     "atomic_dir",
     "check_output_dir",
+    "export_batsim",
     "read_run",
     "remove_stale_writing_dirs",
     "workload_columns",

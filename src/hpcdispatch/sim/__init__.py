@@ -20,7 +20,7 @@ from hpcdispatch.sim.execution import parse_app_model
 from hpcdispatch.sim.info_log import InfoLog, NumericColumn
 from hpcdispatch.sim.journal import DecisionJournal
 from hpcdispatch.sim.options import SimulationOptions, resolve_options
-from hpcdispatch.sim.result import SimulationResult, arrow_table
+from hpcdispatch.sim.result import SimulationResult, arrow_table, install_views
 from hpcdispatch.sim.segments import SegmentLog
 from hpcdispatch.sim.simulator import ProgressCallback, Simulator
 from hpcdispatch.sim.state import DecisionLog, LoopState
@@ -31,14 +31,15 @@ __all__ = [
     "DecisionJournal",
     "DecisionLog",
     "InfoLog",
-    "NumericColumn",
-    "SegmentLog",
-    "arrow_table",
-    "parse_app_model",
     "LoopState",
+    "NumericColumn",
     "ProgressCallback",
+    "SegmentLog",
     "SimulationOptions",
     "SimulationResult",
     "Simulator",
+    "arrow_table",
+    "install_views",
+    "parse_app_model",
     "resolve_options",
 ]

@@ -21,6 +21,7 @@ from hpcdispatch.slurm.bridge import BridgeError, bridge_dir, dispatch
 from hpcdispatch.slurm.cluster import (
     ClusterInfo,
     cluster_name,
+    controller_running,
     default_state_dir,
     down,
     find_running_cluster,
@@ -55,6 +56,7 @@ __all__ = [
     "Submission",
     "bridge_dir",
     "cluster_name",
+    "controller_running",
     "default_state_dir",
     "dispatch",
     "down",

@@ -12,7 +12,13 @@
 from hpcdispatch.sweep.executors import DaskExecutor, LocalExecutor, make_executor
 from hpcdispatch.sweep.run import SweepOutcome, SweepStatus, run_sweep, sweep_status
 from hpcdispatch.sweep.spec import Cell, SweepSpec, SweepSpecError, cell_id, load_sweep, parse_sweep
-from hpcdispatch.sweep.store import CELLS, SweepStore, deterministic_columns, summary_frame
+from hpcdispatch.sweep.store import (
+    CELLS,
+    SweepStore,
+    deterministic_columns,
+    summary_frame,
+    sweep_lock,
+)
 
 __all__ = [
     "CELLS",
@@ -31,5 +37,6 @@ __all__ = [
     "parse_sweep",
     "run_sweep",
     "summary_frame",
+    "sweep_lock",
     "sweep_status",
 ]

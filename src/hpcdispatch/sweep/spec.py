@@ -36,7 +36,7 @@ from typing import Any, get_type_hints
 
 from hpcdispatch._util import read_utf8_file
 from hpcdispatch.dispatchers import DISPATCHERS, DispatcherSpec
-from hpcdispatch.dispatchers.spec import _split_suffix, label_for
+from hpcdispatch.dispatchers.spec import label_for, split_suffix
 from hpcdispatch.errors import ConfigError, HpcDispatchError
 from hpcdispatch.plugins import load_plugins, resolve_plugin
 from hpcdispatch.predictors import predictor_class
@@ -180,7 +180,7 @@ def _unverified(entry: Any, registered: set[str]) -> UnverifiedDispatcher | None
         head, table = entry["name"], entry
     else:
         return None
-    name, predictor = _split_suffix(head.strip())
+    name, predictor = split_suffix(head.strip())
     if name.strip().lower() in registered:
         return None
     if isinstance(table.get("predictor"), str):
