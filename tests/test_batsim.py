@@ -220,6 +220,7 @@ def evalys_load(csv: Path):
     return js, js.utilisation
 
 
+@pytest.mark.slow
 def test_easy_run_opens_in_evalys_with_our_utilisation(tmp_path):
     # one core per node: Evalys counts allocated nodes, our utilisation counts cores
     system = load_system("kth-sp2")
@@ -297,6 +298,7 @@ def test_rejected_and_cancelled_jobs_map_to_batsim_states():
     assert _final_state("cancelled", "deadline-waiting") == "REJECTED"
 
 
+@pytest.mark.slow
 def test_export_command_refuses_an_existing_result_without_force(tmp_path):
     system = load_system("machine-s")
     r = simulate(system, load_workload("synthetic:lublin,jobs=50,seed=2", system), "fifo")
