@@ -2309,7 +2309,7 @@ def _source_workload(
         )
     else:
         notes.append(
-            f"workload re-derived from {where} and matches the stored one ({len(fresh)} jobs)"
+            f"workload re-read from {where} and matches the stored one ({len(fresh)} jobs)"
         )
     extra = sorted(set(stored.workload.columns) - set(columns))
     if extra:
