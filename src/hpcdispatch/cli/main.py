@@ -411,7 +411,10 @@ def print_validation(report: Any) -> None:
         console.print(f"[green]schedule valid[/] ({report.describe()})")
     else:
         colour = "red" if verdict == "invalid" else "yellow"
-        console.print(report.describe(), style=colour, markup=False, highlight=False)
+        # one line per violation, never wrapped: each names its job or field on its own line
+        console.print(
+            report.describe(), style=colour, markup=False, highlight=False, soft_wrap=True
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -700,7 +703,7 @@ def validate(out_dir: Path, no_reload: bool, plugins: tuple[Path, ...]) -> None:
     load_plugin_options({"plugins": plugins})
     report = validate_run_dir(out_dir, reload_workload=not no_reload)
     for note in report.notes:
-        console.print(f"note: {note}", markup=False)
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     print_validation(report)
     if report.exit_code:
         raise click.exceptions.Exit(report.exit_code)

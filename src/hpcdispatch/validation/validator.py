@@ -2511,8 +2511,11 @@ def _check_summary(
     identity: dict[str, Any] = {"system": stored.run.get("system")}
     if isinstance(src, Mapping) and "spec" in src:
         identity["workload"] = src["spec"]
+    named = stored.run.get("dispatcher")
     if producer is not None:
         identity["dispatcher"] = producer.name
+    elif isinstance(named, Mapping) and isinstance(named.get("name"), str):
+        identity["dispatcher"] = named["name"]
     problems, notes = check_summary(summary, recomputed, identity)
     for message in problems:
         report.add(-np.inf, "summary", message)
