@@ -1059,9 +1059,153 @@ def test_a_missing_or_changed_source_is_unverified(swf_run, tmp_path, how):
         assert_refused(home / "run", "unverified", "changed since the run", code=3)
 
 
-def test_every_rule_has_a_name_and_a_mutation_here():
-    """The rule table: every rule named once; this module's corruptions cover each."""
+# ---- every rule of the table, each with its own mutation ---------------------------------------
+#
+# For each rule of ``RULES``: a run, one edit, and the rule alone must report it -- the same
+# tables checked with no rule at all report nothing, so the violation is this rule's own.
+
+
+def _m_never_started(c: Case) -> None:
+    j = c.started().iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, ["start", "end"]] = np.nan
+    c.allocs = c.allocs[c.allocs.job_id != j.job_id]
+
+
+def _m_rejected_with_times(c: Case) -> None:
+    j = c.started().iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, ["status", "reject_reason"]] = ["rejected", "x"]
+
+
+def _m_rejected(c: Case) -> None:
+    j = c.started().iloc[0]
+    k = c.jobs.job_id == j.job_id
+    c.jobs.loc[k, ["start", "end"]] = np.nan
+    c.jobs.loc[k, ["status", "reject_reason"]] = ["rejected", "dropped"]
+    c.jobs.loc[k, "killed"] = False
+    c.allocs = c.allocs[c.allocs.job_id != j.job_id]
+
+
+def _m_cancelled_without_deadlines(c: Case) -> None:
+    c.jobs.loc[c.jobs.index[0], "status"] = "cancelled"
+
+
+def _m_cancel_reason_kept(c: Case) -> None:
+    j = c.jobs[c.jobs.cancel_reason == "deadline-running"].iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, "status"] = "completed"
+
+
+def _m_cut_to_one_second(c: Case) -> None:
+    done = c.jobs[c.jobs.status == "completed"].merge(c.workload[["job_id", "run_time"]])
+    j = done[done.run_time >= 4].iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, "end"] = j.start + 1
+    c.allocs.loc[c.allocs.job_id == j.job_id, "to"] = j.start + 1
+
+
+def _m_conflict_without_bookings(c: Case) -> None:
+    j = c.jobs[c.jobs.cancel_reason == "deadline-running"].iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, "cancel_reason"] = "booking-conflict"
+
+
+def _m_node_not_an_integer(c: Case) -> None:
+    c.allocs["node"] = c.allocs["node"].astype(float)
+    c.allocs.loc[c.allocs.index[0], "node"] = 2.5
+
+
+def _m_negative_segment(c: Case) -> None:
+    c.allocs.loc[c.allocs.index[0], "segment"] = -1
+
+
+def _m_released_late(c: Case) -> None:
+    c.allocs.loc[c.allocs.index[0], "to"] += 5.0
+
+
+def _m_whole_node_twice(c: Case) -> None:
+    row = c.allocs[c.allocs.segment == 0].iloc[[0]].copy()
+    row["segment"] = 1
+    c.allocs = pd.concat([c.allocs, row], ignore_index=True)
+
+
+def _deadline(name: str) -> tuple[str, Callable[[Case], None]]:
+    dispatcher, fn = DEADLINE_CORRUPTIONS[name]
+    return f"deadline:{dispatcher}", fn
+
+
+#: rule name -> (the run it edits: a key of RUNS, or "deadline:" + a key of DEADLINE_RUNS; the edit)
+RULE_MUTATIONS: dict[str, tuple[str, Callable[[Case], None]]] = {
+    "job-set": ("easy", CORRUPTIONS["missing-job"]),
+    "never-started": ("easy", _m_never_started),
+    "finite-times": ("easy", CORRUPTIONS["inf-start"]),
+    "rejected-never-ran": ("easy", _m_rejected_with_times),
+    "start-after-submit": ("easy", CORRUPTIONS["start-before-submit"]),
+    "duration": ("easy", CORRUPTIONS["wrong-duration"]),
+    "killed-flag": ("easy", CORRUPTIONS["killed-flag"]),
+    "final-status": ("easy", CORRUPTIONS["status-killed-but-completed"]),
+    "cancel-reason": ("deadline:hilbert", _m_cancel_reason_kept),
+    "cancelled-without-deadlines": ("easy", _m_cancelled_without_deadlines),
+    "deadlines": _deadline("end-after-deadline"),
+    "deadline-outcome": ("deadline:hilbert", _m_cut_to_one_second),
+    "booking-conflict-needs-bookings": ("deadline:leak-nc", _m_conflict_without_bookings),
+    "rejections": ("easy", _m_rejected),
+    "row-values": ("easy", _m_node_not_an_integer),
+    "node-range": ("easy", CORRUPTIONS["node-out-of-range"]),
+    "row-times": ("easy", CORRUPTIONS["nan-to"]),
+    "amounts": ("easy", CORRUPTIONS["wrong-amount"]),
+    "segment-numbers": ("easy", _m_negative_segment),
+    "units-at-start": ("easy", CORRUPTIONS["wrong-units"]),
+    "rows-of-unstarted": ("easy", CORRUPTIONS["rejected-with-allocation-rows"]),
+    "rows-within-run": ("easy", _m_released_late),
+    "node-once-per-segment": ("easy", CORRUPTIONS["node-twice-in-a-segment"]),
+    "whole-node-once": ("deadline:leak", _m_whole_node_twice),
+    "max-units-per-node": ("easy", CORRUPTIONS["max-units-per-node"]),
+    "fork-grants": _deadline("static-job-grows"),
+    "growth-grants": ("easy", CORRUPTIONS["extra-segment"]),
+    "node-count": ("easy", CORRUPTIONS["node-count"]),
+    "contiguous": ("fifo", CORRUPTIONS["contiguous"]),
+    "capacity": ("easy", CORRUPTIONS["capacity-overlap"]),
+    "exclusive-nodes": _deadline("deadline-job-shares-a-node"),
+    "bookings": _deadline("not-at-the-booked-start"),
+    "booking-shapes": _deadline("hilbert-booking-off-the-curve"),
+}
+
+
+def test_every_rule_has_its_own_mutation():
     from hpcdispatch.validation.validator import RULES
 
     names = [r.name for r in RULES]
-    assert len(names) == len(set(names)) and len(names) >= 30
+    assert len(names) == len(set(names))
+    assert set(names) == set(RULE_MUTATIONS)
+
+
+@pytest.mark.parametrize("rule_name", list(RULE_MUTATIONS))
+def test_each_rule_reports_its_own_mutation(runs, deadline_runs, tmp_path, rule_name):
+    import dataclasses
+
+    from hpcdispatch.protocol.registry import dispatcher_class
+    from hpcdispatch.validation.validator import RULES, shape_rule
+
+    where, mutate = RULE_MUTATIONS[rule_name]
+    src = deadline_runs[where.split(":")[1]] if where.startswith("deadline:") else runs[where]
+    case = load_case(src, tmp_path / "run")
+    mutate(case)
+    rule = next(r for r in RULES if r.name == rule_name)
+    ident = case.run["dispatcher"]
+    tags = dispatcher_class(ident["name"])(**ident["params"]).get_tags()
+    booked = case.path / "bookings.parquet"
+
+    def check_with(rules):
+        return validate_tables(
+            case.system,
+            case.memory_workload if case.memory_workload is not None else case.workload,
+            case.jobs,
+            case.allocs,
+            walltime_kill=case.run["options"]["walltime_kill"],
+            dispatcher_tags=dataclasses.asdict(tags),
+            growth={},
+            bookings=pd.read_parquet(booked) if booked.is_file() else None,
+            shape=shape_rule(ident),
+            rules=rules,
+        )
+
+    assert check_with([]).ok  # no rule, no violation: what follows is the rule's own
+    found = check_with([rule])
+    assert found.violations, f"rule '{rule_name}' missed its mutation"
