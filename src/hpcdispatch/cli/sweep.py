@@ -260,8 +260,18 @@ def plan_cmd(spec: Path) -> None:
     metavar="FIRST:LAST",
     help="single run: the Gantt chart's nodes (default: all, or the first 64 of a larger system)",
 )
-def report(path: Path, out: Path | None, window: str | None, nodes: str | None) -> None:
-    """Tables, plots and report.html of a sweep, a run directory or a folder of runs."""
+@click.option(
+    "--allow-unverified",
+    is_flag=True,
+    help="report runs without violations whose workload cannot be re-derived (built in memory, "
+    "its source file gone or changed); without it they are refused like invalid ones",
+)
+def report(
+    path: Path, out: Path | None, window: str | None, nodes: str | None, allow_unverified: bool
+) -> None:
+    """Tables, plots and report.html of a sweep, a run directory or a folder of runs. Every
+    run is validated first (as 'hpcdispatch validate' does); a run that does not validate
+    is refused with one line naming it (exit code 2) and no report is written."""
     from hpcdispatch.report import report_kind, write_report
     from hpcdispatch.report.run import parse_range
 
@@ -272,5 +282,6 @@ def report(path: Path, out: Path | None, window: str | None, nodes: str | None) 
             out,
             window=parse_range(window, "--window"),
             nodes=parse_range(nodes, "--nodes", int),
+            allow_unverified=allow_unverified,
         )
     console.print(f"{kind} report: [bold]{html}[/] (tables, figures and report.md beside it)")

@@ -43,18 +43,20 @@ def write_report(
     out: str | Path | None = None,
     window: tuple[float, float] | None = None,
     nodes: tuple[int, int] | None = None,
+    allow_unverified: bool = False,
 ) -> Path:
     """Write the report of ``path`` into ``out`` (default ``PATH/report``); returns report.html.
     The report directory is written as a whole and replaces the previous one, so no file of
     an older report stays beside the new ones. Every run it shows is validated first
     (:func:`refuse_unvalidated`): a run that does not validate stops the report, and nothing
-    is written."""
+    is written (``allow_unverified``: a run without violations whose workload cannot be
+    re-derived -- a workload built in memory -- is reported)."""
     kind = report_kind(path)
     out = Path(out) if out is not None else Path(path) / "report"
     if kind != "run" and (window is not None or nodes is not None):
         raise ConfigError("--window and --nodes apply to the report of a single run directory")
     if kind == "run":
-        refuse_unvalidated(path, [Path(path)])
+        refuse_unvalidated(path, [Path(path)], allow_unverified)
         with atomic_dir(out, force=True) as tmp:
             from hpcdispatch.report.run import write_run_report
 
@@ -63,23 +65,27 @@ def write_report(
     from hpcdispatch.report.sweep import load_run_collection, load_sweep_runs, write_runset_report
 
     runs = load_sweep_runs(path) if kind == "sweep" else load_run_collection(path)
-    refuse_unvalidated(path, list(runs.dirs.values()))
+    refuse_unvalidated(path, list(runs.dirs.values()), allow_unverified)
     with atomic_dir(out, force=True) as tmp:
         html = write_runset_report(runs, tmp)
     return out / html.relative_to(tmp)
 
 
-def refuse_unvalidated(path: str | Path, run_dirs: list[Path]) -> None:
+def refuse_unvalidated(
+    path: str | Path, run_dirs: list[Path], allow_unverified: bool = False
+) -> None:
     """Validate every run directory a report would show (:func:`validate_run_dir`: its own
     rules, every number of ``summary.json`` recomputed); one whose verdict is not ``valid``
-    (invalid, unverified, cannot validate) is refused with one line naming it and why, so
-    that no report publishes a number of a run that does not validate."""
+    (invalid, cannot validate; unverified unless ``allow_unverified``) is refused with one
+    line naming it and why, so that no report publishes a number of a run that does not
+    validate."""
     from hpcdispatch.validation import validate_run_dir
 
+    accepted = ("valid", "unverified") if allow_unverified else ("valid",)
     bad = []
     for run_dir in run_dirs:
         report = validate_run_dir(run_dir)
-        if not report.ok:
+        if report.verdict not in accepted:
             bad.append(f"{run_dir}: {report.headline()}")
     if bad:
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
