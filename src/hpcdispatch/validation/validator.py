@@ -2114,6 +2114,12 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
     return report
 
 
+#: the dispatcher tags the rules read (:class:`~hpcdispatch.protocol.dispatcher.Tags`)
+RULE_TAGS = ("rejects", "forks", "contiguous_grants")
+#: the dispatcher name of a schedule recorded on a real Slurm by ``hpcdispatch slurm replay``
+REAL_SLURM = "slurm-real"
+
+
 @dataclass(frozen=True)
 class Producer:
     """The dispatcher that made a run, as the registry knows it: its canonical name, its
@@ -2145,6 +2151,11 @@ def _producer(
     if not isinstance(name, str) or not name.strip():
         problems.append(("run.json", "run.json: field 'dispatcher' names no dispatcher"))
         return None
+    if name == REAL_SLURM and isinstance(run.get("replay"), Mapping):
+        # a schedule recorded on a real Slurm (slurm replay): no registered class made it; a
+        # real Slurm rejects nothing here (a job it did not run is a problem of the replay),
+        # books nothing and grants no forks
+        return Producer(REAL_SLURM, {"rejects": False, "forks": False}, False, None)
     cls = DISPATCHERS.get(name.strip().lower())
     if cls is None:
         cannot.append(
@@ -2169,8 +2180,9 @@ def _producer(
         return None
     stored = run.get("dispatcher_tags")
     if isinstance(stored, Mapping):
-        for key, value in stored.items():
-            if key in tags and value != tags[key]:
+        for key, value in stored.items():  # (the tags the rules read; a bridge records its
+            # own ``deterministic`` and ``memoryless``: a real Slurm's schedule is neither)
+            if key in RULE_TAGS and value != tags[key]:
                 problems.append(
                     (
                         "run.json",
@@ -2212,9 +2224,9 @@ def _time_tolerance(
         ):
             tolerance = REAL_SLURM_SLACK_S / float(scale)
             notes.append(
-                f"a schedule recorded on a real Slurm ({what}, time scale {scale:g}): starts and "
-                f"durations checked within {REAL_SLURM_SLACK_S:g} s / {scale:g} = "
-                f"{tolerance:.6g} s; capacity and allocations exact"
+                f"a schedule recorded on a real Slurm ({what}): starts and durations checked "
+                f"with the validator's time tolerance of {tolerance:.6g} s "
+                f"({REAL_SLURM_SLACK_S:g} s / time scale {scale:g}); capacity and allocations exact"
             )
         else:
             problems.append(
