@@ -40,22 +40,36 @@ with the simulator's bookkeeping. It reports every violation it finds, earliest 
   :func:`_check_bookings`); with the shape rule of the strategy that booked (``shape``:
   ``hilbert`` or ``manhattan``, from the dispatcher's name), a whole-node job's booked nodes
   that are not consecutive positions of the grid's Hilbert curve, or not one 4-connected
-  piece of the grid (:func:`_check_shapes`, which derives the curve and the neighbours itself).
+  piece of the grid (:func:`_check_shapes`, which derives the curve and the neighbours itself);
+  a deadline job's outcome re-derived (:func:`rule_deadline_outcome`: a completed job ran at
+  least :func:`run_time_lower_bound`; the cancel reasons agree with the times), a
+  ``booking-conflict`` only where bookings exist (:func:`rule_booking_conflict_needs_bookings`).
 
-``time_tolerance`` (seconds, default 0): a schedule recorded by a real system rather than
-simulated -- a replay on a real Slurm (:mod:`hpcdispatch.slurm.replay`), whose timestamps are
-whole seconds, whose jobs start and end with some overhead and whose times are scaled -- may
-start a job up to that much before its submission and run it up to that much shorter or longer
-than ``min(run time, wall-time)``. Only those two rules use it; capacity, amounts, units and
-every other rule stay exact. A run directory gives it in ``run.json``'s ``time_tolerance``
-(said in the notes).
+The rules are a table (:data:`RULES`): each :class:`Rule` has a name, when it applies and a
+check over one :class:`RunTables` value (the tables aligned once by :func:`run_tables`) that
+returns its :class:`Problems`; :func:`validate_tables` runs every rule that applies. To add a
+rule: a function ``rule_x(t: RunTables) -> Problems``, one line in :data:`RULES`, and its
+mutation in ``tests/test_validator_mutations.py::RULE_MUTATIONS``.
 
-A run directory (:func:`validate_run_dir`) is checked against what it can re-derive, not
-against its stored copies: the system the run names (a preset, or ``from-trace:...`` derived
-again from the trace's SWF header: a stored ``system.toml`` that differs from it is a
-violation), the workload re-read from its source (every stored column compared with it; the
-schedule is checked against the source), and ``summary.json``'s job counts, mean wait,
-slowdown, bounded slowdown and makespan recomputed from the tables.
+Every constant is the validator's own: the time tolerance (:data:`TIME_TOLERANCE_S`, exact;
+a schedule recorded on a real Slurm -- whole-second timestamps, start and end overhead,
+scaled times -- may start a job up to :data:`REAL_SLURM_SLACK_S` / its time scale before its
+submission and run that much shorter or longer, and only those two rules use it), the
+bounded-slowdown ``tau`` (:data:`BSLD_TAU_S`) and the execution model's largest
+communication share (:data:`COMM_SHARE_MAX`).
+
+A run directory (:func:`validate_run_dir`) gives the validator only the schedule and the
+identity of what produced it. The system is the one the run names (a preset, or
+``from-trace:...`` derived again from the trace's SWF header: a stored ``system.toml`` that
+differs is a violation); the dispatcher's tags, whether its family books ahead (then
+``bookings.parquet`` is required) and its shape rule come from the registry by its name and
+parameters (an unregistered name: verdict ``cannot validate``); the workload is re-derived
+from its source -- a ``synthetic:`` spec regenerated, a file re-read by the absolute path and
+SHA-256 recorded when the run was written (``workload.kind`` is not read) -- and the stored
+table must equal it (a source that cannot be re-read, has changed, or a workload built in
+memory: verdict ``unverified``, never ``valid``); ``summary.json`` is recomputed field by
+field (:mod:`hpcdispatch.validation.summary`). The verdicts and ``hpcdispatch validate``'s
+exit codes: :data:`EXIT_CODES`.
 """
 
 from __future__ import annotations
