@@ -164,13 +164,19 @@ def recompute_summary(
     out["utilization_paper"] = theo / makespan if makespan > 0 else float("nan")
 
     # fragmentation and spread: each job's nodes over all its segments
-    frag, spread = [], []
+    frag, spread = np.zeros(0), np.zeros(0)
     if len(allocations):
-        by_job = allocations.groupby("job_id")["node"]
-        for _, nodes in by_job:
-            n = np.unique(nodes.to_numpy(np.int64))
-            frag.append(1.0 + float((np.diff(n) > 1).sum()))
-            spread.append(float(n[-1] - n[0] + 1) / len(n))
+        job_code = pd.factorize(allocations["job_id"])[0].astype(np.int64)
+        node = allocations["node"].to_numpy(np.int64)
+        width = int(node.max()) + 1 if len(node) else 1
+        key = np.unique(job_code * width + node)  # each job's distinct nodes, ascending
+        job, node = key // width, key % width
+        head = np.r_[True, job[1:] != job[:-1]]
+        starts = np.flatnonzero(head)
+        ends = np.r_[starts[1:], len(job)] - 1
+        gap = np.r_[False, (np.diff(node) > 1) & ~head[1:]]
+        frag = 1.0 + np.add.reduceat(gap.astype(np.float64), starts)
+        spread = (node[ends] - node[starts] + 1) / (ends - starts + 1)
     out["fragmentation_mean"], out["fragmentation_std"] = _mean_std(np.asarray(frag))
     out["spread_mean"], out["spread_std"] = _mean_std(np.asarray(spread))
 
