@@ -1209,3 +1209,33 @@ def test_each_rule_reports_its_own_mutation(runs, deadline_runs, tmp_path, rule_
     assert check_with([]).ok  # no rule, no violation: what follows is the rule's own
     found = check_with([rule])
     assert found.violations, f"rule '{rule_name}' missed its mutation"
+
+
+def test_a_plugins_dispatcher_cannot_be_validated_until_its_plugin_is_loaded(tmp_path):
+    """A run of a plugin's dispatcher: 'cannot validate' (exit 4) without the plugin, never
+    'valid'; with ``--plugin`` its tags come from the registry and the run is valid."""
+    import subprocess
+    import sys
+
+    plugin = tmp_path / "issue49_plugin.py"
+    plugin.write_text(
+        "from hpcdispatch.dispatchers.priority import FIFO\n"
+        "from hpcdispatch.protocol import register\n\n\n"
+        "@register\nclass Fifo49(FIFO):\n    name = 'fifo-issue49'\n"
+    )
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "hpcdispatch"]
+    made = subprocess.run(
+        [*cmd, "simulate", "-s", "machine-s", "-w", "synthetic:lublin,jobs=20,seed=2"]
+        + ["-d", "fifo-issue49", "--plugin", str(plugin), "-o", str(run), "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    without = subprocess.run([*cmd, "validate", str(run)], capture_output=True, text=True)
+    assert without.returncode == 4, without.stdout + without.stderr
+    assert one_line_names(without.stdout, "cannot validate", "fifo-issue49", "--plugin")
+    with_it = subprocess.run(
+        [*cmd, "validate", str(run), "--plugin", str(plugin)], capture_output=True, text=True
+    )
+    assert with_it.returncode == 0 and "schedule valid" in with_it.stdout, with_it.stdout

@@ -2535,6 +2535,8 @@ def _check_summary(
         )
     src = stored.run.get("workload", {})
     identity: dict[str, Any] = {"system": stored.run.get("system")}
+    if isinstance(stored.run.get("predictor"), str):
+        identity["predictor"] = stored.run["predictor"]
     if isinstance(src, Mapping) and "spec" in src:
         identity["workload"] = src["spec"]
     named = stored.run.get("dispatcher")
