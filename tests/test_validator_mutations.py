@@ -947,11 +947,31 @@ def test_bookings_file_deleted(deadline_runs, tmp_path):
 
 @pytest.mark.parametrize(
     "key",
-    ["bsld_tau", "utilization_core", "wait_p95", "wait_max", "turnaround_mean", "slowdown_median"],
+    [
+        "bsld_tau",
+        "utilization_core",
+        "wait_p95",
+        "wait_max",
+        "turnaround_mean",
+        "slowdown_median",
+        "queue_length_mean",
+        "spread_mean",
+        "theoretical_runtime_s",
+        "decision_time_mean_s",
+    ],
 )
 def test_summary_field_edited(runs, tmp_path, key):
     d = RunDir(runs["easy"], tmp_path / "run")
     d.summary[key] = d.summary[key] * 0.5 + 1.0
+    assert_refused(d.save(), f"summary.json: {key}")
+
+
+@pytest.mark.parametrize("key", ["success_rate", "on_time", "cancel_rate", "type-success_rate"])
+def test_deadline_summary_field_edited(deadline_runs, tmp_path, key):
+    d = RunDir(deadline_runs["hilbert"], tmp_path / "run")
+    if key.startswith("type-"):  # the first behaviour type's
+        key = next(k for k in d.summary if k.startswith("type") and k.endswith("_success_rate"))
+    d.summary[key] = d.summary[key] + 1
     assert_refused(d.save(), f"summary.json: {key}")
 
 

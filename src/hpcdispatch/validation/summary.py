@@ -180,23 +180,7 @@ def recompute_summary(
     out["fragmentation_mean"], out["fragmentation_std"] = _mean_std(np.asarray(frag))
     out["spread_mean"], out["spread_std"] = _mean_std(np.asarray(spread))
 
-    # queue length: +1 at each accepted job's submission, -1 at its start
-    accepted = status != rejected_text
-    starts = start[accepted & ran]
-    times = np.concatenate([starts, submit[accepted]])
-    delta = np.concatenate([-np.ones(len(starts)), np.ones(int(accepted.sum()))])
-    order = np.argsort(times, kind="stable")
-    times, length = times[order], np.cumsum(delta[order])
-    last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, bool)
-    times, length = times[last], length[last]
-    if len(times) == 0:
-        out["queue_length_mean"] = 0.0
-    elif last_end - times[0] <= 0:
-        out["queue_length_mean"] = float(length[-1])
-    else:
-        widths = np.diff(np.r_[times, last_end])
-        out["queue_length_mean"] = float((length * widths).sum() / (last_end - times[0]))
-    out["queue_length_max"] = int(length.max()) if len(length) else 0
+    out.update(_queue_length(submit, start, status != rejected_text, ran, last_end))
 
     # prediction quality: planned durations against what the jobs ran
     if "planned_duration" in first.columns:
@@ -226,6 +210,29 @@ def recompute_summary(
     if "deadline" in workload:
         out.update(_deadline_metrics(workload, first, aligned, status, end, submit))
     return out
+
+
+def _queue_length(
+    submit: np.ndarray, start: np.ndarray, accepted: np.ndarray, ran: np.ndarray, last_end: float
+) -> dict[str, Any]:
+    """The queue length (accepted jobs submitted and not yet started): +1 at each one's
+    submission, -1 at its start; its time-weighted mean over [first event, last end] and its
+    maximum."""
+    starts = start[accepted & ran]
+    times = np.concatenate([starts, submit[accepted]])
+    delta = np.concatenate([-np.ones(len(starts)), np.ones(int(accepted.sum()))])
+    order = np.argsort(times, kind="stable")
+    times, length = times[order], np.cumsum(delta[order])
+    last = np.r_[times[1:] != times[:-1], True] if len(times) else np.zeros(0, bool)
+    times, length = times[last], length[last]
+    if len(times) == 0:
+        mean = 0.0
+    elif last_end - times[0] <= 0:
+        mean = float(length[-1])
+    else:
+        widths = np.diff(np.r_[times, last_end])
+        mean = float((length * widths).sum() / (last_end - times[0]))
+    return {"queue_length_mean": mean, "queue_length_max": int(length.max()) if len(length) else 0}
 
 
 def _deadline_metrics(
