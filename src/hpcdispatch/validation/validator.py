@@ -1801,7 +1801,8 @@ def _columns(table: Table) -> Columns:
         if column.dtype.kind in "iufb":  # (numpy's numbers and booleans: shared, not copied)
             columns[str(name)] = column.to_numpy()
         else:  # texts, objects, pandas' own types: missing values (NA, NaT, NaN) as None
-            columns[str(name)] = column.to_numpy(dtype=object, na_value=None)
+            values = column.astype(object)
+            columns[str(name)] = values.where(values.notna(), None).to_numpy()
     return columns
 
 
