@@ -224,7 +224,6 @@ CONFLICT = str(
     CancelReason.BOOKING_CONFLICT
 )  # cancelled when the next booking on its nodes begins (A19)
 CANCEL_REASONS = tuple(str(r) for r in CancelReason)
-SUMMARY_RTOL = 1e-9
 
 Growth = Mapping[int, Sequence[Any]]
 
