@@ -348,7 +348,7 @@ def test_the_allow_list_admits_every_object_a_run_holds(eurora_case, real_checkp
     """The real checkpoint (a conservative plan: profiles, reservations, the view) resumes
     through the restricted unpickler, and the run equals the uninterrupted one."""
     resumed = simulate(eurora_case, interrupting("conservative")(), checkpoint=real_checkpoint)
-    assert resumed.extra["checkpoint"]["resumed_at"]["t"] > 0  # (resumed, not run anew)
+    assert resumed.notes.checkpoint.resumed_at["t"] > 0  # (resumed, not run anew)
     assert_same_run(resumed, simulate(eurora_case, interrupting("conservative")()))
 
 

@@ -416,10 +416,15 @@ def note_repeatability(label: str, result: Any) -> str | None:
 
 
 def print_validation(report: Any) -> None:
-    if report.ok:
+    verdict = getattr(report, "verdict", "valid" if report.ok else "invalid")
+    if verdict == "valid":
         console.print(f"[green]schedule valid[/] ({report.describe()})")
     else:
-        console.print(f"[red]{report.describe()}[/]")
+        colour = "red" if verdict == "invalid" else "yellow"
+        # one line per violation, never wrapped: each names its job or field on its own line
+        console.print(
+            report.describe(), style=colour, markup=False, highlight=False, soft_wrap=True
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -695,18 +700,43 @@ def _compare_into(
 @click.option(
     "--no-reload",
     is_flag=True,
-    help="do not re-read the workload from its source; use the stored table",
+    help="do not re-derive the workload from its source; check against the stored table "
+    "(the verdict is then at best 'unverified')",
 )
-def validate(out_dir: Path, no_reload: bool) -> None:
-    """Check a schedule: capacities, starts after submission, durations, allocations."""
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="a .py file (or an importable module) that registers the run's dispatcher; repeat for "
+    "several",
+)
+def validate(out_dir: Path, no_reload: bool, plugins: tuple[Path, ...]) -> None:
+    """Check a run directory's schedule with the validator's own rules: capacities, starts
+    after submission, durations, allocations, deadlines and bookings, and every number of
+    summary.json recomputed. Only the schedule and what produced it (system, dispatcher,
+    workload source) are read from OUT_DIR; the dispatcher's tags come from the registry, the
+    workload is re-derived from its source (a file by absolute path and SHA-256, or a
+    synthetic: spec), so the verdict is the same from any current directory.
+
+    \b
+    Exit codes (the verdict's line is printed last):
+      0  valid            every rule holds, every input re-derived
+      1  INVALID          a rule is broken (each violation names the job or field)
+      2  error            the run directory cannot be read (bad input)
+      3  unverified       no violation, but the workload source cannot be re-read, its
+                          SHA-256 changed, or it is not re-derivable (a workload in memory)
+      4  cannot validate  the run's dispatcher is not registered (load it with --plugin)
+    """
     from hpcdispatch.validation.validator import validate_run_dir
 
+    load_plugin_options({"plugins": plugins})
     report = validate_run_dir(out_dir, reload_workload=not no_reload)
     for note in report.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     print_validation(report)
-    if not report.ok:
-        raise click.exceptions.Exit(1)
+    if report.exit_code:
+        raise click.exceptions.Exit(report.exit_code)
 
 
 @cli.command()

@@ -288,11 +288,24 @@ def plan_cmd(spec: Path) -> None:
     help="single run: the Gantt chart's nodes (default: all, or the first 64 of a larger system)",
 )
 @click.option("--force", is_flag=True, help="replace an existing report")
+@click.option(
+    "--allow-unverified",
+    is_flag=True,
+    help="report runs without violations whose workload cannot be re-derived (built in memory, "
+    "its source file gone or changed); without it they are refused like invalid ones",
+)
 def report(
-    path: Path, out: Path | None, window: str | None, nodes: str | None, force: bool
+    path: Path,
+    out: Path | None,
+    window: str | None,
+    nodes: str | None,
+    force: bool,
+    allow_unverified: bool,
 ) -> None:
-    """Tables, plots and report.html of a sweep, a run directory or a folder of runs. An
-    existing report is replaced only with --force (as a whole: no older file stays)."""
+    """Tables, plots and report.html of a sweep, a run directory or a folder of runs. Every
+    run is validated first (as 'hpcdispatch validate' does); a run that does not validate
+    is refused with one line naming it (exit code 2) and no report is written. An existing
+    report is replaced only with --force (as a whole: no older file stays)."""
     from hpcdispatch.report import report_kind, write_report
     from hpcdispatch.report.run import parse_range
     from hpcdispatch.results.outdir import check_output_dir
@@ -302,5 +315,7 @@ def report(
     node_range = parse_range(nodes, "--nodes", int)
     check_output_dir(out if out is not None else path / "report", force)
     with console.status(f"writing the report of {path} ..."):
-        html = write_report(path, out, window=span, nodes=node_range)
+        html = write_report(
+            path, out, window=span, nodes=node_range, allow_unverified=allow_unverified
+        )
     console.print(f"{kind} report: [bold]{html}[/] (tables, figures and report.md beside it)")
