@@ -344,6 +344,7 @@ def test_a_crafted_checkpoint_is_refused_before_anything_runs(
     assert crafted.exists()  # left for the user to look at
 
 
+@pytest.mark.slow
 def test_the_allow_list_admits_every_object_a_run_holds(eurora_case, real_checkpoint, tmp_path):
     """The real checkpoint (a conservative plan: profiles, reservations, the view) resumes
     through the restricted unpickler, and the run equals the uninterrupted one."""
@@ -352,6 +353,7 @@ def test_the_allow_list_admits_every_object_a_run_holds(eurora_case, real_checkp
     assert_same_run(resumed, simulate(eurora_case, interrupting("conservative")()))
 
 
+@pytest.mark.slow
 def test_simulate_refuses_a_crafted_checkpoint_and_runs_nothing(tmp_path):
     """The audit's file, through the CLI: the header of a checkpoint `simulate --checkpoint`
     wrote itself (stopped by SIGTERM), followed by a pickle whose ``__reduce__`` calls

@@ -161,6 +161,7 @@ def _same_schedule(a, b) -> None:
     pd.testing.assert_frame_equal(ja, jb)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep", ["checkpoint", "journal"])
 def test_sigterm_stops_simulate_like_ctrl_c_and_the_run_resumes(tmp_path, keep):
     file, out, clean = tmp_path / f"run.{keep}", tmp_path / "out", tmp_path / "clean"
@@ -195,6 +196,7 @@ def test_sigterm_stops_simulate_like_ctrl_c_and_the_run_resumes(tmp_path, keep):
     _same_schedule(out, clean)
 
 
+@pytest.mark.slow
 def test_sigterm_stops_compare_like_ctrl_c(tmp_path):
     out = tmp_path / "out"
     args = _hpcdispatch("compare", "-w", "synthetic:lublin,jobs=3000,seed=3,load=1.1")
@@ -206,6 +208,7 @@ def test_sigterm_stops_compare_like_ctrl_c(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("whole_group", [False, True], ids=["main-process", "process-group"])
 def test_sigterm_stops_a_sweep_like_ctrl_c(tmp_path, whole_group):
     import os

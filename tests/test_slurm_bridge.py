@@ -938,6 +938,7 @@ def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path
     )
 
 
+@pytest.mark.slow
 def test_a_killed_controller_under_the_bridge_is_reported_as_such(tmp_path: Path) -> None:
     """slurmctld killed with SIGKILL while the bridge runs: the bridge stops with one line
     that says the controller died (not that the cluster keeps running), and what to do;

@@ -385,6 +385,7 @@ def _kill_controller_under_running_steps(state: Path) -> dict[int, str]:
     return _cluster_processes(state)
 
 
+@pytest.mark.slow
 def test_down_after_a_killed_controller_ends_every_process_of_the_cluster(
     cluster_dir: Path,
 ) -> None:

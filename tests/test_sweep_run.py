@@ -437,6 +437,7 @@ def test_a_dead_sweeps_lock_is_taken_over_and_another_hosts_is_refused(tmp_path)
             pass
 
 
+@pytest.mark.slow
 def test_a_second_sweep_run_on_the_same_directory_refuses(tmp_path):
     spec_path = write_spec(tmp_path, SMALL.format(jobs=300))
     out = tmp_path / "out"
