@@ -337,6 +337,7 @@ def test_a_deadline_sweep_report_opens_with_the_paper_panels(tmp_path):
     assert "Quality of service" in headings[1:]
 
 
+@pytest.mark.slow
 def test_report_refuses_a_run_that_does_not_validate(tmp_path):
     """A run whose summary.json was edited (or whose schedule breaks a rule) is refused by
     ``report`` -- of the folder and of the run alone -- with one line naming the run and the

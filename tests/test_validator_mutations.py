@@ -1233,6 +1233,7 @@ def test_each_rule_reports_its_own_mutation(runs, deadline_runs, tmp_path, rule_
     assert found.violations, f"rule '{rule_name}' missed its mutation"
 
 
+@pytest.mark.slow
 def test_a_plugins_dispatcher_cannot_be_validated_until_its_plugin_is_loaded(tmp_path):
     """A run of a plugin's dispatcher: 'cannot validate' (exit 4) without the plugin, never
     'valid'; with ``--plugin`` its tags come from the registry and the run is valid."""
