@@ -258,6 +258,7 @@ def test_easy_run_opens_in_evalys_with_our_utilisation(tmp_path):
     plt.close("all")
 
 
+@pytest.mark.slow
 def test_aucsched_run_opens_in_evalys(tmp_path):
     system = load_system("machine-s")
     w = load_workload("synthetic:aucsched,workload=I,seed=1,runtime_h=0.5", system)

@@ -338,6 +338,7 @@ def check_sacct(path: Path) -> None:
     )  # found by suffix or header, or another reader's error
 
 
+@pytest.mark.slow
 @FUZZ
 @given(sacct_bytes)
 def test_sacct_any_bytes(data):
@@ -345,6 +346,7 @@ def test_sacct_any_bytes(data):
     check_sacct(_write("any-sacct.txt", data))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(damaged(SACCT))
 def test_sacct_damaged(data):
@@ -459,6 +461,7 @@ def test_system_damaged(data):
     check_system_file(_write("damaged.toml", data))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(replaced(SYSTEM_DOC))
 def test_system_wrong_values(doc):
