@@ -28,6 +28,7 @@ report's notes, by name.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -207,9 +208,44 @@ def recompute_summary(
         ):
             out[f"decision_time_{stat}_s"] = float(value(elapsed)) if len(elapsed) else float("nan")
 
+    if decisions is not None and "info" in decisions.columns:
+        out.update(_cp_counts(decisions["info"]))
+
     if "deadline" in workload:
         out.update(_deadline_metrics(workload, first, aligned, status, end, submit))
     return out
+
+
+def _cp_counts(info: pd.Series) -> dict[str, int]:
+    """The CP dispatchers' decision counts, from the decision log's records as stored (JSON
+    per call): calls with a queue, rule-optimal ones, model solves, solves whose objective
+    beat the rule's without a fallback, and fallbacks. Empty without CP records."""
+    records = []
+    for text in info:
+        if isinstance(text, str) and text.startswith("{"):
+            try:
+                rec = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                records.append(rec)
+    if not any("rule_objective" in r for r in records):
+        return {}
+    quiet = {None, "empty", "rule-optimal", "rule", "infeasible"}
+    solved = [r for r in records if r.get("status") not in quiet]
+    return {
+        "cp_decisions": sum(r.get("status") not in (None, "empty") for r in records),
+        "cp_rule_optimal": sum(r.get("status") == "rule-optimal" for r in records),
+        "cp_solves": len(solved),
+        "cp_solver_improved": sum(
+            r.get("fallback") is None
+            and isinstance(r.get("objective"), int | float)
+            and isinstance(r.get("rule_objective"), int | float)
+            and r["objective"] < r["rule_objective"]
+            for r in solved
+        ),
+        "cp_fallbacks": sum(r.get("fallback") is not None for r in records),
+    }
 
 
 def _queue_length(
