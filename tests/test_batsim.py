@@ -184,6 +184,7 @@ def test_swf_to_batsim_json_to_simulate_is_the_same_schedule(tmp_path):
         same_schedule(simulate(system, w, name), simulate(system, back, name))
 
 
+@pytest.mark.slow
 def test_whole_trace_round_trip_through_the_cli(tmp_path):
     trace = real_trace("KTH-SP2-1996-2.1-cln.swf.gz")
     out = tmp_path / "kth.json"

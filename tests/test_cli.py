@@ -102,6 +102,7 @@ def test_simulate_then_validate(tmp_path):
     assert v.returncode == 1 and "capacity" in v.stdout
 
 
+@pytest.mark.slow
 def test_simulate_with_corrected_predictions(tmp_path):
     out = tmp_path / "run"
     p = run(

@@ -533,6 +533,7 @@ def test_sweep_damaged(data):
     check_sweep(data.decode("utf-8", errors="replace"))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(replaced(SWEEP_DOC))
 def test_sweep_wrong_values(doc):
