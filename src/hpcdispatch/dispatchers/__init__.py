@@ -14,6 +14,8 @@ from hpcdispatch.dispatchers import (  # noqa: F401  (registration)
     deadline,
     easy,
     leak,
+    pick,
+    policy,
     priority,
     slurm_bf,
 )

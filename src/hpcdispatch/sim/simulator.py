@@ -345,6 +345,16 @@ class Simulator:
             )
         return True
 
+    def dispatch_now(self) -> None:
+        """Call the dispatcher once more at the current instant (between :meth:`step` calls,
+        with jobs queued) and apply its decision: for a caller that feeds the dispatcher its
+        decisions one at a time (:mod:`hpcdispatch.rl`'s environment)."""
+        st = self._st
+        if st is None or st.t == _INF:
+            raise ConfigError("the run has not begun, or it has ended")
+        if st.queue:
+            self._call_dispatcher(st.t)
+
     def _end_jobs(self, t: float) -> None:
         """The jobs that end at ``t`` give their nodes back; the predictor learns their run time."""
         st = self._st

@@ -1,0 +1,28 @@
+"""Reinforcement learning on the simulator (``pip install ".[rl]"``: gymnasium).
+
+- :class:`~hpcdispatch.rl.env.SchedulingEnv`, registered as ``hpcdispatch/Scheduling-v0``
+  when this package is imported: ``gymnasium.make("hpcdispatch/Scheduling-v0",
+  workload=..., system=...)``;
+- :mod:`hpcdispatch.rl.sequences`: cleaning profiles (``rlscheduler``), RLScheduler's
+  sampling of evaluation sequences, job slices;
+- :mod:`hpcdispatch.rl.evaluate`: RLScheduler's evaluation protocol (``hpcdispatch rl
+  evaluate``).
+
+The heuristics the RL papers compare against (``fcfs``, ``sjf-pick``, ``wfp3``, ``unicep``,
+``f1``) and a learned policy (``policy:path=FILE.npz``) are ordinary dispatchers
+(:mod:`hpcdispatch.dispatchers.pick`, :mod:`hpcdispatch.dispatchers.policy`).
+"""
+
+from __future__ import annotations
+
+ENV_ID = "hpcdispatch/Scheduling-v0"
+
+
+def _register() -> None:
+    import gymnasium
+
+    if ENV_ID not in gymnasium.registry:
+        gymnasium.register(id=ENV_ID, entry_point="hpcdispatch.rl.env:SchedulingEnv")
+
+
+_register()
