@@ -79,11 +79,15 @@ def job_features(
     n = len(submit)
     if out is None:
         out = np.zeros((n, N_FEATURES), dtype=np.float32)
-    np.minimum((now - submit) / wait_scale, 1.0, out=out[:n, 0], casting="unsafe")
-    np.minimum(requested / time_scale, 1.0, out=out[:n, 1], casting="unsafe")
-    np.minimum(processors / total_processors, 1.0, out=out[:n, 2], casting="unsafe")
-    out[:n, 3] = fits
-    np.minimum(planned / time_scale, 1.0, out=out[:n, 4], casting="unsafe")
+    f = np.empty((N_FEATURES, n))
+    np.subtract(now, submit, out=f[0])
+    f[0] /= wait_scale
+    np.divide(requested, time_scale, out=f[1])
+    np.divide(processors, total_processors, out=f[2])
+    f[3] = fits
+    np.divide(planned, time_scale, out=f[4])
+    np.minimum(f, 1.0, out=f)
+    out[:n] = f.T
     return out
 
 

@@ -44,7 +44,7 @@ from hpcdispatch.dispatchers.policy import (
     N_FEATURES,
     job_features,
 )
-from hpcdispatch.errors import ConfigError
+from hpcdispatch.errors import ConfigError, SimulationStalledError
 from hpcdispatch.predictors import make_predictor
 from hpcdispatch.protocol import Decision, DispatchView, Scratch, Start
 from hpcdispatch.rl.fast import FastEpisode, Replay, fast_eligible
@@ -215,6 +215,7 @@ class SchedulingEnv(gym.Env[np.ndarray, np.int64]):
         self._sim = Simulator(
             self.system, episode, self._agent, make_predictor(self.predictor), self.options
         )
+        self._sim.stall_check = False  # the agent decides between steps
         self._sim.begin()
         self._done = self._advance()
         return self._observe()
@@ -292,6 +293,11 @@ class SchedulingEnv(gym.Env[np.ndarray, np.int64]):
         step = sim.step
         while not (st.queue and agent._head is None):
             if not step():
+                if st.queue:
+                    raise SimulationStalledError(
+                        f"rl environment: {len(st.queue)} job(s) queued at t={st.t:g} with "
+                        "nothing running and no event left"
+                    )
                 self._result = st.result(
                     sim.system, sim.workload, sim.dispatcher, sim.predictor, sim.options
                 )

@@ -48,6 +48,8 @@ class FastEpisode:
         self.plan = [float(x) for x in planned]
         self.units = [int(x) for x in units]
         self.n = len(self.sub)
+        self._plan_np = np.asarray(self.plan, dtype=np.float64)
+        self._units_np = np.asarray(self.units, dtype=np.int64)
         self.free = int(capacity)
         self.backfill = backfill
         self.t = -_INF
@@ -60,6 +62,10 @@ class FastEpisode:
         self.start = [math.nan] * self.n
         self.end = [math.nan] * self.n
         self.log: list[tuple[float, int]] = []  # (time, job) in start order
+        # the backfilling pass may look only at jobs submitted since the last pass (index
+        # >= mark) when it would fail again for every older one: nothing ended since, the
+        # pick is the same, and (EASY) the last pass started nothing; 0: look at all
+        self._mark = 0
 
     # ---- the loop ------------------------------------------------------------------------
     def instant(self) -> bool:
@@ -74,6 +80,8 @@ class FastEpisode:
             return False
         self.t = t
         units, running = self.units, self.running
+        if ends and ends[0][0] == t:
+            self._mark = 0
         while ends and ends[0][0] == t:
             j = heapq.heappop(ends)[1]
             self.free += units[j]
@@ -98,6 +106,7 @@ class FastEpisode:
     def pick(self, job: int) -> None:
         """The agent's pick (a queued job), applied at once as a dispatcher call."""
         self.head, self.shadow = job, None
+        self._mark = 0
         self.dispatch()
 
     def dispatch(self) -> None:
@@ -107,6 +116,7 @@ class FastEpisode:
         if self.units[h] <= self.free:
             self._start(h)
             self.head = self.shadow = None
+            self._mark = 0
             return
         if self.free > 0:
             if self.backfill == "on":
@@ -125,11 +135,33 @@ class FastEpisode:
         self.running[j] = t + self.plan[j]
         self.log.append((t, j))
 
+    def _candidates(self, shadow: float | None = None) -> list[int]:
+        """The queued jobs the pass must look at (see ``_mark``), in queue order, less those
+        larger than the free count now (free only shrinks during a pass) and, for
+        RLScheduler's rule, those not ending before ``shadow``."""
+        mark = self._mark
+        queue = self.queue
+        if mark == 0:
+            if len(queue) <= 32:
+                return list(queue)
+            q = np.fromiter(queue, dtype=np.int64, count=len(queue))
+        else:
+            return [j for j in range(mark, self.next_submit) if j in queue]
+        keep = self._units_np[q] <= self.free
+        if shadow is not None:
+            keep &= (self.t + self._plan_np[q]) < shadow
+        return q[keep].tolist()
+
     def _easy(self, h: int) -> None:
         now = self.t
         units, plan = self.units, self.plan
         soon = now + 1.0
-        rel = sorted((pe if pe > soon else soon, units[j]) for j, pe in self.running.items())
+        running = self.running
+        if self._mark and running and min(running.values()) < soon:
+            self._mark = 0  # an overdue job's expected end moved: compute it all again
+        todo = self._candidates()
+        self._mark = self.next_submit
+        rel = sorted((pe if pe > soon else soon, units[j]) for j, pe in running.items())
         need = units[h] - self.free
         acc = 0
         shadow = _INF
@@ -144,10 +176,11 @@ class FastEpisode:
                     acc += u2
                 extra = acc - need
                 break
-        for j in list(self.queue):
+        started = False
+        for j in todo:
             free = self.free
             if free == 0:
-                return
+                break
             if j == h:
                 continue
             u = units[j]
@@ -155,9 +188,13 @@ class FastEpisode:
                 continue
             if now + plan[j] <= shadow:
                 self._start(j)
+                started = True
             elif u <= extra:
                 self._start(j)
                 extra -= u
+                started = True
+        if started:
+            self._mark = 0
 
     def _rlscheduler(self, h: int) -> None:
         now = self.t
@@ -172,7 +209,9 @@ class FastEpisode:
                     break
             self.shadow = shadow
         shadow = self.shadow
-        for j in list(self.queue):
+        todo = self._candidates(shadow)
+        self._mark = self.next_submit
+        for j in todo:
             free = self.free
             if free == 0:
                 return

@@ -153,6 +153,9 @@ class Simulator:
                 f"dispatcher '{dispatcher.name}' keeps state between calls: its runs cannot resume from a journal"
             )
         self.keep_checkpoint = keep_checkpoint
+        #: refuse a state where jobs wait with nothing running and no event left (off for a
+        #: caller that feeds the dispatcher its decisions between steps: dispatch_now)
+        self.stall_check = True
         self._st: LoopState | None = None
         self._journal: DecisionJournal | None = None
 
@@ -338,7 +341,7 @@ class Simulator:
             )
             st.next_seq += 1
             st.tick_pending = True
-        if queue and not heap and st.next_submit >= n:
+        if queue and not heap and st.next_submit >= n and self.stall_check:
             raise SimulationStalledError(
                 f"dispatcher '{self.dispatcher.name}' left {len(st.queue)} job(s) queued at t={t:g} with nothing "
                 f"running and no more events (first waiting job: {next(iter(st.queue.values())).id})"
