@@ -221,6 +221,81 @@ def register_as_coded() -> None:
             register(type(f"AsCoded_{name}", (AsCoded,), {"name": name, "score": name}))
 
 
+def one_event_at_a_time(trace: Path, backfill: str, batch: int, args, names: list[str]) -> dict:
+    """The measurement of the backfilling differences: hpcdispatch's fast engine changed to
+    advance as RLScheduler's ``moveforward_for_resources_backfill_greedy`` does -- one event
+    per step (a submission first when it is not later than the next end; ends of one instant
+    one at a time, in start order), the pick tried and a backfilling pass made after each --
+    instead of all the events of an instant, then one dispatcher call. Picks by the scores
+    (the ``-rls`` ones as RLScheduler's code computes them)."""
+    import heapq
+
+    from hpcdispatch.dispatchers.pick import ranked
+    from hpcdispatch.rl.fast import FastEpisode
+    from hpcdispatch.rl.sequences import job_slice, load_rlscheduler, rlscheduler_starts
+
+    class OneAtATime(FastEpisode):
+        seq = 0
+
+        def _start(self, j: int) -> None:  # ends tie in start order, as RLScheduler's sort
+            t = self.t
+            self.free -= self.units[j]
+            del self.queue[j]
+            self.start[j] = t
+            self.end[j] = t + self.dur[j]
+            self.seq += 1
+            heapq.heappush(self.ends, (self.end[j], self.seq, j))  # type: ignore[arg-type]
+            self.running[j] = t + self.plan[j]
+            self.log.append((t, j))
+
+        def instant(self) -> bool:
+            ends = self.ends
+            t_end = ends[0][0] if ends else math.inf
+            i = self.next_submit
+            t_sub = self.sub[i] if i < self.n else math.inf
+            if t_end == math.inf and t_sub == math.inf:
+                return False
+            self._mark = 0
+            if t_sub <= t_end:
+                self.t = max(self.t, t_sub)
+                self.queue[i] = None
+                self.next_submit = i + 1
+            else:
+                self.t = max(self.t, t_end)
+                j = heapq.heappop(ends)[-1]
+                self.free += self.units[j]
+                del self.running[j]
+            if self.queue:
+                self.dispatch()
+            return True
+
+    system, wl = load_rlscheduler(trace)
+    n = len(wl) if batch <= 0 else min(batch, len(wl))
+    starts = rlscheduler_starts(n, args.jobs, args.iterations, 1)
+    mode = {"off": "off", "on": "rlscheduler"}[backfill]
+    out: dict = {"runs": {}}
+    for name in names:
+        score = {"sjf": "sjf"}.get(name, name)
+        runs = []
+        for s in starts:
+            seq = job_slice(wl, s, args.jobs)
+            jobs = seq.jobs
+            fe = OneAtATime(
+                seq.submit,
+                seq.run_time,
+                seq.wall_time,
+                seq.units,
+                int(system.capacity[:, 0].sum()),
+                mode,
+            )
+            while not fe.run_to_decision():
+                best = ranked(score, [jobs[j] for j in fe.queue], fe.t)[0]
+                fe.pick(best.index)
+            runs.append({"start": {jobs[k].id: fe.start[k] for k in range(len(jobs))}})
+        out["runs"][name] = runs
+    return out
+
+
 def ours(trace: Path, backfill: str, batch: int, args, names: list[str]) -> dict:
     from hpcdispatch.engine import simulate
     from hpcdispatch.rl.evaluate import dispatcher_spec, sequence_metrics, sequences
@@ -290,6 +365,9 @@ def main() -> None:
                 theirs = run_rlscheduler(py, root, trace, backfill, batch, args)
                 names = ["fcfs", "wfp3", "unicep", "sjf", "f1", "wfp3-rls", "unicep-rls"]
                 mine = ours(trace, backfill, batch, args, names)
+                serial = one_event_at_a_time(
+                    trace, backfill, batch, args, ["fcfs", "sjf", "f1", "wfp3-rls", "unicep-rls"]
+                )
                 case = {
                     "trace": tname,
                     "backfill": backfill,
@@ -332,6 +410,17 @@ def main() -> None:
                             "jobs": total,
                             "first_difference": first,
                         }
+                    variant = score if score in ("fcfs", "sjf", "f1") else f"{score}-rls"
+                    same = total = 0
+                    for tr, mr in zip(t_runs, serial["runs"][variant]):
+                        for jid, st in tr["start"].items():
+                            total += 1
+                            same += int(abs(mr["start"][int(jid)] - st) < 1e-9)
+                    row["one_event_at_a_time"] = {
+                        "variant": variant,
+                        "jobs_same_start": same,
+                        "jobs": total,
+                    }
                     case["rows"].append(row)
                 sp_t = theirs["speed"]
                 sp_o = speed_ours(trace, backfill, batch, mine["starts"], args)
@@ -353,6 +442,8 @@ def main() -> None:
                     if f"{row['score']}-rls" in row:
                         x = row[f"{row['score']}-rls"]
                         extra = f" | as coded: {x['bsld']:.2f} ({x['jobs_same_start']}/{x['jobs']} same)"
+                    o = row["one_event_at_a_time"]
+                    extra += f" | one event at a time ({o['variant']}): {o['jobs_same_start']}/{o['jobs']} same"
                     print(
                         f"  {row['score']:7s} published {row['published_bsld']:9.2f}  RLScheduler env "
                         f"{row['rlscheduler_env_bsld']:9.2f}  ours {m['bsld']:9.2f} "
