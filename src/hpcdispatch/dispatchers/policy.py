@@ -24,6 +24,7 @@ job.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -139,8 +140,9 @@ def save_policy(policy: NumpyPolicy, path: str | Path) -> None:
     arrays["scales"] = np.array([policy.wait_scale, policy.time_scale])
     arrays["window"] = np.array(policy.window)
     tmp = path.with_name(f".{path.name}.tmp")
+    savez: Any = np.savez  # (numpy's stub types the keyword arrays as its options)
     with open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
+        savez(fh, **arrays)
     tmp.replace(path)
 
 
@@ -157,7 +159,8 @@ def load_policy(path: str | Path) -> NumpyPolicy:
             arrays = {k: data[k] for k in data.files}
     except Exception as exc:  # a damaged or foreign file: one line naming it
         raise ConfigError(f"{path}: not a policy file ({exc})") from None
-    ws, bs = [], []
+    ws: list[np.ndarray] = []
+    bs: list[np.ndarray] = []
     while f"w{len(ws)}" in arrays:
         ws.append(arrays[f"w{len(ws)}"].astype(np.float64))
         bs.append(arrays.get(f"b{len(bs)}", np.zeros(ws[-1].shape[-1])).astype(np.float64))
@@ -185,8 +188,7 @@ class _TorchPolicy(NumpyPolicy):
         self.module = module
 
     def scores(self, x: np.ndarray) -> np.ndarray:
-        import torch
-
+        torch: Any = importlib.import_module("torch")
         with torch.no_grad():
             out = self.module(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
         return np.asarray(out.detach().cpu().numpy(), dtype=np.float64).reshape(-1)
@@ -194,7 +196,7 @@ class _TorchPolicy(NumpyPolicy):
 
 def _load_torch(path: Path) -> NumpyPolicy:
     try:
-        import torch
+        torch: Any = importlib.import_module("torch")
     except ImportError:
         raise ConfigError(
             f"{path}: a TorchScript policy needs torch, which is not installed"

@@ -36,10 +36,10 @@ class FastEpisode:
 
     def __init__(
         self,
-        submit: Sequence[float],
-        duration: Sequence[float],
-        planned: Sequence[float],
-        units: Sequence[int],
+        submit: Sequence[float] | np.ndarray,
+        duration: Sequence[float] | np.ndarray,
+        planned: Sequence[float] | np.ndarray,
+        units: Sequence[int] | np.ndarray,
         capacity: int,
         backfill: str,
     ):
@@ -223,6 +223,7 @@ class Replay(PickBase):
     """Starts, at each call, the jobs a fast episode started at that instant (in order)."""
 
     name = "rl-agent"
+    _log: list[tuple[float, int]]  # the fast episode's starts, set before the run
 
     def _setup(self, system) -> None:
         super()._setup(system)
