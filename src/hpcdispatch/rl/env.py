@@ -208,6 +208,15 @@ class SchedulingEnv(gym.Env[np.ndarray, np.int64]):
                 int(self.system.capacity[:, 0].sum()),
                 self.backfill,
             )
+            # the features that do not change during the episode, one row per job (as
+            # job_features computes them), gathered with one indexing per observation
+            st_ = np.empty((length, N_FEATURES))
+            st_[:, 0] = self._submit
+            np.minimum(self._wall / self.time_scale, 1.0, out=st_[:, 1])
+            np.minimum(self._procs / self.total_processors, 1.0, out=st_[:, 2])
+            st_[:, 3] = self._units
+            np.minimum(self._wall / self.time_scale, 1.0, out=st_[:, 4])
+            self._static = st_
             self._done = self._fast.run_to_decision()
             return self._observe()
         self._fast = None
@@ -319,18 +328,13 @@ class SchedulingEnv(gym.Env[np.ndarray, np.int64]):
             m = min(len(fq), self.window)
             idx = np.fromiter(islice(fq, m), dtype=np.int64, count=m)
             self._window_idx = idx
-            job_features(
-                fast.t,
-                self._submit[idx],
-                self._wall[idx],
-                self._units[idx],
-                self._wall[idx],
-                self._units[idx] <= fast.free,
-                self.total_processors,
-                self.wait_scale,
-                self.time_scale,
-                out=obs,
-            )
+            rows = self._static[idx]
+            wait = np.subtract(fast.t, rows[:, 0])
+            wait /= self.wait_scale
+            np.minimum(wait, 1.0, out=wait)
+            rows[:, 0] = wait
+            rows[:, 3] = rows[:, 3] <= fast.free
+            obs[:m] = rows
             mask[:m] = 1
             return obs, {"action_mask": mask.copy(), "time": fast.t, "queued": len(fq)}
         sim = self._sim
