@@ -66,6 +66,8 @@ class FastEpisode:
         # >= mark) when it would fail again for every older one: nothing ended since, the
         # pick is the same, and (EASY) the last pass started nothing; 0: look at all
         self._mark = 0
+        self._cands: list[int] = []  # backfill=rlscheduler: see _rlscheduler
+        self._seen = 0  # backfill=rlscheduler: jobs below it were offered to _cands
 
     # ---- the loop ------------------------------------------------------------------------
     def instant(self) -> bool:
@@ -197,8 +199,13 @@ class FastEpisode:
             self._mark = 0
 
     def _rlscheduler(self, h: int) -> None:
+        """RLScheduler's rule. Its shadow time is fixed for the pick, and ``now`` only grows,
+        so a job that once failed ``now + requested < shadow`` fails it for ever: the jobs
+        still passing it are kept in queue order (``_cands``), from the full queue when the
+        pick is new, then with each pass's newly submitted jobs added."""
         now = self.t
         units, plan = self.units, self.plan
+        queue = self.queue
         if self.shadow is None:
             acc = self.free
             shadow = now
@@ -208,15 +215,37 @@ class FastEpisode:
                 if acc >= units[h]:
                     break
             self.shadow = shadow
-        shadow = self.shadow
-        todo = self._candidates(shadow)
-        self._mark = self.next_submit
-        for j in todo:
+            if len(queue) > 32:
+                q = np.fromiter(queue, dtype=np.int64, count=len(queue))
+                cands = q[(now + self._plan_np[q]) < shadow].tolist()
+            else:
+                cands = [j for j in queue if now + plan[j] < shadow]
+        else:
+            shadow = self.shadow
+            cands = self._cands
+            cands += [
+                j
+                for j in range(self._seen, self.next_submit)
+                if j in queue and now + plan[j] < shadow
+            ]
+        self._seen = self.next_submit
+        keep: list[int] = []
+        for k, j in enumerate(cands):
             free = self.free
             if free == 0:
-                return
-            if j != h and now + plan[j] < shadow and units[j] <= free:
+                keep += cands[k:]
+                break
+            if j not in queue or j == h:
+                if j == h:
+                    keep.append(j)
+                continue
+            if now + plan[j] >= shadow:
+                continue
+            if units[j] <= free:
                 self._start(j)
+            else:
+                keep.append(j)
+        self._cands = keep
 
 
 class Replay(PickBase):
