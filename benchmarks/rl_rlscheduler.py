@@ -225,32 +225,41 @@ def one_event_at_a_time(trace: Path, backfill: str, batch: int, args, names: lis
     """The measurement of the backfilling differences: hpcdispatch's fast engine changed to
     advance as RLScheduler's ``moveforward_for_resources_backfill_greedy`` does -- one event
     per step (a submission first when it is not later than the next end; ends of one instant
-    one at a time, in start order), the pick tried and a backfilling pass made after each --
+    one at a time, in the order of RLScheduler's running list), the pick tried and a
+    backfilling pass made after each --
     instead of all the events of an instant, then one dispatcher call. Picks by the scores
     (the ``-rls`` ones as RLScheduler's code computes them)."""
-    import heapq
 
     from hpcdispatch.dispatchers.pick import ranked
     from hpcdispatch.rl.fast import FastEpisode
     from hpcdispatch.rl.sequences import job_slice, load_rlscheduler, rlscheduler_starts
 
     class OneAtATime(FastEpisode):
-        seq = 0
+        rl_list: list[int]
 
-        def _start(self, j: int) -> None:  # ends tie in start order, as RLScheduler's sort
+        """Running jobs kept as RLScheduler keeps them: a list, jobs appended as they
+        start, sorted (stably) by requested end when a pick blocks and by real end before
+        each release, the first one released."""
+
+        def _start(self, j: int) -> None:
             t = self.t
             self.free -= self.units[j]
             del self.queue[j]
             self.start[j] = t
             self.end[j] = t + self.dur[j]
-            self.seq += 1
-            heapq.heappush(self.ends, (self.end[j], self.seq, j))  # type: ignore[arg-type]
             self.running[j] = t + self.plan[j]
             self.log.append((t, j))
+            self.rl_list.append(j)
+
+        def _rls_shadow(self, h: int) -> None:
+            self.rl_list.sort(key=lambda j: self.start[j] + self.plan[j])
+            super()._rls_shadow(h)
 
         def instant(self) -> bool:
-            ends = self.ends
-            t_end = ends[0][0] if ends else math.inf
+            rl = self.rl_list
+            if rl:
+                rl.sort(key=self.end.__getitem__)
+            t_end = self.end[rl[0]] if rl else math.inf
             i = self.next_submit
             t_sub = self.sub[i] if i < self.n else math.inf
             if t_end == math.inf and t_sub == math.inf:
@@ -262,7 +271,7 @@ def one_event_at_a_time(trace: Path, backfill: str, batch: int, args, names: lis
                 self.next_submit = i + 1
             else:
                 self.t = max(self.t, t_end)
-                j = heapq.heappop(ends)[-1]
+                j = rl.pop(0)
                 self.free += self.units[j]
                 del self.running[j]
             if self.queue:

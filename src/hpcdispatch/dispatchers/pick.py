@@ -133,12 +133,14 @@ class PickBase(Dispatcher):
 
     def backfill_around(self, view: DispatchView, scratch: Scratch, head: Job) -> None:
         """Start queued jobs around the blocked pick ``head`` (the ``backfill`` mode)."""
-        if self.backfill == "off" or scratch.nothing_free():
+        if self.backfill == "off":
             return
         if self.backfill == "rlscheduler":
-            if self._shadow is None:
+            if self._shadow is None:  # when the pick blocks, even with nothing free
                 self._shadow = _pooled_shadow(view, scratch, head)
             shadow = self._shadow
+            if scratch.nothing_free():
+                return
             for job in view.queue:
                 if scratch.nothing_free():
                     return
@@ -149,6 +151,8 @@ class PickBase(Dispatcher):
                     and view.now + job.wall_time < shadow
                 ):
                     scratch.try_start(job)
+            return
+        if scratch.nothing_free():
             return
         from hpcdispatch.dispatchers.easy import shadow_time
 

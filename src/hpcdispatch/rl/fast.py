@@ -120,11 +120,13 @@ class FastEpisode:
             self.head = self.shadow = None
             self._mark = 0
             return
-        if self.free > 0:
-            if self.backfill == "on":
-                self._easy(h)
-            elif self.backfill == "rlscheduler":
+        if self.backfill == "rlscheduler":
+            if self.shadow is None:  # when the pick blocks, even with nothing free
+                self._rls_shadow(h)
+            if self.free > 0:
                 self._rlscheduler(h)
+        elif self.backfill == "on" and self.free > 0:
+            self._easy(h)
 
     def _start(self, j: int) -> None:
         t = self.t
@@ -198,6 +200,26 @@ class FastEpisode:
         if started:
             self._mark = 0
 
+    def _rls_shadow(self, h: int) -> None:
+        """RLScheduler's shadow time for the pick ``h`` and the jobs that may end before it."""
+        now = self.t
+        units, plan = self.units, self.plan
+        queue = self.queue
+        acc = self.free
+        shadow = now
+        for pe, j in sorted((pe, j) for j, pe in self.running.items()):
+            acc += units[j]
+            shadow = pe
+            if acc >= units[h]:
+                break
+        self.shadow = shadow
+        if len(queue) > 32:
+            q = np.fromiter(queue, dtype=np.int64, count=len(queue))
+            self._cands = q[(now + self._plan_np[q]) < shadow].tolist()
+        else:
+            self._cands = [j for j in queue if now + plan[j] < shadow]
+        self._seen = self.next_submit
+
     def _rlscheduler(self, h: int) -> None:
         """RLScheduler's rule. Its shadow time is fixed for the pick, and ``now`` only grows,
         so a job that once failed ``now + requested < shadow`` fails it for ever: the jobs
@@ -206,28 +228,12 @@ class FastEpisode:
         now = self.t
         units, plan = self.units, self.plan
         queue = self.queue
-        if self.shadow is None:
-            acc = self.free
-            shadow = now
-            for pe, j in sorted((pe, j) for j, pe in self.running.items()):
-                acc += units[j]
-                shadow = pe
-                if acc >= units[h]:
-                    break
-            self.shadow = shadow
-            if len(queue) > 32:
-                q = np.fromiter(queue, dtype=np.int64, count=len(queue))
-                cands = q[(now + self._plan_np[q]) < shadow].tolist()
-            else:
-                cands = [j for j in queue if now + plan[j] < shadow]
-        else:
-            shadow = self.shadow
-            cands = self._cands
-            cands += [
-                j
-                for j in range(self._seen, self.next_submit)
-                if j in queue and now + plan[j] < shadow
-            ]
+        shadow = self.shadow
+        assert shadow is not None
+        cands = self._cands
+        cands += [
+            j for j in range(self._seen, self.next_submit) if j in queue and now + plan[j] < shadow
+        ]
         self._seen = self.next_submit
         keep: list[int] = []
         for k, j in enumerate(cands):
