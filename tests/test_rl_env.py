@@ -48,6 +48,12 @@ def test_registered_and_made_with_simulate_keywords():
     assert env.unwrapped.action_masks().dtype == bool
 
 
+def test_made_by_module_prefix_without_importing_the_package_first():
+    # gymnasium 1.x has no plugin entry points; "module:env-id" imports the module first
+    env = gym.make("hpcdispatch.rl:" + ENV_ID, **SMALL, jobs=10, window=4)
+    assert env.reset(seed=0)[0].shape == (4, 5)
+
+
 def test_same_seed_same_episode_and_another_seed_another():
     a = SchedulingEnv(**SMALL, jobs=50)
     b = SchedulingEnv(**SMALL, jobs=50)

@@ -8,6 +8,9 @@
 - :mod:`hpcdispatch.rl.evaluate`: RLScheduler's evaluation protocol (``hpcdispatch rl
   evaluate``).
 
+Gymnasium 1.x has no plugin entry points; ``gymnasium.make("hpcdispatch.rl:hpcdispatch/
+Scheduling-v0", ...)`` imports this package (and so registers the environment) by itself.
+
 The heuristics the RL papers compare against (``fcfs``, ``sjf-pick``, ``wfp3``, ``unicep``,
 ``f1``) and a learned policy (``policy:path=FILE.npz``) are ordinary dispatchers
 (:mod:`hpcdispatch.dispatchers.pick`, :mod:`hpcdispatch.dispatchers.policy`).
