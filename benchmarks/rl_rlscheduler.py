@@ -235,7 +235,9 @@ def one_event_at_a_time(trace: Path, backfill: str, batch: int, args, names: lis
     from hpcdispatch.rl.sequences import job_slice, load_rlscheduler, rlscheduler_starts
 
     class OneAtATime(FastEpisode):
-        rl_list: list[int]
+        def __init__(self, *a, **kw) -> None:
+            super().__init__(*a, **kw)
+            self.rl_list: list[int] = []
 
         """Running jobs kept as RLScheduler keeps them: a list, jobs appended as they
         start, sorted (stably) by requested end when a pick blocks and by real end before
