@@ -137,3 +137,19 @@ def test_policy_round_trip_and_bad_files(tmp_path):
         load_policy(tmp_path / "missing.npz")
     with pytest.raises(ConfigError, match="needs path=FILE"):
         simulate(SYSTEM, JOBS, PolicyDispatcher())
+
+
+def test_fcfs_takes_fifos_decisions_and_with_easy_backfilling_easys():
+    from hpcdispatch.system.io import load_system
+    from hpcdispatch.workload.loader import load_workload
+
+    system = load_system("lublin-256")
+    wl = load_workload("synthetic:lublin,jobs=300,seed=11,load=1.2", system)
+    a = simulate(system, wl, "fcfs:backfill=off")
+    b = simulate(system, wl, "fifo")
+    assert np.array_equal(a.start, b.start)
+    # in FCFS order the pick is EASY's head: the same reservation, the same backfilling
+    c = simulate(system, wl, "fcfs:backfill=on")
+    d = simulate(system, wl, "easy")
+    assert np.array_equal(c.start, d.start)
+    assert not np.array_equal(c.start, b.start)
