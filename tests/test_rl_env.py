@@ -163,7 +163,7 @@ def test_every_workload_family_runs_to_the_end_as_a_valid_run(family, backfill, 
     assert started | set(res.cancel_reason) == set(range(len(res.workload)))  # no job lost
 
 
-def test_an_episode_written_as_a_run_directory_validates(tmp_path):
+def test_an_episode_written_as_a_run_directory_validates_and_is_reported(tmp_path):
     from hpcdispatch.results import write_result
     from hpcdispatch.validation import validate_run_dir
 
@@ -172,6 +172,14 @@ def test_an_episode_written_as_a_run_directory_validates(tmp_path):
     write_result(env.result(), tmp_path / "run")
     report = validate_run_dir(tmp_path / "run")
     assert report.ok, report.describe()
+    # and `hpcdispatch report` draws it
+    from click.testing import CliRunner
+
+    from hpcdispatch.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["report", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "run" / "report" / "report.html").stat().st_size > 1000
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
