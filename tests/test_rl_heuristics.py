@@ -153,3 +153,15 @@ def test_fcfs_takes_fifos_decisions_and_with_easy_backfilling_easys():
     d = simulate(system, wl, "easy")
     assert np.array_equal(c.start, d.start)
     assert not np.array_equal(c.start, b.start)
+
+
+def test_the_bundled_test_policy_is_its_recipe():
+    # dispatchers/tiny_policy.npz (the conformance suite's policy): prefers jobs that fit
+    # now, short requests, long waits and small jobs; made by
+    # save_policy(NumpyPolicy([w0, w1], [0, 0], window=16), path) with these weights
+    w0 = np.array([[1.0, 0.0], [-2.0, 0.0], [0.0, -1.0], [3.0, 0.0], [0.0, 0.0]])
+    w1 = np.array([[1.0], [0.5]])
+    pol = load_policy(Path(PolicyDispatcher.test_params()[0]["path"]))
+    assert pol.window == 16 and len(pol.weights) == 2
+    assert np.array_equal(pol.weights[0], w0) and np.array_equal(pol.weights[1], w1)
+    assert not any(b.any() for b in pol.biases)
