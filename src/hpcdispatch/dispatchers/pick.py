@@ -259,7 +259,8 @@ class PickSJF(PickHeuristic):
 
 @register
 class WFP3(PickHeuristic):
-    """WFP3: ``-(w/r)^3 * n`` (Tang et al., IPDPS'09)."""
+    """WFP3: -(w/r)^3 * n, w the wait, r the requested time, n the processors (Tang et al.,
+    IPDPS'09)."""
 
     name = "wfp3"
     score = "wfp3"
@@ -267,7 +268,7 @@ class WFP3(PickHeuristic):
 
 @register
 class UNICEP(PickHeuristic):
-    """UNICEP: ``-w / (log2(n) * r)`` (Tang et al. 2009)."""
+    """UNICEP: -w / (log2(n) * r) (Tang et al. 2009)."""
 
     name = "unicep"
     score = "unicep"
@@ -275,7 +276,8 @@ class UNICEP(PickHeuristic):
 
 @register
 class F1(PickHeuristic):
-    """F1: ``log10(r) * n + 8.70e2 * log10(s)`` (Carastan-Santos and de Camargo, SC'17)."""
+    """F1: log10(r) * n + 8.70e2 * log10(s), s the submit time (Carastan-Santos and de
+    Camargo, SC'17)."""
 
     name = "f1"
     score = "f1"
