@@ -847,6 +847,7 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
 
 def _register_subgroups() -> None:
     from hpcdispatch.cli.instances import instances
+    from hpcdispatch.cli.rl import rl
     from hpcdispatch.cli.slurm import slurm
     from hpcdispatch.cli.sweep import report, sweep
 
@@ -854,6 +855,7 @@ def _register_subgroups() -> None:
     cli.add_command(sweep)
     cli.add_command(report)
     cli.add_command(slurm)
+    cli.add_command(rl)
 
 
 _register_subgroups()
