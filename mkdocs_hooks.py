@@ -40,6 +40,24 @@ def packages_with_all() -> list[str]:
     return sorted(found, key=lambda name: (name != "hpcdispatch", name))
 
 
+def listed_submodules(package: str) -> list[str]:
+    """The names in ``package.__all__`` that are submodules of it (``cp.models`` lists its
+    models ``hcp``, ``pcp19`` ...): mkdocstrings leaves submodules out of a package's page
+    (``show_submodules: false``), so each gets a section of its own."""
+    folder = SRC.parent.joinpath(*package.split("."))
+    tree = ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            value = ast.literal_eval(node.value)
+            names = [n for n in value if isinstance(n, str)]
+    return [
+        n for n in names if (folder / f"{n}.py").is_file() or (folder / n / "__init__.py").is_file()
+    ]
+
+
 def _page_path(package: str) -> str:
     return f"{API_DIR}/{package}.md"
 
@@ -66,6 +84,13 @@ def on_files(files: Files, config: Any) -> Files:
             f"The names `{package}.__all__` lists, from their docstrings.\n\n"
             f"::: {package}\n"
         )
+        for name in listed_submodules(package):
+            text += (
+                f"\n::: {package}.{name}\n"
+                "    options:\n"
+                "      show_root_heading: true\n"
+                "      show_root_full_path: false\n"
+            )
         files.append(File.generated(config, _page_path(package), content=text))
     rows = "\n".join(f"| [`{p}`]({p}.md) |" for p in packages)
     overview = (

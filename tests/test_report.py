@@ -330,3 +330,34 @@ def test_a_deadline_sweep_report_opens_with_the_paper_panels(tmp_path):
     headings = re.findall(r"^## (.+)$", (html.parent / "report.md").read_text(), flags=re.M)
     assert headings[0] == "Deadline paper panels (Figs 14-18)", headings
     assert "Quality of service" in headings[1:]
+
+
+def test_report_refuses_a_run_that_does_not_validate(tmp_path):
+    """A run whose summary.json was edited (or whose schedule breaks a rule) is refused by
+    ``report`` -- of the folder and of the run alone -- with one line naming the run and the
+    field, and nothing is written; the same runs untouched are reported."""
+    import json
+
+    from hpcdispatch.errors import ScheduleValidationError
+
+    out = tmp_path / "cmp"
+    p = cli(
+        "compare", "-w", "synthetic:lublin,jobs=30,seed=5", "-d", "fifo,easy", "-o", str(out), "-q"
+    )
+    assert p.returncode == 0, p.stderr
+    path = out / "easy" / "summary.json"
+    honest = path.read_text()
+    edited = json.loads(honest)
+    edited["utilization_core"] = 0.99
+    path.write_text(json.dumps(edited))
+    for target in (out, out / "easy"):
+        with pytest.raises(
+            ScheduleValidationError, match=r"easy: INVALID: .*utilization_core is 0\.99"
+        ):
+            write_report(target)
+        assert not (target / "report").exists()
+    bad = cli("report", str(out))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert "report refused" in bad.stderr and "utilization_core" in bad.stderr, bad.stderr
+    path.write_text(honest)
+    assert write_report(out).is_file()
