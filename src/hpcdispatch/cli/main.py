@@ -37,7 +37,7 @@ UNIT_MODE_CHOICES = ("divisor", "processor", "node")
 console = Console()
 err_console = Console(stderr=True)
 
-#: the embedded default (README, "Why this default"): half the machine's core-hours offered --
+#: the embedded default (docs/getting-started.md, "Why this default"): half the machine's core-hours offered --
 #: FIFO already cannot keep up (head-of-line blocking), backfilling can, at the same utilisation
 DEFAULT_WORKLOAD = "synthetic:lublin,jobs=2000,seed=1,load=0.5"
 DEFAULT_DISPATCHERS = "fifo,sjf,easy,conservative"
