@@ -37,7 +37,7 @@ UNIT_MODE_CHOICES = ("divisor", "processor", "node")
 console = Console()
 err_console = Console(stderr=True)
 
-#: the embedded default (README, "Why this default"): half the machine's core-hours offered --
+#: the embedded default (docs/getting-started.md, "Why this default"): half the machine's core-hours offered --
 #: FIFO already cannot keep up (head-of-line blocking), backfilling can, at the same utilisation
 DEFAULT_WORKLOAD = "synthetic:lublin,jobs=2000,seed=1,load=0.5"
 DEFAULT_DISPATCHERS = "fifo,sjf,easy,conservative"
@@ -847,6 +847,7 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
 
 def _register_subgroups() -> None:
     from hpcdispatch.cli.instances import instances
+    from hpcdispatch.cli.rl import rl
     from hpcdispatch.cli.slurm import slurm
     from hpcdispatch.cli.sweep import report, sweep
 
@@ -854,6 +855,7 @@ def _register_subgroups() -> None:
     cli.add_command(sweep)
     cli.add_command(report)
     cli.add_command(slurm)
+    cli.add_command(rl)
 
 
 _register_subgroups()

@@ -183,6 +183,11 @@ class DispatcherSpec:
 
 def parse_dispatcher_list(text: str) -> list[DispatcherSpec]:
     """``a,b:k=v,k2=v2,c`` -> three specs (see the module docstring)."""
+    return [DispatcherSpec.parse(p) for p in split_dispatcher_list(text)]
+
+
+def split_dispatcher_list(text: str) -> list[str]:
+    """``a,b:k=v,k2=v2,c`` -> ``["a", "b:k=v,k2=v2", "c"]`` (the specs' texts)."""
     pieces: list[str] = []
     for token in filter(None, (t.strip() for t in _split_outside_quotes(text))):
         if "=" in token and ":" not in token:
@@ -193,7 +198,7 @@ def parse_dispatcher_list(text: str) -> list[DispatcherSpec]:
             pieces[-1] += "," + token
         else:
             pieces.append(token)
-    return [DispatcherSpec.parse(p) for p in pieces]
+    return pieces
 
 
 def make_dispatcher(spec: str | DispatcherSpec, **defaults: Any) -> Dispatcher:

@@ -1,37 +1,18 @@
 """Checkpoints: resume a simulation whose dispatcher keeps state between calls.
 
-A decision journal (:mod:`hpcdispatch.sim.journal`) resumes a run by replaying recorded
-decisions, which only works for dispatchers whose decisions depend on the view alone. A
-dispatcher with memory -- conservative backfilling keeps its whole plan between calls --
-needs its memory back. A checkpoint is that: the simulation loop's whole state (event heap,
-queue, running jobs, free capacity, the logs so far) together with the dispatcher's and the
+A checkpoint is the simulation loop's whole state together with the dispatcher's and the
 predictor's attributes, written every ``every`` seconds of wall clock at the end of an
-instant (all events of that time processed, the dispatcher called if it was due). Started
-again with the same checkpoint file, the simulator continues from the instant after the
-saved one, and the run is the one that would have happened without the interruption
-(tests/test_checkpoint.py compares every start, end and decision with an uninterrupted run).
+instant; started again with the same file, the run continues and is the one that would have
+happened without the interruption. The file is a JSON header (format, version, a digest of
+the sources, the run's identity, where the run was), then two pickles; it resumes only with
+the code that wrote it, refuses another run's file naming the differing fields, and is
+replaced in one rename.
 
-The file holds a header ``{"checkpoint": FORMAT, "version", "code", "run": {...}, "at": {...}}``
-(the package version and a digest of its sources, the run's identity as a decision journal
-names it, and where the run was), then the state, in two pickles (the arrays others hold
-numpy views of, then the rest). A checkpoint holds objects of the code's own classes, so
-it resumes only with the code that wrote it (same source digest); a long run that must
-survive code changes runs from a fixed checkout (``git worktree``).
-Jobs, the workload and the system are not stored: they are written as references (pickle
-persistent ids) and resolved against the simulation that loads the checkpoint, so a
-checkpoint of a 450,000-job trace stays a few MB. A checkpoint written for another run is
-refused naming the differing fields; a damaged one is an error naming the file. Writes go
-to ``<file>.tmp`` and replace the old checkpoint in one rename, so an interruption during a
-write leaves the previous checkpoint whole.
-
-A checkpoint is data, not code: it is read back by an unpickler that builds only what a run's
-state is made of -- the project's own classes from the packages a run's state lives in
-(:data:`STATE_PACKAGES`), the classes of the modules of the run's own dispatcher and predictor
-(a plugin's, already imported), numpy arrays, dtypes and scalars, and plain containers
-(:data:`PLAIN_GLOBALS`). Anything else a pickle names -- ``os.system``, ``builtins.eval``,
-``subprocess.Popen``, a function of any module -- is refused before it is looked up, so a
-crafted file is reported as such and nothing in it runs (tests/test_checkpoint.py feeds one
-whose ``__reduce__`` calls ``os.system`` to ``simulate --checkpoint``).
+A checkpoint is data, not code: it is read back by an unpickler that builds only what a
+run's state is made of (:data:`STATE_PACKAGES`, the run's own dispatcher's and predictor's
+modules, numpy, :data:`PLAIN_GLOBALS`); anything else a pickle names (``os.system``, any
+function) is refused before it is looked up, so nothing in a crafted file runs. Detail:
+docs/ARCHITECTURE.md, "Checkpoints".
 """
 
 from __future__ import annotations

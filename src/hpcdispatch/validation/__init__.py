@@ -1,4 +1,6 @@
-"""The independent schedule validator (``hpcdispatch validate``)."""
+"""The independent schedule validator (``hpcdispatch validate``): :func:`validate` a result or
+a run directory; its rules are the table ``RULES`` (:class:`Rule` over :class:`RunTables`),
+its verdicts' exit codes ``EXIT_CODES`` (docs/VALIDATION.md)."""
 
 from hpcdispatch.validation.validator import (
     EXIT_CODES,

@@ -2,28 +2,10 @@
 
 Every number the run's summary publishes is recomputed here from the tables the validator
 judged (the workload it re-derived, the jobs and allocation rows, the decision log) and
-compared (:func:`check_summary`); nothing here calls :mod:`hpcdispatch.metrics`. Per job
-(started jobs; ``submit``, ``start``, ``end``):
-
-- wait = start - submit; run = end - start; turnaround = end - submit; slowdown =
-  turnaround / max(run, 1 s); bounded slowdown = max(1, turnaround / max(run, tau)) with the
-  validator's own ``tau`` (:data:`~hpcdispatch.validation.validator.BSLD_TAU_S`); mean,
-  median, 95th percentile (linear), maximum, population standard deviation;
-- makespan = last end - first submit; utilisation per resource = sum over allocation rows of
-  amount x (to - from) / (total capacity x (last end - first submit)); theoretical runtime =
-  core-seconds held / total cores, ``utilization_paper`` = that / makespan;
-- fragmentation and spread per job over the union of its nodes (blocks of consecutive node
-  indices; (last - first + 1) / nodes); queue length: the step function of accepted jobs
-  waiting (submitted, not yet started), time-weighted over [first event, last end], and its
-  maximum; prediction error and rates from the jobs' ``planned_duration``; decision count and
-  times from ``decisions.parquet`` (measured by the run, so only checked against its log);
-- deadline workloads: submitted, accepted, cancelled (waiting / running), on time (completed
-  by the deadline), acceptance, cancel and success rates, overall and per behaviour type,
-  rejection reasons by stage, ``line0_passed`` and ``span_days``.
-
-What the validator does not recompute (compactness against the best partition, free-node
-fragmentation over time, solver statistics, the simulator's own wall time) is listed in the
-report's notes, by name.
+compared (:func:`check_summary`); nothing here calls :mod:`hpcdispatch.metrics`. What is not
+recomputed (compactness against the best partition, free-node fragmentation over time, the
+simulator's own wall time) is listed in the report's notes, by name. The formulas:
+docs/VALIDATION.md, "summary.json".
 """
 
 from __future__ import annotations
@@ -63,6 +45,7 @@ NOT_RECOMPUTED = (
     "prediction_correction",
     "prediction_revisions",
     "prediction_time_s",
+    "rl_episode",
     "forks_asked",
     "forks_granted",
     "fork_grant_rate",

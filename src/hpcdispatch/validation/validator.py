@@ -2082,6 +2082,9 @@ def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> Valid
 RULE_TAGS = ("rejects", "forks", "contiguous_grants")
 #: the dispatcher name of a schedule recorded on a real Slurm by ``hpcdispatch slurm replay``
 REAL_SLURM = "slurm-real"
+#: the dispatcher name of a learning environment's episode (``hpcdispatch.rl``: an agent picks
+#: queued jobs, with or without backfilling): it rejects, books and forks nothing
+RL_AGENT = "rl-agent"
 
 
 @dataclass(frozen=True)
@@ -2120,6 +2123,8 @@ def _producer(
         # real Slurm rejects nothing here (a job it did not run is a problem of the replay),
         # books nothing and grants no forks
         return Producer(REAL_SLURM, {"rejects": False, "forks": False}, False, None)
+    if name == RL_AGENT:
+        return Producer(RL_AGENT, {"rejects": False, "forks": False}, False, None)
     cls = DISPATCHERS.get(name.strip().lower())
     if cls is None:
         cannot.append(

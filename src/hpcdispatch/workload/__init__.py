@@ -5,7 +5,7 @@
   (processors -> units; ``UNIT_MODES`` are its modes);
 - one entry point: :class:`WorkloadSpec` (what a user writes, parsed once),
   :func:`load_workload` and :func:`resolve_system` (the system that goes with it);
-- SWF traces: :func:`load_swf`, :func:`read_swf_header`, :func:`read_swf_records`,
+- SWF traces (``SWF_FIELDS``: the 18 field names): :func:`load_swf`, :func:`read_swf_header`, :func:`read_swf_records`,
   :func:`write_swf`; Slurm: :class:`SlurmRequest`, :func:`read_slurm_requests`,
   :func:`read_sacct`, and Slurm's spellings of times, memory, GRES and TRES; Batsim workloads
   (JSON): :func:`read_batsim`, :func:`is_batsim_workload`, :func:`batsim_workload_text`;
@@ -64,6 +64,7 @@ from hpcdispatch.workload.slurm_units import (
     parse_tres,
 )
 from hpcdispatch.workload.spec import WorkloadSpec
+from hpcdispatch.workload.swf import _SWF_FIELDS as SWF_FIELDS  # noqa: E402
 from hpcdispatch.workload.swf import (
     SwfHeader,
     SwfOptions,
@@ -89,6 +90,7 @@ __all__ = [
     "KitSpec",
     "LOADS",
     "LublinSpec",
+    "SWF_FIELDS",
     "SkipReport",
     "SlurmRequest",
     "SwfHeader",
@@ -106,9 +108,9 @@ __all__ = [
     "deadline_columns",
     "deadline_job",
     "fits_empty_system",
-    "is_batsim_workload",
     "format_slurm_time",
     "gres_resource",
+    "is_batsim_workload",
     "is_sacct_file",
     "load_swf",
     "load_workload",

@@ -157,7 +157,14 @@ def workload_from_source(
         "max_jobs": (int, type(None)),
         "submit_jitter": (int,),
         "jitter_seed": (int,),
+        "first_job": (int,),
+        "jobs": (int,),
     }
+    if "cleaning" in options:  # a learning environment's own reading of a trace (hpcdispatch.rl)
+        raise ConfigError(
+            f"workload cleaning '{options['cleaning']}' is applied by hpcdispatch.rl, not by the "
+            "readers: the workload cannot be re-read here"
+        )
     for key, allowed in kinds.items():
         value = options.get(key)
         if key in options and (not isinstance(value, allowed) or isinstance(value, bool)):
@@ -174,4 +181,7 @@ def workload_from_source(
         submit_jitter=int(options.get("submit_jitter", 0)),
         jitter_seed=int(options.get("jitter_seed", 0)),
     )
-    return load_workload(spec, system, swf)
+    workload = load_workload(spec, system, swf)
+    if "first_job" in options:  # an episode's window of the workload (Workload.window)
+        workload = workload.window(int(options["first_job"]), int(options.get("jobs", 1)))
+    return workload
