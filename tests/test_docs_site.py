@@ -26,6 +26,8 @@ import pytest
 import hpcdispatch
 from hpcdispatch.cli.main import cli
 
+pytestmark = pytest.mark.slow  # (a whole documentation site is built, then opened in a browser)
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS_MODULES = (
     "mkdocs",

@@ -162,6 +162,7 @@ def _shifted_run(tmp_path, offset: int):
     return run_dir
 
 
+@pytest.mark.slow
 def test_report_window_counts_from_the_first_submission(tmp_path):
     run_dir = _shifted_run(tmp_path, 342_072)
     html = write_report(run_dir, window=(0, 900), allow_unverified=True)  # (a memory workload)
@@ -201,6 +202,7 @@ def _run(label: str, start: list[float], usage_core: list[float]) -> ComparedRun
     )
 
 
+@pytest.mark.slow
 def test_comparison_page_by_hand(tmp_path):
     runs = [
         _run("fifo", [0, 400, 4400], [0.5, 0.0]),

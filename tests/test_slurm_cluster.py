@@ -100,6 +100,7 @@ def _listeners(pids: set[int]) -> list[tuple[str, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_nodes_idle_and_every_daemon_on_loopback_only(cluster_dir: Path) -> None:
     info = read_cluster(cluster_dir)
     assert info is not None and info.n_nodes == 16
@@ -129,6 +130,7 @@ def test_nodes_idle_and_every_daemon_on_loopback_only(cluster_dir: Path) -> None
     assert [(os.major(d.st_rdev), os.minor(d.st_rdev)) for d in devices] == [(195, 0), (195, 1)]
 
 
+@pytest.mark.slow
 def test_replay_every_job_completed_and_the_run_validates(
     cluster_dir: Path, tmp_path: Path
 ) -> None:
@@ -168,6 +170,7 @@ def test_replay_every_job_completed_and_the_run_validates(
     assert "valid" in valid.stdout
 
 
+@pytest.mark.slow
 def test_second_cluster_beside_the_first(cluster_dir: Path) -> None:
     first = read_cluster(cluster_dir)
     assert first is not None
@@ -197,6 +200,7 @@ def _processes_naming(path: Path) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_up_timeout_stops_the_daemons_again(
     cluster_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -225,6 +229,7 @@ def test_up_timeout_stops_the_daemons_again(
     assert _processes_naming(state) == []
 
 
+@pytest.mark.slow
 def test_a_pid_is_signalled_only_while_it_is_that_daemon(cluster_dir: Path) -> None:
     info = read_cluster(cluster_dir)
     assert info is not None
@@ -263,6 +268,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert f"{tmp_path / 'none'}: no emulated cluster there" in proc.stderr
 
 
+@pytest.mark.slow
 def test_accounting_round_trip_through_sacct(tmp_path: Path) -> None:
     """``slurm up --accounting`` (private MariaDB + slurmdbd, on 127.0.0.1 only), a replay, and
     its ``slurm.sacct`` read back by the sacct reader: the same jobs (count, sizes, node
@@ -379,6 +385,7 @@ def _kill_controller_under_running_steps(state: Path) -> dict[int, str]:
     return _cluster_processes(state)
 
 
+@pytest.mark.slow
 def test_down_after_a_killed_controller_ends_every_process_of_the_cluster(
     cluster_dir: Path,
 ) -> None:

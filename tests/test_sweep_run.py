@@ -66,6 +66,7 @@ def _check_cells_intact(out, frame):
                 assert same, (key, row[key], value)
 
 
+@pytest.mark.slow
 def test_failures_are_recorded_and_a_rerun_skips_finished_cells(tmp_path):
     (tmp_path / "bad.swf").write_text("this is\nnot an SWF trace\n")
     spec = load_sweep(write_spec(tmp_path, MIXED))
@@ -138,6 +139,7 @@ def fail(view, scratch):
 """
 
 
+@pytest.mark.slow
 def test_a_crashing_worker_fails_only_its_own_cell(tmp_path):
     (tmp_path / "bad_policies.py").write_text(PLUGIN)
     text = textwrap.dedent("""
@@ -176,6 +178,7 @@ def test_a_crashing_worker_fails_only_its_own_cell(tmp_path):
     _check_cells_intact(out, frame)
 
 
+@pytest.mark.slow
 def test_incomplete_cell_directories_are_never_counted(tmp_path):
     spec = load_sweep(
         write_spec(
@@ -219,6 +222,7 @@ def test_incomplete_cell_directories_are_never_counted(tmp_path):
     _check_cells_intact(out, frame)
 
 
+@pytest.mark.slow
 def test_writers_tell_live_cells_from_those_left_by_dead_processes(tmp_path):
     """This host: the process decides, whatever the directory's age (a live cell's directory
     keeps the mtime of its start, and a cell may run for days); another host: 24 h of silence."""
@@ -433,6 +437,7 @@ def test_a_dead_sweeps_lock_is_taken_over_and_another_hosts_is_refused(tmp_path)
             pass
 
 
+@pytest.mark.slow
 def test_a_second_sweep_run_on_the_same_directory_refuses(tmp_path):
     spec_path = write_spec(tmp_path, SMALL.format(jobs=300))
     out = tmp_path / "out"

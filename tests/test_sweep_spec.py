@@ -151,6 +151,7 @@ def test_ids_are_canonical():
     assert a.cells[0].id == cell_id(json.loads(json.dumps(a.cells[0].config)))
 
 
+@pytest.mark.slow
 def test_ids_are_stable_across_processes(tmp_path):
     path = write_spec(tmp_path, FULL)
     here = load_sweep(path).cell_ids()

@@ -29,6 +29,8 @@ import hpcdispatch as h
 from hpcdispatch.results.store import read_run
 from hpcdispatch.validation import validate_run_dir, validate_tables
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 SLURM_I = (
     "synthetic:aucsched,workload=I,version=2,seed=1,runtime_h=0.2"  # 1-core units, half contiguous
 )
@@ -1231,6 +1233,7 @@ def test_each_rule_reports_its_own_mutation(runs, deadline_runs, tmp_path, rule_
     assert found.violations, f"rule '{rule_name}' missed its mutation"
 
 
+@pytest.mark.slow
 def test_a_plugins_dispatcher_cannot_be_validated_until_its_plugin_is_loaded(tmp_path):
     """A run of a plugin's dispatcher: 'cannot validate' (exit 4) without the plugin, never
     'valid'; with ``--plugin`` its tags come from the registry and the run is valid."""
