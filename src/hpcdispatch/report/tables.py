@@ -43,6 +43,7 @@ TABLE_COLUMNS = [
     ("sim_wall_s", "sim time [s]"),
     ("cp_solves", "CP solves"),
     ("cp_solver_improved", "CP improved on rule"),
+    ("cp_solved_better", "CP solved / better"),
     ("valid", "valid"),
 ]
 
@@ -53,8 +54,7 @@ CONSOLE_KEYS = (
     "utilization_core",
     "makespan",
     "decision_time_mean_s",
-    "cp_solves",
-    "cp_solver_improved",
+    "cp_solved_better",
     "valid",
 )
 
@@ -70,15 +70,27 @@ def comparison_frame(summaries: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
+def pd_isna(v: Any) -> bool:
+    """None or NaN (a column other rows have)."""
+    return v is None or (isinstance(v, float | np.floating) and bool(np.isnan(v)))
+
+
 def display_rows(frame: pd.DataFrame, compact: bool = False) -> tuple[list[str], list[list[str]]]:
     """Header and formatted rows of the comparison table (shared by rich and markdown).
 
     ``compact`` keeps the columns that fit an 80-column terminal.
     """
+    if "cp_solves" in frame.columns and "cp_solver_improved" in frame.columns:
+        frame = frame.assign(
+            cp_solved_better=[
+                "-" if pd_isna(s) else f"{int(s):,} / {int(i):,}"
+                for s, i in zip(frame["cp_solves"], frame["cp_solver_improved"])
+            ]
+        )
     cols = [
         (k, h)
         for k, h in TABLE_COLUMNS
-        if k in frame.columns and (not compact or k in CONSOLE_KEYS)
+        if k in frame.columns and (k in CONSOLE_KEYS if compact else k != "cp_solved_better")
     ]
     header = [h for _, h in cols]
     rows = []
@@ -90,6 +102,8 @@ def display_rows(frame: pd.DataFrame, compact: bool = False) -> tuple[list[str],
                 v = rec["display_label"]  # the readable label; "label" names the directory
             if v is None or (isinstance(v, float | np.floating) and np.isnan(v)):
                 row.append("-")  # (a column other rows have: a CP count for a non-CP run)
+            elif key == "cp_solved_better":
+                row.append(str(v))
             elif key.startswith("cp_"):
                 row.append(f"{int(v):,}")
             elif key.startswith("decision_time"):
