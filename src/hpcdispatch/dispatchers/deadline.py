@@ -64,15 +64,26 @@ from hpcdispatch.protocol import (
 )
 from hpcdispatch.system.model import System
 from hpcdispatch.system.partition import (
+    MANHATTAN_GROWTHS,
     MANHATTAN_STARTS,
     hilbert_best_fit,
     hilbert_first_fit,
     manhattan_partition,
 )
-from hpcdispatch.workload.job import Job
+from hpcdispatch.workload.job import Job, peak_units
 
 STARTS = ("any", "est")
 FITS = ("first", "best")
+STATIC_REQUESTS = ("peak", "nominal")
+
+
+def _cores_per_node(system: System) -> int:
+    """The cores of a node (the ``core`` resource; 1 without one): a deadline job's process
+    count in whole nodes (the generator's units are ``ceil(n / cores)`` nodes)."""
+    names = list(system.resources) if hasattr(system, "resources") else []
+    if "core" in names:
+        return max(1, int(system.capacity[:, names.index("core")].max()))
+    return 1
 
 
 class Reservation(Dispatcher):
@@ -82,13 +93,25 @@ class Reservation(Dispatcher):
     SHAPE: ClassVar[str] = "count"
     tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True)
 
-    def __init__(self, start: str = "any", allocator: str = "first-fit"):
+    def __init__(
+        self, start: str = "any", static_request: str = "peak", allocator: str = "first-fit"
+    ):
         self.start = start
+        self.static_request = static_request
         self.allocator = allocator
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
         return [{}, {"start": "est", "allocator": "best-fit"}]
+
+    def _units(self, job: Job) -> int:
+        """The whole nodes a deadline job books: its request (``static_request=nominal``),
+        or for the dynamic types 2, 3 the nodes of its peak process count
+        (``static_request=peak``, the default: "there will always be enough computing
+        resources available to start the processes", L308; design note Revision 2, A10)."""
+        if self.static_request == "peak" and job.app is not None:
+            return peak_units(job.app, job.units, self._cores, len(self._capacity))
+        return job.units
 
     # ---- set-up ----------------------------------------------------------------------------
     def _setup(self, system: System) -> None:
@@ -98,10 +121,16 @@ class Reservation(Dispatcher):
             raise ConfigError(
                 f"dispatcher '{self.name}': start must be one of {', '.join(STARTS)}, got '{self.start}'"
             )
+        if self.static_request not in STATIC_REQUESTS:
+            raise ConfigError(
+                f"dispatcher '{self.name}': static_request must be one of "
+                f"{', '.join(STATIC_REQUESTS)}, got '{self.static_request}'"
+            )
         fit = getattr(self, "fit", "first")
         if fit not in FITS:
             raise ConfigError(f"dispatcher '{self.name}': fit must be first or best, got '{fit}'")
         self._capacity = system.capacity
+        self._cores = _cores_per_node(system)
         topo = system.topology
         if topo.is_grid:
             grid = topo.grid
@@ -212,7 +241,7 @@ class Reservation(Dispatcher):
             if alloc is None:
                 return None, None, "count"
             return alloc.nodes, alloc, ""
-        k = job.units
+        k = self._units(job)
         if int(free_mask.sum()) < k:
             return None, None, "count"
         nodes = self._shape_nodes(free_mask, k)
@@ -260,7 +289,9 @@ class Reservation(Dispatcher):
             )
             return Admission(True, "")
         what = (
-            f"{job.units} whole free node(s)" if job.app is not None else "enough whole free nodes"
+            f"{self._units(job)} whole free node(s)"
+            if job.app is not None
+            else "enough whole free nodes"
         )
         if stage == "count":
             return Admission(
@@ -301,13 +332,143 @@ class Reservation(Dispatcher):
         )
 
 
+COUNT_READINGS = ("line0", "nodes")
+
+
 @register
 class CountOnly(Reservation):
-    """The paper's counting-only admission (line 0 of Figs. 6 and 8): enough whole nodes free
-    for the window, the lowest node ids; later booking boundaries too (``start=any``, A20)."""
+    """The paper's counting-only admission: line 0 of Figs. 6 and 8 alone.
+
+    ``reading="line0"`` (default; design note Revision 2, A20): a **pooled count** of booked
+    nodes -- a deadline job is accepted at the first candidate start ``t`` (``t0``, then every
+    later boundary of the count, while ``t + R <= deadline``; ``start=est``: ``t0`` only) at
+    which ``booked(u) + k <= nodes`` for every ``u`` in ``[t, t + R)``, and its count is booked
+    for exactly ``[t, t + R)``. No placement is searched (no node identity, no shape), and its
+    jobs do not run through the execution model (tag ``app_model=False``): each runs exactly
+    ``R``, so at its booked start at least ``k`` whole nodes are free, and it takes the ``k``
+    lowest free ones then (recorded as its booking's nodes). It is a baseline of Fig. 14 only
+    ("only the first step ... line 0", L272).
+
+    ``reading="nodes"`` (the first build's): per-node bookings of the ``k`` lowest node ids
+    free for the whole window, run through the execution model like the shape strategies
+    (``static_request`` applies to this reading only; line 0 counts the request).
+
+    Jobs without an application model (other workloads) are booked per node by the
+    ``allocator`` under either reading (:class:`Reservation`)."""
 
     name = "count-only"
     SHAPE = "count"
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"reading": "nodes", "static_request": "nominal"}
+
+    def __init__(
+        self,
+        start: str = "any",
+        reading: str = "line0",
+        static_request: str = "peak",
+        allocator: str = "first-fit",
+    ):
+        self.start = start
+        self.reading = reading
+        self.static_request = static_request
+        self.allocator = allocator
+
+    @classmethod
+    def test_params(cls) -> list[dict[str, Any]]:
+        return [{}, {"start": "est", "allocator": "best-fit"}, {"reading": "nodes"}]
+
+    def get_tags(self) -> Tags:
+        t = self.tags
+        return Tags(
+            t.deterministic,
+            t.memoryless,
+            t.uses_solver,
+            t.node_constraints,
+            t.rejects,
+            app_model=self.reading != "line0",
+        )
+
+    def _setup(self, system: System) -> None:
+        if self.reading not in COUNT_READINGS:
+            raise ConfigError(
+                f"dispatcher 'count-only': reading must be one of {', '.join(COUNT_READINGS)}, "
+                f"got '{self.reading}'"
+            )
+        super()._setup(system)
+        self._n_nodes = system.n_nodes
+        self._pool: AvailabilityProfile | None = None
+        self._pooled: dict[int, tuple[float, float, int, int]] = {}  # idx -> (t, end, k, made)
+        self._kinds: set[bool] = set()  # seen: jobs with / without an application model
+
+    def _line0(self, job: Job) -> bool:
+        line0 = self.reading == "line0" and job.app is not None
+        self._kinds.add(line0)
+        if len(self._kinds) > 1 and self.reading == "line0":
+            raise ConfigError(
+                "dispatcher 'count-only' (reading=line0) counts deadline jobs pooled and books "
+                "other jobs per node; a workload mixing both needs reading=nodes"
+            )
+        return line0
+
+    def admit(self, job: Job, view: DispatchView) -> Admission:
+        if not self._line0(job):
+            return super().admit(job, view)
+        now = view.now
+        if self._pool is None:
+            self._pool = AvailabilityProfile(now, np.array([[self._n_nodes]]), [])
+        pool = self._pool
+        pool.advance(now)
+        length = float(job.wall_time)
+        t0 = max(now, job.ready_at)
+        deadline = math.inf if job.deadline is None else float(job.deadline)
+        if t0 + length > deadline:
+            return Admission(
+                False,
+                f"deadline: earliest start {t0:g} + {length:g} s is after the deadline {deadline:g}",
+            )
+        k = job.units  # line 0 counts the request (nodes_job): it runs no program to peak
+        pool.add_boundary(t0)
+        times = pool.times
+        cands = times[(times >= t0) & (times <= deadline - length)]
+        if self.start == "est":
+            cands = cands[:1]
+        for t in cands.tolist():
+            if int(pool.min_free(t, t + length)[0, 0]) >= k:
+                pool.reserve(t, t + length, _POOL_NODE, np.array([[k]]))
+                self._pooled[job.index] = (t, t + length, k, int(len(self._log)))
+                self._log.append(Booking(job.index, now, t, t + length, (), t + length))
+                return Admission(True, "")
+        return Admission(
+            False,
+            f"count: no window of {length:g} s in [{t0:g}, {deadline:g}] has {k} node(s) "
+            "unbooked (pooled count)",
+        )
+
+    def _dispatch(self, view: DispatchView) -> Decision:
+        if self.reading != "line0" or not self._pooled:
+            return super()._dispatch(view)
+        now = view.now
+        whole = (view.free == self._capacity).all(axis=1)
+        starts: list[Start] = []
+        wakeup = math.inf
+        for idx, (t, end, k, row) in list(self._pooled.items()):
+            if t > now:
+                wakeup = min(wakeup, t)
+                continue
+            job = view.queue.get(idx)
+            nodes = np.flatnonzero(whole)[:k]
+            if len(nodes) < k:  # cannot happen: every counted job runs exactly R
+                raise RuntimeError(
+                    f"count-only: {k} whole free node(s) booked for job {job.id} at {now:g}, "
+                    f"{len(nodes)} free"
+                )
+            whole[nodes] = False
+            del self._pooled[idx]
+            self._log[row] = self._log[row]._replace(nodes=tuple(int(n) for n in nodes))
+            starts.append(Start(job, Allocation.trusted(nodes, np.ones(k, dtype=np.int64))))
+        return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup)
+
+
+_POOL_NODE = np.zeros(1, dtype=np.int64)
 
 
 @register
@@ -318,9 +479,18 @@ class Hilbert(Reservation):
     name = "hilbert"
     SHAPE = "hilbert"
 
-    def __init__(self, start: str = "any", fit: str = "first", allocator: str = "first-fit"):
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"static_request": "nominal"}
+
+    def __init__(
+        self,
+        start: str = "any",
+        fit: str = "first",
+        static_request: str = "peak",
+        allocator: str = "first-fit",
+    ):
         self.start = start
         self.fit = fit
+        self.static_request = static_request
         self.allocator = allocator
 
     @classmethod
@@ -341,16 +511,29 @@ class Manhattan(Reservation):
 
     name = "manhattan"
     SHAPE = "manhattan"
-    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"starts": "first"}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {
+        "starts": "first",
+        "growth": "bend",
+        "static_request": "nominal",
+    }
 
-    def __init__(self, start: str = "any", starts: str = "first", allocator: str = "first-fit"):
+    def __init__(
+        self,
+        start: str = "any",
+        starts: str = "first",
+        growth: str = "strict",
+        static_request: str = "peak",
+        allocator: str = "first-fit",
+    ):
         self.start = start
         self.starts = starts
+        self.growth = growth
+        self.static_request = static_request
         self.allocator = allocator
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
-        return [{}, {"starts": "median"}]
+        return [{}, {"starts": "median"}, {"growth": "bend", "static_request": "nominal"}]
 
     def _setup(self, system: System) -> None:
         if self.starts not in MANHATTAN_STARTS:
@@ -358,7 +541,14 @@ class Manhattan(Reservation):
                 f"dispatcher 'manhattan': starts must be one of {', '.join(MANHATTAN_STARTS)}, "
                 f"got '{self.starts}'"
             )
+        if self.growth not in MANHATTAN_GROWTHS:
+            raise ConfigError(
+                f"dispatcher 'manhattan': growth must be one of {', '.join(MANHATTAN_GROWTHS)}, "
+                f"got '{self.growth}'"
+            )
         super()._setup(system)
 
     def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
-        return manhattan_partition(free_mask, self._shape, k, torus=self._torus, starts=self.starts)
+        return manhattan_partition(
+            free_mask, self._shape, k, torus=self._torus, starts=self.starts, growth=self.growth
+        )
