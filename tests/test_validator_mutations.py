@@ -552,6 +552,8 @@ DEADLINE_RUNS = {
     "fifo": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # cancellations (waiting and running)
     "leak": "synthetic:deadline,jobs=80,seed=2,load=heavy,types=3",  # forks granted, nodes given back at joins
     "hilbert": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # bookings on consecutive curve positions
+    # per-core holdings, time-shared starts (no free core anywhere)
+    "leak:admission=overbook": "synthetic:deadline,jobs=80,seed=2,load=very-heavy,types=2",
 }
 
 
@@ -748,7 +750,47 @@ def _partial_static_start(c: Case) -> None:
     c.expects("units", job_word(j.job_id))
 
 
+def _held_cores(c: Case, t: float) -> dict[int, int]:
+    """Cores held per node at ``t`` by the rows of the per-core run (rows ending at ``t``
+    have released, rows starting at ``t`` not yet taken)."""
+    a = c.allocs
+    live = a[(a["from"] < t) & (a.to > t)]
+    return live.groupby("node")["units"].sum().astype(int).to_dict()
+
+
+def _per_core_over_capacity(c: Case) -> None:
+    """An overbook job's start takes more cores of a node than the node has free, while
+    another node had a free core (not a time-shared start)."""
+    n = c.system.n_nodes
+    a = c.allocs
+    for k in a.index[a.segment == 0]:
+        t, node, units, job = (
+            float(a.at[k, "from"]),
+            int(a.at[k, "node"]),
+            int(a.at[k, "units"]),
+            a.at[k, "job_id"],
+        )
+        held = _held_cores(c, t)
+        if len(held) == n and min(held.values()) >= 4:
+            continue  # no free core anywhere then: a time-shared start would be allowed
+        full = [v for v, h in held.items() if h + units > 4 and v != node]
+        if full:
+            c.allocs.loc[k, "node"] = full[0]
+            c.expects("per-core", job_word(job), node_word(full[0]))
+            return
+    raise AssertionError("no start while a node was full")
+
+
+def _per_core_too_many_units(c: Case) -> None:
+    """An overbook job's row holds more cores than a node has (5 of 4)."""
+    r = c.allocs[c.allocs.segment == 0].iloc[0]
+    c.allocs.loc[c.allocs.index[0], ["units", "core"]] = [5, 5]
+    c.expects("per-core", job_word(r.job_id))
+
+
 DEADLINE_CORRUPTIONS = {
+    "per-core-start-on-a-full-node": ("leak:admission=overbook", _per_core_over_capacity),
+    "per-core-more-cores-than-a-node": ("leak:admission=overbook", _per_core_too_many_units),
     "contiguous-grant-not-adjacent": ("leak", _grant_away),
     "released-node-held-past-the-end": ("leak", _kept_past_end),
     "static-job-grows": ("manhattan", _fork_without_forks),

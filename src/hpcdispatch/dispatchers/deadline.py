@@ -450,7 +450,7 @@ class CountOnly(Reservation):
         whole = (view.free == self._capacity).all(axis=1)
         starts: list[Start] = []
         wakeup = math.inf
-        for idx, (t, end, k, row) in list(self._pooled.items()):
+        for idx, (t, _end, k, row) in list(self._pooled.items()):
             if t > now:
                 wakeup = min(wakeup, t)
                 continue

@@ -471,6 +471,12 @@ def validate_tables(
             f"{int(seg[k])}): an allocation row needs finite times, 'to' after 'from'",
         )
     expected_amounts = units[:, None] * unit_req[row_job] + per_node[row_job]
+    # a per-core dispatcher's deadline jobs hold cores: a c-th of their whole-node unit each
+    per_core = bool(tags.get("per_core", False)) and app.any()
+    cores_per_node = _node_cores(system, resources) if per_core else 1
+    core_rows = app[row_job] if per_core else np.zeros(len(row_job), bool)
+    if per_core:
+        expected_amounts[core_rows] //= cores_per_node
     bad_amount = (amounts != expected_amounts).any(axis=1) | (units <= 0)
     del expected_amounts
     for k in np.flatnonzero(bad_amount)[:20]:
@@ -496,7 +502,22 @@ def validate_tables(
     req_units = w_col("units", np.int64)
     # a forking dispatcher may start a deadline job on fewer nodes (the leak's partial start)
     partial_ok = app & forks & (units_first >= 1) & (units_first <= req_units)
-    wrong_units = started & (units_first != req_units) & ~partial_ok
+    # a static strategy may book a dynamic job's peak (static_request=peak): its nodes for
+    # ceil(3n/2) processes, at most ceil(3 x request / 2) nodes and the machine
+    peak_ok = (
+        app
+        & ~forks
+        & (units_first >= req_units)
+        & (units_first <= np.minimum(-(-3 * req_units // 2), len(system.capacity)))
+    )
+    # per core: 1 to the request's cores at the start (_check_per_core has the capacity rule)
+    core_ok = (
+        app
+        & bool(tags.get("per_core", False))
+        & (units_first >= 1)
+        & (units_first <= req_units * _node_cores(system, resources))
+    )
+    wrong_units = started & (units_first != req_units) & ~partial_ok & ~peak_ok & ~core_ok
     for i in np.flatnonzero(wrong_units)[:20]:
         report.add(
             start[i],
@@ -598,6 +619,7 @@ def validate_tables(
         pair_job = row_job[order[first_of_pair]]
         pair_node = node[order[first_of_pair]]
         limit = max_pn[pair_job]
+        limit = np.where(core_rows[order[first_of_pair]], 0, limit)  # per core: cores per node
         for k in np.flatnonzero((limit > 0) & (pair_units > limit))[:20]:
             ji = int(pair_job[k])
             report.add(
@@ -685,6 +707,19 @@ def validate_tables(
         & np.isfinite(sweep_to)
         & (sweep_to > sweep_from)
     )
+    if per_core:  # per-core rows: their own rule instead of the whole-node ones
+        _check_per_core(
+            report,
+            cores_per_node,
+            int(system.n_nodes),
+            node[ok_rows & core_rows],
+            sweep_from[ok_rows & core_rows],
+            sweep_to[ok_rows & core_rows],
+            units[ok_rows & core_rows],
+            row_job[ok_rows & core_rows],
+            ids,
+        )
+        ok_rows = ok_rows & ~core_rows
     if ok_rows.any():
         sel = (
             slice(None) if ok_rows.all() else ok_rows
@@ -848,6 +883,78 @@ def _check_deadlines(
             f"job {int(ids[i])} started at {start[i]:.15g} and would have ended by its "
             f"deadline {deadline[i]:.15g}, but is cancelled",
         )
+
+
+def _node_cores(system: System, resources: Any) -> int:
+    """The cores of a node (the ``core`` resource's largest capacity; 1 without one)."""
+    res = list(resources)
+    if "core" not in res:
+        return 1
+    return max(1, int(np.asarray(system.capacity)[:, res.index("core")].max()))
+
+
+def _check_per_core(
+    report: ValidationReport,
+    cores: int,
+    n_nodes: int,
+    node: np.ndarray,
+    t_from: np.ndarray,
+    t_to: np.ndarray,
+    units: np.ndarray,
+    row_job: np.ndarray,
+    ids: np.ndarray,
+) -> None:
+    """The per-core capacity rule of a per-core dispatcher's deadline jobs (the leak's
+    ``overbook``; rows given: theirs only, units = cores). Replayed in time order, a node's
+    rows releasing before rows starting at one instant, a job's rows starting together: the
+    cores held on a node never exceed its ``cores``, except by a **time-shared start** -- a
+    job starting on exactly one core of one node while no node of the machine had a free
+    core, on a node holding the fewest cores then."""
+    if len(node) == 0:
+        return
+    held = np.zeros(n_nodes, dtype=np.int64)
+    ends = np.argsort(t_to, kind="stable")
+    starts = np.lexsort((np.arange(len(node)), t_from))
+    e = 0
+    found = 0
+    k = 0
+    m = len(starts)
+    while k < m:
+        r0 = int(starts[k])
+        t, j = float(t_from[r0]), int(row_job[r0])
+        group = [r0]
+        k += 1
+        while k < m and int(row_job[starts[k]]) == j and float(t_from[starts[k]]) == t:
+            group.append(int(starts[k]))
+            k += 1
+        while e < len(ends) and t_to[ends[e]] <= t + TOL:
+            r = int(ends[e])
+            if t_from[r] <= t:  # (rows starting later than t are not held yet)
+                held[node[r]] -= units[r]
+            e += 1
+        over = [r for r in group if held[node[r]] + units[r] > cores]
+        if over:
+            r = group[0]
+            shared = (
+                len(group) == 1
+                and int(units[r]) == 1
+                and int(held.min()) >= cores
+                and held[node[r]] == held.min()
+            )
+            if not shared:
+                report.add(
+                    t,
+                    "per-core",
+                    f"job {int(ids[j])} takes {int(units[over[0]])} core(s) of node "
+                    f"{int(node[over[0]])} at {t:.15g}, which holds {int(held[node[over[0]]])} "
+                    f"of {cores} (beyond its cores only as a time-shared start: one core on a "
+                    "least-loaded node while no node has a free core)",
+                )
+                found += 1
+                if found >= 20:
+                    return
+        for r in group:
+            held[node[r]] += units[r]
 
 
 def _check_exclusive(
