@@ -24,6 +24,7 @@ The numbers behind every bar are written to ``deadline_panels.csv`` (mean, sem, 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -185,4 +186,77 @@ def add_deadline_panels(
         rows.append([key, comm, load, types, *cells])
     write_text(out / "deadline_panels.md", markdown_rows(header, rows) + "\n")
     sec.elements.append(Table(header, rows, text_columns=4, csv="deadline_panels.csv"))
+    return True
+
+
+#: the outcome counts of a deadline run, in the order every table shows them
+OUTCOME_COLUMNS = (
+    ("submitted", "submitted"),
+    ("accepted", "accepted"),
+    ("rejected", "rejected"),
+    ("cancelled_waiting", "cancelled waiting"),
+    ("cancelled_running", "cancelled running"),
+    ("on_time", "on time"),
+)
+
+
+def has_outcomes(summary: Any) -> bool:
+    """Whether a run's summary (a dict or a frame row) has the deadline outcome counts."""
+    value = summary.get("submitted") if hasattr(summary, "get") else None
+    return value is not None and not (isinstance(value, float) and np.isnan(value))
+
+
+def _reasons(summary: Any) -> str:
+    reasons = summary.get("reject_reasons")
+    if isinstance(reasons, str):  # (a frame read back from CSV / parquet keeps it as text)
+        import json
+
+        try:
+            reasons = json.loads(reasons.replace("'", '"'))
+        except ValueError:
+            return reasons
+    if not isinstance(reasons, dict) or not reasons:
+        return ""
+    return ", ".join(f"{k} {int(v)}" for k, v in reasons.items())
+
+
+def outcome_rows(items: list[tuple[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The deadline outcome table of runs ``(label, summary)``: per run a row for all its jobs
+    (rejections also by reason: the stage named first in the dispatcher's reason) and one per
+    behaviour type present (``type{b}_`` keys). Runs without deadline counts are left out."""
+    header = ["dispatcher", "jobs", *(title for _, title in OUTCOME_COLUMNS), "rejected by reason"]
+    rows: list[list[str]] = []
+    for label, s in items:
+        if not has_outcomes(s):
+            continue
+
+        def cell(key: str) -> str:
+            v = s.get(key)
+            return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{int(v):,}"
+
+        rows.append([label, "all", *(cell(k) for k, _ in OUTCOME_COLUMNS), _reasons(s)])
+        for b in range(4):
+            if has_outcomes({"submitted": s.get(f"type{b}_submitted")}):
+                rows.append(
+                    [label, f"type {b}", *(cell(f"type{b}_{k}") for k, _ in OUTCOME_COLUMNS), ""]
+                )
+    return header, rows
+
+
+def add_outcome_section(doc: Document, items: list[tuple[str, Any]]) -> bool:
+    """Add "Deadline outcomes" (the table of :func:`outcome_rows`) to ``doc``; False when no
+    run has deadline counts."""
+    header, rows = outcome_rows(items)
+    if not rows:
+        return False
+    sec = doc.section("Deadline outcomes")
+    sec.elements.append(
+        Text(
+            "Per dispatcher, all jobs and each behaviour type: submitted, accepted (not rejected "
+            "at submission), rejected (by the stage the dispatcher named: count, shape, "
+            "deadline), cancelled at the deadline while waiting or while running, and completed "
+            "by the deadline (on time)."
+        )
+    )
+    sec.elements.append(Table(header, rows, text_columns=2))
     return True

@@ -203,6 +203,9 @@ def write_run_report(
 
     write_text(out / "summary.md", markdown_rows(["metric", "value"], rows) + "\n")
     doc.section("Summary").elements.append(Table(["metric", "value"], rows, csv="summary.csv"))
+    from hpcdispatch.report.deadline import add_outcome_section
+
+    add_outcome_section(doc, [(label, s)])
 
     sec = doc.section("Node occupancy")
     g = gantt_data(run.allocations, system, abs_window, nodes)
