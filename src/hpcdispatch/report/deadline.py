@@ -220,6 +220,11 @@ def _reasons(summary: Any) -> str:
     return ", ".join(f"{k} {int(v)}" for k, v in reasons.items())
 
 
+def _count(summary: Any, key: str) -> str:
+    v = summary.get(key)
+    return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{int(v):,}"
+
+
 def outcome_rows(items: list[tuple[str, Any]]) -> tuple[list[str], list[list[str]]]:
     """The deadline outcome table of runs ``(label, summary)``: per run a row for all its jobs
     (rejections also by reason: the stage named first in the dispatcher's reason) and one per
@@ -230,15 +235,16 @@ def outcome_rows(items: list[tuple[str, Any]]) -> tuple[list[str], list[list[str
         if not has_outcomes(s):
             continue
 
-        def cell(key: str) -> str:
-            v = s.get(key)
-            return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{int(v):,}"
-
-        rows.append([label, "all", *(cell(k) for k, _ in OUTCOME_COLUMNS), _reasons(s)])
+        rows.append([label, "all", *(_count(s, k) for k, _ in OUTCOME_COLUMNS), _reasons(s)])
         for b in range(4):
             if has_outcomes({"submitted": s.get(f"type{b}_submitted")}):
                 rows.append(
-                    [label, f"type {b}", *(cell(f"type{b}_{k}") for k, _ in OUTCOME_COLUMNS), ""]
+                    [
+                        label,
+                        f"type {b}",
+                        *(_count(s, f"type{b}_{k}") for k, _ in OUTCOME_COLUMNS),
+                        "",
+                    ]
                 )
     return header, rows
 
