@@ -1,5 +1,13 @@
 """Advance reservation at submission for deadline jobs (Linnert, De Rose, Heiss 2024, sec. 3):
-``hilbert`` (Fig. 6), ``manhattan`` (Fig. 8) and the ``count-only`` baseline (line 0 of both).
+``hilbert`` (Fig. 6), ``manhattan`` (Fig. 8) and the ``count-only`` baseline (line 0 of both;
+by default line 0 alone, a pooled count: :class:`CountOnly`).
+
+Readings (design note Revision 2; every one a parameter, the first build's kept as options):
+``manhattan:growth=strict`` (default, Fig. 8 lines 10-18 as written: a busy best neighbour
+ends the growth from a start node, the next start node is tried) or ``growth=bend``;
+``starts=first|all|median``; ``static_request=peak`` (default: a dynamic job of type 2 or 3
+books the whole nodes of its peak process count, :attr:`AppSpec.peak_processes`) or
+``nominal``; ``count-only:reading=line0|nodes``.
 
 One class, :class:`Reservation`; the three registered names only pick its shape rule. At a
 job's submission (:meth:`Reservation.admit`) it searches an
@@ -15,8 +23,8 @@ wall-time; for generated deadline jobs the run time), at the candidate starts
 Per candidate, three stages, in this order: the **count** (line 0: at least ``k`` nodes free
 for the whole window -- a node booked by nobody in it), then the **shape** over that window's
 free mask (:mod:`hpcdispatch.system.partition`): Hilbert first fit of ``k`` consecutive curve
-positions (``fit=best``: Slurm's best fit), the Manhattan-median greedy partition (A22), or,
-for ``count-only``, the ``k`` lowest free node ids. The first candidate where all pass is
+positions (``fit=best``: Slurm's best fit), the Manhattan-median greedy partition, or,
+for ``count-only`` (``reading=nodes``), the ``k`` lowest free node ids. The first candidate where all pass is
 booked; else the job is rejected with a reason naming the stage that failed last:
 ``deadline`` (not even ``t0 + R`` meets the deadline), ``count`` (no window had ``k`` free
 nodes) or ``shape`` (some had, but not in the strategy's shape).
@@ -504,8 +512,10 @@ class Hilbert(Reservation):
 
 @register
 class Manhattan(Reservation):
-    """Fig. 8 fixed as in design note A22: the greedy least-Manhattan-increase partition from
-    the first start node (node order) whose free 4-connected component holds ``k`` nodes;
+    """Fig. 8: the greedy least-Manhattan-increase partition grown from start nodes in node
+    order -- ``growth=strict`` (default, lines 10-18 as written: the growth from a start node
+    ends at a busy best neighbour, the next start node is tried) or ``growth=bend`` (design
+    note A22: around busy nodes, from the first start node whose free component holds ``k``);
     ``starts=all`` / ``starts=median``: grown from every free node / each component's median
     node, the least pairwise sum kept (MM-like centring, :func:`manhattan_partition`)."""
 

@@ -2,12 +2,22 @@
 jobs whose partitions grow and shrink while they run. ``leak`` (contiguous) and ``leak-nc``
 (non-contiguous) are one class, :class:`Leak`, with a ``contiguous`` parameter.
 
-- **Admission** (design note A18): every job is accepted ("the RMS in the leak approach
-  accepts all job requests", sec. 4.1) unless even its earliest start plus its run time is
-  after its deadline; an accepted job waits in the queue until it starts or is cancelled at
-  its deadline (the simulator's ``deadline-waiting``). ``admission="free-node"`` is Fig. 10
-  line 6-7 read literally: also rejected when no node is free at submission.
-- **Start** (Fig. 10, 11; A23, A25): jobs in submission order (FIFO, A28), each once its
+- **Admission** (``admission``; design note Revision 2). ``free-node`` (default): Fig. 10 as
+  written, no queue -- at a job's earliest start (its submission, when that is not later) its
+  first process goes on the first free node along the snake from the next start node, which
+  the job claims until the dispatcher call of that instant starts it there; no free node: the
+  job is rejected (l.7, L232). A job whose earliest start is after its submission is accepted
+  and waits for it (the simulator lets a dispatcher reject at submission only), then starts
+  as above when a node is free. ``queue`` (the first build's A18): every job is accepted and
+  queued FIFO until it starts or is cancelled at its deadline (``deadline-waiting``).
+  ``overbook``: every job is accepted and starts at its earliest start on **cores** (tag
+  ``per_core``): the free cores of the first node with one along the snake, then of its
+  neighbours by breadth-first layers (``leak-nc`` jumping along the snake), as many as its
+  processes; when no node has a free core, one core on the node holding the fewest cores,
+  time-shared (the execution model slows that node's jobs by held / cores). Its children
+  share the job's cores (no fork grants, no joins). Every admission also rejects a job whose
+  earliest start plus its run time is after its deadline.
+- **Start** (``queue``; Fig. 10, 11; A23, A25): jobs in submission order (FIFO, A28), each once its
   earliest start has come; the first whole free node along the snake (rows boustrophedon,
   :meth:`~hpcdispatch.system.grid.Grid.snake_order`) from the next of the **start nodes** --
   the first node of rows ``0, R/4, R/2, 3R/4`` (0, 32, 64, 96 on 8 x 16), taken in turn, one
@@ -15,8 +25,9 @@ jobs whose partitions grow and shrink while they run. ``leak`` (contiguous) and 
   free 4-neighbours up to the job's request (``ceil(n / c)`` nodes); ``leak-nc`` jumps along
   the snake when a layer is empty (Fig. 10 line 14). The job starts with what was found,
   even fewer nodes (a partial start: its extra processes time-share; Fig. 10 line 15
-  returns what it found, A23); ``partial=false``: it waits until its whole request is
-  found. No free node: the queue waits (FIFO, nobody overtakes).
+  returns what it found, A23); ``partial=false`` (``queue`` only): it waits until its whole
+  request is found. No free node: the queue waits (FIFO, nobody overtakes). ``free-node``
+  grows the same way from the claimed node.
 - **Deadline-aware options** (not the paper's, off by default; after the design note's
   additions beyond the gates): ``order="edf"`` takes the ready jobs by deadline (earliest
   first, then by submission; jobs without a deadline last) instead of FIFO (A28);
