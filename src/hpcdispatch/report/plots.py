@@ -528,16 +528,18 @@ def plot_bars_per_group(
     styles: dict[str, SeriesStyle] | None = None,
     ncols: int = 3,
 ) -> PlotInfo:
-    """One panel per ``group`` value (a workload), wrapped ``ncols`` to a row, so that many
-    workloads and strategies stay readable at page width: x = the metrics (their titles), one
+    """One panel per ``group`` value (a workload), wrapped at most ``ncols`` to a row (fewer
+    when the panels are wide: a row stays within 16 inches), so that many workloads and
+    strategies stay readable at page width: x = the metrics (their titles), one
     bar per ``series`` value, height = mean, error bar = standard deviation over the group's
     cells (none for one cell). Every panel has its own y scale."""
     groups = list(dict.fromkeys(stats[group]))
     names = list(dict.fromkeys(stats[series]))
     width = 0.8 / max(len(names), 1)
-    ncols = max(1, min(ncols, len(groups)))
-    nrows = (len(groups) + ncols - 1) // ncols
     panel_w = max(3.2, 0.9 + 0.28 * len(metrics) * max(len(names), 2) ** 0.7)
+    # at most ncols panels to a row, and a row no wider than a page's 16 inches
+    ncols = max(1, min(ncols, len(groups), int(16.0 // panel_w)))
+    nrows = (len(groups) + ncols - 1) // ncols
     fig, axes = plt.subplots(
         nrows, ncols, figsize=(panel_w * ncols, 2.9 * nrows + 0.5), squeeze=False
     )
