@@ -419,3 +419,23 @@ def test_i4_lone_dynamic_job_under_a_static_strategy_ends_by_est_plus_r(
     assert r.end[0] - r.start[0] <= 1.1 * run_time
     nominal = run([job], f"{dispatcher}:static_request=nominal")
     assert len(nominal.bookings[0].nodes) == -(-procs // 4)
+
+
+@pytest.mark.parametrize(
+    "spec, said",
+    [
+        ("manhattan:growth=round", "growth must be one of strict, bend"),
+        ("count-only:reading=pool", "reading must be one of line0, nodes"),
+        ("hilbert:static_request=max", "static_request must be one of peak, nominal"),
+        ("manhattan:static_request=all", "static_request must be one of peak, nominal"),
+        ("leak:admission=later", "admission must be one of free-node, queue, overbook"),
+        ("leak-nc:partial=false", "partial=false waits for a whole request"),
+    ],
+)
+def test_new_readings_are_checked_parameters(spec, said):
+    """Issue 48's options are named parameters, checked when the run is set up: a bad value
+    is one error naming the dispatcher, the parameter and the choices."""
+    from hpcdispatch.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=said):
+        make_dispatcher(spec).setup(GRID)
