@@ -409,7 +409,7 @@ def print_outcomes(items: list[tuple[str, Any]]) -> None:
     """The deadline outcome table (submitted / accepted / rejected by reason / cancelled
     waiting, running / on time, per behaviour type) of runs whose workload has deadlines;
     nothing for other runs."""
-    from hpcdispatch.report.deadline import outcome_rows
+    from hpcdispatch.report.outcomes import outcome_rows
 
     header, rows = outcome_rows(items)
     if rows:
