@@ -1045,7 +1045,7 @@ def main(argv: list[str] | None = None) -> int:
                             f"{acc.dispatched}, rejected {acc.rejected} of {n}[/]"
                         )
                     speed[policy] = {
-                        "hpcdispatch_engine": res.extra.get("engine"),
+                        "hpcdispatch_engine": res.notes.engine,
                         "hpcdispatch_run_s": sec,
                         "hpcdispatch_jobs_per_s": n / sec,
                         "accasim_total_s": acc.total_s,

@@ -52,7 +52,7 @@ def progress(done, n, t):  # one line a minute on stderr (the checkpoint's log f
 res = simulate(system, wl, make_dispatcher(disp), options=SimulationOptions(record_decisions=False),
                checkpoint=checkpoint, checkpoint_every=every, progress=progress if checkpoint else None)
 t2 = time.perf_counter()
-resumed = (res.extra.get("checkpoint") or {}).get("resumed_at") or {}
+resumed = (res.notes.checkpoint.resumed_at if res.notes.checkpoint else None) or {}
 report = validate_result(res)
 t3 = time.perf_counter()
 s = summarize(res)

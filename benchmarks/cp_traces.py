@@ -85,7 +85,7 @@ print(json.dumps({
     "variables_max": int(max(variables)) if variables else 0,
     "wait_mean": s["wait_mean"], "slowdown_mean": s["slowdown_mean"], "bsld_mean": s["bounded_slowdown_mean"],
     "predictor": s["predictor"], "prediction_mae_s": s.get("prediction_mae_s"),
-    "journal": out.result.extra.get("journal"),
+    "journal": s.get("journal"),
     "dispatcher": DispatcherSpec.parse(spec).identity(),
 }))
 """

@@ -44,6 +44,8 @@ PAGE_STATE = """JSON.stringify({
                  .map(r => [r.dataset.dispatcher, r.dataset.colour])),
   swatches: Object.fromEntries(Array.from(document.querySelectorAll('table.colours tr[data-dispatcher]'))
                  .map(r => [r.dataset.dispatcher, getComputedStyle(r.querySelector('span.swatch')).backgroundColor])),
+  table_text: Array.from(document.querySelectorAll('table')).map(t => Array.from(t.rows)
+                 .map(r => Array.from(r.cells).map(c => c.textContent.trim()))),
   figure_data: Array.from(document.querySelectorAll('figure')).map(f => ({
                  legend: f.dataset.legend ? JSON.parse(f.dataset.legend) : null,
                  panels: f.dataset.panels ? JSON.parse(f.dataset.panels) : null,
@@ -234,3 +236,18 @@ def pixels_near(pixels: np.ndarray, colour: str, tolerance: float = 10 / 255) ->
 def png_size(data: bytes) -> tuple[int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def png_text(data: bytes) -> dict[str, str]:
+    """The tEXt chunks of a PNG (keyword -> text): what a figure says of itself."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    out, i = {}, 8
+    while i + 8 <= len(data):
+        length = int.from_bytes(data[i : i + 4], "big")
+        kind = data[i + 4 : i + 8]
+        body = data[i + 8 : i + 8 + length]
+        if kind == b"tEXt":
+            key, _, text = body.partition(b"\0")
+            out[key.decode("latin-1")] = text.decode("latin-1")
+        i += 12 + length
+    return out

@@ -37,9 +37,10 @@ def test_compare_writes_table_report_and_valid_runs(tmp_path):
         "-q",
     )
     assert p.returncode == 0, p.stderr
-    assert "conservative-allocator_best-fit" in p.stdout and "report:" in p.stdout
+    assert "conservative (best-fit)" in p.stdout and "report:" in p.stdout  # a readable label
     frame = pd.read_csv(out / "comparison.csv")
-    assert frame["label"].tolist() == ["fifo", "easy", "conservative-allocator_best-fit"]
+    assert frame["label"].tolist() == ["fifo", "easy", "conservative-allocator_best-fit"]  # dirs
+    assert frame["display_label"].tolist() == ["fifo", "easy", "conservative (best-fit)"]
     assert frame["valid"].all()
     assert f"report: {out / 'report.html'}" in p.stdout.replace("\n", "")
     for name in (
@@ -413,10 +414,17 @@ def test_a_fifo_run_imports_only_what_it_uses(tmp_path, workload, engine, absent
 @pytest.mark.parametrize(
     "bad, named",
     [
-        ("easy:allocator=bogus", "unknown allocator 'bogus'"),
-        ("pcp20:delta=-1", "CP parameter delta must be > 0 seconds, got -1.0"),
-        ("aucsched:time_limit=0", "parameter time_limit must be > 0 seconds"),
-        ("easy-XX", "unknown dispatcher"),
+        (
+            "easy:allocator=bogus",
+            "allocator must be one of best-fit, first-fit, slurm-linear, got 'bogus'",
+        ),
+        (
+            "pcp20:delta=-1",
+            "dispatcher 'pcp20': delta must be a number > 0 (seconds), got -1.0",
+        ),
+        ("aucsched:time_limit=0", "time_limit must be a number > 0 (seconds), got 0.0"),
+        ("easy-XX", "is not a predictor"),
+        ("nosuch", "unknown dispatcher"),
     ],
 )
 def test_compare_checks_every_spec_before_the_first_run(tmp_path, bad, named):

@@ -33,7 +33,7 @@ def run(system, workload, spec, allocator, engine, predictor="walltime", kill=Tr
 
 
 def assert_same_run(a, b) -> None:
-    assert a.extra["engine"] == "compiled" and b.extra["engine"] == "python"
+    assert a.notes.engine == "compiled" and b.notes.engine == "python"
     np.testing.assert_array_equal(a.start, b.start)
     np.testing.assert_array_equal(a.end, b.end)
     np.testing.assert_array_equal(a.status, b.status)
@@ -97,8 +97,8 @@ def test_whole_kth_trace_same_on_both_engines():
 def test_auto_uses_python_below_the_size_threshold_and_compiled_when_asked():
     system = cores_system(2, 2)
     workload = Workload([job(1, 0, 5, 1), job(2, 0, 5, 3)], system.resources)
-    assert run(system, workload, "easy", "first-fit", "auto").extra["engine"] == "python"
-    assert run(system, workload, "easy", "first-fit", "compiled").extra["engine"] == "compiled"
+    assert run(system, workload, "easy", "first-fit", "auto").notes.engine == "python"
+    assert run(system, workload, "easy", "first-fit", "compiled").notes.engine == "compiled"
 
 
 @pytest.mark.parametrize(
@@ -161,7 +161,7 @@ def test_the_first_compiled_run_says_it_is_compiling(tmp_path):
         "from hpcdispatch import simulate, load_system, SimulationOptions\n"
         "r = simulate(load_system('machine-s'), 'synthetic:lublin,jobs=200,seed=1', 'fifo',\n"
         "             options=SimulationOptions(engine='compiled'))\n"
-        "print('ENGINE', r.extra['engine'])"
+        "print('ENGINE', r.notes.engine)"
     )
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", **pythonpath()}
     first = subprocess.run(
@@ -187,7 +187,7 @@ system = load_system('machine-s')
 for spec in ('fifo', 'easy:allocator=best-fit', 'conservative', 'conservative:allocator=best-fit'):
     engine = 'python' if spec.startswith('conservative') else 'compiled'
     r = simulate(system, 'synthetic:lublin,jobs=150,seed=3', spec, options=SimulationOptions(engine=engine))
-    assert r.extra['engine'] == engine
+    assert r.notes.engine == engine
     # loaded without numba's registries of typing and lowering rules (compiling needs them),
     # nor scipy's BLAS (conservative's kernels call numpy routines: numba.np.arraymath)
     print('LOADED', spec, [m for m in ('numba.np.polynomial.polynomial_core', 'numba.typed.typeddict', 'scipy.linalg')
@@ -383,8 +383,8 @@ def test_with_the_jit_disabled_runs_go_on_in_python(tmp_path):
         "from hpcdispatch.errors import ConfigError\n"
         "s = load_system('machine-s')\n"
         "w = 'synthetic:lublin,jobs=40,seed=2'\n"
-        "print('CONS', simulate(s, w, 'conservative').extra['engine'])\n"
-        "print('AUTO', simulate(s, w, 'fifo', options=SimulationOptions(engine='auto')).extra['engine'])\n"
+        "print('CONS', simulate(s, w, 'conservative').notes.engine)\n"
+        "print('AUTO', simulate(s, w, 'fifo', options=SimulationOptions(engine='auto')).notes.engine)\n"
         "try:\n    simulate(s, w, 'fifo', options=SimulationOptions(engine='compiled'))\n"
         "except ConfigError as e:\n    print('REFUSED', e)\n"
     )

@@ -306,7 +306,7 @@ def random_instances(draw):
 @given(random_instances())
 def test_pcp20_node_map_never_splits_a_unit(data):
     system, inst = data
-    s = CPSettings(version=3, time_unit=1.0)
+    s = CPSettings.of(version=3, time_unit=1.0)
     policy = Policy(inst, s, "pcp")
     bf = make_allocator("best-fit", system)
     jobs = [

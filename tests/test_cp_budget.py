@@ -55,7 +55,9 @@ def stalling_model(n: int = 30) -> cp_model.CpModel:
 
 
 def test_without_a_budget_the_search_runs_to_its_limit():
-    out = solve(stalling_model(), CPSettings(delta=0.2, delta_max=0.2, deterministic=True), PARAMS)
+    out = solve(
+        stalling_model(), CPSettings.of(delta=0.2, delta_max=0.2, deterministic=True), PARAMS
+    )
     assert (out.status, out.stop, out.objective, out.bound) == ("feasible", "limit", 101.0, 100.0)
     assert out.solver.deterministic_time >= 0.2 - 1e-6
 
@@ -64,7 +66,9 @@ def test_a_deterministic_stall_stops_after_a_chunk_without_improvement():
     # 103 (the hint: first chunk, stopped at the first solution), 101 (second chunk of 0.05
     # deterministic units), then a third chunk without improvement -> "stall", long before
     # the 2-unit limit; the model's own hint is left as it was
-    settings = CPSettings(delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.05)
+    settings = CPSettings.of(
+        delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.05
+    )
     model = stalling_model()
     hint = (list(model.proto.solution_hint.vars), list(model.proto.solution_hint.values))
     out = solve(model, settings, PARAMS)
@@ -82,7 +86,9 @@ def test_a_deterministic_stall_stops_after_a_chunk_without_improvement():
 
 
 def test_the_deterministic_stall_is_repeatable():
-    settings = CPSettings(delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.03)
+    settings = CPSettings.of(
+        delta=2.0, delta_max=2.0, deterministic=True, budget="stall", stall=0.03
+    )
     runs = set()
     for _ in range(3):
         out = solve(stalling_model(), settings, PARAMS)
@@ -99,7 +105,7 @@ def test_the_deterministic_stall_is_repeatable():
 
 
 def test_a_wall_clock_stall_stops_the_search_long_before_its_limit():
-    settings = CPSettings(delta=5.0, delta_max=5.0, budget="stall", stall=0.05)
+    settings = CPSettings.of(delta=5.0, delta_max=5.0, budget="stall", stall=0.05)
     out = solve(stalling_model(), settings, PARAMS)
     assert (out.status, out.stop, out.objective, out.improvements) == (
         "feasible",
@@ -116,7 +122,7 @@ def test_the_gap_budget_stops_at_cp_sats_relative_gap(gap, stop):
     # say "gap"; 0.001 is never reached: the search runs to its limit
     out = solve(
         stalling_model(),
-        CPSettings(delta=0.2, delta_max=0.2, deterministic=True, budget="gap", gap=gap),
+        CPSettings.of(delta=0.2, delta_max=0.2, deterministic=True, budget="gap", gap=gap),
         PARAMS,
     )
     assert (out.stop, out.objective, out.bound) == (stop, 101.0, 100.0)
@@ -131,7 +137,7 @@ def test_a_proved_optimum_says_optimal_under_every_budget():
     m.add_hint(x, 9)
     for budget in ("none", "stall", "gap"):
         for deterministic in (True, False):
-            out = solve(m, CPSettings(budget=budget, deterministic=deterministic), PARAMS)
+            out = solve(m, CPSettings.of(budget=budget, deterministic=deterministic), PARAMS)
             assert (out.status, out.stop, out.objective) == ("optimal", "optimal", 4.0), (
                 budget,
                 deterministic,
@@ -186,7 +192,7 @@ def test_the_summary_counts_the_stop_reasons():
 )
 def test_bad_budget_parameters_are_one_line_errors(params, field):
     d = make_dispatcher("hcp", **params)
-    with pytest.raises(ConfigError, match=f"CP parameter {field} must be") as err:
+    with pytest.raises(ConfigError, match=f"^dispatcher 'hcp': {field} must be ") as err:
         d.setup(cores_system(1, 4))
     assert "\n" not in str(err.value)
 
@@ -231,7 +237,9 @@ def no_first_solution_model(n: int = 40) -> cp_model.CpModel:
 def test_without_a_decision_limit_a_search_without_a_solution_takes_three_deltas():
     # delta 0.2, k = 2: 0.2 "unknown", restart with 0.4 "unknown", stop (two restarts without
     # a change): 0.6 deterministic units, whatever the stall budget says
-    settings = CPSettings(delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01)
+    settings = CPSettings.of(
+        delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01
+    )
     out = solve(no_first_solution_model(), settings, PARAMS)
     assert (out.status, out.stop, out.attempts) == (
         "unknown",
@@ -244,7 +252,9 @@ def test_without_a_decision_limit_a_search_without_a_solution_takes_three_deltas
 def test_a_decision_limit_caps_the_restarts():
     # the same search with 0.3 units for the decision: 0.2, then the restart gets the 0.1 left
     # (not 0.4), and the budget is spent: 0.3 units in all (CP-SAT overruns by a hair)
-    settings = CPSettings(delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01)
+    settings = CPSettings.of(
+        delta=0.2, delta_max=16.0, deterministic=True, budget="stall", stall=0.01
+    )
     budget = DecisionBudget(0.3, deterministic=True)
     out = solve(no_first_solution_model(), settings, PARAMS, budget)
     assert out.status == "unknown" and out.stop == "limit" and out.budget_spent
@@ -258,7 +268,7 @@ def test_a_decision_limit_caps_the_restarts():
 
 def test_a_wall_clock_decision_limit_bounds_the_wall_time():
     # 1 s then 2 s without a solution (3 s) without the cap; 0.3 s with it
-    settings = CPSettings(delta=1.0, delta_max=16.0, budget="stall", stall=0.01)
+    settings = CPSettings.of(delta=1.0, delta_max=16.0, budget="stall", stall=0.01)
     out = solve(no_first_solution_model(), settings, PARAMS, DecisionBudget(0.3))
     assert out.status == "unknown" and out.budget_spent
     assert out.solve_s < 0.3 + 0.2  # CP-SAT stops at its own limit, min(delta, what is left)

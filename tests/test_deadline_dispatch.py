@@ -329,7 +329,7 @@ def test_checkpoint_resume_keeps_bookings_and_cancellations(tmp_path, dispatcher
         SimulationOptions(engine="python"),
         checkpoint=path,
     ).run()
-    assert resumed.extra["checkpoint"]["resumed_at"] is not None
+    assert resumed.notes.checkpoint.resumed_at is not None
     for name in ("start", "end", "status"):
         assert np.array_equal(getattr(whole, name), getattr(resumed, name), equal_nan=True), name
     assert resumed.cancel_reason == whole.cancel_reason and resumed.bookings == whole.bookings
@@ -395,7 +395,7 @@ def test_count_only_line0_is_a_pooled_count_without_placement_or_model():
     # the nodes are picked at the start: job 1 took nodes 0-99, job 2 100-127; at 1000 job 3
     # takes the lowest free node (0), job 5 the next (1)
     assert booked[2].nodes == (0,) and booked[4].nodes == (1,)
-    assert r.extra["exec_phases"] == 0  # nothing ran through the execution model
+    assert r.notes.execution.phases == 0  # nothing ran through the execution model
 
 
 @pytest.mark.parametrize("behaviour", [2, 3])

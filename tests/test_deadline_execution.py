@@ -156,9 +156,9 @@ def test_leak_fork_and_join_by_hand(monkeypatch, name, busy, end, rows):
     assert {
         (int(n), float(f), float(t)) for n, f, t in zip(a.node[mine], a.t_from[mine], a.t_to[mine])
     } == rows
-    assert result.extra["forks_asked"] == 1
-    assert result.extra["forks_granted"] == (0 if (busy and name == "leak") else 1)
-    assert result.extra["exec_phases"] == 3 + (
+    assert result.notes.execution.forks_asked == 1
+    assert result.notes.execution.forks_granted == (0 if (busy and name == "leak") else 1)
+    assert result.notes.execution.phases == 3 + (
         10 if busy else 0
     )  # (the busy job: 10 phases of 50 s)
 
@@ -237,7 +237,7 @@ def test_checkpoint_resume_mid_run_equals_the_whole_run(tmp_path, name):
     resumed = Simulator(
         HLRN, wl, make_dispatcher(name), None, SimulationOptions(engine="python"), checkpoint=path
     ).run()
-    assert resumed.extra["checkpoint"]["resumed_at"] is not None
+    assert resumed.notes.checkpoint.resumed_at is not None
     assert np.array_equal(whole.end, resumed.end, equal_nan=True)
     assert np.array_equal(whole.status, resumed.status)
     a, b = whole.allocation_rows(), resumed.allocation_rows()
@@ -254,8 +254,9 @@ def test_dynamic_job_alone_under_leak_nc_is_near_its_run_time(behaviour, comm, p
     baseline's only in distances)."""
     job = deadline_job(HLRN, 5, 0, 10_000, 0.0, 40_000.0, AppSpec(behaviour, comm, procs))
     result = run(HLRN, [job], "leak-nc")
-    e = result.extra
-    assert e["forks_granted"] == e["forks_asked"] and e["exec_oversubscribed_share"] == 0.0
+    e = result.notes.execution
+    assert e is not None
+    assert e.forks_granted == e.forks_asked and e.oversubscribed_share == 0.0
     assert abs(result.end[0] - 10_000) <= 1_000
 
 

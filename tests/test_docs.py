@@ -17,8 +17,13 @@ def test_readme_starts_with_exactly_two_setup_commands():
     commands = [line for line in block.group(1).splitlines() if line.strip()]
     assert len(commands) == 2
     assert "compare" in commands[0] and "pytest" in commands[1]
-    ci = (README.parent / ".ci" / "run").read_text()
-    assert commands[1] in ci
+    ci = (README.parent / ".ci" / "run").read_text().splitlines()
+    # CI runs the second command's two halves, with the lint/format/type gates between them
+    install, _, test = commands[1].partition(" && ")
+    assert install in ci and test in ci and ci.index(install) < ci.index(test)
+    gates = ci[ci.index(install) + 1 : ci.index(test)]
+    assert any("ruff check" in g for g in gates) and any("ruff format --check" in g for g in gates)
+    assert any("mypy" in g for g in gates)
 
 
 def test_readme_python_example_output():

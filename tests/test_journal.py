@@ -12,6 +12,7 @@ import pytest
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.dispatchers.cp import HCP
 from hpcdispatch.errors import ConfigError
+from hpcdispatch.metrics import summarize
 from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.sim.journal import JournalError
 from hpcdispatch.system import load_system
@@ -76,8 +77,8 @@ def test_resumed_run_equals_uninterrupted_run(case, tmp_path):
     CountingHCP.calls = 0
     resumed = run(case, hcp(counting=True), path)
     assert CountingHCP.calls == n_calls - 40  # only the unrecorded calls were made again
-    assert resumed.extra["journal"]["replayed"] == 40
-    assert resumed.extra["journal"]["recorded"] == n_calls - 40
+    assert resumed.notes.journal.replayed == 40
+    assert resumed.notes.journal.recorded == n_calls - 40
     np.testing.assert_array_equal(resumed.start, clean.start)
     np.testing.assert_array_equal(resumed.end, clean.end)
     assert resumed.jobs_frame().equals(clean.jobs_frame())  # same nodes too
@@ -95,7 +96,7 @@ def test_resumed_run_equals_uninterrupted_run(case, tmp_path):
     # a complete journal: the whole run replays without a single dispatcher call
     CountingHCP.calls = 0
     again = run(case, hcp(counting=True), path)
-    assert CountingHCP.calls == 0 and again.extra["journal"]["replayed"] == n_calls
+    assert CountingHCP.calls == 0 and again.notes.journal.replayed == n_calls
     np.testing.assert_array_equal(again.start, clean.start)
 
 
@@ -104,7 +105,7 @@ def test_charged_dispatch_time_is_replayed_exactly(case, tmp_path):
     first = run(case, make_dispatcher("cp-rule"), path, charge_dispatch_time=True)
     # starts carry the measured (hence run-specific) dispatch times; the replay reproduces them
     replayed = run(case, make_dispatcher("cp-rule"), path, charge_dispatch_time=True)
-    assert replayed.extra["journal"]["recorded"] == 0
+    assert replayed.notes.journal.recorded == 0
     np.testing.assert_array_equal(replayed.start, first.start)
     assert (first.start[~np.isnan(first.start)] % 1 != 0).any()  # really charged: not whole seconds
 
@@ -117,7 +118,7 @@ def test_cut_last_line_is_dropped_with_a_warning(case, tmp_path):
     CountingHCP.calls = 0
     with pytest.warns(UserWarning, match="line 26 is incomplete"):
         resumed = run(case, hcp(counting=True), path)
-    assert resumed.extra["journal"]["replayed"] == 24
+    assert resumed.notes.journal.replayed == 24
     np.testing.assert_array_equal(resumed.start, run(case, hcp()).start)
 
 
@@ -139,7 +140,7 @@ def test_journal_written_before_a_parameter_existed_resumes_at_its_default(case,
     path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     CountingHCP.calls, CountingHCP.stop_after = 0, None
     resumed = run(case, hcp(counting=True), path)
-    assert resumed.extra["journal"]["replayed"] == 5
+    assert resumed.notes.journal.replayed == 5
     np.testing.assert_array_equal(resumed.start, run(case, hcp()).start)
     changed = HCP(delta=0.2, deterministic=True, keep_blocked=True)  # not the default: another run
     with pytest.raises(JournalError, match="another run.*dispatcher"):
@@ -294,7 +295,7 @@ def test_dispatcher_with_memory_cannot_be_journaled(case, tmp_path):
 
 def test_journal_off_by_default_writes_nothing(case, tmp_path):
     result = run(case, make_dispatcher("fifo"))
-    assert "journal" not in result.extra
+    assert result.notes.journal is None and "journal" not in summarize(result)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run(case, make_dispatcher("fifo"), tmp_path / "f.jsonl")

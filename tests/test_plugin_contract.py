@@ -4,6 +4,7 @@ from docs/ADD_A_DISPATCHER.md and the function decorator give working dispatcher
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -110,7 +111,8 @@ def test_the_documented_template_works():
     template = code[0]
     imports = [line for line in template.splitlines() if line.startswith(("import ", "from "))]
     assert imports == [
-        "from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, Scratch, Tags, register"
+        "from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, Interval, Scratch, "
+        "Tags, register"
     ]
     namespace: dict = {}
     exec(compile(template, "ADD_A_DISPATCHER.md", "exec"), namespace)
@@ -133,6 +135,8 @@ def test_plugin_option_loads_an_out_of_tree_dispatcher(tmp_path):
     plugin = tmp_path / "my_policy.py"
     plugin.write_text(template)
     env = {"COLUMNS": "120", "PATH": "/usr/bin:/bin"}
+    if "PYTHONPATH" in os.environ:  # the checkout under test, not the installed one
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     out = tmp_path / "run"
     p = subprocess.run(
         [

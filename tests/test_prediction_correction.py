@@ -88,7 +88,7 @@ def test_easy_backfills_once_an_expired_prediction_is_revised(
     r = simulate(cores_system(3, 1), JOBS, disp, Fixed(PREDICTED), prediction_correction=correction)
     s = starts(r)
     assert (s[1], s[2], s[3], s[4]) == (0, 0, h_start, l_start)
-    assert r.extra.get("prediction_revisions") == revisions
+    assert r.notes.prediction_revisions == revisions
     if correction == "ladder":
         assert {10.0, 70.0} <= set(
             r.decisions["time"].tolist()
@@ -184,8 +184,8 @@ def test_cp_dispatchers_with_corrected_predictions_give_valid_schedules(
         (min(j.run_time, j.wall_time) if kill else j.run_time) > max(1.0, j.run_time * factor)
         for j in jobs
     )
-    assert r.extra["prediction_revisions"] >= outliving
-    assert (r.extra["prediction_revisions"] > 0) == (outliving > 0)
+    assert r.notes.prediction_revisions >= outliving
+    assert (r.notes.prediction_revisions > 0) == (outliving > 0)
 
 
 def test_a_negative_prediction_is_revised_at_the_start_not_in_the_past():
@@ -206,4 +206,4 @@ def test_a_negative_prediction_is_revised_at_the_start_not_in_the_past():
     )  # validated: nothing starts before its submission
     times = r.decisions["time"].tolist()
     assert times == sorted(times) and min(times) >= 0
-    assert r.extra["prediction_revisions"] == 1
+    assert r.notes.prediction_revisions == 1

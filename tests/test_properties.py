@@ -300,13 +300,15 @@ def _checked_reserve(seen):
 
     def reserve(bf):
         kept = bf.kept is not None and bf.kept.head == bf.head.index
-        real(bf)
+        at_shadow = real(bf)
         want = brute_force_shadow(bf.view, bf.scratch, bf.head)
         assert bf.shadow == want[0], (bf.view.now, bf.head.id, kept, bf.shadow, want[0])
         assert np.array_equal(bf.at_shadow, want[1]), (bf.view.now, bf.head.id, kept)
+        assert at_shadow is bf.at_shadow
         seen["calls"] += 1
         seen["finite"] += bf.shadow < float("inf")
         seen["kept"] += kept
+        return at_shadow
 
     return reserve
 

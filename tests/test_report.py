@@ -265,6 +265,9 @@ def test_single_run_report_and_command_line(tmp_path):
     assert table.loc["jobs", "value"] == "60" and table.loc["valid", "value"] == "True"
     assert len(html_images(rep / "report.html")) == 5
     assert "nodes 0-3 of 6" in (rep / "report.md").read_text()
+    again = cli("report", str(run_dir))  # like every writer: no silent overwrite
+    assert again.returncode != 0 and "--force" in again.stderr and "Traceback" not in again.stderr
+    assert cli("report", str(run_dir), "--force").returncode == 0
     bad = cli("report", str(run_dir), "--window", "50:10")
     assert bad.returncode == 2 and "START < END" in bad.stderr and "Traceback" not in bad.stderr, (
         bad.stderr
@@ -327,3 +330,34 @@ def test_a_deadline_sweep_report_opens_with_the_paper_panels(tmp_path):
     headings = re.findall(r"^## (.+)$", (html.parent / "report.md").read_text(), flags=re.M)
     assert headings[0] == "Deadline paper panels (Figs 14-18)", headings
     assert "Quality of service" in headings[1:]
+
+
+def test_report_refuses_a_run_that_does_not_validate(tmp_path):
+    """A run whose summary.json was edited (or whose schedule breaks a rule) is refused by
+    ``report`` -- of the folder and of the run alone -- with one line naming the run and the
+    field, and nothing is written; the same runs untouched are reported."""
+    import json
+
+    from hpcdispatch.errors import ScheduleValidationError
+
+    out = tmp_path / "cmp"
+    p = cli(
+        "compare", "-w", "synthetic:lublin,jobs=30,seed=5", "-d", "fifo,easy", "-o", str(out), "-q"
+    )
+    assert p.returncode == 0, p.stderr
+    path = out / "easy" / "summary.json"
+    honest = path.read_text()
+    edited = json.loads(honest)
+    edited["utilization_core"] = 0.99
+    path.write_text(json.dumps(edited))
+    for target in (out, out / "easy"):
+        with pytest.raises(
+            ScheduleValidationError, match=r"easy: INVALID: .*utilization_core is 0\.99"
+        ):
+            write_report(target)
+        assert not (target / "report").exists()
+    bad = cli("report", str(out))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert "report refused" in bad.stderr and "utilization_core" in bad.stderr, bad.stderr
+    path.write_text(honest)
+    assert write_report(out).is_file()

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser import Browser, data_url_png, decode_png, find_chromium, pixels_near, png_size
+from browser import (
+    Browser,
+    data_url_png,
+    decode_png,
+    find_chromium,
+    pixels_near,
+    png_size,
+    png_text,
+)
 from sweeps import cli, write_spec
 
 from hpcdispatch.report import write_report
@@ -117,6 +125,39 @@ def test_sweep_report_in_chromium(tmp_path, browser):
     _check(result, run_html.parent)
     assert {"gantt.png", "utilization_time.png"} <= {p.name for p in run_html.parent.glob("*.png")}
     _save_screenshot(result.screenshot, tmp_path / "run-report.png")
+    _log_axes_have_labels(result.state)
+    # every row of the run's summary says its unit, and decision times are in it (ms)
+    summary = next(t for t in result.state["table_text"] if t[0] == ["metric", "value", "unit"])
+    assert len(summary) > 30
+    for metric, value, unit in summary[1:]:
+        assert unit, (metric, value)
+        assert not metric.endswith("_s") or unit == "s", (metric, unit)
+    units = {row[0]: row[2] for row in summary[1:]}
+    assert units["decision_time_max"] == "ms" and units["wait_mean"] == "s"
+
+
+def _log_axes_have_labels(state: dict) -> None:
+    """Every log axis of every figure shows at least two tick labels (a narrow one labels its
+    minor ticks, never a lone "1"); the figures list them in their PNG (report/plots.py)."""
+    import json
+
+    seen = 0
+    for fig in state["figure_data"]:
+        axes = png_text(data_url_png(fig["src"])).get("hpcdispatch-log-axes")
+        for axis in json.loads(axes) if axes else []:
+            assert len(axis["labels"]) >= 2, (fig["caption"], axis)
+            seen += 1
+    assert seen, "no figure with a log axis was checked"
+
+
+def _every_trace_visible(state: dict, caption_start: str, labels: list[str]) -> None:
+    """In the figure whose caption starts with ``caption_start``, each dispatcher's colour
+    covers at least a third of the area of the most visible one's: no trace hides another."""
+    fig = next(f for f in state["figure_data"] if f["caption"].startswith(caption_start))
+    pixels = decode_png(data_url_png(fig["src"]))
+    colours = {x: s.color for x, s in dispatcher_styles(labels).items()}
+    counts = {x: pixels_near(pixels, c) for x, c in colours.items()}
+    assert min(counts.values()) >= max(counts.values()) / 3, counts
 
 
 def _not_blank(png: bytes) -> None:
@@ -179,12 +220,20 @@ def test_compare_report_in_chromium(tmp_path, browser):
     _save_screenshot(result.screenshot, tmp_path / "compare-report.png")
     assert result.state["title"] == "hpcdispatch comparison"
     _check(result, out)
-    labels = ["fifo", "sjf", "easy", "easy-L2-allocator_best-fit"]
+    labels = ["fifo", "sjf", "easy", "easy-L2 (best-fit)"]  # readable labels; the key: specs
     for img in result.state["figure_data"]:
         _not_blank(data_url_png(img["src"]))
         _nothing_cut(data_url_png(img["src"]))
     _not_blank(result.screenshot)
     _same_colours_everywhere(result.state, labels)
+    _log_axes_have_labels(result.state)
+    _every_trace_visible(result.state, "Utilisation", labels)
+    key = next(t for t in result.state["table_text"] if t[0] == ["dispatcher", "spec", "outputs"])
+    assert key[4] == [
+        "easy-L2 (best-fit)",
+        "easy-L2:allocator=best-fit",
+        "easy-L2-allocator_best-fit/",
+    ]
     captions = {f["caption"].split(" ")[0]: f["caption"] for f in result.state["figure_data"]}
     assert {"Distribution", "Mean", "Utilisation", "Wall-clock", "Accuracy"} <= set(captions)
     # three dispatchers with wall-time predictions: one accuracy curve, named for all three

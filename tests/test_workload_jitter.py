@@ -281,7 +281,7 @@ def test_a_trace_run_on_the_compiled_engine_builds_no_job_objects(tmp_path):
     outcome = run_simulation(
         system, wl, "easy", options=SimulationOptions(engine="compiled"), out_dir=tmp_path / "run"
     )
-    assert outcome.validation.ok and outcome.result.extra["engine"] == "compiled"
+    assert outcome.validation.ok and outcome.result.notes.engine == "compiled"
     assert not wl.jobs_built
     copy = pickle.loads(pickle.dumps(wl))
     assert not copy.jobs_built and len(copy) == len(wl) == 28467

@@ -125,8 +125,8 @@ def evaluate(
                     raise ConfigError(
                         f"'{spec.written}' is not a CP dispatcher (instances are CP dispatching instances)"
                     )
+                d.set_params(force_model=force_model)  # (before setup: it builds the options)
                 d.setup(system)
-                d.force_model = force_model
                 dispatchers[spec.run_label] = d
             system_key = key
         first_row = len(rows)

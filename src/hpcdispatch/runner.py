@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,13 +109,13 @@ def run_simulation(
         progress=progress,
     )
     wall = time.perf_counter() - t0
-    result.extra["sim_wall_s"] = wall
+    result.notes = replace(result.notes, sim_wall_s=wall)
     reports: list[ValidationReport] = []
 
     def check() -> None:
         report = validate_result(result) if validate else ValidationReport(jobs=len(workload))
         reports.append(report)
-        result.extra["valid"] = report.ok if validate else None
+        result.notes = replace(result.notes, valid=report.ok if validate else None)
 
     if out_dir is not None:
         summary = write_result(
@@ -129,4 +129,5 @@ def run_simulation(
         check()
         summary = summarize(result)
     summary["label"] = spec.run_label
+    summary["display_label"] = spec.display_label
     return RunOutcome(spec.run_label, result, summary, reports[0], wall)

@@ -43,6 +43,7 @@ from hpcdispatch.sim import SimulationOptions, SimulationResult, Simulator
 from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.validation import validate_result
+from hpcdispatch.vocabulary import JobStatus
 from hpcdispatch.workload.job import GrowthRequest, Job, Workload
 
 #: scenarios per check (random systems and workloads, seeded)
@@ -204,7 +205,8 @@ def _journal_resume(make: Factory, scenario: Scenario) -> None:
         recorded = st.calls
         sim.close()
         resumed = scenario.run(make(), journal=path)
-    assert resumed.extra["journal"]["replayed"] == recorded, resumed.extra["journal"]
+    journal = resumed.notes.journal
+    assert journal is not None and journal.replayed == recorded, journal
     _assert_valid(resumed, scenario)
     if make().get_tags().deterministic:
         _assert_same(
@@ -245,7 +247,8 @@ def check_checkpoint_resume(make: Factory) -> None:
             sim.save_checkpoint()
             sim.close()
             resumed = scenario.run(make(), checkpoint=path)
-        assert resumed.extra["checkpoint"]["resumed_at"] is not None, "the checkpoint was not used"
+        used = resumed.notes.checkpoint
+        assert used is not None and used.resumed_at is not None, "the checkpoint was not used"
         _assert_valid(resumed, scenario)
         if make().get_tags().deterministic:
             _assert_same(
@@ -340,11 +343,11 @@ def _scenarios(d: Dispatcher) -> list[Scenario]:
 def _assert_valid(result: SimulationResult, scenario: Scenario) -> None:
     report = validate_result(result)
     assert report.ok, f"{scenario.name}: {report.describe()}"
-    done = np.isin(result.status, (3, 4))
+    done = np.isin(result.status, (JobStatus.COMPLETED, JobStatus.REJECTED))
     assert done.all(), (
         f"{scenario.name}: jobs {result.workload.ids[~done][:5].tolist()} neither ended nor were rejected"
     )
-    for idx in np.flatnonzero(result.status == 4).tolist():
+    for idx in np.flatnonzero(result.status == JobStatus.REJECTED).tolist():
         assert result.reject_reason.get(idx), (
             f"{scenario.name}: job {int(result.workload.ids[idx])} rejected without a reason"
         )

@@ -17,17 +17,21 @@ ALIASES = {
 }
 
 
+def canonical_allocator(name: str) -> str:
+    """The registered name of an allocator given by any of its spellings (``bestfit``,
+    ``BF``, ``best_fit`` -> ``best-fit``); a clear error for an unknown one."""
+    key = str(name).strip().lower().replace("_", "-")
+    key = ALIASES.get(key, key)
+    if key not in ALLOCATORS:
+        raise ConfigError(f"unknown allocator '{name}'; available: {', '.join(sorted(ALLOCATORS))}")
+    return key
+
+
 def make_allocator(name: str | Allocator, system: System) -> Allocator:
     """The allocator ``name`` (or the given instance), set up for ``system``."""
     if isinstance(name, Allocator):
         allocator = name
     else:
-        key = str(name).lower().replace("_", "-")
-        key = ALIASES.get(key, key)
-        if key not in ALLOCATORS:
-            raise ConfigError(
-                f"unknown allocator '{name}'; available: {', '.join(sorted(ALLOCATORS))}"
-            )
-        allocator = ALLOCATORS[key]()
+        allocator = ALLOCATORS[canonical_allocator(name)]()
     allocator.setup(system)
     return allocator

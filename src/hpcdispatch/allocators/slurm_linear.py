@@ -5,33 +5,10 @@ a one-dimensional array. Jobs are allocated resources on a best-fit basis. For l
 this minimizes the number of sets of consecutive nodes allocated to the job." This module
 follows the consumable-resource plugin's ``_eval_nodes`` / ``_choose_nodes`` / ``cr_dist``
 steps, in units of the job model (a Slurm CPU = one unit of the job: one core for ``-n``
-jobs, one node's share for ``--ntasks-per-node`` jobs):
+jobs, one node's share for ``--ntasks-per-node`` jobs); the steps are in the docs page below.
 
-1. every node gets its *available units* for this job: what fits after the per-node extras
-   (``--gres=gpu:X``) and the per-node limit; nodes with none are unusable;
-2. usable nodes form *sets of consecutive nodes*; the job needs ``rem_units`` units on at
-   least ``min_nodes`` nodes (``-N``, else 1) and at most ``max_nodes`` (``-N``, else the
-   unit count);
-3. repeatedly pick the *best-fit set*: the first set that is sufficient (enough units and
-   nodes) with the fewest units, or -- when no set is sufficient -- the set with the most
-   units; with ``--contiguous`` an insufficient best set means failure;
-4. from the chosen set, when at most one more node is needed, take the single node with the
-   fewest available units that still holds the rest (Slurm's "best fit single node");
-   otherwise take nodes from the start of the set in order; each node contributes
-   ``min(available, rem_units - (rem_nodes - 1))`` units (Slurm's ``_cpus_to_use``: leave at
-   least one unit for every node still required);
-5. stop when the units and the node count are satisfied, else drop the set and repeat;
-6. if this fails, retry after removing the nodes with the fewest available units (1, 2, ...)
-   -- Slurm's ``_choose_nodes`` answer to the knapsack problem;
-7. the units per node are those contributions (``cr_dist`` distributes tasks cyclically over
-   the selected nodes up to each node's count, which gives the same numbers).
-
-Simplifications versus real Slurm: no node weights, features, partitions, required or
-excluded nodes, sockets/cores layout, memory or ``--exclusive``; when no set is sufficient the
-largest set replaces the current best only if the current best is insufficient too (the
-intent stated by the source comment "nothing yet large enough, but this is biggest"). A
-contiguous request whose first nodes of the best set do not hold the units fails (Slurm
-would report success and fix the layout later).
+Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

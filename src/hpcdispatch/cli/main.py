@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
@@ -27,7 +27,7 @@ from rich.table import Table
 
 from hpcdispatch._version import __version__
 from hpcdispatch.cli.progress import plain_progress
-from hpcdispatch.errors import HpcDispatchError
+from hpcdispatch.errors import HpcDispatchError, Terminated, raise_terminated
 
 # (the rest of the package is imported inside the commands that need it: ``--help`` and the
 # light commands stay fast; tests/test_cli.py checks what ``--help`` imports)
@@ -221,10 +221,17 @@ def load_plugin_options(kw: dict[str, Any]) -> None:
     load_plugins(tuple(resolve_plugin(str(p), Path.cwd()) for p in kw.get("plugins") or ()))
 
 
-def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
-    from hpcdispatch.workload.loader import load_workload, resolve_system
-    from hpcdispatch.workload.mapping import UnitMapping
-    from hpcdispatch.workload.swf import SwfOptions
+def load_inputs(kw: dict[str, Any], print_report: bool = True) -> tuple[Any, Any]:
+    """The system and workload of the command's options; the reader's skipped and patched
+    records are printed once (to stderr) unless ``print_report`` is False (the caller prints
+    them itself)."""
+    from hpcdispatch.workload import (
+        SwfOptions,
+        UnitMapping,
+        WorkloadSpec,
+        load_workload,
+        resolve_system,
+    )
 
     swf = SwfOptions(
         processors=kw["processors"],
@@ -235,19 +242,18 @@ def load_inputs(kw: dict[str, Any]) -> tuple[Any, Any]:
         submit_jitter=kw["submit_jitter"],
         jitter_seed=kw["jitter_seed"],
     )
-    system = resolve_system(kw["system"], kw["workload"])
-    with console.status(f"reading {kw['workload']} ..."):
-        workload = load_workload(kw["workload"], system, swf)
+    spec = WorkloadSpec.parse(kw["workload"])
+    system = resolve_system(kw["system"], spec)
+    with console.status(f"reading {spec} ..."):
+        workload = load_workload(spec, system, swf)
     if not kw.get("quiet"):
         console.print(f"[bold]system[/] {system.name}: {system.summary()}")
         console.print(f"[bold]workload[/] {workload.source.spec}: {len(workload)} jobs")
     report = workload.report
-    if report.n_skipped or report.patched or report.notes:
+    if print_report and (report.n_skipped or report.patched or report.notes):
         err_console.print(f"[yellow]{report.describe()}[/]")
     if len(workload) == 0:
-        raise HpcDispatchError(
-            f"workload {kw['workload']} has no job that can run on system {system.name}"
-        )
+        raise HpcDispatchError(f"workload {spec} has no job that can run on system {system.name}")
     if kw.get("app_model") and not workload.has_apps:
         err_console.print(
             "note: --app-model sets the execution model of deadline jobs; this workload has none, "
@@ -359,6 +365,10 @@ SIMULATE_KEYS = (
     "decisions",
     "decision_time_mean_s",
     "decision_time_max_s",
+    "cp_rule_optimal",
+    "cp_solves",
+    "cp_solver_improved",
+    "cp_fallbacks",
     "sim_wall_s",
 )
 
@@ -417,10 +427,15 @@ def print_outcomes(items: list[tuple[str, Any]]) -> None:
 
 
 def print_validation(report: Any) -> None:
-    if report.ok:
+    verdict = getattr(report, "verdict", "valid" if report.ok else "invalid")
+    if verdict == "valid":
         console.print(f"[green]schedule valid[/] ({report.describe()})")
     else:
-        console.print(f"[red]{report.describe()}[/]")
+        colour = "red" if verdict == "invalid" else "yellow"
+        # one line per violation, never wrapped: each names its job or field on its own line
+        console.print(
+            report.describe(), style=colour, markup=False, highlight=False, soft_wrap=True
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -454,16 +469,34 @@ def dispatchers() -> None:
     """List the available dispatchers and their parameters."""
     from hpcdispatch.dispatchers import DISPATCHERS
 
-    table = Table(title="dispatchers")
-    for col in ("name", "parameters (defaults)", "tags", "description"):
-        table.add_column(col, overflow="fold")
+    table = Table(title="dispatchers", show_lines=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("parameters (defaults)", no_wrap=True)
+    table.add_column("tags")
+    table.add_column("description", ratio=1)
     for name, cls in sorted(DISPATCHERS.items()):
         d = cls()
-        params = ", ".join(f"{k}={v}" for k, v in d.get_params().items())
+        params = "\n".join(f"{k}={v}" for k, v in d.get_params().items())
         tags = ", ".join(k.replace("_", " ") for k, v in vars(d.get_tags()).items() if v)
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        table.add_row(name, params, tags, doc)
+        table.add_row(name, params, tags, docstring_summary(cls.__doc__))
     console.print(table)
+
+
+def docstring_summary(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, as plain text: reST roles and
+    literals (``:class:`~a.B```, ````x````) become their text; never cut inside a sentence."""
+    import re
+
+    paragraph = " ".join((doc or "").strip().split("\n\n")[0].split())
+    text = re.sub(
+        r":[a-z]+:`~?([^`<]*?)\s*(?:<[^`]*>)?`",
+        lambda m: m.group(1).split(".")[-1] if m.group(0).count("~") else m.group(1),
+        paragraph,
+    )
+    text = re.sub(r"``([^`]*)``", r"\1", text)
+    text = re.sub(r"\*\*([^*]*)\*\*|\*([^*]*)\*", lambda m: m.group(1) or m.group(2), text)
+    match = re.search(r"(?<=[.!?])\s+(?=[A-Z(])", text)
+    return text[: match.start()] if match else text
 
 
 @cli.command()
@@ -536,24 +569,24 @@ def simulate(**kw: Any) -> None:
         )
     s = outcome.summary
     note_repeatability(spec.run_label, outcome.result)
-    journal = outcome.result.extra.get("journal")
+    journal = outcome.result.notes.journal
     if journal:
         console.print(
-            f"journal {journal['path']}: {journal['replayed']} decisions replayed, "
-            f"{journal['recorded']} recorded"
+            f"journal {journal.path}: {journal.replayed} decisions replayed, "
+            f"{journal.recorded} recorded"
         )
-    checkpoint = outcome.result.extra.get("checkpoint")
+    checkpoint = outcome.result.notes.checkpoint
     if checkpoint:
-        at = checkpoint["resumed_at"]
+        at = checkpoint.resumed_at
         console.print(
-            f"checkpoint {checkpoint['path']}: "
+            f"checkpoint {checkpoint.path}: "
             + (
                 f"resumed at t={at['t']:,.0f} ({at['done']:,} of {at['jobs']:,} jobs done, {at['wall_s']:,.0f} s "
                 f"simulated before), "
                 if at
                 else ""
             )
-            + f"{checkpoint['writes']} written, removed once the outputs were written"
+            + f"{checkpoint.writes} written, removed once the outputs were written"
         )
     console.print(summary_table(f"{s['dispatcher_params']} on {system.name}", s))
     print_outcomes([(spec.run_label, s)])
@@ -636,6 +669,7 @@ def _compare_into(
     from hpcdispatch.runner import run_simulation
 
     summaries, runs, notes = [], [], []
+    spec_key: list[tuple[str, str, str]] = []
     invalid = False
     for spec in specs:
         label = spec.run_label
@@ -655,14 +689,15 @@ def _compare_into(
         repeat_note = note_repeatability(label, outcome.result)
         if repeat_note:
             notes.append(f"Not repeatable: {repeat_note}.")
-        runs.append(ComparedRun.from_result(label, outcome.result))
+        runs.append(ComparedRun.from_result(spec.display_label, outcome.result))
+        spec_key.append((spec.display_label, spec.written, label))
         if not outcome.validation.ok:
             invalid = True
             notes.append(f"{label}: {outcome.validation.describe()}")
         if not kw["quiet"]:
             console.print(f"  {label}: done in {outcome.wall_seconds:.1f} s")
     frame = comparison_frame(summaries)
-    write_comparison_report(out, frame, runs, notes)
+    write_comparison_report(out, frame, runs, notes, spec_key=spec_key)
     header, rows = display_rows(frame, compact=True)
     console.print(
         plain_table(
@@ -678,18 +713,67 @@ def _compare_into(
 @click.option(
     "--no-reload",
     is_flag=True,
-    help="do not re-read the workload from its source; use the stored table",
+    help="do not re-derive the workload from its source; check against the stored table "
+    "(the verdict is then at best 'unverified')",
 )
-def validate(out_dir: Path, no_reload: bool) -> None:
-    """Check a schedule: capacities, starts after submission, durations, allocations."""
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="a .py file (or an importable module) that registers the run's dispatcher; repeat for "
+    "several",
+)
+def validate(out_dir: Path, no_reload: bool, plugins: tuple[Path, ...]) -> None:
+    """Check a run directory's schedule with the validator's own rules: capacities, starts
+    after submission, durations, allocations, deadlines and bookings, and every number of
+    summary.json recomputed. Only the schedule and what produced it (system, dispatcher,
+    workload source) are read from OUT_DIR; the dispatcher's tags come from the registry, the
+    workload is re-derived from its source (a file by absolute path and SHA-256, or a
+    synthetic: spec), so the verdict is the same from any current directory.
+
+    \b
+    Exit codes (the verdict's line is printed last):
+      0  valid            every rule holds, every input re-derived
+      1  INVALID          a rule is broken (each violation names the job or field)
+      2  error            the run directory cannot be read (bad input)
+      3  unverified       no violation, but the workload source cannot be re-read, its
+                          SHA-256 changed, or it is not re-derivable (a workload in memory)
+      4  cannot validate  the run's dispatcher is not registered (load it with --plugin)
+    """
     from hpcdispatch.validation.validator import validate_run_dir
 
+    load_plugin_options({"plugins": plugins})
     report = validate_run_dir(out_dir, reload_workload=not no_reload)
     for note in report.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     print_validation(report)
-    if not report.ok:
-        raise click.exceptions.Exit(1)
+    if report.exit_code:
+        raise click.exceptions.Exit(report.exit_code)
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--to",
+    "fmt",
+    type=click.Choice(["batsim"]),
+    default="batsim",
+    show_default=True,
+    help="the format: batsim = Batsim's jobs.csv (what Evalys reads)",
+)
+@click.option(
+    "--out", "-o", type=click.Path(path_type=Path), required=True, help="output directory"
+)
+@click.option("--force", is_flag=True, help="replace OUT if it holds files")
+def export(run_dir: Path, fmt: str, out: Path, force: bool) -> None:
+    """Write the run in RUN_DIR in another tool's format: Batsim's jobs.csv (open it with
+    Evalys: ``JobSet.from_csv("OUT/jobs.csv")``). Batsim's ``stretch`` is the unbounded
+    slowdown; the bounded one is in ``metadata``."""
+    from hpcdispatch.results.batsim import export_batsim
+
+    path = export_batsim(run_dir, out, force=force)
+    console.print(f"wrote {path}")
 
 
 @cli.group("workload", invoke_without_command=True)
@@ -703,7 +787,7 @@ def workload_info(ctx: click.Context, **kw: Any) -> None:
     if not kw["workload"]:
         raise click.UsageError("Missing option '--workload' / '-w' (or a subcommand: convert)")
     kw["quiet"] = False
-    system, workload = load_inputs(kw)
+    system, workload = load_inputs(kw, print_report=False)
     load = workload.offered_load(system.total_capacity)
     rows = [
         ["jobs", f"{len(workload):,}"],
@@ -736,26 +820,40 @@ def workload_info(ctx: click.Context, **kw: Any) -> None:
 @click.option("--force", is_flag=True, help="replace OUT if it exists")
 def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
     """Convert a workload (SWF, sacct --parsable2, Slurm-style CSV/JSONL, synthetic:...) into
-    SWF (OUT.swf: 18 fields, a header with MaxNodes/MaxProcs) or a Slurm-style request file
-    (OUT.csv / OUT.jsonl: node counts, GRES and memory kept), chosen by OUT's suffix; written
-    atomically (a temporary file, then one rename)."""
+    SWF (OUT.swf: 18 fields, a header with MaxNodes/MaxProcs and, as comments, what the reader
+    skipped and patched), a Slurm-style request file (OUT.csv / OUT.jsonl: node counts, GRES
+    and memory kept) or a Batsim workload (OUT.json: delay profiles), chosen by OUT's suffix;
+    written atomically (a temporary file, then one rename)."""
     from hpcdispatch.errors import ConfigError
     from hpcdispatch.results.store import write_text
-    from hpcdispatch.workload.loader import load_workload, resolve_system
-    from hpcdispatch.workload.slurm import slurm_requests_text
-    from hpcdispatch.workload.swf import swf_text
+    from hpcdispatch.workload import (
+        WorkloadSpec,
+        batsim_workload_text,
+        load_workload,
+        resolve_system,
+        slurm_requests_text,
+        swf_text,
+    )
 
     suffix = out.suffix.lower()
-    if suffix not in (".swf", ".csv", ".jsonl", ".ndjson"):
-        raise ConfigError(f"{out}: unknown output format '{suffix}' (use .swf, .csv or .jsonl)")
+    if suffix not in (".swf", ".csv", ".jsonl", ".ndjson", ".json"):
+        raise ConfigError(
+            f"{out}: unknown output format '{suffix}' (use .swf, .csv, .jsonl or .json: Batsim)"
+        )
     if out.exists() and not force:
         raise ConfigError(f"{out} exists (give --force to replace it)")
-    sys_ = resolve_system(system, source)
-    workload = load_workload(source, sys_)
+    spec = WorkloadSpec.parse(source)
+    sys_ = resolve_system(system, spec)
+    workload = load_workload(spec, sys_)
     report = workload.report
     if report.n_skipped or report.patched or report.notes:
         err_console.print(f"[yellow]{report.describe()}[/]")
-    text = swf_text(workload, sys_) if suffix == ".swf" else slurm_requests_text(workload, suffix)
+    if suffix == ".swf":
+        text = swf_text(workload, sys_)
+    elif suffix == ".json":
+        text = batsim_workload_text(workload, sys_)
+    else:
+        text = slurm_requests_text(workload, suffix)
     write_text(out, text)
     console.print(f"wrote {len(workload):,} jobs to {out}")
 
@@ -774,25 +872,49 @@ def _register_subgroups() -> None:
 _register_subgroups()
 
 
+def _interrupted(exc: BaseException) -> NoReturn:
+    """Ctrl-C (exit 130) or SIGTERM (exit 143): one line, the same path for both."""
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, Terminated):  # (click wraps it in Abort)
+        seen = seen.__cause__ or seen.__context__
+    err_console.print("interrupted" if seen is None else "interrupted (SIGTERM)")
+    sys.exit(130 if seen is None else 143)
+
+
 def main(argv: list[str] | None = None) -> None:
+    """The ``hpcdispatch`` command: :func:`cli`, with errors as one line and exit codes;
+    SIGTERM takes Ctrl-C's path (exit 143)."""
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (kill, a batch system's time limit, a container stopped) takes Ctrl-C's path
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         code = cli.main(args=argv, prog_name="hpcdispatch", standalone_mode=False)
         if isinstance(code, int) and code != 0:  # click returns Exit codes when not standalone
             sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:  # (click's name for Ctrl-C)
-        err_console.print("interrupted")
-        sys.exit(130)
+    except click.exceptions.Abort as exc:  # (click's name for Ctrl-C)
+        _interrupted(exc)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except HpcDispatchError as exc:
         err_console.print(f"[red]error:[/] {exc}", soft_wrap=True)  # one line, never wrapped
         sys.exit(2)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
 
 
 if __name__ == "__main__":

@@ -8,25 +8,10 @@ in a user-wide directory, and older numba versions stamp it with the source file
 modification time, which an installation does not keep. The engine's entry points (the event
 loop :func:`hpcdispatch.compiled.kernels.run_steps` and conservative backfilling's two profile
 kernels, each holding the kernels it calls compiled into it) are cached instead by
-:class:`EngineCacheLocator`:
+:class:`EngineCacheLocator` (how: the docs page below).
 
-- in one directory of its own, ``hpcdispatch/compiled/engine/<stamp>/``, which a wheel
-  ships (one subdirectory per source: installations sharing a cache keep theirs apart);
-- stamped with the SHA-256 of ``kernels.py``, so that any copy of the same source (an
-  installation) finds the code compiled at build time, and any change of it recompiles;
-- when the installation is not writable (a system-wide install), in
-  ``$XDG_CACHE_HOME/hpcdispatch/engine/<stamp>`` (else under ``~/.cache``), seeded with the
-  files shipped in the package when it holds none for this source;
-- ``NUMBA_CACHE_DIR``, numba's own setting, wins: the engine is then kept in
-  ``$NUMBA_CACHE_DIR/hpcdispatch-engine/<stamp>``, not seeded (the tests stand for a fresh
-  installation this way).
-
-numba still checks its own version, the Python version, the function's bytecode and the CPU
-(target triple, CPU name and features) before it uses a cached engine: a wheel built for
-another CPU or numba version (pip's isolated build may pick a newer numba than the one
-installed) compiles once on the first run, with the message. This module uses numba's cache
-classes (``numba.core.caching``, not a public API); ``tests/test_compiled.py`` checks with the
-installed numba that an installation does not compile on its first run.
+Design notes, decisions and measurements: docs/PERFORMANCE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

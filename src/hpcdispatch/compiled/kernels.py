@@ -5,28 +5,16 @@ Why one module: numba caches compiled functions on disk and invalidates a cached
 only when *its own* source file changes; the code of the functions it calls and the
 constants it reads are frozen into it. With everything here, any change recompiles all.
 
-Sections:
+Sections: **state** (the rows and registers of :class:`EngineState`), **clock**,
+**allocators** (first fit, best fit), **policies** (``policy(st, now)`` writes its decision
+into the state; :func:`call_policy` maps a policy number to its function: a new compiled
+policy adds a function, a branch there and its name in ``POLICIES``, and its dispatcher
+returns a :class:`~hpcdispatch.protocol.dispatcher.KernelSpec` naming it) and the **event
+loop** (:func:`run_steps`: the simulator's semantics without admission control, resizing,
+wake-ups, intervals or charged dispatch time; it verifies every start).
 
-1. **State** -- the row and register numbers of :class:`EngineState`, a handful of numpy
-   arrays in one named tuple (numba compiles functions over a few arrays several times faster
-   than over fifty). Per-job values are rows of ``ji`` (integers) and ``jf`` (floats).
-2. **Clock** -- ``clock_gettime`` from compiled code, to time every dispatcher call.
-3. **Allocators** -- first fit and best fit for plain unit requests, the placements of
-   :mod:`hpcdispatch.allocators.base`.
-4. **Policies** -- a compiled policy ``policy(st, now)`` reads the state, works on the scratch
-   copy of the free capacity (``mat[SCRATCH]``) and writes its decision (rows ``DEC_JOB``,
-   ``DEC_OFF``, ``DEC_LEN`` of ``ji`` for ``regs[NDEC]`` starts, their allocation rows from
-   ``regs[NROWS]`` on) and its info values (``dl[D_INFO + k, regs[NCALL]]``).
-   :func:`call_policy` maps a policy number to its function: a new compiled policy adds a
-   function, a branch there and its name in ``POLICIES``, and its dispatcher class returns a
-   :class:`~hpcdispatch.protocol.dispatcher.KernelSpec` naming it.
-5. **Event loop** -- :func:`run_steps`: the semantics of
-   :class:`hpcdispatch.sim.simulator.Simulator` (ends, then submissions, then one call per
-   instant with events while jobs are queued), without admission control, resizing, wake-ups,
-   intervals or charged dispatch time. It knows no policy: it calls :func:`call_policy`,
-   verifies every start against the real free capacity (queued job, nodes in range and
-   ascending, the job's unit count, max units per node, capacity of every resource) and
-   applies it; it returns after ``max_steps`` instants so the caller can report progress.
+Design notes, decisions and measurements: docs/PERFORMANCE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -53,18 +41,22 @@ QNEXT, QPREV = 2, 3  # the queue: a doubly linked list over job indices, in subm
 RUN_LIST, RUN_POS = 4, 5  # running jobs: ``RUN_LIST[:regs[NRUN]]`` and each one's position
 ALLOC_OFF, ALLOC_LEN = 6, 7  # a started job's allocation rows in ``rows``
 START_ORDER = 8  # started jobs in start order
-HEAP_SEQ, HEAP_JOB = 9, 10  # end events: a binary heap on (HEAP_T, HEAP_SEQ)
+HEAP_SEQ, HEAP_JOB = 9, 10  # end events: a binary heap on (JF_HEAP_T, HEAP_SEQ)
 STATUS = 11  # 0 pending, 1 queued, 2 running, 3 completed
 DEC_JOB, DEC_OFF, DEC_LEN = 12, 13, 14  # the decision being made: job, first row, rows
 REL_JOB = 15  # policy scratch
 SHAPE = 16  # the job's shape: jobs with equal request rows and max per node share one
 N_JI = 17
 # ---- rows of ``jf`` (float64, per job) --------------------------------------------------
-SUBMIT, DURATION, PLANNED = 0, 1, 2  # DURATION: real run time, or the wall-time when killed
-PLANNED_END = 3  # start + planned duration
-HEAP_T = 4
-START, END = 5, 6
-REL_END = 7  # policy scratch
+JF_SUBMIT, JF_DURATION, JF_PLANNED = (
+    0,
+    1,
+    2,
+)  # JF_DURATION: real run time, or the wall-time when killed
+JF_PLANNED_END = 3  # start + planned duration
+JF_HEAP_T = 4
+JF_START, JF_END = 5, 6
+JF_REL_END = 7  # policy scratch
 N_JF = 8
 # ---- ``mat`` (int64, k x nodes x resources) and ``tot`` (int64, k x resources) ----------
 FREE, SCRATCH, SHADOW = 0, 1, 2  # free capacity, the policy's working copy, the policy's own
@@ -81,7 +73,7 @@ NSTARTED = 5  # jobs started so far
 HSIZE, SEQ = 6, 7  # end-event heap size, next sequence number
 SUBMITTED = 8  # next job to submit
 NCALL = 9  # dispatcher calls so far
-DONE = 10  # jobs ended
+NDONE = 10  # jobs ended
 ENDED = 11  # jobs ended since the last call
 NEWFIRST = 12  # first job submitted since the last call (-1: none)
 NDEC = 13  # starts in the current decision
@@ -465,14 +457,14 @@ def _reserve(st, head, now):
     floor = now + 1.0
     for i in range(nrun):
         j = ji[RUN_LIST, i]
-        e = jf[PLANNED_END, j]
-        jf[REL_END, i] = e if e > floor else floor
+        e = jf[JF_PLANNED_END, j]
+        jf[JF_REL_END, i] = e if e > floor else floor
         ji[REL_JOB, i] = j
     for d in range(ndec):
         j = ji[DEC_JOB, d]
-        jf[REL_END, nrun + d] = now + jf[PLANNED, j]
+        jf[JF_REL_END, nrun + d] = now + jf[JF_PLANNED, j]
         ji[REL_JOB, nrun + d] = -1 - d  # a start of this call: its rows are in DEC_*
-    order = stable_argsort(jf[REL_END], m)
+    order = stable_argsort(jf[JF_REL_END], m)
     mat[SHADOW, :, :] = mat[SCRATCH]
     need = np.empty(R, dtype=np.int64)
     for r in range(R):
@@ -482,8 +474,8 @@ def _reserve(st, head, now):
     shadow = math.inf
     i = 0
     while i < m:
-        e = jf[REL_END, order[i]]
-        while i < m and jf[REL_END, order[i]] == e:
+        e = jf[JF_REL_END, order[i]]
+        while i < m and jf[JF_REL_END, order[i]] == e:
             code = ji[REL_JOB, order[i]]
             if code >= 0:
                 j, off, k = code, ji[ALLOC_OFF, code], ji[ALLOC_LEN, code]
@@ -507,7 +499,7 @@ def _reserve(st, head, now):
 
 @njit(cache=True)
 def _is_short(jf, fregs, j, now):
-    return now + jf[PLANNED, j] <= fregs[F_SHADOW]
+    return now + jf[JF_PLANNED, j] <= fregs[F_SHADOW]
 
 
 @njit(cache=True)
@@ -563,7 +555,7 @@ def _easy_info(st, head, backfilled):
 def _overdue(st, now):
     ji, jf = st.ji, st.jf
     for i in range(st.regs[NRUN]):
-        if jf[PLANNED_END, ji[RUN_LIST, i]] <= now + 1.0:
+        if jf[JF_PLANNED_END, ji[RUN_LIST, i]] <= now + 1.0:
             return True
     return False
 
@@ -638,13 +630,14 @@ def call_policy(st, now):
 # 5. Event loop
 # ======================================================================================
 
-# job status codes (as the Python simulator's)
+# job status codes: hpcdispatch.vocabulary.JobStatus's values (this file keeps its own constants:
+# numba's disk cache is stamped by it alone; tests/test_vocabulary.py pins them to the enum)
 PENDING, QUEUED, RUNNING, COMPLETED = 0, 1, 2, 3
 
 
 @njit(cache=True)
 def _heap_set(ji, jf, i, t, seq, j):
-    jf[HEAP_T, i] = t
+    jf[JF_HEAP_T, i] = t
     ji[HEAP_SEQ, i] = seq
     ji[HEAP_JOB, i] = j
 
@@ -658,7 +651,7 @@ def _heap_push(st, t, j):
     regs[SEQ] = seq + 1
     while i > 0:
         p = (i - 1) >> 1
-        tp = jf[HEAP_T, p]
+        tp = jf[JF_HEAP_T, p]
         if tp < t or (tp == t and ji[HEAP_SEQ, p] < seq):
             break
         _heap_set(ji, jf, i, tp, ji[HEAP_SEQ, p], ji[HEAP_JOB, p])
@@ -674,20 +667,20 @@ def _heap_pop(st):
     regs[HSIZE] = size
     if size == 0:
         return top
-    t, s, j = jf[HEAP_T, size], ji[HEAP_SEQ, size], ji[HEAP_JOB, size]
+    t, s, j = jf[JF_HEAP_T, size], ji[HEAP_SEQ, size], ji[HEAP_JOB, size]
     i = 0
     while True:
         c = 2 * i + 1
         if c >= size:
             break
         if c + 1 < size and (
-            jf[HEAP_T, c + 1] < jf[HEAP_T, c]
-            or (jf[HEAP_T, c + 1] == jf[HEAP_T, c] and ji[HEAP_SEQ, c + 1] < ji[HEAP_SEQ, c])
+            jf[JF_HEAP_T, c + 1] < jf[JF_HEAP_T, c]
+            or (jf[JF_HEAP_T, c + 1] == jf[JF_HEAP_T, c] and ji[HEAP_SEQ, c + 1] < ji[HEAP_SEQ, c])
         ):
             c += 1
-        if t < jf[HEAP_T, c] or (t == jf[HEAP_T, c] and s < ji[HEAP_SEQ, c]):
+        if t < jf[JF_HEAP_T, c] or (t == jf[JF_HEAP_T, c] and s < ji[HEAP_SEQ, c]):
             break
-        _heap_set(ji, jf, i, jf[HEAP_T, c], ji[HEAP_SEQ, c], ji[HEAP_JOB, c])
+        _heap_set(ji, jf, i, jf[JF_HEAP_T, c], ji[HEAP_SEQ, c], ji[HEAP_JOB, c])
         i = c
     _heap_set(ji, jf, i, t, s, j)
     return top
@@ -769,8 +762,8 @@ def _apply(st, t):
             ji[QPREV, q] = p
         regs[QLEN] -= 1
         ji[STATUS, j] = RUNNING
-        jf[START, j] = t
-        jf[PLANNED_END, j] = t + jf[PLANNED, j]
+        jf[JF_START, j] = t
+        jf[JF_PLANNED_END, j] = t + jf[JF_PLANNED, j]
         ji[RUN_POS, j] = regs[NRUN]
         ji[RUN_LIST, regs[NRUN]] = j
         regs[NRUN] += 1
@@ -778,7 +771,7 @@ def _apply(st, t):
         ji[ALLOC_LEN, j] = ji[DEC_LEN, d]
         ji[START_ORDER, regs[NSTARTED]] = j
         regs[NSTARTED] += 1
-        _heap_push(st, t + jf[DURATION, j], j)
+        _heap_push(st, t + jf[JF_DURATION, j], j)
     regs[NROWS] += regs[USED]
     return FINISHED
 
@@ -791,28 +784,28 @@ def run_steps(st, max_steps):
     inf = math.inf
     steps = 0
     while True:
-        t_heap = jf[HEAP_T, 0] if regs[HSIZE] > 0 else inf
+        t_heap = jf[JF_HEAP_T, 0] if regs[HSIZE] > 0 else inf
         si = regs[SUBMITTED]
-        t_sub = jf[SUBMIT, si] if si < n else inf
+        t_sub = jf[JF_SUBMIT, si] if si < n else inf
         t = t_heap if t_heap < t_sub else t_sub
         if t == inf:
             return FINISHED
         happened = False
         # 1. ends
-        while regs[HSIZE] > 0 and jf[HEAP_T, 0] == t:
+        while regs[HSIZE] > 0 and jf[JF_HEAP_T, 0] == t:
             j = _heap_pop(st)
             last = ji[RUN_LIST, regs[NRUN] - 1]
             ji[RUN_LIST, ji[RUN_POS, j]] = last
             ji[RUN_POS, last] = ji[RUN_POS, j]
             regs[NRUN] -= 1
             _hold(st, j, ji[ALLOC_OFF, j], ji[ALLOC_LEN, j], 1)
-            jf[END, j] = t
+            jf[JF_END, j] = t
             ji[STATUS, j] = COMPLETED
-            regs[DONE] += 1
+            regs[NDONE] += 1
             regs[ENDED] += 1
             happened = True
         # 2. submissions (every job is admitted)
-        while si < n and jf[SUBMIT, si] == t:
+        while si < n and jf[JF_SUBMIT, si] == t:
             tail = regs[QTAIL]
             ji[QPREV, si] = tail
             ji[QNEXT, si] = -1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -55,13 +56,13 @@ def build_state(sim: Simulator) -> S.EngineState:
     )
     n_shapes, ji[S.SHAPE] = distinct_rows(shape_keys)
     jf = np.zeros((S.N_JF, n), dtype=np.float64)
-    jf[S.SUBMIT] = workload.submit
+    jf[S.JF_SUBMIT] = workload.submit
     run = workload.run_time.astype(np.float64)
-    jf[S.DURATION] = (
+    jf[S.JF_DURATION] = (
         np.minimum(run, workload.wall_time.astype(np.float64)) if opts.walltime_kill else run
     )
-    jf[S.PLANNED] = sim.predictor.predict_all(workload)
-    jf[S.PLANNED_END] = jf[S.START] = jf[S.END] = math.nan
+    jf[S.JF_PLANNED] = sim.predictor.predict_all(workload)
+    jf[S.JF_PLANNED_END] = jf[S.JF_START] = jf[S.JF_END] = math.nan
 
     mat = np.broadcast_to(capacity, (3, n_nodes, n_res)).copy()
     tot = np.broadcast_to(capacity.sum(axis=0), (3, n_res)).copy()
@@ -141,6 +142,7 @@ def compiled_on_disk(st: S.EngineState) -> bool | None:
 def run_compiled(
     sim: Simulator, progress: Callable[[int, int, float], None] | None = None
 ) -> SimulationResult:
+    """Run ``sim``'s simulation on the compiled engine (the caller checked :func:`refusal`)."""
     system, workload, dispatcher, predictor, opts = (
         sim.system,
         sim.workload,
@@ -164,7 +166,7 @@ def run_compiled(
         outcome = run_steps(st, STEPS_PER_CHUNK)
         if progress is not None:
             t_now = float(st.dl[S.D_TIME, int(st.regs[S.NCALL]) - 1]) if st.regs[S.NCALL] else 0.0
-            progress(int(st.regs[S.DONE]), n, t_now)
+            progress(int(st.regs[S.NDONE]), n, t_now)
         if outcome == S.FINISHED:
             break
         if outcome == S.REFUSED:
@@ -176,7 +178,7 @@ def run_compiled(
     n_rows = int(st.regs[S.NROWS])
     segments = SegmentLog.from_arrays(
         job=order,
-        t_from=st.jf[S.START, order],
+        t_from=st.jf[S.JF_START, order],
         lengths=st.ji[S.ALLOC_LEN, order],
         node=st.rows[S.NODE, :n_rows],
         units=st.rows[S.ROW_UNITS, :n_rows],
@@ -202,10 +204,10 @@ def run_compiled(
         info = InfoLog.empty(keep)
     # the hand-off: the compiled outcome goes into the Python engine's state, which makes the result
     state = LoopState.start(system, workload, opts)
-    state.start_at = st.jf[S.START].copy()
-    state.end_at = st.jf[S.END].copy()
+    state.start_at = st.jf[S.JF_START].copy()
+    state.end_at = st.jf[S.JF_END].copy()
     state.status = status
-    state.planned = st.jf[S.PLANNED].copy()
+    state.planned = st.jf[S.JF_PLANNED].copy()
     state.segments = segments
     state.decisions = DecisionLog.from_columns(
         st.dl[S.D_TIME, :keep],
@@ -215,8 +217,7 @@ def run_compiled(
         st.dl[S.D_ELAPSED, :keep],
         info,
     )
-    state.done, state.calls = int(st.regs[S.DONE]), calls
+    state.done, state.calls = int(st.regs[S.NDONE]), calls
     result = state.result(system, workload, dispatcher, predictor, opts)
-    result.extra["prediction_time_s"] = 0.0
-    result.extra["engine"] = "compiled"
+    result.notes = replace(result.notes, prediction_time_s=0.0, engine="compiled")
     return result

@@ -2,48 +2,32 @@
 cp-hybrid and cp-rule (registered in :mod:`hpcdispatch.dispatchers.cp`).
 
 Every call builds a :class:`~hpcdispatch.cp.instance.DispatchInstance` and runs the same
-pipeline; the models differ only in how they represent allocation:
+steps; the models differ only in how they represent allocation:
 
-1. priorities (version-dependent) order the queue; the first ``m`` jobs are the model's
-   candidates, and those that cannot fit the free resources now are dropped (CP'19 v1);
-2. the priority-rule schedule (highest priority first, earliest start, best fit) is
-   computed; if it starts every candidate now it is optimal and no model is built;
-3. the model is built with the rule schedule as a complete hint and solved under CP'19's
-   search control (:mod:`hpcdispatch.cp.solve`);
-4. the solution is used only if its objective is at least as good as the rule's under the
-   same objective; otherwise, or when the solver returned nothing (time-out, error, crash),
-   the rule's decision is used and ``Decision.info["fallback"]`` says why -- the dispatcher
-   never stalls and never does worse than the rule;
-5. the jobs that start now are placed on the *real* free capacity: with the model's nodes
-   when it has them and they fit, else with best fit; a job that does not fit is postponed;
-6. two-stage models (HCP'19; ``on_unplaced``): when best fit cannot place a job the
-   scheduling stage starts now, the stage is solved again with that job postponed (``s >= 1``
-   time unit), and again, until every job it starts now is placed -- "several iterations
-   between the two stages when allocation is nontrivial" (PCP'20 sec. 1, 5.2). Each
-   iteration postpones at least one more job, so there are at most ``len(jobs) + 1``.
-   ``info["allocation_iterations"]`` counts the scheduling stage's solves in the decision,
-   ``info["postponed_by_allocation"]`` the jobs postponed that way, ``info["solve_s_each"]``
-   the wall time of each of them;
-7. with a decision budget (``budget=stall|gap``) every search of one decision -- the
-   re-solves, CP'19's restarts, the hint check -- draws on one ``decision_limit``
-   (cp/solve.py, :class:`~hpcdispatch.cp.solve.DecisionBudget`); once it is spent no search
-   starts, and the decision is the rule's (``info["fallback"] = "decision limit"``, which
-   always places what it starts). Without it one hcp decision took 109 s on the Eurora-like
-   workload (docs/RESULTS-CP.md, "A decision budget").
+1. the first ``m`` queued jobs by priority that can start now are the model's candidates;
+2. the priority-rule schedule is computed; if it starts every candidate now it is optimal;
+3. otherwise the model is built with the rule as a complete hint and solved
+   (:mod:`hpcdispatch.cp.solve`);
+4. the solution is used only if it is at least as good as the rule's, else the rule's
+   decision is (``Decision.info["fallback"]`` says why): never stalls, never worse than the rule;
+5. the jobs that start now are placed on the real free capacity (the model's nodes, else best
+   fit); HCP'19 solves again with a job best fit cannot place postponed (``on_unplaced``);
+6. with a decision budget (``budget=stall|gap``) all searches of one decision share one
+   ``decision_limit``.
 
-``Decision.info`` records the model size (variables, constraints), build and solve time,
-status, objective and bound, the rule's objective, the fallback reason, and ``stop``: why the
-(last) search stopped -- ``optimal``, ``gap``, ``stall``, ``limit``, ``infeasible`` or
-``invalid`` (cp/solve.py; ``budget``, ``stall`` and ``gap`` are the decision budget's
-parameters, documented in ``CPDispatcher.__init__``); the run summary counts them
-(``stop_<reason>``).
+``Decision.info`` is the decision's record (model size, times, status, objective, the rule's
+objective, ``fallback``, ``stop``), which the run summary and the reports read. The
+parameters: :class:`CPDispatcher`.
+
+Design notes, decisions and measurements: docs/RESULTS-CP.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
 
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -52,7 +36,14 @@ import numpy as np
 from hpcdispatch.allocators import make_allocator
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob
 from hpcdispatch.cp.models.common import BuiltModel, CPModel, ModelInput, rule_in_group_order
-from hpcdispatch.cp.policy import CPSettings, Policy
+from hpcdispatch.cp.policy import (
+    BUDGETS,
+    BudgetOptions,
+    CPSettings,
+    ModelOptions,
+    Policy,
+    SearchControl,
+)
 from hpcdispatch.cp.rule import (
     RuleSchedule,
     earliest_alone,
@@ -61,16 +52,90 @@ from hpcdispatch.cp.rule import (
     paper_horizon_units,
     rule_schedule,
 )
-from hpcdispatch.cp.solve import HINT_CHECK_S, DecisionBudget, cp_model, hint_is_solution, solve
+from hpcdispatch.cp.solve import (
+    HINT_CHECK_S,
+    DecisionBudget,
+    hint_is_solution,
+    load_ortools,
+    solve,
+)
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.planning.profile import load_compiled_kernels
-from hpcdispatch.protocol import Allocation, Decision, Dispatcher, DispatchView, Start, Tags
+from hpcdispatch.protocol import (
+    Allocation,
+    Boolean,
+    Decision,
+    Dispatcher,
+    DispatchView,
+    Interval,
+    OneOf,
+    ParamConstraint,
+    Start,
+    Tags,
+    Text,
+)
 from hpcdispatch.system.allocation import pooled_fits, units_fit_per_node
 from hpcdispatch.system.model import System
 
 
+@dataclass(frozen=True)
+class Solved:
+    """One solve of the model: the jobs it starts now (job index -> the model's allocation,
+    or None: best fit places it) and the wall time of its search (0: no search ran)."""
+
+    chosen: dict[int, Allocation | None]
+    solve_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The jobs put on the real free capacity (``[(job index, allocation)]``, priority
+    order) and the indices of those best fit could not place."""
+
+    placed: list[tuple[int, Allocation]]
+    unplaced: list[int]
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """What the pipeline does around the model (the module docstring's steps):
+    ``keep_blocked`` keeps the jobs that cannot start now in the model (CP'19 leaves them out;
+    docs/RESULTS-CP.md, "Starvation"), ``reserve`` keeps the first ``reserve`` of them;
+    ``paper_v1`` is CP'19's version-1 horizon with its defect (a research option: it breaks
+    "never lose to the rule"; "CP'19's orderings"); ``on_unplaced`` what to do with a job the
+    model starts now that best fit cannot place ("resolve": solve again with it postponed,
+    HCP'19's iterations; "postpone"; "default": the model's own); ``force_model`` builds and
+    solves the model even when the rule starts every job now; ``dump_instances`` a directory
+    that receives every instance as JSON."""
+
+    keep_blocked: bool = False
+    reserve: int = 0
+    paper_v1: bool = False
+    on_unplaced: str = "default"
+    force_model: bool = False
+    dump_instances: str | None = None
+
+
 class CPDispatcher(Dispatcher):
-    """Shared pipeline of the CP-based dispatchers (not registered itself)."""
+    """Shared pipeline of the CP-based dispatchers (not registered itself).
+
+    Its parameters are flat keyword parameters, stored under their own names (the contract:
+    specs such as ``pcp20:budget=stall,stall=0.02``, sweep tables and cell identities see
+    exactly these), and declared once in :attr:`parameter_constraints`. ``_setup`` groups
+    them into small typed frozen records, which the code reads:
+
+    - ``self.settings`` (:class:`~hpcdispatch.cp.policy.CPSettings`), what the policy, the
+      models and the solver read: ``.model`` (:class:`~hpcdispatch.cp.policy.ModelOptions`:
+      version, m, time_unit, symmetry, job_symmetry), ``.search``
+      (:class:`~hpcdispatch.cp.policy.SearchControl`: delta, delta_max, k, workers,
+      deterministic) and ``.budget`` (:class:`~hpcdispatch.cp.policy.BudgetOptions`: budget,
+      stall, gap, decision_limit -- the decision budget, docs/RESULTS-CP.md, "A decision
+      budget");
+    - ``self.options`` (:class:`PipelineOptions`): keep_blocked, reserve, paper_v1,
+      on_unplaced, force_model, dump_instances.
+
+    ``allocator`` is accepted (the CLI's ``--allocator`` reaches every dispatcher) but the
+    pipeline places with best fit, as the papers do."""
 
     name = "cp"
     tags = Tags(uses_solver=True, memoryless=True, deterministic=False, node_constraints=False)
@@ -110,6 +175,30 @@ class CPDispatcher(Dispatcher):
         "decision_limit": 0.0,
     }
     ON_UNPLACED = ("default", "resolve", "postpone")
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "version": OneOf(1, 2, 3),
+        "m": Interval(int, 1, None),
+        "time_unit": Interval(float, 0, None, closed="neither", unit="seconds"),
+        "delta": Interval(float, 0, None, closed="neither", unit="seconds"),
+        # (>= delta: SearchControl)
+        "delta_max": Interval(float, 0, None, closed="neither", unit="seconds"),
+        "k": Interval(int, 0, None),
+        "workers": Interval(int, 1, None),
+        "symmetry": Boolean(),
+        "dump_instances": [Text(), None],
+        "force_model": Boolean(),
+        "deterministic": Boolean(),
+        "keep_blocked": Boolean(),
+        "reserve": Interval(int, 0, None),
+        "job_symmetry": Boolean(),
+        "paper_v1": Boolean(),
+        "on_unplaced": OneOf(*ON_UNPLACED),
+        "budget": OneOf(*BUDGETS),
+        "stall": Interval(float, 0, None, closed="neither", unit="seconds"),
+        "gap": Interval(float, 0, 1, closed="left"),
+        "decision_limit": Interval(float, 0, None, unit="seconds; 0: no cap"),
+    }
 
     def __init__(
         self,
@@ -145,55 +234,16 @@ class CPDispatcher(Dispatcher):
         self.workers = workers
         self.symmetry = symmetry
         self.dump_instances = dump_instances
-        #: build and solve the model even when the rule already starts every job now (the
-        #: decision cannot improve then; used to compare models on every instance)
         self.force_model = force_model
         self.deterministic = deterministic
-        #: keep the jobs that cannot start now in the model (CP'19's reduced model leaves them
-        #: out: then nothing is planned around them, and wide jobs wait until the machine
-        #: happens to drain -- see docs/RESULTS-CP.md, "Starvation")
         self.keep_blocked = keep_blocked
-        #: keep only the first ``reserve`` of those (by priority) in the model: a cheaper
-        #: middle way, like EASY's reservation for the head job (0: none; keep_blocked: all)
         self.reserve = reserve
-        #: start interchangeable jobs (same shape, duration and weight) in priority order: a
-        #: symmetry the papers leave to the solver (models/common.py); runs before it existed
-        #: behave as ``job_symmetry=False``
         self.job_symmetry = job_symmetry
-        #: version 1 exactly as CP'19 describes it, defect included: the end of horizon is
-        #: ``t + sum d(tau_i)`` over the running and the model's jobs, where a running job that
-        #: outlived its prediction counts with its negative ``s + d - t``, so the horizon can be
-        #: shorter than any schedule needs; the model then has no solution and every job waits
-        #: for the next dispatching time (CP'19 sec. 4). Off, version 1 plans on a horizon that
-        #: always fits the rule's schedule and falls back to the rule, which hides the defect
-        #: version 2 fixes (docs/RESULTS-CP.md, "CP'19's orderings"). Breaks "never lose to the
-        #: rule" on purpose: a research option, not for production
         self.paper_v1 = paper_v1
-        #: a job the model starts now that best fit cannot place: "resolve" (solve the model
-        #: again with it postponed, until every started job is placed: HCP'19's iterations),
-        #: "postpone" (to the next decision; the first solution stands), or "default" (the
-        #: model's own: resolve for hcp, postpone for the others). Runs from before the option
-        #: behave as "postpone" for hcp and as "default" for the others
         self.on_unplaced = on_unplaced
-        #: the decision budget, beyond the papers (cp/solve.py): "none" -- CP'19's search
-        #: control alone (time limit ``delta``, doubling restarts); "stall" -- also stop a search
-        #: whose best solution has not improved for ``stall`` seconds (deterministic-time units
-        #: with ``deterministic=true``, so runs stay repeatable) since the last improvement, the
-        #: first solution (normally the rule's hint) included; "gap" -- also stop at a relative
-        #: optimality gap ``gap`` (CP-SAT's ``relative_gap_limit``). Defaults: stall 0.05 s,
-        #: gap 0.01 (1 %); measured in docs/RESULTS-CP.md, "A decision budget"
         self.budget = budget
         self.stall = stall
         self.gap = gap
-        #: with ``budget=stall`` or ``gap``: what all the searches of one decision together may
-        #: take -- HCP'19's re-solves, CP'19's restarts (``2 delta`` when a search found
-        #: nothing) and the hint check after a fallback -- in seconds (deterministic units with
-        #: ``deterministic=true``); once it is spent the decision is the rule's
-        #: (``fallback="decision limit"``). 0: no cap (runs from before the parameter behave
-        #: so). Ignored with ``budget=none``, the papers' search control. Default 1 s, the
-        #: papers' per-search limit: the stall and gap budgets stop a search that is not
-        #: improving, this stops a decision that takes too long (docs/RESULTS-CP.md,
-        #: "A decision budget": one hcp decision took 109 s without it)
         self.decision_limit = decision_limit
 
     @property
@@ -228,39 +278,45 @@ class CPDispatcher(Dispatcher):
         ]
 
     def _setup(self, system: System) -> None:
+        # (the parameters are checked by then: parameter_constraints)
         self.settings = CPSettings(
-            version=int(self.version),
-            m=int(self.m),
-            time_unit=float(self.time_unit),
-            delta=float(self.delta),
-            delta_max=float(self.delta_max),
-            k=int(self.k),
-            workers=int(self.workers),
-            symmetry=bool(self.symmetry),
-            deterministic=bool(self.deterministic),
-            job_symmetry=bool(self.job_symmetry),
-            budget=str(self.budget),
-            stall=float(self.stall),
-            gap=float(self.gap),
-            decision_limit=float(self.decision_limit),
+            ModelOptions(
+                version=self.version,
+                m=self.m,
+                time_unit=float(self.time_unit),
+                symmetry=self.symmetry,
+                job_symmetry=self.job_symmetry,
+            ),
+            SearchControl(
+                delta=float(self.delta),
+                delta_max=float(self.delta_max),
+                k=self.k,
+                workers=self.workers,
+                deterministic=self.deterministic,
+            ),
+            BudgetOptions(
+                kind=self.budget,
+                stall=float(self.stall),
+                gap=float(self.gap),
+                decision_limit=float(self.decision_limit),
+            ),
         )
-        if self.paper_v1 and (self.settings.version != 1 or self.MODEL is None):
+        self.options = PipelineOptions(
+            keep_blocked=self.keep_blocked,
+            reserve=self.reserve,
+            paper_v1=self.paper_v1,
+            on_unplaced=self.on_unplaced,
+            force_model=self.force_model,
+            dump_instances=self.dump_instances,
+        )
+        if self.options.paper_v1 and (self.version != 1 or self.MODEL is None):
             raise ConfigError(
                 f"{self.name}: paper_v1 reproduces CP'19's version-1 horizon; it needs "
                 f"version=1 and a CP model (got version={self.version})"
             )
-        if self.on_unplaced not in self.ON_UNPLACED:
-            raise ConfigError(
-                f"{self.name}: on_unplaced must be one of {', '.join(self.ON_UNPLACED)}, "
-                f"got {self.on_unplaced!r}"
-            )
-        self._resolve_unplaced = self.on_unplaced == "resolve" or (
-            self.on_unplaced == "default" and self.RESOLVE_UNPLACED
+        self._resolve_unplaced = self.options.on_unplaced == "resolve" or (
+            self.options.on_unplaced == "default" and self.RESOLVE_UNPLACED
         )
-        if not isinstance(self.reserve, int) or isinstance(self.reserve, bool) or self.reserve < 0:
-            raise ConfigError(
-                f"{self.name}: reserve must be a whole number >= 0, got {self.reserve!r}"
-            )
         self._best_fit = make_allocator("best-fit", system)
         self._calls = 0
         # what the first decision would load on first use (the rule's compiled profile search,
@@ -268,9 +324,9 @@ class CPDispatcher(Dispatcher):
         # loads here, so that the decision times measure deciding
         load_compiled_kernels()
         if self.MODEL is not None:
-            cp_model.load()
-        if self.dump_instances:
-            path = Path(self.dump_instances)
+            load_ortools()
+        if self.options.dump_instances:
+            path = Path(self.options.dump_instances)
             try:
                 path.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -282,8 +338,8 @@ class CPDispatcher(Dispatcher):
         # identical units and nothing else, so the tags refuse them before the run)
         inst = DispatchInstance.from_view(view)
         self._calls += 1
-        if self.dump_instances:
-            inst.dump(Path(self.dump_instances) / f"instance-{self._calls:07d}.json")
+        if self.options.dump_instances:
+            inst.dump(Path(self.options.dump_instances) / f"instance-{self._calls:07d}.json")
         placed, info = self.decide(inst)
         jobs = {j.index: j for j in view.queue}
         return Decision([Start(jobs[idx], alloc) for idx, alloc in placed], info=info)
@@ -294,7 +350,7 @@ class CPDispatcher(Dispatcher):
         policy = Policy(inst, settings, self.flavour)
         info: dict[str, Any] = {
             "model": self.name,
-            "version": settings.version,
+            "version": settings.model.version,
             "queued": len(inst.queued),
         }
         node_level = self.node_level
@@ -309,19 +365,17 @@ class CPDispatcher(Dispatcher):
         info["rule_s"] = time.perf_counter() - t0
         info["rule_objective"] = rule.objective
         paper_horizon, rule_fits = None, True
-        if self.paper_v1:
+        if self.options.paper_v1:
             paper_horizon = paper_horizon_units(policy, inst, jobs)
             rule_fits = all(
                 rule.starts[j.index] + policy.duration_units(j) <= paper_horizon for j in jobs
             )
             info.update(paper_horizon=paper_horizon, rule_in_paper_horizon=rule_fits)
-        too_short = (
-            None
-            if rule_fits
-            else paper_horizon_too_short(
+        too_short = None
+        if paper_horizon is not None and not rule_fits:
+            too_short = paper_horizon_too_short(
                 inst, policy, jobs, paper_horizon, self._best_fit, node_level
             )
-        )
         chosen: dict[int, Allocation | None]
         if too_short:  # the model would be infeasible: every job waits (CP'19 version 1)
             info.update(
@@ -332,7 +386,7 @@ class CPDispatcher(Dispatcher):
         elif (
             all(s == 0 for s in rule.starts.values())
             and rule_fits
-            and not (self.force_model and self.MODEL is not None)
+            and not (self.options.force_model and self.MODEL is not None)
         ):
             info["status"] = "rule-optimal"  # everyone starts now: nothing to improve
             chosen = {j.index: rule.allocations.get(j.index) for j in jobs}
@@ -341,12 +395,12 @@ class CPDispatcher(Dispatcher):
             chosen = {j.index: rule.allocations.get(j.index) for j in rule.now()}
         else:
             budget = self.decision_budget()
-            chosen = self._solve(
+            solved = self._solve(
                 inst, policy, jobs, rule, d_max, info, paper_horizon, rule_fits, budget=budget
             )
-            placed, unplaced = self._place(inst, jobs, chosen, info)
+            placement = self._place(inst, jobs, solved.chosen)
             if self._resolve_unplaced:
-                placed = self._resolve_unplaced_jobs(
+                placement = self._resolve_unplaced_jobs(
                     inst,
                     policy,
                     jobs,
@@ -355,25 +409,29 @@ class CPDispatcher(Dispatcher):
                     info,
                     paper_horizon,
                     rule_fits,
-                    placed,
-                    unplaced,
+                    solved,
+                    placement,
                     budget,
                 )
+            if placement.unplaced:
+                info["postponed_at_allocation"] = len(placement.unplaced)
             if budget is not None and budget.bounded:
                 info["decision_limit_left"] = budget.left()
-            info["dispatched"] = len(placed)
-            return placed, info
-        placed, _ = self._place(inst, jobs, chosen, info)
-        info["dispatched"] = len(placed)
-        return placed, info
+            info["dispatched"] = len(placement.placed)
+            return placement.placed, info
+        placement = self._place(inst, jobs, chosen)
+        if placement.unplaced:
+            info["postponed_at_allocation"] = len(placement.unplaced)
+        info["dispatched"] = len(placement.placed)
+        return placement.placed, info
 
     def decision_budget(self) -> DecisionBudget | None:
         """The decision's :class:`~hpcdispatch.cp.solve.DecisionBudget` (made when the first
         search is about to start), or None: no ``decision_limit``, or ``budget=none``."""
-        s = self.settings
-        if s.budget == "none" or s.decision_limit <= 0:
+        b = self.settings.budget
+        if b.kind == "none" or b.decision_limit <= 0:
             return None
-        return DecisionBudget(s.decision_limit, deterministic=s.deterministic)
+        return DecisionBudget(b.decision_limit, deterministic=self.settings.search.deterministic)
 
     def _resolve_unplaced_jobs(
         self,
@@ -385,30 +443,27 @@ class CPDispatcher(Dispatcher):
         info: dict[str, Any],
         paper_horizon: int | None,
         rule_fits: bool,
-        placed: list[tuple[int, Allocation]],
-        unplaced: list[int],
+        first: Solved,
+        placement: Placement,
         budget: DecisionBudget | None = None,
-    ) -> list[tuple[int, Allocation]]:
+    ) -> Placement:
         """HCP'19's iterations between its two stages: while best fit cannot place a job the
-        scheduling stage starts now, solve the stage again with those jobs postponed. When
-        the decision's ``budget`` is spent before a re-solve, the decision is the rule's."""
-        iterations, solve_s = 1, float(info.get("solve_s", 0.0))
+        scheduling stage starts now (``placement``, of the ``first`` solve), solve the stage
+        again with those jobs postponed. When the decision's ``budget`` is spent before a
+        re-solve, the decision is the rule's."""
+        iterations, solve_s = 1, first.solve_s
         each = [round(solve_s, 6)]
         later: set[int] = set()
-        while unplaced and not later.issuperset(unplaced):
+        while placement.unplaced and not later.issuperset(placement.unplaced):
             if budget is not None and budget.spent() and rule_fits:
                 info.update(fallback="decision limit", stop="limit")
-                info.pop("postponed_at_allocation", None)
                 hinted = self.hint_rule(rule, jobs, policy, d_max)
-                placed, unplaced = self._place(
-                    inst,
-                    jobs,
-                    {j.index: hinted.allocations.get(j.index) for j in hinted.now()},
-                    info,
+                placement = self._place(
+                    inst, jobs, {j.index: hinted.allocations.get(j.index) for j in hinted.now()}
                 )
                 break
-            later.update(unplaced)
-            chosen = self._solve(
+            later.update(placement.unplaced)
+            solved = self._solve(
                 inst,
                 policy,
                 jobs,
@@ -421,16 +476,15 @@ class CPDispatcher(Dispatcher):
                 budget,
             )
             iterations += 1
-            solve_s += float(info.get("solve_s", 0.0))
-            each.append(round(float(info.get("solve_s", 0.0)), 6))
-            info.pop("postponed_at_allocation", None)
-            placed, unplaced = self._place(inst, jobs, chosen, info)
+            solve_s += solved.solve_s
+            each.append(round(solved.solve_s, 6))
+            placement = self._place(inst, jobs, solved.chosen)
         info["allocation_iterations"] = iterations
         if later:
             info["postponed_by_allocation"] = len(later)
             info["solve_s"] = solve_s
             info["solve_s_each"] = each
-        return placed
+        return placement
 
     def hint_rule(
         self, rule: RuleSchedule, jobs: list[QueuedJob], policy: Policy, d_max: float
@@ -438,7 +492,9 @@ class CPDispatcher(Dispatcher):
         """The rule's schedule as the model's hint (and fallback): with job symmetry, identical
         jobs take its starts in priority order, as the model requires."""
         return (
-            rule_in_group_order(rule, jobs, policy, d_max) if self.settings.job_symmetry else rule
+            rule_in_group_order(rule, jobs, policy, d_max)
+            if self.settings.model.job_symmetry
+            else rule
         )
 
     def build_model(
@@ -470,8 +526,9 @@ class CPDispatcher(Dispatcher):
         rule_fits: bool = True,
         later: frozenset[int] = frozenset(),
         budget: DecisionBudget | None = None,
-    ) -> dict[int, Allocation | None]:
-        """The model's decision, or the rule's (``info["fallback"]`` says why). With
+    ) -> Solved:
+        """The model's decision, or the rule's (``info["fallback"]`` says why), and the time
+        its search took; what it did is written to ``info`` (the decision's record). With
         ``paper_v1`` every job must end within ``paper_horizon``; when the rule's schedule
         does not (``rule_fits`` False) and the model finds nothing, every job waits. The jobs
         in ``later`` (indices) may not start now (HCP'19's re-solve after a failed placement;
@@ -506,14 +563,14 @@ class CPDispatcher(Dispatcher):
                 traceback=traceback.format_exc(limit=3),
                 **({"fallback": why} if rule_fits else {"postponed_all": why}),
             )
-            return fallback
+            return Solved(fallback)
         info.update(
             status=outcome.status,
             solve_s=outcome.solve_s,
             attempts=outcome.attempts,
             stop=outcome.stop,
         )
-        if self.settings.budget == "stall":
+        if self.settings.budget.kind == "stall":
             info["improvements"] = outcome.improvements
         if outcome.watchdog_fired:
             info["watchdog"] = True
@@ -524,12 +581,12 @@ class CPDispatcher(Dispatcher):
                 info["postponed_all"] = (
                     f"no schedule within CP'19's version-1 horizon ({outcome.status})"
                 )
-                return {}
+                return Solved({}, outcome.solve_s)
             info["fallback"] = (
                 "decision limit" if outcome.budget_spent else f"no solution ({outcome.status})"
             )
             self._check_hint(built, info, budget)
-            return fallback
+            return Solved(fallback, outcome.solve_s)
         solver = outcome.solver
         assert solver is not None
         starts = built.start_values(solver)
@@ -538,14 +595,14 @@ class CPDispatcher(Dispatcher):
         if objective > rule.objective and rule_fits:
             info["fallback"] = "rule better"
             self._check_hint(built, info, budget)
-            return fallback
+            return Solved(fallback, outcome.solve_s)
         now = built.decode_now(solver)
         if not now and fallback and not inst.running:
             # a time-limited solution may leave an idle machine idle (every start > 0); shifting
             # it left would be better, and nothing running means no event would call us again
             info["fallback"] = "solution starts nothing on an idle machine"
-            return fallback
-        return now
+            return Solved(fallback, outcome.solve_s)
+        return Solved(now, outcome.solve_s)
 
     @staticmethod
     def _check_hint(
@@ -577,15 +634,15 @@ class CPDispatcher(Dispatcher):
         cannot start now (CP'19's reduced model) unless ``keep_blocked`` (all of them stay)
         or ``reserve`` (the first ``reserve`` of them stay); none when no job can start now
         (nothing to decide). Priority order is kept."""
-        candidates = policy.order(inst.queued)[: self.settings.m]
+        candidates = policy.order(inst.queued)[: self.settings.model.m]
         fits = [self._fits_now(inst, j, node_level) for j in candidates]
         if not any(fits):
             return []
-        if self.keep_blocked:
+        if self.options.keep_blocked:
             return candidates
         kept, blocked = [], 0
         for job, fit in zip(candidates, fits):
-            if fit or blocked < self.reserve:
+            if fit or blocked < self.options.reserve:
                 kept.append(job)
                 blocked += not fit
         return kept
@@ -604,14 +661,11 @@ class CPDispatcher(Dispatcher):
         inst: DispatchInstance,
         jobs: list[QueuedJob],
         chosen: dict[int, Allocation | None],
-        info: dict[str, Any],
-    ) -> tuple[list[tuple[int, Allocation]], list[int]]:
-        """Put the jobs that start now on the real free capacity, in priority order:
-        ``[(job index, allocation)]``, and the indices of the jobs that did not fit."""
+    ) -> Placement:
+        """Put the jobs that start now on the real free capacity, in priority order."""
         free = np.array(inst.free, dtype=np.int64, order="F")
         placed: list[tuple[int, Allocation]] = []
         unplaced: list[int] = []
-        postponed = 0
         for job in jobs:
             if job.index not in chosen:
                 continue
@@ -625,11 +679,8 @@ class CPDispatcher(Dispatcher):
             if alloc is None:
                 alloc = self._best_fit.allocate(job.units, req, free, job.max_units_per_node)
             if alloc is None:
-                postponed += 1
                 unplaced.append(job.index)
                 continue
             free[alloc.nodes] -= alloc.units[:, None] * req
             placed.append((job.index, alloc))
-        if postponed:
-            info["postponed_at_allocation"] = postponed
-        return placed, unplaced
+        return Placement(placed, unplaced)

@@ -27,7 +27,8 @@ integers: ``round(100 x max / value)`` keeps the relative rounding error under 0
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -36,64 +37,89 @@ from hpcdispatch.errors import ConfigError
 
 WEIGHT_SCALE = 100
 
-#: the decision budgets (``CPSettings.budget``)
+#: the decision budgets (``BudgetOptions.kind``, the dispatchers' ``budget`` parameter)
 BUDGETS = ("none", "stall", "gap")
 
 
 @dataclass(frozen=True)
-class CPSettings:
+class ModelOptions:
+    """What enters the model and how it is written: CP'19's ``version`` (1-3, this module's
+    docstring), the first ``m`` queued jobs by priority, model time in units of ``time_unit``
+    seconds; ``symmetry``: the papers' node symmetry breaking; ``job_symmetry``: interchangeable
+    jobs start in priority order (models/common.py; not in the papers)."""
+
     version: int = 3
-    m: int = 100  # jobs of the queue, by priority, that enter the model
+    m: int = 100
     time_unit: float = 60.0
-    delta: float = 1.0  # first time limit (s)
-    delta_max: float = 16.0
-    k: int = 2  # stop after k restarts without a better solution
-    workers: int = 1
     symmetry: bool = True
-    #: order interchangeable jobs' starts (models/common.py); not in the papers
     job_symmetry: bool = True
-    #: limit the search by CP-SAT's deterministic time only (the wall clock is then just a
-    #: safety net at 10x the limit + 10 s): decisions are reproducible on a loaded machine too
+
+
+@dataclass(frozen=True)
+class SearchControl:
+    """CP'19's search control (cp/solve.py): first time limit ``delta`` seconds, doubled after
+    a search without a solution while ``<= delta_max``, at most ``k`` restarts without a
+    better outcome; CP-SAT ``workers``; ``deterministic``: bound the search by CP-SAT's
+    deterministic time only, so decisions are reproducible on a loaded machine too."""
+
+    delta: float = 1.0
+    delta_max: float = 16.0
+    k: int = 2
+    workers: int = 1
     deterministic: bool = False
-    #: the decision budget (cp/solve.py; not in the papers): "none" (the papers' search
-    #: control), "stall" (stop once the best solution has not improved for ``stall`` s, or
-    #: deterministic units with ``deterministic``, after the first solution) or "gap" (stop at
-    #: CP-SAT's ``relative_gap_limit = gap``)
-    budget: str = "none"
-    stall: float = 0.05
-    gap: float = 0.01
-    #: with ``budget`` stall or gap: what all the searches of one decision may take together
-    #: (s; deterministic units with ``deterministic``); 0: no cap (cp/solve.py, DecisionBudget)
-    decision_limit: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.version not in (1, 2, 3):
-            raise ConfigError(f"CP dispatcher version must be 1, 2 or 3, got {self.version}")
-        if self.budget not in BUDGETS:
+        if not self.delta_max >= self.delta:
             raise ConfigError(
-                f"CP parameter budget must be one of {', '.join(BUDGETS)}, got {self.budget!r}"
+                f"CP parameter delta_max must be >= delta ({self.delta:g}), got {self.delta_max!r}"
             )
-        if not self.stall > 0:
-            raise ConfigError(f"CP parameter stall must be > 0 seconds, got {self.stall!r}")
-        if not (self.decision_limit >= 0 and math.isfinite(self.decision_limit)):
-            raise ConfigError(
-                f"CP parameter decision_limit must be >= 0 seconds (0: no cap), "
-                f"got {self.decision_limit!r}"
-            )
-        if not 0 <= self.gap < 1:
-            raise ConfigError(f"CP parameter gap must be a fraction in [0, 1), got {self.gap!r}")
-        for name, ok, rule in (
-            ("m", self.m > 0, "> 0"),
-            ("time_unit", self.time_unit > 0, "> 0 seconds"),
-            ("delta", self.delta > 0, "> 0 seconds"),
-            ("delta_max", self.delta_max >= self.delta, f">= delta ({self.delta:g})"),
-            ("k", self.k >= 0, ">= 0"),
-            ("workers", self.workers >= 1, ">= 1"),
-        ):
-            if not ok:
-                raise ConfigError(
-                    f"CP parameter {name} must be {rule}, got {getattr(self, name)!r}"
-                )
+
+
+@dataclass(frozen=True)
+class BudgetOptions:
+    """The decision budget (cp/solve.py; not in the papers): ``kind`` "none" (the papers'
+    search control), "stall" (stop once the best solution has not improved for ``stall``
+    seconds, deterministic units with ``deterministic``) or "gap" (CP-SAT's
+    ``relative_gap_limit = gap``); with stall or gap, all searches of one decision together
+    may take ``decision_limit`` seconds (0: no cap; :class:`~hpcdispatch.cp.solve.DecisionBudget`)."""
+
+    kind: str = "none"
+    stall: float = 0.05
+    gap: float = 0.01
+    decision_limit: float = 0.0
+
+
+@dataclass(frozen=True)
+class CPSettings:
+    """What the policy, the models and the solver read: three small records. A dispatcher
+    builds it from its flat parameters (:meth:`of` names them)."""
+
+    model: ModelOptions = field(default_factory=ModelOptions)
+    search: SearchControl = field(default_factory=SearchControl)
+    budget: BudgetOptions = field(default_factory=BudgetOptions)
+
+    @classmethod
+    def of(cls, **params: Any) -> CPSettings:
+        """The settings from the dispatchers' flat parameter names (``budget`` is
+        ``BudgetOptions.kind``): ``CPSettings.of(delta=0.2, budget="stall", stall=0.02)``."""
+        groups: dict[str, dict[str, Any]] = {"model": {}, "search": {}, "budget": {}}
+        for name, value in params.items():
+            group = _GROUP_OF.get(name)
+            if group is None:
+                raise TypeError(f"CPSettings.of: unknown parameter {name!r}")
+            groups[group]["kind" if name == "budget" else name] = value
+        return cls(
+            ModelOptions(**groups["model"]),
+            SearchControl(**groups["search"]),
+            BudgetOptions(**groups["budget"]),
+        )
+
+
+_GROUP_OF = {
+    **{f.name: "model" for f in fields(ModelOptions)},
+    **{f.name: "search" for f in fields(SearchControl)},
+    **{("budget" if f.name == "kind" else f.name): "budget" for f in fields(BudgetOptions)},
+}
 
 
 class Policy:
@@ -114,7 +140,7 @@ class Policy:
 
     # ---- durations ---------------------------------------------------------------------
     def units(self, seconds: float) -> int:
-        return max(1, int(math.ceil(seconds / self.s.time_unit - 1e-9)))
+        return max(1, int(math.ceil(seconds / self.s.model.time_unit - 1e-9)))
 
     def duration_units(self, job: QueuedJob) -> int:
         return self.units(job.duration)
@@ -122,7 +148,7 @@ class Policy:
     def remaining_units(self, entry: RunningEntry) -> int | None:
         """Remaining model duration of a running job; ``None``: not in the model (v1, overdue)."""
         left = entry.planned_end - self.t
-        if self.s.version == 1 and left <= 0:
+        if self.s.model.version == 1 and left <= 0:
             return None
         return self.units(max(left, 1.0))
 
@@ -131,7 +157,7 @@ class Policy:
         return self._ewt.get(job.queue, self._ewt_default)
 
     def priority(self, job: QueuedJob) -> float:
-        if self.s.version == 3:
+        if self.s.model.version == 3:
             d = max(job.duration, 1.0)
             return (self.t - job.submit + d) / d
         return self.max_ewt / self.ewt(job) * (self.t - job.submit)
@@ -145,18 +171,18 @@ class Policy:
 
     # ---- objective ---------------------------------------------------------------------
     def weight(self, job: QueuedJob, d_max: float) -> int:
-        if self.s.version == 3:
+        if self.s.model.version == 3:
             return max(1, round(WEIGHT_SCALE * d_max / max(job.duration, 1.0)))
         return max(1, round(WEIGHT_SCALE * self.max_ewt / self.ewt(job)))
 
     def uses_threshold(self) -> bool:
         """PCP v1/v2 objective: only waiting beyond ``ewt`` counts."""
-        return self.flavour == "pcp" and self.s.version < 3
+        return self.flavour == "pcp" and self.s.model.version < 3
 
     def threshold_units(self, job: QueuedJob) -> int:
         """Model start (units) after which the PCP v1/v2 term ``s - q - ewt`` becomes positive."""
         slack = self.ewt(job) - (self.t - job.submit)
-        return int(math.floor(slack / self.s.time_unit))
+        return int(math.floor(slack / self.s.model.time_unit))
 
     def objective_of(self, jobs: list[QueuedJob], starts: dict[int, int], d_max: float) -> int:
         """The model's integer objective for given model starts (job index -> units)."""

@@ -35,6 +35,8 @@ from hpcdispatch.system.allocation import Allocation
 
 @dataclass
 class RuleSchedule:
+    """The priority rule's schedule: job order, model start per job, allocations, objective."""
+
     order: list[QueuedJob]
     starts: dict[int, int]  # job index -> model start (time units from now)
     allocations: dict[int, Allocation] = field(
@@ -87,6 +89,7 @@ def rule_schedule(
             )
         start, alloc = found
         if start == 0:
+            now_alloc: Allocation | None
             # "now" must hold on the real free capacity, node by node, and (node-level plans)
             # leave the nodes planned for the jobs already placed alone for the whole duration
             if alloc is not None and _fits(actual, alloc, req):
@@ -142,7 +145,7 @@ def paper_horizon_units(policy: Policy, inst: DispatchInstance, jobs: list[Queue
         running += (
             left
             if left is not None
-            else math.ceil((r.planned_end - policy.t) / policy.s.time_unit - 1e-9)
+            else math.ceil((r.planned_end - policy.t) / policy.s.model.time_unit - 1e-9)
         )
     return running + sum(policy.duration_units(j) for j in jobs)
 

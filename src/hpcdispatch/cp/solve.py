@@ -1,64 +1,21 @@
-"""Solving with CP'19's search control, on CP-SAT.
+"""Solving with CP'19's search control, on CP-SAT: :func:`solve` runs a built model under a
+:class:`~hpcdispatch.cp.policy.CPSettings` and returns a :class:`SolveOutcome`.
 
-CP'19: search is bounded by a time limit ``delta``; the best solution found within it is the
-decision; when no solution was found, the search restarts with ``2 delta`` while
-``delta <= delta_max``; no restart when the solver proved the instance infeasible, or when
-``k`` consecutive restarts did not change the outcome. Here:
+CP'19: a search is bounded by a time limit ``delta``; when it found no solution it restarts
+with ``2 delta`` while that is ``<= delta_max``, and stops after ``k`` restarts without a
+change. The limit is CP-SAT's deterministic limit and a wall-clock watchdog
+(``deterministic=True``: the deterministic limit alone, so runs repeat on a loaded machine).
+The rule's schedule is the complete hint, so a solution normally exists at once.
 
-- the limit is both a deterministic limit (reproducible with one worker) and a wall-clock
-  limit; a watchdog thread stops the search if CP-SAT overruns it (model loading is not
-  covered by CP-SAT's own limit). On a loaded machine the wall clock binds first and the
-  decisions depend on the load. ``deterministic=True`` makes the same run give the same
-  schedule: only the deterministic limit bounds the search (CP-SAT gets no wall-clock limit:
-  its own check stops a search early, by up to a whole subsolver task, which under load cut
-  0.2 s of deterministic time to 0.06), the watchdog stays as a safety net against hangs at
-  ``100 delta + 60`` s (a fired watchdog is recorded in the decision's info), and CP-SAT's
-  packing neighbourhood searches are left out (``PACKING_LNS``: in OR-Tools 9.15 they pick
-  their rectangles in the iteration order of an unordered hash map, so on models with
-  NoOverlap2D -- PCP'20's -- two solves of one model in one process gave different
-  solutions);
-- the priority-rule schedule is given as a complete hint, so a solution normally exists at
-  once; when none comes back the caller uses the rule's decision (and says so).
+The decision budget (:class:`~hpcdispatch.cp.policy.BudgetOptions`; not in the papers):
+``none``, ``gap`` (CP-SAT's ``relative_gap_limit``) or ``stall`` (stop once the best solution
+has not improved for ``stall`` seconds); a :class:`DecisionBudget` caps all searches of one
+decision at ``decision_limit``. Every outcome says why the search stopped
+(``SolveOutcome.stop``: ``optimal``, ``gap``, ``stall``, ``limit``, ``infeasible`` or
+``invalid``). :func:`solve_interruptibly` lets Ctrl-C stop a search at once.
 
-The decision budget (``CPSettings.budget``; not in the papers, for production use: on the
-whole SDSC-SP2 7-8 % of the calls end at the 1 s limit and take ~90 % of the decision time,
-mostly without beating the hint -- docs/RESULTS-CP.md, "A decision budget"):
-
-- ``none``: the papers' search control above;
-- ``gap``: CP-SAT's own ``relative_gap_limit = settings.gap``: the search ends when
-  ``|objective - bound| / max(1, |objective|) <= gap``; CP-SAT then reports OPTIMAL, and the
-  outcome says ``stop="gap"`` when the bound was not reached (``stop="optimal"`` when it was);
-- ``stall``: the search ends once its best objective has not improved for ``settings.stall``
-  seconds after the last improvement (the first solution -- normally the hint -- counts as
-  one). On the wall clock (``deterministic=False``) a solution callback records the time of
-  every improving solution and the waiting thread calls ``stop_search`` when the stall has
-  lasted ``stall`` s (checked every ``STALL_POLL_S``; CP-SAT has no stall parameter, and a
-  thread that holds the solver and calls ``StopSearch`` on a timer is the OR-Tools maintainers'
-  answer to early stopping, google/or-tools discussion 4021). With ``deterministic=True`` the clock is
-  CP-SAT's deterministic time, which only CP-SAT itself can watch, so the search runs in
-  chunks: until the first solution (the callback stops it there, a deterministic point with
-  one worker), then chunks of ``stall`` deterministic units, each hinted with the best
-  solution so far, until a chunk does not improve it (``stop="stall"``), proves optimality,
-  or the attempt's limit ``delta`` is used up. The chunks restart CP-SAT's search (it keeps
-  the solution, not its learnt clauses), so the deterministic stall is a slightly different
-  search from the wall-clock one; it is repeatable.
-
-The decision limit (``CPSettings.decision_limit``; with ``stall`` or ``gap`` only): the stall
-clock starts at the first solution, and each solve restarts with ``2 delta`` when it found
-none, so without a cap on the whole decision one decision could take ``3 delta`` per solve
-(``delta``, then ``2 delta``, for ``k = 2``), plus the hint check's 5 s after a solve without a
-usable solution, times HCP'19's re-solves (up to ``len(jobs) + 1``): on the 50,000-job
-Eurora-like workload one hcp decision under ``budget=stall,stall=0.01`` took 109 s
-(docs/RESULTS-CP.md, "A decision budget"). A :class:`DecisionBudget` is the cap: every solve
-of one decision (re-solves, restarts, the hint check) draws on it, each attempt's limit is
-``min(delta, what is left)``, and once it is spent no search starts; the dispatcher then uses
-the rule's decision (``fallback="decision limit"``). On the wall clock it counts everything
-from the first model's build on (the re-solves' builds included); with ``deterministic`` it
-counts CP-SAT's deterministic time, so decisions stay repeatable.
-
-Every outcome says why the search stopped (``SolveOutcome.stop``): ``optimal`` (proved),
-``gap``, ``stall``, ``limit`` (the time limit, the decision limit or the watchdog),
-``infeasible`` or ``invalid``.
+Design notes, decisions and measurements: docs/RESULTS-CP.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -67,11 +24,18 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.policy import CPSettings
 
-cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+_ORTOOLS = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+
+    from hpcdispatch.cp._recorder import ImprovementRecorder
+else:
+    cp_model = _ORTOOLS
 
 #: CP-SAT subsolvers whose neighbourhoods depend on hash-map iteration order (memory
 #: addresses), left out when ``deterministic`` (``GetActiveRectangles`` in cp_model_lns.cc)
@@ -129,6 +93,8 @@ class DecisionBudget:
 
 @dataclass
 class SolveOutcome:
+    """What one solve returned: status, solver, objective and bound, time, why it stopped."""
+
     status: str
     solver: cp_model.CpSolver | None
     objective: float | None = None
@@ -148,40 +114,12 @@ class SolveOutcome:
         return self.status in ("optimal", "feasible")
 
 
-_CALLBACK: list[type] = []
+def improvement_recorder(deterministic: bool, stop_at_first: bool = False) -> ImprovementRecorder:
+    """A CP-SAT solution callback recording the clock at every improving solution
+    (``cp/_recorder.py``; imported on first use: OR-Tools is imported lazily)."""
+    from hpcdispatch.cp._recorder import ImprovementRecorder
 
-
-def improvement_recorder(
-    deterministic: bool, stop_at_first: bool = False
-) -> cp_model.CpSolverSolutionCallback:
-    """A CP-SAT solution callback that records the clock at every improving solution (wall:
-    ``time.monotonic()``; deterministic: CP-SAT's deterministic time) in ``last_improvement``,
-    counts them in ``improvements``, and with ``stop_at_first`` stops the search at the first
-    solution. (The class is made on first use: OR-Tools is imported lazily.)"""
-    if not _CALLBACK:
-
-        class ImprovementRecorder(cp_model.CpSolverSolutionCallback):
-            def __init__(self, deterministic: bool, stop_at_first: bool) -> None:
-                super().__init__()
-                self.deterministic = deterministic
-                self.stop_at_first = stop_at_first
-                self.best: float | None = None
-                self.last_improvement: float | None = None
-                self.improvements = 0
-
-            def on_solution_callback(self) -> None:
-                value = self.objective_value
-                if self.best is None or value < self.best:
-                    self.best = value
-                    self.last_improvement = (
-                        self.deterministic_time if self.deterministic else time.monotonic()
-                    )
-                    self.improvements += 1
-                    if self.stop_at_first:
-                        self.stop_search()
-
-        _CALLBACK.append(ImprovementRecorder)
-    return _CALLBACK[0](deterministic, stop_at_first)
+    return ImprovementRecorder(deterministic, stop_at_first)
 
 
 def _new_solver(
@@ -191,17 +129,17 @@ def _new_solver(
     wall-clock limit."""
     solver = cp_model.CpSolver()
     p = solver.parameters
-    if settings.deterministic:
+    if settings.search.deterministic:
         wall = limit * 100 + 60.0  # the watchdog's only: no wall-clock limit for CP-SAT itself
         p.ignore_subsolvers.extend(PACKING_LNS)
     else:
         wall = limit
         p.max_time_in_seconds = wall
     p.max_deterministic_time = limit
-    p.num_workers = settings.workers
+    p.num_workers = settings.search.workers
     p.random_seed = 0
-    if settings.budget == "gap":
-        p.relative_gap_limit = settings.gap
+    if settings.budget.kind == "gap":
+        p.relative_gap_limit = settings.budget.gap
     for key, value in (extra_params or {}).items():
         if isinstance(value, list):
             getattr(p, key).extend(value)
@@ -217,7 +155,7 @@ def _stop_reason(
 ) -> str:
     if status == "optimal":
         if (
-            settings.budget == "gap"
+            settings.budget.kind == "gap"
             and solver is not None
             and solver.objective_value != solver.best_objective_bound
         ):
@@ -237,7 +175,7 @@ def solve(
     """CP'19's search control (module docstring) with the decision budget; ``budget``: the
     decision's :class:`DecisionBudget`, which caps every attempt's limit at what is left of
     it and is charged with what the attempts used (None: unbounded)."""
-    delta = settings.delta
+    delta = settings.search.delta
     attempts: list[tuple[float, str]] = []
     t0 = time.perf_counter()
     fired = False
@@ -250,19 +188,19 @@ def solve(
                 spent = True
                 break
             limit = min(delta, budget.left())
-        if settings.budget == "stall" and settings.deterministic:
+        if settings.budget.kind == "stall" and settings.search.deterministic:
             code, solver, stopped, stalled, improvements, used = _solve_in_chunks(
                 model, settings, limit, extra_params
             )
         else:
             solver, wall = _new_solver(settings, limit, extra_params)
             callback, stall_check = None, None
-            if settings.budget == "stall":
+            if settings.budget.kind == "stall":
                 callback = improvement_recorder(deterministic=False)
 
                 def stall_check(cb=callback) -> bool:
                     last = cb.last_improvement
-                    return last is not None and time.monotonic() - last >= settings.stall
+                    return last is not None and time.monotonic() - last >= settings.budget.stall
 
             code, stopped, stalled = _solve_watched(
                 solver, model, wall * 1.5 + 0.25, callback, stall_check
@@ -291,7 +229,7 @@ def solve(
         if status in ("infeasible", "invalid"):
             break
         unchanged += 1  # a restart without any solution: the outcome did not change
-        if unchanged >= settings.k or delta * 2 > settings.delta_max:
+        if unchanged >= settings.search.k or delta * 2 > settings.search.delta_max:
             break
         delta *= 2
     status = attempts[-1][1] if attempts else "unknown"
@@ -312,7 +250,7 @@ def _solve_watched(
     solver: cp_model.CpSolver,
     model: cp_model.CpModel,
     watchdog_s: float,
-    callback: object | None,
+    callback: ImprovementRecorder | None,
     stall_check: Callable[[], bool] | None,
 ) -> tuple[int, bool, bool]:
     """``solve_interruptibly`` with an optional stall check: ``(code, watchdog fired, stalled)``."""
@@ -329,7 +267,7 @@ def _solve_watched(
     code, stopped = solve_interruptibly(
         solver, model, watchdog_s, callback=callback, stop_when=stop_when
     )
-    return code, stopped, flag["stalled"]
+    return int(code), stopped, flag["stalled"]
 
 
 def _solve_in_chunks(
@@ -346,10 +284,13 @@ def _solve_in_chunks(
     first = True
     try:
         while True:
-            chunk = limit - used if first else min(settings.stall, limit - used)
+            chunk = limit - used if first else min(settings.budget.stall, limit - used)
             solver, wall = _new_solver(settings, chunk, extra_params)
             callback = improvement_recorder(deterministic=True, stop_at_first=first)
-            code, stopped = solve_interruptibly(solver, model, wall * 1.5 + 0.25, callback=callback)
+            status_code, stopped = solve_interruptibly(
+                solver, model, wall * 1.5 + 0.25, callback=callback
+            )
+            code = int(status_code)
             fired = fired or stopped
             used += solver.deterministic_time
             status = STATUS.get(code, "unknown")
@@ -365,7 +306,12 @@ def _solve_in_chunks(
                     used,
                 )
             value = solver.objective_value
-            if best is not None and value >= best and status != "optimal":
+            if (
+                best_solver is not None
+                and best is not None
+                and value >= best
+                and status != "optimal"
+            ):
                 # a whole chunk without improvement (or the limit ran out)
                 return (
                     int(cp_model.FEASIBLE),
@@ -374,7 +320,7 @@ def _solve_in_chunks(
                     used < limit - 1e-9,
                     improvements,
                     used,
-                )  # type: ignore[return-value]
+                )
             if best is None or value < best:
                 improvements += 1
             best, best_solver = value, solver
@@ -394,6 +340,12 @@ def _solve_in_chunks(
 
 #: the hint check's own wall-clock limit (s)
 HINT_CHECK_S = 5.0
+
+
+def load_ortools() -> None:
+    """Import OR-Tools now: a dispatcher's ``setup`` calls it so that the import (about
+    0.2 s, once per process) is not paid inside its first timed decision."""
+    _ORTOOLS.load()
 
 
 def hint_is_solution(
@@ -427,7 +379,7 @@ def solve_interruptibly(
     solver: cp_model.CpSolver,
     model: cp_model.CpModel,
     watchdog_s: float | None = None,
-    callback: object | None = None,
+    callback: cp_model.CpSolverSolutionCallback | None = None,
     stop_when: Callable[[], bool] | None = None,
 ) -> tuple[cp_model.CpSolverStatus, bool]:
     """``solver.solve(model)``, stoppable: returns ``(status code, whether the watchdog
@@ -444,16 +396,15 @@ def solve_interruptibly(
     ``STALL_POLL_S`` while the search runs, the search is stopped once it returns True (the
     wall-clock stall budget)."""
     solver.parameters.catch_sigint_signal = False
-    box: dict[str, object] = {}
+    codes: list[cp_model.CpSolverStatus] = []
+    errors: list[BaseException] = []
     done = threading.Event()
 
     def search() -> None:
         try:
-            box["code"] = (
-                solver.solve(model, callback) if callback is not None else solver.solve(model)
-            )
+            codes.append(solver.solve(model, callback))
         except BaseException as exc:  # handed to the caller's thread
-            box["error"] = exc
+            errors.append(exc)
         finally:
             done.set()
 
@@ -485,6 +436,6 @@ def solve_interruptibly(
         solver.stop_search()
         done.wait()
         raise
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["code"], stopped  # type: ignore[return-value]
+    if errors:
+        raise errors[0]
+    return codes[0], stopped

@@ -4,7 +4,8 @@ Where a new dispatcher goes: one module here, a class deriving from
 :class:`~hpcdispatch.protocol.Dispatcher` with ``@register`` (see ``docs/ARCHITECTURE.md``
 and ``docs/ADD_A_DISPATCHER.md``), imported below. :mod:`hpcdispatch.dispatchers.spec` turns
 what a user writes (``easy:allocator=best-fit``, a sweep table) into a typed
-:class:`DispatcherSpec` and builds dispatchers from it.
+:class:`DispatcherSpec` and builds dispatchers from it. ``DISPATCHERS`` is the registry of
+names (from :mod:`hpcdispatch.protocol`).
 """
 
 from hpcdispatch.dispatchers import (  # noqa: F401  (registration)
@@ -27,6 +28,7 @@ from hpcdispatch.dispatchers.spec import (
     label_for,
     make_dispatcher,
     parse_dispatcher_list,
+    split_suffix,
 )
 from hpcdispatch.protocol import (
     DISPATCHERS,
@@ -53,6 +55,7 @@ __all__ = [
     "dispatcher_class",
     "dispatcher_function",
     "label_for",
+    "split_suffix",
     "make_dispatcher",
     "parse_dispatcher_list",
     "register",

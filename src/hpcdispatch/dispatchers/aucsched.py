@@ -6,102 +6,15 @@ program picks at most one bid per job so that the sum of the winners' priorities
 small preference for unfragmented bids) is maximal. Winners start now on the nodes their bid
 names; losers wait for the next step. Nothing is reserved.
 
-**Nodesets** (section 4). For a job, a node is *usable* when it can hold at least one of the
-job's units next to the job's per-node extras (GPUs per node); a nodeset is a maximal run of
-consecutive usable nodes ``(n_i, n_j, c, g)`` with ``c`` the units it can hold. For the
-paper's type 1 and 2 jobs (units of one core) these are exactly the paper's nodesets ``A_cpu
-> 0, A_gpu >= g``; for type 3 jobs a node must hold the whole per-node request (``R_cpn``
-cores and ``g`` GPUs), which is the paper's "each node in the nodeset is checked if there are
-R_cpn cores available" applied when the nodesets are built, so that a contiguous bid never
-spans a node the job cannot use. :func:`paper_nodesets` gives the paper's job-independent
-nodesets for illustration.
+A step runs three small steps, each testable alone: :meth:`Aucsched.build_program` builds an
+:class:`AuctionProgram` (bids of types A, B, C and the SLURM bid from each job's nodesets, the
+CP-SAT model, the greedy hint), :func:`solve_program` solves it within ``time_limit`` and
+:func:`decode` reads the winners' nodes and units back. Priorities are Slurm's (``priority``:
+``basic``, ``age`` or ``multifactor``; :mod:`hpcdispatch.dispatchers.slurm_priority`). When
+the solver ends without a solution the greedy one is used (``info["fallback"]``).
 
-**Bid classes** (sections 4 and 5), for a job needing ``U`` units (cores) and, for types 2/3,
-exactly ``R`` nodes:
-
-- type A: in a nodeset large enough, the fewest nodes aligned to its beginning and to its
-  end (type 1: the shortest prefix / suffix holding ``U``; types 2/3: the first / last ``R``
-  nodes, if they hold ``U``);
-- type B: the same, anywhere inside the nodeset (not touching either end): the shortest window
-  with the least left-over units (type 2/3: ``R`` consecutive nodes; type 3 ties broken by the
-  tightest fit of the nodes' remaining capacity);
-- type C (only when the job does not ask for ``--contiguous``): nodesets combined with their
-  right-hand neighbours -- type 1: whole nodesets ``k..m`` (``m > k`` minimal) whose units
-  suffice (the shortest prefix of them when they have more nodes than units); type 2: nodesets
-  ``k..m`` (``m >= k`` minimal) among which ``R`` nodes hold ``U`` units -- the program
-  chooses the ``R`` nodes; type 3: the first ``R`` usable nodes from nodeset ``k`` on, spanning
-  at least two nodesets;
-- SLURM bid (optional): the nodes Slurm's own selection would give
-  (:mod:`hpcdispatch.allocators.slurm_linear`), computed for the window's jobs in priority
-  order on the free state updated by the previous jobs' SLURM bids.
-
-At most ``max_bids`` (MAXBIDSPERJOB, default 5) A/B/C bids per job, preferring A over B over
-C, and within a type the tightest nodeset (fewest spare units) first; the SLURM bid comes in
-addition. ``max_total_bids`` (default 0: no limit) caps the bids of a whole window, as the
-released plug-in's ``MAX_BID_COUNT`` (250) does: the window's jobs bid in priority order
-until the budget is spent and the later ones get no bid (the plug-in also divides the budget
-by 1.5 after a step that hit its time limit and starts nothing in that step; not modelled).
-A bid identical to another keeps the larger preference value. With
-``contiguous_only`` only A and B bids (and contiguous SLURM bids) are made (Table 8's
-"contigonlybids").
-
-**Preference** (eq. 12): ``F_jc = 1 - k1 - k2 |N_c| / (|N| + 1) - k3 |S_c| / (|S| + 1)`` with
-Table 3's constants (job type 1: A (0, .25, 0), B (.25, .25, 0), C (.5, .25, .25); types 2
-and 3: A (0, 0, 0), B (.5, 0, 0), C (.5, 0, .5)); SLURM bids (0, 0, 0). ``|N|`` is the number
-of nodes of the system, ``|S_c|`` the number of nodesets the bid's nodes come from and ``|S|``
-the number of the job's nodesets. (The extracted Table 3 lost its type-1 "bid type B" header;
-the three columns are A, B, C, which is the only reading that satisfies eq. 11's ranges.)
-
-**Integer program** (eqs. 1-8), in units of the job model (a unit is one core for the
-paper's type 1/2 jobs and one node's share ``(R_cpn cores, g GPUs)`` for type 3 jobs, so eq.
-8 is built into the units):
-
-- maximise ``sum_j sum_c (P_j + alpha F_jc) b_jc`` with ``alpha = P_min / (|B| + 1)``
-  (eq. 10; coefficients are scaled to integers: ``P_j (|B|+1) S + round(P_min F_jc S)``,
-  ``S = 1000``, which keeps eq. 9's ``sum alpha F < P_min``);
-- (2) ``sum_c b_jc <= 1``;
-- (3) read as: the job uses exactly ``R^node_c`` nodes of its chosen class,
-  ``sum_n u_jn = sum_c R^node_jc b_jc`` and ``u_jn <= sum_{c in C_jn} b_jc``. (Taken
-  literally, eq. 3 -- one equation per bid -- would force ``u_jn = 0`` on the nodes that two
-  bids of one job share whenever the other bid wins, making overlapping bids infeasible.)
-  ``R^node_c = |N_c|`` for type 1 and 3 bids, so ``u_jn`` is then simply the sum of the bids
-  containing ``n`` and needs no variable;
-- (4) ``sum_n (u_jn + r_jn) = U_j sum_c b_jc``;
-- (5)/(6) per node and resource: ``sum_j (u_jn + r_jn) req_j + u_jn extra_j <= A_n`` (cores:
-  eq. 5; GPUs per node: eq. 6);
-- (7) ``0 <= r_jn <= u_jn min(fit_jn - 1, U_j - 1)``, ``fit_jn`` the units of ``j`` that fit on
-  ``n`` alone.
-
-A step runs three small steps, each testable alone (as the CP models of
-:mod:`hpcdispatch.cp.models` do): :meth:`Aucsched.build_program` builds an
-:class:`AuctionProgram` (the CP-SAT model, one :class:`BidPlan` per job -- its ``b_jc``,
-``u_jn`` and ``r_jn`` variables -- and the greedy hint), :func:`solve_program` solves it and
-:func:`decode` reads the winners' nodes and units back.
-
-Priorities ``P_j`` are Slurm's job priorities, as the plug-in reads them (``job_ptr->priority``),
-and the window is the front of the queue sorted by them (option ``priority``, see
-:mod:`hpcdispatch.dispatchers.slurm_priority`): ``basic`` (default; Slurm's FIFO
-``priority/basic``: ``0xffff0000 - 1 - submission rank``, constant), ``age``
-(``priority_base + floor(age)``; with a whole workload submitted at t = 0 every job has the
-same priority and the program maximises the number of jobs started, then the preference
-values) or ``multifactor`` (age and job-size factors with ``weight_age``, ``weight_size``,
-``max_age``, ``favor_small``). With ``basic`` the objective still maximises the number of
-jobs first (all ``P_j`` about 4.29e9), then the preference values (``alpha`` about 1.4e7),
-and the submission order breaks what ties remain. The objective's integer scale shrinks for
-such priorities so that its coefficients stay below 2**45 (:func:`objective_scale`).
-
-Solved with CP-SAT under a wall-clock limit (``time_limit``, default 5 s; the model build time
-is subtracted, so build + solve stay within the limit plus the solver's loading overhead),
-``workers`` search workers (default 1: deterministic, no LNS), CP-SAT's presolve probing off
-(``probing_level=0``; -1 keeps CP-SAT's default: on 100-job windows of machine-l, probing alone
-used the whole 5 s and the step ended without a solution) and the greedy solution (the
-SLURM bids, or each job's first feasible bid in priority order) as a hint. If the solver ends
-without any solution, that greedy solution is used and the decision log says so
-(``fallback``). ``Decision.info`` records the window, bids, variables, constraints, build and
-solve times, status and objective.
-
-Skipped steps: when nothing ended and no job arrived since a step that generated no bid, the
-state is the same and so is the (empty) outcome; the step is skipped (counted in ``info``).
+Design notes, decisions and measurements: docs/RESULTS-AUCSCHED.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -109,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -116,13 +30,15 @@ from hpcdispatch._util import LazyModule
 from hpcdispatch.allocators.base import capacity_weights
 from hpcdispatch.cp.solve import solve_interruptibly
 from hpcdispatch.dispatchers.slurm_bf import slurm_allocate
-from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
-from hpcdispatch.errors import ConfigError
+from hpcdispatch.dispatchers.slurm_priority import PRIORITY_CONSTRAINTS, SlurmPriority
 from hpcdispatch.protocol import (
     Allocation,
+    Boolean,
     Decision,
     Dispatcher,
     DispatchView,
+    Interval,
+    ParamConstraint,
     Start,
     Tags,
     register,
@@ -131,7 +47,11 @@ from hpcdispatch.system.allocation import held_amounts, node_units, per_node_arr
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
-cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+_cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:
+    cp_model = _cp_model
 
 #: Table 3: (k1, k2, k3) per job type group (1 / 2-3) and bid type
 K_CONSTANTS = {
@@ -686,6 +606,24 @@ class Aucsched(Dispatcher):
 
     name = "aucsched"
     tags = Tags(uses_solver=True, deterministic=False)  # a wall-clock solver limit
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "step": Interval(float, 0, None, closed="neither", unit="seconds"),
+        "window": Interval(int, 1, None),
+        "max_bids": Interval(int, 1, None),
+        "max_total_bids": Interval(int, 0, None),
+        "slurm_bids": Boolean(),
+        "contiguous_only": Boolean(),
+        "time_limit": Interval(float, 0, None, closed="neither", unit="seconds"),
+        "workers": Interval(int, 1, None),
+        **PRIORITY_CONSTRAINTS,
+        # eq. 10 divides by the smallest priority
+        "priority_base": Interval(float, 1, None),
+        "seed": Interval(int, None, None),
+        "aggregate_cut": Boolean(),
+        "symmetry_cuts": Boolean(),
+        "probing_level": Interval(int, -1, None),  # -1: CP-SAT's default
+    }
 
     def __init__(
         self,
@@ -734,23 +672,7 @@ class Aucsched(Dispatcher):
         return {"dispatch_interval": float(self.step), "dispatch_on_events": False}
 
     def _setup(self, system: System) -> None:
-        for name, ok, rule in (
-            ("step", self.step > 0, "> 0 seconds"),
-            ("window", self.window >= 1, ">= 1"),
-            ("max_bids", self.max_bids >= 1, ">= 1"),
-            ("max_total_bids", self.max_total_bids >= 0, ">= 0"),
-            ("time_limit", self.time_limit > 0, "> 0 seconds"),
-            ("workers", self.workers >= 1, ">= 1"),
-        ):
-            if not ok:
-                raise ConfigError(
-                    f"aucsched: parameter {name} must be {rule}, got {getattr(self, name)!r}"
-                )
-        if self.priority_base < 1:
-            raise ConfigError(
-                "aucsched: priority_base must be >= 1 (eq. 10 divides by the smallest priority)"
-            )
-        cp_model.load()  # (OR-Tools here, not inside the first timed scheduling step)
+        _cp_model.load()  # (OR-Tools here, not inside the first timed scheduling step)
         self._prio = SlurmPriority(
             self.priority,
             system,

@@ -6,51 +6,29 @@ made before it (an :class:`~hpcdispatch.planning.profile.AvailabilityProfile` of
 jobs' expected ends and all reservations). Jobs whose reservation starts now are started, so
 a job starts early (backfills) only if it delays no job ahead of it.
 
-The plan is kept between calls:
+The plan is kept between calls (how it is kept up to date: the docs page below).
 
-- a new job gets a reservation at the earliest slot left by everything ahead of it;
-- when a job ends before its planned end (the usual case with wall-time estimates), its
-  remaining slot is given back and the schedule is *compressed*: in queue order, each
-  reservation is taken out, the earliest slot is searched strictly before its current start,
-  and the job moves there if one exists -- otherwise it keeps its reservation. A
-  reservation therefore never moves later, node-level included (re-planning from scratch
-  could put an earlier job on a later job's nodes and delay it);
-- when a running job outlives its planned end (only without wall-time kills, or with a
-  predictor that under-estimates), the resources the plan counted on are not free: the
-  whole plan is rebuilt in queue order from the current state (unavoidable: the plan was
-  built on a wrong prediction). The same happens when a reservation's start has passed
-  without its job starting (the job it waited for ran longer than planned and no call came
-  in between).
-
-With ``profile="auto"`` (default) the profile keeps only pooled totals while any free unit of
-capacity can host any unit of any job (one resource, every unit needs 1 of it, no per-node
-limit: e.g. ``--units processor`` on a cores-only system). That is the classic
-processor-count formulation of conservative backfilling: a reservation counts capacity and
-names no nodes, and the job is placed (by the allocator) when it starts, where it always
-fits. A search then costs ``O(segments)`` instead of ``O(segments x nodes)``, which is what
-makes whole large traces feasible. ``profile="node"`` pins every reservation to nodes even
-then; pinned plans can be less flexible (a later job may find its slot blocked by a pinned
-reservation that pooled counting would have rearranged), so the two may start jobs at
-different times -- both never delay an earlier reservation.
-
-``Decision.wakeup`` asks for a call at the next reservation start (unless that start is the
-under-estimation clamp ``now + 1``, which would make the simulation tick every second).
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from typing import ClassVar
 
 import numpy as np
 
-from hpcdispatch.errors import ConfigError, SimulationStalledError
+from hpcdispatch.errors import SimulationStalledError
 from hpcdispatch.planning.profile import AvailabilityProfile, load_compiled_kernels
 from hpcdispatch.protocol import (
     Allocation,
     Decision,
     Dispatcher,
     DispatchView,
+    OneOf,
+    ParamConstraint,
     Scratch,
     Tags,
     register,
@@ -67,15 +45,16 @@ class Conservative(Dispatcher):
     name = "conservative"
     tags = Tags()  # keeps its plan between calls: checkpoints resume it, journals cannot
 
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "profile": OneOf("auto", "node"),
+    }
+
     def __init__(self, allocator: str = "first-fit", profile: str = "auto"):
         self.allocator = allocator
         self.profile = profile
 
     def _setup(self, system: System) -> None:
-        if self.profile not in ("auto", "node"):
-            raise ConfigError(
-                f"conservative: profile must be 'auto' or 'node', got '{self.profile}'"
-            )
         self._single_resource = len(system.resources) == 1
         self._profile: AvailabilityProfile | None = None
         load_compiled_kernels()  # (here, not inside the first timed decision)
@@ -183,12 +162,19 @@ class Conservative(Dispatcher):
             self._grow(int(q.max()) + 1)
         return q[self._has[q]]
 
+    @property
+    def _live_profile(self) -> AvailabilityProfile:
+        """The availability profile (built at the first call)."""
+        profile = self._profile
+        if profile is None:
+            raise RuntimeError("conservative: the profile is used before the first call built it")
+        return profile
+
     # ------------------------------------------------------------------------------------
     def _place(
         self, view: DispatchView, job: Job, before: float | None = None
     ) -> tuple[float, Allocation | None] | None:
-        profile = self._profile
-        assert profile is not None
+        profile = self._live_profile
         req = view.requests[job.index]
         return profile.earliest(
             job.units,
@@ -206,12 +192,12 @@ class Conservative(Dispatcher):
             raise SimulationStalledError(
                 f"conservative: job {job.id} fits nowhere in the availability profile"
             )
-        assert self._profile is not None
+        profile = self._live_profile
         start, alloc = found
         self._set(view, job, start, start + self._duration(view, job), alloc, 0)
         nodes, amounts = self._holding(view, job.index)
-        self._profile.reserve(start, float(self._end[job.index]), nodes, amounts)
-        self._checked[job.index] = self._profile.freed
+        profile.reserve(start, float(self._end[job.index]), nodes, amounts)
+        self._checked[job.index] = profile.freed
 
     def _rebuild(self, view: DispatchView) -> None:
         """Plan from scratch: running jobs at their expected ends, queued jobs in order."""
@@ -241,8 +227,9 @@ class Conservative(Dispatcher):
         """Rebuild the profile's segments (drop stale boundaries), keeping every reservation."""
         now = view.now
         releases = [(t, nodes, amounts) for t, nodes, amounts in self._running.values()]
-        profile = AvailabilityProfile(now, view.free, releases, node_level=self._profile.node_level)
-        profile.adopt_log(self._profile)
+        old = self._live_profile
+        profile = AvailabilityProfile(now, view.free, releases, node_level=old.node_level)
+        profile.adopt_log(old)
         for idx in self._reserved(view).tolist():
             nodes, amounts = self._holding(view, idx)
             profile.reserve(float(self._start[idx]), float(self._end[idx]), nodes, amounts)
@@ -251,8 +238,7 @@ class Conservative(Dispatcher):
     def _compress(self, view: DispatchView) -> None:
         """Move every reservation as early as it can go, in queue order, never later."""
         self.compressions += 1
-        profile = self._profile
-        assert profile is not None
+        profile = self._live_profile
         now = view.now
         sel = self._reserved(view)
         sel = sel[self._start[sel] > now]
@@ -271,9 +257,9 @@ class Conservative(Dispatcher):
             )
             if done is not None:  # the compiled compression did it (same moves as the loop below)
                 self._start[sel], self._end[sel], self._checked[sel] = q_start, q_end, q_checked
-                for pos, alloc in done:
+                for pos, moved in done:
                     idx = int(sel[pos])
-                    self._pinned[idx] = (alloc, held_amounts(alloc, view.requests[idx], None))
+                    self._pinned[idx] = (moved, held_amounts(moved, view.requests[idx], None))
                 self._trim_log(view)
                 return
         for idx in sel.tolist():
@@ -311,7 +297,7 @@ class Conservative(Dispatcher):
         """Let the profile forget the given-back intervals no reservation can still ask for."""
         reserved = self._reserved(view)
         if len(reserved):
-            self._profile.trim_log(int(self._checked[reserved].min()))
+            self._live_profile.trim_log(int(self._checked[reserved].min()))
 
     def _sync(self, view: DispatchView) -> None:
         now = view.now

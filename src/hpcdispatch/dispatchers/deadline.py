@@ -20,33 +20,8 @@ wall-time; for generated deadline jobs the run time), at the candidate starts
   note A24), while ``t + R <= deadline`` (inclusive, Fig. 6 line 3);
 - ``start=est``: ``t0`` only (the count-only baseline's other reading, A20).
 
-Per candidate, three stages, in this order: the **count** (line 0: at least ``k`` nodes free
-for the whole window -- a node booked by nobody in it), then the **shape** over that window's
-free mask (:mod:`hpcdispatch.system.partition`): Hilbert first fit of ``k`` consecutive curve
-positions (``fit=best``: Slurm's best fit), the Manhattan-median greedy partition, or,
-for ``count-only`` (``reading=nodes``), the ``k`` lowest free node ids. The first candidate where all pass is
-booked; else the job is rejected with a reason naming the stage that failed last:
-``deadline`` (not even ``t0 + R`` meets the deadline), ``count`` (no window had ``k`` free
-nodes) or ``shape`` (some had, but not in the strategy's shape).
-
-Booked jobs start at their booked time (a wake-up) on exactly the booked nodes; a job that
-ends before its booked end gives the rest of its booking back at once. Jobs are
-node-exclusive: a booking holds whole nodes. ``k`` is the job's unit count for deadline jobs
-(one unit = one node, :mod:`hpcdispatch.workload.deadline`); any other job is placed by the
-``allocator`` parameter (first fit by default) on the window's whole free nodes and books each
-node it uses (so the strategies run on
-any workload, as the conformance suite does). On a system without a 2-D grid the Hilbert
-curve is the node order and the Manhattan partition grows on a 1 x n line.
-
-A job without an application model is never kept beyond its booking: the simulator kills
-such jobs at their wall-time, and a run without that (``walltime_kill = false``) is refused.
-A deadline job (with an application model) runs as long as the execution model says on
-exactly its booked nodes (its children share them, :mod:`hpcdispatch.sim.execution`), and
-may outlive its booking. Then (design note A19, our choice of its two options): it keeps its
-nodes until the next booking on any of them begins or until its deadline, whichever comes
-first -- its booking is extended to then, so nothing new is booked on them -- and is
-cancelled at that time if still running (``booking-conflict`` when a booking begins, else the
-simulator's ``deadline-running``).
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -66,6 +41,8 @@ from hpcdispatch.protocol import (
     Decision,
     Dispatcher,
     DispatchView,
+    OneOf,
+    ParamConstraint,
     Start,
     Tags,
     register,
@@ -78,6 +55,7 @@ from hpcdispatch.system.partition import (
     hilbert_first_fit,
     manhattan_partition,
 )
+from hpcdispatch.vocabulary import CancelReason
 from hpcdispatch.workload.job import Job, peak_units
 
 STARTS = ("any", "est")
@@ -100,6 +78,12 @@ class Reservation(Dispatcher):
     name: ClassVar[str] = "reservation"
     SHAPE: ClassVar[str] = "count"
     tags = Tags(deterministic=True, memoryless=False, node_constraints=True, rejects=True)
+
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "start": OneOf(*STARTS),
+        "static_request": OneOf(*STATIC_REQUESTS),
+    }
 
     def __init__(
         self, start: str = "any", static_request: str = "peak", allocator: str = "first-fit"
@@ -125,18 +109,6 @@ class Reservation(Dispatcher):
     def _setup(self, system: System) -> None:
         """The whole-node profile and the shape's geometry (``self._allocator``, built by
         :meth:`Dispatcher.setup`, places jobs without an application model)."""
-        if self.start not in STARTS:
-            raise ConfigError(
-                f"dispatcher '{self.name}': start must be one of {', '.join(STARTS)}, got '{self.start}'"
-            )
-        if self.static_request not in STATIC_REQUESTS:
-            raise ConfigError(
-                f"dispatcher '{self.name}': static_request must be one of "
-                f"{', '.join(STATIC_REQUESTS)}, got '{self.static_request}'"
-            )
-        fit = getattr(self, "fit", "first")
-        if fit not in FITS:
-            raise ConfigError(f"dispatcher '{self.name}': fit must be first or best, got '{fit}'")
         self._capacity = system.capacity
         self._cores = _cores_per_node(system)
         topo = system.topology
@@ -182,7 +154,7 @@ class Reservation(Dispatcher):
                 self._settle(idx, end, nodes, row, now)
         for idx, (end, nodes, row) in list(self._holding.items()):
             if end <= now and idx not in self._conflicts:
-                self._overrun(idx, view.running[idx].job, end, nodes, row, now)
+                self._overrun(profile, idx, view.running[idx].job, end, nodes, row, now)
         profile.advance(now)
         return profile
 
@@ -212,7 +184,14 @@ class Reservation(Dispatcher):
         return list(self._log)
 
     def _overrun(
-        self, idx: int, job: Job, end: float, nodes: np.ndarray, row: int, now: float
+        self,
+        profile: AvailabilityProfile,
+        idx: int,
+        job: Job,
+        end: float,
+        nodes: np.ndarray,
+        row: int,
+        now: float,
     ) -> None:
         """A job still running at the end of its booking (its model time is longer than
         ``R``: design note A19): it keeps its nodes until the next booking on any of them
@@ -230,7 +209,7 @@ class Reservation(Dispatcher):
         )
         until = min(deadline, nxt)
         if until > now:
-            self._profile.reserve(now, until, nodes, self._capacity[nodes])
+            profile.reserve(now, until, nodes, self._capacity[nodes])
             self._holding[idx] = (until, nodes, row)
             self._log[row] = self._log[row]._replace(end=until, released=until)
         else:  # (it held the nodes unobserved from its booked end until now)
@@ -240,23 +219,23 @@ class Reservation(Dispatcher):
 
     def _nodes_for(
         self, job: Job, free_mask: np.ndarray, window: np.ndarray, view: DispatchView
-    ) -> tuple[np.ndarray | None, Allocation | None, str]:
-        """The nodes of ``job`` in a window whose whole free nodes are ``free_mask``:
-        ``(nodes, allocation, '')`` or ``(None, None, failed stage)``."""
+    ) -> Allocation | str:
+        """The allocation of ``job`` in a window whose whole free nodes are ``free_mask``, or
+        the stage that failed (``count`` or ``shape``)."""
         if job.app is None:  # any other job: the allocator on the whole free nodes
             usable = np.where(free_mask[:, None], window, 0)
             alloc = allocate_job(self._allocator, job, view.requests[job.index], usable)
             if alloc is None:
-                return None, None, "count"
-            return alloc.nodes, alloc, ""
+                return "count"
+            return alloc
         k = self._units(job)
         if int(free_mask.sum()) < k:
-            return None, None, "count"
-        nodes = self._shape_nodes(free_mask, k)
-        if nodes is None:
-            return None, None, "shape"
-        nodes = np.sort(np.asarray(nodes, dtype=np.int64))
-        return nodes, Allocation.trusted(nodes, np.ones(k, dtype=np.int64)), ""
+            return "count"
+        shaped = self._shape_nodes(free_mask, k)
+        if shaped is None:
+            return "shape"
+        nodes = np.sort(np.asarray(shaped, dtype=np.int64))
+        return Allocation.trusted(nodes, np.ones(k, dtype=np.int64))
 
     def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
         return np.flatnonzero(free_mask)[:k]  # count-only: the lowest free node ids
@@ -283,11 +262,12 @@ class Reservation(Dispatcher):
         for t in cands.tolist():
             window = profile.min_free(t, t + length)
             free_mask = (window == self._capacity).all(axis=1)
-            nodes, alloc, failed = self._nodes_for(job, free_mask, window, view)
-            if nodes is None:
-                if failed == "shape":
+            found = self._nodes_for(job, free_mask, window, view)
+            if isinstance(found, str):
+                if found == "shape":
                     stage = "shape"
                 continue
+            alloc, nodes = found, found.nodes
             profile.reserve(t, t + length, nodes, self._capacity[nodes])
             self._booked[job.index] = (t, t + length, nodes, alloc, len(self._log))
             if job.app is not None:
@@ -311,13 +291,13 @@ class Reservation(Dispatcher):
         )
 
     def _dispatch(self, view: DispatchView) -> Decision:
-        self._sync(view)
+        profile = self._sync(view)
         now = view.now
         starts: list[Start] = []
         cancels: list[tuple[Job, str]] = []
         for idx in sorted(self._conflicts):
             if idx in view.running:
-                cancels.append((view.running[idx].job, "booking-conflict"))
+                cancels.append((view.running[idx].job, CancelReason.BOOKING_CONFLICT.value))
             self._holding.pop(idx, None)
         self._conflicts.clear()
         wakeup = math.inf
@@ -326,7 +306,7 @@ class Reservation(Dispatcher):
                 job = view.queue.get(idx)
             except KeyError:  # gone before its start (cannot happen to a valid booking): free it
                 del self._booked[idx]
-                self._profile.release(max(now, t), end, nodes, self._capacity[nodes])
+                profile.release(max(now, t), end, nodes, self._capacity[nodes])
                 self._log[row] = self._log[row]._replace(released=max(now, t))
                 continue
             if t <= now:
@@ -367,6 +347,10 @@ class CountOnly(Reservation):
     name = "count-only"
     SHAPE = "count"
     ADDED_PARAMS: ClassVar[dict[str, Any]] = {"reading": "nodes", "static_request": "nominal"}
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Reservation.parameter_constraints,
+        "reading": OneOf(*COUNT_READINGS),
+    }
 
     def __init__(
         self,
@@ -396,11 +380,6 @@ class CountOnly(Reservation):
         )
 
     def _setup(self, system: System) -> None:
-        if self.reading not in COUNT_READINGS:
-            raise ConfigError(
-                f"dispatcher 'count-only': reading must be one of {', '.join(COUNT_READINGS)}, "
-                f"got '{self.reading}'"
-            )
         super()._setup(system)
         self._n_nodes = system.n_nodes
         self._pool: AvailabilityProfile | None = None
@@ -488,6 +467,10 @@ class Hilbert(Reservation):
     SHAPE = "hilbert"
 
     ADDED_PARAMS: ClassVar[dict[str, Any]] = {"static_request": "nominal"}
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Reservation.parameter_constraints,
+        "fit": OneOf(*FITS),
+    }
 
     def __init__(
         self,
@@ -527,6 +510,12 @@ class Manhattan(Reservation):
         "static_request": "nominal",
     }
 
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Reservation.parameter_constraints,
+        "starts": OneOf(*MANHATTAN_STARTS),
+        "growth": OneOf(*MANHATTAN_GROWTHS),
+    }
+
     def __init__(
         self,
         start: str = "any",
@@ -544,19 +533,6 @@ class Manhattan(Reservation):
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
         return [{}, {"starts": "median"}, {"growth": "bend", "static_request": "nominal"}]
-
-    def _setup(self, system: System) -> None:
-        if self.starts not in MANHATTAN_STARTS:
-            raise ConfigError(
-                f"dispatcher 'manhattan': starts must be one of {', '.join(MANHATTAN_STARTS)}, "
-                f"got '{self.starts}'"
-            )
-        if self.growth not in MANHATTAN_GROWTHS:
-            raise ConfigError(
-                f"dispatcher 'manhattan': growth must be one of {', '.join(MANHATTAN_GROWTHS)}, "
-                f"got '{self.growth}'"
-            )
-        super()._setup(system)
 
     def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
         return manhattan_partition(

@@ -13,24 +13,10 @@ prediction (possible without wall-time kills or with predictors) is expected to 
 least one more second, and the reservation is recomputed at every call.
 
 The implementation takes exactly the decisions of that single pass (a reference
-implementation in the tests checks it on random workloads) but avoids most of its work:
+implementation in the tests checks it on random workloads) but avoids most of its work (how: the docs page below).
 
-- the queue is kept grouped by request shape between calls
-  (:class:`~hpcdispatch.dispatchers.queue_index.ShapeIndex`); groups merge in queue order;
-- within one call free capacity only shrinks, so once a shape fails to fit now with ``u``
-  units, the rest of its group and larger unit counts of that shape are dropped; a *long*
-  job refused for the head's sake is refused again for the same shape until the next start
-  (allocators with ``prefix_monotone`` fill nodes in an order independent of the unit
-  count) -- and after a start, the groups whose long jobs were skipped are rewound;
-- the shadow time is computed only once some job fits now, on pooled totals first;
-- when nothing ended and the previous call started nothing, the state is the one the
-  previous call saw: every job it looked at would fail again the same way, so only the jobs
-  submitted since are examined, with the previous call's shadow time and failure memos;
-- the head's reservation (shadow time and free capacity then) is kept from call to call
-  while the head stays the same, no job planned to end at or after the shadow time ended,
-  no running job's prediction was revised, and the shadow time is more than a second away
-  (see :class:`Reservation`). A revised prediction (``view.revised_running``) also rules
-  out the "same state as the last call" shortcut.
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -285,16 +271,19 @@ class _BackfillPass:
         self.kept: Reservation | None = None  # the previous calls' reservation, when it still holds
         self.computed = False  # whether this pass computed its shadow time (not kept)
 
-    def reserve(self) -> None:
-        """The head's shadow time and the capacity then: kept from earlier calls or computed."""
+    def reserve(self) -> np.ndarray:
+        """The head's shadow time and the capacity then: kept from earlier calls or computed;
+        returns the capacity (``at_shadow``)."""
         kept = self.kept
         if kept is not None and kept.head == self.head.index and not self.scratch.starts:
             self.shadow, self.at_shadow, self.spare = kept.shadow, kept.at_shadow, list(kept.spare)
-            return
-        self.shadow, self.at_shadow = shadow_time(self.view, self.scratch, self.head)
+            return kept.at_shadow
+        self.shadow, at_shadow = shadow_time(self.view, self.scratch, self.head)
+        self.at_shadow = at_shadow
         need = [a * self.head.units for a in self.head.unit_request]
-        self.spare = [t - k for t, k in zip(self.at_shadow.sum(axis=0).tolist(), need)]
+        self.spare = [t - k for t, k in zip(at_shadow.sum(axis=0).tolist(), need)]
         self.computed = True
+        return at_shadow
 
     def reservation(self) -> Reservation | None:
         if self.at_shadow is None:
@@ -349,8 +338,9 @@ class _BackfillPass:
             self._remember(self.no_fit, base, units)
             return DEAD
         view = self.view
-        if self.at_shadow is None:
-            self.reserve()
+        at_shadow = self.at_shadow
+        if at_shadow is None:
+            at_shadow = self.reserve()
             if not self.is_short(job) and self._long_blocked(base, units):
                 return LONG_BLOCKED
         if self.is_short(job):
@@ -358,7 +348,7 @@ class _BackfillPass:
         else:
             head = self.head
             amounts = held_amounts(alloc, view.requests[job.index], job.per_node_request)
-            trial = self.at_shadow.copy(order="F")
+            trial = at_shadow.copy(order="F")
             trial[alloc.nodes] -= amounts
             if not job_fits(trial, head, view.requests[head.index]):
                 self._remember(self.hurts, base, units)
@@ -491,9 +481,8 @@ class EASY(Dispatcher):
         total = scratch.total
         groups: list[dict[int, Job]] = []
         keys: list[tuple] = []
-        members: list[list[Job] | None] = []
-        indices: list[list[int] | None] = []
-        index_arrays: list[np.ndarray | None] = []
+        # per group, once looked at: its jobs in queue order, their indices (list, array)
+        members: list[tuple[list[Job], list[int], np.ndarray] | None] = []
         heap: list[tuple[int, int, int, int]] = []  # (job index, group, position, version)
         for key, group in self._index.fitting(total[0]):
             req, units = key[0], key[2]
@@ -503,8 +492,6 @@ class EASY(Dispatcher):
             groups.append(group)
             keys.append(key)
             members.append(None)
-            indices.append(None)
-            index_arrays.append(None)
             for pos, job in enumerate(group.values()):
                 if job.index not in started:
                     heap.append((job.index, n, pos, 0))
@@ -513,12 +500,17 @@ class EASY(Dispatcher):
             return
         heapq.heapify(heap)
 
+        def group_of(g: int) -> tuple[list[Job], list[int], np.ndarray]:
+            got = members[g]
+            if got is None:
+                got = members[g] = self._index.members(keys[g])
+            return got
+
         def jobs_of(g: int) -> list[Job]:
-            jobs = members[g]
-            if jobs is None:
-                jobs, indices[g], index_arrays[g] = self._index.members(keys[g])
-                members[g] = jobs
-            return jobs
+            got = members[g]
+            if got is None:
+                got = members[g] = self._index.members(keys[g])
+            return got[0]
 
         version = [0] * len(groups)
         long_dead: set[int] = set()  # groups whose long jobs cannot go until the next start
@@ -531,7 +523,7 @@ class EASY(Dispatcher):
             shorts = short_pos.get(g)
             if shorts is None:
                 shorts = short_pos[g] = np.flatnonzero(
-                    bf.now + planned_all[index_arrays[g]] <= bf.shadow
+                    bf.now + planned_all[group_of(g)[2]] <= bf.shadow
                 )
             k = int(np.searchsorted(shorts, pos + 1))
             while k < len(shorts) and jobs[shorts[k]].index in started:
@@ -568,7 +560,7 @@ class EASY(Dispatcher):
                 if g in dropped or g == n:
                     continue
                 jobs = jobs_of(g)
-                p = bisect.bisect_right(indices[g], idx)
+                p = bisect.bisect_right(group_of(g)[1], idx)
                 while p < len(jobs) and jobs[p].index in started:
                     p += 1
                 version[g] += 1

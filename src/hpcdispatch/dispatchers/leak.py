@@ -2,52 +2,8 @@
 jobs whose partitions grow and shrink while they run. ``leak`` (contiguous) and ``leak-nc``
 (non-contiguous) are one class, :class:`Leak`, with a ``contiguous`` parameter.
 
-- **Admission** (``admission``; design note Revision 2). ``free-node`` (default): Fig. 10 as
-  written, no queue -- at a job's earliest start (its submission, when that is not later) its
-  first process goes on the first free node along the snake from the next start node, which
-  the job claims until the dispatcher call of that instant starts it there; no free node: the
-  job is rejected (l.7, L232). A job whose earliest start is after its submission is accepted
-  and waits for it (the simulator lets a dispatcher reject at submission only), then starts
-  as above when a node is free. ``queue`` (the first build's A18): every job is accepted and
-  queued FIFO until it starts or is cancelled at its deadline (``deadline-waiting``).
-  ``overbook``: every job is accepted and starts at its earliest start on **cores** (tag
-  ``per_core``): the free cores of the first node with one along the snake, then of its
-  neighbours by breadth-first layers (``leak-nc`` jumping along the snake), as many as its
-  processes; when no node has a free core, one core on the node holding the fewest cores,
-  time-shared (the execution model slows that node's jobs by held / cores). Its children
-  share the job's cores (no fork grants, no joins). Every admission also rejects a job whose
-  earliest start plus its run time is after its deadline.
-- **Start** (``queue``; Fig. 10, 11; A23, A25): jobs in submission order (FIFO, A28), each once its
-  earliest start has come; the first whole free node along the snake (rows boustrophedon,
-  :meth:`~hpcdispatch.system.grid.Grid.snake_order`) from the next of the **start nodes** --
-  the first node of rows ``0, R/4, R/2, 3R/4`` (0, 32, 64, 96 on 8 x 16), taken in turn, one
-  per started job, to spread jobs over the machine -- then growth by breadth-first layers of
-  free 4-neighbours up to the job's request (``ceil(n / c)`` nodes); ``leak-nc`` jumps along
-  the snake when a layer is empty (Fig. 10 line 14). The job starts with what was found,
-  even fewer nodes (a partial start: its extra processes time-share; Fig. 10 line 15
-  returns what it found, A23); ``partial=false`` (``queue`` only): it waits until its whole
-  request is found. No free node: the queue waits (FIFO, nobody overtakes). ``free-node``
-  grows the same way from the claimed node.
-- **Deadline-aware options** (not the paper's, off by default; after the design note's
-  additions beyond the gates): ``order="edf"`` takes the ready jobs by deadline (earliest
-  first, then by submission; jobs without a deadline last) instead of FIFO (A28);
-  ``skip_hopeless=True`` never starts a job that would not end by its deadline at its
-  calibrated speed (``now + wall time > deadline``). This is a rule at the calibrated speed,
-  not a proof: a job can run a little faster than R (a child on its parent's node
-  communicates for less than the baseline), so the option may pass over a job that could
-  just have made it. A skipped job stays queued until the simulator cancels it at its
-  deadline (``deadline-waiting``; the design note's ``drop_hopeless`` would cancel it at
-  once), and the jobs behind it go first.
-- **Forks** (:meth:`Leak.on_resize`, a ``ForkRequest``; Fig. 12, 13): a free node adjacent to
-  the parent's node (lowest id), else a free node adjacent to any node of the job (nearest
-  to the parent, then lowest id), else -- ``leak-nc`` only -- the first free node along the
-  snake from the job's start node; else refused, and the child shares its parent's node
-  (the simulator's execution model). Nodes are given back at joins by the simulator (tag
-  ``forks``).
-
-Jobs without an application model (other workloads, the conformance suite) are started in
-queue order (by deadline with ``order="edf"``) by the ``allocator`` parameter on the free
-capacity.
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -63,10 +19,13 @@ from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol import (
     Admission,
     Allocation,
+    Boolean,
     Decision,
     Dispatcher,
     DispatchView,
     ForkRequest,
+    OneOf,
+    ParamConstraint,
     RunningJob,
     Start,
     Tags,
@@ -106,6 +65,14 @@ class Leak(Dispatcher):
         "partial": True,
         "order": "fifo",
         "skip_hopeless": False,
+    }
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "contiguous": Boolean(),
+        "admission": OneOf(*ADMITS),
+        "partial": Boolean(),
+        "order": OneOf(*ORDERS),
+        "skip_hopeless": Boolean(),
     }
 
     def __init__(
@@ -148,21 +115,7 @@ class Leak(Dispatcher):
         ]
 
     def _setup(self, system: System) -> None:
-        if self.admission not in ADMITS:
-            raise ConfigError(
-                f"dispatcher '{self.name}': admission must be one of {', '.join(ADMITS)}, "
-                f"got '{self.admission}'"
-            )
-        if self.order not in ORDERS:
-            raise ConfigError(
-                f"dispatcher '{self.name}': order must be one of {', '.join(ORDERS)}, got '{self.order}'"
-            )
-        for key in ("contiguous", "partial", "skip_hopeless"):
-            if not isinstance(getattr(self, key), bool):
-                raise ConfigError(
-                    f"dispatcher '{self.name}': {key} must be true or false, got {getattr(self, key)!r}"
-                )
-        if not self.partial and self.admission != "queue":
+        if not self.partial and self.admission != "queue":  # (a check between two parameters)
             raise ConfigError(
                 f"dispatcher '{self.name}': partial=false waits for a whole request, which needs "
                 f"a queue (admission=queue), got admission={self.admission}"
@@ -224,7 +177,7 @@ class Leak(Dispatcher):
     # ---- the contract ----------------------------------------------------------------------
     def admit(self, job: Job, view: DispatchView) -> Admission:
         ready = job.ready_at
-        if _late(job, ready):
+        if job.deadline is not None and _late(job, ready):
             return Admission(
                 False,
                 f"deadline: earliest start {ready:g} + {job.wall_time:g} s is after the deadline "

@@ -8,10 +8,14 @@ never overtaken by a lower-priority one. With ``blocking=False`` they skip it an
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from hpcdispatch.protocol import (
+    Boolean,
     Dispatcher,
     DispatchView,
     KernelSpec,
+    ParamConstraint,
     Scratch,
     Start,
     Tags,
@@ -37,6 +41,11 @@ class FIFO(Dispatcher):
 
     name = "fifo"
     tags = Tags(memoryless=True)  # _blocked is a shortcut cache
+
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "blocking": Boolean(),
+    }
 
     def __init__(self, allocator: str = "first-fit", blocking: bool = True):
         self.allocator = allocator
@@ -71,6 +80,11 @@ class SJF(Dispatcher):
 
     name = "sjf"
     tags = Tags(memoryless=True)
+
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,
+        "blocking": Boolean(),
+    }
 
     def __init__(self, allocator: str = "first-fit", blocking: bool = True):
         self.allocator = allocator

@@ -1,104 +1,50 @@
 """SLURM/BF: Slurm's main scheduler plus its backfill plugin (sched/backfill), as documented.
 
-What Slurm does (``slurm.conf(5)``, "Scheduling Configuration Guide") and how it is modelled:
+- **Main scheduler**, at every event: jobs in priority order (``priority``,
+  :mod:`hpcdispatch.dispatchers.slurm_priority`) start while they fit, up to the first that
+  does not;
+- **backfill pass**, every ``bf_interval`` s: the first ``bf_max_job_test`` pending jobs in
+  priority order each get the earliest start within ``bf_window`` minutes at which Slurm's node
+  selection (:mod:`hpcdispatch.allocators.slurm_linear`) succeeds; a job that can start now
+  starts, the others reserve their nodes (the plan is rebuilt at every pass); ``will_run``
+  chooses the start estimate (``exact``, or Slurm 22.05's own: ``slurm``);
+- a job Slurm's selection cannot place even on the empty machine is rejected at submission.
 
-- **Priority**: jobs are ordered by priority, highest first, then by submission (option
-  ``priority``, :mod:`hpcdispatch.dispatchers.slurm_priority`): ``basic`` (default; Slurm's
-  ``priority/basic``, FIFO: submission time, then submission order; ``age`` gives the same
-  order) or ``multifactor`` (age and job-size factors, ``weight_age``, ``weight_size``,
-  ``max_age``, ``favor_small``; recomputed at every call).
-- **Main scheduler** (at every event: submission, job end): "a quick and simple scheduling
-  attempt ... jobs are evaluated in a strict priority order and once any job ... is left
-  pending, no other jobs in that partition will be scheduled". Here: start jobs in priority
-  order while they fit now, stop at the first that does not.
-- **Backfill pass** every ``bf_interval`` seconds (default 30): a plan of the future is built
-  from the running jobs' expected ends (start + time limit; here the planned duration, i.e.
-  the wall-time by default) and the pending jobs are examined in priority order, at most
-  ``bf_max_job_test`` (default 500, the value in current Slurm sources; older releases had
-  100) of them. For each, the earliest start within ``bf_window`` **minutes** (default 1440 =
-  1 day) at which Slurm's node selection succeeds on the nodes free for its whole run is
-  searched; if that is now, the job starts (it delays no reservation made for
-  a higher-priority job); otherwise, its selected nodes are *reserved* from that start for
-  its time limit, and no lower-priority job may use those nodes then. So every examined job,
-  not only the first, gets a reservation -- Slurm's backfill is conservative within its
-  window and its queue depth -- but the plan is rebuilt from scratch at every pass and is
-  not kept between passes.
-- **Start estimate** (``will_run``): ``exact`` (default, the model before this option) takes
-  for every examined job the earliest boundary of the plan at which it fits. ``slurm`` does
-  what sched/backfill and select/cons_tres of Slurm 22.05 do (``_attempt_backfill``,
-  ``_will_run_test``): the nodes usable by a job are those no reservation holds during
-  ``[start, start + time limit]``; its start is estimated by removing the running jobs in
-  order of expected end, in batches that are windows on the wall clock (:meth:`_will_run`:
-  aligned on multiples of 30 s, growing; ``epoch`` = the Unix time of simulated time 0, since
-  the alignment depends on it; ``bf_window_linear`` as in slurm.conf), taking the end of the
-  batch after which it fits; a start later than the moment a reserved node becomes usable
-  again is tried again from that moment; a start whose nodes overlap a reservation is tried
-  again from that start. The estimate is often later than the earliest possible one, so
-  Slurm reserves later and on other nodes, and backfills more. Checked against a real Slurm
-  22.05's backfill log (``DebugFlags=Backfill,BackfillMap``): given the running jobs and the
-  queue of a moment, 59 of 72 planned jobs get Slurm's start and nodes, 66 of 72 its start;
-  the rest differ in the node choice (docs/RESULTS-SLURM.md). Not the default yet:
-  the published slurm-bf results (docs/RESULTS-AUCSCHED.md) were made with ``exact``; a
-  run's identity records the choice.
-- **Time resolution** ``bf_resolution`` (seconds, default 60; ``0`` -- below Slurm's minimum
-  of 1 -- keeps exact times): the plan's boundaries (expected ends
-  of running jobs, ends of reservations) are rounded up to multiples of it.
-- **Node selection**: select/cons_tres on the linear node order
-  (:mod:`hpcdispatch.allocators.slurm_linear`): best-fit sets of consecutive nodes, fewest
-  sets, ``--contiguous`` honoured; the main scheduler and the backfill use the same selection.
-  ``cons_res_sets=true`` compares the sets by their free CPUs and applies cons_res's
-  "nothing yet large enough, but this is biggest" test literally (a too-small set with more
-  free CPUs displaces a sufficient best set); off by default (measured: it changes
-  fragmentation and spread very little on the paper's workloads).
-- **Admission**: a job that Slurm's selection cannot place even on the empty machine is
-  rejected at submission (Slurm: "Requested node configuration is not available").
-
-**Parameters in Slurm's units and names** (``slurm.conf(5)``, ``SchedulerParameters``):
-``bf_interval`` (s, 1-10800), ``bf_window`` (min, 1-43200), ``bf_resolution`` (s, 0-3600),
-``bf_max_job_test`` (1-1,000,000), ``bf_window_linear`` (s, 0-43200; 0 = doubling windows; only
-read by ``will_run=slurm``); a value out of Slurm's range is a one-line error naming it.
-A ``SchedulerParameters=`` line copied from slurm.conf is accepted as it is, as the
-parameter ``scheduler_parameters`` (quote it in a list of dispatchers, where commas
-separate dispatchers)::
+Parameters have Slurm's units and names (``slurm.conf(5)``, ``SchedulerParameters``), and a
+``SchedulerParameters=`` line is accepted as it is::
 
     -d "slurm-bf:scheduler_parameters=bf_window=2880,bf_resolution=600,bf_continue"
-    -d 'easy,slurm-bf:scheduler_parameters="SchedulerParameters=bf_interval=1,bf_continue",fifo'
 
-Its items set the parameters above (a parameter given both ways is an error). The Slurm
-options this model does not have (:data:`UNMODELLED_SCHEDULER_PARAMETERS`, e.g.
-``bf_continue``, ``sched_interval``, ``default_queue_depth``, ``bf_max_job_user``) are accepted,
-do nothing, and are recorded in the parameter ``unmodelled`` (so a run's identity says they
-were given and ignored); any other name is an error naming it.
+Slurm options this model does not have are accepted, ignored and recorded in ``unmodelled``.
 
-Simplifications versus real Slurm (besides those of the node selection): one partition, no
-QOS, limits or fair-share (multifactor only with its age and job-size factors), no ``bf_continue`` (a pass is never
-interrupted), no ``bf_max_job_user``/``bf_max_job_part``, no licenses or advance
-reservations; the main scheduler runs instantly at every event (no ``defer``,
-``sched_min_interval`` or ``batch_sched_delay``) and tests the whole queue depth it needs
-(``default_queue_depth`` is never reached because it stops at the first blocked job);
-reservations hold whole nodes (as Slurm's backfill node-space map does) while running jobs
-hold only the units they use; dispatcher run time is not charged to simulated time unless
-the simulation charges it.
+Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from typing import ClassVar
 
 import numpy as np
 
 from hpcdispatch.allocators.slurm_linear import SlurmLinear, slurm_select
-from hpcdispatch.dispatchers.slurm_priority import SlurmPriority
+from hpcdispatch.dispatchers.slurm_priority import PRIORITY_CONSTRAINTS, SlurmPriority
 from hpcdispatch.protocol import (
     ACCEPT,
     Admission,
     Allocation,
+    Boolean,
     Decision,
     Dispatcher,
     DispatchView,
+    Interval,
+    OneOf,
+    ParamConstraint,
     Scratch,
     Tags,
+    Text,
     register,
 )
 from hpcdispatch.system.allocation import held_amounts, node_units, per_node_array
@@ -237,6 +183,12 @@ MODELLED_SCHEDULER_PARAMETERS = {
     "bf_max_job_test": (1, 1_000_000),
     "bf_window_linear": (0, 43200),
 }
+SCHEDULER_PARAMETER_UNITS = {
+    "bf_interval": "seconds",
+    "bf_window": "minutes",
+    "bf_resolution": "seconds",
+    "bf_window_linear": "seconds",
+}
 #: the will-run test's first time window (s); its batches of running jobs are aligned on
 #: multiples of it on the wall clock (``slurm.conf(5)``, ``bf_window_linear``)
 WILL_RUN_FIRST_WINDOW = 30.0
@@ -343,6 +295,19 @@ class SlurmBackfill(Dispatcher):
     TEXT_TAIL_KEYS = ("scheduler_parameters",)
     #: runs from before these parameters existed planned with exact earliest starts
     ADDED_PARAMS = {"will_run": "exact", "bf_window_linear": 0, "epoch": 0.0}
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Dispatcher.parameter_constraints,  # (and only slurm-linear models Slurm: _setup)
+        # Slurm's ranges (slurm.conf(5))
+        **{
+            name: Interval(float, lo, hi, unit=SCHEDULER_PARAMETER_UNITS.get(name, ""))
+            for name, (lo, hi) in MODELLED_SCHEDULER_PARAMETERS.items()
+        },
+        **PRIORITY_CONSTRAINTS,
+        "cons_res_sets": Boolean(),
+        "unmodelled": Text(),
+        "will_run": OneOf(*WILL_RUN_MODES),
+        "epoch": Interval(float, None, None, unit="seconds: the Unix time of simulated time 0"),
+    }
 
     def __init__(
         self,
@@ -415,35 +380,6 @@ class SlurmBackfill(Dispatcher):
         if not isinstance(self._allocator, SlurmLinear):
             raise ConfigError(
                 "slurm-bf: only the slurm-linear allocator models Slurm's node selection"
-            )
-        for name, (lo, hi) in MODELLED_SCHEDULER_PARAMETERS.items():
-            value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not lo <= value <= hi
-            ):
-                unit = {
-                    "bf_interval": " s",
-                    "bf_window": " min",
-                    "bf_resolution": " s",
-                    "bf_window_linear": " s",
-                }.get(name, "")
-                raise ConfigError(
-                    f"slurm-bf: {name}={value!r} is outside Slurm's range {lo}-{hi}{unit}"
-                )
-        if (
-            isinstance(self.epoch, bool)
-            or not isinstance(self.epoch, (int, float))
-            or not math.isfinite(self.epoch)
-        ):
-            raise ConfigError(
-                f"slurm-bf: epoch must be a number of seconds (the Unix time of simulated time 0), "
-                f"got {self.epoch!r}"
-            )
-        if self.will_run not in WILL_RUN_MODES:
-            raise ConfigError(
-                f"slurm-bf: will_run must be one of {', '.join(WILL_RUN_MODES)}, got {self.will_run!r}"
             )
         self._prio = SlurmPriority(
             self.priority,
@@ -695,6 +631,7 @@ class SlurmBackfill(Dispatcher):
                     break
             if last is None:
                 break
+            assert boundary is not None  # (set with ``last``)
             if test:
                 while True:  # do { grow } while (the next job ends after boundary + window)
                     window = window + self.bf_window_linear if self.bf_window_linear else window * 2

@@ -1,34 +1,14 @@
 """Slurm job priorities, shared by SLURM/BF and AUCSCHED (``priority=`` option of both).
 
-The AUCSCHED plug-in (``sched/aucsched``, Soner and Özturan's sources) copies each job's
-Slurm priority into the program, ``P_j = job_ptr->priority``, takes the window from the
-queue sorted by that priority (``sort_job_queue2``: priority descending, then job id) and
-sets ``alpha = P_min / (|B| + 1)``. The paper does not say which priority plugin its
-emulated Slurm used. The modes:
+The AUCSCHED plug-in copies each job's Slurm priority into its program (``P_j =
+job_ptr->priority``) and sorts its window by it; the paper does not say which priority
+plugin its emulated Slurm used. :class:`SlurmPriority` computes them under one of
+:data:`MODES`: ``basic`` (Slurm's FIFO ``priority/basic``), ``age`` (``priority_base`` plus the
+age) or ``multifactor`` (age and job-size factors: ``weight_age``, ``weight_size``,
+``max_age``, ``favor_small``).
 
-- ``basic`` -- Slurm's ``priority/basic`` (FIFO; ``PriorityType``'s default in the Slurm 2.x
-  releases the paper used): every submitted job gets the previous job's priority minus 1,
-  starting below ``TOP_PRIORITY = 0xffff0000``, and keeps it. Here job ``k`` of the
-  workload (0-based submission order) has ``P = TOP_PRIORITY - 1 - k``. All priorities of
-  a window are within ``window`` of each other and about 4.29e9, so in eq. 1 the number of
-  jobs started dominates, then the preference values (``alpha F`` is about 1.4e7 F), and the
-  submission order only breaks the remaining ties (earlier jobs worth 1 more per place).
-- ``age`` -- ``priority_base + floor(age in seconds)``: the issue's "priorities from job
-  age". With a whole workload submitted at t = 0 every job of a window has the same
-  priority, so eq. 1 maximises the number of jobs started, then the preference values; no
-  order at all among the jobs of a window.
-- ``multifactor`` -- Slurm's ``priority/multifactor`` with only the age and job-size
-  factors (no fair-share, partition, QOS or nice): ``P = max(1, floor(weight_age * min(age,
-  max_age) / max_age + weight_size * js))``, with Slurm's job-size factor ``js = (nodes / N +
-  cpus / total cpus) / 2`` (``PriorityFavorSmall=NO``: larger jobs higher) or ``js = ((N -
-  nodes) / N + (total cpus - cpus) / total cpus) / 2`` (``favor_small``); ``nodes`` is the
-  job's ``-N`` (1 when it gives none), ``cpus`` its cores. Slurm's own default weights are
-  0 (every priority 1); the defaults here (1000 and 1000, ``PriorityMaxAge`` 7 days) make
-  the job size dominate over a few hours of age.
-
-SLURM/BF orders its queue by the same priority (descending, then submission order), so a
-``multifactor`` comparison changes both schedulers alike; ``basic`` and ``age`` are both
-FIFO for SLURM/BF (the order of a whole workload submitted at once is its submission order).
+Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -37,12 +17,26 @@ import math
 
 import numpy as np
 
-from hpcdispatch.errors import ConfigError
+from hpcdispatch.protocol.constraints import (
+    Boolean,
+    Interval,
+    OneOf,
+    ParamConstraint,
+    check_params,
+)
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job
 
 TOP_PRIORITY = 0xFFFF0000  # Slurm's slurmctld/job_mgr.c: "large, but leave headroom for higher"
 MODES = ("basic", "age", "multifactor")
+#: the constraints of the priority parameters (slurm-bf's and aucsched's)
+PRIORITY_CONSTRAINTS: dict[str, ParamConstraint] = {
+    "priority": OneOf(*MODES),
+    "weight_age": Interval(float, 0, None),
+    "weight_size": Interval(float, 0, None),
+    "max_age": Interval(float, 0, None, closed="neither", unit="seconds"),
+    "favor_small": Boolean(),
+}
 
 
 class SlurmPriority:
@@ -59,10 +53,17 @@ class SlurmPriority:
         max_age: float = 7 * 86400.0,
         favor_small: bool = False,
     ):
-        if mode not in MODES:
-            raise ConfigError(f"priority must be one of {', '.join(MODES)} (got '{mode}')")
-        if weight_age < 0 or weight_size < 0 or max_age <= 0:
-            raise ConfigError("priority weights must be >= 0 and max_age > 0")
+        check_params(
+            "Slurm priority",
+            {
+                "priority": mode,
+                "weight_age": weight_age,
+                "weight_size": weight_size,
+                "max_age": max_age,
+                "favor_small": favor_small,
+            },
+            PRIORITY_CONSTRAINTS,
+        )
         self.mode = mode
         self.priority_base = priority_base
         self.weight_age = float(weight_age)

@@ -30,10 +30,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpcdispatch.allocators.registry import canonical_allocator
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.predictors import predictor_class
 from hpcdispatch.protocol.dispatcher import Dispatcher
-from hpcdispatch.protocol.registry import dispatcher_class
+from hpcdispatch.protocol.registry import DISPATCHERS, dispatcher_class
 
 #: keys of a sweep table that are not dispatcher parameters
 TABLE_KEYS = ("name", "label", "predictor")
@@ -73,25 +74,41 @@ class DispatcherSpec:
         return self.label or label_for(self.written)
 
     @property
+    def display_label(self) -> str:
+        """A label for people (tables, legends): the given label, or the written name with its
+        parameters in brackets, an allocator by its name alone (``easy:allocator=best-fit`` ->
+        ``easy (best-fit)``, ``pcp20-R:budget=stall,stall=0.01`` -> ``pcp20-R (budget=stall,
+        stall=0.01)``). :attr:`run_label` stays the directory name."""
+        if self.label:
+            return self.label
+        head, _, rest = self.written.strip().partition(":")
+        tail_keys = {k.lower() for k in dispatcher_class(self.name).TEXT_TAIL_KEYS}
+        parts = [
+            str(self.params.get("allocator", v)) if k.lower() == "allocator" else f"{k}={v}"
+            for k, v in _items(rest, tail_keys, self.written)
+        ]
+        return f"{head.strip()} ({', '.join(parts)})" if parts else head.strip()
+
+    @property
     def dispatcher_label(self) -> str:
         """The label of the dispatcher alone (a sweep adds the predictor to it)."""
         if self.label:
             return self.label
         head, sep, rest = self.written.partition(":")
-        return label_for(_split_suffix(head.strip())[0] + sep + rest)
+        return label_for(split_suffix(head.strip())[0] + sep + rest)
 
     # ---- parsing -------------------------------------------------------------------------
     @classmethod
     def parse(cls, text: str) -> DispatcherSpec:
         """``name[-P][:key=value,...]`` (see the module docstring)."""
         head, _, rest = text.strip().partition(":")
-        name, predictor = _split_suffix(head.strip())
+        name, predictor = split_suffix(head.strip())
         dcls = dispatcher_class(name)
         tail_keys = {k.lower() for k in dcls.TEXT_TAIL_KEYS}
         params: dict[str, Any] = {}
         for key, value in _items(rest, tail_keys, text):
             params[key] = value if key.lower() in tail_keys else _convert(dcls, key, value)
-        return cls(dcls.name, params, predictor, None, text.strip())
+        return cls(dcls.name, _canonical(params), predictor, None, text.strip())
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any]) -> DispatcherSpec:
@@ -101,7 +118,7 @@ class DispatcherSpec:
             raise ConfigError("a dispatcher table needs 'name'")
         if not isinstance(table["name"], str):
             raise ConfigError(f"'name' must be a dispatcher name, got {table['name']!r}")
-        name, predictor = _split_suffix(table["name"].strip())
+        name, predictor = split_suffix(table["name"].strip())
         if table.get("predictor") is not None:
             if not isinstance(table["predictor"], str):
                 raise ConfigError(
@@ -125,7 +142,7 @@ class DispatcherSpec:
             for k, v in table.items()
             if k not in TABLE_KEYS
         }
-        return cls(dcls.name, params, predictor, label)
+        return cls(dcls.name, _canonical(params), predictor, label)
 
     # ---- use -----------------------------------------------------------------------------
     def with_defaults(self, **params: Any) -> DispatcherSpec:
@@ -199,7 +216,9 @@ def label_for(text: str) -> str:
 # ---- helpers ---------------------------------------------------------------------------
 def _split_outside_quotes(text: str) -> list[str]:
     """``text`` split at the commas that are not inside quotes (quotes kept)."""
-    out, current, quote = [], [], None
+    out: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
     for ch in text:
         if quote:
             quote = None if ch == quote else quote
@@ -253,14 +272,34 @@ def _items(rest: str, tail_keys: set[str], text: str) -> list[tuple[str, str]]:
     return items
 
 
-def _split_suffix(head: str) -> tuple[str, str | None]:
+def _canonical(params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters with an allocator given by an alias (``bestfit``) under its registered name
+    (``best-fit``), so that a run records, labels and hashes one spelling."""
+    if isinstance(params.get("allocator"), str):
+        try:
+            params = {**params, "allocator": canonical_allocator(params["allocator"])}
+        except ConfigError:
+            pass  # an unknown name: the dispatcher's parameter constraints name the choices
+    return params
+
+
+def split_suffix(head: str) -> tuple[str, str | None]:
     """``easy-L2`` -> ``("easy", "last-two")``; a registered name with a dash stays whole
-    (``cp-rule``), and so does any suffix that is not a predictor's short name."""
+    (``cp-rule``). A suffix after a registered name that is no predictor (``easy-L3``) is an
+    error naming the predictors, not an unknown dispatcher."""
     base, dash, suffix = head.rpartition("-")
-    if dash and base and len(suffix) <= 2:
+    if dash and base and len(suffix) <= 3:
         pcls = predictor_class(suffix)
         if pcls is not None:
             return base, pcls.name
+        if head.lower() not in DISPATCHERS and base.lower() in DISPATCHERS:
+            from hpcdispatch.predictors import PREDICTORS
+
+            known = ", ".join(c.short for c in PREDICTORS.values())
+            raise ConfigError(
+                f"'{head}': '{suffix}' is not a predictor (a dispatcher's suffix names one of "
+                f"{known}); dispatcher '{base}' exists"
+            )
     return head, None
 
 
@@ -277,7 +316,9 @@ def _default(cls: type[Dispatcher], key: str) -> Any:
 def _convert(cls: type[Dispatcher], key: str, value: str) -> Any:
     """``value`` (text) as the type of the parameter's default."""
     default = _default(cls, key)
-    kind = type(default) if default is not inspect.Parameter.empty and default is not None else str
+    kind: type = (
+        type(default) if default is not inspect.Parameter.empty and default is not None else str
+    )
     try:
         if kind is bool:
             low = value.lower()

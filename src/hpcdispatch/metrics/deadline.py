@@ -1,48 +1,12 @@
 """Deadline metrics (Linnert, De Rose, Heiss 2024, sec. 5.1; design note §3.6), for runs of a
-workload with deadlines:
+workload with deadlines: submitted, accepted, rejected (by stage), cancelled and on-time jobs
+and their rates (``acceptance_rate``, ``cancel_rate``, ``success_rate``), the same per
+behaviour type (``type{b}_...``), the compactness of each deadline job's allocation against
+the best possible on the empty grid (:func:`best_pairwise_sum`), and the free nodes'
+fragmentation. On a system without a 2-D grid, compactness and fragmentation are NaN.
 
-- ``submitted``, ``accepted`` (not rejected at submission), ``rejected`` and
-  ``reject_reasons`` (by the stage named first in the reason: ``count``, ``shape``,
-  ``deadline``), ``cancelled`` (``cancelled_waiting`` / ``cancelled_running``), ``on_time``
-  (completed, ending by the deadline);
-- ``acceptance_rate`` = accepted / submitted, ``cancel_rate`` = cancelled / accepted (the
-  paper's "share of cancelled"), ``success_rate`` = on time / submitted;
-- ``line0_passed``: the jobs that passed the count stage (Figs 6/8 line 0: ``k`` nodes free over
-  some window) in this run, i.e. accepted + rejected at the shape stage -- the paper's "number
-  of jobs that could be accepted after checking the number of nodes (line 0 in the static
-  procedures)" (sec. 5.1) read as a count inside a static strategy's run (for ``count-only``
-  it equals ``accepted``; see docs/RESULTS-DEADLINE.md, C1);
-- the same per behaviour type ``b`` (0-3, Table 1) for every type present in the workload,
-  prefixed ``type{b}_``: ``type2_submitted``, ``type2_accepted``, ``type2_rejected``,
-  ``type2_cancelled``, ``type2_cancelled_waiting``, ``type2_cancelled_running``,
-  ``type2_on_time``, ``type2_acceptance_rate``, ``type2_cancel_rate``, ``type2_success_rate``
-  (the prefix keeps them out of the report's generic ``acceptance_*`` column patterns);
-- compactness of each started deadline job's first allocation (2 or more nodes):
-  ``compactness_mean`` = mean over jobs of the mean pairwise Manhattan hops between its nodes;
-  ``compactness_norm`` = mean over jobs of (sum of pairwise hops) / (:func:`best_pairwise_sum`
-  for that many nodes on the empty grid);
-- ``free_fragmentation``: time-weighted mean of ``1 - largest free 4-connected component /
-  free nodes`` (:func:`free_fragmentation`); ``span_days``: last end (or cancellation) - first
-  submission, in days (the paper's "simulation time", design note A27).
-
-On a system without a 2-D grid, compactness and fragmentation are not computed (NaN).
-
-**What "best" is** (:func:`best_pairwise_sum`). The least sum of pairwise Manhattan
-distances of ``k`` nodes on the empty grid is taken as the least of (a) the greedy
-least-increase growth from the grid's centre node (design note U3; 9 instead of the optimum 8
-at ``k = 4``, so not the optimum alone) and (b) every "quasi-rectangle": ``a`` full lines of
-length ``q`` side by side, plus one partial line of ``r`` nodes at the end, centred (``k =
-a q + r``), in both orientations, that fits the grid. The sum of pairwise L1 distances splits
-into a sum over rows and one over columns, and these shapes put the weight at the centre on
-both axes, and (c) the greedy shrink of the full grid (remove, one at a time, the node
-farthest in sum from the others), which finds the grid minus its corners for large ``k`` (on
-4 x 4 at ``k = 12``: 152, where the best quasi-rectangle has 154).
-``tests/test_deadline_metrics.py`` compares the value with the true optimum by
-exhaustive search over every node subset of the 4 x 4, 3 x 6 and 4 x 5 meshes (every ``k``)
-and with the design note's brute-force optima on 8 x 16 for ``k`` <= 8 (0, 1, 4, 8, 16, 25, 38,
-54): equal in every case. For larger ``k`` on 8 x 16 no exhaustive check is possible; the
-value is an upper bound of the optimum, so a job's normalised compactness can in principle go
-below 1 (none was seen).
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -58,9 +22,11 @@ from scipy.sparse.csgraph import connected_components
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.system.grid import Grid
 from hpcdispatch.system.partition import manhattan_grow
+from hpcdispatch.vocabulary import CancelReason, JobStatus
 
-COMPLETED, REJECTED, CANCELLED = 3, 4, 5
 BEHAVIOUR_TYPES = (0, 1, 2, 3)
+#: a cancellation's kind in the counts: 1 waiting at the deadline, 2 running at it, 3 other
+_CANCEL_KIND = {CancelReason.DEADLINE_WAITING: 1, CancelReason.DEADLINE_RUNNING: 2}
 
 
 def pairwise_hops(grid: Grid, nodes: np.ndarray) -> float:
@@ -131,8 +97,8 @@ def _counts(
     status: np.ndarray, on_time: np.ndarray, cancel_kind: np.ndarray, prefix: str
 ) -> dict[str, Any]:
     submitted = len(status)
-    accepted = int((status != REJECTED).sum())
-    cancelled = int((status == CANCELLED).sum())
+    accepted = int((status != JobStatus.REJECTED).sum())
+    cancelled = int((status == JobStatus.CANCELLED).sum())
     n_on_time = int(on_time.sum())
     return {
         f"{prefix}submitted": submitted,
@@ -155,10 +121,10 @@ def deadline_summary(result: SimulationResult) -> dict[str, Any]:
     deadline = np.array(
         [np.inf if j.deadline is None else j.deadline for j in w.jobs], dtype=np.float64
     )
-    on_time = (status == COMPLETED) & (np.asarray(result.end) <= deadline + 1e-9)
+    on_time = (status == JobStatus.COMPLETED) & (np.asarray(result.end) <= deadline + 1e-9)
     cancel_kind = np.zeros(len(status), dtype=np.int8)
     for idx, why in result.cancel_reason.items():
-        cancel_kind[int(idx)] = {"deadline-waiting": 1, "deadline-running": 2}.get(why, 3)
+        cancel_kind[int(idx)] = _CANCEL_KIND.get(why, 3)
     reasons = Counter(str(r).split(":", 1)[0].strip() for r in result.reject_reason.values())
     out = _counts(status, on_time, cancel_kind, "")
     del out["rejected"]  # summarize() has it already (every run's rejection count)

@@ -9,9 +9,11 @@ import numpy as np
 from hpcdispatch.metrics.jobs import BSLD_TAU, job_metrics
 from hpcdispatch.metrics.prediction import prediction_quality
 from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.vocabulary import JobStatus
 
 
 def describe(values: np.ndarray) -> dict[str, float]:
+    """Mean, median, 95th percentile and maximum of ``values`` (NaN for none)."""
     if len(values) == 0:
         return {
             "mean": float("nan"),
@@ -115,6 +117,7 @@ def topology_metrics(result: SimulationResult) -> dict[str, np.ndarray]:
 
 
 def core_resource(resources: tuple[str, ...]) -> int:
+    """The index of the ``core`` resource (the first resource when there is none)."""
     return resources.index("core") if "core" in resources else 0
 
 
@@ -160,12 +163,97 @@ def stop_reasons(info: Any) -> dict[str, Any]:
     return dict(sorted(counts.items()))
 
 
-def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]:
+def summary_unit(key: str) -> tuple[str, str, float]:
+    """How a run summary's ``key`` is shown: ``(name, unit, scale)``: the value times
+    ``scale`` is in ``unit``. Decision times are kept in seconds in summary.json and shown in
+    milliseconds, under a name without the ``_s``; counts, ratios and fractions say so."""
+    if key.startswith("decision_time") and key.endswith("_s"):
+        return key.removesuffix("_s"), "ms", 1000.0
+    if key.endswith("_s"):
+        return key.removesuffix("_s"), "s", 1.0
+    seconds = ("wait_", "turnaround_", "makespan", "first_submit", "last_end", "bsld_tau")
+    if key.startswith(seconds):
+        return key, "s", 1.0
+    if key.startswith("utilization_") or key.endswith("_rate") or key.endswith("pct"):
+        return key, "fraction (0-1)", 1.0
+    if key.startswith(("slowdown", "bounded_slowdown")):
+        return key, "ratio", 1.0
+    if key.startswith("fragmentation"):
+        return key, "blocks per job", 1.0
+    if key.startswith("spread"):
+        return key, "node range / nodes", 1.0
+    if key.startswith("queue_length"):
+        return key, "jobs", 1.0
+    if key == "decisions":
+        return key, "dispatcher calls", 1.0
+    if key in ("jobs", "started", "rejected", "killed", "cancelled", "accepted", "on_time"):
+        return key, "jobs", 1.0
+    return key, "", 1.0
+
+
+class RunSummary(dict[str, Any]):
+    """A run's summary: a plain ``dict`` of metric -> value (``summary.json``), shown in a
+    notebook as a table of metric, value and unit (decision times in ms)."""
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = []
+        for key, value in self.items():
+            if isinstance(value, dict | list):
+                continue
+            if isinstance(value, bool) or value is None or isinstance(value, str):
+                shown, unit, name = str(value), "", key
+            else:
+                name, unit, scale = summary_unit(key)
+                v = float(value) * scale
+                shown = f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:,.4g}"
+            rows.append(
+                f"<tr><td style='text-align:left'>{escape(name)}</td>"
+                f"<td style='text-align:right'>{escape(shown)}</td>"
+                f"<td style='text-align:left'>{escape(unit)}</td></tr>"
+            )
+        return (
+            "<table><thead><tr><th>metric</th><th>value</th><th>unit</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+        )
+
+
+def cp_outcomes(info: Any) -> dict[str, Any]:
+    """CP dispatchers: how their decisions went, from each call's record (``status``,
+    ``objective``, ``rule_objective``, ``fallback``): ``cp_decisions`` calls with a queue
+    (``empty`` ones aside), of which ``cp_rule_optimal`` needed no search (every job the rule placed starts now),
+    ``cp_solves`` ran the model, ``cp_solver_improved`` took the model's schedule with a
+    better objective than the priority rule's, and ``cp_fallbacks`` kept the rule's (limit,
+    no solution, rule better ...). Empty for dispatchers that do not record them."""
+    if not hasattr(info, "column") or "rule_objective" not in info.keys():
+        return {}
+    status = info.column("status")
+    objective = info.column("objective")
+    rule = info.column("rule_objective")
+    fallback = info.column("fallback")
+    not_solved = (None, "empty", "rule-optimal", "rule", "infeasible")
+    solves = [s not in not_solved for s in status]
+    improved = [
+        solved and f is None and o is not None and r is not None and o < r
+        for solved, f, o, r in zip(solves, fallback, objective, rule)
+    ]
+    return {
+        "cp_decisions": sum(s not in (None, "empty") for s in status),
+        "cp_rule_optimal": sum(s == "rule-optimal" for s in status),
+        "cp_solves": int(sum(solves)),
+        "cp_solver_improved": int(sum(improved)),
+        "cp_fallbacks": sum(f is not None for f in fallback),
+    }
+
+
+def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> RunSummary:
+    """One run's summary: QoS means and tails, utilisation, makespan, dispatch cost, by name."""
     w = result.workload
     submit = w.submit.astype(np.float64)
     m = job_metrics(submit, result.start, result.end, tau)
     started = ~np.isnan(result.start)
-    accepted = result.status != 4
+    accepted = result.status != JobStatus.REJECTED
     first_submit = float(submit.min()) if len(submit) else 0.0
     last_end = float(np.nanmax(result.end)) if started.any() else first_submit
     makespan = last_end - first_submit
@@ -179,7 +267,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
         "predictor": result.predictor,
         "jobs": int(len(w)),
         "started": int(started.sum()),
-        "rejected": int((result.status == 4).sum()),
+        "rejected": int((result.status == JobStatus.REJECTED).sum()),
         "killed": int(result.killed.sum()),
         "makespan": makespan,
         "first_submit": first_submit,
@@ -207,6 +295,7 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
         out[f"decision_time_{stat}_s"] = value
     out.update(allocation_iterations(result.decisions.get("info")))
     out.update(stop_reasons(result.decisions.get("info")))
+    out.update(cp_outcomes(result.decisions.get("info")))
     real = result.end - result.start
     out.update(prediction_quality(result.planned, real))
     out["queue_length_mean"] = time_weighted_mean(qt, ql, last_end)
@@ -216,8 +305,8 @@ def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> dict[str, Any]
 
         out.update(deadline_summary(result))
     out["repeatable"] = repeatable(result.tags or {})
-    out.update(result.extra)
-    return out
+    out.update(result.notes.summary_fields())
+    return RunSummary(out)
 
 
 def repeatable(tags: dict[str, Any]) -> bool:

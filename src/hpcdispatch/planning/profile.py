@@ -15,20 +15,8 @@ operation and the search is vectorised:
 2. node-level check, candidates in time order: the element-wise minimum of the window's
    free matrices is handed to the allocator; the first window where the units fit wins.
 
-Segment boundaries are inserted in place (the tail is shifted; most insertions happen near
-the end of the horizon) and dropped from the front as time advances.
-
-With ``node_level=False`` only the pooled totals are kept: exact when any free unit of
-capacity can host any unit of any job (one resource, 1-unit requests, no per-node limit),
-and then a search costs ``O(segments)`` instead of ``O(segments x nodes)``; ``earliest``
-returns no allocation (the caller places the job when it starts).
-
-Compiled paths: when numba is installed and the allocator is first fit or best fit, the
-search for an unconstrained request (:meth:`earliest`) and the compression of a batch of
-reservations (:meth:`compress`) run as compiled functions
-(:mod:`hpcdispatch.compiled.kernels`, section 6) over the same arrays, with the same float
-operations, so they return exactly what the Python code returns. ``COMPILED = False``
-(module attribute) forces the Python code, which the tests compare against.
+Design notes, decisions and measurements: docs/PERFORMANCE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -99,6 +87,9 @@ _ZERO_NODE.flags.writeable = False
 
 
 class AvailabilityProfile:
+    """Free capacity per node over future time: what is free now plus the planned releases;
+    reservation-based policies find the earliest fit in it and book into it."""
+
     def __init__(
         self,
         now: float,

@@ -33,6 +33,7 @@ import numpy as np
 from hpcdispatch._util import json_default
 from hpcdispatch.allocators import Allocator, allocate_job, make_allocator
 from hpcdispatch.errors import ConfigError
+from hpcdispatch.protocol.constraints import ALLOCATOR, ParamConstraint, check_params
 from hpcdispatch.protocol.decision import (
     ACCEPT,
     Admission,
@@ -124,6 +125,10 @@ class Dispatcher(ABC):
     #: in a spec string an unquoted value of such a key runs to the end of the spec, commas
     #: included (slurm-bf's ``scheduler_parameters``: a slurm.conf line as it is)
     TEXT_TAIL_KEYS: ClassVar[tuple[str, ...]] = ()
+    #: what each ``__init__`` parameter accepts (:mod:`hpcdispatch.protocol.constraints`),
+    #: checked by :meth:`setup` before ``_setup``; a subclass extends its parent's:
+    #: ``{**Parent.parameter_constraints, "order": OneOf("fifo", "edf")}``
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {"allocator": ALLOCATOR}
 
     def __init__(self, allocator: str = "first-fit"):
         self.allocator = allocator
@@ -222,7 +227,9 @@ class Dispatcher(ABC):
 
     # ---- lifecycle -----------------------------------------------------------------------
     def setup(self, system: System) -> None:
-        """Called once before a simulation: build the allocator and any working state."""
+        """Called once before a simulation: check the parameters (:attr:`parameter_constraints`),
+        build the allocator and any working state."""
+        check_params(f"dispatcher '{self.name}'", self.get_params(), self.parameter_constraints)
         self.system = system
         self._allocator: Allocator = make_allocator(self.allocator, system)
         self._setup(system)

@@ -56,6 +56,7 @@ from hpcdispatch.report.tables import (
     markdown_table,
 )
 from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.vocabulary import JobStatus
 
 TIME_BINS = 120  # bins of the utilisation and queue-length figure
 
@@ -104,7 +105,7 @@ class ComparedRun:
             end=np.asarray(result.end, dtype=np.float64),
             run_time=w.run_time.astype(np.float64),
             cores=(w.units * w.unit_requests[:, r]).astype(np.float64),
-            accepted=np.asarray(result.status != 4),
+            accepted=np.asarray(result.status != JobStatus.REJECTED),
             planned=np.asarray(result.planned, dtype=np.float64),
             usage=usage,
             cores_per_node=float(system.capacity[:, r].max()) if system.n_nodes else 1.0,
@@ -257,9 +258,12 @@ def write_comparison_report(
     runs: list[ComparedRun],
     notes: list[str],
     styles: dict[str, SeriesStyle] | None = None,
+    spec_key: list[tuple[str, str, str]] | None = None,
 ) -> Path:
     """Write comparison.csv / .md, by_class.csv, the figures, report.md and report.html into
-    ``out``; returns report.html. ``runs`` are in ``frame``'s row order."""
+    ``out``; returns report.html. ``runs`` are in ``frame``'s row order. ``spec_key``: per
+    run, its label, the full spec it ran and its output directory (a key table under the
+    colour key, so that labels can stay short)."""
     from hpcdispatch.results.store import write_frame, write_text
 
     out = Path(out)
@@ -279,6 +283,14 @@ def write_comparison_report(
         )
     )
     doc.intro.append(ColourKey([(x, styles[x].color, styles[x].linestyle_name) for x in labels]))
+    if spec_key:
+        doc.intro.append(
+            Table(
+                ["dispatcher", "spec", "outputs"],
+                [[label, spec, f"{where}/"] for label, spec, where in spec_key],
+                text_columns=3,
+            )
+        )
 
     frame.to_csv(out / "comparison.csv", index=False)
     header, rows = display_rows(frame)

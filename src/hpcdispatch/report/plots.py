@@ -23,6 +23,8 @@ legends placed outside the axes are never clipped.
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,13 +32,14 @@ from typing import Any
 
 import matplotlib
 
-matplotlib.use("Agg")
+if "ipykernel" not in sys.modules:  # a Jupyter kernel keeps its inline backend
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogFormatter  # noqa: E402
 
 from hpcdispatch.report.style import SeriesStyle, dispatcher_styles  # noqa: E402
 from hpcdispatch.report.tables import Metric  # noqa: E402
@@ -72,12 +75,45 @@ def _save(fig: plt.Figure, path: Path, layout: bool = True) -> Path:
     if layout:
         fig.tight_layout()
     try:
+        metadata = {LOG_AXES_KEY: json.dumps(log_axis_labels(fig))} if _has_log_axis(fig) else {}
         write_atomic(
-            Path(path), lambda p: fig.savefig(p, dpi=DPI, format="png", bbox_inches="tight")
+            Path(path),
+            lambda p: fig.savefig(
+                p, dpi=DPI, format="png", bbox_inches="tight", metadata=metadata or None
+            ),
         )
     finally:
         plt.close(fig)
     return path
+
+
+#: the PNG text chunk in which a figure lists the tick labels drawn on each of its log axes
+LOG_AXES_KEY = "hpcdispatch-log-axes"
+
+
+def _has_log_axis(fig: plt.Figure) -> bool:
+    return any(a.get_scale() == "log" for ax in fig.axes for a in (ax.xaxis, ax.yaxis))
+
+
+def log_axis_labels(fig: plt.Figure) -> list[dict[str, Any]]:
+    """Per log axis of ``fig``: which axis and the tick labels drawn inside its view (major and
+    minor), as the figure is drawn. Kept in the PNG (:data:`LOG_AXES_KEY`) so a browser test
+    can check that no log axis shows a lone "1"."""
+    fig.canvas.draw()
+    out = []
+    for k, ax in enumerate(fig.axes):
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            if axis.get_scale() != "log":
+                continue
+            lo, hi = sorted(axis.get_view_interval())
+            i = 0 if name == "x" else 1
+            labels = [
+                t.get_text()
+                for t in [*axis.get_majorticklabels(), *axis.get_minorticklabels()]
+                if t.get_visible() and t.get_text() and lo <= t.get_position()[i] <= hi
+            ]
+            out.append({"axes": k, "axis": name, "labels": labels})
+    return out
 
 
 def _styles(labels: Sequence[str], styles: dict[str, SeriesStyle] | None) -> dict[str, SeriesStyle]:
@@ -138,14 +174,25 @@ def _plain_log_label(value: float, _pos: int) -> str:
     return f"{value:,.0f}"
 
 
+class _PlainMinorLogFormatter(LogFormatter):
+    """Minor ticks of a log axis labelled in plain numbers when the axis spans few decades
+    (matplotlib's thresholds: some of them below one decade, all of them below 0.4), so that
+    a narrow log axis never shows a lone "1"; none on a wide axis."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return _plain_log_label(x, 0) if x >= 1 else f"{x:.3g}"
+
+
 def _log_axis(ax: plt.Axes, axis: str = "x") -> None:
-    """A log axis labelled with plain numbers (0.01, 1, 1,000, 10k, 1M) at the decades and
-    no labels at the minor ticks: easier to read than 10^k, and mathtext tick labels cost
-    most of a figure's drawing time."""
+    """A log axis labelled with plain numbers (0.01, 1, 1,000, 10k, 1M) at the decades, and
+    at the minor ticks too when it spans less than a decade (2, 3, 5 ...): easier to read
+    than 10^k, and mathtext tick labels cost most of a figure's drawing time."""
     target = ax.xaxis if axis == "x" else ax.yaxis
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
     target.set_major_formatter(FuncFormatter(_plain_log_label))
-    target.set_minor_formatter(NullFormatter())
+    target.set_minor_formatter(
+        _PlainMinorLogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
+    )
 
 
 def _ecdf_values(
@@ -208,8 +255,10 @@ def plot_ecdf(
     clip: tuple[float, float] | None = None,
     vline: float | None = None,
     styles: dict[str, SeriesStyle] | None = None,
+    ylabel: str = "fraction of jobs",
 ) -> PlotInfo:
-    """One ECDF step line per label; ``floor`` raises smaller values to it (for log axes)."""
+    """One ECDF step line per label; ``floor`` raises smaller values to it (for log axes);
+    ``ylabel`` names what the samples are (jobs, dispatcher calls)."""
     styles = _styles(list(samples), styles)
     info = PlotInfo(Path(path))
     fig, ax = plt.subplots(figsize=(6.4, 3.9))
@@ -219,7 +268,7 @@ def plot_ecdf(
     if log:
         _log_axis(ax, "x")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("fraction of jobs")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.02)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
@@ -234,9 +283,21 @@ def plot_qos_ecdf(
     path: Path,
     styles: dict[str, SeriesStyle] | None = None,
 ) -> PlotInfo:
+    """:func:`qos_ecdf_figure` written to ``path`` (PNG)."""
+    fig, info = qos_ecdf_figure(waits, bslds, styles)
+    info.path = Path(path)
+    _save(fig, path, layout=False)
+    return info
+
+
+def qos_ecdf_figure(
+    waits: dict[str, np.ndarray],
+    bslds: dict[str, np.ndarray],
+    styles: dict[str, SeriesStyle] | None = None,
+) -> tuple[plt.Figure, PlotInfo]:
     """Two ECDF panels, log x-axes: wait time (values below 1 s drawn at 1 s) and bounded slowdown."""
     styles = _styles(list(dict.fromkeys([*waits, *bslds])), styles)
-    info = PlotInfo(Path(path))
+    info = PlotInfo(Path())
     fig, (ax_w, ax_b) = plt.subplots(1, 2, figsize=(11.0, 3.9))
     _draw_ecdf(ax_w, waits, styles, 1.0, None, info)
     _draw_ecdf(ax_b, bslds, styles, 1.0, None, info)
@@ -252,8 +313,7 @@ def plot_qos_ecdf(
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), frameon=False)
     ax_w.set_ylabel("fraction of started jobs")
     fig.subplots_adjust(wspace=0.18)
-    _save(fig, path, layout=False)
-    return info
+    return fig, info
 
 
 def plot_wait_cdf(
@@ -363,39 +423,75 @@ def plot_time_series(
     title: str,
     styles: dict[str, SeriesStyle] | None = None,
 ) -> PlotInfo:
-    """Panels stacked over one shared time axis, one line per dispatcher (identical series once)."""
+    """:func:`time_series_figure` written to ``path`` (PNG)."""
+    fig, info = time_series_figure(panels, xlabel, title, styles)
+    info.path = Path(path)
+    _save(fig, path)
+    return info
+
+
+def time_series_figure(
+    panels: list[TimePanel],
+    xlabel: str,
+    title: str,
+    styles: dict[str, SeriesStyle] | None = None,
+) -> tuple[plt.Figure, PlotInfo]:
+    """Small multiples: one row per dispatcher (dispatchers whose series are identical in
+    every panel share a row), one column per panel, every subplot on one shared time axis and
+    each column on one y range. A row draws its dispatcher in its colour over the others in
+    light grey, so no dispatcher hides another (four step curves on one axis did)."""
     labels = list(dict.fromkeys(x for p in panels for x in p.series))
     styles = _styles(labels, styles)
-    info = PlotInfo(Path(path))
+    info = PlotInfo(Path())
+    rows = identical_groups({x: tuple(p.series.get(x) for p in panels) for x in labels})
+    n_rows, n_cols = max(1, len(rows)), max(1, len(panels))
     fig, axes = plt.subplots(
-        len(panels), 1, figsize=(10.0, 1.2 + 2.2 * len(panels)), sharex=True, squeeze=False
+        n_rows,
+        n_cols,
+        figsize=(5.2 * n_cols + 1.0, 0.9 + 1.55 * n_rows),
+        sharex=True,
+        sharey="col",
+        squeeze=False,
     )
-    for ax, panel in zip(axes.flat, panels):
-        for group in identical_groups(panel.series):
-            x, y = panel.series[group[0]]
-            st = styles[group[0]]
-            (line,) = ax.plot(
-                x,
-                y,
-                color=st.color,
-                ls=st.linestyle if len(group) == 1 else "-",
-                lw=LINE_WIDTH,
-                label=_group_label(group),
-                drawstyle="steps-post",
-            )
-            info.legend.setdefault(group[0], to_hex(line.get_color()))
-            if len(group) > 1 and tuple(group) not in info.identical:
-                info.identical.append(tuple(group))
-        ax.set_ylabel(panel.ylabel)
-        if panel.ylim is not None:
-            ax.set_ylim(*panel.ylim)
-        ax.grid(alpha=0.3)
-        _outside_legend(ax)
-    axes.flat[0].set_title(title, fontsize=10)
-    axes.flat[-1].set_xlabel(xlabel)
-    fig.subplots_adjust(hspace=0.12)
-    _save(fig, path, layout=False)
-    return info
+    for r, group in enumerate(rows):
+        st = styles[group[0]]
+        for c, panel in enumerate(panels):
+            ax = axes[r, c]
+            for other in labels:
+                if other not in group and other in panel.series:
+                    ox, oy = panel.series[other]
+                    ax.plot(ox, oy, color="#c8c8c8", lw=0.7, drawstyle="steps-post", zorder=1)
+            if group[0] in panel.series:
+                x, y = panel.series[group[0]]
+                (line,) = ax.plot(
+                    x, y, color=st.color, lw=LINE_WIDTH, drawstyle="steps-post", zorder=2
+                )
+                info.legend.setdefault(group[0], to_hex(line.get_color()))
+            if panel.ylim is not None:
+                ax.set_ylim(*panel.ylim)
+            ax.grid(alpha=0.3)
+            if r == 0:
+                ax.set_title(panel.ylabel, fontsize=9)
+            if c == 0:
+                ax.set_ylabel(
+                    "\n".join(_wrap_label(_group_label(group), 18)), fontsize=8, color=st.color
+                )
+        if len(group) > 1 and tuple(group) not in info.identical:
+            info.identical.append(tuple(group))
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel, fontsize=8)
+    fig.suptitle(title + " (grey: the other dispatchers)", fontsize=10)
+    return fig, info
+
+
+def _wrap_label(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
 
 
 def plot_cost(
@@ -677,7 +773,25 @@ def plot_gantt(
     path: Path,
     title: str,
 ) -> Path:
-    """``rects``: columns job_id, node, lane, lanes (height), x0, x1 (see report/run.py)."""
+    """:func:`gantt_figure` written to ``path`` (PNG)."""
+    return _save(gantt_figure(rects, lanes_per_node, first_node, window, title), path)
+
+
+def gantt_figure(
+    rects: pd.DataFrame,
+    lanes_per_node: np.ndarray,
+    first_node: int,
+    window: tuple[float, float],
+    title: str,
+) -> plt.Figure:
+    """``rects``: columns job_id, node, lane, lanes (height), x0, x1 in seconds since the first
+    submission (see report/run.py); drawn in the unit that reads best for the window's end
+    (minutes, hours or days since the first submission), never with an offset."""
+    from hpcdispatch.report.series import time_unit
+
+    unit, per = time_unit(max(abs(window[0]), abs(window[1]), 1.0))
+    rects = rects.assign(x0=rects["x0"] / per, x1=rects["x1"] / per)
+    window = (window[0] / per, window[1] / per)
     n_lanes = int(lanes_per_node.sum())
     offsets = np.r_[0, np.cumsum(lanes_per_node)[:-1]]
     fig, ax = plt.subplots(
@@ -699,11 +813,12 @@ def plot_gantt(
     ax.set_yticklabels([str(first_node + t) for t in ticks], fontsize=7)
     ax.set_xlim(*window)
     ax.set_ylim(n_lanes, 0)
-    ax.set_xlabel("time since the first submission [s]")
+    ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+    ax.set_xlabel(f"time since the first submission [{unit}]")
     ax.set_ylabel("node (one lane per core)")
     ax.set_facecolor("#f2f2f2")
     ax.set_title(title, fontsize=10)
-    return _save(fig, path)
+    return fig
 
 
 def plot_usage_over_time(
@@ -714,6 +829,17 @@ def plot_usage_over_time(
     window: tuple[float, float] | None = None,
     xlabel: str = "time since the first submission [s]",
 ) -> Path:
+    """:func:`usage_figure` written to ``path`` (PNG)."""
+    return _save(usage_figure(usage, queue, title, window, xlabel), path)
+
+
+def usage_figure(
+    usage: dict[str, tuple[np.ndarray, np.ndarray]],
+    queue: tuple[np.ndarray, np.ndarray],
+    title: str,
+    window: tuple[float, float] | None = None,
+    xlabel: str = "time since the first submission [s]",
+) -> plt.Figure:
     """Top: used / capacity per resource (step functions); bottom: queue length."""
     fig, (ax, axq) = plt.subplots(
         2, 1, figsize=(10, 5.2), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
@@ -735,4 +861,4 @@ def plot_usage_over_time(
     if window is not None:
         for a in (ax, axq):
             a.axvspan(*window, color="tab:blue", alpha=0.08, lw=0)
-    return _save(fig, path)
+    return fig

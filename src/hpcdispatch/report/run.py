@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from hpcdispatch.errors import ConfigError
-from hpcdispatch.metrics.summary import queue_length_profile
+from hpcdispatch.metrics.summary import queue_length_profile, summary_unit
 from hpcdispatch.report import plots
 from hpcdispatch.report.compare import compare_order
 from hpcdispatch.report.document import Document, Figure, Items, Table, Text
@@ -121,15 +121,33 @@ def parse_range(text: str | None, what: str, kind: type = float) -> tuple[Any, A
 
 
 def _summary_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """``[metric, value, unit]`` per summary entry: every number in the unit its row names
+    (decision times in ms), text and flags with the unit "text" / "yes/no"."""
     rows = []
     for key, value in summary.items():
         if isinstance(value, dict | list):
             continue
-        if isinstance(value, bool) or value is None or isinstance(value, str):
-            rows.append([key, str(value)])
+        if isinstance(value, bool):
+            rows.append([key, str(value), "yes/no"])
+        elif value is None or isinstance(value, str):
+            rows.append([key, str(value), "text"])
         else:
-            rows.append([key, format_value(metric(key), value)])
+            name, unit, scale = summary_unit(key)
+            shown = value * scale
+            text = f"{shown:.3g}" if unit == "ms" and abs(shown) < 100 else None
+            if unit in ("jobs", "dispatcher calls") and float(shown).is_integer():
+                text = f"{int(shown):,}"
+            rows.append([name, text or format_value(metric(name), shown), unit or "number"])
     return rows
+
+
+def _in_unit(window: tuple[float, float]) -> str:
+    """A window of seconds in the unit its end reads best in: ``150.0 .. 183.1 days``."""
+    from hpcdispatch.report.series import time_unit
+
+    unit, per = time_unit(max(abs(window[1]), 1.0))
+    digits = 0 if unit == "s" else 1
+    return f"{window[0] / per:,.{digits}f} .. {window[1] / per:,.{digits}f} {unit}"
 
 
 def _as_given(seconds: float) -> str:
@@ -198,11 +216,13 @@ def write_run_report(
     )
 
     rows = _summary_rows(s)
-    write_frame(out / "summary.csv", pd.DataFrame(rows, columns=["metric", "value"]))
+    write_frame(out / "summary.csv", pd.DataFrame(rows, columns=["metric", "value", "unit"]))
     from hpcdispatch.report.tables import markdown_rows
 
-    write_text(out / "summary.md", markdown_rows(["metric", "value"], rows) + "\n")
-    doc.section("Summary").elements.append(Table(["metric", "value"], rows, csv="summary.csv"))
+    write_text(out / "summary.md", markdown_rows(["metric", "value", "unit"], rows) + "\n")
+    doc.section("Summary").elements.append(
+        Table(["metric", "value", "unit"], rows, text_columns=1, csv="summary.csv")
+    )
     from hpcdispatch.report.deadline import add_outcome_section
 
     add_outcome_section(doc, [(label, s)])
@@ -234,7 +254,7 @@ def write_run_report(
         g.first_node,
         window,
         out / "gantt.png",
-        f"{label}: {shown}, {window[0]:,.0f} .. {window[1]:,.0f} s after the first submission "
+        f"{label}: {shown}, {_in_unit(window)} after the first submission "
         f"(one lane per {g.resource})",
     )
     sec.elements.append(
@@ -324,6 +344,7 @@ def write_run_report(
             "Decision-time distribution",
             floor=1e-3,
             styles=styles,
+            ylabel="fraction of dispatcher calls",
         )
         sec.elements.append(
             Figure(

@@ -325,6 +325,7 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
                     "Decision-time distribution",
                     floor=1e-3,
                     styles=styles,
+                    ylabel="fraction of dispatcher calls",
                 )
                 sec.elements.append(
                     Figure(

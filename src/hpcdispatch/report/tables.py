@@ -41,6 +41,8 @@ TABLE_COLUMNS = [
     ("prediction_mae_s", "pred. MAE [s]"),
     ("prediction_under_rate", "under-est."),
     ("sim_wall_s", "sim time [s]"),
+    ("cp_solves", "CP solves"),
+    ("cp_solver_improved", "CP improved on rule"),
     ("valid", "valid"),
 ]
 
@@ -51,11 +53,14 @@ CONSOLE_KEYS = (
     "utilization_core",
     "makespan",
     "decision_time_mean_s",
+    "cp_solves",
+    "cp_solver_improved",
     "valid",
 )
 
 
 def comparison_frame(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    """Run summaries as one frame, decision times also in milliseconds."""
     import pandas as pd
 
     frame = pd.DataFrame(summaries)
@@ -81,7 +86,13 @@ def display_rows(frame: pd.DataFrame, compact: bool = False) -> tuple[list[str],
         row = []
         for key, _ in cols:
             v = rec[key]
-            if key.startswith("decision_time"):
+            if key == "label" and isinstance(rec.get("display_label"), str):
+                v = rec["display_label"]  # the readable label; "label" names the directory
+            if v is None or (isinstance(v, float | np.floating) and np.isnan(v)):
+                row.append("-")  # (a column other rows have: a CP count for a non-CP run)
+            elif key.startswith("cp_"):
+                row.append(f"{int(v):,}")
+            elif key.startswith("decision_time"):
                 row.append(f"{v * 1000:.2f}")
             elif key in ("utilization_core", "prediction_under_rate"):
                 row.append(f"{v:.3f}")
@@ -140,6 +151,11 @@ _FIXED: dict[str, tuple[str, str]] = {
     "acceptance_rate": ("acceptance rate", "rate"),
     "cancel_rate": ("cancel rate", "rate"),
     "success_rate": ("success rate", "rate"),
+    # CP dispatchers: how their decisions went (metrics/summary.py cp_outcomes)
+    "cp_rule_optimal": ("CP: rule optimal, no search [decisions]", "int"),
+    "cp_solves": ("CP: model solved [decisions]", "int"),
+    "cp_solver_improved": ("CP: solver improved on the rule [decisions]", "int"),
+    "cp_fallbacks": ("CP: rule kept (fallback) [decisions]", "int"),
 }
 
 # family -> column patterns, in display order
@@ -178,6 +194,7 @@ FAMILY_TITLES = {
 
 
 def metric(key: str) -> Metric:
+    """The catalogue entry of the summary key ``key`` (a title and a kind for any other key)."""
     if key in _FIXED:
         title, kind = _FIXED[key]
         return Metric(key, title, kind)
@@ -205,6 +222,7 @@ def family_metrics(frame: pd.DataFrame, family: str) -> list[Metric]:
 
 
 def format_value(m: Metric, v: Any) -> str:
+    """``v`` written as metric ``m`` is shown in tables (``-`` for a missing value)."""
     if v is None or (isinstance(v, float | np.floating) and np.isnan(v)):
         return "-"
     if m.kind == "ms":

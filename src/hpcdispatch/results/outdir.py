@@ -120,7 +120,7 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def remove_stale_writing_dirs(parent: str | Path) -> list[Path]:
     """Remove the temporary directories of processes of this host that died while writing."""
-    removed = []
+    removed: list[Path] = []
     here = socket.gethostname()
     directory = Path(parent)
     if not directory.is_dir():

@@ -7,53 +7,8 @@ constant in :class:`AppModelParams`, every choice in docs/DEADLINE.md, "The exec
 model"). It is policy-free: the simulator asks it for phase durations and child placements,
 and hands fork requests to the dispatcher through a callback.
 
-**Program** (:class:`AppProgram`, one per job, built from the job alone -- its id seeds the
-random message peers, so every strategy sees the same program): ``K`` phases (``phases``,
-at most the run time in seconds); process counts ``p_k`` (types 0, 1: the nominal ``n``;
-types 2, 3: ``max(1, round(n g_k))``, ``g_k`` drawn from ``growth``); ``b = min_k p_k`` base
-ranks live through the job; phase ``k`` forks ``p_k - b`` children at its start and joins
-them at its end, child ``i`` a child of base rank ``i mod b``. Messages per phase, in rank
-space: type 0 a scatter from rank 0 in the first phase and a gather to it in the last;
-type 1 a 2-D halo (each rank to its 4 neighbours on a ``ceil(sqrt p) x ceil(p / ceil(sqrt p))``
-rank grid, not periodic); type 2 each base rank to ``peers`` random other base ranks and each
-child to and from its parent; type 3 each rank to ``peers`` random other ranks.
-
-**Phase duration** ``D_k = D*_k x combine(a, b) / combine(1 - phi_k, phi_k)`` with the
-relative computation ``a = (1 - phi_k) x max_c m_c`` (``m_c`` processes time-sharing core
-``c``; strong scaling: the phase's work is split evenly over its processes and the phase
-ends with its slowest core) and the relative communication
-``b = phi_k x (mean message cost / the same on the baseline) x Gamma``; a message costs
-``h_intra`` inside a node, else ``h_inj + hops``; ``Gamma`` is the link sharing (below).
-``combine``: ``sync`` ``a + b``; ``async`` ``max(a, b) + (1 - overlap) min(a, b)``.
-
-**Calibration** (design note A9; sec. 5: "jobs are adapted to be able to run the program
-using a compact partition of an empty HPC system at the given runtime"): on the baseline
-placement ``P*`` -- the Manhattan-median partition grown from node 0 of the empty machine,
-``ceil(max_k p_k / c)`` nodes, rank ``r`` on the ``r``-th core in ascending node order, no
-other job -- every ratio above is exactly 1, so phase ``k`` lasts exactly its nominal
-``D*_k``, and the nominal durations are whole seconds summing to the trace run time ``R``
-(``D*_k = floor(R (k + 1) / K) - floor(R k / K)``). The work and communication scale this
-implies (``W_k``, ``kappa_k`` of the note) are :meth:`AppProgram.work` and
-:meth:`AppProgram.comm_scale`.
-
-**Link sharing** (``network="mean"``, the default, or ``"max"``): at a phase start the job's inter-node messages
-are routed XY; ``F_l`` of them cross link ``l``; every running phase of every job adds
-``delta F_l`` to a machine-wide link load (``delta = 1`` for async jobs, whose traffic
-overlaps their whole phase; ``delta = phi_k`` for sync ones, which only communicate that share
-of the phase); ``Gamma = sum_l (F_l + others_l) / sum_l F_l`` over the job's links (``mean``:
-the traffic-weighted mean, design note Revision 2) or ``max_l (F_l + others_l) / F_l``
-(``max``: the worst link, the first build's). **Sampled at
-the phase start and fixed for the phase**: a job starting later does not slow down a phase
-already running (it does see that phase's load). ``network="distance"``: ``Gamma = 1``;
-``"none"``: communication always costs its baseline (``b = phi_k``).
-
-**Children** (design note A11, A12): a child goes to a free core of its parent's node;
-else (static type 3; any job of a forking dispatcher) a free core of the job's node nearest
-the parent (Manhattan, then node id); else (forking dispatcher only) a node the dispatcher
-grants on request (``ask(parent_node)``: one whole node or ``None``; after a refusal nobody
-asks again in that phase); else it time-shares: on its parent's node (static type 2, forking
-dispatchers), or on the least-loaded node of the partition (static type 3). Processes on a
-node share its cores evenly (``max_c m_c = ceil(load / c)``).
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -210,9 +165,10 @@ def app_model_params(overrides: Mapping[str, Any] | None) -> AppModelParams:
     :func:`app_model_overrides`) applied."""
     if not overrides:
         return AppModelParams()
-    return AppModelParams(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()}
-    )
+    values: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items()
+    }
+    return AppModelParams(**values)
 
 
 def parse_app_model(text: str) -> dict[str, Any] | None:
@@ -265,6 +221,39 @@ def _random_peers(
     src = np.repeat(senders, peers)
     x = rng.integers(0, pool - 1, size=len(src))
     return src, x + (x >= src)  # skip the sender itself
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionSummary:
+    """A run's totals in the execution model: phases run, the share of them with time-shared
+    cores and with shared links, the mean link sharing ``Gamma`` (NaN without phases), fork
+    requests and grants, and the network mode. In ``summary.json`` as the ``exec_*`` and
+    ``fork*`` keys (:meth:`summary_fields`)."""
+
+    phases: int
+    oversubscribed_share: float
+    shared_link_share: float
+    gamma_mean: float
+    forks_asked: int
+    forks_granted: int
+    network: str
+
+    @property
+    def fork_grant_rate(self) -> float:
+        """Grants per fork request (NaN without requests)."""
+        return self.forks_granted / self.forks_asked if self.forks_asked else float("nan")
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {
+            "exec_phases": self.phases,
+            "exec_oversubscribed_share": self.oversubscribed_share,
+            "exec_shared_link_share": self.shared_link_share,
+            "exec_gamma_mean": self.gamma_mean,
+            "forks_asked": self.forks_asked,
+            "forks_granted": self.forks_granted,
+            "fork_grant_rate": self.fork_grant_rate,
+            "exec_network": self.network,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -535,7 +524,7 @@ class ExecutionModel:
             over_v: list[int] = []
             over_c: list[int] = []
             remote = forks or prog.behaviour == 3 or run.spread
-            may_ask = forks and ask is not None
+            asker = ask if forks else None  # None once a fork was refused
             for u in np.flatnonzero(rem_all).tolist():
                 rem = int(rem_all[u])
                 if remote:
@@ -559,12 +548,12 @@ class ExecutionModel:
                             rem -= take
                             if not rem:
                                 break
-                while rem and may_ask:
+                while rem and asker is not None:
                     run.asked += 1
                     self.forks_asked += 1
-                    g = ask(nodes[u])
+                    g = asker(nodes[u])
                     if g is None:
-                        may_ask = False
+                        asker = None
                         break
                     run.granted += 1
                     self.forks_granted += 1
@@ -627,6 +616,9 @@ class ExecutionModel:
         traffic to the machine's link load."""
         prog = run.program
         run.phase = k
+        rank_node = run.rank_node
+        if rank_node is None:
+            raise RuntimeError(f"phase {k} begins before its ranks are placed (place_phase first)")
         share = float(prog.share[k])
         a = (1.0 - share) * run.oversubscription
         b = 0.0
@@ -637,20 +629,20 @@ class ExecutionModel:
                 b = share
             else:
                 cache = run.cache
-                if cache is not None and cache[0] is prog.src[k] and cache[1] is run.rank_node:
+                if cache is not None and cache[0] is prog.src[k] and cache[1] is rank_node:
                     ratio, links, count = cache[
                         2:
                     ]  # the same messages on the same placement (types 0, 1)
                 else:
-                    src = run.rank_node[prog.src[k]]
-                    dst = run.rank_node[prog.dst[k]]
+                    src = rank_node[prog.src[k]]
+                    dst = rank_node[prog.dst[k]]
                     ratio = self._mean_cost(src, dst) / float(prog.base_cost[k])
                     links = count = None
                     if net in ("mean", "max"):
                         inter = src != dst
                         if inter.any():
                             links, count = self._link_counts(src[inter], dst[inter])
-                    run.cache = (prog.src[k], run.rank_node, ratio, links, count)
+                    run.cache = (prog.src[k], rank_node, ratio, links, count)
                 gamma = 1.0
                 if links is not None:
                     others = self.link_load[links]
@@ -671,23 +663,19 @@ class ExecutionModel:
             combine(a, b, prog.sync, self.params.overlap) / float(prog.denom[k])
         )
 
-    def summary(self) -> dict:
-        """Flat numbers over the run (they go into the run's summary): phases run, the share
-        of them with time-shared cores and with shared links, the mean link sharing
-        ``Gamma``, fork requests, grants and the grant rate (NaN without requests), and the
-        network mode."""
+    def summary(self) -> ExecutionSummary:
+        """The run's totals in the model (they go into the run's summary)."""
         n = self.phases_run
         nan = float("nan")
-        return {
-            "exec_phases": n,
-            "exec_oversubscribed_share": self.oversubscribed_phases / n if n else nan,
-            "exec_shared_link_share": self.shared_phases / n if n else nan,
-            "exec_gamma_mean": self.gamma_sum / n if n else nan,
-            "forks_asked": self.forks_asked,
-            "forks_granted": self.forks_granted,
-            "fork_grant_rate": self.forks_granted / self.forks_asked if self.forks_asked else nan,
-            "exec_network": self.params.network,
-        }
+        return ExecutionSummary(
+            phases=n,
+            oversubscribed_share=self.oversubscribed_phases / n if n else nan,
+            shared_link_share=self.shared_phases / n if n else nan,
+            gamma_mean=self.gamma_sum / n if n else nan,
+            forks_asked=self.forks_asked,
+            forks_granted=self.forks_granted,
+            network=self.params.network,
+        )
 
     def end_phase(self, run: AppRun) -> None:
         """The current phase is over: its traffic leaves the links."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from hpcdispatch._util import arrow_array, arrow_scalar
 
@@ -57,10 +57,13 @@ class NumericColumn:
 
 
 class InfoLog(Sequence[dict[str, Any]]):
+    """The decision log's per-call info, held by key (one column per key): a sequence of dicts."""
+
     __slots__ = ("_columns", "_n")
 
     def __init__(self, infos: Sequence[dict[str, Any]] = ()) -> None:
-        self._columns: dict[str, list[Any]] = {}  # key -> one value (or MISSING) per call
+        # key -> one value (or MISSING) per call; a compiled run's numeric keys as arrays
+        self._columns: dict[str, list[Any] | NumericColumn] = {}
         self._n = 0
         for info in infos:
             self.append(info)
@@ -91,13 +94,11 @@ class InfoLog(Sequence[dict[str, Any]]):
         return log
 
     def append(self, info: dict[str, Any]) -> None:
-        columns = self._columns
         n = self._n
-        for key, column in columns.items():
-            if isinstance(
-                column, NumericColumn
-            ):  # (appending to a compiled run's log: lists again)
-                columns[key] = list(column)
+        for key, numeric in self._columns.items():
+            if isinstance(numeric, NumericColumn):  # (appending to a compiled run's log)
+                self._columns[key] = list(numeric)
+        columns = cast(dict[str, list[Any]], self._columns)  # every column is a list now
         if not info and not columns:  # dispatchers that record nothing: just count the call
             self._n = n + 1
             return
@@ -120,7 +121,7 @@ class InfoLog(Sequence[dict[str, Any]]):
     def _at(self, i: int) -> dict[str, Any]:
         return {key: column[i] for key, column in self._columns.items() if column[i] is not MISSING}
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self._at(k) for k in range(*i.indices(self._n))]
         if i < 0:
@@ -184,7 +185,7 @@ class InfoLog(Sequence[dict[str, Any]]):
         return f"InfoLog({self._n} calls, keys {self.keys()})"
 
 
-def _key_texts(key: str, column: list[Any]) -> Any:
+def _key_texts(key: str, column: list[Any] | NumericColumn) -> Any:
     """``'"key": value'`` per call as an Arrow string array (null where the call did not set
     ``key``); each distinct value serialised once. Columns of plain ints or floats are
     mapped through their distinct values by numpy (a float by its bits, so 0.0 and -0.0

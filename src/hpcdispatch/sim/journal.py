@@ -15,20 +15,10 @@ Only dispatchers whose decisions depend on the view alone may skip calls (``Tags
 state kept between calls, if any, is a cache that a fresh instance rebuilds). Others are
 refused with a clear error, since a replay would leave their memory behind.
 
-File format (JSON lines):
+The file is JSON lines; its format is in the docs page below.
 
-- line 1, the header: ``{"journal": 2, "run": {...}}`` -- what the run is (system,
-  workload, the dispatcher's identity ``{"name", "params"}``, predictor, options); a journal
-  written for a different run is refused, and so is one of another format (format 1 stored
-  the dispatcher as printed text: finish such a run with the version that wrote it);
-- then one record per call: ``{"k": call number, "t": time, "queue": queue length,
-  "head": id of the first queued job, "starts": [[job index, job id, [nodes], [units]], ...],
-  "wakeup": t or null, "elapsed": s, "info": {...}}``.
-
-A last line cut short by the interruption is dropped (and cut from the file, once the file is
-known to be this run's journal) with a warning; a damaged line anywhere else, or a record of
-the wrong form (a missing field, a node listed twice ...), is an error naming the file, line
-and field, as is a record that does not match the state the replay reached.
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -36,19 +26,21 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-try:  # POSIX: one writer per journal
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no lock
+if sys.platform == "win32":  # pragma: no cover - Windows: no lock
     fcntl = None
+else:  # POSIX: one writer per journal
+    import fcntl
 
 from hpcdispatch._util import json_default
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol.decision import Decision, Start
+from hpcdispatch.sim.result import JournalUse
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.workload.job import Job
 
@@ -346,5 +338,5 @@ class DecisionJournal:
         if self._lock is not None and not self._lock.closed:
             self._lock.close()  # closing the descriptor releases the lock
 
-    def summary(self) -> dict[str, Any]:
-        return {"path": str(self.path), "replayed": self.replayed, "recorded": self.recorded}
+    def summary(self) -> JournalUse:
+        return JournalUse(path=str(self.path), replayed=self.replayed, recorded=self.recorded)

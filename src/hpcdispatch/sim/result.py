@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,11 +13,13 @@ import pyarrow.compute as pc
 
 from hpcdispatch._util import arrow_array, arrow_scalar
 from hpcdispatch.protocol import describe_identity
+from hpcdispatch.sim.execution import ExecutionSummary
 from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.sim.options import SimulationOptions
 from hpcdispatch.sim.segments import AllocationRows, SegmentLog
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.model import System
+from hpcdispatch.vocabulary import JobStatus
 from hpcdispatch.workload.job import Workload
 
 if (
@@ -24,17 +27,72 @@ if (
 ):  # (pandas only for the *_frame methods: a run imports it only when asked for a frame)
     import pandas as pd
 
-STATUS_NAMES = {
-    0: "pending",
-    1: "queued",
-    2: "running",
-    3: "completed",
-    4: "rejected",
-    5: "cancelled",
-}
-_STATUS_TEXT = np.array(
-    [STATUS_NAMES[k] for k in range(len(STATUS_NAMES))], dtype=object
-)  # by status code
+#: a status code's text in the job table (``completed``, ``rejected``, ...)
+STATUS_NAMES = {int(status): status.name.lower() for status in JobStatus}
+_STATUS_TEXT = np.array([STATUS_NAMES[k] for k in range(len(STATUS_NAMES))], dtype=object)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalUse:
+    """The decision journal a run used (:mod:`hpcdispatch.sim.journal`)."""
+
+    path: str
+    replayed: int  #: dispatcher calls replayed from it
+    recorded: int  #: dispatcher calls appended to it
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointUse:
+    """The checkpoint file a run used (:mod:`hpcdispatch.sim.checkpoint`)."""
+
+    path: str
+    every_s: float  #: wall-clock seconds between writes
+    writes: int
+    #: where the run resumed from it (``t``, ``done``, ``jobs``, ``queued``, ``calls``,
+    #: ``wall_s``), or ``None`` when it started afresh
+    resumed_at: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunNotes:
+    """How a run was carried out, beside its schedule: the engine, the predictor's cost, the
+    prediction corrections, the execution model's totals, the journal and the checkpoint it
+    used, and what the runner adds (its wall time, the validation's verdict). ``None``: not
+    recorded by whatever made the result. ``summary.json`` holds them as flat keys
+    (:meth:`summary_fields`)."""
+
+    engine: str | None = None  #: ``python`` or ``compiled``
+    prediction_time_s: float | None = None  #: wall-clock seconds in the predictor
+    prediction_correction: str | None = None  #: the correction's name, when one was on
+    prediction_revisions: int | None = None  #: planned ends revised by the correction
+    execution: ExecutionSummary | None = None  #: runs with jobs with an application model
+    journal: JournalUse | None = None
+    checkpoint: CheckpointUse | None = None
+    sim_wall_s: float | None = None  #: the runner's wall-clock seconds for the simulation
+    #: the runner's validation: whether the schedule is valid (``None``: not validated);
+    #: recorded with ``sim_wall_s``
+    valid: bool | None = None
+
+    def summary_fields(self) -> dict[str, Any]:
+        """The notes as ``summary.json`` keys (the keys of the former ``extra`` dict)."""
+        out: dict[str, Any] = {}
+        if self.prediction_time_s is not None:
+            out["prediction_time_s"] = self.prediction_time_s
+        if self.execution is not None:
+            out.update(self.execution.summary_fields())
+        if self.prediction_correction is not None:
+            out["prediction_correction"] = self.prediction_correction
+            out["prediction_revisions"] = self.prediction_revisions
+        if self.journal is not None:
+            out["journal"] = asdict(self.journal)
+        if self.checkpoint is not None:
+            out["checkpoint"] = asdict(self.checkpoint)
+        if self.engine is not None:
+            out["engine"] = self.engine
+        if self.sim_wall_s is not None:
+            out["sim_wall_s"] = self.sim_wall_s
+            out["valid"] = self.valid
+        return out
 
 
 def per_core_rows(rows: AllocationRows, workload: Workload, system: System) -> AllocationRows:
@@ -42,12 +100,11 @@ def per_core_rows(rows: AllocationRows, workload: Workload, system: System) -> A
     whole-node unit request (``c`` cores) is divided by ``c`` (the node's cores)."""
     from dataclasses import replace
 
-    from hpcdispatch.workload.deadline import node_cores
-
     apps = np.array([j.app is not None for j in workload.jobs], dtype=bool)
     if not apps.any():  # (no deadline jobs: nothing is held per core)
         return rows
-    divisor = np.where(apps[rows.job], node_cores(system), 1).astype(np.int64)
+    cores = int(system.capacity[:, list(system.resources).index("core")].max())
+    divisor = np.where(apps[rows.job], cores, 1).astype(np.int64)
     return replace(rows, unit_divisor=divisor)
 
 
@@ -70,7 +127,8 @@ class SimulationResult:
     reject_reason: dict[int, str]
     resize_log: list[tuple[float, int, int, bool]]
     decisions: dict[str, Any]
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: how the run was carried out (engine, costs, journal, checkpoint, validation)
+    notes: RunNotes = field(default_factory=RunNotes)
     #: job index -> why it was cancelled at its deadline (``deadline-waiting`` / ``deadline-running``)
     cancel_reason: dict[int, str] = field(default_factory=dict)
     #: the dispatcher's advance reservations (:class:`~hpcdispatch.protocol.Booking`), if it made any
@@ -115,12 +173,30 @@ class SimulationResult:
 
         return pd.DataFrame(self.jobs_columns(allocation_text))
 
+    # ---- in a notebook ------------------------------------------------------------------
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter shows a result as a table: what ran, and its headline metrics (None, so
+        the plain repr, when the notebook views are not installed)."""
+        return _VIEWS["html"](self) if "html" in _VIEWS else None
+
+    def gantt(
+        self, window: tuple[float, float] | None = None, nodes: tuple[int, int] | None = None
+    ) -> Any:
+        """Node occupancy as a matplotlib Figure (``window``: seconds after the first
+        submission; ``nodes``: first and last node)."""
+        return _view("gantt")(self, window, nodes)
+
+    def utilisation(self) -> Any:
+        """Utilisation per resource and queue length over time, as a matplotlib Figure."""
+        return _view("utilisation")(self)
+
     def jobs_columns(self, allocation_text: bool = True) -> dict[str, np.ndarray]:
         """The columns of :meth:`jobs_frame`; some are the result's own arrays (read only,
         or wrap them with ``pd.DataFrame(columns, copy=False)`` for a read-only frame)."""
         w = self.workload
         status = _STATUS_TEXT[np.asarray(self.status, dtype=np.int64)]
-        status[(self.status == 3) & self.killed] = "killed"
+        status[(self.status == JobStatus.COMPLETED) & self.killed] = "killed"
         data: dict[str, Any] = {
             "job_id": w.ids,
             "submit": w.submit.astype(np.float64),
@@ -298,3 +374,24 @@ def allocation_text_array(rows: AllocationRows, n_jobs: int) -> pa.Array:
     return pc.fill_null(
         texts.cast(pa.string()), _NOTHING
     )  # (a scalar of the array's type: no conversion)
+
+
+#: a result's notebook views (an HTML table, figures), which live with the reports: the
+#: report layer installs them (hpcdispatch.report.notebook, imported by the package's face),
+#: so that nothing here imports upward. ``name -> function(result, ...)``.
+_VIEWS: dict[str, Callable[..., Any]] = {}
+
+
+def install_views(**views: Callable[..., Any]) -> None:
+    """Install the notebook views of :class:`SimulationResult` (``html``, ``gantt``,
+    ``utilisation``); called by :mod:`hpcdispatch.report.notebook` when it is imported."""
+    _VIEWS.update(views)
+
+
+def _view(name: str) -> Callable[..., Any]:
+    if name not in _VIEWS:
+        raise RuntimeError(
+            f"result.{name}() draws with the reports: import hpcdispatch.report.notebook (or use "
+            "the package's face, `import hpcdispatch as h; h.simulate(...)`, which does)"
+        )
+    return _VIEWS[name]

@@ -15,31 +15,8 @@ in this order, each kind of event by its own handler:
    at a tick of ``dispatch_interval``, or at a time the dispatcher asked for
    (``Decision.wakeup``) -- provided jobs are queued (:meth:`Simulator._call_dispatcher`).
 
-:meth:`Simulator.run` steps until nothing is left, reporting progress and writing
-checkpoints between instants. Everything the loop changes is one :class:`LoopState`.
-
-Deadline workloads (a job with a deadline or an earliest start; docs/DEADLINE.md): no job
-starts before its earliest start, a job with an application model gets whole nodes, and an
-accepted job still waiting or running at its deadline is cancelled then. Other workloads never
-take these paths.
-
-Every start is verified against the current free capacity before it is applied; an invalid
-decision raises :class:`~hpcdispatch.errors.InvalidDecisionError` naming the dispatcher and
-the job. A job runs its real run time, or is killed at its requested wall-time
-(``walltime_kill``, default on).
-
-Prediction correction (``prediction_correction``, off by default): when a running job passes
-its planned end without ending, its planned end is revised
-(:mod:`hpcdispatch.sim.correction`); the revision is an event, so the dispatcher is called
-then, and ``view.revised_running`` lists the revised records.
-
-Dispatch time: every call is timed (wall clock). With ``charge_dispatch_time`` the jobs of a
-decision start that much later in simulated time, and the dispatcher cannot be called again
-before then (events in between are processed and trigger the next call at the end of the
-busy period). Results then depend on the machine's speed, so charging is off by default.
-
-Which engine runs a simulation (this one or the compiled one) is chosen by
-:func:`hpcdispatch.simulate`; a :class:`Simulator` always runs the Python loop.
+Design notes, decisions and measurements: docs/ARCHITECTURE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -48,7 +25,8 @@ import gc
 import heapq
 import math
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -70,33 +48,45 @@ from hpcdispatch.protocol import (
 )
 from hpcdispatch.sim.checkpoint import Checkpoint
 from hpcdispatch.sim.correction import revised_end
+from hpcdispatch.sim.execution import ExecutionModel
 from hpcdispatch.sim.journal import DecisionJournal
 from hpcdispatch.sim.options import SimulationOptions, resolve_options
 from hpcdispatch.sim.result import SimulationResult
-from hpcdispatch.sim.state import (
-    CANCEL,
-    CANCEL_RUNNING,
-    CANCEL_WAITING,
-    CANCELLED,
-    DONE,
-    END,
-    PHASE,
-    QUEUED,
-    REJECTED,
-    RESIZE,
-    REVISE,
-    RUNNING,
-    TICK,
-    WAKEUP,
-    LoopState,
-)
+from hpcdispatch.sim.state import LoopState
 from hpcdispatch.system.allocation import per_node_array
 from hpcdispatch.system.model import System
-from hpcdispatch.workload.job import GrowthRequest, Workload, peak_units
+from hpcdispatch.vocabulary import CancelReason, EventKind, JobStatus
+from hpcdispatch.workload.job import GrowthRequest, Job, Workload, peak_units
 
 ProgressCallback = Callable[[int, int, float], None]
 
 _INF = math.inf
+
+# The vocabulary as plain ints and strings for the event loop (an enum member costs more to
+# compare, and a checkpoint pickles the heap): heap entries are (time, priority, sequence,
+# kind, payload), the priority ordering the kinds of one instant (EventKind.heap_priority).
+_END, _RESIZE, _WAKEUP = int(EventKind.END), int(EventKind.RESIZE), int(EventKind.WAKEUP)
+_REVISE, _CANCEL, _PHASE, _TICK = (
+    int(EventKind.REVISE),
+    int(EventKind.CANCEL),
+    int(EventKind.PHASE),
+    int(EventKind.TICK),
+)
+_P_END = EventKind.END.heap_priority
+_P_RESIZE = EventKind.RESIZE.heap_priority
+_P_WAKEUP = EventKind.WAKEUP.heap_priority
+_P_REVISE = EventKind.REVISE.heap_priority
+_P_CANCEL = EventKind.CANCEL.heap_priority
+_P_PHASE = EventKind.PHASE.heap_priority
+_P_TICK = EventKind.TICK.heap_priority
+_QUEUED, _RUNNING = int(JobStatus.QUEUED), int(JobStatus.RUNNING)
+_COMPLETED, _REJECTED, _CANCELLED = (
+    int(JobStatus.COMPLETED),
+    int(JobStatus.REJECTED),
+    int(JobStatus.CANCELLED),
+)
+_DEADLINE_WAITING = CancelReason.DEADLINE_WAITING.value
+_DEADLINE_RUNNING = CancelReason.DEADLINE_RUNNING.value
 _heappush, _heappop = heapq.heappush, heapq.heappop
 _perf = _time.perf_counter
 
@@ -178,6 +168,25 @@ class Simulator:
         """The loop's state (``None`` before :meth:`begin`)."""
         return self._st
 
+    @property
+    def _loop_state(self) -> LoopState:
+        """The loop's state, for the event handlers (which run only after :meth:`begin`)."""
+        st = self._st
+        if st is None:
+            raise RuntimeError("the simulation has not begun: call Simulator.begin() first")
+        return st
+
+    @property
+    def _model(self) -> ExecutionModel:
+        """The execution model, for the handlers of jobs with an application model (a run
+        has one whenever its workload has such jobs)."""
+        model = self._exec
+        if model is None:
+            raise RuntimeError(
+                "a job with an application model, but the run has no execution model"
+            )
+        return model
+
     # ------------------------------------------------------------------------------------
     def run(self, progress: ProgressCallback | None = None) -> SimulationResult:
         """Simulate to the end (resuming from the checkpoint or the journal when they hold an
@@ -194,13 +203,14 @@ class Simulator:
         finally:
             gc.unfreeze()
             self.close()
-        if self._journal is not None:
-            result.extra["journal"] = self._journal.summary()
-        if self.checkpoint is not None:
-            result.extra["checkpoint"] = self.checkpoint.summary()
-            if not self.keep_checkpoint:
-                self.checkpoint.remove()
-        result.extra["engine"] = "python"
+        result.notes = replace(
+            result.notes,
+            journal=None if self._journal is None else self._journal.summary(),
+            checkpoint=None if self.checkpoint is None else self.checkpoint.summary(),
+            engine="python",
+        )
+        if self.checkpoint is not None and not self.keep_checkpoint:
+            self.checkpoint.remove()
         return result
 
     def begin(self) -> LoopState:
@@ -208,11 +218,12 @@ class Simulator:
         (the dispatcher and the predictor set up for it); the journal opened."""
         system, workload, opts = self.system, self.workload, self.options
         if self.checkpoint is not None and self.checkpoint.exists():
-            self._st = self.checkpoint.load(self.dispatcher, self.predictor, system, workload)
+            st = self.checkpoint.load(self.dispatcher, self.predictor, system, workload)
         else:
             self.dispatcher.setup(system)
             self.predictor.reset(workload, opts.walltime_kill)
-            self._st = LoopState.start(system, workload, opts)
+            st = LoopState.start(system, workload, opts)
+        self._st = st
         if self.journal_path is not None:
             self._journal = DecisionJournal(
                 self.journal_path,
@@ -234,17 +245,16 @@ class Simulator:
         self._charge = opts.charge_dispatch_time
         self._correction = opts.prediction_correction
         self._dispatch = self.dispatcher.dispatch
-        self._running_added = self._st.view._running_added
-        self._running_removed = self._st.view._running_removed
-        self._invalidate_queue = self._st.view.queue._invalidate
+        self._running_added = st.view._running_added
+        self._running_removed = st.view._running_removed
+        self._invalidate_queue = st.view.queue._invalidate
         self._record = opts.record_decisions
         self._timed = self.predictor.timed  # a field lookup (W, R) costs less than its timer
         self._rejects = self.dispatcher.get_tags().rejects
         # earliest starts enforced, cancellations at deadlines, jobs with an application model
         self._deadlines = workload.has_deadlines or workload.has_apps
-        self._exec = (
-            self._st.execution
-        )  # the execution model (jobs with an application model), or None
+        # the execution model (jobs with an application model), or None
+        self._exec: ExecutionModel | None = st.execution
         tags = self.dispatcher.get_tags()
         self._forks = tags.forks
         # False: deadline jobs run their trace run time, not the model (count-only's line 0)
@@ -257,7 +267,7 @@ class Simulator:
                 f"'{self.system.name}' has no 'core' resource"
             )
         self._core_column = res.index("core") if "core" in res else -1
-        return self._st
+        return st
 
     def close(self) -> None:
         """Release the journal (a run interrupted by its caller between :meth:`step` calls
@@ -290,8 +300,7 @@ class Simulator:
         )
 
     def _loop(self, progress: ProgressCallback | None) -> SimulationResult:
-        st = self._st
-        assert st is not None
+        st = self._loop_state
         checkpoint, n, step = self.checkpoint, self._n, self.step
         last_report = began = last_checkpoint = _perf()
         earlier_wall = st.wall_s
@@ -310,15 +319,18 @@ class Simulator:
             self.system, self.workload, self.dispatcher, self.predictor, self.options
         )
         if self.options.prediction_correction is not None:
-            result.extra["prediction_correction"] = self.options.prediction_correction
-            result.extra["prediction_revisions"] = st.revisions
+            result.notes = replace(
+                result.notes,
+                prediction_correction=self.options.prediction_correction,
+                prediction_revisions=st.revisions,
+            )
         return result
 
     # ---- one instant -------------------------------------------------------------------
     def step(self) -> bool:
         """Process the next instant (every event at the earliest pending time, then at most
         one dispatcher call); ``False`` when no event is left."""
-        st = self._st
+        st = self._loop_state
         heap = st.heap
         si = st.next_submit
         n = self._n
@@ -329,7 +341,7 @@ class Simulator:
             return False
         st.t = t
         happened = woken = False
-        if t_heap == t and heap[0][1] == END:
+        if t_heap == t and heap[0][1] == _P_END:
             self._end_jobs(t)
             happened = True
         if t_sub == t:
@@ -345,7 +357,7 @@ class Simulator:
         interval = self._interval
         if interval is not None and queue and not st.tick_pending:
             _heappush(
-                heap, ((math.floor(t / interval) + 1) * interval, WAKEUP, st.next_seq, TICK, None)
+                heap, ((math.floor(t / interval) + 1) * interval, _P_TICK, st.next_seq, _TICK, None)
             )
             st.next_seq += 1
             st.tick_pending = True
@@ -358,7 +370,7 @@ class Simulator:
 
     def _end_jobs(self, t: float) -> None:
         """The jobs that end at ``t`` give their nodes back; the predictor learns their run time."""
-        st = self._st
+        st = self._loop_state
         heap = st.heap
         running = st.running
         held = st.held
@@ -372,7 +384,7 @@ class Simulator:
         apps = st.apps
         ended = 0
         spent = 0.0
-        while heap and heap[0][0] == t and heap[0][1] == END:
+        while heap and heap[0][0] == t and heap[0][1] == _P_END:
             idx = _heappop(heap)[4]
             rj = running.pop(idx, None)
             if rj is None:  # cancelled at its deadline before this end
@@ -383,10 +395,10 @@ class Simulator:
             if apps:
                 run = apps.pop(idx, None)
                 if run is not None:
-                    self._exec.end_phase(run)
-                    self._exec.leave(run)
+                    self._model.end_phase(run)
+                    self._model.leave(run)
             st.end_at[idx] = t
-            st.status[idx] = DONE
+            st.status[idx] = _COMPLETED
             job = jobs[idx]
             if timed:
                 t0 = _perf()
@@ -403,7 +415,7 @@ class Simulator:
 
     def _submit_jobs(self, t: float) -> None:
         """The jobs submitted at ``t`` get their planned duration and are offered to the dispatcher."""
-        st = self._st
+        st = self._loop_state
         jobs = self._jobs
         submit_l = self._submit_l
         n = self._n
@@ -434,11 +446,11 @@ class Simulator:
             answer = admit(job, view)
             if answer.accept:
                 queue[job.index] = job
-                status[job.index] = QUEUED
+                status[job.index] = _QUEUED
                 st.new_jobs.append(job)
                 if deadlines and job.deadline is not None:
                     _heappush(
-                        st.heap, (float(job.deadline), RESIZE, st.next_seq, CANCEL, job.index)
+                        st.heap, (float(job.deadline), _P_CANCEL, st.next_seq, _CANCEL, job.index)
                     )
                     st.next_seq += 1
             else:
@@ -453,7 +465,7 @@ class Simulator:
                     raise InvalidDecisionError(
                         self.dispatcher.name, job.id, t, "rejected without a reason"
                     )
-                status[job.index] = REJECTED
+                status[job.index] = _REJECTED
                 st.reject_reason[job.index] = answer.reason
                 st.done += 1
         st.next_submit = si
@@ -463,16 +475,18 @@ class Simulator:
     def _timed_events(self, t: float, happened: bool) -> tuple[bool, bool]:
         """Resize requests, expired predictions, wake-ups and ticks at ``t``; returns whether
         anything happened (so far this instant) and whether the dispatcher was woken up."""
-        st = self._st
+        st = self._loop_state
         heap, running = st.heap, st.running
         woken = False
         while heap and heap[0][0] == t:
             _, _prio, _, kind, payload = _heappop(heap)
-            if kind == REVISE:
+            if kind == _REVISE:
                 idx, count = payload
                 rj = running.get(idx)
                 if rj is not None and rj.planned_end <= t:
-                    new_end = revised_end(self._correction, t, rj.start, self._wall_l[idx], count)
+                    correction = self._correction
+                    assert correction is not None, "REVISE events are pushed only with a correction"
+                    new_end = revised_end(correction, t, rj.start, self._wall_l[idx], count)
                     new_rj = rj._replace(planned_end=new_end)
                     running[idx] = new_rj
                     self._running_removed(rj)
@@ -480,26 +494,28 @@ class Simulator:
                     st.revised[idx] = None
                     st.revisions += 1
                     if new_end < rj.start + self._duration[idx]:  # still before its real end
-                        _heappush(heap, (new_end, RESIZE, st.next_seq, REVISE, (idx, count + 1)))
+                        _heappush(
+                            heap, (new_end, _P_REVISE, st.next_seq, _REVISE, (idx, count + 1))
+                        )
                         st.next_seq += 1
                     happened = True
-            elif kind == RESIZE:
+            elif kind == _RESIZE:
                 idx, request = payload
                 if idx in running:
                     granted = self._resize(idx, request, t)
                     st.resize_log.append((t, self._jobs[idx].id, request.units, granted))
                     happened = True
-            elif kind == WAKEUP:
+            elif kind == _WAKEUP:
                 st.wakeup_pending.discard(t)
                 woken = True
-            elif kind == PHASE:
+            elif kind == _PHASE:
                 idx, k = payload
                 run = st.apps.get(idx)
                 if run is not None and idx in running:
-                    self._exec.end_phase(run)
+                    self._model.end_phase(run)
                     self._next_phase(idx, run, k, t)
                     happened = True
-            elif kind == CANCEL:
+            elif kind == _CANCEL:
                 happened = self._cancel(payload, t) or happened
             else:  # an interval tick
                 st.tick_pending = False
@@ -511,41 +527,41 @@ class Simulator:
         running (it did not end at or before its deadline: ends come first at an instant), it
         is stopped and gives its nodes back. Either way its status is ``cancelled`` with a
         reason, its end time is ``t``; ``False`` when it had already ended or been cancelled."""
-        st = self._st
+        st = self._loop_state
         if idx in st.queue:
             del st.queue[idx]
-            st.cancel_reason[idx] = CANCEL_WAITING
+            st.cancel_reason[idx] = _DEADLINE_WAITING
         elif idx in st.running:
-            self._stop(idx, t, CANCEL_RUNNING)
+            self._stop(idx, t, _DEADLINE_RUNNING)
             return True
         else:
             return False
-        st.status[idx] = CANCELLED
+        st.status[idx] = _CANCELLED
         st.end_at[idx] = t
         st.done += 1
         return True
 
     def _stop(self, idx: int, t: float, reason: str) -> None:
         """Cancel the running job ``idx`` at ``t``: its nodes back, status ``cancelled``."""
-        st = self._st
+        st = self._loop_state
         rj = st.running.pop(idx)
         self._running_removed(rj)
         for nodes, amounts in st.held.pop(idx):
             st.cluster.give(nodes, amounts)
         run = st.apps.pop(idx, None)
         if run is not None:
-            self._exec.end_phase(run)
-            self._exec.leave(run)
+            self._model.end_phase(run)
+            self._model.leave(run)
         st.ended_jobs.append(rj.job)
         st.ended_running.append(rj)
         st.cancel_reason[idx] = reason
-        st.status[idx] = CANCELLED
+        st.status[idx] = _CANCELLED
         st.end_at[idx] = t
         st.done += 1
 
     def _call_dispatcher(self, t: float) -> None:
         """One dispatcher call at ``t`` (or its journalled record), and its starts applied."""
-        st = self._st
+        st = self._loop_state
         if t < st.busy_until:  # still deciding (charged dispatch time): called again when done
             self._push_wakeup(st.busy_until)
             return
@@ -620,7 +636,7 @@ class Simulator:
     def _start_jobs(self, t: float, begin: float, starts: list) -> None:
         """Verify every start of a decision made at ``t`` and apply it (the jobs start at
         ``begin``: ``t``, or later by the charged dispatch time)."""
-        st = self._st
+        st = self._loop_state
         queue = st.queue
         running = st.running
         held = st.held
@@ -643,7 +659,7 @@ class Simulator:
             job = start.job
             idx = job.index
             if idx not in queue:
-                why = "it is not queued" if status[idx] != RUNNING else "it is already running"
+                why = "it is not queued" if status[idx] != _RUNNING else "it is already running"
                 raise InvalidDecisionError(
                     self.dispatcher.name, job.id, t, f"cannot start it: {why}"
                 )
@@ -678,7 +694,7 @@ class Simulator:
             if isinstance(amounts, str):
                 raise InvalidDecisionError(self.dispatcher.name, job.id, t, amounts)
             del queue[idx]
-            status[idx] = RUNNING
+            status[idx] = _RUNNING
             start_at[idx] = begin
             end_t = begin + duration[idx]
             rj = RunningJob(job, begin, alloc, begin + planned[idx])
@@ -686,17 +702,17 @@ class Simulator:
             held[idx] = [(alloc.nodes, amounts)]
             added(rj)
             segments.start(idx, begin, alloc)
-            _heappush(heap, (end_t, END, seq, END, idx))
+            _heappush(heap, (end_t, _P_END, seq, _END, idx))
             seq += 1
             if correction is not None and end_t > rj.planned_end:
                 # (a prediction <= 0 from a custom predictor: revised at the start)
-                _heappush(heap, (max(rj.planned_end, begin), RESIZE, seq, REVISE, (idx, 0)))
+                _heappush(heap, (max(rj.planned_end, begin), _P_REVISE, seq, _REVISE, (idx, 0)))
                 seq += 1
             if job.growth:
                 for request in job.growth:
                     at = begin + request.after
                     if at < end_t:
-                        _heappush(heap, (at, RESIZE, seq, RESIZE, (idx, request)))
+                        _heappush(heap, (at, _P_RESIZE, seq, _RESIZE, (idx, request)))
                         seq += 1
         st.next_seq = seq
         if app_starts is not None:
@@ -710,15 +726,14 @@ class Simulator:
         nodes its request names (a forking dispatcher may start it on fewer: the leak's
         partial start). Its first phase begins once all starts of the decision are applied
         (its forks must not take nodes another start of the same decision was given)."""
-        st = self._st
+        st = self._loop_state
         idx = job.index
         name = self.dispatcher.name
         if self._per_core:
             self._start_per_core(job, alloc, t, begin)
             return
         m = len(alloc.nodes)
-        model = self._exec
-        assert st is not None and model is not None  # (a run is under way)
+        model = self._model
         peak = peak_units(job.app, job.units, model.cores, st.cluster.n_nodes)
         if self._forks:
             bad = not 1 <= m <= job.units
@@ -737,7 +752,7 @@ class Simulator:
         if isinstance(amounts, str):
             raise InvalidDecisionError(name, job.id, t, amounts)
         del st.queue[idx]
-        st.status[idx] = RUNNING
+        st.status[idx] = _RUNNING
         st.start_at[idx] = begin
         rj = RunningJob(job, begin, alloc, begin + st.planned[idx])
         st.running[idx] = rj
@@ -753,9 +768,8 @@ class Simulator:
         the machine has a free core, one core on a node with the fewest held cores (then
         beyond its capacity: the node's jobs share its cores, the execution model slows them
         by held / cores). Only the cores within capacity are taken from the cluster."""
-        st = self._st
-        model = self._exec
-        assert st is not None and model is not None  # (a run is under way)
+        st = self._loop_state
+        model = self._model
         idx = job.index
         name = self.dispatcher.name
         nodes, units = alloc.nodes, alloc.units
@@ -798,7 +812,7 @@ class Simulator:
                 raise InvalidDecisionError(name, job.id, t, taken)
             amounts = taken
         del st.queue[idx]
-        st.status[idx] = RUNNING
+        st.status[idx] = _RUNNING
         st.start_at[idx] = begin
         rj = RunningJob(job, begin, alloc, begin + st.planned[idx])
         st.running[idx] = rj
@@ -811,7 +825,7 @@ class Simulator:
         """Phase ``k`` of a running app job begins at ``t``: its children placed (forks asked
         of a forking dispatcher), nodes left without a process given back (forking
         dispatchers, from the second phase on: a join), the phase's end pushed."""
-        model = self._exec
+        model = self._model
         forks = self._forks
         ask = (lambda parent: self._fork(idx, parent, t)) if forks else None
         model.place_phase(run, k, forks, ask)
@@ -822,24 +836,24 @@ class Simulator:
                 gone = set(idle)
                 run.nodes = [v for v in run.nodes if v not in gone]
         end = t + model.begin_phase(run, k)
-        st = self._st
+        st = self._loop_state
         if k + 1 < run.program.phases:
-            _heappush(st.heap, (end, RESIZE, st.next_seq, PHASE, (idx, k + 1)))
+            _heappush(st.heap, (end, _P_PHASE, st.next_seq, _PHASE, (idx, k + 1)))
         else:
-            _heappush(st.heap, (end, END, st.next_seq, END, idx))
+            _heappush(st.heap, (end, _P_END, st.next_seq, _END, idx))
         st.next_seq += 1
 
     def _regrant(self, idx: int, rj: RunningJob, nodes: np.ndarray) -> None:
         """The running record of an app job now on ``nodes`` (one unit each)."""
         new = rj._replace(allocation=Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64)))
-        self._st.running[idx] = new
+        self._loop_state.running[idx] = new
         self._running_removed(rj)
         self._running_added(new)
 
     def _fork(self, idx: int, parent: int, t: float) -> int | None:
         """A child of a process on ``parent`` finds no free core: the dispatcher grants one
         whole free node (verified) or refuses."""
-        st = self._st
+        st = self._loop_state
         rj = st.running[idx]
         job = rj.job
         view = st.view
@@ -874,7 +888,7 @@ class Simulator:
 
     def _release(self, idx: int, nodes: list[int], t: float) -> None:
         """Job ``idx`` gives ``nodes`` back at ``t`` (a join left no process on them)."""
-        st = self._st
+        st = self._loop_state
         gone = np.asarray(sorted(nodes), dtype=np.int64)
         kept = []
         for seg_nodes, amounts in st.held[idx]:
@@ -891,11 +905,11 @@ class Simulator:
         rj = st.running[idx]
         self._regrant(idx, rj, np.setdiff1d(rj.allocation.nodes, gone))
 
-    def _apply_cancels(self, t: float, cancels: list) -> None:
+    def _apply_cancels(self, t: float, cancels: Sequence[tuple[Job, str]]) -> None:
         """The dispatcher stops running jobs (``Decision.cancels``), verified."""
         for job, reason in cancels:
             idx = job.index
-            if idx not in self._st.running:
+            if idx not in self._loop_state.running:
                 raise InvalidDecisionError(
                     self.dispatcher.name, job.id, t, "cannot cancel it: it is not running"
                 )
@@ -916,7 +930,7 @@ class Simulator:
                 f"starts at {begin:g}, before its earliest start {job.ready_at:g}",
             )
         if job.app is not None and not self._per_core:  # (per core: _start_per_core)
-            cluster = self._st.cluster
+            cluster = self._loop_state.cluster
             nodes = alloc.nodes
             if not (cluster.free[nodes] == cluster.capacity[nodes]).all():
                 raise InvalidDecisionError(
@@ -927,16 +941,16 @@ class Simulator:
                 )
 
     def _push_wakeup(self, at: float) -> None:
-        st = self._st
+        st = self._loop_state
         if at not in st.wakeup_pending:
             st.wakeup_pending.add(at)
-            _heappush(st.heap, (at, WAKEUP, st.next_seq, WAKEUP, None))
+            _heappush(st.heap, (at, _P_WAKEUP, st.next_seq, _WAKEUP, None))
             st.next_seq += 1
 
     def _resize(self, idx: int, request: GrowthRequest, t: float) -> bool:
         """A running job asks for more units: the dispatcher grants an allocation (verified,
         applied as a new segment) or refuses."""
-        st = self._st
+        st = self._loop_state
         rj = st.running[idx]
         view = st.view
         view.now = t

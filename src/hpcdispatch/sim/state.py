@@ -22,26 +22,11 @@ from hpcdispatch.sim.cluster import ClusterState
 from hpcdispatch.sim.execution import AppRun, ExecutionModel, app_model_params
 from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.sim.options import SimulationOptions
-from hpcdispatch.sim.result import SimulationResult
+from hpcdispatch.sim.result import RunNotes, SimulationResult
 from hpcdispatch.sim.segments import SegmentLog
 from hpcdispatch.system.model import System
+from hpcdispatch.vocabulary import JobStatus
 from hpcdispatch.workload.job import Job, Workload
-
-# event kinds, which are also their heap priorities at one instant (REVISE shares RESIZE's)
-END, SUBMIT, RESIZE, WAKEUP = 0, 1, 2, 3
-REVISE = 4  # an expired prediction (heap priority RESIZE)
-CANCEL = (
-    5  # a job's deadline (heap priority RESIZE: after the ends and submissions at that instant)
-)
-PHASE = 6  # a deadline job's phase boundary (heap priority RESIZE; its last boundary is an END)
-TICK = -1  # an interval tick (heap priority WAKEUP)
-
-# job status codes (result arrays)
-PENDING, QUEUED, RUNNING, DONE, REJECTED, CANCELLED = 0, 1, 2, 3, 4, 5
-
-#: why a job was cancelled (``LoopState.cancel_reason``): it reached its deadline still
-#: waiting, or still running
-CANCEL_WAITING, CANCEL_RUNNING = "deadline-waiting", "deadline-running"
 
 
 class DecisionLog:
@@ -118,9 +103,8 @@ class LoopState:
     end_at: list[float] = field(default_factory=list)
     status: list[int] = field(default_factory=list)
     reject_reason: dict[int, str] = field(default_factory=dict)
-    cancel_reason: dict[int, str] = field(
-        default_factory=dict
-    )  # job index -> CANCEL_WAITING / CANCEL_RUNNING
+    # job index -> why it was cancelled (a CancelReason's text)
+    cancel_reason: dict[int, str] = field(default_factory=dict)
     resize_log: list[tuple[float, int, int, bool]] = field(default_factory=list)
     segments: SegmentLog = field(default_factory=SegmentLog)
     decisions: DecisionLog = field(default_factory=DecisionLog)
@@ -183,12 +167,9 @@ class LoopState:
             planned_np=planned_np,
             start_at=[nan] * n,
             end_at=[nan] * n,
-            status=[PENDING] * n,
+            status=[int(JobStatus.PENDING)] * n,
             execution=execution,
         )
-
-    def _execution_extra(self) -> dict[str, Any]:
-        return {} if self.execution is None else self.execution.summary()
 
     def result(
         self,
@@ -201,7 +182,7 @@ class LoopState:
         """The run's result from its outcome fields (a job that ended and ran past its
         wall-time was killed at it, when jobs are killed)."""
         status = np.asarray(self.status, dtype=np.int8)
-        killed = (status == DONE) & (workload.run_time > workload.wall_time)
+        killed = (status == JobStatus.COMPLETED) & (workload.run_time > workload.wall_time)
         if not options.walltime_kill:
             killed[:] = False
         return SimulationResult(
@@ -221,6 +202,9 @@ class LoopState:
             bookings=list(dispatcher.bookings()),
             resize_log=self.resize_log,
             decisions=self.decisions.columns(),
-            extra={"prediction_time_s": self.predict_time_s, **self._execution_extra()},
+            notes=RunNotes(
+                prediction_time_s=self.predict_time_s,
+                execution=None if self.execution is None else self.execution.summary(),
+            ),
             tags=dict(vars(dispatcher.get_tags())),
         )

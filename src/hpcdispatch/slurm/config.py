@@ -3,30 +3,11 @@
 One ``slurmd`` per emulated node, all on this machine: every node is
 ``NodeHostname=localhost NodeAddr=127.0.0.1`` with its own ``Port`` (node ``i`` of the
 cluster listens on ``node_port_base + i``), and ``CommunicationParameters=NoInAddrAny,
-NoCtldInAddrAny`` binds slurmctld and every slurmd to 127.0.0.1 only. Choices, each from
-the measured note (``../shared/notes/slurm-emulation.md``):
+NoCtldInAddrAny`` binds slurmctld and every slurmd to 127.0.0.1 only. The other choices, each
+from the measured note (``../shared/notes/slurm-emulation.md``), are listed in the docs.
 
-- node names are :meth:`System.node_name` (``n0000``, ...), in the project's linear node order,
-  so node ``i`` of a schedule is Slurm's ``n{i:04d}``; one ``NodeName=`` line per run of
-  nodes of one node type;
-- resource ``core`` -> ``CPUs`` (one socket, ``ThreadsPerCore=1``: a CPU is a core),
-  ``mem`` -> ``RealMemory`` (MB), every other resource -> a GRES of that name; GPUs need
-  ``File=`` pointing to a character device (trap 2): fake ones under ``STATE/dev``,
-  ``AutoDetect=off``; other GRES are count-only;
-- ``SelectTypeParameters=CR_Core_Memory`` with ``DefMemPerCPU`` = the node's memory divided by
-  its cores (rounded down; nodes without a ``mem`` resource get ``RealMemory = cores x 256``),
-  so a job without ``--mem`` never blocks co-scheduling by memory (trap 4);
-- ``SlurmdParameters=config_overrides``: 8-core nodes on a 2-core machine are not drained
-  (trap 3);
-- ``SchedulerParameters`` of the note (``bf_interval=1,bf_resolution=1,...``): with Slurm's
-  defaults (30 s backfill interval, 60 s resolution) short jobs wait twice as long;
-- ``JobCompType=jobcomp/filetxt`` and ``MinJobAge=3600``: a finished job's record stays in
-  slurmctld for an hour, so ``squeue --json -t all`` lists every job of a replay; no
-  slurmdbd is needed (``sacct`` then does not work);
-- ``ProctrackType=proctrack/linuxproc``, ``TaskPlugin=task/none``: no cgroups (no systemd);
-- ``AuthInfo=socket=...``: the cluster's own munged on a private socket;
-- with accounting: slurmdbd (``AccountingStorageType=accounting_storage/slurmdbd``) on a
-  private MariaDB, both on 127.0.0.1; see :func:`slurmdbd_conf_text`.
+Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -43,14 +24,14 @@ SCHEDULER_PARAMETERS = (
     "sched_interval=2,sched_min_interval=100000,default_queue_depth=1000"
 )
 #: memory per core (MB) given to nodes of a system without a ``mem`` resource
-MEM_PER_CORE_MB = 256
+_MEM_PER_CORE_MB = 256
 #: seconds a finished job stays in slurmctld (``squeue -t all`` lists it that long)
-MIN_JOB_AGE = 3600
-CORE = "core"
-MEM = "mem"
-GPU = "gpu"
+_MIN_JOB_AGE = 3600
+_CORE = "core"
+_MEM = "mem"
+_GPU = "gpu"
 #: the character device major number of NVIDIA GPUs, for the fake device files
-GPU_DEVICE_MAJOR = 195
+_GPU_DEVICE_MAJOR = 195
 
 
 @dataclass(frozen=True)
@@ -116,58 +97,58 @@ def _capacity(nt: NodeType, resource: str) -> int:
     return int(nt.capacity.get(resource, 0))
 
 
-def check_slurm_system(system: System) -> None:
+def _check_slurm_system(system: System) -> None:
     """A :class:`ConfigError` when Slurm cannot emulate ``system``: every node needs cores."""
-    if CORE not in system.resources:
+    if _CORE not in system.resources:
         raise ConfigError(
-            f"system '{system.name}' has no '{CORE}' resource: Slurm's nodes are made of CPUs "
+            f"system '{system.name}' has no '{_CORE}' resource: Slurm's nodes are made of CPUs "
             f"(resources: {', '.join(system.resources)})"
         )
     for nt in system.node_types:
-        if _capacity(nt, CORE) < 1:
+        if _capacity(nt, _CORE) < 1:
             raise ConfigError(
                 f"system '{system.name}', node type '{nt.name}': Slurm needs at least one core per node"
             )
 
 
-def gres_names(system: System) -> list[str]:
+def _gres_names(system: System) -> list[str]:
     """The system's resources Slurm sees as GRES (all but cores and memory), in system order;
     a typed one is named ``NAME:TYPE`` (``gpu:a100``), as in ``--gres=gpu:a100:2``."""
-    return [r for r in system.resources if r not in (CORE, MEM)]
+    return [r for r in system.resources if r not in (_CORE, _MEM)]
 
 
 def _is_gpu(resource: str) -> bool:
-    return resource.split(":", 1)[0] == GPU
+    return resource.split(":", 1)[0] == _GPU
 
 
-def gres_types(system: System) -> list[str]:
+def _gres_types(system: System) -> list[str]:
     """``GresTypes``: the GRES names without their types, each once."""
     names: list[str] = []
-    for r in gres_names(system):
+    for r in _gres_names(system):
         base = r.split(":", 1)[0]
         if base not in names:
             names.append(base)
     return names
 
 
-def node_memory(nt: NodeType, system: System) -> int:
+def _node_memory(nt: NodeType, system: System) -> int:
     """``RealMemory`` (MB) of a node of type ``nt``."""
-    if MEM in system.resources:
-        return max(1, _capacity(nt, MEM))
-    return _capacity(nt, CORE) * MEM_PER_CORE_MB
+    if _MEM in system.resources:
+        return max(1, _capacity(nt, _MEM))
+    return _capacity(nt, _CORE) * _MEM_PER_CORE_MB
 
 
-def def_mem_per_cpu(system: System) -> int:
+def _def_mem_per_cpu(system: System) -> int:
     """``DefMemPerCPU`` (MB): the smallest memory per core over the node types (so a job without
     ``--mem`` can use every core of any node)."""
-    return max(1, min(node_memory(nt, system) // _capacity(nt, CORE) for nt in system.node_types))
+    return max(1, min(_node_memory(nt, system) // _capacity(nt, _CORE) for nt in system.node_types))
 
 
 def _range(first: int, last: int, width: int) -> str:
     return f"{first:0{width}d}" if first == last else f"[{first:0{width}d}-{last:0{width}d}]"
 
 
-def node_range(system: System, first: int, last: int) -> str:
+def _node_range(system: System, first: int, last: int) -> str:
     """Nodes ``first..last`` (inclusive) as one Slurm host list: ``n[0000-0015]``."""
     name = system.node_name(first)
     width = len(name) - 1
@@ -186,9 +167,9 @@ def slurm_conf_text(
     system: System, layout: ClusterLayout, scheduler_parameters: str = SCHEDULER_PARAMETERS
 ) -> str:
     """The whole slurm.conf of the cluster (see the module docstring for every choice)."""
-    check_slurm_system(system)
+    _check_slurm_system(system)
     d = layout.state_dir
-    gres = gres_names(system)
+    gres = _gres_names(system)
     lines = [
         f"# generated by hpcdispatch slurm up: system {system.name}, {system.n_nodes} nodes",
         f"ClusterName={layout.name}",
@@ -216,7 +197,7 @@ def slurm_conf_text(
         *_accounting_lines(system, layout),
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={d / 'log'}/jobcomp.txt",
-        f"MinJobAge={MIN_JOB_AGE}",
+        f"MinJobAge={_MIN_JOB_AGE}",
         "ReturnToService=2",
         "SlurmdTimeout=300",
         "InactiveLimit=0",
@@ -225,18 +206,18 @@ def slurm_conf_text(
         f"SchedulerParameters={scheduler_parameters}",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
-        f"DefMemPerCPU={def_mem_per_cpu(system)}",
+        f"DefMemPerCPU={_def_mem_per_cpu(system)}",
         "SlurmdParameters=config_overrides",
     ]
     if gres:
-        lines.append(f"GresTypes={','.join(gres_types(system))}")
+        lines.append(f"GresTypes={','.join(_gres_types(system))}")
     for nt, first, last in _type_runs(system):
-        cores = _capacity(nt, CORE)
+        cores = _capacity(nt, _CORE)
         node_gres = ",".join(f"{r}:{_capacity(nt, r)}" for r in gres if _capacity(nt, r) > 0)
         ports = _range(layout.node_port(first), layout.node_port(last), 0)
         lines.append(
-            f"NodeName={node_range(system, first, last)} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} "
-            f"CPUs={cores} Sockets=1 CoresPerSocket={cores} ThreadsPerCore=1 RealMemory={node_memory(nt, system)}"
+            f"NodeName={_node_range(system, first, last)} NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} "
+            f"CPUs={cores} Sockets=1 CoresPerSocket={cores} ThreadsPerCore=1 RealMemory={_node_memory(nt, system)}"
             + (f" Gres={node_gres}" if node_gres else "")
             + " State=UNKNOWN"
         )
@@ -256,17 +237,17 @@ def _accounting_lines(system: System, layout: ClusterLayout) -> list[str]:
         f"AccountingStoragePort={layout.dbd_port}",
         f"AccountingStoragePass={layout.munge_socket}",
     ]
-    tres = [f"gres/{name}" for name in gres_types(system)]
+    tres = [f"gres/{name}" for name in _gres_types(system)]
     if tres:
         lines.append(f"AccountingStorageTRES={','.join(tres)}")
     return lines
 
 
-def database_name(layout: ClusterLayout) -> str:
+def _database_name(layout: ClusterLayout) -> str:
     return "slurm_acct_db_" + layout.name.replace("-", "_")
 
 
-def slurmdbd_conf_text(layout: ClusterLayout, db_password: str) -> str:
+def _slurmdbd_conf_text(layout: ClusterLayout, db_password: str) -> str:
     """slurmdbd.conf (beside slurm.conf: slurmdbd reads it from ``SLURM_CONF``'s directory;
     mode 600, it holds the database password): slurmdbd on 127.0.0.1 only
     (``CommunicationParameters=NoInAddrAny`` -- without it slurmdbd listens on 0.0.0.0), the
@@ -291,23 +272,23 @@ def slurmdbd_conf_text(layout: ClusterLayout, db_password: str) -> str:
                 f"StoragePort={layout.db_port}",
                 "StorageUser=slurm",
                 f"StoragePass={db_password}",
-                f"StorageLoc={database_name(layout)}",
+                f"StorageLoc={_database_name(layout)}",
             ]
         )
         + "\n"
     )
 
 
-def gpu_device(layout: ClusterLayout, index: int) -> Path:
+def _gpu_device(layout: ClusterLayout, index: int) -> Path:
     """The fake device file of GPU ``index`` (shared by every emulated node)."""
     return layout.dev / f"gpu{index}"
 
 
 def _node_gpus(nt: NodeType, system: System) -> int:
-    return sum(_capacity(nt, r) for r in gres_names(system) if _is_gpu(r))
+    return sum(_capacity(nt, r) for r in _gres_names(system) if _is_gpu(r))
 
 
-def max_gpus(system: System) -> int:
+def _max_gpus(system: System) -> int:
     """The most GPUs (of all types) on one node: the number of fake device files."""
     return max((_node_gpus(nt, system) for nt in system.node_types), default=0)
 
@@ -318,9 +299,9 @@ def gres_conf_text(system: System, layout: ClusterLayout) -> str:
     count; a typed resource ``NAME:TYPE`` is ``Name=NAME Type=TYPE``."""
     lines = ["# generated by hpcdispatch slurm up", "AutoDetect=off"]
     for nt, first, last in _type_runs(system):
-        nodes = node_range(system, first, last)
+        nodes = _node_range(system, first, last)
         device = 0
-        for r in gres_names(system):
+        for r in _gres_names(system):
             count = _capacity(nt, r)
             if count <= 0:
                 continue

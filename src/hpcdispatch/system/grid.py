@@ -6,44 +6,10 @@ Linnert, De Rose and Heiss (2024) builds on; the system model's :class:`Topology
 out (``Topology.grid``). Every answer is a numpy array, computed once per shape
 (:func:`grid_of` keeps one ``Grid`` per ``(rows, cols, torus)``) and read-only.
 
-Modelling choices (also in ``docs/DEADLINE.md``, section "Topology"):
+Modelling choices: ``docs/DEADLINE.md``, section "Topology".
 
-* **Numbering**: row-major. Node ``i`` sits at row ``i // cols``, column ``i % cols`` -- the
-  order of ``System.capacity`` is unchanged by a grid topology.
-* **Distances**: Manhattan (hops). On a torus each axis takes the shorter way round,
-  ``min(|d|, n - |d|)``.
-* **Links**: one undirected link between 4-neighbours. Link ids: the ``H`` horizontal links
-  first, row by row (link ``(r, c) - (r, c + 1)`` is ``r * (cols - 1) + c`` on a mesh), then
-  the vertical ones, row pair by row pair, columns in order (link ``(r, c) - (r + 1, c)`` is
-  ``H + r * cols + c``); on a torus each axis of length >= 3 adds the wrap
-  links ``(r, cols - 1) - (r, 0)`` and ``(rows - 1, c) - (0, c)``, numbered as if ``c + 1``
-  were taken modulo ``cols``. An axis of length 1 or 2 has **no wrap link** (it would be a
-  loop or a second link parallel to an existing one), so a 2 x n torus is a mesh along its
-  rows; distances agree with that (``min(|d|, 2 - |d|) == |d|``).
-* **XY routes** (dimension order): a message first moves along its row (X = column) to the
-  destination's column, then along that column (Y = row). On a torus each axis goes the
-  shorter way round; on a **tie** (exactly half-way round an even axis) it goes the
-  *positive* way (increasing index, wrapping from ``n - 1`` to ``0``). A route crosses exactly
-  ``distance(a, b)`` links.
-* **Hilbert order**, as Slurm builds it (``hilbert_slurm.c``: each node's index on a Hilbert
-  curve of the enclosing power-of-two cube, then the nodes sorted by that index): the index of
-  node ``(r, c)`` is ``xy2d(N, x, y)`` with ``N`` the smallest power of two >= ``max(rows,
-  cols)``, ``x`` the coordinate along the **shorter** side (``x = r`` when ``rows <= cols``,
-  else ``x = c``) and ``y`` the other one. ``xy2d`` is the classic recursive Hilbert index
-  (from ``(0, 0)`` to ``(N - 1, 0)``); Skilling's ``AxestoTranspose`` with ``log2 N`` bits,
-  which Slurm uses, gives the same order (tested). Slurm itself always works in a 32-wide cube
-  (5 bits); restricted to a ``2^k`` corner that curve is the same one with its two axes swapped
-  when ``5 - k`` is odd (tested), which on 8 x 16 would give 1 jump instead of 0: we take the
-  enclosing square of the grid, as the design note does. On a ``2^k x 2^k`` square consecutive curve
-  positions are always neighbours; on other shapes the curve leaves the grid and comes back,
-  and two consecutive positions can be apart: :attr:`Grid.hilbert_jumps` counts them
-  (0 on 8 x 16 and 16 x 8, 3 on 12 x 10). The orientation rule is what makes 8 x 16 jump-free.
-* **Snake order** (the leak's search for a first node, Fig. 11 of the paper): rows
-  boustrophedon, starting at the start node's row and going **left to right** in it, the
-  next row right to left, and so on, wrapping from the last row to row 0; the walk is then
-  rotated to begin at the start node (for a start node in column 0 it is the plain
-  boustrophedon from that row). From node 0 on 8 x 16: ``0, 1, ..., 15, 31, 30, ..., 16, 32, ...``.
-  The snake is a search order, not a path: it ignores torus links.
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

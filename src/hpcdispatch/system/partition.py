@@ -8,24 +8,8 @@ free-capacity matrix and honours Slurm's per-node constraints, while these place
 nodes* with a shape rule. The deadline strategies (advance reservation, the leak) call them
 on the min-free mask of a booking window; an allocator wrapping them can follow.
 
-* :func:`hilbert_first_fit` -- Fig. 6 of the paper: the first run of ``k`` consecutive
-  positions of the Hilbert order that are all free ("only contiguous segments are
-  considered"; the window restarts after a busy node, no wrap-around: design note A21).
-* :func:`hilbert_best_fit` -- Slurm's native best fit over the same order: the shortest run
-  of free positions that holds ``k`` (ties: the earliest), its first ``k`` nodes.
-* :func:`manhattan_partition` -- Fig. 8 fixed as in design note A22: start nodes in node
-  order; from a start node the partition grows **one node at a time** over the free
-  4-neighbours of the partition (the frontier), taking the node that increases the sum of
-  pairwise Manhattan distances least (ties: the lowest node id), until it has ``k`` nodes. It
-  fails only when the frontier empties, i.e. when the start node's free 4-connected component
-  has fewer than ``k`` nodes; so the first start node whose component is large enough is the
-  one the written loop ends with, and it is found by labelling the components once.
-* :func:`snake_first_free` and :func:`leak_grow` -- the leak's placement (Fig. 10, 11): the
-  first free node along the snake from a start node, then growth by breadth-first layers over
-  free 4-neighbours ("two at once" in Fig. 11's tile 5), lowest ids first within a layer, up
-  to ``k`` nodes; when the layer is empty the contiguous leak stops with what it found, the
-  non-contiguous one (``jump=True``) takes the next free node along the snake and grows from
-  there (Fig. 10 line 14, Fig. 13).
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations

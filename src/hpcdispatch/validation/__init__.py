@@ -1,6 +1,10 @@
 """The independent schedule validator (``hpcdispatch validate``)."""
 
 from hpcdispatch.validation.validator import (
+    EXIT_CODES,
+    RULES,
+    Rule,
+    RunTables,
     ValidationReport,
     Violation,
     validate,
@@ -10,6 +14,10 @@ from hpcdispatch.validation.validator import (
 )
 
 __all__ = [
+    "EXIT_CODES",
+    "RULES",
+    "Rule",
+    "RunTables",
     "ValidationReport",
     "Violation",
     "validate",

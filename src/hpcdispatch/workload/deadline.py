@@ -16,21 +16,8 @@ defaults A14-A17):
 4. behaviour type per job (``types=uniform``: drawn uniformly from 0-3) and the
    communication pattern, stored as the job's :class:`~hpcdispatch.workload.job.AppSpec`.
 
-**Common random numbers**: every quantity above comes from its own random stream seeded by
-``(seed, stream)``, so for one seed the sizes, run times, submissions, earliest starts and
-deadlines are the same whatever ``types`` and ``comm`` are (only the behaviour types differ),
-and every strategy sees the same jobs.
-
-A job becomes ``ceil(n / c)`` units of ``c`` cores with at most one unit per node, ``c`` the
-cores of a node (every node of the system must have the same number): whole nodes, one job per
-node, as the static strategies book them (design note A3, A6). ``run_time = wall_time = R``:
-static jobs run exactly their reserved length (the execution model that makes run time depend
-on the placement is not built yet).
-
-``PATH.deadline.jsonl``: one job per line, ``{"id", "submit", "run_time", "earliest_start",
-"deadline", "processes", "behaviour", "comm"}`` (:func:`write_deadline_jsonl`,
-:func:`read_deadline_jsonl`): a generated workload saved, edited and replayed. A line that
-cannot be used is skipped and counted per reason, the first messages naming file, line and field.
+Design notes, decisions and measurements: docs/DEADLINE.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -52,7 +39,7 @@ from hpcdispatch.workload.lublin import LublinSpec, lublin_jobs
 LOADS = {"normal": 1500.0, "heavy": 150.0, "very-heavy": 1.0}
 TYPES = ("0", "1", "2", "3", "uniform")
 COMMS = ("async", "sync")
-JSONL_SUFFIX = ".deadline.jsonl"
+_JSONL_SUFFIX = ".deadline.jsonl"
 
 # random streams (the second element of each stream's seed): common random numbers
 _ARRIVALS, _SLACK, _TYPES, _LEAD = 1, 2, 3, 4
@@ -143,6 +130,11 @@ class DeadlineWorkloadParams:
 
 def parse_deadline_spec(spec: str) -> DeadlineWorkloadParams:
     """``synthetic:deadline,key=value,...`` -> parameters (unknown keys: one error naming them)."""
+    return DeadlineWorkloadParams(**_deadline_values(spec))
+
+
+def _deadline_values(spec: str) -> dict[str, Any]:
+    """The typed values of ``synthetic:deadline,key=value,...``, in the order given."""
     body = spec.split(":", 1)[1] if ":" in spec else spec
     _, _, rest = body.partition(",")
     where = f"workload '{spec}'"
@@ -168,10 +160,10 @@ def parse_deadline_spec(spec: str) -> DeadlineWorkloadParams:
                 values[key] = value
         except ValueError:
             raise ConfigError(f"{where}: '{key}' must be {kind}, got '{value}'") from None
-    return DeadlineWorkloadParams(**values)
+    return values
 
 
-def node_cores(system: System) -> int:
+def _node_cores(system: System) -> int:
     """Cores per node (every node must have the same number: deadline jobs take whole nodes)."""
     if "core" not in system.resources:
         raise ConfigError(f"system '{system.name}' has no 'core' resource: deadline jobs need one")
@@ -194,7 +186,7 @@ def deadline_job(
     app: AppSpec,
 ) -> Job:
     """One deadline job on ``system``: ``ceil(processes / c)`` units of ``c`` cores, one per node."""
-    c = node_cores(system)
+    c = _node_cores(system)
     req = [0] * len(system.resources)
     req[system.resource_index("core")] = c
     return Job(
@@ -248,13 +240,13 @@ def deadline_columns(params: DeadlineWorkloadParams) -> dict[str, np.ndarray]:
     }
 
 
-def deadline_workload(
+def _deadline_workload(
     system: System, params: DeadlineWorkloadParams, spec_string: str | None = None
 ) -> Workload:
     """The deadline workload of ``params`` on ``system`` (jobs larger than the system are
     skipped and counted as ``too-big``)."""
     cols = deadline_columns(params)
-    c = node_cores(system)
+    c = _node_cores(system)
     report = SkipReport(total_records=params.jobs)
     nodes_needed = -(-cols["processes"] // c)
     too_big = np.flatnonzero(nodes_needed > system.n_nodes)
@@ -282,7 +274,7 @@ def deadline_workload(
 
 
 # ---- JSON lines ------------------------------------------------------------------------------
-JSONL_FIELDS = (
+_JSONL_FIELDS = (
     "id",
     "submit",
     "run_time",
@@ -295,7 +287,7 @@ JSONL_FIELDS = (
 
 
 def write_deadline_jsonl(workload: Workload, path: str | Path) -> None:
-    """One JSON object per job (``JSONL_FIELDS``); every job must have an ``app``."""
+    """One JSON object per job (``_JSONL_FIELDS``); every job must have an ``app``."""
     lines = []
     for job in workload.jobs:
         if job.app is None:
@@ -343,7 +335,7 @@ def read_deadline_jsonl(path: str | Path, system: System) -> Workload:
         ) from None
     lines = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
     report = SkipReport(total_records=len(lines))
-    c = node_cores(system)
+    c = _node_cores(system)
     jobs: list[Job] = []
     seen: set[int] = set()
 
@@ -361,12 +353,12 @@ def read_deadline_jsonl(path: str | Path, system: System) -> Workload:
         if not isinstance(rec, dict):
             skip("malformed", line, "not a JSON object")
             continue
-        unknown = sorted(set(rec) - set(JSONL_FIELDS))
+        unknown = sorted(set(rec) - set(_JSONL_FIELDS))
         if unknown:
             skip(
                 "malformed",
                 line,
-                f"field '{unknown[0]}': unknown (fields: {', '.join(JSONL_FIELDS)})",
+                f"field '{unknown[0]}': unknown (fields: {', '.join(_JSONL_FIELDS)})",
             )
             continue
         try:

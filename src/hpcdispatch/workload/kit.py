@@ -5,39 +5,10 @@ PCP'20 (sec. 4, Table 1, Fig. 4) ran its dispatchers on KIT ForHLR II: 1,152 thi
 jobs from June 2016 to January 2018, 66.26 % of them short (< 1 h). Only the trace's header is
 public, so everything else is taken from the largest archive trace we have, CEA Curie
 (``CEA-Curie-2011-2.1-cln.swf.gz``: 93,312 cores, 16-core thin nodes; statistics by
-``benchmarks/kit_eurora_stats.py``), or is a stated assumption. Choice by choice:
+``benchmarks/kit_eurora_stats.py``), or is a stated assumption. The choices, one by one, are in the docs page below.
 
-==========================  ===================================================  ============
-what                        value                                                from
-==========================  ===================================================  ============
-short (< 1 h)               66.26 %                                              PCP'20 sec. 4
-medium (1-5 h) / long       the other 33.74 %, split 50.6 / 49.4 (Curie: long    Curie
-                            jobs are 49.4 % of the jobs over 1 h)
-run time in a class         log-normal, log mean / sd: short 4.08 / 2.27,        Curie
-                            medium 8.98 / 0.48, long 10.80 / 0.52; long ends at
-                            ``max_walltime`` (72 h)
-cores asked (thin jobs)     log2 classes 1, 2-3, 4-7, ... with Curie's shares    Curie
-                            .208 .057 .034 .075 .098 .096 .078 .106 .090 .071
-                            .031 .019, and .038 for 4,096 and more; a power of
-                            two with probability .796 (Curie's parallel jobs)
-largest thin job            256 nodes (5,120 cores): the Curie share over 4,096  assumption
-                            cores is folded into 4,096-5,120
-thin job shape              <= 20 cores: one unit of c cores and 3 GiB per core  assumption
-                            (queue ``singlenode``); more: whole nodes,
-                            ceil(c / 20) units of 20 cores and 60 GiB (queue
-                            ``multinode``), as KIT allocates multi-node jobs
-GPU jobs (fat nodes)        4 % of the jobs (the fat nodes' share of cores is    assumption
-                            4.2 %), queue ``fat``: u units of 12 cores, 256 GiB
-                            and 1 GPU (a quarter of a fat node), u = 1, 2, 4, 8,
-                            16 with .40 .20 .30 .07 .03
-arrivals                    Poisson, mean 460 s (114,355 jobs in ~609 days)      PCP'20 sec. 4
-wall-time requests          :func:`~hpcdispatch.workload.lublin.walltime_est     Tsafrir et al.
-                            imates` (max 72 h)
-==========================  ===================================================  ============
-
-Queue expected waits are not set (the papers give none for KIT, and no trace records them):
-the CP policy's version 1/2 objectives then weigh all queues alike. Thin units can also land
-on fat nodes (the ``kit-forhlr2`` preset has no partitions); best fit prefers the thin nodes.
+Design notes, decisions and measurements: docs/RESULTS-CP.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -49,9 +20,7 @@ import numpy as np
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.system.model import System
-from hpcdispatch.workload.job import Workload
-from hpcdispatch.workload.lublin import walltime_estimates
-from hpcdispatch.workload.synthetic_parts import (
+from hpcdispatch.workload._synthetic_parts import (
     apply_load,
     check_common,
     check_share,
@@ -60,12 +29,14 @@ from hpcdispatch.workload.synthetic_parts import (
     draw_log2_sizes,
     poisson_submits,
 )
+from hpcdispatch.workload.job import Workload
+from hpcdispatch.workload.lublin import walltime_estimates
 
-THIN_CORES = 20
-THIN_MEM_PER_CORE = 3072  # MiB: 60 GiB of a thin node's 64 GiB for 20 cores
-GPU_UNIT = (12, 262144, 1)  # cores, MiB, GPUs: a quarter of a fat node
+_THIN_CORES = 20
+_THIN_MEM_PER_CORE = 3072  # MiB: 60 GiB of a thin node's 64 GiB for 20 cores
+_GPU_UNIT = (12, 262144, 1)  # cores, MiB, GPUs: a quarter of a fat node
 # Curie, log2 classes of cores (1, 2-3, 4-7, ...); the last one is 4,096 and more
-CURIE_CORE_SHARES = (
+_CURIE_CORE_SHARES = (
     0.208,
     0.057,
     0.034,
@@ -80,11 +51,11 @@ CURIE_CORE_SHARES = (
     0.019,
     0.038,
 )
-CURIE_POW2_SHARE = 0.796
-CURIE_RUN_CLASSES = ((4.08, 2.27), (8.98, 0.48), (10.80, 0.52))  # (mu, sigma) of log run time
-GPU_UNITS = (1, 2, 4, 8, 16)
-GPU_UNIT_SHARES = (0.40, 0.20, 0.30, 0.07, 0.03)
-QUEUES = {0: "singlenode", 1: "multinode", 2: "fat"}
+_CURIE_POW2_SHARE = 0.796
+_CURIE_RUN_CLASSES = ((4.08, 2.27), (8.98, 0.48), (10.80, 0.52))  # (mu, sigma) of log run time
+_GPU_UNITS = (1, 2, 4, 8, 16)
+_GPU_UNIT_SHARES = (0.40, 0.20, 0.30, 0.07, 0.03)
+_QUEUES = {0: "singlenode", 1: "multinode", 2: "fat"}
 
 
 @dataclass(frozen=True)
@@ -121,35 +92,37 @@ class KitSpec:
             raise ConfigError(f"{where}: max_nodes must be in [1, 1152], got {self.max_nodes}")
 
 
-def kit_columns(
+def _kit_columns(
     spec: KitSpec, resources: tuple[str, ...], total_cores: int
 ) -> dict[str, np.ndarray]:
     """The generated jobs as columns (before the fit check and sorting); ``load`` is relative
     to ``total_cores``."""
     rng = np.random.default_rng([spec.seed, 36, 1])
     n = spec.jobs
-    run = class_run_times(rng, spec, CURIE_RUN_CLASSES)
-    top = spec.max_nodes * THIN_CORES
+    run = class_run_times(rng, spec, _CURIE_RUN_CLASSES)
+    top = spec.max_nodes * _THIN_CORES
     n_classes = max(1, int(math.floor(math.log2(top))) + 1)
-    shares = np.array(CURIE_CORE_SHARES[:n_classes], dtype=np.float64)
-    if n_classes < len(CURIE_CORE_SHARES):
-        shares[-1] += sum(CURIE_CORE_SHARES[n_classes:])
-    cores = draw_log2_sizes(rng, n, shares, CURIE_POW2_SHARE, top)
+    shares = np.array(_CURIE_CORE_SHARES[:n_classes], dtype=np.float64)
+    if n_classes < len(_CURIE_CORE_SHARES):
+        shares[-1] += sum(_CURIE_CORE_SHARES[n_classes:])
+    cores = draw_log2_sizes(rng, n, shares, _CURIE_POW2_SHARE, top)
     gpu = rng.random(n) < spec.gpu_share
-    gpu_units = rng.choice(GPU_UNITS, size=n, p=np.asarray(GPU_UNIT_SHARES) / sum(GPU_UNIT_SHARES))
+    gpu_units = rng.choice(
+        _GPU_UNITS, size=n, p=np.asarray(_GPU_UNIT_SHARES) / sum(_GPU_UNIT_SHARES)
+    )
     core_col, mem_col, gpu_col = (resources.index(r) for r in ("core", "mem", "gpu"))
     unit_req = np.zeros((n, len(resources)), dtype=np.int64)
-    single = cores <= THIN_CORES
-    units = np.where(single, 1, -(-cores // THIN_CORES))
-    per_unit_cores = np.where(single, cores, THIN_CORES)
+    single = cores <= _THIN_CORES
+    units = np.where(single, 1, -(-cores // _THIN_CORES))
+    per_unit_cores = np.where(single, cores, _THIN_CORES)
     unit_req[:, core_col] = per_unit_cores
-    unit_req[:, mem_col] = per_unit_cores * THIN_MEM_PER_CORE
+    unit_req[:, mem_col] = per_unit_cores * _THIN_MEM_PER_CORE
     queue = np.where(single, 0, 1)
     units = np.where(gpu, gpu_units, units)
     unit_req[gpu] = 0
-    unit_req[gpu, core_col], unit_req[gpu, mem_col], unit_req[gpu, gpu_col] = GPU_UNIT
+    unit_req[gpu, core_col], unit_req[gpu, mem_col], unit_req[gpu, gpu_col] = _GPU_UNIT
     queue = np.where(gpu, 2, queue)
-    processors = np.where(gpu, units * GPU_UNIT[0], cores)
+    processors = np.where(gpu, units * _GPU_UNIT[0], cores)
     submit = poisson_submits(rng, n, spec.interarrival)
     held_cores = units * unit_req[:, core_col]
     submit = apply_load(submit, held_cores * run, total_cores, spec.load)
@@ -171,7 +144,7 @@ def kit_columns(
     }
 
 
-def kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) -> Workload:
+def _kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) -> Workload:
     """A KIT ForHLR II-like workload on ``system`` (needs resources core, mem, gpu; sized
     for the ``kit-forhlr2`` preset: on a smaller system, jobs that do not fit are skipped)."""
     missing = [r for r in ("core", "mem", "gpu") if r not in system.resources]
@@ -180,7 +153,7 @@ def kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) 
             f"synthetic:kit needs a system with resources core, mem and gpu "
             f"(system '{system.name}' lacks {missing}; use --system kit-forhlr2)"
         )
-    cols = kit_columns(
+    cols = _kit_columns(
         spec, tuple(system.resources), int(system.total_capacity[system.resource_index("core")])
     )
     load = f",load={spec.load:g}" if spec.load is not None else ""
@@ -188,5 +161,5 @@ def kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) 
         system,
         cols,
         spec_string or f"synthetic:kit,jobs={spec.jobs},seed={spec.seed}{load}",
-        QUEUES,
+        _QUEUES,
     )

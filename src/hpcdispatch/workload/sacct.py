@@ -2,74 +2,20 @@
 
 Produce the file with::
 
-    sacct --allusers --parsable2 --starttime 2024-01-01 --endtime 2024-02-01 \\
-        --format JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,\\
-Timelimit,NNodes,NCPUS,ReqTRES,AllocTRES,State \\
+    sacct --allusers --parsable2 --starttime 2024-01-01 --endtime 2024-02-01 \
+        --format JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,\
+Timelimit,NNodes,NCPUS,ReqTRES,AllocTRES,State \
         > jan.sacct
 
 The first line is the header (``|``-separated field names, any order, any case; ``--parsable``'s
-trailing ``|`` is accepted too). Fields:
+trailing ``|`` is accepted too). The fields and how each record is read are in the docs page
+below.
 
-=================  ========  ==============================================================
-field              needed    use
-=================  ========  ==============================================================
-JobID              yes       the job (steps are skipped; arrays ``123_4`` and het jobs ``123+0``
-                             below)
-Submit             yes       submit time (``2024-01-31T12:00:00``), relative to the earliest
-                             submission in the file, which the header keeps as UnixStartTime
-Start              yes       ``Unknown``/``None``: the job never started (skipped)
-Elapsed or End     yes       run time (Elapsed, ``[D-]HH:MM:SS``; else End - Start)
-Timelimit          yes       wall time (Slurm time; ``UNLIMITED``/``Partition_Limit``: below)
-State              yes       below
-NNodes, NCPUS      yes [1]_  the allocation: ``-N NNodes -n NCPUS`` (one-core units on exactly
-                             NNodes nodes)
-AllocTRES/ReqTRES  no        GPUs and other GRES (``gres/gpu:a100=4``), ``mem``: per node =
-                             total / NNodes, rounded up; AllocTRES first (what the job held),
-                             else ReqTRES
-JobIDRaw           no        the job id (a plain integer for array tasks and het components)
-User, Account,     no        names -> ``Job.user``, ``Job.group``, ``Job.partition`` and
-Partition                    ``Job.queue`` (ids 1, 2, ... in file order, names in
-                             ``workload.labels``; integers stay integers)
-JobName            no        ``Job.name``
-=================  ========  ==============================================================
+No time limit (``UNLIMITED``, ``Partition_Limit``, empty): the partition's largest limit,
+else the file's longest run time, each counted as patched under its own rule.
 
-.. [1] or their ``node=``/``cpu=`` in a TRES field, or ReqNodes/AllocCPUS/ReqCPUS.
-
-The job is what it held, not what it asked: a workload replays the allocations as recorded
-(they fit the machine they ran on). GRES in TRES: a typed entry (``gres/gpu:a100=2``) goes to a
-resource ``gpu:a100`` when the system has one; otherwise the untyped total that accounting
-also records (``gres/gpu=2``) goes to ``gpu``; a GRES the system has in neither form skips
-the job (``bad-gres``). Memory counts only on a system with a ``mem`` resource (MB), and
-is ignored (counted as patched) otherwise.
-
-Decisions on records:
-
-- job steps (``123.batch``, ``123.extern``, ``123.0``, ``123_4.batch``, ``123+0.0``): skipped as
-  ``job-step`` (they run inside their job's allocation);
-- states: ``COMPLETED``, ``FAILED``, ``TIMEOUT``, ``CANCELLED`` (``CANCELLED by 123``) after its
-  start, ``OUT_OF_MEMORY``, ``NODE_FAIL``, ``PREEMPTED``, ``DEADLINE``, ``BOOT_FAIL`` are jobs
-  that held their allocation for Elapsed: kept, with the run time they had (a TIMEOUT runs to
-  its limit). ``PENDING``, ``RUNNING``, ``SUSPENDED``, ``REQUEUED``, ``RESIZING``: skipped as
-  ``not-finished`` (no run time yet); a job that never started (Start ``Unknown``/``None``,
-  e.g. cancelled while pending) as ``never-started``; ``Elapsed`` 0 as ``runtime<=0``;
-- arrays: every task (``123_4``) is a job of its own; a pending array's summary line
-  (``123_[5-9]``) is ``not-finished``. Het jobs: each component (``123+0``, ``123+1``) is a job
-  of its own (the simulator does not start them together; a note counts them);
-- ids: JobIDRaw when the field is there; otherwise a plain JobID is the id, and array tasks
-  and het components get fresh ids after the largest job number in the file, in file order (the Slurm
-  JobID is then the job's name unless JobName is given); a repeated id (``--duplicates``) is
-  ``duplicate-id``;
-- no time limit (``UNLIMITED``, ``Partition_Limit``, empty): the largest limit recorded in the
-  job's partition, else the largest run time in the file (counted as patched);
-- times are read as written (sacct prints local time without a zone; only differences are
-  used, so only a daylight-saving change inside the file shifts them by an hour).
-
-Other skip reasons, with line numbers as the SWF reader's
-:class:`~hpcdispatch.workload.job.SkipReport`: ``malformed`` (wrong number of fields, not
-UTF-8), ``bad-<Field>`` (a value that does not parse; the note names line and field),
-``bad-request`` (e.g. NCPUS < NNodes), ``too-big`` (does not fit the empty system). A file
-that is not text, or whose first line is not a sacct header naming the needed fields, is one
-:class:`~hpcdispatch.errors.TraceFormatError` naming the file.
+Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -85,13 +31,13 @@ from hpcdispatch.errors import TraceFormatError
 from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, SkipReport, Workload, WorkloadSource
-from hpcdispatch.workload.slurm import GPU, MEM, SlurmRequest, _text_lines, renumber_labels
-from hpcdispatch.workload.slurm_units import MAX_VALUE, gres_resource, parse_slurm_time, parse_tres
-from hpcdispatch.workload.swf import check_file
+from hpcdispatch.workload.slurm import _GPU, _MEM, SlurmRequest, _renumber_labels, _text_lines
+from hpcdispatch.workload.slurm_units import _MAX_VALUE, gres_resource, parse_slurm_time, parse_tres
+from hpcdispatch.workload.swf import _check_file
 
-SACCT_SUFFIX = ".sacct"
+_SACCT_SUFFIX = ".sacct"
 #: states of jobs that ran and ended (their allocation was held for Elapsed)
-ENDED_STATES = {
+_ENDED_STATES = {
     "COMPLETED",
     "FAILED",
     "TIMEOUT",
@@ -103,7 +49,7 @@ ENDED_STATES = {
     "BOOT_FAIL",
 }
 #: states of jobs without a final run time
-UNFINISHED_STATES = {
+_UNFINISHED_STATES = {
     "PENDING",
     "RUNNING",
     "SUSPENDED",
@@ -126,7 +72,7 @@ _DATE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)$", re.ASCII)
 
 def is_sacct_file(path: Path) -> bool:
     """``path`` ends in ``.sacct`` or its first line is a sacct header (``JobID|...``)."""
-    if path.suffix.lower() == SACCT_SUFFIX:
+    if path.suffix.lower() == _SACCT_SUFFIX:
         return True
     try:
         with open(path, "rb") as fh:
@@ -154,7 +100,7 @@ def _date(text: str) -> int | None:
 
 def _is_int(text: str) -> bool:
     """Plain ASCII digits of a value up to 2^50."""
-    return text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= MAX_VALUE
+    return text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= _MAX_VALUE
 
 
 def _count(text: str) -> int:
@@ -194,7 +140,7 @@ class _Bad(ValueError):
 def read_sacct(path: str | Path, system: System) -> Workload:
     """Read ``sacct --parsable2`` output onto ``system`` (see the module docstring)."""
     path = Path(path)
-    check_file(path)
+    _check_file(path)
     lines = [(k, text, why) for k, text, why in _text_lines(path) if text is None or text.strip()]
     if not lines or lines[0][1] is None:
         raise TraceFormatError(
@@ -270,10 +216,10 @@ def read_sacct(path: str | Path, system: System) -> Workload:
         if task is not None and task.startswith("["):
             skip("not-finished", line)  # a pending array's summary line
             continue
-        if state_word in UNFINISHED_STATES:
+        if state_word in _UNFINISHED_STATES:
             skip("not-finished", line)
             continue
-        if state_word not in ENDED_STATES:
+        if state_word not in _ENDED_STATES:
             skip("bad-State", line, f"field State: '{' '.join(state)}' is not a Slurm job state")
             continue
         try:
@@ -322,7 +268,7 @@ def read_sacct(path: str | Path, system: System) -> Workload:
         except _Bad as exc:
             skip(f"bad-{exc.field}", line, f"field {exc.field}: {exc}")
             continue
-        if int(base) > MAX_VALUE:
+        if int(base) > _MAX_VALUE:
             skip("bad-JobID", line, f"field JobID: '{jobid}' is too large")
             continue
         if run <= 0:
@@ -407,7 +353,7 @@ def _to_workload(
     path: Path, system: System, records: list[_Record], report: SkipReport, notes: list[str]
 ) -> Workload:
     resources = tuple(system.resources)
-    has_mem = MEM in resources
+    has_mem = _MEM in resources
     cap = system.capacity
 
     # ids: JobIDRaw, else the plain id; array tasks and het components without JobIDRaw get fresh ones
@@ -436,7 +382,7 @@ def _to_workload(
     jobs: list[Job] = []
     seen: set[int] = set()
     kept: list[_Record] = []
-    uneven = mem_ignored = limits_patched = het = 0
+    uneven = mem_ignored = limits_patched = limits_longest = het = 0
     fit_cache: dict[tuple, bool] = {}
 
     def skip(reason: str, line: int, message: str) -> None:
@@ -468,7 +414,7 @@ def _to_workload(
                     try:
                         resource = gres_resource(gname, None, resources)
                         amount = r.tres[f"gres/{gname}"]
-                        if resource in gres or (resource == GPU and gpus):
+                        if resource in gres or (resource == _GPU and gpus):
                             continue  # the untyped total already counted
                     except LookupError:
                         bad = exc.args[0]
@@ -478,7 +424,7 @@ def _to_workload(
                     break
             per, odd = _per_node(amount, r.nodes)
             odd_amounts |= odd
-            if resource == GPU:
+            if resource == _GPU:
                 gpus += per
             else:
                 gres[resource] = gres.get(resource, 0) + per
@@ -531,6 +477,7 @@ def _to_workload(
         if limit is None:
             limit = part_limit.get(r.partition, longest)
             limits_patched += 1
+            limits_longest += r.partition not in part_limit
         seen.add(job_id)
         het += r.het
         uneven += odd_amounts
@@ -559,7 +506,7 @@ def _to_workload(
                 contiguous=f["contiguous"],
             )
         )
-    jobs, labels = renumber_labels(
+    jobs, labels = _renumber_labels(
         jobs,
         {
             field: {i: n for n, i in ids_.items()}
@@ -574,12 +521,17 @@ def _to_workload(
     for j, r in zip(jobs, kept):
         waits.setdefault(j.queue, []).append(max(r.start - r.submit, 0))
     queue_ewt = {q: float(np.mean(w)) for q, w in waits.items()}
+    no_limit = "Timelimit UNLIMITED, Partition_Limit or empty: wall time ="
     report.patch(
-        "time limit UNLIMITED or not recorded: the partition's largest limit (else the longest run)",
-        limits_patched,
+        f"{no_limit} the largest limit recorded in the job's partition",
+        limits_patched - limits_longest,
+    )
+    report.patch(
+        f"{no_limit} the longest run time in the file (no limit recorded in its partition)",
+        limits_longest,
     )
     report.patch("GRES or memory not divisible by the node count: rounded up per node", uneven)
-    report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)
+    report.patch(f"memory ignored (system {system.name} has no '{_MEM}' resource)", mem_ignored)
     if het:
         notes.append(
             f"{het} het-job components read as separate jobs (the simulator does not start them together)"

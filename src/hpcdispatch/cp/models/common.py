@@ -7,23 +7,8 @@ search prefers the job of highest priority that can start first, at its earliest
 (a decision strategy on the starts in priority order), and the priority-rule schedule is a
 complete hint.
 
-Job symmetry (``job_symmetry=True``, beyond the papers): two jobs of the model with the same
-shape (units, per-unit request, units-per-node limit), the same model duration and the same
-objective weight (and, for the PCP v1/v2 objective, the same ``ewt``) are interchangeable:
-swapping their starts and allocations keeps every constraint and the objective (with the
-threshold objective ``w max(0, s - e)``, giving the earlier start to the job with the
-smaller ``e`` is never worse, since ``max(0, .)`` is convex). So some optimal schedule starts
-such jobs in priority order, and the model adds ``s_a <= s_b`` along each group. The
-priority rule nearly always places them in that order too, but not always (PCP v1 with
-last-two predictions on SDSC-SP2: 15 of 100,781 decisions), so the dispatcher hands the
-rule's starts and allocations out within each group in priority order
-(:func:`rule_in_group_order`) before the rule becomes the hint. This composes with the models' node
-symmetry breaking, which only restricts a job's own units or relabels idle nodes.
-
-A model is a :class:`CPModel`: ``build(x: ModelInput) -> BuiltModel``, solved by
-:func:`hpcdispatch.cp.solve.solve` and read back by ``BuiltModel.decode_now(solver)``: three
-small steps, each testable alone. :class:`ModelInput` is what the pipeline hands every model
-(instance, policy, jobs, horizon, rule schedule, settings): the shared prologue, once.
+Design notes, decisions and measurements: docs/RESULTS-CP.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
@@ -31,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hpcdispatch._util import LazyModule
 from hpcdispatch.cp.instance import DispatchInstance, QueuedJob, RunningEntry
@@ -38,7 +24,10 @@ from hpcdispatch.cp.policy import CPSettings, Policy
 from hpcdispatch.cp.rule import RuleSchedule
 from hpcdispatch.system.allocation import Allocation
 
-cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:
+    cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
 @dataclass(frozen=True)
@@ -63,6 +52,8 @@ class ModelInput:
 
 @dataclass
 class BuiltModel:
+    """A built CP-SAT model: its start variables per job and how to decode who starts now."""
+
     name: str
     model: cp_model.CpModel
     jobs: list[QueuedJob]
@@ -108,7 +99,7 @@ class Schedule:
             x.d_max,
             x.rule,
         )
-        earliest, job_symmetry = x.earliest, x.settings.job_symmetry
+        earliest, job_symmetry = x.earliest, x.settings.model.job_symmetry
         self.inst, self.policy, self.jobs, self.horizon = inst, policy, jobs, horizon
         self.starts: dict[int, cp_model.IntVar] = {}
         self.intervals: dict[int, cp_model.IntervalVar] = {}

@@ -20,6 +20,8 @@ if it does not fit there either.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from hpcdispatch._util import LazyModule
@@ -34,7 +36,10 @@ from hpcdispatch.cp.models.common import (
 from hpcdispatch.cp.models.hcp import add_pooled_cumulatives
 from hpcdispatch.system.allocation import Allocation
 
-cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:
+    cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
 def node_classes(free: np.ndarray) -> list[tuple[tuple[int, ...], list[int]]]:
@@ -54,7 +59,7 @@ def build(x: ModelInput) -> BuiltModel:
     classes = node_classes(inst.free)
     class_of = {n: c for c, (_vec, nodes) in enumerate(classes) for n in nodes}
     now: dict[int, cp_model.IntVar] = {}
-    x: dict[int, dict[int, cp_model.IntVar]] = {}
+    units_in: dict[int, dict[int, cp_model.IntVar]] = {}
     load: dict[int, list[tuple[int, cp_model.IntVar]]] = {
         c: [] for c in range(len(classes))
     }  # (job index, var)
@@ -70,17 +75,17 @@ def build(x: ModelInput) -> BuiltModel:
         if starts_now and j.index in rule.allocations:
             for n, u in rule.allocations[j.index].pairs():
                 hinted[class_of[n]] = hinted.get(class_of[n], 0) + u
-        x[j.index] = {}
+        units_in[j.index] = {}
         for c, (vec, nodes) in enumerate(classes):
             fit = per_node_units(vec, j)
             if fit == 0:
                 continue
             v = m.new_int_var(0, min(j.units, fit * len(nodes)), f"x[{j.id},{c}]")
             m.add_hint(v, hinted.get(c, 0))
-            x[j.index][c] = v
+            units_in[j.index][c] = v
             load[c].append((j.index, v))
-        if x[j.index]:
-            m.add(sum(x[j.index].values()) == j.units * b)
+        if units_in[j.index]:
+            m.add(sum(units_in[j.index].values()) == j.units * b)
         else:
             m.add(b == 0)
     by_index = {j.index: j for j in jobs}
@@ -106,7 +111,7 @@ def build(x: ModelInput) -> BuiltModel:
             trial = free.copy()
             pairs: list[tuple[int, int]] = []
             ok = True
-            for c, v in x[j.index].items():
+            for c, v in units_in[j.index].items():
                 need = int(solver.value(v))
                 for n in classes[c][1]:
                     if need == 0:

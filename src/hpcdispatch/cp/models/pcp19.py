@@ -18,6 +18,8 @@ comparisons, ``hpcdispatch instances eval``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from hpcdispatch._util import LazyModule
@@ -33,7 +35,10 @@ from hpcdispatch.cp.models.common import (
 from hpcdispatch.cp.rule import RuleSchedule
 from hpcdispatch.system.allocation import Allocation
 
-cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:
+    cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
 def idle_node_groups(inst: DispatchInstance) -> list[list[int]]:
@@ -79,7 +84,7 @@ def build(x: ModelInput) -> BuiltModel:
     inst, jobs, rule, settings = x.inst, x.jobs, x.rule, x.settings
     sched = Schedule(x)
     m = sched.model
-    nodes = usable_nodes(inst, jobs, settings.symmetry, rule)
+    nodes = usable_nodes(inst, jobs, settings.model.symmetry, rule)
     resources = requested_resources(jobs)
     # presence literals per job and node: list of copies
     present: dict[int, dict[int, list[cp_model.IntVar]]] = {}
@@ -90,19 +95,19 @@ def build(x: ModelInput) -> BuiltModel:
         hinted = dict(rule.allocations[j.index].pairs()) if j.index in rule.allocations else {}
         for n in nodes:
             p = copies(inst.capacity[n], j)
-            lits = []
+            lits: list[cp_model.IntVar] = []
             for k in range(p):
-                x = m.new_bool_var(f"x[{j.id},{n},{k}]")
-                iv = m.new_optional_fixed_size_interval_var(s, d, x, f"u[{j.id},{n},{k}]")
+                lit = m.new_bool_var(f"x[{j.id},{n},{k}]")
+                iv = m.new_optional_fixed_size_interval_var(s, d, lit, f"u[{j.id},{n},{k}]")
                 per_node[n].append((iv, j))
-                m.add_hint(x, 1 if k < hinted.get(n, 0) else 0)
-                lits.append(x)
-            if settings.symmetry:
+                m.add_hint(lit, 1 if k < hinted.get(n, 0) else 0)
+                lits.append(lit)
+            if settings.model.symmetry:
                 for a, b in zip(lits, lits[1:]):
                     m.add_implication(b, a)
             if lits:
                 present[j.index][n] = lits
-        m.add(sum(x for lits in present[j.index].values() for x in lits) == j.units)
+        m.add(sum(lit for lits in present[j.index].values() for lit in lits) == j.units)
     for n in nodes:
         if not per_node[n]:
             continue

@@ -9,45 +9,14 @@ different; a cumulative over time (pooled capacity) and one over positions (capa
 horizon). Running jobs are fixed boxes on their nodes (on each node stacked by remaining
 time, longest at the bottom, so that space frees contiguously).
 
-The node map (a unit's types, and all positions it covers, in one node): PCP'20 posts
-``element(map_r, y)`` constraints over the position->node tables. CP-SAT expands an element
-value by value (a Boolean per value, even with presolve off), which for position tables
-takes seconds even on Eurora, so each unit gets a node variable ``n_{i,k}`` instead and
-``off_r(n) <= y_{i,k,r} <= off_r(n) + cap_r(n) - req``: the same semantics. The nodes a
-job may use are cut into maximal runs on which ``off_r`` is affine in the node index and
-``cap_r`` constant (:func:`node_segments`: one run on a homogeneous system and on Eurora,
-whose GPU and MIC halves differ only in types that confine a job to one half; one per node
-type on KIT ForHLR II); on a run these are two
-linear constraints, ``a + b n <= y <= a + b n + cap - q``. With several runs a literal per
-run says which run holds the unit: exactly one is true, it bounds ``n`` to its run and
-enforces that run's two constraints (the literals are shared by the unit's types when they
-are cut alike). Until this (2026-11-27) the several-run case posted an ``element`` over the
-node tables ``off_r``, ``cap_r`` instead, and CP-SAT expanded it into a Boolean per node:
-on KIT ForHLR II (1,173 nodes) two jobs of 205 whole-node units made 1.44 million of them,
-which took 5-13 s to load before the first search step -- longer than the 1 s and 2 s
-attempts, so in a 100,000-job KIT-like run PCP'20 returned no solution in all 29
-decisions that built a model although the rule's schedule was a complete, feasible hint
-(docs/RESULTS-CP.md, "PCP'20 on KIT-like instances"). A job that requests one resource
-type only (every SWF trace) and has no units-per-node limit needs no node variable at all:
-the domain of ``y`` is the union over the allowed nodes of ``[off_n, off_n + cap_n - q]``,
-so a unit can only lie inside one node, and the node is read back from the position.
-Variables: ``|Q| + sum_i rn_i |R_i|`` (the paper's count) for such jobs, ``rn_i (1 + |R_i|)``
-for the others, plus ``rn_i`` literals per run when the job's nodes form several runs (two
-on KIT ForHLR II) -- whatever the number of nodes.
-
-Search (the paper's): the job of highest priority that can start first, at its earliest
-start, then its allocation variable with the smallest domain at its maximum value (best
-fit) -- CP-SAT decision strategies, plus the priority rule's schedule as hint (node
-positions packed greedily on each node; a unit that cannot be packed is left unhinted).
-
-Symmetry (``symmetry=True``): a job's units are interchangeable, so their positions are
-ordered; idle nodes of identical capacity are interchangeable, so node variables only range
-over the first ``min(size, total units)`` nodes of each such group.
+Design notes, decisions and measurements: docs/RESULTS-CP.md,
+"From the module docstrings".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -63,7 +32,10 @@ from hpcdispatch.cp.models.common import (
 from hpcdispatch.cp.models.pcp19 import usable_nodes
 from hpcdispatch.system.allocation import Allocation
 
-cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
+if TYPE_CHECKING:
+    from ortools.sat.python import cp_model
+else:
+    cp_model = LazyModule("ortools.sat.python.cp_model")  # (imported when a model is first built)
 
 
 @dataclass(frozen=True)
@@ -149,7 +121,7 @@ def _pack_hints(inst, policy, jobs, rule, running_boxes, offsets, resources):
     out, from the highest down; the packing that lays out more jobs wins (lowest on a tie).
     Fuzzed on small multi-core, two-resource systems, the share of rule schedules pcp20
     could not lay out fell from 2.1 % to 0.3 % (a smallest-gap rule added nothing more)."""
-    best = None
+    best: tuple[int, dict] | None = None
     for gap_rule in GAP_RULES:
         hints = _pack(inst, policy, jobs, rule, running_boxes, offsets, resources, gap_rule)
         missing = sum(1 for h in hints.values() if h is None)
@@ -157,6 +129,7 @@ def _pack_hints(inst, policy, jobs, rule, running_boxes, offsets, resources):
             best = (missing, hints)
         if missing == 0:
             break
+    assert best is not None  # (GAP_RULES is not empty)
     return best[1]
 
 
@@ -245,7 +218,7 @@ def build(x: ModelInput) -> BuiltModel:
     cap = inst.capacity
     offsets = {r: np.concatenate(([0], np.cumsum(cap[:, r])[:-1])) for r in range(cap.shape[1])}
     totals = cap.sum(axis=0)
-    nodes_ok = usable_nodes(inst, jobs, settings.symmetry, rule)
+    nodes_ok = usable_nodes(inst, jobs, settings.model.symmetry, rule)
 
     # running jobs: fixed boxes, stacked per node by remaining time (longest at the bottom)
     running_boxes: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}
@@ -359,9 +332,9 @@ def build(x: ModelInput) -> BuiltModel:
                 m.add_all_different(job_ys[r])
         if position_only:
             position_of[j.index] = offsets[r0]
-        if settings.symmetry:
-            for a, b in zip(ys_first, ys_first[1:]):
-                m.add(a < b)
+        if settings.model.symmetry:
+            for lower, upper in zip(ys_first, ys_first[1:]):
+                m.add(lower < upper)
         if j.max_units_per_node == 1 and j.units > 1:
             m.add_all_different(node_vars[j.index])
     for r in resources:
