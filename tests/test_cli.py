@@ -544,3 +544,56 @@ def test_setup_compiles_the_profile_kernels_when_the_cache_lacks_them(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     ).stdout
     assert "COMPILED (0, 0) (1, 1)" in out, out[-300:]
+
+
+def test_simulate_and_compare_print_the_deadline_outcomes(tmp_path):
+    """Issue 48: on a deadline workload ``simulate`` and ``compare`` print submitted /
+    accepted / rejected (by reason) / cancelled (waiting, running) / on time, per type; the
+    numbers are the run's summary.json's. A workload without deadlines prints no such table
+    (test_simulate_then_validate's KTH run)."""
+    out = tmp_path / "run"
+    p = run(
+        "simulate",
+        "-s",
+        "hlrn2-grid",
+        "-w",
+        "synthetic:deadline,jobs=80,load=heavy,types=uniform,seed=2",
+        "-d",
+        "leak:admission=queue",
+        "-o",
+        str(out),
+        "-q",
+    )
+    assert p.returncode == 0, p.stderr
+    s = json.loads((out / "summary.json").read_text())
+    assert s["cancelled_waiting"] > 0  # the queue's jobs expire waiting: the table must say so
+    lines = [x.split() for x in p.stdout.splitlines()]
+    assert "deadline outcomes" in p.stdout
+    row = next(x for x in lines if x[:2] == ["leak-admission_queue", "all"])
+    want = [s[k] for k in ("submitted", "accepted", "rejected")]
+    want += [s[k] for k in ("cancelled_waiting", "cancelled_running", "on_time")]
+    assert [int(v.replace(",", "")) for v in row[2:8]] == want
+    types = [x[2] for x in lines if x[:2] == ["leak-admission_queue", "type"]]
+    assert types == [str(b) for b in range(4) if s.get(f"type{b}_submitted")]
+    cmp_out = tmp_path / "cmp"
+    p = run(
+        "compare",
+        "-s",
+        "hlrn2-grid",
+        "-w",
+        "synthetic:deadline,jobs=80,load=heavy,types=2,seed=2",
+        "-d",
+        "count-only,leak",
+        "-o",
+        str(cmp_out),
+        "-q",
+    )
+    assert p.returncode == 0, p.stderr
+    lines = [x.split() for x in p.stdout.splitlines()]
+    for label in ("count-only", "leak"):
+        s = json.loads((cmp_out / label / "summary.json").read_text())
+        row = next(x for x in lines if x[:2] == [label, "all"])
+        assert int(row[3]) == s["accepted"] and int(row[4]) == s["rejected"]
+        reasons = ", ".join(f"{k} {v}" for k, v in s["reject_reasons"].items())
+        assert " ".join(row[8:]) == reasons and s["rejected"] > 0
+        assert [x[:3] for x in lines if x[:2] == [label, "type"]] == [[label, "type", "2"]]

@@ -99,10 +99,11 @@ def test_early_end_frees_the_rest_of_the_booking():
     # job 1's reservation is its wall-time 1000, it runs 300: job 2 (whole machine) fits at 300
     j1 = djob(1, 0, 300, 512, 5000)._replace(wall_time=1000)
     j2 = djob(2, 10, 100, 512, 420)
-    r = run([j1, j2], "count-only")
+    # (count-only's per-node reading; line 0 alone holds every count for its full R)
+    r = run([j1, j2], "count-only:reading=nodes")
     assert r.status.tolist() == [3, 4]  # at submission job 1 still holds its booking to 1000
     j2 = djob(2, 400, 100, 512, 520)  # submitted after job 1 ended: booked at 400
-    r = run([j1, j2], "count-only")
+    r = run([j1, j2], "count-only:reading=nodes")
     # the dispatcher learns of the end at its next call (the submission at 400): released then
     assert r.start[1] == 400.0 and r.end[0] == 300.0 and r.bookings[0].released == 400.0
 
@@ -239,6 +240,13 @@ def deadline_workloads(draw):
     return Workload(jobs, SMALL.resources)
 
 
+def _peak(job) -> int:
+    from hpcdispatch.workload.job import peak_units
+
+    cores = int(SMALL.capacity[:, 0].max())
+    return peak_units(job.app, job.units, cores, SMALL.n_nodes) if job.app else job.units
+
+
 def _connected(nodes: list[int]) -> bool:
     seen, todo = {nodes[0]}, [nodes[0]]
     while todo:
@@ -282,7 +290,10 @@ def test_static_strategies_on_random_deadline_workloads(workload, dispatcher):
     positions = SMALL_GRID.hilbert_position
     for b in result.bookings:  # the shape invariants (design note I3)
         nodes = list(b.nodes)
-        assert len(nodes) == workload.jobs[b.job].units
+        job = workload.jobs[b.job]
+        # static_request=peak (default): a dynamic job books the nodes of its peak
+        want = job.units if dispatcher.startswith("count-only") else _peak(job)
+        assert len(nodes) == want, (dispatcher, job)
         if dispatcher.startswith("hilbert"):
             pos = sorted(positions[nodes].tolist())
             assert pos == list(range(pos[0], pos[0] + len(pos))), pos
@@ -351,3 +362,80 @@ def test_jsonl_workload_run_directory_validates_against_its_source(tmp_path):
     lines[0] = lines[0].replace('"deadline": ', '"deadline": 1')
     source.write_text("\n".join(lines) + "\n")
     assert not validate_run_dir(tmp_path / "run").ok
+
+
+def test_count_only_line0_is_a_pooled_count_without_placement_or_model():
+    """count-only's default (Fig. 6 line 0 alone) by hand on hlrn2-grid (128 nodes of 4
+    cores): a pooled count of booked nodes over [t, t + R), no node identity, no execution
+    model (a type-2 job runs exactly R, nodes picked at the start).
+
+    - job 1: 100 nodes (400 processes) in [0, 1000);
+    - job 2: 28 nodes, booked [10, 1010): 100 + 28 = 128 fit;
+    - job 3: 1 node, deadline 1500, R 500: no count before 1000 (128 booked), booked at
+      1000 (job 1's end, a boundary), ends 1500 = its deadline: on time;
+    - job 4: 1 node, deadline 1009, R 500: rejected (count);
+    - job 5: type 2 (dynamic, would fork under the model): 1 node from job 1's end at
+      1000 (28 + 1 + 1 booked then), runs exactly its 300 s."""
+    jobs = [
+        djob(1, 0, 1000, 400, 5000),
+        djob(2, 10, 1000, 112, 5000),
+        djob(3, 20, 500, 4, 1500),
+        djob(4, 30, 500, 4, 1009),
+        deadline_job(GRID, 5, 40, 300, None, 2000.0, AppSpec(2, "async", 4)),
+    ]
+    r = run(jobs, "count-only")
+    assert not make_dispatcher("count-only").get_tags().app_model
+    assert r.status.tolist() == [3, 3, 3, 4, 3]
+    assert r.start[[0, 1, 2, 4]].tolist() == [0.0, 10.0, 1000.0, 1000.0]
+    assert r.end[2] == 1500.0 and r.end[4] == 1300.0
+    assert r.reject_reason[3].startswith("count: no window of 500 s in [30, 1009]")
+    assert "pooled" in r.reject_reason[3]
+    booked = {b.job: b for b in r.bookings}
+    assert booked[2].start == 1000.0 and len(booked[2].nodes) == 1
+    # the nodes are picked at the start: job 1 took nodes 0-99, job 2 100-127; at 1000 job 3
+    # takes the lowest free node (0), job 5 the next (1)
+    assert booked[2].nodes == (0,) and booked[4].nodes == (1,)
+    assert r.notes.execution.phases == 0  # nothing ran through the execution model
+
+
+@pytest.mark.parametrize("behaviour", [2, 3])
+@pytest.mark.parametrize("comm", ["async", "sync"])
+@pytest.mark.parametrize("procs, run_time", [(7, 3601), (48, 86400), (300, 123457)])
+@pytest.mark.parametrize("dispatcher", ["hilbert", "manhattan"])
+def test_i4_lone_dynamic_job_under_a_static_strategy_ends_by_est_plus_r(
+    dispatcher, behaviour, comm, procs, run_time
+):
+    """I4 extended to types 2, 3 (static_request=peak, the default): a lone dynamic job books
+    the nodes of its peak process count (ceil(3n/2) processes) and so ends within 10 % of
+    its earliest start + R; with the nominal request its forks time-share the booked
+    cores."""
+    job = deadline_job(
+        GRID, 1, 0, run_time, 100.0, 100.0 + 3 * run_time, AppSpec(behaviour, comm, procs)
+    )
+    r = run([job], dispatcher)
+    assert r.status.tolist() == [3]
+    peak = -(-((3 * procs + 1) // 2) // 4)  # ceil(ceil(3n / 2) / 4)
+    assert len(r.bookings[0].nodes) == min(128, peak)
+    assert r.end[0] - r.start[0] <= 1.1 * run_time
+    nominal = run([job], f"{dispatcher}:static_request=nominal")
+    assert len(nominal.bookings[0].nodes) == -(-procs // 4)
+
+
+@pytest.mark.parametrize(
+    "spec, said",
+    [
+        ("manhattan:growth=round", "growth must be one of strict, bend"),
+        ("count-only:reading=pool", "reading must be one of line0, nodes"),
+        ("hilbert:static_request=max", "static_request must be one of peak, nominal"),
+        ("manhattan:static_request=all", "static_request must be one of peak, nominal"),
+        ("leak:admission=later", "admission must be one of free-node, queue, overbook"),
+        ("leak-nc:partial=false", "partial=false waits for a whole request"),
+    ],
+)
+def test_new_readings_are_checked_parameters(spec, said):
+    """Issue 48's options are named parameters, checked when the run is set up: a bad value
+    is one error naming the dispatcher, the parameter and the choices."""
+    from hpcdispatch.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=said):
+        make_dispatcher(spec).setup(GRID)

@@ -30,7 +30,7 @@ def test_spec_keys_and_defaults():
     assert p.interarrival == 150.0
     assert parse_deadline_spec("synthetic:deadline,load=very-heavy").interarrival == 1.0
     assert parse_deadline_spec("synthetic:deadline,load=42.5").interarrival == 42.5
-    assert DeadlineWorkloadParams().runtime_scale == 30.0
+    assert DeadlineWorkloadParams().runtime_scale == 16.0  # the C1 calibration, frozen
 
 
 @pytest.mark.parametrize(

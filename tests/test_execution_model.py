@@ -95,15 +95,26 @@ def test_message_cost_grows_with_hops():
         assert _phase(model, run, 0) == pytest.approx(100 * (0.7 + 0.3 * (1 + hops) / 2))
 
 
-@pytest.mark.parametrize("comm, expected", [("async", 2.0), ("sync", 1.3)])
-def test_contention_between_two_jobs_on_one_link(comm, expected):
-    model = ExecutionModel(grid_of(1, 4), 1, AppModelParams(phases=1))
+@pytest.mark.parametrize(
+    "network, comm, expected",
+    [
+        # max: the worst link, 1-2: (2 + delta_a x 2) / 2
+        ("max", "async", 2.0),
+        ("max", "sync", 1.3),
+        # mean (default): traffic-weighted over b's links 1-2 and 2-3, 2 messages each:
+        # (2 + delta_a x 2 + 2 + 0) / (2 + 2)
+        ("mean", "async", 1.5),
+        ("mean", "sync", 1.15),
+    ],
+)
+def test_contention_between_two_jobs_on_one_link(network, comm, expected):
+    model = ExecutionModel(grid_of(1, 4), 1, AppModelParams(phases=1, network=network))
     a = model.start(_job(0, 1, comm, 2, 100), [0, 2])  # links 0-1 and 1-2
     b = model.start(_job(1, 1, comm, 2, 100), [1, 3])  # links 1-2 and 2-3: share 1-2
     _phase(model, a, 0)
     assert a.gamma == 1.0  # alone when it started
     d = _phase(model, b, 0)
-    assert b.gamma == pytest.approx(expected)  # (2 + delta_a x 2) / 2
+    assert b.gamma == pytest.approx(expected)
     base = b.program.base_cost[0]
     assert base == 2.0
     ratio = 3.0 / 2.0  # 2 hops instead of 1
@@ -201,3 +212,5 @@ def test_bad_parameters_are_one_line():
 
     with pytest.raises(ConfigError, match="network"):
         AppModelParams(network="fluid")
+    with pytest.raises(ConfigError, match="now 'max'"):
+        AppModelParams(network="contention")

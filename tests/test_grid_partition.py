@@ -351,3 +351,60 @@ def test_manhattan_starts_all_is_never_less_compact(rows, cols, torus, data):
         assert (
             len(set(p.tolist())) == k and free[p].all() and connected(p.tolist(), rows, cols, torus)
         )
+
+
+def test_manhattan_strict_growth_stops_at_a_busy_best_neighbour():
+    """Fig. 8 lines 10-18 as written (``growth=strict``) by hand, 3 x 4 mesh, node 5 busy,
+    k = 4 (node ids row-major)::
+
+        0 1 2 3
+        4 x 6 7
+        8 9 10 11
+
+    From 0: 1 (cost 1, ties 4: lowest id), 2 (cost 3, ties 4 and 5), then the least added
+    distance is node 5 alone (2 + 1 + 2 = 5): busy, so this start fails; starts 1 and 2 end
+    the same way, at the same partition {0, 1, 2}. From 3: 2, 1, then 6 (2 + 1 + 2 = 5, the
+    only least) -- free: {3, 2, 1, 6}. The bending growth (``growth=bend``, the first build's)
+    takes from node 0 the least of the *free* neighbours instead: {0, 1, 2, 3}, a line."""
+    from hpcdispatch.system.partition import manhattan_grow
+
+    free = np.ones(12, bool)
+    free[5] = False
+    grid = (3, 4)
+    assert manhattan_grow(free, grid, 0, 4, strict=True) is None
+    assert manhattan_grow(free, grid, 3, 4, strict=True).tolist() == [3, 2, 1, 6]
+    assert manhattan_partition(free, grid, 4, growth="strict").tolist() == [3, 2, 1, 6]
+    assert manhattan_partition(free, grid, 4, growth="bend").tolist() == [0, 1, 2, 3]
+    assert manhattan_partition(free, grid, 4).tolist() == [0, 1, 2, 3]  # (the function's default)
+    # k = 3: the first start succeeds
+    assert manhattan_partition(free, grid, 3, growth="strict").tolist() == [0, 1, 2]
+    # the busy centre of a 3 x 3 mesh: every start meets it for k = 4, bend goes round it
+    free9 = np.ones(9, bool)
+    free9[4] = False
+    assert manhattan_partition(free9, (3, 3), 4, growth="strict") is None
+    assert manhattan_partition(free9, (3, 3), 4, growth="bend").tolist() == [0, 1, 2, 3]
+    # starts=all with strict growth: the least pairwise sum over the starts that succeed --
+    # 3, 7, 10 and 11 (sums 9, 8, 9, 9; 0-2, 4, 6, 8, 9 meet node 5): from 7, the square
+    # {7, 3, 2, 6} (7: 3 then 2 by lowest id, then 6 alone at 1 + 2 + 1)
+    got = manhattan_partition(free, grid, 4, growth="strict", starts="all")
+    assert got.tolist() == [7, 3, 2, 6]
+    with pytest.raises(ValueError, match="growth must be one of strict, bend"):
+        manhattan_partition(free, grid, 4, growth="round")
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_strict_growth_is_connected_free_and_never_more_than_bend(data):
+    """Strict growth returns k free 4-connected nodes or None, and finds a partition only
+    when the bending growth does (it can only fail more often)."""
+    rows, cols = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 6))
+    n = rows * cols
+    free = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    k = data.draw(st.integers(1, n))
+    strict = manhattan_partition(free, (rows, cols), k, growth="strict")
+    bend = manhattan_partition(free, (rows, cols), k, growth="bend")
+    if strict is not None:
+        assert bend is not None
+        assert len(set(strict.tolist())) == k and free[strict].all()
+        labels = free_components(free, (rows, cols))
+        assert len(set(labels[strict].tolist())) == 1

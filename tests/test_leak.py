@@ -36,6 +36,7 @@ class FakeView:
             np.array([j.unit_request for j in queue], dtype=np.int64) if queue else np.zeros((0, 1))
         )
         self.now = now
+        self.running = {}
 
 
 def _jobs(system, specs):
@@ -110,7 +111,7 @@ def test_partial_false_waits_for_the_whole_request():
     nobody behind it does either."""
     busy = FIG11_BUSY - {4}
     big, small = _jobs(GRID4, [(1, 6), (0, 1)])
-    leak = make_dispatcher("leak:partial=false")
+    leak = make_dispatcher("leak:admission=queue,partial=false")
     leak.setup(GRID4)
     assert leak.dispatch(FakeView(GRID4, busy, [big, small])).starts == []
     leak = make_dispatcher("leak")
@@ -163,10 +164,10 @@ def test_forks_figs_12_13(name):
     assert leak.on_resize(rj, object(), view) is None  # a growth request: not the leak's
 
 
-def test_admission_accepts_and_queues():
-    """A18: accepted unless the earliest start + R is after the deadline; with
-    admission=free-node (Fig. 10 line 7 literally) also rejected when no node is free."""
-    leak = make_dispatcher("leak")
+def test_admission_queue_accepts_and_queues():
+    """admission=queue (the first build's A18): accepted unless the earliest start + R is
+    after the deadline, whatever is free."""
+    leak = make_dispatcher("leak:admission=queue")
     leak.setup(GRID4)
     (ok,) = _jobs(GRID4, [(0, 1)])
     late = deadline_job(GRID4, 9, 0, 100, 50.0, 149.0, AppSpec(0, "async", 1))
@@ -174,10 +175,67 @@ def test_admission_accepts_and_queues():
     assert leak.admit(ok, full).accept
     answer = leak.admit(late, full)
     assert not answer.accept and answer.reason.startswith("deadline:")
-    literal = make_dispatcher("leak:admission=free-node")
-    literal.setup(GRID4)
-    assert not literal.admit(ok, full).accept
-    assert literal.admit(ok, FakeView(GRID4, set(range(15)), [])).accept
+
+
+def test_admission_free_node_is_fig10_without_a_queue():
+    """The default (Fig. 10 as written): at the job's earliest start (its submission here)
+    the first free node along the snake from the next start node is claimed; none free:
+    rejected (line 7). Two jobs submitted at one instant with one free node: the first
+    claims it, the second is rejected; the call of that instant starts the first there,
+    and a fork at that instant cannot take a claimed node."""
+    leak = make_dispatcher("leak")
+    assert leak.admission == "free-node"
+    leak.setup(GRID4)
+    a, b = _jobs(GRID4, [(0, 1), (0, 1)])
+    full = FakeView(GRID4, set(range(16)), [])
+    answer = leak.admit(a, full)
+    assert not answer.accept and answer.reason.startswith("count:")
+    one_free = FakeView(GRID4, set(range(16)) - {9}, [a, b])
+    assert leak.admit(a, one_free).accept
+    assert leak._claims == {a.index: (9, 0)}
+    # a fork of another running job must not take the claimed node 9
+    (other,) = _jobs(GRID4, [(3, 1)])
+    assert (
+        leak.fork_node(_running(other, [8]), 8, _whole(set(range(16)) - {9}) & ~leak._claimed)
+        is None
+    )
+    assert not leak.admit(b, one_free).accept  # 9 is claimed
+    decision = leak.dispatch(FakeView(GRID4, set(range(16)) - {9}, [a]))
+    assert [(s.job.id, s.allocation.nodes.tolist()) for s in decision.starts] == [(a.id, [9])]
+    assert leak._claims == {} and not leak._claimed.any()
+    late = deadline_job(GRID4, 9, 0, 100, 50.0, 149.0, AppSpec(0, "async", 1))
+    assert leak.admit(late, FakeView(GRID4, set(), [])).reason.startswith("deadline:")
+
+
+def test_admission_overbook_places_cores():
+    """admission=overbook on a 2 x 2 grid of 4-core nodes: a job takes the free cores of the
+    first node along the snake with a free core, then of its neighbours (breadth first),
+    only as many as it has processes; with no free core anywhere, one core on the node with
+    the fewest held cores (lowest id), time-shared."""
+    grid = System(
+        "grid-2x2", ("core",), (NodeType("node", 4, {"core": 4}),), Topology("grid2d", (2, 2))
+    )
+    leak = make_dispatcher("leak:admission=overbook")
+    leak.setup(grid)
+    tags = leak.get_tags()
+    assert tags.per_core and not tags.forks and not tags.contiguous_grants
+    six, two, one = _jobs(grid, [(0, 6), (0, 2), (0, 1)])
+    view = FakeView(grid, set(), [six, two])
+    view.free[0, 0] = 1  # node 0: 3 of its 4 cores held
+    starts = leak.dispatch(view).starts
+    # six: snake from node 0 (start nodes 0 and 2 on 2 rows): node 0 (1 core), then its
+    # neighbours 1 and 2 (4 + 1 cores); two: snake from node 2 (its 3 free cores): 2
+    assert [(s.allocation.nodes.tolist(), s.allocation.units.tolist()) for s in starts] == [
+        ([0, 1, 2], [1, 4, 1]),
+        ([2], [2]),
+    ]
+    full = FakeView(grid, set(), [one])
+    full.free[:, 0] = 0
+    leak._excess = {99: 0}  # a time-shared job already on node 0
+    running = {99: object()}
+    full.running = running
+    (start,) = leak.dispatch(full).starts
+    assert start.allocation.nodes.tolist() == [1] and start.allocation.units.tolist() == [1]
 
 
 def test_deadline_aware_order_and_hopeless_jobs():
@@ -194,19 +252,28 @@ def test_deadline_aware_order_and_hopeless_jobs():
         leak.setup(GRID4)
         return [s.job.id for s in leak.dispatch(FakeView(GRID4, busy, queue, now=950.0)).starts]
 
-    assert started("leak", every - {5}) == [
+    assert started("leak:admission=queue", every - {5}) == [
         1
     ]  # FIFO, deadline-unaware: the hopeless job takes the node
-    assert started("leak:order=edf", every - {5}) == [1]  # it also has the earliest deadline
-    assert started("leak:skip_hopeless=true", every - {5}) == [2]
-    assert started("leak-nc:order=edf,skip_hopeless=true", every - {5}) == [
+    assert started("leak:admission=queue,order=edf", every - {5}) == [
+        1
+    ]  # it also has the earliest deadline
+    assert started("leak:admission=queue,skip_hopeless=true", every - {5}) == [2]
+    assert started("leak-nc:admission=queue,order=edf,skip_hopeless=true", every - {5}) == [
         4
     ]  # on time to the second
-    assert started("leak:order=edf,skip_hopeless=true", every - {5, 6, 7, 8, 9}) == [4, 3, 2, 5]
-    assert started("leak:skip_hopeless=true", every - {5, 6, 7, 8, 9}) == [2, 3, 4, 5]
-    assert started("leak:order=edf", every - {5, 6, 7, 8, 9}) == [1, 4, 3, 2, 5]
+    assert started(
+        "leak:admission=queue,order=edf,skip_hopeless=true", every - {5, 6, 7, 8, 9}
+    ) == [4, 3, 2, 5]
+    assert started("leak:admission=queue,skip_hopeless=true", every - {5, 6, 7, 8, 9}) == [
+        2,
+        3,
+        4,
+        5,
+    ]
+    assert started("leak:admission=queue,order=edf", every - {5, 6, 7, 8, 9}) == [1, 4, 3, 2, 5]
     with pytest.raises(ConfigError, match="order must be one of fifo, edf"):
-        make_dispatcher("leak:order=lifo").setup(GRID4)
+        make_dispatcher("leak:admission=queue,order=lifo").setup(GRID4)
 
 
 def test_deadline_checks_read_the_wall_time_not_the_run_time():
@@ -215,7 +282,7 @@ def test_deadline_checks_read_the_wall_time_not_the_run_time():
     with a deadline 150 s after its earliest start is rejected, and skipped once queued."""
     (job,) = _jobs(GRID4, [(0, 1)])
     asks_more = job._replace(wall_time=200, deadline=150.0)
-    leak = make_dispatcher("leak:skip_hopeless=true")
+    leak = make_dispatcher("leak:admission=queue,skip_hopeless=true")
     leak.setup(GRID4)
     answer = leak.admit(asks_more, FakeView(GRID4, set(), []))
     assert not answer.accept and "+ 200 s" in answer.reason
@@ -233,7 +300,7 @@ def test_edf_order_is_kept_across_calls():
     when the walk meets it, a new arrival is inserted at its deadline's place."""
     specs = [(1, 0, 3000.0), (2, 10, 2000.0), (3, 500, 1500.0), (4, 900, 1200.0)]
     j1, j2, j3, j4 = _timed_jobs(specs)
-    leak = make_dispatcher("leak:order=edf,skip_hopeless=true")
+    leak = make_dispatcher("leak:admission=queue,order=edf,skip_hopeless=true")
     leak.setup(GRID4)
     every = set(range(16))
     assert [
@@ -267,8 +334,8 @@ def test_deadline_aware_leak_in_a_whole_run():
     wall = np.array([j.wall_time for j in wl.jobs], dtype=float)
     deadline = np.array([j.deadline for j in wl.jobs], dtype=float)
     for spec, in_order, late_starts in (
-        ("leak", True, True),
-        ("leak-nc:order=edf,skip_hopeless=true", False, False),
+        ("leak:admission=queue", True, True),
+        ("leak-nc:admission=queue,order=edf,skip_hopeless=true", False, False),
     ):
         result = Simulator(
             HLRN, wl, make_dispatcher(spec), None, SimulationOptions(engine="python")

@@ -295,3 +295,43 @@ def test_deadline_panels_in_chromium(tmp_path, browser):
     _same_colours_everywhere(result.state, ["count-only", "hilbert", "manhattan"])
     table = (html.parent / "deadline_panels.csv").read_text().splitlines()
     assert len(table) == 1 + 3 * 2 * 2 * 3 * 3  # header + metric x comm x load x mix x strategy
+
+
+def test_deadline_compare_report_has_outcomes_and_panels_in_chromium(tmp_path, browser):
+    """A comparison on a deadline workload (issue 48): the page has the outcome table
+    (submitted / accepted / rejected by reason / cancelled waiting, running / on time, per
+    type) before the generic figures, and the paper's Figs 14, 15 and 17 panels for this one
+    workload (async: one panel, its load; x = the type mix), in the paper's colours."""
+    out = tmp_path / "cmp"
+    labels = ["count-only", "hilbert", "manhattan", "leak", "leak-nc"]
+    p = cli(
+        "compare",
+        "-s",
+        "hlrn2-grid",
+        "-w",
+        "synthetic:deadline,jobs=60,load=normal,types=2,seed=2",
+        "-d",
+        ",".join(labels),
+        "-o",
+        str(out),
+        "-q",
+    )
+    assert p.returncode == 0, p.stderr
+    assert "deadline outcomes" in p.stdout and "cancelled running" in p.stdout
+    html = out / "report.html"
+    result = browser.open(html.as_uri())
+    _save_screenshot(result.screenshot, tmp_path / "deadline-compare-report.png")
+    _check(result, out)
+    md = (out / "report.md").read_text()
+    assert md.index("## Deadline outcomes") < md.index("## Wait time and bounded slowdown")
+    assert "| dispatcher | jobs | submitted | accepted | rejected | cancelled waiting |" in md
+    for label in labels:
+        assert f"| {label} | all | 60 |" in md and f"| {label} | type 2 | 60 |" in md
+    panels = [f for f in result.state["figure_data"] if f["panels"] is not None]
+    assert sorted(f["caption"].split("(paper Fig ")[1][:2] for f in panels) == ["14", "15", "17"]
+    for fig in panels:
+        assert fig["panels"] == {"normal load (1500 s)": 5}, fig["caption"]  # 5 strategies, 1 mix
+    paper = {"hilbert": "#1f77b4", "manhattan": "#7b3294", "leak": "#d62728", "leak-nc": "#2ca02c"}
+    assert {x: dispatcher_styles(labels)[x].color for x in paper} == paper
+    assert dispatcher_styles(labels)["count-only"].color == "#7f7f7f"
+    _same_colours_everywhere(result.state, labels)

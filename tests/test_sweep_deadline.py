@@ -26,7 +26,7 @@ def test_deadline_generator_crosses_load_types_comm_and_seeds():
         "synthetic:deadline,jobs=50,load=normal,types=0,comm=async,"
     )
     assert first.workload_spec.endswith(",seed=1")
-    assert first.config["workload"]["runtime_scale"] == 30.0  # defaults filled in: part of the id
+    assert first.config["workload"]["runtime_scale"] == 16.0  # defaults filled in: part of the id
     labels = {c.labels["workload"] for c in spec.cells}
     assert "deadline-150-typesuniform-sync" in labels  # a number as load: its seconds
 
@@ -68,7 +68,7 @@ def test_a_dispatcher_parameter_added_at_its_old_value_keeps_the_cell_ids():
     plain = DispatcherSpec.parse("leak").cell_identity()
     assert plain == {
         "name": "leak",
-        "params": {"contiguous": True, "admission": "queue", "allocator": "first-fit"},
+        "params": {"contiguous": True, "admission": "free-node", "allocator": "first-fit"},
     }
     assert (
         DispatcherSpec.parse("leak").identity()["params"]["order"] == "fifo"

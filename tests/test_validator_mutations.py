@@ -554,6 +554,11 @@ DEADLINE_RUNS = {
     "fifo": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # cancellations (waiting and running)
     "leak": "synthetic:deadline,jobs=80,seed=2,load=heavy,types=3",  # forks granted, nodes given back at joins
     "hilbert": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # bookings on consecutive curve positions
+    # a static strategy whose jobs overrun (nominal requests: their forks time-share the booked
+    # cores): cancelled while running
+    "hilbert:static_request=nominal": "synthetic:deadline,jobs=80,seed=2,load=heavy",
+    # per-core holdings, time-shared starts (no free core anywhere)
+    "leak:admission=overbook": "synthetic:deadline,jobs=80,seed=2,load=very-heavy,types=2",
     "leak-nc": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # no bookings; cancelled while running
 }
 
@@ -751,7 +756,47 @@ def _partial_static_start(c: Case) -> None:
     c.expects("units", job_word(j.job_id))
 
 
+def _held_cores(c: Case, t: float) -> dict[int, int]:
+    """Cores held per node at ``t`` by the rows of the per-core run (rows ending at ``t``
+    have released, rows starting at ``t`` not yet taken)."""
+    a = c.allocs
+    live = a[(a["from"] < t) & (a.to > t)]
+    return live.groupby("node")["units"].sum().astype(int).to_dict()
+
+
+def _per_core_over_capacity(c: Case) -> None:
+    """An overbook job's start takes more cores of a node than the node has free, while
+    another node had a free core (not a time-shared start)."""
+    n = c.system.n_nodes
+    a = c.allocs
+    for k in a.index[a.segment == 0]:
+        t, node, units, job = (
+            float(a.at[k, "from"]),
+            int(a.at[k, "node"]),
+            int(a.at[k, "units"]),
+            a.at[k, "job_id"],
+        )
+        held = _held_cores(c, t)
+        if len(held) == n and min(held.values()) >= 4:
+            continue  # no free core anywhere then: a time-shared start would be allowed
+        full = [v for v, h in held.items() if h + units > 4 and v != node]
+        if full:
+            c.allocs.loc[k, "node"] = full[0]
+            c.expects("per-core", job_word(job), node_word(full[0]))
+            return
+    raise AssertionError("no start while a node was full")
+
+
+def _per_core_too_many_units(c: Case) -> None:
+    """An overbook job's row holds more cores than a node has (5 of 4)."""
+    r = c.allocs[c.allocs.segment == 0].iloc[0]
+    c.allocs.loc[c.allocs.index[0], ["units", "core"]] = [5, 5]
+    c.expects("per-core", job_word(r.job_id))
+
+
 DEADLINE_CORRUPTIONS = {
+    "per-core-start-on-a-full-node": ("leak:admission=overbook", _per_core_over_capacity),
+    "per-core-more-cores-than-a-node": ("leak:admission=overbook", _per_core_too_many_units),
     "contiguous-grant-not-adjacent": ("leak", _grant_away),
     "released-node-held-past-the-end": ("leak", _kept_past_end),
     "static-job-grows": ("manhattan", _fork_without_forks),
@@ -977,7 +1022,7 @@ def test_deadline_summary_field_edited(deadline_runs, tmp_path, key):
     assert_refused(d.save(), f"summary.json: {key}")
 
 
-@pytest.mark.parametrize("dispatcher", ["leak-nc", "hilbert"])
+@pytest.mark.parametrize("dispatcher", ["leak-nc", "hilbert:static_request=nominal"])
 def test_deadline_job_cancelled_while_running_relabelled_completed(
     deadline_runs, tmp_path, dispatcher
 ):
@@ -989,7 +1034,7 @@ def test_deadline_job_cancelled_while_running_relabelled_completed(
     assert_refused(d.save(), "summary.json: on_time")
 
 
-@pytest.mark.parametrize("dispatcher", ["leak-nc", "hilbert"])
+@pytest.mark.parametrize("dispatcher", ["leak-nc", "hilbert:static_request=nominal"])
 def test_deadline_relabel_keeping_the_reason_names_the_job(deadline_runs, tmp_path, dispatcher):
     d = RunDir(deadline_runs[dispatcher], tmp_path / "run")
     j = d.cancelled_running()
@@ -1162,7 +1207,7 @@ RULE_MUTATIONS: dict[str, tuple[str, Callable[[Case], None]]] = {
     "duration": ("easy", CORRUPTIONS["wrong-duration"]),
     "killed-flag": ("easy", CORRUPTIONS["killed-flag"]),
     "final-status": ("easy", CORRUPTIONS["status-killed-but-completed"]),
-    "cancel-reason": ("deadline:hilbert", _m_cancel_reason_kept),
+    "cancel-reason": ("deadline:hilbert:static_request=nominal", _m_cancel_reason_kept),
     "cancelled-without-deadlines": ("easy", _m_cancelled_without_deadlines),
     "deadlines": _deadline("end-after-deadline"),
     "deadline-outcome": ("deadline:hilbert", _m_cut_to_one_second),
@@ -1178,6 +1223,7 @@ RULE_MUTATIONS: dict[str, tuple[str, Callable[[Case], None]]] = {
     "rows-within-run": ("easy", _m_released_late),
     "node-once-per-segment": ("easy", CORRUPTIONS["node-twice-in-a-segment"]),
     "whole-node-once": ("deadline:leak", _m_whole_node_twice),
+    "per-core": _deadline("per-core-start-on-a-full-node"),
     "max-units-per-node": ("easy", CORRUPTIONS["max-units-per-node"]),
     "fork-grants": _deadline("static-job-grows"),
     "growth-grants": ("easy", CORRUPTIONS["extra-segment"]),
@@ -1206,7 +1252,7 @@ def test_each_rule_reports_its_own_mutation(runs, deadline_runs, tmp_path, rule_
     from hpcdispatch.validation.validator import RULES, shape_rule
 
     where, mutate = RULE_MUTATIONS[rule_name]
-    src = deadline_runs[where.split(":")[1]] if where.startswith("deadline:") else runs[where]
+    src = deadline_runs[where.split(":", 1)[1]] if where.startswith("deadline:") else runs[where]
     case = load_case(src, tmp_path / "run")
     mutate(case)
     rule = next(r for r in RULES if r.name == rule_name)

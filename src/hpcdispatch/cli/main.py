@@ -415,6 +415,17 @@ def note_repeatability(label: str, result: Any) -> str | None:
     return note
 
 
+def print_outcomes(items: list[tuple[str, Any]]) -> None:
+    """The deadline outcome table (submitted / accepted / rejected by reason / cancelled
+    waiting, running / on time, per behaviour type) of runs whose workload has deadlines;
+    nothing for other runs."""
+    from hpcdispatch.report.outcomes import outcome_rows
+
+    header, rows = outcome_rows(items)
+    if rows:
+        console.print(plain_table("deadline outcomes", header, rows))
+
+
 def print_validation(report: Any) -> None:
     verdict = getattr(report, "verdict", "valid" if report.ok else "invalid")
     if verdict == "valid":
@@ -578,6 +589,7 @@ def simulate(**kw: Any) -> None:
             + f"{checkpoint.writes} written, removed once the outputs were written"
         )
     console.print(summary_table(f"{s['dispatcher_params']} on {system.name}", s))
+    print_outcomes([(spec.run_label, s)])
     print_validation(outcome.validation)
     console.print(f"outputs written to [bold]{kw['out']}[/]")
     if not outcome.validation.ok:
@@ -692,6 +704,7 @@ def _compare_into(
             f"{len(workload)} jobs of {workload.source.spec} on {system.name}", header, rows
         )
     )
+    print_outcomes([(spec.run_label, summary) for spec, summary in zip(specs, summaries)])
     return invalid
 
 

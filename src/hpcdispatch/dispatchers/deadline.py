@@ -1,5 +1,13 @@
 """Advance reservation at submission for deadline jobs (Linnert, De Rose, Heiss 2024, sec. 3):
-``hilbert`` (Fig. 6), ``manhattan`` (Fig. 8) and the ``count-only`` baseline (line 0 of both).
+``hilbert`` (Fig. 6), ``manhattan`` (Fig. 8) and the ``count-only`` baseline (line 0 of both;
+by default line 0 alone, a pooled count: :class:`CountOnly`).
+
+Readings (design note Revision 2; every one a parameter, the first build's kept as options):
+``manhattan:growth=strict`` (default, Fig. 8 lines 10-18 as written: a busy best neighbour
+ends the growth from a start node, the next start node is tried) or ``growth=bend``;
+``starts=first|all|median``; ``static_request=peak`` (default: a dynamic job of type 2 or 3
+books the whole nodes of its peak process count, :attr:`AppSpec.peak_processes`) or
+``nominal``; ``count-only:reading=line0|nodes``.
 
 One class, :class:`Reservation`; the three registered names only pick its shape rule. At a
 job's submission (:meth:`Reservation.admit`) it searches an
@@ -41,16 +49,27 @@ from hpcdispatch.protocol import (
 )
 from hpcdispatch.system.model import System
 from hpcdispatch.system.partition import (
+    MANHATTAN_GROWTHS,
     MANHATTAN_STARTS,
     hilbert_best_fit,
     hilbert_first_fit,
     manhattan_partition,
 )
 from hpcdispatch.vocabulary import CancelReason
-from hpcdispatch.workload.job import Job
+from hpcdispatch.workload.job import Job, peak_units
 
 STARTS = ("any", "est")
 FITS = ("first", "best")
+STATIC_REQUESTS = ("peak", "nominal")
+
+
+def _cores_per_node(system: System) -> int:
+    """The cores of a node (the ``core`` resource; 1 without one): a deadline job's process
+    count in whole nodes (the generator's units are ``ceil(n / cores)`` nodes)."""
+    names = list(system.resources) if hasattr(system, "resources") else []
+    if "core" in names:
+        return max(1, int(system.capacity[:, names.index("core")].max()))
+    return 1
 
 
 class Reservation(Dispatcher):
@@ -63,21 +82,35 @@ class Reservation(Dispatcher):
     parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
         **Dispatcher.parameter_constraints,
         "start": OneOf(*STARTS),
+        "static_request": OneOf(*STATIC_REQUESTS),
     }
 
-    def __init__(self, start: str = "any", allocator: str = "first-fit"):
+    def __init__(
+        self, start: str = "any", static_request: str = "peak", allocator: str = "first-fit"
+    ):
         self.start = start
+        self.static_request = static_request
         self.allocator = allocator
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
         return [{}, {"start": "est", "allocator": "best-fit"}]
 
+    def _units(self, job: Job) -> int:
+        """The whole nodes a deadline job books: its request (``static_request=nominal``),
+        or for the dynamic types 2, 3 the nodes of its peak process count
+        (``static_request=peak``, the default: "there will always be enough computing
+        resources available to start the processes", L308; design note Revision 2, A10)."""
+        if self.static_request == "peak" and job.app is not None:
+            return peak_units(job.app, job.units, self._cores, len(self._capacity))
+        return job.units
+
     # ---- set-up ----------------------------------------------------------------------------
     def _setup(self, system: System) -> None:
         """The whole-node profile and the shape's geometry (``self._allocator``, built by
         :meth:`Dispatcher.setup`, places jobs without an application model)."""
         self._capacity = system.capacity
+        self._cores = _cores_per_node(system)
         topo = system.topology
         if topo.is_grid:
             grid = topo.grid
@@ -195,7 +228,7 @@ class Reservation(Dispatcher):
             if alloc is None:
                 return "count"
             return alloc
-        k = job.units
+        k = self._units(job)
         if int(free_mask.sum()) < k:
             return "count"
         shaped = self._shape_nodes(free_mask, k)
@@ -244,7 +277,9 @@ class Reservation(Dispatcher):
             )
             return Admission(True, "")
         what = (
-            f"{job.units} whole free node(s)" if job.app is not None else "enough whole free nodes"
+            f"{self._units(job)} whole free node(s)"
+            if job.app is not None
+            else "enough whole free nodes"
         )
         if stage == "count":
             return Admission(
@@ -285,13 +320,142 @@ class Reservation(Dispatcher):
         )
 
 
+COUNT_READINGS = ("line0", "nodes")
+
+
 @register
 class CountOnly(Reservation):
-    """The paper's counting-only admission (line 0 of Figs. 6 and 8): enough whole nodes free
-    for the window, the lowest node ids; later booking boundaries too (``start=any``, A20)."""
+    """The paper's counting-only admission: line 0 of Figs. 6 and 8 alone.
+
+    ``reading="line0"`` (default; design note Revision 2, A20): a **pooled count** of booked
+    nodes -- a deadline job is accepted at the first candidate start ``t`` (``t0``, then every
+    later boundary of the count, while ``t + R <= deadline``; ``start=est``: ``t0`` only) at
+    which ``booked(u) + k <= nodes`` for every ``u`` in ``[t, t + R)``, and its count is booked
+    for exactly ``[t, t + R)``. No placement is searched (no node identity, no shape), and its
+    jobs do not run through the execution model (tag ``app_model=False``): each runs exactly
+    ``R``, so at its booked start at least ``k`` whole nodes are free, and it takes the ``k``
+    lowest free ones then (recorded as its booking's nodes). It is a baseline of Fig. 14 only
+    ("only the first step ... line 0", L272).
+
+    ``reading="nodes"`` (the first build's): per-node bookings of the ``k`` lowest node ids
+    free for the whole window, run through the execution model like the shape strategies
+    (``static_request`` applies to this reading only; line 0 counts the request).
+
+    Jobs without an application model (other workloads) are booked per node by the
+    ``allocator`` under either reading (:class:`Reservation`)."""
 
     name = "count-only"
     SHAPE = "count"
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"reading": "nodes", "static_request": "nominal"}
+    parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
+        **Reservation.parameter_constraints,
+        "reading": OneOf(*COUNT_READINGS),
+    }
+
+    def __init__(
+        self,
+        start: str = "any",
+        reading: str = "line0",
+        static_request: str = "peak",
+        allocator: str = "first-fit",
+    ):
+        self.start = start
+        self.reading = reading
+        self.static_request = static_request
+        self.allocator = allocator
+
+    @classmethod
+    def test_params(cls) -> list[dict[str, Any]]:
+        return [{}, {"start": "est", "allocator": "best-fit"}, {"reading": "nodes"}]
+
+    def get_tags(self) -> Tags:
+        t = self.tags
+        return Tags(
+            t.deterministic,
+            t.memoryless,
+            t.uses_solver,
+            t.node_constraints,
+            t.rejects,
+            app_model=self.reading != "line0",
+        )
+
+    def _setup(self, system: System) -> None:
+        super()._setup(system)
+        self._n_nodes = system.n_nodes
+        self._pool: AvailabilityProfile | None = None
+        self._pooled: dict[int, tuple[float, float, int, int]] = {}  # idx -> (t, end, k, made)
+        self._kinds: set[bool] = set()  # seen: jobs with / without an application model
+
+    def _line0(self, job: Job) -> bool:
+        line0 = self.reading == "line0" and job.app is not None
+        self._kinds.add(line0)
+        if len(self._kinds) > 1 and self.reading == "line0":
+            raise ConfigError(
+                "dispatcher 'count-only' (reading=line0) counts deadline jobs pooled and books "
+                "other jobs per node; a workload mixing both needs reading=nodes"
+            )
+        return line0
+
+    def admit(self, job: Job, view: DispatchView) -> Admission:
+        if not self._line0(job):
+            return super().admit(job, view)
+        now = view.now
+        if self._pool is None:
+            self._pool = AvailabilityProfile(now, np.array([[self._n_nodes]]), [])
+        pool = self._pool
+        pool.advance(now)
+        length = float(job.wall_time)
+        t0 = max(now, job.ready_at)
+        deadline = math.inf if job.deadline is None else float(job.deadline)
+        if t0 + length > deadline:
+            return Admission(
+                False,
+                f"deadline: earliest start {t0:g} + {length:g} s is after the deadline {deadline:g}",
+            )
+        k = job.units  # line 0 counts the request (nodes_job): it runs no program to peak
+        pool.add_boundary(t0)
+        times = pool.times
+        cands = times[(times >= t0) & (times <= deadline - length)]
+        if self.start == "est":
+            cands = cands[:1]
+        for t in cands.tolist():
+            if int(pool.min_free(t, t + length)[0, 0]) >= k:
+                pool.reserve(t, t + length, _POOL_NODE, np.array([[k]]))
+                self._pooled[job.index] = (t, t + length, k, int(len(self._log)))
+                self._log.append(Booking(job.index, now, t, t + length, (), t + length))
+                return Admission(True, "")
+        return Admission(
+            False,
+            f"count: no window of {length:g} s in [{t0:g}, {deadline:g}] has {k} node(s) "
+            "unbooked (pooled count)",
+        )
+
+    def _dispatch(self, view: DispatchView) -> Decision:
+        if self.reading != "line0" or not self._pooled:
+            return super()._dispatch(view)
+        now = view.now
+        whole = (view.free == self._capacity).all(axis=1)
+        starts: list[Start] = []
+        wakeup = math.inf
+        for idx, (t, _end, k, row) in list(self._pooled.items()):
+            if t > now:
+                wakeup = min(wakeup, t)
+                continue
+            job = view.queue.get(idx)
+            nodes = np.flatnonzero(whole)[:k]
+            if len(nodes) < k:  # cannot happen: every counted job runs exactly R
+                raise RuntimeError(
+                    f"count-only: {k} whole free node(s) booked for job {job.id} at {now:g}, "
+                    f"{len(nodes)} free"
+                )
+            whole[nodes] = False
+            del self._pooled[idx]
+            self._log[row] = self._log[row]._replace(nodes=tuple(int(n) for n in nodes))
+            starts.append(Start(job, Allocation.trusted(nodes, np.ones(k, dtype=np.int64))))
+        return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup)
+
+
+_POOL_NODE = np.zeros(1, dtype=np.int64)
 
 
 @register
@@ -302,14 +466,22 @@ class Hilbert(Reservation):
     name = "hilbert"
     SHAPE = "hilbert"
 
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"static_request": "nominal"}
     parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
         **Reservation.parameter_constraints,
         "fit": OneOf(*FITS),
     }
 
-    def __init__(self, start: str = "any", fit: str = "first", allocator: str = "first-fit"):
+    def __init__(
+        self,
+        start: str = "any",
+        fit: str = "first",
+        static_request: str = "peak",
+        allocator: str = "first-fit",
+    ):
         self.start = start
         self.fit = fit
+        self.static_request = static_request
         self.allocator = allocator
 
     @classmethod
@@ -323,28 +495,46 @@ class Hilbert(Reservation):
 
 @register
 class Manhattan(Reservation):
-    """Fig. 8 fixed as in design note A22: the greedy least-Manhattan-increase partition from
-    the first start node (node order) whose free 4-connected component holds ``k`` nodes;
+    """Fig. 8: the greedy least-Manhattan-increase partition grown from start nodes in node
+    order -- ``growth=strict`` (default, lines 10-18 as written: the growth from a start node
+    ends at a busy best neighbour, the next start node is tried) or ``growth=bend`` (design
+    note A22: around busy nodes, from the first start node whose free component holds ``k``);
     ``starts=all`` / ``starts=median``: grown from every free node / each component's median
     node, the least pairwise sum kept (MM-like centring, :func:`manhattan_partition`)."""
 
     name = "manhattan"
     SHAPE = "manhattan"
-    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"starts": "first"}
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {
+        "starts": "first",
+        "growth": "bend",
+        "static_request": "nominal",
+    }
 
     parameter_constraints: ClassVar[dict[str, ParamConstraint]] = {
         **Reservation.parameter_constraints,
         "starts": OneOf(*MANHATTAN_STARTS),
+        "growth": OneOf(*MANHATTAN_GROWTHS),
     }
 
-    def __init__(self, start: str = "any", starts: str = "first", allocator: str = "first-fit"):
+    def __init__(
+        self,
+        start: str = "any",
+        starts: str = "first",
+        growth: str = "strict",
+        static_request: str = "peak",
+        allocator: str = "first-fit",
+    ):
         self.start = start
         self.starts = starts
+        self.growth = growth
+        self.static_request = static_request
         self.allocator = allocator
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
-        return [{}, {"starts": "median"}]
+        return [{}, {"starts": "median"}, {"growth": "bend", "static_request": "nominal"}]
 
     def _shape_nodes(self, free_mask: np.ndarray, k: int) -> np.ndarray | None:
-        return manhattan_partition(free_mask, self._shape, k, torus=self._torus, starts=self.starts)
+        return manhattan_partition(
+            free_mask, self._shape, k, torus=self._torus, starts=self.starts, growth=self.growth
+        )

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hpcdispatch.errors import ConfigError
 from hpcdispatch.protocol import (
     Admission,
     Allocation,
@@ -36,7 +37,7 @@ from hpcdispatch.system.model import System
 from hpcdispatch.system.partition import leak_grow
 from hpcdispatch.workload.job import GrowthRequest, Job
 
-ADMITS = ("queue", "free-node")
+ADMITS = ("free-node", "queue", "overbook")
 ORDERS = ("fifo", "edf")
 
 
@@ -77,7 +78,7 @@ class Leak(Dispatcher):
     def __init__(
         self,
         contiguous: bool = True,
-        admission: str = "queue",
+        admission: str = "free-node",
         partial: bool = True,
         allocator: str = "first-fit",
         order: str = "fifo",
@@ -92,25 +93,33 @@ class Leak(Dispatcher):
 
     def get_tags(self) -> Tags:
         t = self.tags
+        overbook = self.admission == "overbook"
         return Tags(
             t.deterministic,
             t.memoryless,
             t.uses_solver,
             t.node_constraints,
             t.rejects,
-            t.forks,
-            bool(self.contiguous),
+            not overbook,  # per core: children share the job's cores, no fork grants
+            bool(self.contiguous) and not overbook,
+            per_core=overbook,
         )
 
     @classmethod
     def test_params(cls) -> list[dict[str, Any]]:
         return [
             {},
-            {"admission": "free-node", "partial": False},
-            {"order": "edf", "skip_hopeless": True},
+            {"admission": "queue", "partial": False},
+            {"admission": "queue", "order": "edf", "skip_hopeless": True},
+            {"admission": "overbook"},
         ]
 
     def _setup(self, system: System) -> None:
+        if not self.partial and self.admission != "queue":  # (a check between two parameters)
+            raise ConfigError(
+                f"dispatcher '{self.name}': partial=false waits for a whole request, which needs "
+                f"a queue (admission=queue), got admission={self.admission}"
+            )
         topo = system.topology
         self._grid: Grid = topo.grid if topo.is_grid else grid_of(1, system.n_nodes)
         rows, cols = self._grid.rows, self._grid.cols
@@ -121,6 +130,14 @@ class Leak(Dispatcher):
         self._edf_order: list[tuple[float, int, int]] = []
         self._edf_known = np.zeros(0, dtype=bool)  # job index -> its key is in _edf_order
         self._capacity = system.capacity
+        # admission=free-node: first nodes claimed at admission, started by the next call
+        self._claims: dict[int, tuple[int, int]] = {}  # job index -> (first node, snake start)
+        self._claimed = np.zeros(system.n_nodes, dtype=bool)
+        # admission=overbook: time-shared starts (job index -> node beyond its cores)
+        self._excess: dict[int, int] = {}
+        res = list(system.resources)
+        self._core = res.index("core") if "core" in res else -1
+        self._cores = int(system.capacity[:, self._core].max()) if self._core >= 0 else 1
 
     # ---- helpers ---------------------------------------------------------------------------
     def _whole_free(self, view: DispatchView) -> np.ndarray:
@@ -166,12 +183,20 @@ class Leak(Dispatcher):
                 f"deadline: earliest start {ready:g} + {job.wall_time:g} s is after the deadline "
                 f"{float(job.deadline):g}",
             )
-        if (
-            self.admission == "free-node"
-            and job.app is not None
-            and not self._whole_free(view).any()
-        ):
-            return Admission(False, "count: no free node at submission (Fig. 10 line 7)")
+        if self.admission == "free-node" and job.app is not None and ready <= view.now:
+            # Fig. 10 l.1-7 at the job's earliest start (now): the first free node along the
+            # snake from the next start node, claimed until the call of this instant starts it
+            start = self._starts[self._next_start % len(self._starts)]
+            snake = self._grid.snake_order(start)
+            hits = np.flatnonzero((self._whole_free(view) & ~self._claimed)[snake])
+            if len(hits) == 0:
+                return Admission(
+                    False, "count: no free node at the job's earliest start (Fig. 10 line 7)"
+                )
+            first = int(snake[hits[0]])
+            self._next_start += 1
+            self._claims[job.index] = (first, start)
+            self._claimed[first] = True
         return Admission(True, "")
 
     def _dispatch(self, view: DispatchView) -> Decision:
@@ -181,6 +206,10 @@ class Leak(Dispatcher):
         starts: list[Start] = []
         wakeup = math.inf
         queue: Iterable[Job] = self._by_deadline(view) if self.order == "edf" else view.queue
+        admission = self.admission
+        if admission == "overbook":
+            for idx in [i for i in self._excess if i not in view.running]:
+                del self._excess[idx]
         for job in queue:
             if job.ready_at > now:
                 wakeup = min(wakeup, job.ready_at)
@@ -197,33 +226,90 @@ class Leak(Dispatcher):
                 whole[alloc.nodes] = False
                 starts.append(Start(job, alloc))
                 continue
-            start = self._starts[self._next_start % len(self._starts)]
-            snake = self._grid.snake_order(start)
-            hits = np.flatnonzero(whole[snake])
-            if len(hits) == 0:
-                break
-            first = int(snake[hits[0]])
+            if admission == "overbook":
+                starts.append(Start(job, self._per_core_start(job, free)))
+                continue
+            claim = self._claims.pop(job.index, None)
+            if claim is not None:  # free-node: the node claimed at admission
+                first, start = claim
+                self._claimed[first] = False
+                mask = whole & ~self._claimed
+            else:
+                start = self._starts[self._next_start % len(self._starts)]
+                snake = self._grid.snake_order(start)
+                mask = whole & ~self._claimed
+                hits = np.flatnonzero(mask[snake])
+                if len(hits) == 0:
+                    if admission == "free-node":
+                        continue  # (an earliest start after its submission: it waits)
+                    break
+                first = int(snake[hits[0]])
+                self._next_start += 1
             nodes = leak_grow(
-                whole, self._grid, first, job.units, jump=not self.contiguous, snake_start=start
+                mask, self._grid, first, job.units, jump=not self.contiguous, snake_start=start
             )
             if len(nodes) < job.units and not self.partial:
                 break  # it waits for its whole request; FIFO: nobody behind it starts
             nodes = np.sort(nodes)
             whole[nodes] = False
             free[nodes] = 0
-            self._next_start += 1
             self._job_start[job.index] = start
             starts.append(
                 Start(job, Allocation.trusted(nodes, np.ones(len(nodes), dtype=np.int64)))
             )
         return Decision(starts=starts, wakeup=None if wakeup == math.inf else wakeup)
 
+    def _per_core_start(self, job: Job, free: np.ndarray) -> Allocation:
+        """``admission=overbook``: the job's cores (its process count) from the first node
+        with a free core along the snake, then by breadth-first layers over 4-neighbours with
+        free cores (``leak-nc``: jumping along the snake), taking each node's free cores; when
+        no node has a free core, one core on the node with the fewest held cores (lowest id),
+        time-shared. ``free`` is updated."""
+        c = self._cores
+        excess = np.zeros(len(free), dtype=np.int64)
+        for v in self._excess.values():
+            excess[v] += 1
+        # free cores: the view's, less the time-shared cores held beyond capacity
+        cores = np.maximum(0, free[:, self._core] - excess)
+        start = self._starts[self._next_start % len(self._starts)]
+        self._next_start += 1
+        self._job_start[job.index] = start
+        snake = self._grid.snake_order(start)
+        hits = np.flatnonzero(cores[snake] > 0)
+        if len(hits) == 0:
+            held = (c - free[:, self._core]).astype(np.int64) + excess
+            node = int(np.argmin(held))  # argmin: lowest id on ties
+            self._excess[job.index] = node
+            return Allocation.trusted(np.array([node], np.int64), np.ones(1, np.int64))
+        assert (
+            job.app is not None
+        )  # (jobs without an application model are placed by the allocator)
+        need = int(job.app.processes)
+        order = leak_grow(
+            cores > 0,
+            self._grid,
+            int(snake[hits[0]]),
+            need,
+            jump=not self.contiguous,
+            snake_start=start,
+        )
+        take = np.minimum(cores[order], need)
+        cum = np.cumsum(take)
+        last = int(np.searchsorted(cum, need))  # the node that completes the request
+        order, take = order[: last + 1], take[: last + 1].copy()
+        if cum[min(last, len(cum) - 1)] > need:
+            take[-1] -= int(cum[last] - need)
+        srt = np.argsort(order)
+        nodes, units = order[srt], take[srt].astype(np.int64)
+        free[nodes, self._core] -= units
+        return Allocation.trusted(nodes, units)
+
     def on_resize(
         self, running: RunningJob, request: GrowthRequest | ForkRequest, view: DispatchView
     ) -> Allocation | None:
         if not isinstance(request, ForkRequest):
             return None
-        node = self.fork_node(running, request.parent_node, self._whole_free(view))
+        node = self.fork_node(running, request.parent_node, self._whole_free(view) & ~self._claimed)
         if node is None:
             return None
         return Allocation.trusted(np.array([node], dtype=np.int64), np.ones(1, dtype=np.int64))
@@ -260,7 +346,7 @@ class LeakNC(Leak):
     def __init__(
         self,
         contiguous: bool = False,
-        admission: str = "queue",
+        admission: str = "free-node",
         partial: bool = True,
         allocator: str = "first-fit",
         order: str = "fifo",

@@ -77,6 +77,14 @@ class Tags:
       the nodes it started with, and its children share them (design note A11);
     - ``contiguous_grants``: every node granted at a fork touches (is a 4-neighbour of) a
       node the job holds then; the validator checks it.
+    - ``app_model``: deadline jobs run through the simulator's execution model (their run
+      time is an output of the placement). False (the count-only baseline, Fig. 6 line 0
+      alone): they run exactly their trace run time on the whole nodes they start on.
+    - ``per_core``: deadline jobs hold cores, not whole nodes (the leak's ``overbook``
+      reading): jobs share a node core by core, and a start may time-share the
+      least-loaded node when no core is free anywhere; the simulator's and the validator's
+      capacity rules for such jobs are per core (:mod:`hpcdispatch.sim.simulator`,
+      ``_start_app``).
     """
 
     deterministic: bool = True
@@ -86,6 +94,8 @@ class Tags:
     rejects: bool = False
     forks: bool = False
     contiguous_grants: bool = False
+    app_model: bool = True
+    per_core: bool = False
 
 
 @dataclass(frozen=True)

@@ -303,6 +303,13 @@ def write_comparison_report(
     for n in notes:
         sec.elements.append(Text(n, note=True))
 
+    # a deadline workload: what happened to the jobs first (a dispatcher that rejects most of
+    # them has short waits), then the paper's panels (Figs 14-18) for this one workload
+    from hpcdispatch.report.deadline import add_deadline_panels, add_outcome_section
+
+    if add_outcome_section(doc, [(r.label, frame.iloc[i]) for i, r in enumerate(runs)]):
+        add_deadline_panels(doc, frame.assign(run=labels, status="done"), out, styles)
+
     sec = doc.section("Wait time and bounded slowdown")
     info = plot_qos_ecdf(
         {r.label: r.waits() for r in runs},

@@ -24,6 +24,7 @@ The numbers behind every bar are written to ``deadline_panels.csv`` (mean, sem, 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,7 @@ import pandas as pd
 from hpcdispatch.errors import HpcDispatchError
 from hpcdispatch.report import plots
 from hpcdispatch.report.document import Document, Figure, Table, Text
+from hpcdispatch.report.outcomes import outcome_rows
 from hpcdispatch.report.style import SeriesStyle
 from hpcdispatch.report.tables import markdown_rows
 from hpcdispatch.results.store import write_frame, write_text
@@ -185,4 +187,23 @@ def add_deadline_panels(
         rows.append([key, comm, load, types, *cells])
     write_text(out / "deadline_panels.md", markdown_rows(header, rows) + "\n")
     sec.elements.append(Table(header, rows, text_columns=4, csv="deadline_panels.csv"))
+    return True
+
+
+def add_outcome_section(doc: Document, items: list[tuple[str, Any]]) -> bool:
+    """Add "Deadline outcomes" (the table of :func:`outcome_rows`) to ``doc``; False when no
+    run has deadline counts."""
+    header, rows = outcome_rows(items)
+    if not rows:
+        return False
+    sec = doc.section("Deadline outcomes")
+    sec.elements.append(
+        Text(
+            "Per dispatcher, all jobs and each behaviour type: submitted, accepted (not rejected "
+            "at submission), rejected (by the stage the dispatcher named: count, shape, "
+            "deadline), cancelled at the deadline while waiting or while running, and completed "
+            "by the deadline (on time)."
+        )
+    )
+    sec.elements.append(Table(header, rows, text_columns=2))
     return True

@@ -614,6 +614,83 @@ def plot_grouped_bars(
     return info
 
 
+def plot_bars_per_group(
+    stats: pd.DataFrame,
+    metrics: list[Metric],
+    path: Path,
+    title: str,
+    group: str = "group",
+    series: str = "run",
+    styles: dict[str, SeriesStyle] | None = None,
+    ncols: int = 3,
+) -> PlotInfo:
+    """One panel per ``group`` value (a workload), wrapped at most ``ncols`` to a row (fewer
+    when the panels are wide: a row stays within 16 inches), so that many workloads and
+    strategies stay readable at page width: x = the metrics (their titles), one
+    bar per ``series`` value, height = mean, error bar = standard deviation over the group's
+    cells (none for one cell). Every panel has its own y scale."""
+    groups = list(dict.fromkeys(stats[group]))
+    names = list(dict.fromkeys(stats[series]))
+    width = 0.8 / max(len(names), 1)
+    panel_w = max(3.2, 0.9 + 0.28 * len(metrics) * max(len(names), 2) ** 0.7)
+    # at most ncols panels to a row, and a row no wider than a page's 16 inches
+    ncols = max(1, min(ncols, len(groups), int(16.0 // panel_w)))
+    nrows = (len(groups) + ncols - 1) // ncols
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(panel_w * ncols, 2.9 * nrows + 0.5), squeeze=False
+    )
+    styles = _styles(names, styles)
+    info = PlotInfo(Path(path))
+    for ax, g in zip(axes.flat, groups):
+        sub_g = stats[stats[group] == g]
+        for k, name in enumerate(names):
+            row = sub_g[sub_g[series] == name]
+            heights = np.array(
+                [row[f"{m.key}_mean"].iloc[0] if len(row) else np.nan for m in metrics],
+                dtype=float,
+            ) * np.array([1000.0 if m.kind == "ms" else 1.0 for m in metrics])
+            errs = np.array(
+                [row[f"{m.key}_std"].iloc[0] if len(row) else np.nan for m in metrics],
+                dtype=float,
+            ) * np.array([1000.0 if m.kind == "ms" else 1.0 for m in metrics])
+            x = np.arange(len(metrics)) - 0.4 + width * (k + 0.5)
+            bars = ax.bar(
+                x, np.nan_to_num(heights), width * 0.95, color=styles[name].color, label=name
+            )
+            info.legend.setdefault(name, to_hex(bars.patches[0].get_facecolor()))
+            has = ~np.isnan(errs) & ~np.isnan(heights)
+            if has.any():
+                ax.errorbar(
+                    x[has],
+                    heights[has],
+                    yerr=errs[has],
+                    fmt="none",
+                    ecolor="black",
+                    elinewidth=0.6,
+                    capsize=1.5,
+                )
+        ax.set_xticks(np.arange(len(metrics)))
+        ax.set_xticklabels(
+            [m.title for m in metrics],
+            rotation=20 if len(metrics) > 2 else 0,
+            ha="right" if len(metrics) > 2 else "center",
+            fontsize=7,
+        )
+        ax.set_title(str(g), fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(groups) :]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1.0, 0.96))
+    fig.legend(
+        handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False
+    )
+    _save(fig, path, layout=False)
+    return info
+
+
 def plot_panel_bars(
     stats: pd.DataFrame,
     panels: list[str],

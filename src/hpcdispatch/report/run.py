@@ -223,6 +223,9 @@ def write_run_report(
     doc.section("Summary").elements.append(
         Table(["metric", "value", "unit"], rows, text_columns=1, csv="summary.csv")
     )
+    from hpcdispatch.report.deadline import add_outcome_section
+
+    add_outcome_section(doc, [(label, s)])
 
     sec = doc.section("Node occupancy")
     g = gantt_data(run.allocations, system, abs_window, nodes)

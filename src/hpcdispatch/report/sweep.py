@@ -55,6 +55,11 @@ FAMILY_FIGURES = {
 }
 
 
+#: families drawn with one panel per workload (x = metrics), wrapped three to a row: their
+#: metrics share a scale, and a deadline sweep has many workloads and strategies
+PER_WORKLOAD_FAMILIES = ("outcomes", "resources")
+
+
 @dataclass
 class RunSet:
     """Rows to report: ``status``, ``label``, ``system``, ``workload``, ``run``, ``error`` and
@@ -273,7 +278,17 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
         png, caption = FAMILY_FIGURES[family]
         drawn = [m for m in metrics if _has_nonzero(stats, m)]
         zero = [m.title for m in metrics if m not in drawn]
-        if drawn:
+        if drawn and family in PER_WORKLOAD_FAMILIES:  # many workloads: a panel each, wrapped
+            info = plots.plot_bars_per_group(
+                _with_group(stats),
+                drawn,
+                out / png,
+                FAMILY_TITLES[family],
+                group="group",
+                styles=styles,
+            )
+            sec.elements.append(Figure(out / png, caption, legend=info.legend))
+        elif drawn:
             info = plots.plot_grouped_bars(
                 _with_group(stats),
                 drawn,

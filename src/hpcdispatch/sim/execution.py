@@ -25,7 +25,7 @@ from hpcdispatch.errors import ConfigError
 from hpcdispatch.system.grid import Grid, grid_of
 from hpcdispatch.system.partition import manhattan_partition
 
-NETWORKS = ("contention", "distance", "none")
+NETWORKS = ("mean", "max", "distance", "none")
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,11 @@ class AppModelParams:
       async job hides behind the longer;
     - ``h_intra``, ``h_inj``: a message's cost inside a node, and outside it on top of one per hop;
     - ``peers``: random partners per rank (types 2, 3);
-    - ``network``: ``contention`` (link sharing), ``distance`` (no sharing), ``none``
-      (communication costs its baseline wherever the job runs) -- ablations;
+    - ``network``: link sharing ``Gamma`` over the job's links as the traffic-weighted
+      ``mean`` (default, design note Revision 2: ``sum(own + others) / sum(own)``) or the
+      ``max`` (the first build's worst link, ``max((own + others) / own)``); ``distance`` (no
+      sharing, ``Gamma = 1``), ``none`` (communication costs its baseline wherever the job
+      runs);
     - ``seed``: mixed with the job id into each job's random peers and process counts.
     """
 
@@ -54,7 +57,7 @@ class AppModelParams:
     h_intra: float = 0.1
     h_inj: float = 1.0
     peers: int = 2
-    network: str = "contention"
+    network: str = "mean"
     seed: int = 34
 
     def __post_init__(self) -> None:
@@ -66,6 +69,11 @@ class AppModelParams:
             raise ConfigError("execution model: comm_share needs four shares in [0, 1)")
         if not 0 <= self.overlap <= 1:
             raise ConfigError(f"execution model: overlap must be in [0, 1], got {self.overlap}")
+        if self.network == "contention":
+            raise ConfigError(
+                "execution model: network 'contention' is now 'max' (the worst link; the "
+                "default 'mean' weights the links by the job's traffic)"
+            )
         if self.network not in NETWORKS:
             raise ConfigError(
                 f"execution model: network must be one of {', '.join(NETWORKS)}, got '{self.network}'"
@@ -301,6 +309,12 @@ class AppRun:
     gamma: float = 1.0
     asked: int = 0
     granted: int = 0
+    # per-core jobs (a dispatcher tagged ``per_core``): the cores held on each of ``nodes``;
+    # None: whole nodes of ``cores`` cores each
+    cap: np.ndarray | None = None
+    # a static job on more nodes than its request (``static_request=peak``): children of a
+    # type-2 job may use the partition's free cores too, as type 3's do
+    spread: bool = False
 
 
 @dataclass
@@ -313,6 +327,8 @@ class ExecutionModel:
     cores: int
     params: AppModelParams = field(default_factory=AppModelParams)
     link_load: np.ndarray = field(init=False)
+    #: cores held per node by per-core jobs (can exceed ``cores``: a time-shared start)
+    core_load: np.ndarray = field(init=False)
     # what happened, for the run's summary
     phases_run: int = field(default=0, init=False)
     oversubscribed_phases: int = field(default=0, init=False)
@@ -325,6 +341,7 @@ class ExecutionModel:
 
     def __post_init__(self) -> None:
         self.link_load = np.zeros(self.grid.n_links, dtype=np.float64)
+        self.core_load = np.zeros(self.grid.n_nodes, dtype=np.int64)
         # distances by table lookup up to 1,024 nodes (8 MB), computed above
         self._dist = self.grid.distance_matrix if self.grid.n_nodes <= 1024 else None
 
@@ -461,13 +478,25 @@ class ExecutionModel:
         return (prm.h_inj * inter + float(d.sum()) + prm.h_intra * (len(d) - inter)) / len(d)
 
     # ---- placement ------------------------------------------------------------------------------
-    def start(self, job, nodes: list[int]) -> AppRun:
+    def start(self, job, nodes: list[int], cores: np.ndarray | None = None) -> AppRun:
         """A job starting on ``nodes`` (in the order given): base rank ``r`` on the ``r``-th
-        core of the nodes, round-robin when there are fewer cores than base ranks."""
+        core of the nodes, round-robin when there are fewer cores than base ranks. ``cores``
+        (a per-core job): the cores it holds on each node, instead of all of them; they count
+        in :attr:`core_load` until :meth:`leave`."""
         prog = self.program(job)
-        slots = np.repeat(np.asarray(nodes, dtype=np.int64), self.cores)
+        held = None if cores is None else np.asarray(cores, dtype=np.int64)
+        slots = np.repeat(np.asarray(nodes, dtype=np.int64), self.cores if held is None else held)
         base_node = slots[np.arange(prog.base) % len(slots)]
-        return AppRun(prog, list(nodes), base_node)
+        if held is not None:
+            self.core_load[np.asarray(nodes, dtype=np.int64)] += held
+        spread = held is None and len(nodes) > -(-int(job.app.processes) // self.cores)
+        return AppRun(prog, list(nodes), base_node, cap=held, spread=spread)
+
+    def leave(self, run: AppRun) -> None:
+        """A per-core job ended or was cancelled: its cores leave :attr:`core_load`."""
+        if run.cap is not None:
+            self.core_load[np.asarray(run.nodes, dtype=np.int64)] -= run.cap
+            run.cap = None
 
     def place_phase(
         self, run: AppRun, k: int, forks: bool, ask: Callable[[int], int | None] | None
@@ -475,7 +504,7 @@ class ExecutionModel:
         """Place phase ``k``'s ranks (the children per the module docstring); returns the
         nodes granted by ``ask`` (already appended to ``run.nodes``)."""
         prog = run.program
-        c = self.cores
+        c: Any = self.cores if run.cap is None else run.cap  # cores of the job per node
         b = prog.base
         q = int(prog.procs[k]) - b
         nodes = run.nodes
@@ -494,7 +523,7 @@ class ExecutionModel:
             over_u: list[int] = []
             over_v: list[int] = []
             over_c: list[int] = []
-            remote = forks or prog.behaviour == 3
+            remote = forks or prog.behaviour == 3 or run.spread
             asker = ask if forks else None  # None once a fork was refused
             for u in np.flatnonzero(rem_all).tolist():
                 rem = int(rem_all[u])
@@ -546,7 +575,7 @@ class ExecutionModel:
                         load[u] += rem
                     else:  # static type 3: the least-loaded nodes of the partition, one child at a time
                         for _ in range(rem):
-                            v = int(np.argmin(load))
+                            v = int(np.argmin(load / c))
                             over_u.append(u)
                             over_v.append(v)
                             over_c.append(1)
@@ -569,7 +598,11 @@ class ExecutionModel:
         else:
             run.rank_node = run.base_node
         run.node_load = load
-        run.oversubscription = float(-(-int(load.max()) // c)) if len(load) else 1.0
+        if run.cap is None:
+            run.oversubscription = float(-(-int(load.max()) // c)) if len(load) else 1.0
+        else:  # per core: its own cores, and the node's cores shared beyond capacity
+            shared = np.maximum(1.0, self.core_load[np.asarray(nodes, dtype=np.int64)] / self.cores)
+            run.oversubscription = float((np.ceil(load / c) * shared).max())
         return granted
 
     def idle_nodes(self, run: AppRun) -> list[int]:
@@ -605,7 +638,7 @@ class ExecutionModel:
                     dst = rank_node[prog.dst[k]]
                     ratio = self._mean_cost(src, dst) / float(prog.base_cost[k])
                     links = count = None
-                    if net == "contention":
+                    if net in ("mean", "max"):
                         inter = src != dst
                         if inter.any():
                             links, count = self._link_counts(src[inter], dst[inter])
@@ -613,7 +646,10 @@ class ExecutionModel:
                 gamma = 1.0
                 if links is not None:
                     others = self.link_load[links]
-                    gamma = float(((count + others) / count).max())
+                    if net == "mean":  # traffic-weighted: sum(own + others) / sum(own)
+                        gamma = float((count.sum() + others.sum()) / count.sum())
+                    else:  # the worst link
+                        gamma = float(((count + others) / count).max())
                     delta = share if prog.sync else 1.0
                     run.links, run.load = links, delta * count
                     self.link_load[links] += run.load

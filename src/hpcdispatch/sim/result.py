@@ -100,6 +100,19 @@ class RunNotes:
         return out
 
 
+def per_core_rows(rows: AllocationRows, workload: Workload, system: System) -> AllocationRows:
+    """``rows`` of a per-core dispatcher's run: a deadline job's units are cores there, so its
+    whole-node unit request (``c`` cores) is divided by ``c`` (the node's cores)."""
+    from dataclasses import replace
+
+    apps = np.array([j.app is not None for j in workload.jobs], dtype=bool)
+    if not apps.any():  # (no deadline jobs: nothing is held per core)
+        return rows
+    cores = int(system.capacity[:, list(system.resources).index("core")].max())
+    divisor = np.where(apps[rows.job], cores, 1).astype(np.int64)
+    return replace(rows, unit_divisor=divisor)
+
+
 @dataclass
 class SimulationResult:
     """What a run produced (either engine). Metrics: :func:`hpcdispatch.metrics.summarize`;
@@ -143,7 +156,10 @@ class SimulationResult:
     def allocation_rows(self) -> AllocationRows:
         """The allocation segments as flat columns (built once, then cached)."""
         if self._rows is None:
-            self._rows = self.segment_log.rows(self.end)
+            rows = self.segment_log.rows(self.end)
+            if self.tags.get("per_core") and len(rows):
+                rows = per_core_rows(rows, self.workload, self.system)
+            self._rows = rows
         return self._rows
 
     @property

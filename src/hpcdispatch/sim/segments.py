@@ -37,6 +37,10 @@ class AllocationRows:
     _held: dict[tuple[int, int], tuple[Workload, np.ndarray]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    #: per row, what a unit's request is divided by (None: 1): a per-core dispatcher's
+    #: deadline jobs hold cores, one ``c``-th of their whole-node unit each
+    #: (:attr:`~hpcdispatch.protocol.Tags.per_core`)
+    unit_divisor: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.job)
@@ -49,6 +53,8 @@ class AllocationRows:
         if cached is not None and cached[0] is workload:
             return cached[1]
         amount = self.units * workload.unit_requests[self.job, resource]
+        if self.unit_divisor is not None:
+            amount = amount // self.unit_divisor
         if workload.has_constraints:
             amount = amount + workload.per_node_requests[self.job, resource]
         amount.flags.writeable = False

@@ -56,7 +56,7 @@ from hpcdispatch.sim.state import LoopState
 from hpcdispatch.system.allocation import per_node_array
 from hpcdispatch.system.model import System
 from hpcdispatch.vocabulary import CancelReason, EventKind, JobStatus
-from hpcdispatch.workload.job import GrowthRequest, Job, Workload
+from hpcdispatch.workload.job import GrowthRequest, Job, Workload, peak_units
 
 ProgressCallback = Callable[[int, int, float], None]
 
@@ -258,7 +258,18 @@ class Simulator:
         self._deadlines = workload.has_deadlines or workload.has_apps
         # the execution model (jobs with an application model), or None
         self._exec: ExecutionModel | None = st.execution
-        self._forks = self.dispatcher.get_tags().forks
+        tags = self.dispatcher.get_tags()
+        self._forks = tags.forks
+        # False: deadline jobs run their trace run time, not the model (count-only's line 0)
+        self._app_model = tags.app_model
+        self._per_core = tags.per_core
+        res = list(self.system.resources)
+        if self._per_core and self._exec is not None and "core" not in res:
+            raise ConfigError(
+                f"dispatcher '{self.dispatcher.name}' shares nodes per core; system "
+                f"'{self.system.name}' has no 'core' resource"
+            )
+        self._core_column = res.index("core") if "core" in res else -1
         return st
 
     def close(self) -> None:
@@ -398,6 +409,7 @@ class Simulator:
                 run = apps.pop(idx, None)
                 if run is not None:
                     self._model.end_phase(run)
+                    self._model.leave(run)
             st.end_at[idx] = t
             st.status[idx] = _COMPLETED
             job = jobs[idx]
@@ -552,6 +564,7 @@ class Simulator:
         run = st.apps.pop(idx, None)
         if run is not None:
             self._model.end_phase(run)
+            self._model.leave(run)
         st.ended_jobs.append(rj.job)
         st.ended_running.append(rj)
         st.cancel_reason[idx] = reason
@@ -673,7 +686,7 @@ class Simulator:
                 )
             if deadlines:
                 self._check_deadline_start(job, alloc, t, begin)
-                if job.app is not None and self._exec is not None:
+                if job.app is not None and self._exec is not None and self._app_model:
                     self._start_app(job, alloc, t, begin)
                     if app_starts is None:
                         app_starts = []
@@ -729,9 +742,22 @@ class Simulator:
         st = self._loop_state
         idx = job.index
         name = self.dispatcher.name
+        if self._per_core:
+            self._start_per_core(job, alloc, t, begin)
+            return
         m = len(alloc.nodes)
-        if not 1 <= m <= job.units or (m != job.units and not self._forks):
-            want = f"1 to {job.units}" if self._forks else f"exactly {job.units}"
+        model = self._model
+        peak = peak_units(job.app, job.units, model.cores, st.cluster.n_nodes)
+        if self._forks:
+            bad = not 1 <= m <= job.units
+        else:  # a static strategy: the request, or the peak's nodes (static_request=peak)
+            bad = m != job.units and m != peak
+        if bad:
+            want = (
+                f"1 to {job.units}"
+                if self._forks
+                else f"exactly {job.units}" + (f" or {peak}" if peak != job.units else "")
+            )
             raise InvalidDecisionError(
                 name, job.id, t, f"a deadline job starts on {want} whole node(s), got {m}"
             )
@@ -746,7 +772,67 @@ class Simulator:
         st.held[idx] = [(alloc.nodes, amounts)]
         self._running_added(rj)
         st.segments.start(idx, begin, alloc)
-        st.apps[idx] = self._model.start(job, alloc.nodes.tolist())
+        st.apps[idx] = model.start(job, alloc.nodes.tolist())
+
+    def _start_per_core(self, job, alloc: Allocation, t: float, begin: float) -> None:
+        """Start a job of a per-core dispatcher (the leak's ``overbook``): its allocation's
+        units are **cores** (one to its process count in all, at least one per node listed),
+        each node's within its free cores -- except a **time-shared start**: when no node of
+        the machine has a free core, one core on a node with the fewest held cores (then
+        beyond its capacity: the node's jobs share its cores, the execution model slows them
+        by held / cores). Only the cores within capacity are taken from the cluster."""
+        st = self._loop_state
+        model = self._model
+        idx = job.index
+        name = self.dispatcher.name
+        nodes, units = alloc.nodes, alloc.units
+        cluster = st.cluster
+        core = self._core_column
+        # free cores: the cluster's, less the time-shared cores held beyond capacity
+        free = np.minimum(cluster.free[:, core], model.cores - model.core_load)
+        if len(nodes) == 0 or int(units.min()) < 1 or int(units.sum()) > job.app.processes:
+            raise InvalidDecisionError(
+                name,
+                job.id,
+                t,
+                f"a per-core start holds 1 to {job.app.processes} core(s), at least one per "
+                f"node listed, got {alloc.pairs()}",
+            )
+        over = units > free[nodes]
+        if over.any():
+            load = model.core_load
+            node = int(nodes[0])
+            if not (
+                len(nodes) == 1
+                and int(units[0]) == 1
+                and int(free.max()) <= 0
+                and load[node] == load.min()
+            ):
+                raise InvalidDecisionError(
+                    name,
+                    job.id,
+                    t,
+                    f"per-core start {alloc.pairs()} needs more cores than are free; a "
+                    "time-shared start is one core on a least-loaded node when no node "
+                    "has a free core",
+                )
+            amounts: np.ndarray = np.zeros((1, cluster.capacity.shape[1]), dtype=np.int64)
+        else:
+            request = np.zeros(cluster.capacity.shape[1], dtype=np.int64)
+            request[core] = 1
+            taken = cluster.take_checked(alloc, request, int(units.sum()), 0)
+            if isinstance(taken, str):
+                raise InvalidDecisionError(name, job.id, t, taken)
+            amounts = taken
+        del st.queue[idx]
+        st.status[idx] = _RUNNING
+        st.start_at[idx] = begin
+        rj = RunningJob(job, begin, alloc, begin + st.planned[idx])
+        st.running[idx] = rj
+        st.held[idx] = [(nodes, amounts)]
+        self._running_added(rj)
+        st.segments.start(idx, begin, alloc)
+        st.apps[idx] = model.start(job, nodes.tolist(), cores=units)
 
     def _next_phase(self, idx: int, run, k: int, t: float) -> None:
         """Phase ``k`` of a running app job begins at ``t``: its children placed (forks asked
@@ -856,7 +942,7 @@ class Simulator:
                 t,
                 f"starts at {begin:g}, before its earliest start {job.ready_at:g}",
             )
-        if job.app is not None:
+        if job.app is not None and not self._per_core:  # (per core: _start_per_core)
             cluster = self._loop_state.cluster
             nodes = alloc.nodes
             if not (cluster.free[nodes] == cluster.capacity[nodes]).all():

@@ -129,16 +129,32 @@ def free_components(
 
 
 def manhattan_grow(
-    free_mask: np.ndarray, shape: tuple[int, int] | Grid, start: int, k: int, torus: bool = False
+    free_mask: np.ndarray,
+    shape: tuple[int, int] | Grid,
+    start: int,
+    k: int,
+    torus: bool = False,
+    strict: bool = False,
 ) -> np.ndarray | None:
-    """Greedy least-Manhattan-increase growth from ``start`` over free nodes (see the module
-    docstring): ``k`` node ids in the order they were added, or ``None`` when the frontier
-    empties first (``start`` busy, or its free component smaller than ``k``)."""
+    """Greedy least-Manhattan-increase growth from ``start`` (see the module docstring): ``k``
+    node ids in the order they were added, or ``None`` when it fails (``start`` busy, ...).
+
+    ``strict=False`` (``growth=bend``): the candidates are the **free** 4-neighbours of the
+    partition, so the growth bends around busy nodes and fails only when no free neighbour is
+    left (the start node's free component is smaller than ``k``).
+
+    ``strict=True`` (``growth=strict``, Fig. 8 lines 10-18 as written): the candidates are
+    **all** 4-neighbours of the partition, free or busy; the ones of least added distance are
+    "selected" (l.11) and a free one of them is added (lowest id first); when every selected
+    node is busy (l.18: it goes to ``nodes_checked``, which ends the loop of l.10) the growth
+    from this start node fails."""
     grid = _grid(shape, torus)
     mask = _mask(free_mask, grid.n_nodes)
     k = _count(k)
     if not mask[start]:
         return None
+    if strict and grid.n_nodes <= 1024:
+        return _grow_strict(mask.tolist(), grid, int(start), k)
     indptr, indices = grid.neighbour_csr
     taken = np.zeros(grid.n_nodes, dtype=bool)
     frontier = np.zeros(grid.n_nodes, dtype=bool)
@@ -153,13 +169,68 @@ def manhattan_grow(
         taken[node] = True
         frontier[node] = False
         nb = indices[indptr[node] : indptr[node + 1]]
-        frontier[nb[mask[nb] & ~taken[nb]]] = True
+        frontier[nb[~taken[nb]] if strict else nb[mask[nb] & ~taken[nb]]] = True
         if len(chosen) == k:
             return np.asarray(chosen, dtype=np.int64)
         cost += rows[node] if rows is not None else grid.distance(node, every)
         if not frontier.any():
             return None
-        node = int(np.argmin(np.where(frontier, cost, big)))  # argmin: lowest id on ties
+        masked = np.where(frontier, cost, big)
+        if strict:
+            best = masked == masked.min()
+            free_best = np.flatnonzero(best & mask)
+            if len(free_best) == 0:
+                return None  # the selected neighbours are all busy (Fig. 8 l.18)
+            node = int(free_best[0])
+        else:
+            node = int(np.argmin(masked))  # argmin: lowest id on ties
+        chosen.append(node)
+
+
+MANHATTAN_GROWTHS = ("strict", "bend")
+
+_LISTS: dict[int, tuple[Grid, list[list[int]], list[list[int]]]] = {}
+
+
+def _grid_lists(grid: Grid) -> tuple[list[list[int]], list[list[int]]]:
+    """``grid``'s neighbours and distance rows as Python lists (built once per grid): the strict
+    growth takes a few nodes at a time, where list arithmetic beats numpy's per-call cost."""
+    hit = _LISTS.get(id(grid))
+    if hit is None or hit[0] is not grid:
+        indptr, indices = grid.neighbour_csr
+        nbrs = [indices[indptr[v] : indptr[v + 1]].tolist() for v in range(grid.n_nodes)]
+        hit = _LISTS[id(grid)] = (grid, nbrs, grid.distance_matrix.tolist())
+    return hit[1], hit[2]
+
+
+def _grow_strict(mask: list[bool], grid: Grid, start: int, k: int) -> np.ndarray | None:
+    """:func:`manhattan_grow` with ``strict=True`` in plain Python (the same rule: the
+    neighbours of least added distance, free or busy; the lowest free one of them is added;
+    all busy: ``None``). Costs are kept for the frontier only."""
+    nbrs, dist = _grid_lists(grid)
+    chosen = [start]
+    taken = {start}
+    frontier: dict[int, int] = {}  # node -> sum of distances to the partition
+    node = start
+    while True:
+        row = dist[node]
+        for f in frontier:
+            frontier[f] += row[f]
+        for v in nbrs[node]:
+            if v not in taken and v not in frontier:
+                dv = dist[v]
+                frontier[v] = sum(dv[x] for x in chosen)
+        if len(chosen) == k:
+            return np.asarray(chosen, dtype=np.int64)
+        if not frontier:
+            return None
+        best = min(frontier.values())
+        free_best = [v for v, c in frontier.items() if c == best and mask[v]]
+        if not free_best:
+            return None  # the selected neighbours are all busy (Fig. 8 l.18)
+        node = min(free_best)
+        del frontier[node]
+        taken.add(node)
         chosen.append(node)
 
 
@@ -177,18 +248,26 @@ def manhattan_partition(
     k: int,
     torus: bool = False,
     starts: str = "first",
+    growth: str = "bend",
 ) -> np.ndarray | None:
-    """The Manhattan-median partition of ``k`` free nodes (Fig. 8, fixed per design note A22):
-    grown from the first start node, in node order, whose free 4-connected component holds
-    ``k`` nodes; ``None`` when no free component does. Node ids in the order they were added.
-    ``shape`` is ``(rows, cols)`` (``torus`` for wrap-around) or a :class:`Grid` (which says
-    itself whether it wraps; ``torus`` is then ignored).
+    """The Manhattan-median partition of ``k`` free nodes (Fig. 8): ``None`` when none is
+    found. Node ids in the order they were added. ``shape`` is ``(rows, cols)`` (``torus`` for
+    wrap-around) or a :class:`Grid` (which says itself whether it wraps; ``torus`` is then
+    ignored).
+
+    ``growth`` is how the partition grows from a start node (:func:`manhattan_grow`):
+    ``strict`` is Fig. 8 lines 10-18 as written (it stops at a busy best neighbour, and the
+    next start node is tried); ``bend`` grows around busy nodes (design note A22, the first
+    build's reading, the function's default for callers that predate the option; the
+    ``manhattan`` strategy's default is ``strict``). A start node can only succeed when its
+    free 4-connected component holds ``k`` nodes, so only such nodes are tried.
 
     ``starts`` says where the greedy growth may begin (the first free node is the paper's
     adaptation, sec. 3.2 and Fig. 8 lines 4-9; the other two centre it as the MM algorithm of
     Bender et al. does, which evaluates candidate medians):
 
-    - ``first`` (default): the first node, in node order, of a large enough component;
+    - ``first`` (default): start nodes in node order; the first growth that succeeds (with
+      ``bend`` that is the first node of a large enough component);
     - ``all``: every free node of every large enough component; the partition with the least
       pairwise Manhattan sum wins (ties: the lowest start node) -- MM's "centre at every
       processor" with the greedy growth, one growth per free node;
@@ -197,6 +276,9 @@ def manhattan_partition(
       (ties: the lowest component) -- one growth per component."""
     if starts not in MANHATTAN_STARTS:
         raise ValueError(f"starts must be one of {', '.join(MANHATTAN_STARTS)}, got {starts!r}")
+    if growth not in MANHATTAN_GROWTHS:
+        raise ValueError(f"growth must be one of {', '.join(MANHATTAN_GROWTHS)}, got {growth!r}")
+    strict = growth == "strict"
     grid = _grid(shape, torus)
     k = _count(k)
     labels = free_components(free_mask, grid)
@@ -205,7 +287,13 @@ def manhattan_partition(
     if len(big_enough) == 0:
         return None
     if starts == "first":
-        return manhattan_grow(free_mask, grid, int(big_enough[0]), k)
+        if not strict:
+            return manhattan_grow(free_mask, grid, int(big_enough[0]), k)
+        for start in big_enough.tolist():
+            nodes = manhattan_grow(free_mask, grid, start, k, strict=True)
+            if nodes is not None:
+                return nodes
+        return None
     if starts == "all":
         candidates = big_enough.tolist()
     else:
@@ -218,8 +306,8 @@ def manhattan_partition(
             candidates.append(int(members[np.argmin(dist)]))  # argmin: lowest id on ties
     best, best_sum = None, None
     for start in candidates:
-        nodes = manhattan_grow(free_mask, grid, start, k)
-        if nodes is None:  # cannot happen: the component holds k nodes
+        nodes = manhattan_grow(free_mask, grid, start, k, strict=strict)
+        if nodes is None:  # strict: a busy best neighbour (bend: cannot happen)
             continue
         total = _pair_sum(grid, nodes)
         if best_sum is None or total < best_sum:

@@ -302,6 +302,15 @@ class RunTables:
     def forks(self) -> bool:
         return bool((self.tags or {}).get("forks", False))
 
+    @property
+    def per_core_rows(self) -> np.ndarray:
+        """Per allocation row: a per-core dispatcher's deadline job (tag ``per_core``, the
+        leak's ``overbook``): its units are cores, and :func:`rule_per_core` replaces the
+        whole-node rules for it."""
+        if not (self.tags or {}).get("per_core", False):
+            return np.zeros(len(self.row_job), dtype=bool)
+        return self.app[self.row_job]
+
 
 def run_tables(
     system: System,
@@ -833,7 +842,11 @@ def rule_amounts(t: RunTables) -> Problems:
     p = Problems()
     unit_req, per_node = _requests(t)
     rj = t.row_job
-    bad = (t.amounts != t.units[:, None] * unit_req[rj] + per_node[rj]).any(axis=1) | (t.units <= 0)
+    expected = t.units[:, None] * unit_req[rj] + per_node[rj]
+    core = t.per_core_rows
+    if core.any():  # a core is a c-th of a deadline job's whole-node unit
+        expected[core] //= _node_cores(t.system, t.system.resources)
+    bad = (t.amounts != expected).any(axis=1) | (t.units <= 0)
     for k in np.flatnonzero(bad)[:20]:
         extra = per_node[rj[k]]
         p.add(
@@ -868,7 +881,24 @@ def rule_units_at_start(t: RunTables) -> Problems:
     units_first = np.bincount(t.row_job[seg0], weights=t.units[seg0], minlength=len(t.ids))
     req = t.w_col("units", np.int64)
     partial_ok = t.app & t.forks & (units_first >= 1) & (units_first <= req)
-    for i in np.flatnonzero(t.started & (units_first != req) & ~partial_ok)[:20]:
+    # a static strategy may book a dynamic job's peak (static_request=peak): the nodes of
+    # ceil(3n/2) processes, at most ceil(3 x request / 2) nodes and the machine
+    peak_ok = (
+        t.app
+        & (not t.forks)
+        & (units_first >= req)
+        & (units_first <= np.minimum(-(-3 * req // 2), t.system.n_nodes))
+    )
+    # per core (overbook): 1 to the request's cores (rule_per_core has the capacity rule)
+    cores = _node_cores(t.system, t.system.resources)
+    core_ok = (
+        t.app
+        & bool((t.tags or {}).get("per_core", False))
+        & (units_first >= 1)
+        & (units_first <= req * cores)
+    )
+    wrong = t.started & (units_first != req) & ~partial_ok & ~peak_ok & ~core_ok
+    for i in np.flatnonzero(wrong)[:20]:
         p.add(
             t.start[i],
             "units",
@@ -997,6 +1027,7 @@ def rule_max_units_per_node(t: RunTables) -> Problems:
     pair_job = t.row_job[order[first_of_pair]]
     pair_node = t.node[order[first_of_pair]]
     limit = max_pn[pair_job]
+    limit = np.where(t.per_core_rows[order[first_of_pair]], 0, limit)  # per core: cores
     for k in np.flatnonzero((limit > 0) & (pair_units > limit))[:20]:
         ji = int(pair_job[k])
         p.add(
@@ -1118,11 +1149,44 @@ def _swept_rows(t: RunTables) -> tuple[Any, np.ndarray, np.ndarray]:
     return sel, sweep_from, sweep_to
 
 
+def _without_per_core(t: RunTables, sel: Any) -> Any:
+    """``sel`` (a slice or a row mask) less the per-core rows (:func:`rule_per_core`)."""
+    core = t.per_core_rows
+    if not core.any():
+        return sel
+    mask = np.ones(len(t.row_job), dtype=bool) if isinstance(sel, slice) else sel.copy()
+    return mask & ~core
+
+
+def rule_per_core(t: RunTables) -> Problems:
+    """The per-core capacity rule of a per-core dispatcher's deadline jobs
+    (:func:`_check_per_core`): cores held on a node never beyond its cores, except by a
+    time-shared start while no core is free anywhere, on a least-loaded node."""
+    p = Problems()
+    sel, sweep_from, sweep_to = _swept_rows(t)
+    ok = np.zeros(len(t.row_job), dtype=bool)
+    ok[sel] = True
+    rows = ok & t.per_core_rows
+    _check_per_core(
+        p,
+        _node_cores(t.system, t.system.resources),
+        int(t.system.n_nodes),
+        t.node[rows],
+        sweep_from[rows],
+        sweep_to[rows],
+        t.units[rows],
+        t.row_job[rows],
+        t.ids,
+    )
+    return p
+
+
 def rule_capacity(t: RunTables) -> Problems:
     """At no instant, on no node, for no resource is more in use than the node's capacity (a
     job ending at ``t`` releases before a job starting at ``t`` acquires)."""
     p = Problems()
     sel, sweep_from, sweep_to = _swept_rows(t)
+    sel = _without_per_core(t, sel)
     if len(t.node[sel]):
         _capacity_sweep(
             p,
@@ -1142,6 +1206,7 @@ def rule_exclusive_nodes(t: RunTables) -> Problems:
     """A whole-node job shares none of its nodes (:func:`_check_exclusive`)."""
     p = Problems()
     sel, sweep_from, sweep_to = _swept_rows(t)
+    sel = _without_per_core(t, sel)
     if len(t.node[sel]):
         _check_exclusive(
             p, t.node[sel], sweep_from[sel], sweep_to[sel], t.row_job[sel], t.app, t.ids
@@ -1212,6 +1277,7 @@ RULES: tuple[Rule, ...] = (
     Rule("rows-within-run", _always, rule_rows_within_run),
     Rule("node-once-per-segment", _always, rule_node_once_per_segment),
     Rule("whole-node-once", lambda t: bool(t.app.any()), rule_whole_node_once),
+    Rule("per-core", lambda t: bool(t.per_core_rows.any()), rule_per_core),
     Rule(
         "max-units-per-node",
         lambda t: (
@@ -1424,6 +1490,78 @@ def _check_deadlines(
             f"job {int(ids[i])} started at {start[i]:.15g} and would have ended by its "
             f"deadline {deadline[i]:.15g}, but is cancelled",
         )
+
+
+def _node_cores(system: System, resources: Any) -> int:
+    """The cores of a node (the ``core`` resource's largest capacity; 1 without one)."""
+    res = list(resources)
+    if "core" not in res:
+        return 1
+    return max(1, int(np.asarray(system.capacity)[:, res.index("core")].max()))
+
+
+def _check_per_core(
+    report: Problems,
+    cores: int,
+    n_nodes: int,
+    node: np.ndarray,
+    t_from: np.ndarray,
+    t_to: np.ndarray,
+    units: np.ndarray,
+    row_job: np.ndarray,
+    ids: np.ndarray,
+) -> None:
+    """The per-core capacity rule of a per-core dispatcher's deadline jobs (the leak's
+    ``overbook``; rows given: theirs only, units = cores). Replayed in time order, a node's
+    rows releasing before rows starting at one instant, a job's rows starting together: the
+    cores held on a node never exceed its ``cores``, except by a **time-shared start** -- a
+    job starting on exactly one core of one node while no node of the machine had a free
+    core, on a node holding the fewest cores then."""
+    if len(node) == 0:
+        return
+    held = np.zeros(n_nodes, dtype=np.int64)
+    ends = np.argsort(t_to, kind="stable")
+    starts = np.lexsort((np.arange(len(node)), t_from))
+    e = 0
+    found = 0
+    k = 0
+    m = len(starts)
+    while k < m:
+        r0 = int(starts[k])
+        t, j = float(t_from[r0]), int(row_job[r0])
+        group = [r0]
+        k += 1
+        while k < m and int(row_job[starts[k]]) == j and float(t_from[starts[k]]) == t:
+            group.append(int(starts[k]))
+            k += 1
+        while e < len(ends) and t_to[ends[e]] <= t + TOL:
+            r = int(ends[e])
+            if t_from[r] <= t:  # (rows starting later than t are not held yet)
+                held[node[r]] -= units[r]
+            e += 1
+        over = [r for r in group if held[node[r]] + units[r] > cores]
+        if over:
+            r = group[0]
+            shared = (
+                len(group) == 1
+                and int(units[r]) == 1
+                and int(held.min()) >= cores
+                and held[node[r]] == held.min()
+            )
+            if not shared:
+                report.add(
+                    t,
+                    "per-core",
+                    f"job {int(ids[j])} takes {int(units[over[0]])} core(s) of node "
+                    f"{int(node[over[0]])} at {t:.15g}, which holds {int(held[node[over[0]]])} "
+                    f"of {cores} (beyond its cores only as a time-shared start: one core on a "
+                    "least-loaded node while no node has a free core)",
+                )
+                found += 1
+                if found >= 20:
+                    return
+        for r in group:
+            held[node[r]] += units[r]
 
 
 def _check_exclusive(

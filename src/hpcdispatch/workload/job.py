@@ -47,6 +47,11 @@ class GrowthRequest:
     units: int
 
 
+#: the declared peak of a dynamic job's process count over its nominal one, 3/2 (exact
+#: integer arithmetic); the execution model's default growth factors end at 1.5
+PEAK_GROWTH_NUM, PEAK_GROWTH_DEN = 3, 2
+
+
 @dataclass(frozen=True, slots=True)
 class AppSpec:
     """What a deadline job's application is (Linnert, De Rose, Heiss 2024, Table 1, sec. 5.2):
@@ -71,6 +76,25 @@ class AppSpec:
             raise ConfigError(f"communication pattern must be 'async' or 'sync', got {self.comm!r}")
         if self.processes < 1:
             raise ConfigError(f"processes must be >= 1, got {self.processes!r}")
+
+    @property
+    def peak_processes(self) -> int:
+        """The most processes the application runs at once, as a user would declare it: the
+        nominal count for the static types 0, 1; ``ceil(PEAK_GROWTH x n)`` for the dynamic
+        types 2, 3, whose phases fork up to the execution model's largest growth factor
+        (1.5 by default, :class:`~hpcdispatch.sim.execution.AppModelParams`). What a static
+        strategy books with ``static_request=peak`` (design note Revision 2, A10)."""
+        if self.behaviour in (2, 3):
+            return -(-self.processes * PEAK_GROWTH_NUM // PEAK_GROWTH_DEN)
+        return self.processes
+
+
+def peak_units(app: AppSpec, units: int, cores: int, n_nodes: int) -> int:
+    """Whole nodes of ``cores`` cores for ``app``'s peak process count
+    (:attr:`AppSpec.peak_processes`), at least its request ``units`` and at most the
+    machine's ``n_nodes``: what a static strategy books with ``static_request=peak``, and the
+    other node count (besides ``units``) a deadline job may start on under such a strategy."""
+    return max(units, min(n_nodes, -(-app.peak_processes // cores)))
 
 
 class Job(NamedTuple):
