@@ -30,10 +30,12 @@ _LAZY = {
     "format_value": "hpcdispatch.report.tables",
     "metric": "hpcdispatch.report.tables",
     "parse_range": "hpcdispatch.report.run",
+    "outcome_rows": "hpcdispatch.report.outcomes",
 }
 
 if TYPE_CHECKING:
     from hpcdispatch.report.compare import ComparedRun, write_comparison_report
+    from hpcdispatch.report.outcomes import outcome_rows
     from hpcdispatch.report.run import parse_range
     from hpcdispatch.report.tables import comparison_frame, display_rows, format_value, metric
 
@@ -135,6 +137,7 @@ __all__ = [
     "display_rows",
     "format_value",
     "metric",
+    "outcome_rows",
     "parse_range",
     "refuse_unvalidated",
     "report_kind",

@@ -3,7 +3,7 @@
 Also what every layer above shares: :class:`Allocation` and the unit-fit arithmetic
 (allocation.py), the 2-D :class:`Grid` of a grid topology (grid.py) and the shape searches of
 the deadline strategies (partition.py; ``MANHATTAN_STARTS`` are the Manhattan-median
-partition's start-node choices).
+partition's start-node choices, ``MANHATTAN_GROWTHS`` its growth rules).
 """
 
 from hpcdispatch.system.allocation import (
@@ -29,6 +29,7 @@ from hpcdispatch.system.io import (
 )
 from hpcdispatch.system.model import NodeType, System, Topology
 from hpcdispatch.system.partition import (
+    MANHATTAN_GROWTHS,
     MANHATTAN_STARTS,
     hilbert_best_fit,
     hilbert_first_fit,
@@ -38,9 +39,10 @@ from hpcdispatch.system.partition import (
 )
 
 __all__ = [
-    "MANHATTAN_STARTS",
     "Allocation",
     "Grid",
+    "MANHATTAN_GROWTHS",
+    "MANHATTAN_STARTS",
     "NodeType",
     "System",
     "Topology",

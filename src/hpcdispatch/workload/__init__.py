@@ -36,6 +36,7 @@ from hpcdispatch.workload.job import (
     Workload,
     WorkloadSource,
     make_job,
+    peak_units,
 )
 from hpcdispatch.workload.kit import KitSpec
 from hpcdispatch.workload.loader import load_workload, resolve_system, workload_from_source
@@ -121,6 +122,7 @@ __all__ = [
     "parse_slurm_memory",
     "parse_slurm_time",
     "parse_tres",
+    "peak_units",
     "read_batsim",
     "read_deadline_jsonl",
     "read_sacct",
