@@ -41,7 +41,8 @@ from hpcdispatch.workload.lublin import LublinSpec, lublin_workload
 from hpcdispatch.workload.mapping import UnitMapping
 from hpcdispatch.workload.sacct import is_sacct_file, read_sacct
 from hpcdispatch.workload.slurm import AucschedSpec, aucsched_workload, read_slurm_requests
-from hpcdispatch.workload.swf import SwfOptions, load_swf, system_from_swf_header
+from hpcdispatch.workload.swf import SwfOptions, system_from_swf_header
+from hpcdispatch.workload.trace_cache import load_swf_cached
 
 SYNTHETIC_PREFIX = "synthetic:"
 SLURM_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
@@ -283,7 +284,7 @@ def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
         if swf_options.max_jobs is not None:
             workload = workload.subset(swf_options.max_jobs)
         return workload
-    return load_swf(path, system, swf_options)
+    return load_swf_cached(path, system, swf_options)  # the parsed-trace cache (trace_cache.py)
 
 
 def workload_from_source(
