@@ -7,9 +7,9 @@ compiled here with the system's ``gcc -O2 ... -lz -lm``. Each repetition runs, p
 and alternating: the C program; ``hpcdispatch simulate`` with its phases timed in-process
 (start-up, read, simulate -- and inside it the compiled loop, ``run_steps`` --, validate and
 write); and the plain ``hpcdispatch simulate`` command (whole, timed from outside), each in a
-fresh process whose peak RSS is read with ``os.wait4``. The parsed-trace cache (if the code
-has one) lives in a temporary ``XDG_CACHE_HOME``: the first whole command of the run reads
-the trace cold, the later ones are "cached".
+fresh process whose peak RSS is read with ``os.wait4``. The parsed-trace cache lives in a
+temporary directory (``HPCDISPATCH_TRACE_CACHE``), emptied before each cold run ("whole
+command") and filled by it for the cached one.
 
 Prints the phases side by side (medians over ``--repeats``; the ratio hpcdispatch / C) and
 checks that the mean waits agree to 6 decimals (FIFO must; EASY is reported and checked too).
@@ -155,12 +155,13 @@ def main() -> int:
         ).stdout
     )
     work = Path(tempfile.mkdtemp(prefix="engine-vs-c-"))
-    env = dict(os.environ, XDG_CACHE_HOME=str(work / "cache"))
+    cache = work / "cache"
+    env = dict(os.environ, HPCDISPATCH_TRACE_CACHE=str(cache))
     exe = compile_reference(work)
     failed = False
     try:
         for policy in args.policies.split(","):
-            c_runs, h_runs, whole = [], [], []
+            c_runs, h_runs, h_cached, whole_cold, whole_cached = [], [], [], [], []
             for rep in range(args.repeats):
                 wall, rss, stdout, _ = run_measured(
                     [
@@ -176,36 +177,42 @@ def main() -> int:
                 )
                 c = json.loads(stdout)
                 c_runs.append({**c, "whole_s": wall, "rss": rss})
-                out = work / f"w-{policy}-{rep}"
-                wall, rss, _, _ = run_measured(
-                    [sys.executable, "-m", "hpcdispatch"]
-                    + command(args.trace, args.system, policy, out, args.csv and has_csv_flag),
-                    env,
-                    work,
-                )
-                summary = json.loads((out / "summary.json").read_text())
-                whole.append({"whole_s": wall, "rss": rss, "wait": summary["wait_mean"]})
-                shutil.rmtree(out)
-                out = work / f"p-{policy}-{rep}"
-                phases_file = work / "phases.json"
-                wall, rss, _, _ = run_measured(
-                    [sys.executable, "-c", PHASED, str(phases_file)]
-                    + command(args.trace, args.system, policy, out, args.csv and has_csv_flag),
-                    env,
-                    work,
-                )
-                ph = json.loads(phases_file.read_text())
-                inside = ph["read_s"] + ph["simulate_s"] + ph["write_validate_s"]
-                ph["other_s"] = wall - inside  # interpreter, imports, summary, printing
-                ph["whole_s"] = wall
-                ph["rss"] = rss
-                h_runs.append(ph)
-                shutil.rmtree(out)
+                hd = [sys.executable, "-m", "hpcdispatch"]
+                csv = args.csv and has_csv_flag
+                for cached in (False, True):  # the trace cache emptied, then filled by it
+                    if not cached:
+                        shutil.rmtree(cache, ignore_errors=True)
+                    out = work / f"w-{policy}-{rep}"
+                    wall, rss, _, _ = run_measured(
+                        hd + command(args.trace, args.system, policy, out, csv), env, work
+                    )
+                    summary = json.loads((out / "summary.json").read_text())
+                    runs = whole_cached if cached else whole_cold
+                    runs.append({"whole_s": wall, "rss": rss, "wait": summary["wait_mean"]})
+                    shutil.rmtree(out)
+                for cached in (False, True):
+                    if not cached:
+                        shutil.rmtree(cache, ignore_errors=True)
+                    out = work / f"p-{policy}-{rep}"
+                    phases_file = work / "phases.json"
+                    wall, rss, _, _ = run_measured(
+                        [sys.executable, "-c", PHASED, str(phases_file)]
+                        + command(args.trace, args.system, policy, out, csv),
+                        env,
+                        work,
+                    )
+                    ph = json.loads(phases_file.read_text())
+                    inside = ph["read_s"] + ph["simulate_s"] + ph["write_validate_s"]
+                    ph["other_s"] = wall - inside  # interpreter, imports, summary, printing
+                    ph["whole_s"] = wall
+                    ph["rss"] = rss
+                    (h_cached if cached else h_runs).append(ph)
+                    shutil.rmtree(out)
 
             def med(runs: list[dict], key: str) -> float:
                 return statistics.median(r[key] for r in runs)
 
-            c_wait, h_wait = c_runs[0]["mean_wait"], whole[0]["wait"]
+            c_wait, h_wait = c_runs[0]["mean_wait"], whole_cold[0]["wait"]
             agree = f"{c_wait:.6f}" == f"{h_wait:.6f}"
             failed |= not agree
             print(
@@ -215,29 +222,33 @@ def main() -> int:
             print(f"{'phase':<34}{'C':>10}{'hpcdispatch':>13}{'ratio':>8}")
             rows = [
                 ("read (parse, clean, sort)", med(c_runs, "read_s"), med(h_runs, "read_s")),
-                ("simulate: the loop", med(c_runs, "simulate_s"), med(h_runs, "loop_s")),
-                ("simulate: whole phase", med(c_runs, "simulate_s"), med(h_runs, "simulate_s")),
+                ("read, trace cached", med(c_runs, "read_s"), med(h_cached, "read_s")),
+                ("simulate: the loop", med(c_runs, "simulate_s"), med(h_runs + h_cached, "loop_s")),
+                (
+                    "simulate: whole phase",
+                    med(c_runs, "simulate_s"),
+                    med(h_runs + h_cached, "simulate_s"),
+                ),
                 (
                     "write (+ validate for hpcdispatch)",
                     med(c_runs, "write_s"),
-                    med(h_runs, "write_validate_s"),
+                    med(h_runs + h_cached, "write_validate_s"),
                 ),
-                ("start-up, imports, summary", 0.0, med(h_runs, "other_s")),
-                ("whole command, first (cold) run", c_runs[0]["whole_s"], whole[0]["whole_s"]),
+                ("start-up, imports, summary", 0.0, med(h_runs + h_cached, "other_s")),
+                ("whole command", med(c_runs, "whole_s"), med(whole_cold, "whole_s")),
+                (
+                    "whole command, trace cached",
+                    med(c_runs, "whole_s"),
+                    med(whole_cached, "whole_s"),
+                ),
             ]
-            if args.repeats > 1:
-                rows.append(
-                    (
-                        "whole command, repeated runs",
-                        med(c_runs[1:], "whole_s"),
-                        med(whole[1:], "whole_s"),
-                    )
-                )
             for label, a, b in rows:
                 ratio = f"{b / a:7.1f}x" if a > 0 else ""
                 print(f"{label:<34}{a:>10.3f}{b:>13.3f}{ratio:>8}")
-            crss, hrss = max(r["rss"] for r in c_runs), max(r["rss"] for r in whole)
-            print(f"{'peak RSS (MB, max of runs)':<34}{crss / 1e6:>10.1f}{hrss / 1e6:>13.1f}")
+            crss = max(r["rss"] for r in c_runs) / 1e6
+            for label, runs in (("", whole_cold), (", trace cached", whole_cached)):
+                hrss = max(r["rss"] for r in runs) / 1e6
+                print(f"{'peak RSS (MB, max)' + label:<34}{crss:>10.1f}{hrss:>13.1f}")
             print(
                 f"mean wait: C {c_wait:,.6f} s, hpcdispatch {h_wait:,.6f} s -- "
                 + ("agree to 6 decimals" if agree else "DIFFER")
