@@ -131,7 +131,12 @@ class Browser:
         finally:
             self.ws.settimeout(self.timeout)
 
-    def open(self, url: str, width: int = 1280, height: int = 900) -> PageResult:
+    def open(
+        self, url: str, width: int = 1280, height: int = 900, extra: str | None = None
+    ) -> PageResult:
+        """Load ``url`` and return its state (``PAGE_STATE``), errors and a screenshot;
+        ``extra``, a JavaScript expression returning a JSON string (or a promise of one), adds
+        ``state["extra"]``."""
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
             "sessionId"
@@ -152,6 +157,14 @@ class Browser:
                 "Runtime.evaluate", {"expression": PAGE_STATE, "returnByValue": True}, session
             )["result"]["value"]
         )
+        if extra is not None:
+            state["extra"] = json.loads(
+                self.call(
+                    "Runtime.evaluate",
+                    {"expression": extra, "returnByValue": True, "awaitPromise": True},
+                    session,
+                )["result"]["value"]
+            )
         size = self.call("Page.getLayoutMetrics", session=session)["cssContentSize"]
         shot = self.call(
             "Page.captureScreenshot",

@@ -1,5 +1,22 @@
-"""The test session's parsed-trace cache is its own (a temporary directory, removed at the
-end): tests never read entries a user's runs left, and leave none in ``~/.cache``."""
+"""Fixtures and settings shared by the test modules.
+
+``compiled_kernels`` (session scope): the numba kernels loaded, or compiled, once per test run
+before the first test that uses them, so that each test's duration is its own. Modules whose
+tests run compiled code (the engine, conservative backfilling's profile search and
+compression, every CP dispatcher's ``setup``) use it with
+``pytestmark = pytest.mark.usefixtures("compiled_kernels")``. The tests of compilation itself
+(``test_compiled.py``: a first run, an installation, the jit disabled) compile in subprocesses
+with caches of their own, which this fixture does not touch.
+
+Hypothesis runs without its per-example deadline (200 ms) and without its "too slow" health
+check in every test (the ``hpcdispatch`` profile, loaded here before the test modules make
+their own settings, which inherit it): both time the examples, and on a loaded machine they
+fail tests whose results are right. The tests check results; speed is for benchmarks/.
+
+The session's parsed-trace cache (``workload/trace_cache.py``) is its own, a temporary
+directory removed at the end: tests never read entries a user's runs left, and leave none in
+``~/.cache``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +25,31 @@ import shutil
 import tempfile
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "hpcdispatch", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("hpcdispatch")
+
+
+@pytest.fixture(scope="session")
+def compiled_kernels() -> None:
+    """Every entry point of :func:`hpcdispatch.compiled.kernels.entry_signatures` (the engine's
+    event loop and the two profile kernels, each holding the kernels it calls) loaded from the
+    engine's on-disk cache, or compiled into it when the cache lacks it -- what an installation
+    does at build time (``compiled/install_time.py``). Without it, the first test to reach a
+    compiled path paid for the compilation: 98.7 s for the profile kernels on a loaded machine.
+    Under ``NUMBA_DISABLE_JIT=1`` the kernels are plain functions and nothing is done."""
+    from hpcdispatch.compiled import kernels
+    from hpcdispatch.compiled.disk_cache import load_compiled, load_numba_registries
+
+    for name, signature in kernels.entry_signatures().items():
+        function = getattr(kernels, name)
+        if not hasattr(function, "compile") or load_compiled(function, signature):
+            continue  # NUMBA_DISABLE_JIT; or loaded from disk
+        load_numba_registries()
+        function.compile(signature)  # (kept on disk by the engine's cache when it can be)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -47,6 +47,7 @@ def test_booleans_round_trip(values, start):
     assert np.array_equal(numpy_array(made.slice(start)), values[start:])
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=150)
 @given(
     st.lists(
@@ -78,6 +79,7 @@ def test_missing_marks_more_nulls_and_scalars_are_arrow_scalars():
         numpy_array(pa.array([1, None]))
 
 
+@pytest.mark.slow
 def test_a_compiled_simulation_of_a_trace_never_imports_pandas(tmp_path):
     """The point of the helpers: reading an SWF trace, simulating on the compiled engine,
     validating and writing the run directory pay nothing for pandas (0.16 s)."""

@@ -3,6 +3,7 @@ paper's Figures 1-4 example, Slurm's linear node selection and the backfill pass
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -234,7 +235,7 @@ def test_paper_example_nodesets_and_bids():
 @pytest.mark.parametrize("slurm_bids", [False, True])
 def test_paper_example_auction_gives_figure_4(slurm_bids):
     system, free, jobs = paper_example()
-    disp = Aucsched(window=4, slurm_bids=slurm_bids, time_limit=10)
+    disp = Aucsched(window=4, slurm_bids=slurm_bids, time_limit=10, deterministic=True)
     disp.setup(system)
     view, wl = view_of(system, jobs, free)
     dec = disp.dispatch(view)
@@ -260,7 +261,7 @@ def test_auction_program_build_solve_decode_by_hand():
     # J2 -n 4, J3 -n 2 (priority/basic: P1 > P2 > P3); 14 cores wanted, 12 free
     system = system_of([(4, {"core": 4, "gpu": 0})], RES)
     jobs = [sjob(1, nodes=2, ntasks_per_node=4), sjob(2, ntasks=4), sjob(3, ntasks=2)]
-    disp = Aucsched(window=3, slurm_bids=False)
+    disp = Aucsched(window=3, slurm_bids=False, deterministic=True)
     disp.setup(system)
     view, wl = view_of(system, jobs, [[4, 0], [4, 0], [0, 0], [4, 0]])
     job_bids = disp.build_bids(view, wl.jobs)
@@ -284,7 +285,7 @@ def test_auction_program_build_solve_decode_by_hand():
     assert (program.n_variables, program.n_constraints) == (14, 11)
 
     status, solver, solve_s = solve_program(
-        program, time_limit=10, workers=1, seed=0, probing_level=0
+        program, time_limit=10, workers=1, seed=0, probing_level=0, deterministic=True
     )
     assert solver.status_name(status) == "OPTIMAL" and solve_s >= 0
     # three jobs cannot fit (14 > 12 cores); the pair of highest priorities, J1 and J2, can only
@@ -349,7 +350,9 @@ def test_aucsched_basic_priorities_break_ties_by_submission_order():
     system = system_of([(1, {"core": 4, "gpu": 0})], RES)
     for first, second in ((3, 2), (2, 3)):
         jobs = [sjob(1, ntasks=first), sjob(2, ntasks=second)]
-        disp = Aucsched(window=2, slurm_bids=False, priority="basic", symmetry_cuts=False)
+        disp = Aucsched(
+            window=2, slurm_bids=False, priority="basic", symmetry_cuts=False, deterministic=True
+        )
         disp.setup(system)
         view, _ = view_of(system, jobs, [[4, 0]])
         dec = disp.dispatch(view)
@@ -367,7 +370,7 @@ def test_aucsched_max_total_bids_caps_the_window_like_the_plugin():
     system = system_of([(1, {"core": 4, "gpu": 0})], RES)
     jobs = [sjob(1, ntasks=1), sjob(2, ntasks=1), sjob(3, ntasks=1)]
     for cap, winners in ((0, [1, 2, 3]), (2, [1, 2])):
-        disp = Aucsched(window=3, max_total_bids=cap)
+        disp = Aucsched(window=3, max_total_bids=cap, deterministic=True)
         disp.setup(system)
         view, _ = view_of(system, jobs, [[4, 0]])
         dec = disp.dispatch(view)
@@ -384,7 +387,7 @@ def test_aucsched_priorities_decide_between_one_large_and_two_small_jobs(priorit
     # P2 = P3 = 1000 (1/4 + 8/16) / 2 = 375; 1000 > 750, J1 alone wins.
     system = system_of([(4, {"core": 4, "gpu": 0})], RES)
     jobs = [sjob(1, nodes=4, ntasks_per_node=4), sjob(2, ntasks=8), sjob(3, ntasks=8)]
-    disp = Aucsched(window=3, priority=priority)
+    disp = Aucsched(window=3, priority=priority, deterministic=True)
     disp.setup(system)
     view, _ = view_of(system, jobs, [[4, 0]] * 4)
     dec = disp.dispatch(view)
@@ -523,6 +526,7 @@ def test_aucsched_honours_every_request_exactly():
         assert t == 0 or t % 5 == 0  # scheduling steps every 5 s
 
 
+@pytest.mark.slow
 def test_aucsched_contiguous_only_bids_give_unfragmented_allocations():
     system = load_system("machine-s")
     w = load_workload("synthetic:aucsched,workload=IV,version=1,seed=2,runtime_h=0.2", system)
@@ -534,7 +538,8 @@ def test_aucsched_contiguous_only_bids_give_unfragmented_allocations():
     assert s2["fragmentation_mean"] >= 1.0
 
 
-def test_aucsched_step_on_machine_l_with_100_jobs_keeps_its_time_limit():
+@pytest.mark.slow
+def test_aucsched_step_on_machine_l_with_100_jobs():
     system = load_system("machine-l")
     w = load_workload("synthetic:aucsched,workload=V,version=2,seed=1,runtime_h=1", system)
     jobs = w.jobs[:100]
@@ -542,14 +547,14 @@ def test_aucsched_step_on_machine_l_with_100_jobs_keeps_its_time_limit():
     free = np.array(system.capacity)
     free[::3, 0] //= 2
     free[::7, 1] = 0
-    disp = Aucsched()  # the default limit, 5 s: bids + build + solve must stay within 5.5 s
+    # a limit in deterministic units: the same answer on a loaded machine (that the default
+    # wall-clock limit covers the whole step is checked on the limit CP-SAT gets, below). The
+    # hint is the first solution after about 0.1 units; 0.5 units take 1-3 s of wall time
+    disp = Aucsched(deterministic=True, time_limit=0.5)
     disp.setup(system)
     view, wl = view_of(system, [j._replace(index=-1) for j in jobs], free)
-    t0 = time.perf_counter()
     dec = disp.dispatch(view)
-    elapsed = time.perf_counter() - t0
     assert dec.info["window"] == 100 and dec.info["bids"] > 100
-    assert elapsed <= 5.0 + 0.5, dec.info
     assert dec.info["status"] in ("OPTIMAL", "FEASIBLE"), dec.info  # no greedy fallback
     assert dec.starts  # winners exist and the simulator-independent check below holds
     used = np.zeros_like(free)
@@ -559,6 +564,41 @@ def test_aucsched_step_on_machine_l_with_100_jobs_keeps_its_time_limit():
         if s.job.per_node_request:
             used[s.allocation.nodes] += np.asarray(s.job.per_node_request)
     assert (used <= free).all()
+
+
+def test_aucsched_time_limit_covers_the_whole_step(monkeypatch):
+    # The wall-clock limit counts from the step's start (bids and model build included): CP-SAT
+    # is given what is left of it, at least 0.05 s. Checked on the limits CP-SAT is given, not
+    # by timing the step, which a loaded machine stretches (speed is for benchmarks/). With
+    # deterministic=true the limit is CP-SAT's deterministic time alone (and a watchdog).
+    from hpcdispatch.dispatchers import aucsched
+
+    given = []
+    real = aucsched.solve_interruptibly
+
+    def record(solver, model, **options):
+        p = solver.parameters
+        given.append((p.max_time_in_seconds, p.max_deterministic_time, options["watchdog_s"]))
+        return real(solver, model, **options)
+
+    monkeypatch.setattr(aucsched, "solve_interruptibly", record)
+    system, free, jobs = paper_example()
+    for deterministic in (False, True):
+        disp = Aucsched(window=4, time_limit=5.0, deterministic=deterministic)
+        disp.setup(system)
+        view, wl = view_of(system, jobs, free)
+        job_bids = disp.build_bids(view, wl.jobs)
+        for spent in (3.0, 10.0):  # the bids took 3 s, or more than the whole limit
+            given.clear()
+            _, info = disp.solve(view, job_bids, deadline_start=time.perf_counter() - spent)
+            ((wall, det, watchdog),) = given
+            if deterministic:
+                assert (wall, det, watchdog) == (math.inf, 5.0, 5.0 * 100 + 60.0)
+            elif spent == 3.0:
+                assert 0.05 <= wall <= 5.0 - 3.0 - info["build_s"] and math.isinf(det), given
+                assert watchdog is None
+            else:
+                assert wall == 0.05 and math.isinf(det) and watchdog is None
 
 
 # ---- sweeps: the Table 4 workloads as a generator -------------------------------------------

@@ -184,6 +184,7 @@ def test_swf_to_batsim_json_to_simulate_is_the_same_schedule(tmp_path):
         same_schedule(simulate(system, w, name), simulate(system, back, name))
 
 
+@pytest.mark.slow
 def test_whole_trace_round_trip_through_the_cli(tmp_path):
     trace = real_trace("KTH-SP2-1996-2.1-cln.swf.gz")
     out = tmp_path / "kth.json"
@@ -220,6 +221,7 @@ def evalys_load(csv: Path):
     return js, js.utilisation
 
 
+@pytest.mark.slow
 def test_easy_run_opens_in_evalys_with_our_utilisation(tmp_path):
     # one core per node: Evalys counts allocated nodes, our utilisation counts cores
     system = load_system("kth-sp2")
@@ -257,6 +259,7 @@ def test_easy_run_opens_in_evalys_with_our_utilisation(tmp_path):
     plt.close("all")
 
 
+@pytest.mark.slow
 def test_aucsched_run_opens_in_evalys(tmp_path):
     system = load_system("machine-s")
     w = load_workload("synthetic:aucsched,workload=I,seed=1,runtime_h=0.5", system)
@@ -297,6 +300,7 @@ def test_rejected_and_cancelled_jobs_map_to_batsim_states():
     assert _final_state("cancelled", "deadline-waiting") == "REJECTED"
 
 
+@pytest.mark.slow
 def test_export_command_refuses_an_existing_result_without_force(tmp_path):
     system = load_system("machine-s")
     r = simulate(system, load_workload("synthetic:lublin,jobs=50,seed=2", system), "fifo")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import pickletools
 import signal
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from hpcdispatch.sim.checkpoint import CheckpointError
 from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import load_workload
+
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
 
 SPEC = "synthetic:lublin,jobs=200,seed=5,load=1.1"
 
@@ -94,6 +97,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, predictor, case_name", CASES)
 def test_resumed_run_equals_uninterrupted_run(name, predictor, case_name, request, tmp_path):
     case = request.getfixturevalue(case_name)
@@ -116,6 +120,7 @@ def test_resumed_run_equals_uninterrupted_run(name, predictor, case_name, reques
         assert_same_run(resumed, clean)
 
 
+@pytest.mark.slow
 def test_conservative_resumes_its_plan_not_a_new_one(pooled_case, tmp_path):
     """The resumed dispatcher continues with the restored plan: its counters go on from
     the interrupted run's, and the plan's compressions add up to the clean run's."""
@@ -137,6 +142,7 @@ def test_conservative_resumes_its_plan_not_a_new_one(pooled_case, tmp_path):
     assert_same_run(resumed, clean)
 
 
+@pytest.mark.slow
 def test_killed_process_resumes_from_its_last_checkpoint(tmp_path):
     """SIGKILL at an arbitrary moment (possibly during a write): the checkpoint on disk is
     whole, and the resumed run equals the uninterrupted one."""
@@ -161,7 +167,7 @@ def test_killed_process_resumes_from_its_last_checkpoint(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-c", code], env=os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)}
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # (the child's imports alone take long on a loaded machine)
     while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)
@@ -233,3 +239,148 @@ def test_checkpoints_need_the_python_engine(eurora_case, tmp_path):
             checkpoint=tmp_path / "c.ckpt",
             checkpoint_every=-1,
         )
+
+
+# ---- a checkpoint is data: a crafted one is refused and nothing in it runs ------------------
+
+
+class _RunsCommand:
+    """What an attacker pickles: unpickling it calls ``os.system(command)``."""
+
+    def __init__(self, command: str):
+        self.command = command
+
+    def __reduce__(self):
+        return (os.system, (self.command,))
+
+
+class _Calls:
+    """Unpickling it calls ``fn(*args)`` (any global the pickle names)."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __reduce__(self):
+        return (self.fn, self.args)
+
+
+def _pickles(path) -> list[bytes]:
+    """A checkpoint's three pickles (header, shared arrays, state) as bytes, split where each
+    ends (walked opcode by opcode: nothing is built)."""
+    data = path.read_bytes()
+    parts, start = [], 0
+    with path.open("rb") as fh:
+        for _ in range(3):
+            for _op in pickletools.genops(fh):
+                pass
+            parts.append(data[start : fh.tell()])
+            start = fh.tell()
+    assert start == len(data)
+    return parts
+
+
+@pytest.fixture(scope="module")
+def real_checkpoint(eurora_case, tmp_path_factory):
+    """A checkpoint this code wrote for eurora_case with the interrupting conservative."""
+    path = tmp_path_factory.mktemp("real") / "r.ckpt"
+    STOP[0] = 20_000.0
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            simulate(eurora_case, interrupting("conservative")(), checkpoint=path)
+    finally:
+        STOP[0] = None
+    return path
+
+
+@pytest.mark.parametrize(
+    "where, payload",
+    [
+        ("state", "os.system"),
+        ("arrays", "os.system"),
+        ("header", "os.system"),
+        ("state", "builtins.eval"),
+        ("state", "builtins.getattr"),
+        ("state", "project writer"),
+        ("state", "state-package function"),
+    ],
+)
+def test_a_crafted_checkpoint_is_refused_before_anything_runs(
+    eurora_case, real_checkpoint, tmp_path, where, payload
+):
+    from hpcdispatch.results.store import write_text
+    from hpcdispatch.sim.cluster import ClusterState
+    from hpcdispatch.sim.execution import parse_app_model
+
+    marker = tmp_path / "marker"
+    evil, name = {
+        "os.system": (_RunsCommand(f"touch {marker}"), "posix.system"),
+        "builtins.eval": (_Calls(eval, f"open({str(marker)!r}, 'w').close()"), "builtins.eval"),
+        # (getattr on an admitted class reaches its methods' globals: os, subprocess)
+        "builtins.getattr": (_Calls(getattr, ClusterState, "__init__"), "builtins.getattr"),
+        # the project's own code: a function writing a file, and any function at all
+        "project writer": (_Calls(write_text, marker, "x"), "hpcdispatch.results.store.write_text"),
+        "state-package function": (
+            _Calls(parse_app_model, "x"),
+            "hpcdispatch.sim.execution.parse_app_model, which is not a class",
+        ),
+    }[payload]
+    header, arrays, state = _pickles(real_checkpoint)
+    evil_bytes = pickle.dumps(evil, protocol=pickle.HIGHEST_PROTOCOL)
+    crafted = tmp_path / "crafted.ckpt"
+    crafted.write_bytes(
+        {
+            "header": evil_bytes + arrays + state,
+            "arrays": header + evil_bytes + state,
+            "state": header + arrays + evil_bytes,
+        }[where]
+    )
+    with pytest.raises(CheckpointError) as err:
+        simulate(eurora_case, interrupting("conservative")(), checkpoint=crafted)
+    message = str(err.value)
+    assert message.startswith(f"{crafted}: refused, not a checkpoint this code wrote: ")
+    assert f"names {name}" in message and "nothing of it was run" in message
+    assert "\n" not in message
+    assert not marker.exists()
+    assert crafted.exists()  # left for the user to look at
+
+
+@pytest.mark.slow
+def test_the_allow_list_admits_every_object_a_run_holds(eurora_case, real_checkpoint, tmp_path):
+    """The real checkpoint (a conservative plan: profiles, reservations, the view) resumes
+    through the restricted unpickler, and the run equals the uninterrupted one."""
+    resumed = simulate(eurora_case, interrupting("conservative")(), checkpoint=real_checkpoint)
+    assert resumed.notes.checkpoint.resumed_at["t"] > 0  # (resumed, not run anew)
+    assert_same_run(resumed, simulate(eurora_case, interrupting("conservative")()))
+
+
+@pytest.mark.slow
+def test_simulate_refuses_a_crafted_checkpoint_and_runs_nothing(tmp_path):
+    """The audit's file, through the CLI: the header of a checkpoint `simulate --checkpoint`
+    wrote itself (stopped by SIGTERM), followed by a pickle whose ``__reduce__`` calls
+    ``os.system``. The command is refused with one line and the command never runs."""
+    ckpt, out, marker = tmp_path / "run.ckpt", tmp_path / "out", tmp_path / "marker"
+    args = [sys.executable, "-m", "hpcdispatch", "simulate", "-w"]
+    args += ["synthetic:lublin,jobs=1500,seed=3,load=1.1", "-s", "machine-s", "-d"]
+    args += ["conservative", "-o", str(out), "-q", "--checkpoint", str(ckpt)]
+    args += ["--checkpoint-every", "0"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not ckpt.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert ckpt.exists()
+    header = _pickles(ckpt)[0]
+    ckpt.write_bytes(header + pickle.dumps(_RunsCommand(f"touch {marker}")))
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert f"error: {ckpt}: refused, not a checkpoint this code wrote: it names posix.system" in (
+        done.stderr
+    )
+    assert not marker.exists()
+    assert not out.exists()

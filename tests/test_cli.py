@@ -24,6 +24,7 @@ def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_compare_writes_table_report_and_valid_runs(tmp_path):
     out = tmp_path / "out"
     p = run(
@@ -101,6 +102,7 @@ def test_simulate_then_validate(tmp_path):
     assert v.returncode == 1 and "capacity" in v.stdout
 
 
+@pytest.mark.slow
 def test_simulate_with_corrected_predictions(tmp_path):
     out = tmp_path / "run"
     p = run(
@@ -134,6 +136,7 @@ def test_simulate_with_corrected_predictions(tmp_path):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_simulate_with_a_journal_replays_on_the_second_run(tmp_path):
     journal = tmp_path / "run.jsonl"
     args = [
@@ -175,6 +178,7 @@ def test_simulate_with_a_journal_replays_on_the_second_run(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_errors_are_one_clear_line(tmp_path):
     cases = [
         (
@@ -287,6 +291,7 @@ def test_systems_lists_the_presets():
     )
 
 
+@pytest.mark.slow
 def test_console_output_in_a_log_file(tmp_path):
     # not a terminal (a pipe, as in a log file): plain progress lines, units in the headers,
     # long names wrapped rather than cut at 80 columns, and a note on runs that cannot repeat
@@ -384,6 +389,7 @@ def test_cp_status_codes_are_or_tools_own():
 EXAMPLE_JOBS = str(Path(__file__).resolve().parents[1] / "examples" / "jobs.csv")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "workload, engine, absent",
     [
@@ -411,6 +417,7 @@ def test_a_fifo_run_imports_only_what_it_uses(tmp_path, workload, engine, absent
     assert "LOADED []" in out, out[-300:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "bad, named",
     [
@@ -486,6 +493,7 @@ def test_a_narrow_table_wraps_names_and_keeps_numbers_whole(monkeypatch, name_le
         assert cell in words, (cell, text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec, loaded, absent",
     [
@@ -518,6 +526,7 @@ def test_setup_loads_what_the_first_decision_would(spec, loaded, absent):
     assert f"AFTER {sorted(loaded)!r}" in out, out[-300:]
 
 
+@pytest.mark.slow
 def test_setup_compiles_the_profile_kernels_when_the_cache_lacks_them(tmp_path):
     """With an empty numba cache (a first run, a numba upgrade, a changed kernels.py) the
     profile search is compiled in ``setup``, a few seconds, not inside the first timed

@@ -20,6 +20,8 @@ from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload.job import Workload
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 def run(system, workload, spec, allocator, engine, predictor="walltime", kill=True, journal=None):
     return simulate(
@@ -78,6 +80,7 @@ def test_hand_computed_easy_schedule_on_the_compiled_engine():
     assert info[0] == {"shadow": 10.0, "head": 2, "backfilled": 1}
 
 
+@pytest.mark.slow
 def test_whole_kth_trace_same_on_both_engines():
     from hpcdispatch.system.io import load_system
     from hpcdispatch.workload.loader import load_workload
@@ -151,6 +154,7 @@ def test_unknown_engine_is_a_config_error():
         SimulationOptions(engine="fast")
 
 
+@pytest.mark.slow
 def test_the_first_compiled_run_says_it_is_compiling(tmp_path):
     """numba compiles the engine on the first run after an install (tens of seconds): the run
     says so instead of hanging silently (a fresh cache directory stands for a fresh install)."""
@@ -205,6 +209,7 @@ def entry_report(stdout: str) -> dict[str, tuple[int, int, bool]]:
     return {name: (int(hits), int(misses), same == "True") for _, name, hits, misses, same in rows}
 
 
+@pytest.mark.slow
 def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
     """What ``pip install .`` does (setup.py's build step: ``install_time.py BUILD_LIB`` on a
     copy of the package), then a first run in a fresh home: every entry point is read from
@@ -370,6 +375,7 @@ def test_the_engine_cache_directory_and_its_seeding(tmp_path):
     assert keep_on_disk(lambda: None) is False
 
 
+@pytest.mark.slow
 def test_with_the_jit_disabled_runs_go_on_in_python(tmp_path):
     """NUMBA_DISABLE_JIT=1 (numba's switch for debugging): conservative backfilling runs its
     profile kernels as plain Python, the compiled engine refuses with the reason and "auto"
@@ -451,6 +457,7 @@ def test_distinct_rows_numbers_rows_as_numpy_unique(rows):
     assert np.array_equal(inverse, want_inverse.reshape(-1))
 
 
+@pytest.mark.slow
 def test_load_compiled_loads_only_what_is_on_disk(tmp_path):
     """``load_compiled`` loads an entry point from the engine's cache without numba's
     registries, and does nothing (no compiling: ``False``) when the cache does not hold it, or

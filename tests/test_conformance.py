@@ -16,6 +16,8 @@ from hpcdispatch.dispatchers import DISPATCHERS
 from hpcdispatch.protocol import Dispatcher, Scratch, Tags, register
 from hpcdispatch.testing import CHECKS, check_dispatcher, checks, factories, run_check
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 #: what the suite collected: every registered dispatcher with each of its test parameter sets
 SUITE = {name: cls for name, cls in sorted(DISPATCHERS.items())}
 CASES = [

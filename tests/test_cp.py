@@ -25,6 +25,8 @@ from hpcdispatch.dispatchers import cp as cp_dispatchers
 from hpcdispatch.dispatchers import make_dispatcher
 from hpcdispatch.errors import ConfigError, UnsupportedJobError
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 CP_MODELS = ["hcp", "pcp19", "pcp20", "cp-hybrid"]
 
 
@@ -41,8 +43,22 @@ def qj(index, submit, duration, units=1, req=(1,), maxpn=0):
     return QueuedJob(index, index + 1, submit, duration, units, tuple(req), maxpn)
 
 
+def deterministic_solver(limit: float) -> cp_model.CpSolver:
+    """A CP-SAT solver bounded by ``limit`` units of its deterministic time only, with one
+    worker and a fixed seed: its answer does not depend on the machine's load, as it did
+    with a wall-clock limit."""
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = limit
+    return solver
+
+
 def decide(name, system, inst, **params):
-    d = make_dispatcher(name, time_unit=1.0, **params)
+    """``name``'s decision on ``inst``: ``(job index -> [(node, units)], info)``. The search is
+    bounded by CP-SAT's deterministic time only (one worker), so what the tests compare does
+    not depend on the machine's load."""
+    d = make_dispatcher(name, time_unit=1.0, deterministic=True, **params)
     d.setup(system)
     placed, info = d.decide(inst)
     return {idx: alloc.pairs() for idx, alloc in placed}, info
@@ -217,6 +233,7 @@ def test_the_solution_is_never_worse_than_the_rule():
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["cp-rule", *CP_MODELS])
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_versions_simulate_validly(name, version):
@@ -245,7 +262,7 @@ def test_v1_with_overdue_jobs_still_gives_valid_starts():
         r = simulate(
             cores_system(2, 4),
             jobs,
-            make_dispatcher(f"{name}:version=1,time_unit=1"),
+            make_dispatcher(f"{name}:version=1,time_unit=1,deterministic=true"),
             predictor=Short(),
         )
         assert not np.isnan(r.start).any()
@@ -254,7 +271,7 @@ def test_v1_with_overdue_jobs_still_gives_valid_starts():
         paper = simulate(
             cores_system(2, 4),
             jobs,
-            make_dispatcher(f"{name}:version=1,time_unit=1,paper_v1=true"),
+            make_dispatcher(f"{name}:version=1,time_unit=1,paper_v1=true,deterministic=true"),
             predictor=Short(),
         )
         assert not np.isnan(paper.start).any()
@@ -302,6 +319,7 @@ def random_instances(draw):
     return system, instance(system, queued, running)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_instances())
 def test_pcp20_node_map_never_splits_a_unit(data):
@@ -336,8 +354,7 @@ def test_pcp20_node_map_never_splits_a_unit(data):
             earliest_alone(inst, policy, jobs, bf, True),
         )
     )
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 5
+    solver = deterministic_solver(5.0)
     solver.parameters.symmetry_level = 0
     assert solver.solve(built.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     cap = system.capacity
@@ -381,6 +398,7 @@ def test_pcp20_node_map_never_splits_a_unit(data):
             assert sorted(now[j.index].pairs()) == sorted((n, nodes.count(n)) for n in set(nodes))
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.integers(0, 10_000),
@@ -414,39 +432,39 @@ def test_dumped_instances_round_trip_and_evaluate(tmp_path):
         for i in range(12)
     ]
     dump = tmp_path / "inst"
-    disp = make_dispatcher("hcp", dump_instances=str(dump), time_unit=1.0)
+    # (deterministic limits: the dumped decisions are compared with decisions taken again)
+    disp = make_dispatcher("hcp", dump_instances=str(dump), time_unit=1.0, deterministic=True)
     result = simulate(system, jobs, disp)
     files = sorted(dump.glob("instance-*.json"))
     assert len(files) == len(result.decisions["info"]) > 0
     # the dump holds what the dispatcher saw: re-deciding a dumped instance gives the same starts
     from hpcdispatch.instance_eval import evaluate, ratios, system_of_instance
 
-    fresh = make_dispatcher("hcp", time_unit=1.0)
+    fresh = make_dispatcher("hcp", time_unit=1.0, deterministic=True)
     fresh.setup(system)
     for path, info in zip(files, result.decisions["info"]):
         inst = DispatchInstance.load(path)
         assert system_of_instance(inst).capacity.tolist() == system.capacity.tolist()
         placed, again = fresh.decide(inst)
         assert len(placed) == info["dispatched"]
-    frame = evaluate(
-        dump, ["hcp:time_unit=1", "pcp19:time_unit=1", "pcp20:time_unit=1"], min_queued=2
-    )
+    det = "time_unit=1,deterministic=true"
+    frame = evaluate(dump, [f"hcp:{det}", f"pcp19:{det}", f"pcp20:{det}"], min_queued=2)
     congested = [p.name for p in files if len(DispatchInstance.load(p).queued) >= 2]
     assert sorted(frame["instance"].unique()) == congested and congested
     assert len(frame) == 3 * len(congested)
     # forced models: every instance with a fitting job has a model, whose objective is never
     # worse than the rule's (the rule is its hint)
-    built = frame[frame["dispatcher"] != "hcp-time_unit_1"]
+    built = frame[frame["dispatcher"] != "hcp-time_unit_1-deterministic_true"]
     assert (built[built["in_model"] > 0]["variables"] > 0).all()
     assert (frame["objective"] <= frame["rule_objective"] + 1e-9).all()
     assert (built[built["in_model"] > 0]["status"] != "rule-optimal").all()
-    rat = ratios(frame, "pcp19-time_unit_1")
-    pcp20 = rat[rat["dispatcher"] == "pcp20-time_unit_1"]
+    rat = ratios(frame, "pcp19-time_unit_1-deterministic_true")
+    pcp20 = rat[rat["dispatcher"] == "pcp20-time_unit_1-deterministic_true"]
     assert np.isfinite(pcp20["variables_ratio"]).any()
     # saved as it goes: an evaluation interrupted after some instances resumes from its record
     # (the instances it holds are not solved again) and ends with the same rows
     record = tmp_path / "eval" / "progress.jsonl"
-    specs = ["hcp:time_unit=1", "pcp20:time_unit=1"]
+    specs = [f"hcp:{det}", f"pcp20:{det}"]
     whole = evaluate(dump, specs, min_queued=2, record=record)
     lines = record.read_text().splitlines()
     assert len(lines) == 1 + len(files)  # the header, then one line per instance (skipped ones too)
@@ -468,9 +486,10 @@ def test_dumped_instances_round_trip_and_evaluate(tmp_path):
     )
     assert len(record.read_text().splitlines()) == 1 + len(files)
     with pytest.raises(ConfigError, match="a record of another evaluation"):
-        evaluate(dump, ["hcp:time_unit=1"], min_queued=2, record=record)
+        evaluate(dump, [f"hcp:{det}"], min_queued=2, record=record)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pcp20", "cp-hybrid"])
 def test_deterministic_search_gives_the_same_schedule_twice(name):
     # a congested workload with a tiny limit, so that the limit binds: with deterministic=true
@@ -503,6 +522,7 @@ def test_deterministic_search_gives_the_same_schedule_twice(name):
     assert "feasible" in runs[0][2] or "optimal" in runs[0][2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["hcp", "pcp20"])
 def test_version_2_is_version_1_unless_predictions_under_estimate(name):
     # Version 2 only changes the remaining duration of a running job that outlived its
@@ -856,6 +876,7 @@ def instances_with_overdue_jobs_and_twins(draw):
     return system, instance(system, queued, running)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     instances_with_overdue_jobs_and_twins(), st.sampled_from(CP_MODELS), st.sampled_from([1, 2, 3])
@@ -883,6 +904,7 @@ def test_the_rule_is_a_feasible_hint_with_identical_jobs_in_priority_order(data,
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances_with_overdue_jobs_and_twins(), st.sampled_from(CP_MODELS), st.integers(1, 40))
 def test_a_paper_horizon_called_too_short_makes_the_model_infeasible(data, name, horizon):
@@ -908,9 +930,7 @@ def test_a_paper_horizon_called_too_short_makes_the_model_infeasible(data, name,
     )
     for j in jobs:
         built.model.add(built.starts[j.index] + policy.duration_units(j) <= horizon)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 20
-    assert solver.solve(built.model) == cp_model.INFEASIBLE
+    assert deterministic_solver(20.0).solve(built.model) == cp_model.INFEASIBLE
 
 
 @st.composite
@@ -944,6 +964,7 @@ def instances_with_twins(draw):
     return system, instance(system, queued, running)
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances_with_twins(), st.sampled_from(CP_MODELS), st.sampled_from([1, 3]))
 def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
@@ -954,7 +975,13 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
     results = {}
     for sym in (True, False):
         d = make_dispatcher(
-            name, time_unit=1.0, delta=10.0, version=version, force_model=True, job_symmetry=sym
+            name,
+            time_unit=1.0,
+            delta=10.0,
+            version=version,
+            force_model=True,
+            job_symmetry=sym,
+            deterministic=True,
         )
         d.setup(system)
         placed, info = d.decide(inst)
@@ -980,8 +1007,7 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
             earliest_alone(inst, policy, jobs, d._best_fit, d.node_level),
         )
     )
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 10
+    solver = deterministic_solver(10.0)
     solver.parameters.symmetry_level = 0
     assert solver.solve(built.model) == cp_model.OPTIMAL
     starts_of = built.start_values(solver)
@@ -990,6 +1016,7 @@ def test_job_symmetry_keeps_the_optimum_and_orders_twins(data, name, version):
         assert values == sorted(values), (chain, values)
 
 
+@pytest.mark.slow
 def test_deterministic_search_solves_one_model_the_same_way_every_time(monkeypatch):
     # A PCP'20 instance (dumped from pcp20:deterministic=true,version=1 on
     # synthetic:lublin,jobs=120,seed=5,load=0.9, decision 133). With CP-SAT's packing
@@ -1095,6 +1122,7 @@ def loaded_variables(model, params) -> int:
     return int(line.split()[1].replace("'", ""))
 
 
+@pytest.mark.slow
 def test_pcp20_alldifferent_constraints_are_not_expanded():
     # SDSC-SP2-like: 128 single-core nodes, half of them busy until t = 50. Three jobs of 64
     # units wait; the rule starts one now, so a model is built. Each job's positions (in

@@ -4,6 +4,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 _spec = importlib.util.spec_from_file_location(
     "cp_scale", Path(__file__).resolve().parents[1] / "benchmarks" / "cp_scale.py"
 )
@@ -28,6 +30,7 @@ def test_cells_name_workload_dispatcher_and_predictor():
     )
 
 
+@pytest.mark.slow
 def test_a_cell_runs_validates_and_is_not_run_twice(tmp_path, capsys):
     """A real (tiny) cell: the command's summary and decision log land in one JSON line; the
     same campaign started again skips it (a killed campaign resumes)."""

@@ -10,6 +10,8 @@ from helpers import cores_system, job, placement, simulate, starts, system_of
 
 from hpcdispatch.dispatchers import make_dispatcher
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 def test_fifo_end_frees_resources_for_a_start_at_the_same_instant():
     # 2 nodes x 2 cores.  J1 takes both nodes until 10; J2 and J3 start exactly at 10;

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow  # (each runs the command line on a whole example)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

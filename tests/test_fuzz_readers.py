@@ -225,6 +225,7 @@ def test_swf_damaged(data):
     check_swf(_write("damaged.swf", data))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(damaged(gzip.compress(SWF, mtime=0)), damaged(SWF).map(lambda d: gzip.compress(d, mtime=0)))
 def test_swf_gz_damaged(compressed_damaged, damaged_compressed):
@@ -337,6 +338,7 @@ def check_sacct(path: Path) -> None:
     )  # found by suffix or header, or another reader's error
 
 
+@pytest.mark.slow
 @FUZZ
 @given(sacct_bytes)
 def test_sacct_any_bytes(data):
@@ -344,6 +346,7 @@ def test_sacct_any_bytes(data):
     check_sacct(_write("any-sacct.txt", data))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(damaged(SACCT))
 def test_sacct_damaged(data):
@@ -458,6 +461,7 @@ def test_system_damaged(data):
     check_system_file(_write("damaged.toml", data))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(replaced(SYSTEM_DOC))
 def test_system_wrong_values(doc):
@@ -529,6 +533,7 @@ def test_sweep_damaged(data):
     check_sweep(data.decode("utf-8", errors="replace"))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(replaced(SWEEP_DOC))
 def test_sweep_wrong_values(doc):
@@ -672,7 +677,7 @@ def test_journal_wrong_values(data):
 
 
 @pytest.fixture(scope="module")
-def checkpoint_case():
+def checkpoint_case(compiled_kernels):
     system = cores_system(8, 4)
     workload = Workload(
         [
@@ -845,6 +850,7 @@ _json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @FEW
 @given(st.sampled_from(["run.json", "summary.json"]), st.data())
 def test_run_dir_wrong_json_values(run_dir_case, name, data):
@@ -872,6 +878,7 @@ _cell_values = st.one_of(
 )
 
 
+@pytest.mark.slow
 @FEW
 @given(st.sampled_from(["jobs.parquet", "allocations.parquet", "workload.parquet"]), st.data())
 def test_run_dir_wrong_table_values(run_dir_case, name, data):

@@ -18,6 +18,8 @@ from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.system.io import load_system
 from hpcdispatch.workload.loader import load_workload
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 def instance(system, queued, running):
     free = np.array(system.capacity)

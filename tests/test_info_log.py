@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ infos = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(deadline=None)  # a loaded machine must not turn a slow example into a failure
 @given(infos)
 def test_info_log_equals_the_list_of_dicts(dicts):

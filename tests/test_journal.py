@@ -19,6 +19,8 @@ from hpcdispatch.system import load_system
 from hpcdispatch.validation import validate_result
 from hpcdispatch.workload import load_workload
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 SPEC = "synthetic:lublin,jobs=150,seed=9,load=0.95"
 
 

@@ -105,3 +105,22 @@ def test_cp_outcomes_count_how_the_decisions_went():
     }
     assert cp_outcomes(FakeInfo([{"x": 1}])) == {}  # not a CP dispatcher
     assert cp_outcomes(None) == {}
+
+
+def test_cp_counts_in_the_summary_are_recomputed_by_the_validator(tmp_path):
+    import json
+
+    from hpcdispatch.results.store import write_result
+    from hpcdispatch.validation import validate_run_dir
+
+    system = cores_system(4, 4)
+    w = load_workload("synthetic:lublin,jobs=40,seed=4,load=0.9", system)
+    r = simulate(system, w, "pcp20:deterministic=true")
+    write_result(r, tmp_path / "run")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["cp_decisions"] >= summary["cp_rule_optimal"] + summary["cp_solves"] > 0
+    assert validate_run_dir(tmp_path / "run").ok
+    summary["cp_solves"] += 1
+    (tmp_path / "run" / "summary.json").write_text(json.dumps(summary))
+    report = validate_run_dir(tmp_path / "run")
+    assert not report.ok and "cp_solves" in report.describe()

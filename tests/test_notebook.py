@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "notebook.ipynb"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_example_notebook_runs_top_to_bottom(tmp_path):
     import nbformat

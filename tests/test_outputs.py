@@ -28,6 +28,8 @@ from hpcdispatch.results.outdir import (
 )
 from hpcdispatch.runner import run_simulation
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -54,7 +56,7 @@ def test_a_bad_output_location_fails_at_once_and_keeps_the_checkpoint(tmp_path):
     p = cli(
         "simulate",
         "-w",
-        "synthetic:lublin,jobs=3000,seed=1",
+        "synthetic:lublin,jobs=1000000,seed=1",
         "-d",
         "conservative",
         "-o",
@@ -68,7 +70,9 @@ def test_a_bad_output_location_fails_at_once_and_keeps_the_checkpoint(tmp_path):
     assert f"{blocker / 'out'}: cannot be created, {blocker} is a file" in " ".join(
         p.stderr.split()
     )
-    assert took < 5.0, took  # before simulating (3,000 jobs of conservative take longer)
+    # before simulating, even before drawing the workload: a million jobs of conservative
+    # backfilling would take many minutes (the bound leaves room for a loaded machine)
+    assert took < 60.0, took
     assert checkpoint.read_bytes() == b"the state of an interrupted run"
 
 
@@ -99,7 +103,9 @@ def test_an_existing_result_is_replaced_only_with_force_and_as_a_whole(tmp_path)
     assert json.loads((out / "run.json").read_text())["dispatcher"]["name"] == "easy"
     assert not (out / "report").exists()  # nothing of the old run stays beside the new one
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(WRITING_PREFIX)]
-    assert h.validate(out).ok
+    # (a workload built in memory cannot be re-derived: no violation, but never "valid")
+    report = h.validate(out)
+    assert not report.violations and report.verdict == "unverified", report.describe()
 
 
 def test_an_interrupted_write_leaves_the_old_result_whole(tmp_path, monkeypatch):
@@ -161,7 +167,7 @@ def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeyp
     def slow_validator(result):
         from hpcdispatch.validation.validator import ValidationReport
 
-        release.wait(30)  # a validation that would outlast the failed write by far
+        release.wait(300)  # a validation that would outlast the failed write by far
         return ValidationReport(jobs=len(result.workload))
 
     def full_disk(*args, **kwargs):
@@ -177,7 +183,7 @@ def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeyp
             run_simulation(
                 system, wl, "fifo", out_dir=tmp_path / "run", validate_beside=True, csv=True
             )
-        assert time.monotonic() - t0 < 10
+        assert time.monotonic() - t0 < 60  # (300 s if the write waited for the validation)
     finally:
         release.set()
     assert not (tmp_path / "run").exists()
@@ -191,6 +197,7 @@ def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeyp
     assert summaries == []  # the validation under way finished on its own; the summary was skipped
 
 
+@pytest.mark.slow
 def test_a_process_whose_write_failed_exits_without_waiting_for_the_validation(tmp_path):
     # the thread is a daemon: a script that catches the failed write and ends does not wait
     # for a validation that is still running
@@ -200,7 +207,7 @@ from helpers import cores_system, job, workload
 from hpcdispatch.results import store
 from hpcdispatch.runner import run_simulation
 import hpcdispatch.runner as runner
-runner.validate_result = lambda result: time.sleep(60)
+runner.validate_result = lambda result: time.sleep(600)
 def full_disk(*a, **k):
     raise OSError(28, "No space left on device")
 store.write_csv_arrow = full_disk
@@ -215,7 +222,7 @@ except OSError:
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         env={
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
@@ -224,7 +231,7 @@ except OSError:
         },
     )
     assert p.returncode == 0 and "write failed" in p.stdout, p.stderr
-    assert time.monotonic() - t0 < 30  # (60 s if the exit waited for the validation)
+    assert time.monotonic() - t0 < 120  # (600 s if the exit waited for the validation)
 
 
 def test_the_checkpoint_is_removed_only_once_the_outputs_are_written(tmp_path, monkeypatch):
@@ -253,6 +260,7 @@ def test_the_checkpoint_is_removed_only_once_the_outputs_are_written(tmp_path, m
     assert not checkpoint.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mask, others_read", [(0o022, True), (0o077, False)])
 def test_outputs_follow_the_umask(tmp_path, mask, others_read):
     system, wl = small()
@@ -262,7 +270,7 @@ def test_outputs_follow_the_umask(tmp_path, mask, others_read):
         run_simulation(system, wl, "easy", out_dir=out)
         from hpcdispatch.report import write_report
 
-        write_report(out)
+        write_report(out, allow_unverified=True)  # (a workload built in memory)
     finally:
         os.umask(old)
     paths = [out, *out.rglob("*")]
@@ -275,15 +283,16 @@ def test_outputs_follow_the_umask(tmp_path, mask, others_read):
             assert bool(mode & 0o001) == others_read, (path, oct(mode))
 
 
+@pytest.mark.slow
 def test_a_report_replaces_the_previous_one_as_a_whole(tmp_path):
     system, wl = small()
     out = tmp_path / "run"
     run_simulation(system, wl, "easy", out_dir=out)
     from hpcdispatch.report import write_report
 
-    write_report(out)
+    write_report(out, allow_unverified=True)  # (a workload built in memory)
     (out / "report" / "stale.png").write_bytes(b"from an older version")
-    html = write_report(out)
+    html = write_report(out, allow_unverified=True)
     assert html == out / "report" / "report.html" and html.is_file()
     assert not (out / "report" / "stale.png").exists()
 
@@ -344,6 +353,7 @@ def test_missing_values_are_empty_cells_and_nulls(tmp_path):
     assert float(rows[started]["start"]) == outcome.result.start[started]
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=80)
 @given(
     st.lists(

@@ -130,6 +130,7 @@ def test_the_documented_template_works():
         DISPATCHERS.pop("my-policy", None)
 
 
+@pytest.mark.slow
 def test_plugin_option_loads_an_out_of_tree_dispatcher(tmp_path):
     template = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)[0]
     plugin = tmp_path / "my_policy.py"

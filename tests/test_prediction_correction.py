@@ -18,6 +18,8 @@ from hpcdispatch.predictors import Predictor
 from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.sim.correction import LADDER_S, revised_end
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 class Fixed(Predictor):
     """Predicts a given duration per job id (the wall-time for the others)."""

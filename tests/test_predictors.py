@@ -20,6 +20,8 @@ from hpcdispatch.runner import run_simulation
 from hpcdispatch.system import load_system
 from hpcdispatch.workload import load_workload
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 def pj(id, run=100, wall=1000, user=1, queue=1, units=1, req=(1,), name=None, executable=-1):
     return job(

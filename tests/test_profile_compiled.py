@@ -19,6 +19,8 @@ from hpcdispatch.sim import SimulationOptions, Simulator
 from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.validation import validate_result
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 pytest.importorskip("numba")
 
 
@@ -217,6 +219,7 @@ def test_hand_computed_compressions_on_one_core(compiled, monkeypatch):
     assert validate_result(result).ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_compiled_compression_on_long_pooled_queues(seed):
     # Long queues of pooled reservations (one core per unit), wall-times far above run times:
@@ -252,6 +255,7 @@ def test_compiled_compression_on_long_pooled_queues(seed):
     assert validate_result(a).ok
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("seed", "load", "allocator"),
     [(1, 0.9, "first-fit"), (2, 0.9, "best-fit"), (3, 0.7, "first-fit")],

@@ -17,6 +17,8 @@ from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.workload.job import Job, Workload
 from hpcdispatch.workload.swf import fits_empty_system
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 
 @st.composite
 def scenarios(draw, max_jobs: int = 25):
@@ -78,6 +80,7 @@ PREDICTOR_NAMES = st.sampled_from(
 CORRECTIONS = st.sampled_from([None, None, "walltime", "ladder"])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     scenarios(),
@@ -102,6 +105,7 @@ def test_random_workloads_give_valid_reproducible_schedules(
     assert not np.isnan(a.start).any()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]), PREDICTOR_NAMES, CORRECTIONS
@@ -136,6 +140,7 @@ class RecordingConservative(Conservative):
         return decision
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     scenarios(max_jobs=30),
@@ -271,6 +276,7 @@ def brute_force_shadow(view, scratch, head):
     return float("inf"), future
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]), PREDICTOR_NAMES)
 def test_every_easy_shadow_time_equals_the_brute_force_one(scenario, allocator, predictor):
@@ -313,6 +319,7 @@ def _checked_reserve(seen):
     return reserve
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "system_name,charge", [("eurora", False), ("lublin-256", False), ("eurora", True)]
 )
@@ -340,6 +347,7 @@ def test_shadow_times_on_a_generated_workload_equal_the_brute_force_ones(system_
     assert seen["finite"] > 100 and seen["kept"] > 50, seen
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(scenarios(max_jobs=40), st.sampled_from(["first-fit", "best-fit"]))
 def test_fifo_skipping_a_blocked_head_changes_no_decision(scenario, allocator):

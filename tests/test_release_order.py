@@ -4,6 +4,7 @@ through any sequence of starts, ends and growth, with lazy patching at arbitrary
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -75,6 +76,7 @@ def observed(order: ReleaseOrder):
     return by_end
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(operations(), st.sampled_from([0, 16]))
 def test_release_order_matches_a_rebuild(ops, many):

@@ -74,6 +74,7 @@ def sweep_dir(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_sweep_tables_are_mean_and_std_over_seeds(sweep_dir, tmp_path):
     html = write_report(sweep_dir, tmp_path / "rep")
     rep = html.parent
@@ -162,6 +163,7 @@ def _synthetic(with_optional: bool) -> RunSet:
     return RunSet("synthetic", pd.DataFrame(rows), {}, [("cells", "7")])
 
 
+@pytest.mark.slow
 def test_optional_metric_families_are_reported_when_present(tmp_path):
     html = write_runset_report(_synthetic(True), tmp_path / "with")
     rep = html.parent
@@ -244,6 +246,7 @@ def test_gantt_lanes_never_overlap_and_cover_every_core_second(tmp_path):
     assert g2.lanes_per_node.tolist() == [8] * 7
 
 
+@pytest.mark.slow
 def test_single_run_report_and_command_line(tmp_path):
     system = cores_system(6, 4)
     wl = load_workload("synthetic:lublin,jobs=60,seed=2", system)
@@ -281,6 +284,7 @@ def test_single_run_report_and_command_line(tmp_path):
         write_report(tmp_path / "empty")
 
 
+@pytest.mark.slow
 def test_report_of_a_compare_folder(tmp_path):
     out = tmp_path / "cmp"
     p = cli(
@@ -317,6 +321,7 @@ def test_report_of_a_compare_folder(tmp_path):
     assert parse_range("3:5", "--nodes", int) == (3, 5)
 
 
+@pytest.mark.slow
 def test_a_deadline_sweep_report_opens_with_the_paper_panels(tmp_path):
     """A sweep of deadline workloads: its report starts with the Figs 14-18 panels, before the
     generic tables (quality of service, resources, outcomes, cost); other sweeps have none."""
@@ -330,3 +335,35 @@ def test_a_deadline_sweep_report_opens_with_the_paper_panels(tmp_path):
     headings = re.findall(r"^## (.+)$", (html.parent / "report.md").read_text(), flags=re.M)
     assert headings[0] == "Deadline paper panels (Figs 14-18)", headings
     assert "Quality of service" in headings[1:]
+
+
+@pytest.mark.slow
+def test_report_refuses_a_run_that_does_not_validate(tmp_path):
+    """A run whose summary.json was edited (or whose schedule breaks a rule) is refused by
+    ``report`` -- of the folder and of the run alone -- with one line naming the run and the
+    field, and nothing is written; the same runs untouched are reported."""
+    import json
+
+    from hpcdispatch.errors import ScheduleValidationError
+
+    out = tmp_path / "cmp"
+    p = cli(
+        "compare", "-w", "synthetic:lublin,jobs=30,seed=5", "-d", "fifo,easy", "-o", str(out), "-q"
+    )
+    assert p.returncode == 0, p.stderr
+    path = out / "easy" / "summary.json"
+    honest = path.read_text()
+    edited = json.loads(honest)
+    edited["utilization_core"] = 0.99
+    path.write_text(json.dumps(edited))
+    for target in (out, out / "easy"):
+        with pytest.raises(
+            ScheduleValidationError, match=r"easy: INVALID: .*utilization_core is 0\.99"
+        ):
+            write_report(target)
+        assert not (target / "report").exists()
+    bad = cli("report", str(out))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert "report refused" in bad.stderr and "utilization_core" in bad.stderr, bad.stderr
+    path.write_text(honest)
+    assert write_report(out).is_file()

@@ -28,11 +28,14 @@ from hpcdispatch.report.style import dispatcher_styles
 from hpcdispatch.sweep import LocalExecutor, load_sweep, run_sweep
 
 CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="chromium is not installed, so report.html cannot be checked in a browser; .ci/run installs Debian's "
-    "chromium with 'apt-get install chromium' when it runs as root (apt-get failed or was not run here)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="chromium is not installed, so report.html cannot be checked in a browser; .ci/run installs Debian's "
+        "chromium with 'apt-get install chromium' when it runs as root (apt-get failed or was not run here)",
+    ),
+    pytest.mark.slow,  # (a headless browser, and whole reports to open in it)
+]
 
 SPEC = """
 name = "browser"

@@ -162,9 +162,10 @@ def _shifted_run(tmp_path, offset: int):
     return run_dir
 
 
+@pytest.mark.slow
 def test_report_window_counts_from_the_first_submission(tmp_path):
     run_dir = _shifted_run(tmp_path, 342_072)
-    html = write_report(run_dir, window=(0, 900))
+    html = write_report(run_dir, window=(0, 900), allow_unverified=True)  # (a memory workload)
     md = (html.parent / "report.md").read_text()
     assert "window 0-900 s after the first submission (t = 342,072 s" in md
     with pytest.raises(
@@ -172,8 +173,8 @@ def test_report_window_counts_from_the_first_submission(tmp_path):
         match=r"--window 86400:172800 \(seconds after the first submission\) holds no "
         r"job on nodes 0-3 of 4; this run's jobs run from 0 to 1,800 s",
     ):
-        write_report(run_dir, window=(86_400, 172_800))
-    p = cli("report", str(run_dir), "--window", "86400:172800", "--force")
+        write_report(run_dir, window=(86_400, 172_800), allow_unverified=True)
+    p = cli("report", str(run_dir), "--window", "86400:172800", "--allow-unverified", "--force")
     assert p.returncode == 2 and "holds no job" in p.stderr and "Traceback" not in p.stderr, (
         p.stderr
     )
@@ -201,6 +202,7 @@ def _run(label: str, start: list[float], usage_core: list[float]) -> ComparedRun
     )
 
 
+@pytest.mark.slow
 def test_comparison_page_by_hand(tmp_path):
     runs = [
         _run("fifo", [0, 400, 4400], [0.5, 0.0]),

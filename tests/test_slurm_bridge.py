@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -27,21 +29,21 @@ from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.protocol import Decision, Dispatcher, Start
 from hpcdispatch.slurm.bridge import (
     BridgeError,
-    BridgeJournal,
-    Placement,
-    build_view,
-    call_due,
-    call_with_budget,
-    check_start,
-    hetjob_command,
-    is_uneven,
-    parse_sinfo_nodes,
-    placement_check,
-    start_commands,
+    _BridgeJournal,
+    _build_view,
+    _call_due,
+    _call_with_budget,
+    _check_start,
+    _hetjob_command,
+    _is_uneven,
+    _parse_sinfo_nodes,
+    _Placement,
+    _placement_check,
+    _start_commands,
 )
 from hpcdispatch.slurm.config import first_nodes
-from hpcdispatch.slurm.records import merge_hetjob, parse_squeue_json, parse_squeue_text
-from hpcdispatch.slurm.replay import ReplayClock, plan_submissions
+from hpcdispatch.slurm.records import _merge_hetjob, _parse_squeue_text, parse_squeue_json
+from hpcdispatch.slurm.replay import _ReplayClock, plan_submissions
 from hpcdispatch.system.allocation import Allocation
 from hpcdispatch.system.io import load_system
 from hpcdispatch.workload.loader import load_workload
@@ -60,16 +62,16 @@ def recorded(tmp_path: Path):
     workload = load_workload(str(wl_file), system)
     records = {r.name: r for r in parse_squeue_json((DATA / "bridge-squeue.json").read_text())}
     ours = {0: records["hpcd-77-2"], 1: records["hpcd-77-3"]}
-    nodes = parse_sinfo_nodes((DATA / "bridge-sinfo.json").read_text())
+    nodes = _parse_sinfo_nodes((DATA / "bridge-sinfo.json").read_text())
     t0 = (
         records["hpcd-77-2"].start - 10
     )  # job 2 started 10 real s after t0: workload time 0 + 10 / 0.1 = 100
-    clock = ReplayClock(t0, 0.0, 0.1)
+    clock = _ReplayClock(t0, 0.0, 0.1)
     return system, workload, ours, nodes, clock
 
 
 def test_sinfo_nodes_as_recorded() -> None:
-    nodes = parse_sinfo_nodes((DATA / "bridge-sinfo.json").read_text())
+    nodes = _parse_sinfo_nodes((DATA / "bridge-sinfo.json").read_text())
     assert sorted(nodes) == ["n0000", "n0001", "n0002", "n0003"]
     assert [(n.cpus, n.alloc_cpus) for n in nodes.values()] == [(8, 8), (8, 3), (8, 8), (8, 3)]
     assert all(n.usable for n in nodes.values())
@@ -77,21 +79,21 @@ def test_sinfo_nodes_as_recorded() -> None:
 
 def test_sinfo_errors_name_the_field(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError, match=r"^sinfo --json, field cpus: nodes\[0\]: missing$"):
-        parse_sinfo_nodes('{"nodes": [{"name": "n0000", "state": "idle"}]}')
+        _parse_sinfo_nodes('{"nodes": [{"name": "n0000", "state": "idle"}]}')
     with pytest.raises(TraceFormatError, match="no 'nodes' list"):
-        parse_sinfo_nodes('{"jobs": []}')
-    from hpcdispatch.slurm.bridge import NodeState
+        _parse_sinfo_nodes('{"jobs": []}')
+    from hpcdispatch.slurm.bridge import _NodeState
 
     assert (
-        not NodeState("n0", 8, 0, "idle", ("DRAIN",)).usable
-        and not NodeState("n0", 8, 0, "down").usable
+        not _NodeState("n0", 8, 0, "idle", ("DRAIN",)).usable
+        and not _NodeState("n0", 8, 0, "down").usable
     )
 
 
 def test_view_from_recorded_cluster(recorded) -> None:
     system, workload, ours, nodes, clock = recorded
     now_epoch = clock.t0 + 12  # workload time 120
-    view = build_view(system, workload, clock, now_epoch, ours, nodes, [120.0, 120.0], decided={})
+    view = _build_view(system, workload, clock, now_epoch, ours, nodes, [120.0, 120.0], decided={})
     assert view.now == pytest.approx(120.0)
     assert [j.id for j in view.queue] == [3]
     rj = view.running[0]
@@ -107,13 +109,13 @@ def test_view_from_recorded_cluster(recorded) -> None:
 
 def test_released_job_holds_its_nodes_and_ended_jobs_are_reported(recorded) -> None:
     system, workload, ours, nodes, clock = recorded
-    first = build_view(
+    first = _build_view(
         system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={}
     )
     # job 3 released at t=120 onto n0001 (2 units of 1 core), not started yet by Slurm
     released = {1: ours[1].__class__(**{**ours[1].__dict__, "state_reason": "None"})}
-    decided = {1: Placement((1,), (2,), 120.0)}
-    view = build_view(
+    decided = {1: _Placement((1,), (2,), 120.0)}
+    view = _build_view(
         system,
         workload,
         clock,
@@ -129,14 +131,14 @@ def test_released_job_holds_its_nodes_and_ended_jobs_are_reported(recorded) -> N
     assert view.free[1, system.resources.index("core")] == 3  # 8 - 3 (foreign) - 2
     assert view.running_version == first.running_version + 1
     # killed between journal and release: still held in Slurm, yet its nodes are taken
-    resumed = build_view(
+    resumed = _build_view(
         system, workload, clock, clock.t0 + 13, ours, nodes, [120.0, 120.0], decided
     )
     assert list(resumed.queue) == [] and resumed.running[1].allocation.pairs() == [(1, 2)]
     assert resumed.free[1, system.resources.index("core")] == 3
     # job 2 ends
     done = {0: ours[0].__class__(**{**ours[0].__dict__, "state": "COMPLETED"}), **released}
-    later = build_view(
+    later = _build_view(
         system, workload, clock, clock.t0 + 14, done, nodes, [120.0, 120.0], decided, previous=view
     )
     assert [j.id for j in later.ended_jobs] == [2] and [
@@ -147,7 +149,7 @@ def test_released_job_holds_its_nodes_and_ended_jobs_are_reported(recorded) -> N
 def test_start_commands_pin_and_release(recorded) -> None:
     system, workload, *_ = recorded
     job2, job3 = workload.jobs
-    assert start_commands("scontrol", 7, job2, Allocation([1, 3], [1, 1]), system) == [
+    assert _start_commands("scontrol", 7, job2, Allocation([1, 3], [1, 1]), system) == [
         [
             "scontrol",
             "update",
@@ -158,7 +160,7 @@ def test_start_commands_pin_and_release(recorded) -> None:
         ],
         ["scontrol", "release", "7"],
     ]
-    assert start_commands("scontrol", 8, job3, Allocation([2], [2]), system)[0] == [
+    assert _start_commands("scontrol", 8, job3, Allocation([2], [2]), system)[0] == [
         "scontrol",
         "update",
         "JobId=8",
@@ -167,12 +169,12 @@ def test_start_commands_pin_and_release(recorded) -> None:
         "ReqNodeList=n0002",
     ]
     # two units of 1 core on two nodes: one each, the same count (MinCPUsNode=1)
-    assert start_commands("scontrol", 8, job3, Allocation([0, 1], [1, 1]), system)[0][3:5] == [
+    assert _start_commands("scontrol", 8, job3, Allocation([0, 1], [1, 1]), system)[0][3:5] == [
         "NumNodes=2-2",
         "MinCPUsNode=1",
     ]
     with pytest.raises(ConfigError, match=r"job 3: .*\{'n0000': 3, 'n0001': 1\}"):
-        start_commands("scontrol", 8, job3, Allocation([0, 1], [3, 1]), system)
+        _start_commands("scontrol", 8, job3, Allocation([0, 1], [3, 1]), system)
 
 
 def test_an_uneven_start_is_one_hetjob_component_per_node(tmp_path: Path) -> None:
@@ -190,8 +192,8 @@ def test_an_uneven_start_is_one_hetjob_component_per_node(tmp_path: Path) -> Non
         0
     ]  # sleeps 90 x 0.5 = 45 s; -t ceil((120 x 0.5 + 2) / 60) = 2
     alloc = Allocation([0, 3], [3, 1])
-    assert is_uneven(alloc) and not is_uneven(Allocation([0, 3], [2, 2]))
-    cmd = hetjob_command("sbatch", sub, job, alloc, system, "hpcb-9-5-h", tmp_path)
+    assert _is_uneven(alloc) and not _is_uneven(Allocation([0, 3], [2, 2]))
+    cmd = _hetjob_command("sbatch", sub, job, alloc, system, "hpcb-9-5-h", tmp_path)
     assert cmd == [
         "sbatch",
         "--parsable",
@@ -242,7 +244,7 @@ def test_hetjob_components_read_as_one_job() -> None:
     text = json.dumps({"jobs": [comp(3, 1, "n0001", [0]), comp(2, 0, "n0000", [0, 1, 2])]})
     parts = parse_squeue_json(text)
     assert [(p.job_id, p.het_job_id, p.het_job_offset) for p in parts] == [(3, 2, 1), (2, 2, 0)]
-    one = merge_hetjob(parts)
+    one = _merge_hetjob(parts)
     assert (one.job_id, one.state, one.start, one.end, one.cores) == (
         2,
         "RUNNING",
@@ -251,7 +253,7 @@ def test_hetjob_components_read_as_one_job() -> None:
         {"n0000": 3, "n0001": 1},
     )
     # final only when every component is; the end is the latest
-    done = merge_hetjob(
+    done = _merge_hetjob(
         parse_squeue_json(
             json.dumps(
                 {
@@ -264,7 +266,7 @@ def test_hetjob_components_read_as_one_job() -> None:
         )
     )
     assert done.state == "RUNNING" and done.end is None
-    done = merge_hetjob(
+    done = _merge_hetjob(
         parse_squeue_json(
             json.dumps(
                 {
@@ -291,12 +293,12 @@ def test_a_periodic_dispatcher_is_called_every_scaled_step() -> None:
         make_dispatcher("aucsched").simulation_hints(),
     )
     assert (
-        call_due(0.2, True, easy, 0.5)
-        and not call_due(0.2, False, easy, 0.5)
-        and call_due(1.0, False, easy, 0.5)
+        _call_due(0.2, True, easy, 0.5)
+        and not _call_due(0.2, False, easy, 0.5)
+        and _call_due(1.0, False, easy, 0.5)
     )
-    assert not call_due(2.4, True, auc, 0.5) and call_due(2.5, False, auc, 0.5)
-    assert call_due(0.5, False, auc, 0.1)  # 0.5 s: the step is 5 x 0.1 = 0.5 real seconds
+    assert not _call_due(2.4, True, auc, 0.5) and _call_due(2.5, False, auc, 0.5)
+    assert _call_due(0.5, False, auc, 0.1)  # 0.5 s: the step is 5 x 0.1 = 0.5 real seconds
 
 
 def test_a_burst_of_submissions_is_sent_in_batches(tmp_path: Path, monkeypatch) -> None:
@@ -324,8 +326,8 @@ def test_a_burst_of_submissions_is_sent_in_batches(tmp_path: Path, monkeypatch) 
     info = ClusterInfo(
         "c", str(tmp_path), 1, 2, "machine-s", 4, [], {"sbatch": "sbatch"}, "22.05.8"
     )
-    journal = BridgeJournal(tmp_path / "j.jsonl", t0=int(time.time()) - 5)
-    bridge = bridge_mod.Bridge(
+    journal = _BridgeJournal(tmp_path / "j.jsonl", t0=int(time.time()) - 5)
+    bridge = bridge_mod._Bridge(
         info,
         system,
         workload,
@@ -365,7 +367,7 @@ def test_squeue_text_records(monkeypatch) -> None:
             "2026-11-27T13:09:58|1374\n"
             "1400|hpcb-1795784952-7|PENDING|JobHeldUser|2026-11-27T13:09:45|2026-11-27T14:00:00|N/A|1400\n"
         )
-        cancelled, lead, part, pending = parse_squeue_text(text)
+        cancelled, lead, part, pending = _parse_squeue_text(text)
         t0946 = 1795784986  # 2026-11-27T13:09:46 UTC
         assert (
             cancelled.job_id,
@@ -382,9 +384,9 @@ def test_squeue_text_records(monkeypatch) -> None:
         )
         assert (part.job_id, part.het_job_id, part.het_job_offset) == (1374, 1373, 1)
         assert pending.start is None and pending.end is None and pending.cores == {}
-        assert merge_hetjob([part, lead]).job_id == 1373
+        assert _merge_hetjob([part, lead]).job_id == 1373
         with pytest.raises(TraceFormatError, match=r"squeue -o, line 2: 3 fields, expected 8"):
-            parse_squeue_text(text.splitlines()[0] + "\n1|x|RUNNING\n")
+            _parse_squeue_text(text.splitlines()[0] + "\n1|x|RUNNING\n")
     finally:
         monkeypatch.undo()
         time.tzset()
@@ -395,12 +397,12 @@ def test_view_from_text_records_takes_cores_from_the_journal(recorded) -> None:
     the view equals the one from squeue --json (job 2: 8 cores on n0000 and n0002; sinfo's
     other allocated cores stay a foreign job's)."""
     system, workload, ours, nodes, clock = recorded
-    decided = {0: Placement((0, 2), (1, 1), 100.0)}
-    from_json = build_view(
+    decided = {0: _Placement((0, 2), (1, 1), 100.0)}
+    from_json = _build_view(
         system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided
     )
     text_like = {0: ours[0].__class__(**{**ours[0].__dict__, "cores": {}}), 1: ours[1]}
-    from_text = build_view(
+    from_text = _build_view(
         system, workload, clock, clock.t0 + 12, text_like, nodes, [120.0, 120.0], decided
     )
     assert from_text.free.tolist() == from_json.free.tolist()
@@ -443,16 +445,16 @@ def test_a_restart_finishes_journalled_starts_without_starting_twice(
         {"scancel": "scancel", "scontrol": "scontrol"},
         "22.05.8",
     )
-    journal = BridgeJournal(
+    journal = _BridgeJournal(
         tmp_path / "j.jsonl",
         t0=1000,
         decided={
-            0: Placement((0, 1), (3, 1), 0.0),
-            1: Placement((2, 3), (2, 2), 0.0),
-            2: Placement((0,), (2,), 0.0),
+            0: _Placement((0, 1), (3, 1), 0.0),
+            1: _Placement((2, 3), (2, 2), 0.0),
+            2: _Placement((0,), (2,), 0.0),
         },
     )
-    bridge = bridge_mod.Bridge(
+    bridge = bridge_mod._Bridge(
         info,
         system,
         workload,
@@ -504,51 +506,51 @@ def test_a_restart_finishes_journalled_starts_without_starting_twice(
 
 def test_check_start_refuses_what_does_not_fit(recorded) -> None:
     system, workload, ours, nodes, clock = recorded
-    view = build_view(
+    view = _build_view(
         system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={}
     )
     job2, job3 = workload.jobs
-    assert check_start(Start(job3, Allocation([1], [2])), view) is None
-    assert check_start(Start(job2, Allocation([1, 3], [1, 1])), view) == "job 2 is not queued"
+    assert _check_start(Start(job3, Allocation([1], [2])), view) is None
+    assert _check_start(Start(job2, Allocation([1, 3], [1, 1])), view) == "job 2 is not queued"
     assert (
-        check_start(Start(job3, Allocation([1], [1])), view)
+        _check_start(Start(job3, Allocation([1], [1])), view)
         == "job 3 asks for 2 units, the start gives [1]"
     )
-    assert check_start(Start(job3, Allocation([0], [2])), view) == (
+    assert _check_start(Start(job3, Allocation([0], [2])), view) == (
         "job 3 needs [2, 0] on node n0000, which has [0, 1] free"
     )
 
 
 def test_placement_check_against_squeue(recorded) -> None:
     system, workload, ours, *_ = recorded
-    right = placement_check(system, workload, ours, {0: Placement((0, 2), (1, 1), 100.0)})
+    right = _placement_check(system, workload, ours, {0: _Placement((0, 2), (1, 1), 100.0)})
     assert right == {"started": 1, "exact": 1, "wrong": [], "started_without_decision": []}
-    wrong = placement_check(system, workload, ours, {0: Placement((0, 1), (1, 1), 100.0)})
+    wrong = _placement_check(system, workload, ours, {0: _Placement((0, 1), (1, 1), 100.0)})
     assert wrong["exact"] == 0 and wrong["wrong"] == [
         {"job": 2, "chosen": {"n0000": 8, "n0001": 8}, "slurm": {"n0000": 8, "n0002": 8}}
     ]
-    assert placement_check(system, workload, ours, {})["started_without_decision"] == [2]
+    assert _placement_check(system, workload, ours, {})["started_without_decision"] == [2]
 
 
 def test_journal_resumes_and_drops_a_cut_last_line(recorded, tmp_path: Path) -> None:
     system, workload, ours, nodes, clock = recorded
     path = tmp_path / "j" / "journal.jsonl"
     run = {"cluster": "c", "jobs": 2}
-    journal = BridgeJournal.open(path, run, t0=1000)
-    view = build_view(
+    journal = _BridgeJournal.open(path, run, t0=1000)
+    view = _build_view(
         system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={}
     )
     journal.record(120.0, view, Decision([Start(workload.jobs[1], Allocation([1], [2]))]), 0.01)
     with open(path, "a") as fh:
         fh.write('{"k": 2, "t": 130.0, "queue": 0, "sta')  # killed while writing
-    again = BridgeJournal.open(path, run, t0=2000)
+    again = _BridgeJournal.open(path, run, t0=2000)
     assert again.t0 == 1000 and again.calls == 1  # t0 from the header, not the new one
-    assert again.decided == {1: Placement((1,), (2,), 120.0)}
+    assert again.decided == {1: _Placement((1,), (2,), 120.0)}
     assert path.read_text().count("\n") == 2  # the cut line is gone
     with pytest.raises(
         ConfigError, match=r"journal.jsonl: the journal is of another run \(differs in jobs\)"
     ):
-        BridgeJournal.open(path, {"cluster": "c", "jobs": 3}, t0=1)
+        _BridgeJournal.open(path, {"cluster": "c", "jobs": 3}, t0=1)
 
 
 class _Raises(Dispatcher):
@@ -559,16 +561,19 @@ class _Raises(Dispatcher):
 
 
 class _Slow(Dispatcher):
+    """Decides only once ``released`` is set (at most 60 s): far beyond any budget below."""
+
     name = "slow-test"
+    released = threading.Event()
 
     def _dispatch(self, view):  # noqa: ANN001, ANN202
-        time.sleep(2.0)
+        self.released.wait(60.0)
         return Decision()
 
 
 def test_a_dispatcher_that_raises_or_is_late_stops_the_bridge(recorded) -> None:
     system, workload, ours, nodes, clock = recorded
-    view = build_view(
+    view = _build_view(
         system, workload, clock, clock.t0 + 12, ours, nodes, [120.0, 120.0], decided={}
     )
     with pytest.raises(
@@ -576,11 +581,16 @@ def test_a_dispatcher_that_raises_or_is_late_stops_the_bridge(recorded) -> None:
         match=r"dispatcher raises-test\(allocator=first-fit\) raised RuntimeError: "
         r"no solution for you",
     ):
-        call_with_budget(_Raises(), view, 5.0)
+        _call_with_budget(_Raises(), view, 5.0)
     began = time.monotonic()
-    with pytest.raises(BridgeError, match=r"did not decide within its budget of 0.2 s"):
-        call_with_budget(_Slow(), view, 0.2)
-    assert time.monotonic() - began < 1.5
+    try:
+        with pytest.raises(BridgeError, match=r"did not decide within its budget of 0.2 s"):
+            _call_with_budget(_Slow(), view, 0.2)
+        # at the budget, not when the dispatcher returns (the bound leaves room for a loaded
+        # machine)
+        assert time.monotonic() - began < 30.0
+    finally:
+        _Slow.released.set()
 
 
 # ---- a real Slurm -------------------------------------------------------------------------
@@ -603,7 +613,7 @@ def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str
 @pytest.fixture(scope="module")
 def cluster16():
     _require_slurm()
-    from hpcdispatch.slurm.cluster import daemon_pids, down, read_cluster
+    from hpcdispatch.slurm.cluster import _daemon_pids, down, read_cluster
 
     state = Path(f"/tmp/hpcdispatch-slurm-pytest-bridge-{os.getpid()}")
     try:
@@ -614,7 +624,7 @@ def cluster16():
         info = read_cluster(state)
         down(state)
         if info is not None:
-            assert daemon_pids(info) == []
+            assert _daemon_pids(info) == []
         assert not state.exists()
 
 
@@ -669,6 +679,7 @@ def _check_run(out: Path, name: str, n_jobs: int) -> dict:
     return run
 
 
+@pytest.mark.slow
 def test_easy_schedules_30_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: Path) -> None:
     """The issue's integration test: 30 jobs (sub-node, whole-node, multi-node and GPU
     requests) in external mode on the 16-node cluster."""
@@ -698,6 +709,7 @@ def test_easy_schedules_30_jobs_on_exactly_its_nodes(cluster16: Path, tmp_path: 
     assert len(mine) == 30 and all(j["state"] == "COMPLETED" for j in mine)
 
 
+@pytest.mark.slow
 def test_pcp20_schedules_whole_node_jobs_on_exactly_its_nodes(
     cluster16: Path, tmp_path: Path
 ) -> None:
@@ -723,6 +735,7 @@ def test_pcp20_schedules_whole_node_jobs_on_exactly_its_nodes(
     assert run["bridge"]["refused"] == {}
 
 
+@pytest.mark.slow
 def test_pcp20_uneven_starts_run_as_hetjobs_on_exactly_its_cores(
     cluster16: Path, tmp_path: Path
 ) -> None:
@@ -752,6 +765,7 @@ def test_pcp20_uneven_starts_run_as_hetjobs_on_exactly_its_cores(
     _assert_each_started_once(run, cluster16, 16)
 
 
+@pytest.mark.slow
 def test_killed_bridge_resumes_and_starts_every_job_once(cluster16: Path, tmp_path: Path) -> None:
     out = tmp_path / "conservative"
     args = [
@@ -830,6 +844,7 @@ class NeverStarts(Dispatcher):
 '''
 
 
+@pytest.mark.slow
 def test_a_raising_dispatcher_leaves_the_jobs_held(cluster16: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "fails_third.py"
     plugin.write_text(PLUGIN)
@@ -872,8 +887,9 @@ def test_a_raising_dispatcher_leaves_the_jobs_held(cluster16: Path, tmp_path: Pa
     )
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path: Path) -> None:
-    """A dispatcher that starts nothing; SIGTERM after its second call: exit 130, one line,
+    """A dispatcher that starts nothing; SIGTERM after its second call: exit 143, one line,
     every submitted job still held."""
     plugin = tmp_path / "never.py"
     plugin.write_text(PLUGIN)
@@ -905,8 +921,9 @@ def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path
         time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
-    assert err.strip().count("\n") == 0 and "interrupted: the waiting jobs stay held" in err
+    assert proc.returncode == 143, err  # (SIGTERM: 128 + 15, as every command)
+    assert err.strip().count("\n") == 0
+    assert "interrupted (SIGTERM): the waiting jobs stay held" in err
     lines = journal.read_text().splitlines()
     header = json.loads(lines[0])
     assert all(rec["starts"] == [] for rec in map(json.loads, lines[1:]))
@@ -919,3 +936,54 @@ def test_sigterm_stops_the_bridge_and_leaves_jobs_held(cluster16: Path, tmp_path
     subprocess.run(
         [info.binaries["scancel"], *(str(j["job_id"]) for j in mine)], env=info.env(), check=True
     )
+
+
+@pytest.mark.slow
+def test_a_killed_controller_under_the_bridge_is_reported_as_such(tmp_path: Path) -> None:
+    """slurmctld killed with SIGKILL while the bridge runs: the bridge stops with one line
+    that says the controller died (not that the cluster keeps running), and what to do;
+    `slurm down` then leaves no process of the cluster."""
+    _require_slurm()
+    from test_slurm_cluster import _cluster_processes
+
+    from hpcdispatch.slurm.cluster import down
+
+    state = Path(f"/tmp/hpcdispatch-slurm-pytest-ctld-{os.getpid()}")
+    plugin = tmp_path / "never.py"
+    plugin.write_text(PLUGIN)
+    try:
+        run_cli("slurm", "up", "-s", "machine-s", "-N", "4", "--dir", str(state)).check_returncode()
+        args = [
+            sys.executable,
+            "-m",
+            "hpcdispatch",
+            "slurm",
+            "dispatch",
+            str(DATA / "replay-6.csv"),
+        ]
+        args += ["-d", "never-starts", "--plugin", str(plugin), "-x", "0.1", "--dir", str(state)]
+        args += ["-o", str(tmp_path / "out")]
+        journal = tmp_path / "out.bridge" / "journal.jsonl"
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not (journal.exists() and journal.read_text().count("\n") >= 2):
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.1)
+            os.kill(int((state / "run" / "slurmctld.pid").read_text()), signal.SIGKILL)
+            _, err = proc.communicate(timeout=180)
+        finally:
+            proc.kill()
+        assert proc.returncode == 1, err
+        assert err.strip().count("\n") == 0, err
+        assert "keeps running" not in err
+        assert (
+            "the cluster's slurmctld is not running (it died): the cluster runs no job any more "
+            f"and the jobs it held are lost; stop what is left of it with 'hpcdispatch slurm "
+            f"down --dir {state}'"
+        ) in err
+        assert run_cli("slurm", "down", "--dir", str(state)).returncode == 0
+        assert _cluster_processes(state) == {}
+    finally:
+        down(state)
+        shutil.rmtree(state, ignore_errors=True)

@@ -25,10 +25,10 @@ import pytest
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.slurm import cluster as cluster_mod
 from hpcdispatch.slurm.cluster import (
-    daemon_pids,
+    _daemon_pids,
+    _find_binaries,
+    _is_our_daemon,
     down,
-    find_binaries,
-    is_our_daemon,
     read_cluster,
     up,
 )
@@ -42,7 +42,7 @@ def _why_not() -> str | None:
     if os.geteuid() != 0:
         return "needs root (jobs run as root, fake GPU devices need mknod)"
     try:
-        find_binaries()
+        _find_binaries()
     except ConfigError as exc:
         return str(exc)
     if shutil.which("ss") is None:
@@ -82,7 +82,7 @@ def cluster_dir():
         info = read_cluster(state)
         down(state)
         if info is not None:
-            assert daemon_pids(info) == []  # every daemon it started is gone
+            assert _daemon_pids(info) == []  # every daemon it started is gone
         assert not state.exists()
 
 
@@ -100,12 +100,13 @@ def _listeners(pids: set[int]) -> list[tuple[str, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_nodes_idle_and_every_daemon_on_loopback_only(cluster_dir: Path) -> None:
     info = read_cluster(cluster_dir)
     assert info is not None and info.n_nodes == 16
-    states = cluster_mod.node_states(info)
+    states = cluster_mod._node_states(info)
     assert states == {f"n{i:04d}": "idle" for i in range(16)}
-    pids = set(daemon_pids(info))
+    pids = set(_daemon_pids(info))
     assert len(pids) == 18  # 16 slurmd, slurmctld, munged
     listening = _listeners(pids)
     # slurmctld on its port, each slurmd on its own; munged only on its unix socket
@@ -129,6 +130,7 @@ def test_nodes_idle_and_every_daemon_on_loopback_only(cluster_dir: Path) -> None
     assert [(os.major(d.st_rdev), os.minor(d.st_rdev)) for d in devices] == [(195, 0), (195, 1)]
 
 
+@pytest.mark.slow
 def test_replay_every_job_completed_and_the_run_validates(
     cluster_dir: Path, tmp_path: Path
 ) -> None:
@@ -168,6 +170,7 @@ def test_replay_every_job_completed_and_the_run_validates(
     assert "valid" in valid.stdout
 
 
+@pytest.mark.slow
 def test_second_cluster_beside_the_first(cluster_dir: Path) -> None:
     first = read_cluster(cluster_dir)
     assert first is not None
@@ -176,10 +179,10 @@ def test_second_cluster_beside_the_first(cluster_dir: Path) -> None:
         second = up(first_nodes(load_system("machine-s"), 2), second_dir)
         lo, hi = second.ctld_port, second.node_port_base + second.n_nodes - 1
         assert hi < first.ctld_port or lo > first.node_port_base + first.n_nodes - 1
-        assert len(daemon_pids(second)) == 4 and len(daemon_pids(first)) == 18
+        assert len(_daemon_pids(second)) == 4 and len(_daemon_pids(first)) == 18
     finally:
         down(second_dir)
-    assert not second_dir.exists() and len(daemon_pids(first)) == 18  # the first one untouched
+    assert not second_dir.exists() and len(_daemon_pids(first)) == 18  # the first one untouched
     assert down(second_dir) == []  # idempotent
     proc = run_cli("slurm", "down", "--dir", str(second_dir))
     assert proc.returncode == 0 and "nothing to stop" in proc.stdout
@@ -197,6 +200,7 @@ def _processes_naming(path: Path) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_up_timeout_stops_the_daemons_again(
     cluster_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -204,7 +208,7 @@ def test_up_timeout_stops_the_daemons_again(
     try:
         # the daemons really start; sinfo is made to report a node that never comes up
         with monkeypatch.context() as m:
-            m.setattr(cluster_mod, "node_states", lambda info: {"n0000": "down*", "n0001": "idle"})
+            m.setattr(cluster_mod, "_node_states", lambda info: {"n0000": "down*", "n0001": "idle"})
             with pytest.raises(
                 ConfigError,
                 match=r"the nodes were not all idle after 1 s \(1 not idle: n0000 down\*\); "
@@ -218,32 +222,33 @@ def test_up_timeout_stops_the_daemons_again(
         again = up(
             first_nodes(load_system("machine-s"), 2), state
         )  # a failed up's directory is reused
-        assert len(daemon_pids(again)) == 4
+        assert len(_daemon_pids(again)) == 4
     finally:
         down(state)
         shutil.rmtree(state, ignore_errors=True)
     assert _processes_naming(state) == []
 
 
+@pytest.mark.slow
 def test_a_pid_is_signalled_only_while_it_is_that_daemon(cluster_dir: Path) -> None:
     info = read_cluster(cluster_dir)
     assert info is not None
-    assert not is_our_daemon(os.getpid(), "slurmd", info)
+    assert not _is_our_daemon(os.getpid(), "slurmd", info)
     ctld = int((cluster_dir / "run" / "slurmctld.pid").read_text())
-    assert is_our_daemon(ctld, "slurmctld", info) and not is_our_daemon(ctld, "slurmd", info)
+    assert _is_our_daemon(ctld, "slurmctld", info) and not _is_our_daemon(ctld, "slurmd", info)
 
 
 def test_missing_packages_say_how_to_install(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(cluster_mod, "SEARCH_PATH", str(tmp_path))
+    monkeypatch.setattr(cluster_mod, "_SEARCH_PATH", str(tmp_path))
     with pytest.raises(
         ConfigError,
         match=r"slurmctld, slurmd, slurmstepd, munged, sbatch.* not found; install "
         r"Debian's Slurm and munge as root: apt-get update && apt-get install -y "
         r"--no-install-recommends slurmctld slurmd slurm-client munge",
     ):
-        find_binaries()
+        _find_binaries()
 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
@@ -263,6 +268,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert f"{tmp_path / 'none'}: no emulated cluster there" in proc.stderr
 
 
+@pytest.mark.slow
 def test_accounting_round_trip_through_sacct(tmp_path: Path) -> None:
     """``slurm up --accounting`` (private MariaDB + slurmdbd, on 127.0.0.1 only), a replay, and
     its ``slurm.sacct`` read back by the sacct reader: the same jobs (count, sizes, node
@@ -271,7 +277,7 @@ def test_accounting_round_trip_through_sacct(tmp_path: Path) -> None:
     Elapsed equal to the sleep, docs/RESULTS-SLURM.md)."""
     _require_slurm()
     try:
-        find_binaries(accounting=True)
+        _find_binaries(accounting=True)
     except ConfigError as exc:
         if os.environ.get("HPCDISPATCH_REQUIRE_SLURM") == "1":
             pytest.fail(f"HPCDISPATCH_REQUIRE_SLURM=1 but accounting cannot run: {exc}")
@@ -295,7 +301,7 @@ def test_accounting_round_trip_through_sacct(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr + proc.stdout
         info = read_cluster(state)
         assert info is not None and info.accounting
-        pids = set(daemon_pids(info))
+        pids = set(_daemon_pids(info))
         assert len(pids) == 8  # 4 slurmd, slurmctld, slurmdbd, mariadbd, munged
         listening = _listeners(pids)
         assert sorted(int(a.rsplit(":", 1)[1]) for a, _ in listening) == list(
@@ -333,3 +339,85 @@ def test_accounting_round_trip_through_sacct(tmp_path: Path) -> None:
         if job.node_count:
             assert got.exact_nodes == job.node_count, job.id
         assert abs(got.run_time / 0.1 - job.duration(True)) <= 10.0, (job.id, got.run_time)
+
+
+def _cluster_processes(state: Path) -> dict[int, str]:
+    """pid -> command line of every process (but this one) whose command line, environment or
+    working directory names the state directory: what ``slurm down`` must leave none of."""
+    mark = str(state).encode()
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+            env = (proc / "environ").read_bytes()
+            cwd = os.readlink(proc / "cwd").encode()
+        except OSError:
+            continue
+        if mark in cmd or mark in env or cwd.startswith(mark):
+            found[int(proc.name)] = cmd.replace(b"\0", b" ").decode(errors="replace").strip()
+    return found
+
+
+def _kill_controller_under_running_steps(state: Path) -> dict[int, str]:
+    """Two jobs running (one with an ``srun`` step), then slurmctld killed with SIGKILL: the
+    processes of the cluster at that moment."""
+    import signal
+    import time
+
+    info = read_cluster(state)
+    assert info is not None
+    for wrap in ("srun sleep 300", "sleep 300"):
+        subprocess.run(
+            [info.binaries["sbatch"], "-N1", "-t", "10", "-o", "/dev/null", "--wrap", wrap],
+            env=info.env(),
+            cwd=state,
+            check=True,
+            capture_output=True,
+        )
+    deadline = time.monotonic() + 60
+    while sum(c.startswith("slurmstepd") for c in _cluster_processes(state).values()) < 3:
+        assert time.monotonic() < deadline, _cluster_processes(state)
+        time.sleep(0.2)
+    os.kill(int((state / "run" / "slurmctld.pid").read_text()), signal.SIGKILL)
+    time.sleep(0.5)
+    return _cluster_processes(state)
+
+
+@pytest.mark.slow
+def test_down_after_a_killed_controller_ends_every_process_of_the_cluster(
+    cluster_dir: Path,
+) -> None:
+    """slurmctld killed with job steps running: `slurm up` says the cluster is broken and how
+    to recover, `slurm up --recover` starts a new one in its place, and `slurm down` leaves
+    no process of the cluster (step daemons and jobs included); the other cluster runs on."""
+    other = read_cluster(cluster_dir)
+    assert other is not None
+    state = Path(f"/tmp/hpcdispatch-slurm-pytest4-{os.getpid()}")
+    try:
+        run_cli("slurm", "up", "-s", "machine-s", "-N", "2", "--dir", str(state)).check_returncode()
+        before = _kill_controller_under_running_steps(state)
+        assert sum(c.startswith("slurmstepd") for c in before.values()) >= 3
+        refused = run_cli("slurm", "up", "-s", "machine-s", "-N", "2", "--dir", str(state))
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert (
+            f"the cluster in {state} is broken: its slurmctld is not running (it died), its "
+            "munged, slurmd still run; stop what is left and start a new cluster there with "
+            "'hpcdispatch slurm up --recover'"
+        ) in refused.stderr
+        assert set(before) <= set(_cluster_processes(state))  # refused: nothing touched
+        again = run_cli(
+            "slurm", "up", "-s", "machine-s", "-N", "2", "--dir", str(state), "--recover"
+        )
+        assert again.returncode == 0, again.stderr
+        assert not set(before) & set(_cluster_processes(state))  # the old processes are gone
+        before = _kill_controller_under_running_steps(state)
+        stopped = run_cli("slurm", "down", "--dir", str(state))
+        assert stopped.returncode == 0, stopped.stderr
+        assert _cluster_processes(state) == {}
+        assert not state.exists()
+    finally:
+        down(state)
+        shutil.rmtree(state, ignore_errors=True)
+    assert len(_daemon_pids(other)) == 18  # the module's cluster untouched

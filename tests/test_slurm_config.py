@@ -10,10 +10,10 @@ from helpers import cores_system, system_of
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.slurm.config import (
     ClusterLayout,
-    def_mem_per_cpu,
+    _def_mem_per_cpu,
+    _node_range,
     first_nodes,
     gres_conf_text,
-    node_range,
     slurm_conf_text,
 )
 from hpcdispatch.system.io import load_system
@@ -85,7 +85,7 @@ def test_two_node_types_memory_and_other_gres() -> None:
         ("core", "mem", "gpu", "mic"),
         name="mixed",
     )
-    assert def_mem_per_cpu(system) == 500
+    assert _def_mem_per_cpu(system) == 500
     text = slurm_conf_text(system, LAYOUT)
     assert text.splitlines()[-5:] == [
         "SlurmdParameters=config_overrides",
@@ -126,8 +126,8 @@ def test_first_nodes_cuts_node_types_in_linear_order() -> None:
 def test_node_range_names_match_the_systems_node_names() -> None:
     system = cores_system(20000, 1)
     assert system.node_name(7) == "n00007"
-    assert node_range(system, 0, 15) == "n[00000-00015]"
-    assert node_range(system, 7, 7) == "n00007"
+    assert _node_range(system, 0, 15) == "n[00000-00015]"
+    assert _node_range(system, 7, 7) == "n00007"
 
 
 def test_a_system_without_cores_is_refused() -> None:
@@ -139,7 +139,7 @@ def test_ports_skip_other_clusters_blocks_and_busy_ports(tmp_path: Path) -> None
     import json
     import socket
 
-    from hpcdispatch.slurm.cluster import choose_ports
+    from hpcdispatch.slurm.cluster import _choose_ports
 
     first = 31000
     # another cluster's record claims 31000-31004 (ctld 31000, 4 nodes from 31001)
@@ -152,12 +152,14 @@ def test_ports_skip_other_clusters_blocks_and_busy_ports(tmp_path: Path) -> None
         busy.bind(("127.0.0.1", first + 7))  # a port in use by anyone
         busy.listen()
         # 3 nodes need 4 ports: 31005-31008 holds the busy 31007, so 31008-31011
-        assert choose_ports(3, tmp_path / "hpcdispatch-slurm-mine", root=tmp_path, first=first) == (
+        assert _choose_ports(
+            3, tmp_path / "hpcdispatch-slurm-mine", root=tmp_path, first=first
+        ) == (
             first + 8,
             first + 9,
         )
     # the cluster's own record does not block it
-    assert choose_ports(3, other, root=tmp_path, first=first) == (first, first + 1)
+    assert _choose_ports(3, other, root=tmp_path, first=first) == (first, first + 1)
 
 
 def test_fake_gpus_fall_back_to_symlinks_without_mknod(

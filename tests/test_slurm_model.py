@@ -34,6 +34,8 @@ from hpcdispatch.workload.slurm import (
 )
 from hpcdispatch.workload.swf import fits_empty_system
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 RES = ("core", "gpu")
 
 

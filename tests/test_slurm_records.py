@@ -29,10 +29,10 @@ from hpcdispatch.slurm.records import (
     read_jobcomp,
 )
 from hpcdispatch.slurm.replay import (
-    ReplayClock,
-    build_result,
+    _build_result,
+    _ReplayClock,
+    _sbatch_options,
     plan_submissions,
-    sbatch_options,
     time_limit_minutes,
 )
 from hpcdispatch.system.io import load_system
@@ -139,28 +139,28 @@ def test_time_limit_minutes() -> None:
 def test_sbatch_options_by_request_type() -> None:
     system = load_system("machine-s")  # core, gpu
     # type 3: 3 nodes x (4 cores, 1 GPU), one unit per node
-    assert sbatch_options(
+    assert _sbatch_options(
         job(1, 0, 10, units=3, req=(4, 1), node_count=3, max_units_per_node=1), system
     ) == ("--nodes=3", "--ntasks-per-node=4", "--gres=gpu:1")
     # type 2: 5 one-core units on exactly 2 nodes, 2 GPUs per node
-    assert sbatch_options(
+    assert _sbatch_options(
         job(2, 0, 10, units=5, req=(1, 0), node_count=2, per_node_request=(0, 2)), system
     ) == ("--nodes=2", "--ntasks=5", "--gres=gpu:2")
     # type 1: 6 units of 2 cores, at most 2 per node, contiguous
-    assert sbatch_options(
+    assert _sbatch_options(
         job(3, 0, 10, units=6, req=(2, 0), max_units_per_node=2, contiguous=True), system
     ) == ("--ntasks=6", "--cpus-per-task=2", "--ntasks-per-node=2", "--contiguous")
     # type 1 with a GPU per unit
-    assert sbatch_options(job(4, 0, 10, units=2, req=(1, 1)), system) == (
+    assert _sbatch_options(job(4, 0, 10, units=2, req=(1, 1)), system) == (
         "--ntasks=2",
         "--gpus-per-task=1",
     )
     eurora = load_system("eurora")  # core, mem, gpu, mic
-    assert sbatch_options(job(5, 0, 10, units=4, req=(1, 512, 0, 0)), eurora) == (
+    assert _sbatch_options(job(5, 0, 10, units=4, req=(1, 512, 0, 0)), eurora) == (
         "--ntasks=4",
         "--mem-per-cpu=512",
     )
-    assert sbatch_options(
+    assert _sbatch_options(
         job(6, 0, 10, units=2, req=(8, 1024, 2, 0), node_count=2, max_units_per_node=1), eurora
     ) == ("--nodes=2", "--ntasks-per-node=8", "--mem=1024", "--gres=gpu:2")
 
@@ -170,13 +170,13 @@ def test_sbatch_options_refuse_what_sbatch_cannot_say() -> None:
 
     system = load_system("machine-s")
     with pytest.raises(ConfigError, match="job 9: its units hold no core"):
-        sbatch_options(job(9, 0, 10, units=1, req=(0, 1)), system)
+        _sbatch_options(job(9, 0, 10, units=1, req=(0, 1)), system)
     # one GPU per one-core unit, spread over exactly 2 nodes: neither --gres (per node) nor
     # --gpus-per-task with -N says "units of (1 core, 1 GPU) on exactly 2 nodes"
     with pytest.raises(ConfigError, match="job 8: its units hold generic resources"):
-        sbatch_options(job(8, 0, 10, units=4, req=(1, 1), node_count=2), system)
+        _sbatch_options(job(8, 0, 10, units=4, req=(1, 1), node_count=2), system)
     # -N 2 -n 4 -c 2 is a Slurm request (tasks of 2 cores on exactly 2 nodes)
-    assert sbatch_options(job(7, 0, 10, units=4, req=(2, 0), node_count=2), system) == (
+    assert _sbatch_options(job(7, 0, 10, units=4, req=(2, 0), node_count=2), system) == (
         "--nodes=2",
         "--ntasks=4",
         "--cpus-per-task=2",
@@ -257,7 +257,7 @@ def test_sbatch_options_say_exactly_the_request(
     except ValueError:
         assume(False)
     system = load_system("eurora")
-    back = slurm_job(1, _parse_options(sbatch_options(original, system)), 60, resources)
+    back = slurm_job(1, _parse_options(_sbatch_options(original, system)), 60, resources)
     fields = (
         "units",
         "unit_request",
@@ -275,16 +275,19 @@ def _recorded_replay():
     subs = plan_submissions(workload, system, SCALE)
     squeue = {r.job_id: r for r in parse_squeue_json((DATA / "squeue-all.json").read_text())}
     records = {j.index: squeue[int(j.id) + 4] for j in workload.jobs}
-    clock = ReplayClock(T0, float(workload.submit.min()), SCALE)
+    clock = _ReplayClock(T0, float(workload.submit.min()), SCALE)
     return system, workload, subs, records, clock
 
 
 def _write(tmp: Path, system, workload, subs, records, clock) -> Path:
-    result, problems = build_result(
+    result, problems = _build_result(
         system, workload, records, clock, subs, {"name": "slurm-real", "params": {}}
     )
     assert problems == []
-    write_result(result, tmp, run_extra={"time_tolerance": 3.0 / SCALE})
+    # (as slurm replay writes it: its record with the time scale, the tolerance beside it)
+    write_result(
+        result, tmp, run_extra={"replay": {"time_scale": SCALE}, "time_tolerance": 3.0 / SCALE}
+    )
     return tmp
 
 
@@ -305,7 +308,7 @@ def test_recorded_replay_as_a_run_directory(tmp_path: Path) -> None:
     out = _write(tmp_path / "run", system, workload, subs, records, clock)
     report = validate_run_dir(out)
     assert report.ok, report.describe()
-    assert any("time_tolerance of 30 s" in n for n in report.notes)
+    assert any("time tolerance of 30 s" in n for n in report.notes)
     import pandas as pd
 
     jobs = pd.read_parquet(out / "jobs.parquet").set_index("job_id")

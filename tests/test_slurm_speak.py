@@ -204,6 +204,69 @@ def test_request_file_speaks_slurm(tmp_path):
     assert any("line 9" in n and "mutually exclusive" in n for n in w.report.notes)
 
 
+ORACLE = "wall time = run time (an exact estimate, as an oracle's)"
+
+
+def test_a_missing_or_unlimited_time_limit_is_counted_as_patched_with_its_rule(tmp_path):
+    """No silent substitution: every job whose wall time is set to its run time for want of
+    a limit is counted under the rule that applied, and `workload -w` prints it."""
+    system = load_system("machine-s")
+    none = tmp_path / "none.csv"  # no time limit column at all
+    none.write_text("id,run_time,ntasks\n1,60,4\n2,120,4\n")
+    w = read_slurm_requests(none, system)
+    assert [j.wall_time for j in w] == [60, 120]
+    assert w.report.patched == {f"no time limit column: {ORACLE}": 2}
+    limits = tmp_path / "limits.csv"
+    limits.write_text(
+        "id,run_time,ntasks,time_limit\n"
+        "1,60,4,-1\n2,120,4,0\n3,130,4,UNLIMITED\n4,140,4,\n5,150,4,10\n6,160,4,unlimited\n"
+    )
+    w = read_slurm_requests(limits, system)
+    assert [j.wall_time for j in w] == [60, 120, 130, 140, 600, 160]
+    assert w.report.patched == {
+        f"time_limit -1: {ORACLE}": 1,
+        f"time_limit 0: {ORACLE}": 1,
+        f"time_limit UNLIMITED: {ORACLE}": 2,
+        f"time_limit empty: {ORACLE}": 1,
+    }
+    lines = tmp_path / "mixed.jsonl"  # a key missing from one line, an empty wall_time
+    lines.write_text(
+        '{"id": 1, "run_time": 10, "ntasks": 1, "wall_time": 50}\n'
+        '{"id": 2, "run_time": 20, "ntasks": 1}\n'
+        '{"id": 3, "run_time": 30, "ntasks": 1, "wall_time": null}\n'
+    )
+    w = read_slurm_requests(lines, system)
+    assert [j.wall_time for j in w] == [50, 20, 30]
+    assert w.report.patched == {
+        f"no time limit column: {ORACLE}": 1,
+        f"wall_time empty: {ORACLE}": 1,
+    }
+    shown = CliRunner().invoke(cli, ["workload", "-w", str(limits), "-s", "machine-s"])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert f"patched 2 x time_limit UNLIMITED: {ORACLE}" in text
+    assert f"patched 1 x time_limit empty: {ORACLE}" in text
+
+
+def test_sacct_limits_substituted_are_counted_by_the_rule_that_gave_them(tmp_path):
+    path = tmp_path / "t.sacct"
+    path.write_text(
+        "JobID|Submit|Start|Elapsed|Timelimit|NNodes|NCPUS|State|Partition\n"
+        "1|2024-01-01T00:00:00|2024-01-01T00:00:10|00:01:00|UNLIMITED|1|4|COMPLETED|a\n"
+        "2|2024-01-01T00:00:05|2024-01-01T00:00:20|00:02:00|Partition_Limit|1|4|COMPLETED|a\n"
+        "3|2024-01-01T00:00:06|2024-01-01T00:00:20|00:03:00||1|4|COMPLETED|b\n"
+        "4|2024-01-01T00:00:07|2024-01-01T00:00:20|00:02:00|00:10:00|1|4|COMPLETED|a\n"
+    )
+    w = read_sacct(path, load_system("machine-s"))
+    # a's largest limit is 10 min; b records none: the longest run in the file, 3 min
+    assert [j.wall_time for j in w] == [600, 600, 180, 600]
+    no_limit = "Timelimit UNLIMITED, Partition_Limit or empty: wall time ="
+    assert w.report.patched == {
+        f"{no_limit} the largest limit recorded in the job's partition": 2,
+        f"{no_limit} the longest run time in the file (no limit recorded in its partition)": 1,
+    }
+
+
 def test_seconds_columns_numeric_users_and_memory_on_a_system_without_mem(tmp_path):
     path = tmp_path / "jobs.jsonl"
     path.write_text(
@@ -370,8 +433,9 @@ def test_sacct_sample_gives_the_hand_computed_jobs():
     ]
     assert rep.first_lines["never-started"] == [8] and rep.first_lines["bad-gres"] == [19]
     assert len(w) + rep.n_skipped == rep.total_records
-    assert rep.patched == {
-        "time limit UNLIMITED or not recorded: the partition's largest limit (else the longest run)": 3
+    assert rep.patched == {  # (each of the three has a limit recorded in its partition)
+        "Timelimit UNLIMITED, Partition_Limit or empty: wall time = the largest limit recorded "
+        "in the job's partition": 3
     }
     assert any(
         "line 23: field Submit: '2024-13-45T99:00:00' is not a sacct date" in n for n in rep.notes

@@ -56,6 +56,7 @@ def cluster():
         cl.close()
 
 
+@pytest.mark.slow
 def test_local_and_dask_give_identical_results(tmp_path, cluster):
     from distributed import Client
 

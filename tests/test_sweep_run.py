@@ -15,7 +15,7 @@ import time
 import pandas as pd
 import pytest
 from helpers import trace
-from sweeps import cli, records, summary, write_spec
+from sweeps import SMALL, cli, records, summary, write_spec
 
 from hpcdispatch.dispatchers import DISPATCHERS
 from hpcdispatch.errors import ConfigError
@@ -66,6 +66,7 @@ def _check_cells_intact(out, frame):
                 assert same, (key, row[key], value)
 
 
+@pytest.mark.slow
 def test_failures_are_recorded_and_a_rerun_skips_finished_cells(tmp_path):
     (tmp_path / "bad.swf").write_text("this is\nnot an SWF trace\n")
     spec = load_sweep(write_spec(tmp_path, MIXED))
@@ -138,6 +139,7 @@ def fail(view, scratch):
 """
 
 
+@pytest.mark.slow
 def test_a_crashing_worker_fails_only_its_own_cell(tmp_path):
     (tmp_path / "bad_policies.py").write_text(PLUGIN)
     text = textwrap.dedent("""
@@ -176,6 +178,7 @@ def test_a_crashing_worker_fails_only_its_own_cell(tmp_path):
     _check_cells_intact(out, frame)
 
 
+@pytest.mark.slow
 def test_incomplete_cell_directories_are_never_counted(tmp_path):
     spec = load_sweep(
         write_spec(
@@ -219,6 +222,7 @@ def test_incomplete_cell_directories_are_never_counted(tmp_path):
     _check_cells_intact(out, frame)
 
 
+@pytest.mark.slow
 def test_writers_tell_live_cells_from_those_left_by_dead_processes(tmp_path):
     """This host: the process decides, whatever the directory's age (a live cell's directory
     keeps the mtime of its start, and a cell may run for days); another host: 24 h of silence."""
@@ -350,3 +354,117 @@ def test_command_line(tmp_path):
         make_executor(workers=0)
     manifest = json.loads((out / "sweep.json").read_text())
     assert len(manifest["cells"]) == 9 and (out / "sweep.toml").read_text() == bigger.read_text()
+
+
+# ---- one sweep per output directory: the lock ---------------------------------------------
+
+
+def _lock_of(pid: int, host: str | None = None, start: int | None = None) -> str:
+    from hpcdispatch.sweep.store import _process_start
+
+    return json.dumps(
+        {
+            "host": host or socket.gethostname(),
+            "pid": pid,
+            "process_start": _process_start(pid) if start is None else start,
+            "since": "2026-01-01T00:00:00+0000",
+        }
+    )
+
+
+def test_the_sweep_lock_names_host_and_pid_and_refuses_a_live_holder(tmp_path):
+    from hpcdispatch.sweep.store import LOCK, SweepLocked, sweep_lock
+
+    notes: list[str] = []
+    with sweep_lock(tmp_path / "out", notes.append) as path:
+        assert path == tmp_path / "out" / LOCK
+        held = json.loads(path.read_text())
+        assert (held["host"], held["pid"]) == (socket.gethostname(), os.getpid())
+        with sweep_lock(tmp_path / "out"):  # (this process again: run_sweep inside the CLI's)
+            pass
+        assert path.exists()
+    assert not path.exists() and notes == []  # released
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "out" / LOCK).write_text(_lock_of(other.pid))
+        with pytest.raises(SweepLocked) as err, sweep_lock(tmp_path / "out"):
+            pass
+        assert str(err.value) == (
+            f"{tmp_path / 'out'} is in use by another sweep (pid {other.pid} on "
+            f"{socket.gethostname()}, since 2026-01-01T00:00:00+0000): two sweeps on one "
+            f"directory compute the same cells twice; wait for it to end or stop it (kill "
+            f"{other.pid})"
+        )
+        assert json.loads((tmp_path / "out" / LOCK).read_text())["pid"] == other.pid  # left
+        # the same pid, but a process started at another time (the pid was reused): stale
+        (tmp_path / "out" / LOCK).write_text(_lock_of(other.pid, start=1))
+        with sweep_lock(tmp_path / "out", notes.append) as path:
+            assert json.loads(path.read_text())["pid"] == os.getpid()
+        assert len(notes) == 1 and "took over" in notes[0]
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_dead_sweeps_lock_is_taken_over_and_another_hosts_is_refused(tmp_path):
+    from hpcdispatch.sweep.store import LOCK, SweepLocked, sweep_lock
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # (a pid no process has now)
+    lock = tmp_path / LOCK
+    lock.write_text(_lock_of(dead.pid, start=123))
+    notes: list[str] = []
+    with sweep_lock(tmp_path, notes.append):
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
+    assert notes == [
+        f"note: took over {lock} from a sweep that died (pid {dead.pid} on "
+        f"{socket.gethostname()}, since 2026-01-01T00:00:00+0000); its unfinished cells run again"
+    ]
+    assert not lock.exists() and not list(tmp_path.iterdir())  # nothing set aside left over
+
+    lock.write_text(_lock_of(dead.pid, host="elsewhere.example"))
+    with pytest.raises(SweepLocked) as err, sweep_lock(tmp_path):
+        pass
+    assert f"locked by a sweep on another host (pid {dead.pid} on elsewhere.example" in str(
+        err.value
+    )
+    assert str(err.value).endswith(f"remove {lock} and run again")
+    assert lock.exists()
+    lock.write_text("{half")
+    with pytest.raises(SweepLocked, match=r"cannot be read; if no sweep runs .* remove it"):
+        with sweep_lock(tmp_path):
+            pass
+
+
+@pytest.mark.slow
+def test_a_second_sweep_run_on_the_same_directory_refuses(tmp_path):
+    spec_path = write_spec(tmp_path, SMALL.format(jobs=300))
+    out = tmp_path / "out"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "hpcdispatch", "sweep", "run", str(spec_path), "--out", str(out)]
+        + ["-j", "1", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / "sweep.lock").exists():
+            assert first.poll() is None, first.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        second = cli("sweep", "run", str(spec_path), "--out", str(out), "-j", "1")
+        still_running = first.poll() is None
+        _, err = first.communicate(timeout=600)
+    finally:
+        first.kill()
+    assert still_running, "the first sweep ended before the second started: nothing tested"
+    assert second.returncode == 2 and second.stdout == ""
+    assert second.stderr.count("\n") == 1 and "Traceback" not in second.stderr
+    assert f"is in use by another sweep (pid {first.pid} on {socket.gethostname()}" in (
+        second.stderr
+    )
+    assert first.returncode == 0, err
+    assert not (out / "sweep.lock").exists()
+    assert (summary(out)["status"] == "done").all()

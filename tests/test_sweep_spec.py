@@ -151,6 +151,7 @@ def test_ids_are_canonical():
     assert a.cells[0].id == cell_id(json.loads(json.dumps(a.cells[0].config)))
 
 
+@pytest.mark.slow
 def test_ids_are_stable_across_processes(tmp_path):
     path = write_spec(tmp_path, FULL)
     here = load_sweep(path).cell_ids()
@@ -373,13 +374,15 @@ def test_the_documented_example_is_valid():
     }
 
 
-def test_the_readme_example_is_valid():
+def test_the_user_guide_example_is_valid():
+    """The sweep file of docs/guide/sweeps.md (the README's until issue 53) parses."""
     import re
     from pathlib import Path
 
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    example = re.search(r"```toml\n(.*?)```", readme.read_text(), re.S).group(1)
-    spec = parse_sweep(example, source="README.md", base=readme.parent)
+    root = Path(__file__).resolve().parents[1]
+    page = root / "docs" / "guide" / "sweeps.md"
+    example = re.search(r"```toml\n(.*?)```", page.read_text(), re.S).group(1)
+    spec = parse_sweep(example, source=str(page), base=root)
     assert len(spec.cells) == (1 + 10) * 4 * 2
 
 
@@ -418,3 +421,75 @@ def test_every_benchmark_sweep_file_is_valid():
                 assert (workload, f"{name}-{pred}") in runs
     stall = [c for c in matrix.cells if c.labels["run"].startswith("pcp20-stall")]
     assert all(c.config["dispatcher"]["params"]["budget"] == "stall" for c in stall)
+
+
+def test_sweep_plan_runs_no_plugin_code(tmp_path):
+    """`sweep plan` lists the cells without importing the sweep's plugins (a plugin file that
+    touches a marker when imported leaves none); their dispatchers are listed unverified."""
+    marker = tmp_path / "imported"
+    (tmp_path / "marking.py").write_text(
+        textwrap.dedent(f"""
+        import pathlib
+        pathlib.Path({str(marker)!r}).touch()
+        from hpcdispatch.dispatchers import dispatcher_function
+
+        @dispatcher_function("marking-plugin")
+        def marking(view, scratch):
+            for job in view.queue:
+                scratch.try_start(job)
+        """)
+    )
+    text = textwrap.dedent("""
+        name = "plan"
+        plugins = ["marking.py"]
+        systems = ["machine-s"]
+        dispatchers = ["easy", "marking-plugin-L2", { name = "marking-plugin", label = "mk" }]
+        predictors = ["walltime", "oracle"]
+        [[workloads]]
+        generator = "lublin"
+        jobs = 10
+        """)
+    path = write_spec(tmp_path, text)
+    env = os.environ | {"COLUMNS": "250"}
+    plan = subprocess.run(
+        [sys.executable, "-m", "hpcdispatch", "sweep", "plan", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert plan.returncode == 0, plan.stderr
+    assert not marker.exists(), "sweep plan imported the plugin"
+    out = plan.stdout
+    assert "sweep plan: 5 cells" in out
+    for label in ("easy", "easy-R", "marking-plugin-L2", "mk", "mk-R"):
+        assert f"machine-s/lublin/{label}" in out or f"/{label} " in out, (label, out)
+    assert out.count("(unverified)") == 3
+    assert "unverified: marking-plugin -- not built-in dispatchers; plan does not run" in out
+    # the ids of the built-in cells are those `sweep run` uses (which runs the plugin)
+    planned = load_sweep(path, run_plugins=False)
+    assert not marker.exists() and planned.unverified == ("marking-plugin",)
+    missing = write_spec(tmp_path, text.replace("marking.py", "nope.py"), name="missing.toml")
+    with pytest.raises(
+        SweepSpecError, match=r"plugins\[0\]: plugin file '.*nope.py' does not exist"
+    ):
+        load_sweep(missing, run_plugins=False)
+    ran_spec = load_sweep(path)
+    try:
+        assert marker.exists() and ran_spec.unverified == ()
+        assert [c.id for c in planned.cells if c.id] == [
+            c.id for c in ran_spec.cells if c.dispatcher.name == "easy"
+        ]
+        assert [c.label for c in planned.cells] == [c.label for c in ran_spec.cells]
+    finally:
+        from hpcdispatch.dispatchers import DISPATCHERS
+
+        DISPATCHERS.pop("marking-plugin", None)
+    help_text = subprocess.run(
+        [sys.executable, "-m", "hpcdispatch", "sweep", "plan", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    ).stdout
+    assert "plugins SPEC names are not imported" in " ".join(help_text.split())

@@ -489,6 +489,27 @@ def test_system_from_header(tmp_path):
         system_from_swf_header(zero)
 
 
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("header", [HEADER, ""], ids=["header", "no-header"])
+def test_a_utf8_byte_order_mark_loses_neither_header_nor_first_record(tmp_path, gz, header):
+    """Editors on Windows write a BOM; the bytes before ``; Version`` are not text."""
+    lines = [rec(1, 0, 10, 1, 20), rec(2, 5, 30, 2, 40)]
+    plain = write(tmp_path, lines, header=header)
+    text = (header + "\n".join(lines) + "\n").encode()
+    bom = tmp_path / ("bom.swf" + (".gz" if gz else ""))
+    bom.write_bytes(gzip.compress(b"\xef\xbb\xbf" + text) if gz else b"\xef\xbb\xbf" + text)
+    assert read_swf_header(bom).entries == read_swf_header(plain).entries
+    if header:
+        assert read_swf_header(bom).first("version") == "2.2"
+        assert system_from_swf_header(bom).n_nodes == 4
+    system = cores_system(4, 4)
+    a, b = load_swf(bom, system), load_swf(plain, system)
+    assert len(a) == 2 and a.report.n_skipped == 0 and not a.report.notes
+    np.testing.assert_array_equal(a.submit, b.submit)
+    np.testing.assert_array_equal(a.run_time, b.run_time)
+    assert a.submit.tolist() == [0, 5] and a.run_time.tolist() == [10, 30]
+
+
 # ---- real traces (../shared/traces) -----------------------------------------------------------
 
 

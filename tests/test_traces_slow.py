@@ -16,7 +16,8 @@ from hpcdispatch.runner import run_simulation
 from hpcdispatch.sim import SimulationOptions
 from hpcdispatch.workload import SwfOptions, UnitMapping, load_workload, resolve_system
 
-pytestmark = pytest.mark.slow
+# whole traces: minutes each on a loaded machine, beyond the suite's default timeout
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ALL = all_traces() or [
     pytest.param(

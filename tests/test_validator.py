@@ -329,6 +329,8 @@ def test_an_extra_segment_for_a_job_that_never_grows_is_caught(tmp_path):
     # without the workload's source (growth requests unknown): a note, not a silent pass
     report = validate_run_dir(tmp_path / "run", reload_workload=False)
     assert any("segment" in n and f"job {int(victim.job_id)}" in n for n in report.notes)
+    # (--no-reload never gives "valid": the workload was not re-derived)
+    assert report.unverified and not report.ok, report.describe()
 
 
 def grown_run():
@@ -569,3 +571,55 @@ def test_a_rejection_without_a_reason_is_caught_whatever_stands_for_missing(tabl
         for v in validate_tables(system, wl, jobs, allocs, dispatcher_tags=tags).violations
         if v.kind == "rejected"
     ]
+
+
+def _one_deadline_job(run_for: float, behaviour: int = 0, status: str = "completed"):
+    """One whole-node deadline job (run time 100 s, 16 processes, type ``behaviour``) on node 0
+    of two 8-core nodes, started at 0 and ended after ``run_for`` seconds."""
+    system = cores_system(2, 8)
+    workload = {
+        "job_id": np.array([1]),
+        "submit": np.array([0.0]),
+        "run_time": np.array([100.0]),
+        "wall_time": np.array([1000.0]),
+        "units": np.array([1]),
+        "unit_core": np.array([8]),
+        "max_units_per_node": np.array([0]),
+        "earliest_start": np.array([0.0]),
+        "deadline": np.array([500.0]),
+        "whole_nodes": np.array([True]),
+        "behaviour": np.array([behaviour]),
+        "processes": np.array([16]),
+    }
+    jobs = {
+        "job_id": np.array([1]),
+        "start": np.array([0.0]),
+        "end": np.array([run_for]),
+        "status": np.array([status], dtype=object),
+        "killed": np.array([False]),
+        "cancel_reason": np.array([None], dtype=object),
+    }
+    allocs = {
+        "job_id": np.array([1]),
+        "from": np.array([0.0]),
+        "to": np.array([run_for]),
+        "node": np.array([0]),
+        "units": np.array([1]),
+        "segment": np.array([0]),
+        "core": np.array([8]),
+    }
+    return validate_tables(system, workload, jobs, allocs, dispatcher_tags={"rejects": False})
+
+
+def test_a_completed_deadline_job_runs_at_least_its_lower_bound():
+    """Hand-computed: 16 processes of a static job on the 8 cores it held time-share two per
+    core, so its 100 s of nominal run time take at least 100 x (1 - 0.5) x ceil(16 / 8) =
+    100 s; a dynamic job (type 2) is bounded by 100 x 0.5 = 50 s."""
+    assert _one_deadline_job(100.0).ok
+    short = _one_deadline_job(99.0)
+    assert [v.kind for v in short.violations] == ["duration"], short.describe()
+    assert (
+        "job 1" in short.violations[0].message and "at least 100 s" in short.violations[0].message
+    )
+    assert _one_deadline_job(50.0, behaviour=2).ok
+    assert not _one_deadline_job(49.0, behaviour=2).ok

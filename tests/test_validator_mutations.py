@@ -29,6 +29,8 @@ import hpcdispatch as h
 from hpcdispatch.results.store import read_run
 from hpcdispatch.validation import validate_run_dir, validate_tables
 
+pytestmark = pytest.mark.usefixtures("compiled_kernels")  # (tests/conftest.py)
+
 SLURM_I = (
     "synthetic:aucsched,workload=I,version=2,seed=1,runtime_h=0.2"  # 1-core units, half contiguous
 )
@@ -552,6 +554,7 @@ DEADLINE_RUNS = {
     "fifo": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # cancellations (waiting and running)
     "leak": "synthetic:deadline,jobs=80,seed=2,load=heavy,types=3",  # forks granted, nodes given back at joins
     "hilbert": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # bookings on consecutive curve positions
+    "leak-nc": "synthetic:deadline,jobs=80,seed=2,load=heavy",  # no bookings; cancelled while running
 }
 
 
@@ -780,3 +783,482 @@ def test_every_deadline_corruption_is_rejected(deadline_runs, tmp_path, corrupt)
             f"'{corrupt}': no '{want.kind}' message names {want.words}:\n"
             + "\n".join(v.message for v in hits)
         )
+
+
+# ---- issue 49: edits of the run directory that used to switch the validator off -----------------
+#
+# Each test edits what a run directory holds beside its schedule (run.json, summary.json, a file
+# of the dispatcher's family, the workload source, the current directory) -- most together with
+# a bad schedule -- and runs ``hpcdispatch validate``: it must exit non-zero with one line that
+# names the field or the job.
+
+
+def validate_cli(path: Path, *args: str) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from hpcdispatch.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["validate", str(path), *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
+
+
+def one_line_names(output: str, *words: Any) -> bool:
+    """Whether one line of ``output`` holds every one of ``words``."""
+    return any(all(str(w) in line for w in words) for line in output.splitlines())
+
+
+def assert_refused(path: Path, *words: Any, code: int = 1) -> str:
+    got, out = validate_cli(path)
+    assert got == code, f"exit {got}, expected {code}:\n{out}"
+    assert one_line_names(out, *words), f"no line names {words}:\n{out}"
+    return out
+
+
+class RunDir:
+    """A copy of a run directory, its files edited in place."""
+
+    def __init__(self, src: Path, dst: Path):
+        shutil.copytree(src, dst)
+        self.path = dst
+        self.run = json.loads((dst / "run.json").read_text())
+        self.summary = json.loads((dst / "summary.json").read_text())
+        self.jobs = pd.read_parquet(dst / "jobs.parquet")
+        self.allocs = pd.read_parquet(dst / "allocations.parquet")
+        self.workload = pd.read_parquet(dst / "workload.parquet")
+
+    def save(self, summary: bool = True) -> Path:
+        (self.path / "run.json").write_text(json.dumps(self.run))
+        if summary:
+            (self.path / "summary.json").write_text(json.dumps(self.summary))
+        else:  # the rule itself must catch the edit, not the recomputed summary
+            (self.path / "summary.json").unlink(missing_ok=True)
+        self.jobs.to_parquet(self.path / "jobs.parquet", index=False)
+        self.allocs.to_parquet(self.path / "allocations.parquet", index=False)
+        self.workload.to_parquet(self.path / "workload.parquet", index=False)
+        return self.path
+
+    def deadline_of(self, job_id: int) -> float:
+        return float(self.workload.set_index("job_id").loc[job_id, "deadline"])
+
+    def cancelled_running(self) -> pd.Series:
+        c = self.jobs[
+            (self.jobs.status == "cancelled") & (self.jobs.cancel_reason == "deadline-running")
+        ]
+        assert len(c), "the run has no job cancelled while running"
+        return c.iloc[0]
+
+    def reject(self, job_id: int) -> None:
+        """The job marked rejected (with a reason) and its allocation rows dropped."""
+        k = self.jobs.job_id == job_id
+        self.jobs.loc[k, ["start", "end"]] = np.nan
+        self.jobs.loc[k, "status"] = "rejected"
+        self.jobs.loc[k, "killed"] = False
+        self.jobs.loc[k, "reject_reason"] = "dropped"
+        self.allocs = self.allocs[self.allocs.job_id != job_id]
+
+
+@pytest.fixture(scope="module")
+def pcp20_run(tmp_path_factory) -> Path:
+    result = h.simulate(
+        "machine-s", "synthetic:lublin,jobs=12,seed=5,load=1.2", "pcp20:deterministic=true"
+    )
+    path = tmp_path_factory.mktemp("pcp20") / "pcp20"
+    h.write_result(result, path)
+    assert validate_run_dir(path).ok
+    return path
+
+
+def test_time_tolerance_of_run_json_is_not_the_validators(runs, tmp_path):
+    d = RunDir(runs["easy"], tmp_path / "run")
+    d.run["time_tolerance"] = 1e9
+    j = d.jobs[~d.jobs.start.isna()].iloc[0]
+    submit = float(d.workload.set_index("job_id").loc[j.job_id, "submit"])
+    shift = (j.start - submit) + 5000.0
+    d.jobs.loc[d.jobs.job_id == j.job_id, ["start", "end"]] -= shift
+    d.allocs.loc[d.allocs.job_id == j.job_id, ["from", "to"]] -= shift
+    out = assert_refused(d.save(summary=False), "time_tolerance", "1000000000")
+    assert one_line_names(out, job_word(j.job_id), "before its submission")
+
+
+@pytest.mark.parametrize("tags", ["rejects-true", "deleted"])
+def test_easy_job_dropped_as_rejected_with_edited_tags(runs, tmp_path, tags):
+    d = RunDir(runs["easy"], tmp_path / "run")
+    j = d.jobs[~d.jobs.start.isna()].iloc[2]
+    d.reject(int(j.job_id))
+    if tags == "deleted":
+        del d.run["dispatcher_tags"]
+    else:
+        d.run["dispatcher_tags"]["rejects"] = True
+        assert_refused(d.save(summary=False), "dispatcher_tags.rejects", "easy")
+    assert_refused(d.save(summary=False), job_word(j.job_id), "rejects: false")
+
+
+def test_pcp20_run_with_every_job_rejected(pcp20_run, tmp_path):
+    d = RunDir(pcp20_run, tmp_path / "run")
+    for job_id in d.jobs.job_id.tolist():
+        d.reject(int(job_id))
+    d.run["dispatcher_tags"]["rejects"] = True
+    first = int(d.jobs.job_id.iloc[0])
+    assert_refused(d.save(summary=False), job_word(first), "never rejects")
+
+
+def _workload_and_schedule_edited(d: RunDir) -> int:
+    """A started job's run time edited in the stored workload and its schedule to match."""
+    j = d.jobs[(~d.jobs.start.isna()) & (d.jobs.status == "completed")].iloc[0]
+    k = d.workload.job_id == j.job_id
+    d.workload.loc[k, ["run_time", "wall_time"]] += 100
+    d.jobs.loc[d.jobs.job_id == j.job_id, "end"] += 100
+    d.allocs.loc[d.allocs.job_id == j.job_id, "to"] += 100
+    return int(j.job_id)
+
+
+def test_workload_kind_custom_does_not_make_the_stored_table_the_reference(runs, tmp_path):
+    d = RunDir(runs["conservative"], tmp_path / "run")
+    job = _workload_and_schedule_edited(d)
+    d.run["workload"]["kind"] = "custom"
+    assert_refused(d.save(summary=False), "stored workload differs", job_word(job))
+
+
+def test_a_memory_workload_is_unverified_never_valid(runs, tmp_path):
+    d = RunDir(runs["conservative"], tmp_path / "run")
+    d.run["workload"].update(kind="memory", spec="<memory>")
+    d.summary["workload"] = "<memory>"
+    assert_refused(d.save(summary=False), "unverified", "not re-derivable", code=3)
+
+
+def test_dispatcher_renamed_hilbert_to_count_only(deadline_runs, tmp_path):
+    d = RunDir(deadline_runs["hilbert"], tmp_path / "run")
+    d.run["dispatcher"]["name"] = "count-only"
+    out = assert_refused(d.save(), "dispatcher 'count-only' does not take the parameters")
+    assert one_line_names(out, "summary.json: dispatcher", "hilbert")
+
+
+def test_unknown_dispatcher_cannot_be_validated(runs, tmp_path):
+    d = RunDir(runs["easy"], tmp_path / "run")
+    d.run["dispatcher"]["name"] = "my-plugin-policy"
+    d.summary["dispatcher"] = "my-plugin-policy"
+    assert_refused(d.save(), "cannot validate", "my-plugin-policy", code=4)
+
+
+def test_bookings_file_deleted(deadline_runs, tmp_path):
+    d = RunDir(deadline_runs["hilbert"], tmp_path / "run")
+    (d.path / "bookings.parquet").unlink()
+    assert_refused(d.save(), "bookings.parquet is missing", "hilbert")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "bsld_tau",
+        "utilization_core",
+        "wait_p95",
+        "wait_max",
+        "turnaround_mean",
+        "slowdown_median",
+        "queue_length_mean",
+        "spread_mean",
+        "theoretical_runtime_s",
+        "decision_time_mean_s",
+    ],
+)
+def test_summary_field_edited(runs, tmp_path, key):
+    d = RunDir(runs["easy"], tmp_path / "run")
+    d.summary[key] = d.summary[key] * 0.5 + 1.0
+    assert_refused(d.save(), f"summary.json: {key}")
+
+
+@pytest.mark.parametrize("key", ["success_rate", "on_time", "cancel_rate", "type-success_rate"])
+def test_deadline_summary_field_edited(deadline_runs, tmp_path, key):
+    d = RunDir(deadline_runs["hilbert"], tmp_path / "run")
+    if key.startswith("type-"):  # the first behaviour type's
+        key = next(k for k in d.summary if k.startswith("type") and k.endswith("_success_rate"))
+    d.summary[key] = d.summary[key] + 1
+    assert_refused(d.save(), f"summary.json: {key}")
+
+
+@pytest.mark.parametrize("dispatcher", ["leak-nc", "hilbert"])
+def test_deadline_job_cancelled_while_running_relabelled_completed(
+    deadline_runs, tmp_path, dispatcher
+):
+    d = RunDir(deadline_runs[dispatcher], tmp_path / "run")
+    j = d.cancelled_running()
+    k = d.jobs.job_id == j.job_id
+    d.jobs.loc[k, "status"] = "completed"
+    d.jobs.loc[k, "cancel_reason"] = None
+    assert_refused(d.save(), "summary.json: on_time")
+
+
+@pytest.mark.parametrize("dispatcher", ["leak-nc", "hilbert"])
+def test_deadline_relabel_keeping_the_reason_names_the_job(deadline_runs, tmp_path, dispatcher):
+    d = RunDir(deadline_runs[dispatcher], tmp_path / "run")
+    j = d.cancelled_running()
+    d.jobs.loc[d.jobs.job_id == j.job_id, "status"] = "completed"
+    assert_refused(d.save(summary=False), job_word(j.job_id), "deadline-running")
+
+
+def test_completed_deadline_job_cut_to_one_second(deadline_runs, tmp_path):
+    d = RunDir(deadline_runs["hilbert"], tmp_path / "run")
+    done = d.jobs[d.jobs.status == "completed"].merge(d.workload[["job_id", "run_time"]])
+    j = done[done.run_time >= 4].iloc[0]
+    d.jobs.loc[d.jobs.job_id == j.job_id, "end"] = j.start + 1
+    d.allocs.loc[d.allocs.job_id == j.job_id, "to"] = j.start + 1
+    assert_refused(d.save(summary=False), job_word(j.job_id), "its work takes at least")
+
+
+def test_booking_conflict_by_a_dispatcher_without_bookings(deadline_runs, tmp_path):
+    d = RunDir(deadline_runs["leak-nc"], tmp_path / "run")
+    j = d.cancelled_running()
+    d.jobs.loc[d.jobs.job_id == j.job_id, "cancel_reason"] = "booking-conflict"
+    assert_refused(d.save(summary=False), job_word(j.job_id), "no bookings")
+
+
+# ---- the workload source: by absolute path and SHA-256, from any current directory ----------------
+
+
+@pytest.fixture(scope="module")
+def swf_run(tmp_path_factory) -> Path:
+    """A run of a small SWF trace given by a relative path, written from the trace's directory."""
+    import os
+
+    from hpcdispatch.system.io import load_system
+    from hpcdispatch.workload.loader import load_workload
+    from hpcdispatch.workload.swf import swf_text
+
+    home = tmp_path_factory.mktemp("swf")
+    system = load_system("machine-s")
+    (home / "trace.swf").write_text(
+        swf_text(load_workload("synthetic:lublin,jobs=30,seed=4", system), system)
+    )
+    before = os.getcwd()
+    os.chdir(home)
+    try:
+        result = h.simulate("machine-s", "trace.swf", "easy")
+        h.write_result(result, home / "run")
+    finally:
+        os.chdir(before)
+    run = json.loads((home / "run" / "run.json").read_text())
+    assert run["workload"]["spec"] == "trace.swf" and run["workload"]["path"] == str(
+        home / "trace.swf"
+    )
+    return home / "run"
+
+
+def test_validate_gives_the_same_verdict_from_any_directory(swf_run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out = validate_cli(swf_run)
+    assert code == 0 and "re-read from" in out and "schedule valid" in out, out
+    d = RunDir(swf_run, tmp_path / "run")
+    job = _workload_and_schedule_edited(d)
+    assert_refused(d.save(summary=False), "stored workload differs", job_word(job))
+
+
+def test_a_file_of_the_same_name_in_the_current_directory_is_not_read(
+    swf_run, tmp_path, monkeypatch
+):
+    (tmp_path / "trace.swf").write_text(
+        "; not the trace\n1 0 0 100 1 -1 -1 1 100 -1 1 -1 -1 -1 -1 -1 -1 -1\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out = validate_cli(swf_run)
+    assert code == 0 and "schedule valid" in out, out
+
+
+@pytest.mark.parametrize("how", ["deleted", "changed"])
+def test_a_missing_or_changed_source_is_unverified(swf_run, tmp_path, how):
+    home = tmp_path / "home"
+    shutil.copytree(swf_run.parent, home)
+    run = json.loads((home / "run" / "run.json").read_text())
+    run["workload"]["path"] = str(home / "trace.swf")
+    (home / "run" / "run.json").write_text(json.dumps(run))
+    assert validate_cli(home / "run")[0] == 0
+    if how == "deleted":
+        (home / "trace.swf").unlink()
+        assert_refused(home / "run", "unverified", "cannot be re-read", code=3)
+    else:
+        with open(home / "trace.swf", "a") as f:
+            f.write("; one more comment\n")
+        assert_refused(home / "run", "unverified", "changed since the run", code=3)
+
+
+# ---- every rule of the table, each with its own mutation ---------------------------------------
+#
+# For each rule of ``RULES``: a run, one edit, and the rule alone must report it -- the same
+# tables checked with no rule at all report nothing, so the violation is this rule's own.
+
+
+def _m_never_started(c: Case) -> None:
+    j = c.started().iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, ["start", "end"]] = np.nan
+    c.allocs = c.allocs[c.allocs.job_id != j.job_id]
+
+
+def _m_rejected_with_times(c: Case) -> None:
+    j = c.started().iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, ["status", "reject_reason"]] = ["rejected", "x"]
+
+
+def _m_rejected(c: Case) -> None:
+    j = c.started().iloc[0]
+    k = c.jobs.job_id == j.job_id
+    c.jobs.loc[k, ["start", "end"]] = np.nan
+    c.jobs.loc[k, ["status", "reject_reason"]] = ["rejected", "dropped"]
+    c.jobs.loc[k, "killed"] = False
+    c.allocs = c.allocs[c.allocs.job_id != j.job_id]
+
+
+def _m_cancelled_without_deadlines(c: Case) -> None:
+    c.jobs.loc[c.jobs.index[0], "status"] = "cancelled"
+
+
+def _m_cancel_reason_kept(c: Case) -> None:
+    j = c.jobs[c.jobs.cancel_reason == "deadline-running"].iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, "status"] = "completed"
+
+
+def _m_cut_to_one_second(c: Case) -> None:
+    done = c.jobs[c.jobs.status == "completed"].merge(c.workload[["job_id", "run_time"]])
+    j = done[done.run_time >= 4].iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, "end"] = j.start + 1
+    c.allocs.loc[c.allocs.job_id == j.job_id, "to"] = j.start + 1
+
+
+def _m_conflict_without_bookings(c: Case) -> None:
+    j = c.jobs[c.jobs.cancel_reason == "deadline-running"].iloc[0]
+    c.jobs.loc[c.jobs.job_id == j.job_id, "cancel_reason"] = "booking-conflict"
+
+
+def _m_node_not_an_integer(c: Case) -> None:
+    c.allocs["node"] = c.allocs["node"].astype(float)
+    c.allocs.loc[c.allocs.index[0], "node"] = 2.5
+
+
+def _m_negative_segment(c: Case) -> None:
+    c.allocs.loc[c.allocs.index[0], "segment"] = -1
+
+
+def _m_released_late(c: Case) -> None:
+    c.allocs.loc[c.allocs.index[0], "to"] += 5.0
+
+
+def _m_whole_node_twice(c: Case) -> None:
+    row = c.allocs[c.allocs.segment == 0].iloc[[0]].copy()
+    row["segment"] = 1
+    c.allocs = pd.concat([c.allocs, row], ignore_index=True)
+
+
+def _deadline(name: str) -> tuple[str, Callable[[Case], None]]:
+    dispatcher, fn = DEADLINE_CORRUPTIONS[name]
+    return f"deadline:{dispatcher}", fn
+
+
+#: rule name -> (the run it edits: a key of RUNS, or "deadline:" + a key of DEADLINE_RUNS; the edit)
+RULE_MUTATIONS: dict[str, tuple[str, Callable[[Case], None]]] = {
+    "job-set": ("easy", CORRUPTIONS["missing-job"]),
+    "never-started": ("easy", _m_never_started),
+    "finite-times": ("easy", CORRUPTIONS["inf-start"]),
+    "rejected-never-ran": ("easy", _m_rejected_with_times),
+    "start-after-submit": ("easy", CORRUPTIONS["start-before-submit"]),
+    "duration": ("easy", CORRUPTIONS["wrong-duration"]),
+    "killed-flag": ("easy", CORRUPTIONS["killed-flag"]),
+    "final-status": ("easy", CORRUPTIONS["status-killed-but-completed"]),
+    "cancel-reason": ("deadline:hilbert", _m_cancel_reason_kept),
+    "cancelled-without-deadlines": ("easy", _m_cancelled_without_deadlines),
+    "deadlines": _deadline("end-after-deadline"),
+    "deadline-outcome": ("deadline:hilbert", _m_cut_to_one_second),
+    "booking-conflict-needs-bookings": ("deadline:leak-nc", _m_conflict_without_bookings),
+    "rejections": ("easy", _m_rejected),
+    "row-values": ("easy", _m_node_not_an_integer),
+    "node-range": ("easy", CORRUPTIONS["node-out-of-range"]),
+    "row-times": ("easy", CORRUPTIONS["nan-to"]),
+    "amounts": ("easy", CORRUPTIONS["wrong-amount"]),
+    "segment-numbers": ("easy", _m_negative_segment),
+    "units-at-start": ("easy", CORRUPTIONS["wrong-units"]),
+    "rows-of-unstarted": ("easy", CORRUPTIONS["rejected-with-allocation-rows"]),
+    "rows-within-run": ("easy", _m_released_late),
+    "node-once-per-segment": ("easy", CORRUPTIONS["node-twice-in-a-segment"]),
+    "whole-node-once": ("deadline:leak", _m_whole_node_twice),
+    "max-units-per-node": ("easy", CORRUPTIONS["max-units-per-node"]),
+    "fork-grants": _deadline("static-job-grows"),
+    "growth-grants": ("easy", CORRUPTIONS["extra-segment"]),
+    "node-count": ("easy", CORRUPTIONS["node-count"]),
+    "contiguous": ("fifo", CORRUPTIONS["contiguous"]),
+    "capacity": ("easy", CORRUPTIONS["capacity-overlap"]),
+    "exclusive-nodes": _deadline("deadline-job-shares-a-node"),
+    "bookings": _deadline("not-at-the-booked-start"),
+    "booking-shapes": _deadline("hilbert-booking-off-the-curve"),
+}
+
+
+def test_every_rule_has_its_own_mutation():
+    from hpcdispatch.validation.validator import RULES
+
+    names = [r.name for r in RULES]
+    assert len(names) == len(set(names))
+    assert set(names) == set(RULE_MUTATIONS)
+
+
+@pytest.mark.parametrize("rule_name", list(RULE_MUTATIONS))
+def test_each_rule_reports_its_own_mutation(runs, deadline_runs, tmp_path, rule_name):
+    import dataclasses
+
+    from hpcdispatch.protocol.registry import dispatcher_class
+    from hpcdispatch.validation.validator import RULES, shape_rule
+
+    where, mutate = RULE_MUTATIONS[rule_name]
+    src = deadline_runs[where.split(":")[1]] if where.startswith("deadline:") else runs[where]
+    case = load_case(src, tmp_path / "run")
+    mutate(case)
+    rule = next(r for r in RULES if r.name == rule_name)
+    ident = case.run["dispatcher"]
+    tags = dispatcher_class(ident["name"])(**ident["params"]).get_tags()
+    booked = case.path / "bookings.parquet"
+
+    def check_with(rules):
+        return validate_tables(
+            case.system,
+            case.memory_workload if case.memory_workload is not None else case.workload,
+            case.jobs,
+            case.allocs,
+            walltime_kill=case.run["options"]["walltime_kill"],
+            dispatcher_tags=dataclasses.asdict(tags),
+            growth={},
+            bookings=pd.read_parquet(booked) if booked.is_file() else None,
+            shape=shape_rule(ident),
+            rules=rules,
+        )
+
+    assert check_with([]).ok  # no rule, no violation: what follows is the rule's own
+    found = check_with([rule])
+    assert found.violations, f"rule '{rule_name}' missed its mutation"
+
+
+@pytest.mark.slow
+def test_a_plugins_dispatcher_cannot_be_validated_until_its_plugin_is_loaded(tmp_path):
+    """A run of a plugin's dispatcher: 'cannot validate' (exit 4) without the plugin, never
+    'valid'; with ``--plugin`` its tags come from the registry and the run is valid."""
+    import subprocess
+    import sys
+
+    plugin = tmp_path / "issue49_plugin.py"
+    plugin.write_text(
+        "from hpcdispatch.dispatchers.priority import FIFO\n"
+        "from hpcdispatch.protocol import register\n\n\n"
+        "@register\nclass Fifo49(FIFO):\n    name = 'fifo-issue49'\n"
+    )
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "hpcdispatch"]
+    made = subprocess.run(
+        [*cmd, "simulate", "-s", "machine-s", "-w", "synthetic:lublin,jobs=20,seed=2"]
+        + ["-d", "fifo-issue49", "--plugin", str(plugin), "-o", str(run), "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    without = subprocess.run([*cmd, "validate", str(run)], capture_output=True, text=True)
+    assert without.returncode == 4, without.stdout + without.stderr
+    assert one_line_names(without.stdout, "cannot validate", "fifo-issue49", "--plugin")
+    with_it = subprocess.run(
+        [*cmd, "validate", str(run), "--plugin", str(plugin)], capture_output=True, text=True
+    )
+    assert with_it.returncode == 0 and "schedule valid" in with_it.stdout, with_it.stdout

@@ -74,6 +74,7 @@ def test_a_jittered_trace_reloads_from_its_recorded_source():
     assert [(j.id, j.submit) for j in again] == [(j.id, j.submit) for j in moved]
 
 
+@pytest.mark.slow
 def test_simulate_with_jitter_validates_against_the_re_read_workload(tmp_path):
     env = {"COLUMNS": "120", "PATH": "/usr/bin:/bin"}
     out = tmp_path / "run"

@@ -13,10 +13,10 @@ from hpcdispatch.runner import run_simulation
 from hpcdispatch.sweep import SweepSpecError, parse_sweep
 from hpcdispatch.system.io import load_system
 from hpcdispatch.validation.validator import validate_run_dir
-from hpcdispatch.workload.eurora import QUEUE_EWT
+from hpcdispatch.workload._synthetic_parts import apply_load, draw_log2_sizes
+from hpcdispatch.workload.eurora import _QUEUE_EWT
 from hpcdispatch.workload.loader import load_workload, resolve_system
 from hpcdispatch.workload.swf import fits_empty_system
-from hpcdispatch.workload.synthetic_parts import apply_load, draw_log2_sizes
 
 KIT = load_system("kit-forhlr2")
 EURORA = load_system("eurora")
@@ -84,7 +84,7 @@ def test_eurora_duration_classes_and_queues(eurora):
     queue = np.array([j.queue for j in eurora])
     wall = eurora.wall_time
     assert eurora.queue_names == {0: "debug", 1: "parallel", 2: "longpar", 3: "reservation"}
-    assert eurora.queue_ewt == QUEUE_EWT
+    assert eurora.queue_ewt == _QUEUE_EWT
     assert abs((queue == 3).mean() - 0.02) < _tol(0.02)
     assert (wall[queue == 0] <= 1800).all()
     assert ((wall[queue == 1] > 1800) & (wall[queue == 1] <= 21600)).all()

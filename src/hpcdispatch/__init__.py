@@ -12,7 +12,7 @@ The entry points for a script::
     h.compare(system, workload, "fifo,easy")   # in a notebook: a table; .qos_ecdf() a figure
 
 A dispatcher of your own needs one import line: ``from hpcdispatch.protocol import
-Dispatcher, DispatchView, Decision, Start`` (``docs/ADD_A_DISPATCHER.md``).
+Dispatcher, DispatchView, Decision, Start`` (``docs/ADD_A_DISPATCHER.md``). ``__version__`` is the package's version.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ _LAZY = {
     "load_system": "hpcdispatch.system",
     "validate": "hpcdispatch.validation",
     "load_workload": "hpcdispatch.workload",
+    "WorkloadSpec": "hpcdispatch.workload",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from hpcdispatch.sim import SimulationOptions, SimulationResult
     from hpcdispatch.system import load_system
     from hpcdispatch.validation import validate
-    from hpcdispatch.workload import load_workload
+    from hpcdispatch.workload import WorkloadSpec, load_workload
 
 
 def __getattr__(name: str) -> Any:
@@ -70,6 +71,7 @@ __all__ = [
     "HpcDispatchError",
     "SimulationOptions",
     "SimulationResult",
+    "WorkloadSpec",
     "__version__",
     "compare",
     "load_system",

@@ -39,7 +39,8 @@ def json_default(value: Any) -> Any:
 
 @contextmanager
 def sigint_held() -> Iterator[None]:
-    """Hold back a Ctrl-C that arrives inside the block and deliver it at the block's end.
+    """Hold back a Ctrl-C (or a handled SIGTERM) that arrives inside the block and deliver it
+    at the block's end.
 
     A lazily imported extension module is imported in the middle of a run; a
     ``KeyboardInterrupt`` raised inside its initialisation was swallowed (OR-Tools' pybind11
@@ -52,16 +53,25 @@ def sigint_held() -> Iterator[None]:
         yield
         return
     arrived: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: arrived.append(signum))
+    # (SIGTERM too, where it is handled: the CLI raises Terminated, a KeyboardInterrupt, for it)
+    held = [signal.SIGINT] + (
+        [signal.SIGTERM] if callable(signal.getsignal(signal.SIGTERM)) else []
+    )
+    previous = {
+        sig: signal.signal(sig, lambda signum, frame: arrived.append(signum)) for sig in held
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig in held:
+            signal.signal(sig, previous[sig])
     if arrived:
-        if callable(previous):
-            previous(signal.SIGINT, None)  # (Python's default handler raises KeyboardInterrupt)
-        elif previous == signal.SIG_DFL:
-            signal.raise_signal(signal.SIGINT)  # what it would have done: end the process
+        sig = arrived[0]
+        handler = previous[sig]
+        if callable(handler):
+            handler(sig, None)  # (Python's default handler raises KeyboardInterrupt)
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(sig)  # what it would have done: end the process
 
 
 class LazyModule:

@@ -57,3 +57,15 @@ class UnsupportedJobError(ConfigError):
         self.job_id = job_id
         self.reason = reason
         super().__init__(f"dispatcher '{dispatcher}' cannot run job {job_id}: {reason}")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C raises ``KeyboardInterrupt`` (the CLI installs the
+    handler): every path that stops a run cleanly on Ctrl-C -- the journal and checkpoint
+    left as they were after the last decision, no half-written output, held Slurm jobs --
+    runs for SIGTERM too; the CLI then exits 143 (128 + 15) instead of 130."""
+
+
+def raise_terminated(signum: int, frame: object) -> None:
+    """A SIGTERM handler: ``signal.signal(signal.SIGTERM, raise_terminated)``."""
+    raise Terminated

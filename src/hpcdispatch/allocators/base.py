@@ -24,6 +24,8 @@ from hpcdispatch.system.model import System
 
 
 class Allocator(ABC):
+    """Where a job's units go: a pure function of the free-capacity matrix (see the module)."""
+
     name: ClassVar[str] = "allocator"
     #: True when the allocation of ``u + 1`` units always contains the allocation of ``u``
     #: units on the same free matrix (nodes are filled in an order that does not depend on

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
@@ -27,7 +27,7 @@ from rich.table import Table
 
 from hpcdispatch._version import __version__
 from hpcdispatch.cli.progress import plain_progress
-from hpcdispatch.errors import HpcDispatchError
+from hpcdispatch.errors import HpcDispatchError, Terminated, raise_terminated
 
 # (the rest of the package is imported inside the commands that need it: ``--help`` and the
 # light commands stay fast; tests/test_cli.py checks what ``--help`` imports)
@@ -37,7 +37,7 @@ UNIT_MODE_CHOICES = ("divisor", "processor", "node")
 console = Console()
 err_console = Console(stderr=True)
 
-#: the embedded default (README, "Why this default"): half the machine's core-hours offered --
+#: the embedded default (docs/getting-started.md, "Why this default"): half the machine's core-hours offered --
 #: FIFO already cannot keep up (head-of-line blocking), backfilling can, at the same utilisation
 DEFAULT_WORKLOAD = "synthetic:lublin,jobs=2000,seed=1,load=0.5"
 DEFAULT_DISPATCHERS = "fifo,sjf,easy,conservative"
@@ -225,9 +225,13 @@ def load_inputs(kw: dict[str, Any], print_report: bool = True) -> tuple[Any, Any
     """The system and workload of the command's options; the reader's skipped and patched
     records are printed once (to stderr) unless ``print_report`` is False (the caller prints
     them itself)."""
-    from hpcdispatch.workload.loader import load_workload, resolve_system
-    from hpcdispatch.workload.mapping import UnitMapping
-    from hpcdispatch.workload.swf import SwfOptions
+    from hpcdispatch.workload import (
+        SwfOptions,
+        UnitMapping,
+        WorkloadSpec,
+        load_workload,
+        resolve_system,
+    )
 
     swf = SwfOptions(
         processors=kw["processors"],
@@ -238,9 +242,10 @@ def load_inputs(kw: dict[str, Any], print_report: bool = True) -> tuple[Any, Any
         submit_jitter=kw["submit_jitter"],
         jitter_seed=kw["jitter_seed"],
     )
-    system = resolve_system(kw["system"], kw["workload"])
-    with console.status(f"reading {kw['workload']} ..."):
-        workload = load_workload(kw["workload"], system, swf)
+    spec = WorkloadSpec.parse(kw["workload"])
+    system = resolve_system(kw["system"], spec)
+    with console.status(f"reading {spec} ..."):
+        workload = load_workload(spec, system, swf)
     if not kw.get("quiet"):
         console.print(f"[bold]system[/] {system.name}: {system.summary()}")
         console.print(f"[bold]workload[/] {workload.source.spec}: {len(workload)} jobs")
@@ -248,9 +253,7 @@ def load_inputs(kw: dict[str, Any], print_report: bool = True) -> tuple[Any, Any
     if print_report and (report.n_skipped or report.patched or report.notes):
         err_console.print(f"[yellow]{report.describe()}[/]")
     if len(workload) == 0:
-        raise HpcDispatchError(
-            f"workload {kw['workload']} has no job that can run on system {system.name}"
-        )
+        raise HpcDispatchError(f"workload {spec} has no job that can run on system {system.name}")
     if kw.get("app_model") and not workload.has_apps:
         err_console.print(
             "note: --app-model sets the execution model of deadline jobs; this workload has none, "
@@ -413,10 +416,15 @@ def note_repeatability(label: str, result: Any) -> str | None:
 
 
 def print_validation(report: Any) -> None:
-    if report.ok:
+    verdict = getattr(report, "verdict", "valid" if report.ok else "invalid")
+    if verdict == "valid":
         console.print(f"[green]schedule valid[/] ({report.describe()})")
     else:
-        console.print(f"[red]{report.describe()}[/]")
+        colour = "red" if verdict == "invalid" else "yellow"
+        # one line per violation, never wrapped: each names its job or field on its own line
+        console.print(
+            report.describe(), style=colour, markup=False, highlight=False, soft_wrap=True
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -699,18 +707,43 @@ def _compare_into(
 @click.option(
     "--no-reload",
     is_flag=True,
-    help="do not re-read the workload from its source; use the stored table",
+    help="do not re-derive the workload from its source; check against the stored table "
+    "(the verdict is then at best 'unverified')",
 )
-def validate(out_dir: Path, no_reload: bool) -> None:
-    """Check a schedule: capacities, starts after submission, durations, allocations."""
+@click.option(
+    "--plugin",
+    "plugins",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="a .py file (or an importable module) that registers the run's dispatcher; repeat for "
+    "several",
+)
+def validate(out_dir: Path, no_reload: bool, plugins: tuple[Path, ...]) -> None:
+    """Check a run directory's schedule with the validator's own rules: capacities, starts
+    after submission, durations, allocations, deadlines and bookings, and every number of
+    summary.json recomputed. Only the schedule and what produced it (system, dispatcher,
+    workload source) are read from OUT_DIR; the dispatcher's tags come from the registry, the
+    workload is re-derived from its source (a file by absolute path and SHA-256, or a
+    synthetic: spec), so the verdict is the same from any current directory.
+
+    \b
+    Exit codes (the verdict's line is printed last):
+      0  valid            every rule holds, every input re-derived
+      1  INVALID          a rule is broken (each violation names the job or field)
+      2  error            the run directory cannot be read (bad input)
+      3  unverified       no violation, but the workload source cannot be re-read, its
+                          SHA-256 changed, or it is not re-derivable (a workload in memory)
+      4  cannot validate  the run's dispatcher is not registered (load it with --plugin)
+    """
     from hpcdispatch.validation.validator import validate_run_dir
 
+    load_plugin_options({"plugins": plugins})
     report = validate_run_dir(out_dir, reload_workload=not no_reload)
     for note in report.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     print_validation(report)
-    if not report.ok:
-        raise click.exceptions.Exit(1)
+    if report.exit_code:
+        raise click.exceptions.Exit(report.exit_code)
 
 
 @cli.command()
@@ -787,10 +820,14 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
     written atomically (a temporary file, then one rename)."""
     from hpcdispatch.errors import ConfigError
     from hpcdispatch.results.store import write_text
-    from hpcdispatch.workload.batsim import batsim_workload_text
-    from hpcdispatch.workload.loader import load_workload, resolve_system
-    from hpcdispatch.workload.slurm import slurm_requests_text
-    from hpcdispatch.workload.swf import swf_text
+    from hpcdispatch.workload import (
+        WorkloadSpec,
+        batsim_workload_text,
+        load_workload,
+        resolve_system,
+        slurm_requests_text,
+        swf_text,
+    )
 
     suffix = out.suffix.lower()
     if suffix not in (".swf", ".csv", ".jsonl", ".ndjson", ".json"):
@@ -799,8 +836,9 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
         )
     if out.exists() and not force:
         raise ConfigError(f"{out} exists (give --force to replace it)")
-    sys_ = resolve_system(system, source)
-    workload = load_workload(source, sys_)
+    spec = WorkloadSpec.parse(source)
+    sys_ = resolve_system(system, spec)
+    workload = load_workload(spec, sys_)
     report = workload.report
     if report.n_skipped or report.patched or report.notes:
         err_console.print(f"[yellow]{report.describe()}[/]")
@@ -816,6 +854,7 @@ def workload_convert(source: str, out: Path, system: str, force: bool) -> None:
 
 def _register_subgroups() -> None:
     from hpcdispatch.cli.instances import instances
+    from hpcdispatch.cli.rl import rl
     from hpcdispatch.cli.slurm import slurm
     from hpcdispatch.cli.sweep import report, sweep
 
@@ -823,30 +862,55 @@ def _register_subgroups() -> None:
     cli.add_command(sweep)
     cli.add_command(report)
     cli.add_command(slurm)
+    cli.add_command(rl)
 
 
 _register_subgroups()
 
 
+def _interrupted(exc: BaseException) -> NoReturn:
+    """Ctrl-C (exit 130) or SIGTERM (exit 143): one line, the same path for both."""
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, Terminated):  # (click wraps it in Abort)
+        seen = seen.__cause__ or seen.__context__
+    err_console.print("interrupted" if seen is None else "interrupted (SIGTERM)")
+    sys.exit(130 if seen is None else 143)
+
+
 def main(argv: list[str] | None = None) -> None:
+    """The ``hpcdispatch`` command: :func:`cli`, with errors as one line and exit codes;
+    SIGTERM takes Ctrl-C's path (exit 143)."""
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (kill, a batch system's time limit, a container stopped) takes Ctrl-C's path
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         code = cli.main(args=argv, prog_name="hpcdispatch", standalone_mode=False)
         if isinstance(code, int) and code != 0:  # click returns Exit codes when not standalone
             sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:  # (click's name for Ctrl-C)
-        err_console.print("interrupted")
-        sys.exit(130)
+    except click.exceptions.Abort as exc:  # (click's name for Ctrl-C)
+        _interrupted(exc)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except HpcDispatchError as exc:
         err_console.print(f"[red]error:[/] {exc}", soft_wrap=True)  # one line, never wrapped
         sys.exit(2)
-    except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
+    except KeyboardInterrupt as exc:
+        _interrupted(exc)
 
 
 if __name__ == "__main__":

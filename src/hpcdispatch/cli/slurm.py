@@ -11,6 +11,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from hpcdispatch.errors import Terminated
+
 console = Console()
 
 
@@ -50,12 +52,19 @@ def slurm() -> None:
     help="also slurmdbd on a private MariaDB (127.0.0.1 only), so that sacct works "
     "(Debian: slurmdbd, mariadb-server)",
 )
+@click.option(
+    "--recover",
+    is_flag=True,
+    help="the state directory holds a cluster whose slurmctld died: stop what is left of it "
+    "and start a new cluster there (its jobs are lost)",
+)
 def up_cmd(
     system_spec: str,
     nodes: int | None,
     state_dir: Path | None,
     timeout: float | None,
     accounting: bool,
+    recover: bool,
 ) -> None:
     """Start munged, slurmctld and one slurmd per node, and wait until every node is idle."""
     from hpcdispatch.slurm.cluster import cluster_name, default_state_dir, up, usage_text
@@ -65,7 +74,7 @@ def up_cmd(
     system = first_nodes(load_system(system_spec), nodes)
     state_dir = state_dir or default_state_dir(cluster_name(Path(system.name)))
     with console.status(f"starting {system.n_nodes} nodes in {state_dir} ..."):
-        info = up(system, state_dir, timeout, accounting)
+        info = up(system, state_dir, timeout, accounting, recover=recover)
     click.echo(usage_text(info))
 
 
@@ -78,7 +87,8 @@ def up_cmd(
     help="state directory of the cluster (default: the only one running)",
 )
 def down_cmd(state_dir: Path | None) -> None:
-    """Cancel the cluster's jobs, stop the daemons it started (by pid file) and remove its
+    """Cancel the cluster's jobs, stop the daemons it started (by pid file) and every other
+    process of it (step daemons, jobs: found through its state directory), and remove its
     state directory; nothing to stop is no error."""
     from hpcdispatch.errors import ConfigError
     from hpcdispatch.slurm.cluster import down, find_running_cluster
@@ -140,13 +150,13 @@ def replay_cmd(
     from hpcdispatch.slurm.cluster import find_running_cluster
     from hpcdispatch.slurm.replay import plan_submissions, replay
     from hpcdispatch.validation.validator import validate_run_dir
-    from hpcdispatch.workload.loader import load_workload
+    from hpcdispatch.workload import WorkloadSpec, load_workload
 
     out = out or Path("results/slurm-replay")
     check_output_dir(out, force)
     info = find_running_cluster(state_dir)
     system = info.load_system()
-    jobs = load_workload(workload, system)
+    jobs = load_workload(WorkloadSpec.parse(workload), system)
     if jobs.report.n_skipped or jobs.report.patched or jobs.report.notes:
         click.echo(jobs.report.describe(), err=True)
     subs = plan_submissions(
@@ -256,10 +266,10 @@ def dispatch_cmd(
     from hpcdispatch.plugins import load_plugins, resolve_plugin
     from hpcdispatch.results.outdir import check_output_dir
     from hpcdispatch.slurm.bridge import BridgeError, bridge_dir, dispatch
-    from hpcdispatch.slurm.cluster import find_running_cluster
+    from hpcdispatch.slurm.cluster import controller_running, find_running_cluster
     from hpcdispatch.slurm.replay import plan_submissions
     from hpcdispatch.validation.validator import validate_run_dir
-    from hpcdispatch.workload.loader import load_workload
+    from hpcdispatch.workload import WorkloadSpec, load_workload
 
     out = out or Path("results/slurm-dispatch")
     if not bridge_dir(
@@ -270,7 +280,7 @@ def dispatch_cmd(
     dispatcher = make_dispatcher(spec)
     info = find_running_cluster(state_dir)
     system = info.load_system()
-    jobs = load_workload(workload, system)
+    jobs = load_workload(WorkloadSpec.parse(workload), system)
     if jobs.report.n_skipped or jobs.report.patched or jobs.report.notes:
         click.echo(jobs.report.describe(), err=True)
     subs = plan_submissions(jobs, system, time_scale)
@@ -292,19 +302,25 @@ def dispatch_cmd(
             uneven=uneven,
         )
     except BridgeError as exc:
-        click.echo(
-            f"error: {exc}; the cluster keeps running and the waiting jobs stay held "
-            f"(log: {bridge_dir(out)}/bridge.log)",
-            err=True,
-        )
+        if controller_running(info):
+            state = "the cluster keeps running and the waiting jobs stay held"
+        else:  # (its jobs, held or running, are gone with it: say so, and what to do)
+            state = (
+                f"the cluster's slurmctld is not running (it died): the cluster runs no job any "
+                f"more and the jobs it held are lost; stop what is left of it with "
+                f"'hpcdispatch slurm down --dir {info.state_dir}' (or start a new one in its "
+                "place with 'slurm up --recover')"
+            )
+        click.echo(f"error: {exc}; {state} (log: {bridge_dir(out)}/bridge.log)", err=True)
         raise click.exceptions.Exit(1) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        term = isinstance(exc, Terminated)
         click.echo(
-            f"interrupted: the waiting jobs stay held; the same command resumes the run (journal in "
-            f"{bridge_dir(out)})",
+            f"interrupted{' (SIGTERM)' if term else ''}: the waiting jobs stay held; the same "
+            f"command resumes the run (journal in {bridge_dir(out)})",
             err=True,
         )
-        raise click.exceptions.Exit(130) from None
+        raise click.exceptions.Exit(143 if term else 130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     check = record["placement"]
@@ -326,7 +342,7 @@ def dispatch_cmd(
 
 
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    raise Terminated
 
 
 def _every(seconds: float) -> Callable[[str], None]:

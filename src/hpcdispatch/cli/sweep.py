@@ -67,10 +67,29 @@ def run_cmd(
     quiet: bool,
 ) -> None:
     """Run every unfinished cell of the sweep SPEC (a TOML file) into --out."""
-    from hpcdispatch.sweep import load_sweep, make_executor, run_sweep
-    from hpcdispatch.sweep.store import SweepStore
+    from hpcdispatch.sweep import load_sweep
+    from hpcdispatch.sweep.store import sweep_lock
 
     sweep_spec = load_sweep(spec)
+
+    def note(message: str) -> None:
+        err_console.print(f"[yellow]{message}[/]", soft_wrap=True)
+
+    with sweep_lock(out, note):  # (before anything is said: a second sweep here is refused)
+        _run_locked(sweep_spec, out, workers, dask_address, retry_failed, quiet)
+
+
+def _run_locked(
+    sweep_spec: Any,
+    out: Path,
+    workers: int | None,
+    dask_address: str | None,
+    retry_failed: bool,
+    quiet: bool,
+) -> None:
+    from hpcdispatch.sweep import make_executor, run_sweep
+    from hpcdispatch.sweep.store import SweepStore
+
     store = SweepStore(out)
     already = store.scan(sweep_spec.cell_ids()) if store.cells.is_dir() else None
     executor = make_executor(workers=workers, dask=dask_address)
@@ -223,17 +242,25 @@ def status_cmd(out: Path, list_all: bool) -> None:
 @sweep.command("plan")
 @click.argument("spec", type=click.Path(dir_okay=False, path_type=Path))
 def plan_cmd(spec: Path) -> None:
-    """Validate SPEC and list its cells (nothing runs)."""
+    """Validate SPEC and list its cells; nothing runs: the plugins SPEC names are not imported,
+    and the dispatchers only they define are listed as written, unverified (no cell id)."""
     from hpcdispatch.sweep import load_sweep
 
-    s = load_sweep(spec)
+    s = load_sweep(spec, run_plugins=False)
     table = Table(title=f"sweep {s.name}: {len(s.cells)} cells")
     table.add_column("#", justify="right")
     table.add_column("cell")
     table.add_column("label", overflow="fold")
     for c in s.cells:
-        table.add_row(str(c.index), c.id, c.label)
+        table.add_row(str(c.index), c.id or "(unverified)", c.label)
     console.print(table)
+    if s.unverified:
+        console.print(
+            f"unverified: {', '.join(s.unverified)} -- not built-in dispatchers; plan does not run "
+            "the sweep's plugins, so their names, parameters and cell ids are checked by "
+            "'sweep run' only",
+            soft_wrap=True,
+        )
 
 
 @click.command()
@@ -261,11 +288,24 @@ def plan_cmd(spec: Path) -> None:
     help="single run: the Gantt chart's nodes (default: all, or the first 64 of a larger system)",
 )
 @click.option("--force", is_flag=True, help="replace an existing report")
+@click.option(
+    "--allow-unverified",
+    is_flag=True,
+    help="report runs without violations whose workload cannot be re-derived (built in memory, "
+    "its source file gone or changed); without it they are refused like invalid ones",
+)
 def report(
-    path: Path, out: Path | None, window: str | None, nodes: str | None, force: bool
+    path: Path,
+    out: Path | None,
+    window: str | None,
+    nodes: str | None,
+    force: bool,
+    allow_unverified: bool,
 ) -> None:
-    """Tables, plots and report.html of a sweep, a run directory or a folder of runs. An
-    existing report is replaced only with --force (as a whole: no older file stays)."""
+    """Tables, plots and report.html of a sweep, a run directory or a folder of runs. Every
+    run is validated first (as 'hpcdispatch validate' does); a run that does not validate
+    is refused with one line naming it (exit code 2) and no report is written. An existing
+    report is replaced only with --force (as a whole: no older file stays)."""
     from hpcdispatch.report import report_kind, write_report
     from hpcdispatch.report.run import parse_range
     from hpcdispatch.results.outdir import check_output_dir
@@ -275,5 +315,7 @@ def report(
     node_range = parse_range(nodes, "--nodes", int)
     check_output_dir(out if out is not None else path / "report", force)
     with console.status(f"writing the report of {path} ..."):
-        html = write_report(path, out, window=span, nodes=node_range)
+        html = write_report(
+            path, out, window=span, nodes=node_range, allow_unverified=allow_unverified
+        )
     console.print(f"{kind} report: [bold]{html}[/] (tables, figures and report.md beside it)")

@@ -142,6 +142,7 @@ def compiled_on_disk(st: S.EngineState) -> bool | None:
 def run_compiled(
     sim: Simulator, progress: Callable[[int, int, float], None] | None = None
 ) -> SimulationResult:
+    """Run ``sim``'s simulation on the compiled engine (the caller checked :func:`refusal`)."""
     system, workload, dispatcher, predictor, opts = (
         sim.system,
         sim.workload,

@@ -21,6 +21,8 @@ from hpcdispatch.protocol.view import DispatchView
 
 @dataclass(frozen=True)
 class QueuedJob:
+    """A queued job as the CP models see it: its request and planned (predicted) duration."""
+
     index: int
     id: int
     submit: float
@@ -38,6 +40,8 @@ class QueuedJob:
 
 @dataclass(frozen=True)
 class RunningEntry:
+    """A running job: where it runs (nodes, units on each) and its planned end."""
+
     index: int
     id: int
     start: float
@@ -55,6 +59,9 @@ class RunningEntry:
 
 @dataclass
 class DispatchInstance:
+    """One dispatching decision's input as plain values: the time, capacity and free capacity,
+    the queued jobs (arrival order) and the running ones."""
+
     time: float
     resources: tuple[str, ...]
     capacity: np.ndarray  # (nodes, resources)

@@ -35,6 +35,8 @@ from hpcdispatch.system.allocation import Allocation
 
 @dataclass
 class RuleSchedule:
+    """The priority rule's schedule: job order, model start per job, allocations, objective."""
+
     order: list[QueuedJob]
     starts: dict[int, int]  # job index -> model start (time units from now)
     allocations: dict[int, Allocation] = field(

@@ -93,6 +93,8 @@ class DecisionBudget:
 
 @dataclass
 class SolveOutcome:
+    """What one solve returned: status, solver, objective and bound, time, why it stopped."""
+
     status: str
     solver: cp_model.CpSolver | None
     objective: float | None = None

@@ -8,10 +8,12 @@ names; losers wait for the next step. Nothing is reserved.
 
 A step runs three small steps, each testable alone: :meth:`Aucsched.build_program` builds an
 :class:`AuctionProgram` (bids of types A, B, C and the SLURM bid from each job's nodesets, the
-CP-SAT model, the greedy hint), :func:`solve_program` solves it within ``time_limit`` and
-:func:`decode` reads the winners' nodes and units back. Priorities are Slurm's (``priority``:
-``basic``, ``age`` or ``multifactor``; :mod:`hpcdispatch.dispatchers.slurm_priority`). When
-the solver ends without a solution the greedy one is used (``info["fallback"]``).
+CP-SAT model, the greedy hint), :func:`solve_program` solves it within ``time_limit`` (with
+``deterministic=true``, in CP-SAT's deterministic time: a run then repeats on a loaded
+machine) and :func:`decode` reads the winners' nodes and units back. Priorities are Slurm's
+(``priority``: ``basic``, ``age`` or ``multifactor``;
+:mod:`hpcdispatch.dispatchers.slurm_priority`). When the solver ends without a solution the
+greedy one is used (``info["fallback"]``).
 
 Design notes, decisions and measurements: docs/RESULTS-AUCSCHED.md,
 "From the module docstrings".
@@ -21,8 +23,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -553,22 +555,31 @@ def solve_program(
     seed: int,
     probing_level: int,
     started_at: float | None = None,
+    deterministic: bool = False,
 ) -> tuple[cp_model.CpSolverStatus, cp_model.CpSolver, float]:
     """Solve ``program`` with CP-SAT within ``time_limit`` seconds counted from ``started_at``
     (``time.perf_counter()``; default: now), at least 0.05 s; ``workers`` search workers,
-    ``seed``, presolve probing ``probing_level`` (-1: CP-SAT's default). Returns ``(status,
-    solver, solve seconds)``."""
+    ``seed``, presolve probing ``probing_level`` (-1: CP-SAT's default). With
+    ``deterministic``, ``time_limit`` is in units of CP-SAT's deterministic time instead and
+    the wall clock bounds nothing (but a watchdog against hangs at ``100 time_limit + 60`` s),
+    so that with one worker the same program gets the same answer on a loaded machine too.
+    Returns ``(status, solver, solve seconds)``."""
     if started_at is None:
         started_at = time.perf_counter()
     solver = cp_model.CpSolver()
     params = solver.parameters
-    params.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started_at))
+    watchdog_s = None
+    if deterministic:
+        params.max_deterministic_time = time_limit
+        watchdog_s = time_limit * 100 + 60.0
+    else:
+        params.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started_at))
     params.num_workers = workers
     params.random_seed = seed
     if probing_level >= 0:
         params.cp_model_probing_level = probing_level
     t1 = time.perf_counter()
-    status, _ = solve_interruptibly(solver, program.model)
+    status, _ = solve_interruptibly(solver, program.model, watchdog_s=watchdog_s)
     return status, solver, time.perf_counter() - t1
 
 
@@ -623,7 +634,9 @@ class Aucsched(Dispatcher):
         "aggregate_cut": Boolean(),
         "symmetry_cuts": Boolean(),
         "probing_level": Interval(int, -1, None),  # -1: CP-SAT's default
+        "deterministic": Boolean(),
     }
+    ADDED_PARAMS: ClassVar[dict[str, Any]] = {"deterministic": False}
 
     def __init__(
         self,
@@ -646,6 +659,7 @@ class Aucsched(Dispatcher):
         symmetry_cuts: bool = True,
         probing_level: int = 0,
         allocator: str = "first-fit",
+        deterministic: bool = False,
     ):
         self.step = step
         self.window = window
@@ -666,6 +680,15 @@ class Aucsched(Dispatcher):
         self.symmetry_cuts = symmetry_cuts
         self.probing_level = probing_level
         self.allocator = allocator
+        #: ``time_limit`` in units of CP-SAT's deterministic time, the wall clock bounding
+        #: nothing (:func:`solve_program`): with one worker, decisions that do not depend on
+        #: the machine's load (the tests compare solutions this way)
+        self.deterministic = deterministic
+
+    def get_tags(self) -> Tags:
+        # a wall-clock time limit makes decisions depend on the machine's load; the
+        # deterministic limit with one worker does not
+        return replace(self.tags, deterministic=bool(self.deterministic) and int(self.workers) == 1)
 
     def simulation_hints(self) -> dict:
         # the paper's plug-in runs a scheduling step every `step` seconds and only then
@@ -874,6 +897,7 @@ class Aucsched(Dispatcher):
             self.seed,
             self.probing_level,
             started_at=started_at,
+            deterministic=bool(self.deterministic),
         )
         self.solves += 1
         info: dict[str, object] = {

@@ -95,14 +95,14 @@ class DispatcherSpec:
         if self.label:
             return self.label
         head, sep, rest = self.written.partition(":")
-        return label_for(_split_suffix(head.strip())[0] + sep + rest)
+        return label_for(split_suffix(head.strip())[0] + sep + rest)
 
     # ---- parsing -------------------------------------------------------------------------
     @classmethod
     def parse(cls, text: str) -> DispatcherSpec:
         """``name[-P][:key=value,...]`` (see the module docstring)."""
         head, _, rest = text.strip().partition(":")
-        name, predictor = _split_suffix(head.strip())
+        name, predictor = split_suffix(head.strip())
         dcls = dispatcher_class(name)
         tail_keys = {k.lower() for k in dcls.TEXT_TAIL_KEYS}
         params: dict[str, Any] = {}
@@ -118,7 +118,7 @@ class DispatcherSpec:
             raise ConfigError("a dispatcher table needs 'name'")
         if not isinstance(table["name"], str):
             raise ConfigError(f"'name' must be a dispatcher name, got {table['name']!r}")
-        name, predictor = _split_suffix(table["name"].strip())
+        name, predictor = split_suffix(table["name"].strip())
         if table.get("predictor") is not None:
             if not isinstance(table["predictor"], str):
                 raise ConfigError(
@@ -183,6 +183,11 @@ class DispatcherSpec:
 
 def parse_dispatcher_list(text: str) -> list[DispatcherSpec]:
     """``a,b:k=v,k2=v2,c`` -> three specs (see the module docstring)."""
+    return [DispatcherSpec.parse(p) for p in split_dispatcher_list(text)]
+
+
+def split_dispatcher_list(text: str) -> list[str]:
+    """``a,b:k=v,k2=v2,c`` -> ``["a", "b:k=v,k2=v2", "c"]`` (the specs' texts)."""
     pieces: list[str] = []
     for token in filter(None, (t.strip() for t in _split_outside_quotes(text))):
         if "=" in token and ":" not in token:
@@ -193,7 +198,7 @@ def parse_dispatcher_list(text: str) -> list[DispatcherSpec]:
             pieces[-1] += "," + token
         else:
             pieces.append(token)
-    return [DispatcherSpec.parse(p) for p in pieces]
+    return pieces
 
 
 def make_dispatcher(spec: str | DispatcherSpec, **defaults: Any) -> Dispatcher:
@@ -283,7 +288,7 @@ def _canonical(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _split_suffix(head: str) -> tuple[str, str | None]:
+def split_suffix(head: str) -> tuple[str, str | None]:
     """``easy-L2`` -> ``("easy", "last-two")``; a registered name with a dash stays whole
     (``cp-rule``). A suffix after a registered name that is no predictor (``easy-L3``) is an
     error naming the predictors, not an unknown dispatcher."""

@@ -19,10 +19,12 @@ BSLD_TAU = 10.0
 
 
 def wait_times(submit: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Each job's wait: start - submit."""
     return start - submit
 
 
 def slowdowns(submit: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Each job's slowdown: (end - submit) / run time, run times under 1 s counted as 1 s."""
     run = np.maximum(end - start, 1.0)
     return (end - submit) / run
 
@@ -30,6 +32,7 @@ def slowdowns(submit: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
 def bounded_slowdowns(
     submit: np.ndarray, start: np.ndarray, end: np.ndarray, tau: float = BSLD_TAU
 ) -> np.ndarray:
+    """Each job's bounded slowdown: max(1, (end - submit) / max(run time, tau))."""
     run = np.maximum(end - start, tau)
     return np.maximum(1.0, (end - submit) / run)
 

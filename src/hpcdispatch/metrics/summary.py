@@ -13,6 +13,7 @@ from hpcdispatch.vocabulary import JobStatus
 
 
 def describe(values: np.ndarray) -> dict[str, float]:
+    """Mean, median, 95th percentile and maximum of ``values`` (NaN for none)."""
     if len(values) == 0:
         return {
             "mean": float("nan"),
@@ -116,6 +117,7 @@ def topology_metrics(result: SimulationResult) -> dict[str, np.ndarray]:
 
 
 def core_resource(resources: tuple[str, ...]) -> int:
+    """The index of the ``core`` resource (the first resource when there is none)."""
     return resources.index("core") if "core" in resources else 0
 
 
@@ -246,6 +248,7 @@ def cp_outcomes(info: Any) -> dict[str, Any]:
 
 
 def summarize(result: SimulationResult, tau: float = BSLD_TAU) -> RunSummary:
+    """One run's summary: QoS means and tails, utilisation, makespan, dispatch cost, by name."""
     w = result.workload
     submit = w.submit.astype(np.float64)
     m = job_metrics(submit, result.start, result.end, tau)

@@ -87,6 +87,9 @@ _ZERO_NODE.flags.writeable = False
 
 
 class AvailabilityProfile:
+    """Free capacity per node over future time: what is free now plus the planned releases;
+    reservation-based policies find the earliest fit in it and book into it."""
+
     def __init__(
         self,
         now: float,

@@ -4,6 +4,7 @@ A predictor is chosen by name or short name (``walltime``/``W``, ``last-two``/``
 ``data-driven``/``D``, ``oracle``/``R``); a dispatcher spec may carry one as a suffix:
 ``easy-L2``, ``sjf-R:allocator=best-fit`` (parsed by :mod:`hpcdispatch.dispatchers.spec`).
 The contract every predictor implements, and W, are in :mod:`hpcdispatch.protocol.predictor`.
+``PREDICTORS`` maps each name to its class.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ PREDICTORS: dict[str, type[Predictor]] = {
 
 
 def predictor_class(name: str) -> type[Predictor] | None:
+    """The predictor class called ``name`` (its name, short name or an alias), or None."""
     key = name.strip().lower()
     for cls in PREDICTORS.values():
         if key in (cls.name, cls.short.lower(), *cls.aliases):
@@ -29,6 +31,7 @@ def predictor_class(name: str) -> type[Predictor] | None:
 
 
 def make_predictor(name: str) -> Predictor:
+    """A new predictor called ``name``; an unknown name is a one-line ConfigError."""
     cls = predictor_class(name)
     if cls is None:
         known = ", ".join(f"{c.name} ({c.short})" for c in PREDICTORS.values())

@@ -133,6 +133,9 @@ def _most_similar(entries: dict[Request, _Seen], req: Request) -> _Seen | None:
 
 
 class DataDrivenPredictor(Predictor):
+    """D: the run time of the best-matching completed job of the same user (Galleguillos et
+    al.; the matching rules are in the module)."""
+
     name = "data-driven"
     short = "D"
     aliases = ("datadriven", "heuristic")

@@ -7,14 +7,15 @@ A dispatcher needs one import line::
 - :class:`DispatchView`: the read-only view a dispatcher gets at every call (free capacity,
   the queue, the running jobs with their planned ends, what changed since the last call);
   :class:`QueueView`; :class:`ReleaseOrder`, the running jobs' holdings in planned-end order;
-- :class:`Decision` (:class:`Start` jobs now, ask for a ``wakeup``), :class:`Admission`,
+- :class:`Decision` (:class:`Start` jobs now, ask for a ``wakeup``), :class:`Admission`
+  (``ACCEPT``: the admission that takes a job as it is),
   :class:`RunningJob`, and :class:`Allocation` (which nodes, how many units on each);
 - :class:`Dispatcher`, its :class:`Tags` and :class:`KernelSpec`; :class:`Scratch`, a working
   copy of the free capacity for one decision; :func:`register` / :func:`dispatcher_function`
-  and the registry of names;
+  and the registry of names, ``DISPATCHERS``;
 - :attr:`Dispatcher.parameter_constraints` and their kinds (:class:`OneOf`,
-  :class:`Interval`, :class:`Boolean`, :class:`Text`, :data:`ALLOCATOR`), checked by
-  :func:`check_params` (:mod:`hpcdispatch.protocol.constraints`);
+  :class:`Interval`, :class:`Boolean`, :class:`Text`, ``ALLOCATOR``; ``ParamConstraint`` is
+  any of them), checked by :func:`check_params` (:mod:`hpcdispatch.protocol.constraints`);
 - :class:`Predictor` (what a duration predictor offers) and its default,
   :class:`WallTimePredictor`.
 

@@ -19,6 +19,8 @@ from hpcdispatch.workload.job import Job, Workload
 
 
 class Predictor(ABC):
+    """A job-duration predictor: ``predict`` a queued job's run time, ``learn`` from ended jobs."""
+
     name: ClassVar[str] = "predictor"
     short: ClassVar[str] = "?"
     aliases: ClassVar[tuple[str, ...]] = ()

@@ -31,6 +31,9 @@ _MANY = 16
 
 
 class ReleaseOrder:
+    """The running jobs' holdings in planned-end order (per resource and node), kept up to date
+    as jobs start and end."""
+
     def __init__(self, n_resources: int):
         self.n_resources = n_resources
         self._ends = np.zeros(0, dtype=np.float64)

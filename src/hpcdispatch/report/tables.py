@@ -60,6 +60,7 @@ CONSOLE_KEYS = (
 
 
 def comparison_frame(summaries: list[dict[str, Any]]) -> pd.DataFrame:
+    """Run summaries as one frame, decision times also in milliseconds."""
     import pandas as pd
 
     frame = pd.DataFrame(summaries)
@@ -193,6 +194,7 @@ FAMILY_TITLES = {
 
 
 def metric(key: str) -> Metric:
+    """The catalogue entry of the summary key ``key`` (a title and a kind for any other key)."""
     if key in _FIXED:
         title, kind = _FIXED[key]
         return Metric(key, title, kind)
@@ -220,6 +222,7 @@ def family_metrics(frame: pd.DataFrame, family: str) -> list[Metric]:
 
 
 def format_value(m: Metric, v: Any) -> str:
+    """``v`` written as metric ``m`` is shown in tables (``-`` for a missing value)."""
     if v is None or (isinstance(v, float | np.floating) and np.isnan(v)):
         return "-"
     if m.kind == "ms":

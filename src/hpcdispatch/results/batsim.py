@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from hpcdispatch.results.outdir import atomic_dir
 from hpcdispatch.results.store import StoredRun, read_run, write_text
+
+if TYPE_CHECKING:  # (pandas is imported where it is used: the package stays light)
+    import pandas as pd
 
 __all__ = ["BATSIM_COLUMNS", "batsim_jobs_frame", "export_batsim", "interval_set"]
 
@@ -85,6 +88,8 @@ def _final_state(status: str, cancel: str) -> str:
 
 def batsim_jobs_frame(run: StoredRun, workload_name: str | None = None) -> pd.DataFrame:
     """The run's jobs in Batsim's ``jobs.csv`` columns (see the module's docstring)."""
+    import pandas as pd
+
     jobs = run.jobs
     w = run.workload.set_index("job_id").reindex(jobs["job_id"])
     name = workload_name or Path(str(run.run.get("workload", {}).get("spec", "w0"))).name

@@ -23,6 +23,7 @@ gets the permissions the user's umask gives.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -77,6 +78,8 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
+    """``data`` as indented JSON, written atomically."""
+
     def _w(p: Path) -> None:
         p.write_text(json.dumps(data, indent=2, default=json_default, allow_nan=True) + "\n")
 
@@ -165,13 +168,36 @@ def shared_frame(columns: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(columns, copy=False)
 
 
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, in hex (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def workload_record(source: Any) -> dict[str, Any]:
+    """``run.json``'s ``workload``: kind, spec and options as given, and for a workload read
+    from a file its absolute ``path`` and ``sha256`` (the validator re-reads that file, from
+    any current directory, and refuses to call a run valid when its bytes changed)."""
+    record: dict[str, Any] = {"kind": source.kind, "spec": source.spec, "options": source.options}
+    spec = str(source.spec)
+    if not spec.startswith("synthetic:") and source.kind != "memory":
+        path = Path(spec).expanduser()
+        if path.is_file():
+            record["path"] = str(path.resolve())
+            record["sha256"] = file_sha256(path)
+    return record
+
+
 def run_record(result: SimulationResult) -> dict[str, Any]:
     src = result.workload.source
     return {
         "hpcdispatch_version": __version__,
         "python": platform.python_version(),
         "system": result.system.name,
-        "workload": {"kind": src.kind, "spec": src.spec, "options": src.options},
+        "workload": workload_record(src),
         "workload_report": result.workload.report.to_dict(),
         "dispatcher": result.dispatcher,  # identity: {"name": ..., "params": {...}}
         "dispatcher_tags": result.tags,  # what it declared (``rejects``: it may turn jobs away)

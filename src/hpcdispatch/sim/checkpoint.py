@@ -1,28 +1,18 @@
 """Checkpoints: resume a simulation whose dispatcher keeps state between calls.
 
-A decision journal (:mod:`hpcdispatch.sim.journal`) resumes a run by replaying recorded
-decisions, which only works for dispatchers whose decisions depend on the view alone. A
-dispatcher with memory -- conservative backfilling keeps its whole plan between calls --
-needs its memory back. A checkpoint is that: the simulation loop's whole state (event heap,
-queue, running jobs, free capacity, the logs so far) together with the dispatcher's and the
+A checkpoint is the simulation loop's whole state together with the dispatcher's and the
 predictor's attributes, written every ``every`` seconds of wall clock at the end of an
-instant (all events of that time processed, the dispatcher called if it was due). Started
-again with the same checkpoint file, the simulator continues from the instant after the
-saved one, and the run is the one that would have happened without the interruption
-(tests/test_checkpoint.py compares every start, end and decision with an uninterrupted run).
+instant; started again with the same file, the run continues and is the one that would have
+happened without the interruption. The file is a JSON header (format, version, a digest of
+the sources, the run's identity, where the run was), then two pickles; it resumes only with
+the code that wrote it, refuses another run's file naming the differing fields, and is
+replaced in one rename.
 
-The file holds a header ``{"checkpoint": FORMAT, "version", "code", "run": {...}, "at": {...}}``
-(the package version and a digest of its sources, the run's identity as a decision journal
-names it, and where the run was), then the state, in two pickles (the arrays others hold
-numpy views of, then the rest). A checkpoint holds objects of the code's own classes, so
-it resumes only with the code that wrote it (same source digest); a long run that must
-survive code changes runs from a fixed checkout (``git worktree``).
-Jobs, the workload and the system are not stored: they are written as references (pickle
-persistent ids) and resolved against the simulation that loads the checkpoint, so a
-checkpoint of a 450,000-job trace stays a few MB. A checkpoint written for another run is
-refused naming the differing fields; a damaged one is an error naming the file. Writes go
-to ``<file>.tmp`` and replace the old checkpoint in one rename, so an interruption during a
-write leaves the previous checkpoint whole. Checkpoints are pickles: load only your own.
+A checkpoint is data, not code: it is read back by an unpickler that builds only what a
+run's state is made of (:data:`STATE_PACKAGES`, the run's own dispatcher's and predictor's
+modules, numpy, :data:`PLAIN_GLOBALS`); anything else a pickle names (``os.system``, any
+function) is refused before it is looked up, so nothing in a crafted file runs. Detail:
+docs/ARCHITECTURE.md, "Checkpoints".
 """
 
 from __future__ import annotations
@@ -34,6 +24,7 @@ import io
 import json
 import os
 import pickle
+import sys
 from array import array
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +54,54 @@ _TYPED = {"start_at": "d", "end_at": "d", "status": "b"}
 
 class CheckpointError(ConfigError):
     """A checkpoint that cannot be used: another run's, or damaged."""
+
+
+#: the packages of the project whose classes a run's state holds (a dispatcher's plan, the
+#: loop's logs, the view): a checkpoint may build objects of their classes, and of no other
+#: module of the project (the journal, the results store, the Slurm bridge, the CLI: classes
+#: whose constructors touch files or processes)
+STATE_PACKAGES = (
+    "hpcdispatch.allocators",
+    "hpcdispatch.cp",
+    "hpcdispatch.dispatchers",
+    "hpcdispatch.metrics",
+    "hpcdispatch.planning",
+    "hpcdispatch.predictors",
+    "hpcdispatch.protocol",
+    "hpcdispatch.sim",
+    "hpcdispatch.system",
+    "hpcdispatch.vocabulary",
+    "hpcdispatch.workload",
+)
+#: modules of those packages that write files (or read them by name): never built from a file
+_NOT_STATE = ("hpcdispatch.sim.checkpoint", "hpcdispatch.sim.journal", "hpcdispatch.system.io")
+#: what else a checkpoint may name: plain containers and numpy's builders of arrays, dtypes
+#: and scalars -- none of them runs a command, opens a file or imports a module
+PLAIN_GLOBALS = frozenset(
+    [("builtins", n) for n in ("set", "frozenset", "bytearray", "complex", "slice", "range")]
+    + [("collections", n) for n in ("deque", "OrderedDict", "defaultdict", "Counter")]
+    + [("array", "array"), ("array", "_array_reconstructor"), ("copyreg", "_reconstructor")]
+    + [("numpy", "dtype"), ("numpy", "ndarray")]
+    + [
+        (f"numpy.{core}.{mod}", name)
+        for core in ("core", "_core")
+        for mod, name in (
+            ("numeric", "_frombuffer"),
+            ("multiarray", "_reconstruct"),
+            ("multiarray", "scalar"),
+        )
+    ]
+    + [
+        ("sortedcontainers.sortedlist", "SortedList"),
+        ("sortedcontainers.sorteddict", "SortedDict"),
+        ("sortedcontainers.sortedset", "SortedSet"),
+    ]
+)
+
+
+class ForbiddenContent(pickle.UnpicklingError):
+    """A checkpoint names something that is not data (a function, a class outside the
+    allowed ones): the file was crafted or is not a checkpoint; nothing of it was built."""
 
 
 class Checkpoint:
@@ -171,14 +210,22 @@ class Checkpoint:
                         f"{self.path} was written for another run (differs in: {', '.join(fields)}); "
                         "use a new checkpoint file or delete this one"
                     )
-                cluster, planned_np = _Unpickler(fh, _shared(system, workload), workload).load()
+                run_modules = _run_modules(dispatcher, predictor)
+                cluster, planned_np = _Unpickler(
+                    fh, _shared(system, workload), workload, run_modules
+                ).load()
                 state = _Unpickler(
-                    fh, _shared(system, workload, cluster, planned_np), workload
+                    fh, _shared(system, workload, cluster, planned_np), workload, run_modules
                 ).load()
             saved = _checked_state(self.path, state)
             loop = LoopState(**{k: saved[k] for k in LOOP_STATE})
         except CheckpointError:
             raise
+        except ForbiddenContent as exc:
+            raise CheckpointError(
+                f"{self.path}: refused, not a checkpoint this code wrote: {exc}; nothing of it "
+                "was run or loaded (a checkpoint holds data only); delete it"
+            ) from None
         except Exception as exc:  # whatever a damaged pickle raises
             raise CheckpointError(
                 f"{self.path}: damaged checkpoint ({type(exc).__name__}: {str(exc)[:200]}); "
@@ -275,9 +322,7 @@ class _HeaderUnpickler(pickle.Unpickler):
     damage (or not a checkpoint), never something to import and build."""
 
     def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(
-            f"the header holds an object of {module}.{name}, not plain data"
-        )
+        raise ForbiddenContent(f"its header names {module}.{name}, not plain data")
 
     def persistent_load(self, pid: Any) -> Any:
         raise pickle.UnpicklingError("the header holds a reference, not plain data")
@@ -297,13 +342,55 @@ class _Pickler(pickle.Pickler):
         return None if entry is None else (entry[1], 0)
 
 
+def _run_modules(*objects: object) -> frozenset[str]:
+    """The modules defining the classes of the run's dispatcher and predictor (and their
+    bases): a plugin's dispatcher may keep objects of its own classes in its attributes."""
+    return frozenset(
+        cls.__module__
+        for obj in objects
+        for cls in type(obj).__mro__
+        if cls.__module__ not in ("builtins", "abc", "typing")
+    )
+
+
+def _project_state_module(module: str) -> bool:
+    return (
+        any(module == p or module.startswith(p + ".") for p in STATE_PACKAGES)
+        and module not in _NOT_STATE
+    )
+
+
 class _Unpickler(pickle.Unpickler):
+    """Builds only data: the objects a checkpoint may name are checked against an allow-list
+    (:func:`find_class`) before any module is imported or anything is looked up."""
+
     def __init__(
-        self, fh: io.BufferedReader, shared: dict[int, tuple[object, str]], workload: Workload
+        self,
+        fh: io.BufferedReader,
+        shared: dict[int, tuple[object, str]],
+        workload: Workload,
+        run_modules: frozenset[str] = frozenset(),
     ):
         super().__init__(fh)
         self._shared = {key: obj for obj, key in shared.values()}
         self._jobs = workload.jobs
+        self._run_modules = run_modules
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in PLAIN_GLOBALS:
+            return super().find_class(module, name)
+        if _project_state_module(module):
+            obj = super().find_class(module, name)  # (the project's own modules: imported)
+        elif module in self._run_modules and module in sys.modules:  # never imported here
+            obj = getattr(sys.modules[module], name, None)
+        else:
+            raise ForbiddenContent(f"it names {module}.{name}")
+        # a class, or a module's singleton value (info_log.MISSING); never a function
+        if isinstance(obj, type) or (
+            obj is not None and not callable(obj) and _project_state_module(type(obj).__module__)
+        ):
+            return obj
+        raise ForbiddenContent(f"it names {module}.{name}, which is not a class")
 
     def persistent_load(self, pid: Any) -> Any:
         kind, index = pid

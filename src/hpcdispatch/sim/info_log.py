@@ -57,6 +57,8 @@ class NumericColumn:
 
 
 class InfoLog(Sequence[dict[str, Any]]):
+    """The decision log's per-call info, held by key (one column per key): a sequence of dicts."""
+
     __slots__ = ("_columns", "_n")
 
     def __init__(self, infos: Sequence[dict[str, Any]] = ()) -> None:

@@ -17,6 +17,9 @@ ADDED_OPTIONS: dict[str, Any] = {"prediction_correction": None, "app_model": Non
 
 @dataclass(frozen=True)
 class SimulationOptions:
+    """How a simulation runs: wall-time kills, when the dispatcher is called, what is recorded,
+    which engine (the execution model's overrides included)."""
+
     walltime_kill: bool = True
     charge_dispatch_time: bool = False
     dispatch_interval: float | None = None

@@ -72,6 +72,9 @@ class RunNotes:
     #: the runner's validation: whether the schedule is valid (``None``: not validated);
     #: recorded with ``sim_wall_s``
     valid: bool | None = None
+    #: a learning environment's episode (:mod:`hpcdispatch.rl`): its first job, jobs,
+    #: decisions, invalid actions and engine
+    rl_episode: dict[str, Any] | None = None
 
     def summary_fields(self) -> dict[str, Any]:
         """The notes as ``summary.json`` keys (the keys of the former ``extra`` dict)."""
@@ -92,6 +95,8 @@ class RunNotes:
         if self.sim_wall_s is not None:
             out["sim_wall_s"] = self.sim_wall_s
             out["valid"] = self.valid
+        if self.rl_episode is not None:
+            out["rl_episode"] = dict(self.rl_episode)
         return out
 
 

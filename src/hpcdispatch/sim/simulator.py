@@ -143,6 +143,9 @@ class Simulator:
                 f"dispatcher '{dispatcher.name}' keeps state between calls: its runs cannot resume from a journal"
             )
         self.keep_checkpoint = keep_checkpoint
+        #: refuse a state where jobs wait with nothing running and no event left (off for a
+        #: caller that feeds the dispatcher its decisions between steps: dispatch_now)
+        self.stall_check = True
         self._st: LoopState | None = None
         self._journal: DecisionJournal | None = None
 
@@ -350,12 +353,22 @@ class Simulator:
             )
             st.next_seq += 1
             st.tick_pending = True
-        if queue and not heap and st.next_submit >= n:
+        if queue and not heap and st.next_submit >= n and self.stall_check:
             raise SimulationStalledError(
                 f"dispatcher '{self.dispatcher.name}' left {len(st.queue)} job(s) queued at t={t:g} with nothing "
                 f"running and no more events (first waiting job: {next(iter(st.queue.values())).id})"
             )
         return True
+
+    def dispatch_now(self) -> None:
+        """Call the dispatcher once more at the current instant (between :meth:`step` calls,
+        with jobs queued) and apply its decision: for a caller that feeds the dispatcher its
+        decisions one at a time (:mod:`hpcdispatch.rl`'s environment)."""
+        st = self._st
+        if st is None or st.t == _INF:
+            raise ConfigError("the run has not begun, or it has ended")
+        if st.queue:
+            self._call_dispatcher(st.t)
 
     def _end_jobs(self, t: float) -> None:
         """The jobs that end at ``t`` give their nodes back; the predictor learns their run time."""

@@ -16,6 +16,8 @@ goes on where it stopped and every job starts once; a failing dispatcher stops t
 leaves the waiting jobs held. At the end the schedule is collected from squeue and written as
 a run directory (``run.json`` with the placement check).
 
+When slurmctld dies under the bridge, its error says so (``slurm down`` ends what is left).
+
 Design notes, decisions and measurements: docs/RESULTS-SLURM-EXTERNAL.md,
 "From the module docstrings".
 """
@@ -41,42 +43,42 @@ from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.protocol import Decision, Dispatcher, DispatchView, RunningJob, Start
 from hpcdispatch.results.store import write_result
 from hpcdispatch.slurm.cluster import ClusterInfo
-from hpcdispatch.slurm.config import CORE, MEM
+from hpcdispatch.slurm.config import _CORE, _MEM
 from hpcdispatch.slurm.records import (
-    SQUEUE_TEXT_FORMAT,
+    _SQUEUE_TEXT_FORMAT,
     SlurmJobRecord,
-    merge_hetjob,
+    _merge_hetjob,
+    _parse_squeue_text,
     parse_squeue_json,
-    parse_squeue_text,
 )
 from hpcdispatch.slurm.replay import (
-    FINAL_STATES,
-    TOLERANCE_REAL_S,
-    ReplayClock,
+    _FINAL_STATES,
+    _TOLERANCE_REAL_S,
     Submission,
-    build_result,
+    _build_result,
+    _ReplayClock,
     plan_submissions,
 )
 from hpcdispatch.system.allocation import Allocation, held_amounts
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, Workload
 
-log = logging.getLogger("hpcdispatch.slurm.bridge")
+_log = logging.getLogger("hpcdispatch.slurm.bridge")
 
-POLL_S = 0.5
+_POLL_S = 0.5
 #: at most this many sbatch calls per loop turn (:meth:`Bridge.submit_due`)
-SUBMIT_BATCH = 50
-CALL_EVERY_S = 1.0
-JOURNAL_FILE = "journal.jsonl"
-LOG_FILE = "bridge.log"
-NAME_PREFIX = "hpcb-"
+_SUBMIT_BATCH = 50
+_CALL_EVERY_S = 1.0
+_JOURNAL_FILE = "journal.jsonl"
+_LOG_FILE = "bridge.log"
+_NAME_PREFIX = "hpcb-"
 #: node states (sinfo --json, lower case) on which nothing may start
-UNUSABLE = ("down", "drain", "fail", "maint", "unknown", "not_responding", "future", "power")
-HELD_REASONS = ("JobHeldUser", "JobHeldAdmin")
+_UNUSABLE = ("down", "drain", "fail", "maint", "unknown", "not_responding", "future", "power")
+_HELD_REASONS = ("JobHeldUser", "JobHeldAdmin")
 #: how a start giving nodes different unit counts is applied: as a heterogeneous job, or refused
-UNEVEN_MODES = ("hetjob", "refuse")
+_UNEVEN_MODES = ("hetjob", "refuse")
 #: suffix of the name of the heterogeneous job that runs an uneven start
-HET_SUFFIX = "-h"
+_HET_SUFFIX = "-h"
 
 
 class BridgeError(ConfigError):
@@ -85,7 +87,7 @@ class BridgeError(ConfigError):
 
 # ---- reading the cluster --------------------------------------------------------------
 @dataclass(frozen=True)
-class NodeState:
+class _NodeState:
     """One node as ``sinfo --json`` reports it."""
 
     name: str
@@ -97,10 +99,10 @@ class NodeState:
     @property
     def usable(self) -> bool:
         words = [self.state.lower(), *(f.lower() for f in self.flags)]
-        return not any(w.startswith(bad) for w in words for bad in UNUSABLE)
+        return not any(w.startswith(bad) for w in words for bad in _UNUSABLE)
 
 
-def parse_sinfo_nodes(text: str, source: str = "sinfo --json") -> dict[str, NodeState]:
+def _parse_sinfo_nodes(text: str, source: str = "sinfo --json") -> dict[str, _NodeState]:
     """``node name -> NodeState`` from ``sinfo --json`` (a one-line error naming the field)."""
     try:
         doc = json.loads(text)
@@ -117,7 +119,7 @@ def parse_sinfo_nodes(text: str, source: str = "sinfo --json") -> dict[str, Node
             if isinstance(state, list):  # later OpenAPI versions: a list of flags
                 state = state[0] if state else "unknown"
             flags = tuple(str(f) for f in node.get("state_flags") or ())
-            nodes[str(node["name"])] = NodeState(
+            nodes[str(node["name"])] = _NodeState(
                 str(node["name"]),
                 int(node["cpus"]),
                 int(node.get("alloc_cpus", 0)),
@@ -134,17 +136,17 @@ def parse_sinfo_nodes(text: str, source: str = "sinfo --json") -> dict[str, Node
     return nodes
 
 
-def job_name(t0: int, job: Job) -> str:
+def _job_name(t0: int, job: Job) -> str:
     """Slurm's name of a bridged job: the run (its ``t0``) and the workload job id."""
-    return f"{NAME_PREFIX}{t0}-{job.id}"
+    return f"{_NAME_PREFIX}{t0}-{job.id}"
 
 
-def is_held(record: SlurmJobRecord) -> bool:
-    return record.state == "PENDING" and record.state_reason in HELD_REASONS
+def _is_held(record: SlurmJobRecord) -> bool:
+    return record.state == "PENDING" and record.state_reason in _HELD_REASONS
 
 
 @dataclass(frozen=True)
-class Placement:
+class _Placement:
     """A start the dispatcher decided at ``t`` (workload seconds): nodes and units per node."""
 
     nodes: tuple[int, ...]
@@ -153,15 +155,15 @@ class Placement:
 
 
 # ---- the view ---------------------------------------------------------------------------
-def build_view(
+def _build_view(
     system: System,
     workload: Workload,
-    clock: ReplayClock,
+    clock: _ReplayClock,
     now_epoch: float,
     ours: dict[int, SlurmJobRecord],
-    nodes: dict[str, NodeState],
+    nodes: dict[str, _NodeState],
     planned: list[float],
-    decided: dict[int, Placement],
+    decided: dict[int, _Placement],
     excluded: frozenset[int] | set[int] = frozenset(),
     previous: DispatchView | None = None,
 ) -> DispatchView:
@@ -176,18 +178,18 @@ def build_view(
     dispatcher assumed; Slurm starts it up to about a second later)."""
     now = clock.to_workload(now_epoch)
     index_of = {system.node_name(i): i for i in range(system.n_nodes)}
-    core = system.resources.index(CORE)
+    core = system.resources.index(_CORE)
     requests = workload.unit_requests
     queue: dict[int, Job] = {}
     running: dict[int, RunningJob] = {}
     started_cores = np.zeros(system.n_nodes, np.int64)  # cores squeue says our started jobs hold
     for index in sorted(ours, key=lambda i: (workload.jobs[i].submit, i)):
         rec, job = ours[index], workload.jobs[index]
-        if is_held(rec) and index not in decided:  # (a decided job still held: being released)
+        if _is_held(rec) and index not in decided:  # (a decided job still held: being released)
             if index not in excluded:
                 queue[index] = job
             continue
-        if rec.state in FINAL_STATES:
+        if rec.state in _FINAL_STATES:
             continue
         if (
             rec.start is not None and rec.cores
@@ -259,7 +261,7 @@ def build_view(
 
 
 # ---- applying a start ---------------------------------------------------------------------
-def check_start(start: Start, view: DispatchView) -> str | None:
+def _check_start(start: Start, view: DispatchView) -> str | None:
     """Why ``start`` cannot be applied to the view's cluster (an invalid decision), or None."""
     job, alloc = start.job, start.allocation
     if job.index not in {j.index for j in view.queue}:
@@ -279,7 +281,7 @@ def check_start(start: Start, view: DispatchView) -> str | None:
     return None
 
 
-def start_commands(
+def _start_commands(
     scontrol: str, slurm_id: int, job: Job, alloc: Allocation, system: System
 ) -> list[list[str]]:
     """The scontrol calls that pin a held job to ``alloc`` and release it; a
@@ -293,7 +295,7 @@ def start_commands(
             "Slurm pins only the same count on every node (NumNodes=k-k MinCPUsNode=c); "
             "the job stays held"
         )
-    core = system.resources.index(CORE)
+    core = system.resources.index(_CORE)
     cores_per_node = units[0] * int(job.unit_request[core]) + (
         int(job.per_node_request[core]) if job.per_node_request else 0
     )
@@ -312,14 +314,14 @@ def start_commands(
     ]
 
 
-def node_amounts(job: Job, alloc: Allocation, system: System) -> list[dict[str, int]]:
+def _node_amounts(job: Job, alloc: Allocation, system: System) -> list[dict[str, int]]:
     """What each node of ``alloc`` holds for ``job``: its units' resources plus the per-node
     extras, by resource name."""
     need = held_amounts(alloc, job.unit_request, job.per_node_request)
     return [{r: int(a) for r, a in zip(system.resources, row)} for row in need]
 
 
-def hetjob_command(
+def _hetjob_command(
     sbatch: str,
     sub: Submission,
     job: Job,
@@ -337,7 +339,7 @@ def hetjob_command(
     every ``bf_interval`` = 1 s) starts it."""
     cmd = [sbatch, "--parsable"]
     for k, (node, amounts) in enumerate(
-        zip(alloc.nodes.tolist(), node_amounts(job, alloc, system))
+        zip(alloc.nodes.tolist(), _node_amounts(job, alloc, system))
     ):
         if k:
             cmd.append(":")
@@ -347,30 +349,30 @@ def hetjob_command(
             "--partition=batch",
             f"--time={sub.time_limit_min}",
             "--nodes=1",
-            f"--ntasks={amounts.get(CORE, 0)}",
+            f"--ntasks={amounts.get(_CORE, 0)}",
             f"--nodelist={system.node_name(int(node))}",
         ]
-        gres = [f"{r}:{a}" for r, a in amounts.items() if r not in (CORE, MEM) and a > 0]
+        gres = [f"{r}:{a}" for r, a in amounts.items() if r not in (_CORE, _MEM) and a > 0]
         if gres:
             cmd.append(f"--gres={','.join(gres)}")
-        if amounts.get(MEM, 0) > 0:
-            cmd.append(f"--mem={amounts[MEM]}")
+        if amounts.get(_MEM, 0) > 0:
+            cmd.append(f"--mem={amounts[_MEM]}")
     return [*cmd, "--wrap", f"sleep {sub.sleep_s:g}"]
 
 
-def is_uneven(alloc: Allocation) -> bool:
+def _is_uneven(alloc: Allocation) -> bool:
     return len(set(alloc.units.tolist())) > 1
 
 
-def placement_check(
+def _placement_check(
     system: System,
     workload: Workload,
     records: dict[int, SlurmJobRecord],
-    decided: dict[int, Placement],
+    decided: dict[int, _Placement],
 ) -> dict[str, Any]:
     """Every started job against its journalled start: the same nodes and, on each, the cores
     of its units (squeue's allocation)."""
-    core = system.resources.index(CORE)
+    core = system.resources.index(_CORE)
     exact, wrong, unplanned = 0, [], []
     for index, rec in sorted(records.items()):
         if rec.start is None:
@@ -399,17 +401,17 @@ def placement_check(
 
 # ---- the journal --------------------------------------------------------------------------
 @dataclass
-class BridgeJournal:
+class _BridgeJournal:
     """The decision journal of one bridged run (see the module docstring)."""
 
     path: Path
     t0: int
-    decided: dict[int, Placement] = field(default_factory=dict)
+    decided: dict[int, _Placement] = field(default_factory=dict)
     calls: int = 0
     errors: list[str] = field(default_factory=list)
 
     @classmethod
-    def open(cls, path: Path, run: dict[str, Any], t0: int) -> BridgeJournal:
+    def open(cls, path: Path, run: dict[str, Any], t0: int) -> _BridgeJournal:
         """This run's journal: read (resume) or created with ``t0``."""
         if not path.exists() or path.stat().st_size == 0:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -448,7 +450,7 @@ class BridgeJournal:
                 rec = json.loads(line)
             except json.JSONDecodeError:
                 if n == len(body) + 1:  # the last line, cut short by a kill
-                    log.warning(
+                    _log.warning(
                         "%s, line %d: cut short (the bridge was killed while writing it); dropped",
                         path,
                         n,
@@ -461,7 +463,7 @@ class BridgeJournal:
                 continue
             try:
                 for index, _jid, nodes, units in rec["starts"]:
-                    journal.decided[int(index)] = Placement(
+                    journal.decided[int(index)] = _Placement(
                         tuple(map(int, nodes)), tuple(map(int, units)), float(rec["t"])
                     )
                 journal.calls = max(journal.calls, int(rec["k"]))
@@ -502,7 +504,7 @@ class BridgeJournal:
             }
         )
         for s in decision.starts:
-            self.decided[int(s.job.index)] = Placement(
+            self.decided[int(s.job.index)] = _Placement(
                 tuple(s.allocation.nodes.tolist()), tuple(s.allocation.units.tolist()), float(now)
             )
 
@@ -520,7 +522,7 @@ def _run(
     )
 
 
-def call_due(since_last_s: float, changed: bool, hints: dict[str, Any], time_scale: float) -> bool:
+def _call_due(since_last_s: float, changed: bool, hints: dict[str, Any], time_scale: float) -> bool:
     """Whether the bridge calls the dispatcher now (``since_last_s``: real seconds since its
     last call; ``changed``: a job was submitted, started or ended since). By default: on every
     change, and every :data:`CALL_EVERY_S` while jobs wait. A periodic dispatcher (its
@@ -529,10 +531,10 @@ def call_due(since_last_s: float, changed: bool, hints: dict[str, Any], time_sca
     scaled), whatever changed -- but never more often than the bridge polls."""
     if hints.get("dispatch_on_events", True) is False and hints.get("dispatch_interval"):
         return since_last_s >= float(hints["dispatch_interval"]) * time_scale
-    return changed or since_last_s >= CALL_EVERY_S
+    return changed or since_last_s >= _CALL_EVERY_S
 
 
-def call_with_budget(
+def _call_with_budget(
     dispatcher: Dispatcher, view: DispatchView, budget_s: float
 ) -> tuple[Decision, float]:
     """``dispatcher.dispatch(view)`` in a thread; a :class:`BridgeError` when it raises or has
@@ -561,7 +563,7 @@ def call_with_budget(
 
 
 @dataclass
-class Bridge:
+class _Bridge:
     """One bridged run: the cluster, the workload, the dispatcher and the journal."""
 
     info: ClusterInfo
@@ -569,7 +571,7 @@ class Bridge:
     workload: Workload
     dispatcher: Dispatcher
     time_scale: float
-    journal: BridgeJournal
+    journal: _BridgeJournal
     subs: list[Submission]
     budget_s: float = 60.0
     uneven: str = "hetjob"
@@ -584,10 +586,10 @@ class Bridge:
     previous: DispatchView | None = None  # the view of the last dispatcher call
 
     @property
-    def clock(self) -> ReplayClock:
-        return ReplayClock(self.journal.t0, float(self.workload.submit.min()), self.time_scale)
+    def clock(self) -> _ReplayClock:
+        return _ReplayClock(self.journal.t0, float(self.workload.submit.min()), self.time_scale)
 
-    def poll(self, cores: bool = False) -> tuple[dict[int, SlurmJobRecord], dict[str, NodeState]]:
+    def poll(self, cores: bool = False) -> tuple[dict[int, SlurmJobRecord], dict[str, _NodeState]]:
         """Our jobs and the nodes; the records carry cores per node only with ``cores``
         (``squeue --json``, read at the end; the loop reads the fast text form,
         :func:`hpcdispatch.slurm.records.parse_squeue_text`, and takes a started job's cores
@@ -595,28 +597,28 @@ class Bridge:
         if cores:
             cmd = [self.info.binaries["squeue"], "--json", "-t", "all"]
         else:
-            cmd = [self.info.binaries["squeue"], "-h", "-t", "all", "-o", SQUEUE_TEXT_FORMAT]
+            cmd = [self.info.binaries["squeue"], "-h", "-t", "all", "-o", _SQUEUE_TEXT_FORMAT]
         proc = _run(cmd, self.info, timeout=60)
         if proc.returncode != 0:
             raise BridgeError(f"{' '.join(cmd[1:3])} failed: {' '.join(proc.stderr.split())[:200]}")
         by_name: dict[str, list[SlurmJobRecord]] = {}
-        for r in parse_squeue_json(proc.stdout) if cores else parse_squeue_text(proc.stdout):
+        for r in parse_squeue_json(proc.stdout) if cores else _parse_squeue_text(proc.stdout):
             by_name.setdefault(r.name, []).append(r)
         ours = {}
         for sub in self.subs:
-            name = job_name(self.journal.t0, self.workload.jobs[sub.job_index])
+            name = _job_name(self.journal.t0, self.workload.jobs[sub.job_index])
             plain = by_name.get(name)
             if plain:
                 ours[sub.job_index] = self.held_records[sub.job_index] = plain[0]
                 self.slurm_ids[sub.job_index] = plain[0].job_id
-            het = by_name.get(name + HET_SUFFIX)
+            het = by_name.get(name + _HET_SUFFIX)
             if het:  # an uneven start: the heterogeneous job is the one that runs
-                ours[sub.job_index] = merge_hetjob(het)
+                ours[sub.job_index] = _merge_hetjob(het)
                 self.het_ids[sub.job_index] = ours[sub.job_index].job_id
         proc = _run([self.info.binaries["sinfo"], "--json"], self.info, timeout=60)
         if proc.returncode != 0:
             raise BridgeError(f"sinfo --json failed: {' '.join(proc.stderr.split())[:200]}")
-        return ours, parse_sinfo_nodes(proc.stdout)
+        return ours, _parse_sinfo_nodes(proc.stdout)
 
     def submit_due(self, ours: dict[int, SlurmJobRecord]) -> int:
         """Submit (held) the jobs whose time has come and that Slurm does not have yet, at most
@@ -629,11 +631,11 @@ class Bridge:
         for sub in self.subs:
             if sub.job_index in ours or time.time() < self.journal.t0 + sub.offset_s:
                 continue
-            if submitted >= SUBMIT_BATCH:
+            if submitted >= _SUBMIT_BATCH:
                 break
             cmd = sub.command(self.info.binaries["sbatch"], workdir)
             cmd = [
-                f"--job-name={job_name(self.journal.t0, self.workload.jobs[sub.job_index])}"
+                f"--job-name={_job_name(self.journal.t0, self.workload.jobs[sub.job_index])}"
                 if a.startswith("--job-name=")
                 else a
                 for a in cmd
@@ -648,21 +650,23 @@ class Bridge:
             submitted += 1
         return submitted
 
-    def apply(self, index: int, placement: Placement) -> None:
+    def apply(self, index: int, placement: _Placement) -> None:
         job = self.workload.jobs[index]
         sid = self.slurm_ids[index]
         alloc = Allocation(placement.nodes, placement.units)
-        if self.uneven == "hetjob" and is_uneven(alloc):
+        if self.uneven == "hetjob" and _is_uneven(alloc):
             self.apply_hetjob(index, alloc)
         else:
-            for cmd in start_commands(self.info.binaries["scontrol"], sid, job, alloc, self.system):
+            for cmd in _start_commands(
+                self.info.binaries["scontrol"], sid, job, alloc, self.system
+            ):
                 proc = _run(cmd, self.info)
                 if proc.returncode != 0:
                     raise BridgeError(
                         f"job {job.id} (Slurm job {sid}): {' '.join(cmd[1:])} failed: "
                         f"{' '.join(proc.stderr.split())[:200]}"
                     )
-        log.info(
+        _log.info(
             "started job %s (Slurm job %d) on %s",
             job.id,
             sid,
@@ -678,8 +682,8 @@ class Bridge:
         job = self.workload.jobs[index]
         if index not in self.het_ids:
             sub = next(s for s in self.subs if s.job_index == index)
-            name = job_name(self.journal.t0, job) + HET_SUFFIX
-            cmd = hetjob_command(
+            name = _job_name(self.journal.t0, job) + _HET_SUFFIX
+            cmd = _hetjob_command(
                 self.info.binaries["sbatch"],
                 sub,
                 job,
@@ -716,16 +720,18 @@ class Bridge:
             if (
                 index in self.het_ids
                 and index in self.held_records
-                and is_held(self.held_records[index])
+                and _is_held(self.held_records[index])
             ):
-                log.info(
+                _log.info(
                     "cancelling the held job of job %s (its heterogeneous job %d runs it)",
                     self.workload.jobs[index].id,
                     self.het_ids[index],
                 )
                 self.cancel_held(index)
-            elif index in ours and is_held(ours[index]) and index not in self.refused:
-                log.info("re-applying the journalled start of job %s", self.workload.jobs[index].id)
+            elif index in ours and _is_held(ours[index]) and index not in self.refused:
+                _log.info(
+                    "re-applying the journalled start of job %s", self.workload.jobs[index].id
+                )
                 self.apply(index, placement)
 
     def run(self, max_wait_s: float | None = None) -> dict[int, SlurmJobRecord]:
@@ -743,7 +749,7 @@ class Bridge:
                 ours, nodes = self.poll()
             self.finish_journalled(ours)
             active = [
-                i for i in ours if ours[i].state not in FINAL_STATES and i not in self.refused
+                i for i in ours if ours[i].state not in _FINAL_STATES and i not in self.refused
             ]
             if len(ours) == len(self.subs) and not active:
                 return self.poll(cores=True)[0]
@@ -753,7 +759,7 @@ class Bridge:
                 )
             now_epoch = time.time()
             state = tuple(sorted((i, r.state) for i, r in ours.items()))
-            view = build_view(
+            view = _build_view(
                 self.system,
                 self.workload,
                 self.clock,
@@ -765,35 +771,35 @@ class Bridge:
                 set(self.refused),
                 self.previous,
             )
-            if view.queue and call_due(
+            if view.queue and _call_due(
                 now_epoch - last_call, state != seen, hints, self.time_scale
             ):
                 seen, last_call = state, now_epoch
                 self.decide(view)
                 self.previous = view
-            time.sleep(POLL_S)
+            time.sleep(_POLL_S)
 
     def decide(self, view: DispatchView) -> None:
         try:
-            decision, elapsed = call_with_budget(self.dispatcher, view, self.budget_s)
+            decision, elapsed = _call_with_budget(self.dispatcher, view, self.budget_s)
             for start in decision.starts:
-                why = check_start(start, view)
+                why = _check_start(start, view)
                 if why:
                     raise BridgeError(
                         f"dispatcher {self.dispatcher.describe()} returned an invalid start: {why}"
                     )
         except BridgeError as exc:
             self.journal.error(view.now, str(exc))
-            log.error("%s; the cluster keeps running, %d job(s) stay held", exc, len(view.queue))
+            _log.error("%s; the cluster keeps running, %d job(s) stay held", exc, len(view.queue))
             raise
         ok = []
         for start in decision.starts:
             try:
-                if self.uneven == "refuse" or not is_uneven(start.allocation):
-                    start_commands("scontrol", 0, start.job, start.allocation, self.system)
+                if self.uneven == "refuse" or not _is_uneven(start.allocation):
+                    _start_commands("scontrol", 0, start.job, start.allocation, self.system)
             except ConfigError as exc:
                 self.refused[start.job.index] = str(exc)
-                log.error("refused: %s", exc)
+                _log.error("refused: %s", exc)
                 continue
             ok.append(start)
         decision = Decision(starts=ok, wakeup=decision.wakeup, info=decision.info)
@@ -807,7 +813,7 @@ def bridge_dir(out_dir: Path) -> Path:
     return out_dir.parent / f"{out_dir.name}.bridge"
 
 
-def run_identity(
+def _run_identity(
     info: ClusterInfo, workload: Workload, dispatcher: Dispatcher, time_scale: float
 ) -> dict[str, Any]:
     """What the journal's header records of the run (a restart must match it)."""
@@ -836,8 +842,8 @@ def dispatch(
     from the journal if there is one, and write the run directory; returns ``(summary,
     bridge record)``. A :class:`BridgeError` when the dispatcher fails (jobs stay held)."""
     out_dir = Path(out_dir)
-    if uneven not in UNEVEN_MODES:
-        raise ConfigError(f"uneven must be one of {', '.join(UNEVEN_MODES)}, got '{uneven}'")
+    if uneven not in _UNEVEN_MODES:
+        raise ConfigError(f"uneven must be one of {', '.join(_UNEVEN_MODES)}, got '{uneven}'")
     system = info.load_system()
     subs = plan_submissions(workload, system, time_scale)
     dispatcher.setup(system)
@@ -846,17 +852,17 @@ def dispatch(
         raise ConfigError(f"job {bad[0].id}: {bad[1]}")
     state = bridge_dir(out_dir)
     state.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(state / LOG_FILE)
+    handler = logging.FileHandler(state / _LOG_FILE)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
+    _log.addHandler(handler)
+    _log.setLevel(logging.INFO)
     try:
-        journal = BridgeJournal.open(
-            state / JOURNAL_FILE,
-            {**run_identity(info, workload, dispatcher, time_scale), "uneven": uneven},
+        journal = _BridgeJournal.open(
+            state / _JOURNAL_FILE,
+            {**_run_identity(info, workload, dispatcher, time_scale), "uneven": uneven},
             math.ceil(time.time()) + 1,
         )
-        log.info(
+        _log.info(
             "bridge for %s on cluster %s: %d jobs, t0 %d, %d starts journalled",
             dispatcher.describe(),
             info.name,
@@ -864,22 +870,22 @@ def dispatch(
             journal.t0,
             len(journal.decided),
         )
-        bridge = Bridge(
+        bridge = _Bridge(
             info, system, workload, dispatcher, time_scale, journal, subs, budget_s, uneven
         )
         records = bridge.run(max_wait_s)
         clock = bridge.clock
-        result, problems = build_result(
+        result, problems = _build_result(
             system, workload, records, clock, subs, dispatcher.identity()
         )
         problems += [f"refused: {why}" for why in bridge.refused.values()]
-        check = placement_check(system, workload, records, journal.decided)
+        check = _placement_check(system, workload, records, journal.decided)
         if check["wrong"] or check["started_without_decision"]:
             problems.append(
                 f"{len(check['wrong'])} job(s) started elsewhere than chosen, "
                 f"{len(check['started_without_decision'])} without a decision"
             )
-        tolerance = TOLERANCE_REAL_S / time_scale
+        tolerance = _TOLERANCE_REAL_S / time_scale
         record = {
             "cluster": info.name,
             "nodes": info.n_nodes,
@@ -898,15 +904,15 @@ def dispatch(
             "problems": problems[:50],
             "refused": {str(workload.jobs[i].id): w for i, w in bridge.refused.items()},
             "slurm_job_ids": {str(workload.jobs[i].id): r.job_id for i, r in records.items()},
-            "journal": JOURNAL_FILE,
+            "journal": _JOURNAL_FILE,
         }
         summary = write_result(
             result, out_dir, force=True, run_extra={"bridge": record, "time_tolerance": tolerance}
         )
-        shutil.copy(state / JOURNAL_FILE, out_dir / JOURNAL_FILE)
+        shutil.copy(state / _JOURNAL_FILE, out_dir / _JOURNAL_FILE)
     finally:
-        log.removeHandler(handler)
+        _log.removeHandler(handler)
         handler.close()
-    shutil.copy(state / LOG_FILE, out_dir / LOG_FILE)
+    shutil.copy(state / _LOG_FILE, out_dir / _LOG_FILE)
     shutil.rmtree(state, ignore_errors=True)
     return summary, record

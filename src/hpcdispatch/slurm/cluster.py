@@ -12,6 +12,9 @@
     dev/              fake GPU devices (mknod c 195 k; a symlink to /dev/null without CAP_MKNOD)
     run/ log/ state/ spool/   pid files, logs (jobcomp.txt too), slurmctld state, slurmd spools
 
+``down`` ends every process of its cluster (step daemons and job processes too, found
+through the state directory); ``up --recover`` restarts on the state of a dead cluster.
+
 Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
 "From the module docstrings".
 """
@@ -34,30 +37,30 @@ from typing import Any
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.slurm.config import (
-    GPU_DEVICE_MAJOR,
+    _GPU_DEVICE_MAJOR,
     ClusterLayout,
-    check_slurm_system,
-    database_name,
-    gpu_device,
+    _check_slurm_system,
+    _database_name,
+    _gpu_device,
+    _max_gpus,
+    _slurmdbd_conf_text,
     gres_conf_text,
-    max_gpus,
     slurm_conf_text,
-    slurmdbd_conf_text,
 )
 from hpcdispatch.system.io import dump_system, load_system
 from hpcdispatch.system.model import System
 
 #: the Debian packages and how to install them (note section 1)
-INSTALL_HINT = (
+_INSTALL_HINT = (
     "install Debian's Slurm and munge as root: apt-get update && "
     "apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge"
 )
 #: what ``--accounting`` needs on top
-ACCOUNTING_HINT = (
+_ACCOUNTING_HINT = (
     "install slurmdbd and MariaDB as root: apt-get update && "
     "apt-get install -y --no-install-recommends slurmdbd mariadb-server"
 )
-ACCOUNTING_PROGRAMS = {
+_ACCOUNTING_PROGRAMS = {
     "slurmdbd": ("slurmdbd",),
     "mariadbd": ("mariadbd", "mysqld"),
     "mariadb-install-db": ("mariadb-install-db", "mysql_install_db"),
@@ -66,18 +69,20 @@ ACCOUNTING_PROGRAMS = {
     "sacct": ("sacct",),
 }
 #: daemons (the ``-wlm`` binaries first: installing slurm-wlm-emulator re-points the plain names)
-DAEMONS = {
+_DAEMONS = {
     "slurmctld": ("slurmctld-wlm", "slurmctld"),
     "slurmd": ("slurmd-wlm", "slurmd"),
     "slurmstepd": ("slurmstepd-wlm", "slurmstepd"),
     "munged": ("munged",),
 }
-CLIENTS = ("sbatch", "squeue", "sinfo", "scontrol", "scancel")
-SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin", "/usr/local/sbin"])
-DEFAULT_PREFIX = "/tmp/hpcdispatch-slurm-"
-FIRST_PORT = 17000
-LAST_PORT = 60000
-STATE_FILE = "cluster.json"
+_CLIENTS = ("sbatch", "squeue", "sinfo", "scontrol", "scancel")
+_SEARCH_PATH = os.pathsep.join(
+    [os.environ.get("PATH", ""), "/usr/sbin", "/sbin", "/usr/local/sbin"]
+)
+_DEFAULT_PREFIX = "/tmp/hpcdispatch-slurm-"
+_FIRST_PORT = 17000
+_LAST_PORT = 60000
+_STATE_FILE = "cluster.json"
 
 
 @dataclass(frozen=True)
@@ -118,14 +123,15 @@ class ClusterInfo:
 
     def env(self) -> dict[str, str]:
         """The environment for Slurm's commands on this cluster."""
-        return {**os.environ, "SLURM_CONF": str(self.slurm_conf), "PATH": SEARCH_PATH}
+        return {**os.environ, "SLURM_CONF": str(self.slurm_conf), "PATH": _SEARCH_PATH}
 
     def load_system(self) -> System:
         return load_system(Path(self.state_dir) / "system.toml")
 
 
 def default_state_dir(name: str) -> Path:
-    return Path(f"{DEFAULT_PREFIX}{name}")
+    """Where ``slurm up`` keeps the state of the cluster named ``name`` by default."""
+    return Path(f"{_DEFAULT_PREFIX}{name}")
 
 
 def cluster_name(state_dir: Path) -> str:
@@ -135,40 +141,40 @@ def cluster_name(state_dir: Path) -> str:
     return name[:32]
 
 
-def find_binaries(accounting: bool = False) -> dict[str, str]:
+def _find_binaries(accounting: bool = False) -> dict[str, str]:
     """The daemons' and clients' paths; a :class:`ConfigError` naming the missing ones and the
     one command that installs them."""
     found: dict[str, str] = {}
     missing = []
-    for role, names in DAEMONS.items():
-        path = next((p for p in (shutil.which(n, path=SEARCH_PATH) for n in names) if p), None)
+    for role, names in _DAEMONS.items():
+        path = next((p for p in (shutil.which(n, path=_SEARCH_PATH) for n in names) if p), None)
         if path is None:
             missing.append(role)
         else:
             found[role] = path
-    for client in CLIENTS:
-        path = shutil.which(client, path=SEARCH_PATH)
+    for client in _CLIENTS:
+        path = shutil.which(client, path=_SEARCH_PATH)
         if path is None:
             missing.append(client)
         else:
             found[client] = path
     if missing:
-        raise ConfigError(f"{', '.join(missing)} not found; {INSTALL_HINT}")
+        raise ConfigError(f"{', '.join(missing)} not found; {_INSTALL_HINT}")
     if accounting:
-        for role, names in ACCOUNTING_PROGRAMS.items():
-            path = next((p for p in (shutil.which(n, path=SEARCH_PATH) for n in names) if p), None)
+        for role, names in _ACCOUNTING_PROGRAMS.items():
+            path = next((p for p in (shutil.which(n, path=_SEARCH_PATH) for n in names) if p), None)
             if path is None:
                 missing.append(role)
             else:
                 found[role] = path
         if missing:
             raise ConfigError(
-                f"{', '.join(missing)} not found (needed by --accounting); {ACCOUNTING_HINT}"
+                f"{', '.join(missing)} not found (needed by --accounting); {_ACCOUNTING_HINT}"
             )
     return found
 
 
-def require_root(what: str) -> None:
+def _require_root(what: str) -> None:
     if os.geteuid() != 0:
         raise ConfigError(
             f"{what} needs root (the emulated nodes run jobs as root and make fake GPU devices); "
@@ -178,7 +184,7 @@ def require_root(what: str) -> None:
 
 def read_cluster(state_dir: Path) -> ClusterInfo | None:
     """The cluster of ``state_dir`` (its ``cluster.json``), ``None`` when there is none."""
-    path = state_dir / STATE_FILE
+    path = state_dir / _STATE_FILE
     if not path.is_file():
         return None
     try:
@@ -193,11 +199,11 @@ def find_running_cluster(state_dir: str | Path | None) -> ClusterInfo:
     else the only one under ``/tmp/hpcdispatch-slurm-*``."""
     if state_dir is None:
         conf = os.environ.get("SLURM_CONF")
-        if conf and (Path(conf).parent.parent / STATE_FILE).is_file():
+        if conf and (Path(conf).parent.parent / _STATE_FILE).is_file():
             state_dir = Path(conf).parent.parent
         else:
             found = sorted(
-                p.parent for p in Path("/tmp").glob(f"{Path(DEFAULT_PREFIX).name}*/{STATE_FILE}")
+                p.parent for p in Path("/tmp").glob(f"{Path(_DEFAULT_PREFIX).name}*/{_STATE_FILE}")
             )
             if len(found) != 1:
                 raise ConfigError(
@@ -231,7 +237,7 @@ def _claimed_ports(exclude: Path, root: Path) -> list[tuple[int, int]]:
     """Port blocks that other clusters' records under ``root`` claim (they may not have bound
     them yet)."""
     blocks = []
-    for path in root.glob(f"{Path(DEFAULT_PREFIX).name}*/{STATE_FILE}"):
+    for path in root.glob(f"{Path(_DEFAULT_PREFIX).name}*/{_STATE_FILE}"):
         if path.parent.resolve() == exclude.resolve():
             continue
         try:
@@ -247,8 +253,8 @@ def _claimed_ports(exclude: Path, root: Path) -> list[tuple[int, int]]:
     return blocks
 
 
-def choose_ports(
-    n_nodes: int, state_dir: Path, root: Path = Path("/tmp"), first: int = FIRST_PORT
+def _choose_ports(
+    n_nodes: int, state_dir: Path, root: Path = Path("/tmp"), first: int = _FIRST_PORT
 ) -> tuple[int, int]:
     """``(slurmctld port, node port base)``: ``n_nodes + 1`` consecutive ports from ``first``
     on, all free on 127.0.0.1 and outside the blocks other clusters (records under ``root``)
@@ -256,7 +262,7 @@ def choose_ports(
     need = n_nodes + 1
     claimed = _claimed_ports(state_dir, root)
     base = first
-    while base + need <= LAST_PORT:
+    while base + need <= _LAST_PORT:
         clash = next((hi for lo, hi in claimed if lo <= base + need - 1 and base <= hi), None)
         if clash is not None:
             base = clash + 1
@@ -266,7 +272,7 @@ def choose_ports(
             return base, base + 1
         base = busy + 1
     raise ConfigError(
-        f"no block of {need} free ports on 127.0.0.1 between {FIRST_PORT} and {LAST_PORT}"
+        f"no block of {need} free ports on 127.0.0.1 between {_FIRST_PORT} and {_LAST_PORT}"
     )
 
 
@@ -276,9 +282,9 @@ def _make_gpu_devices(layout: ClusterLayout, count: int) -> str:
     layout.dev.mkdir(parents=True, exist_ok=True)
     kind = "mknod"
     for k in range(count):
-        path = gpu_device(layout, k)
+        path = _gpu_device(layout, k)
         try:
-            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(GPU_DEVICE_MAJOR, k))
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(_GPU_DEVICE_MAJOR, k))
         except PermissionError:
             path.symlink_to("/dev/null")
             kind = "symlink"
@@ -293,36 +299,50 @@ def _run(
     )
 
 
-def slurm_version(binaries: dict[str, str]) -> str:
+def _slurm_version(binaries: dict[str, str]) -> str:
     out = _run([binaries["slurmctld"], "-V"], dict(os.environ)).stdout.strip()
     return out.removeprefix("slurm-wlm ").removeprefix("slurm ")
 
 
 def up(
-    system: System, state_dir: Path, timeout: float | None = None, accounting: bool = False
+    system: System,
+    state_dir: Path,
+    timeout: float | None = None,
+    accounting: bool = False,
+    recover: bool = False,
 ) -> ClusterInfo:
     """Start an emulated cluster of ``system`` in ``state_dir`` (see the module docstring) and
     return it once every node is idle. ``accounting``: also a private MariaDB and slurmdbd on
-    127.0.0.1, so that ``sacct`` works."""
-    binaries = find_binaries(accounting)
-    require_root("slurm up")
-    check_slurm_system(system)
+    127.0.0.1, so that ``sacct`` works. ``recover``: a cluster whose slurmctld died is stopped
+    (:func:`down`) and a new one started in its place; without it, that is an error."""
+    binaries = _find_binaries(accounting)
+    _require_root("slurm up")
+    _check_slurm_system(system)
     state_dir = Path(state_dir).absolute()
     old = read_cluster(state_dir)
     if old is not None:
-        if _live_pids(old):
+        live = _live_pids(old)
+        if live and not recover:
+            if any(role == "slurmctld" for role, _ in live):
+                raise ConfigError(
+                    f"a cluster already runs in {state_dir} (stop it with: hpcdispatch slurm down --dir {state_dir})"
+                )
+            left = ", ".join(sorted({role for role, _ in live}))
             raise ConfigError(
-                f"a cluster already runs in {state_dir} (stop it with: hpcdispatch slurm down --dir {state_dir})"
+                f"the cluster in {state_dir} is broken: its slurmctld is not running (it died), "
+                f"its {left} still run; stop what is left and start a new cluster there with "
+                f"'hpcdispatch slurm up --recover' (its jobs are lost), or stop it with: "
+                f"hpcdispatch slurm down --dir {state_dir}"
             )
         down(state_dir)
-    elif (state_dir / f"{STATE_FILE}.failed").is_file():  # a failed `up`'s logs: ours to replace
+    elif (state_dir / f"{_STATE_FILE}.failed").is_file():  # a failed `up`'s logs: ours to replace
         shutil.rmtree(state_dir)
     elif state_dir.exists() and any(state_dir.iterdir()):
         raise ConfigError(
             f"{state_dir} exists and holds no cluster: give another --dir or remove it"
         )
     name = cluster_name(state_dir)
-    ctld_port, node_base = choose_ports(system.n_nodes + (2 if accounting else 0), state_dir)
+    ctld_port, node_base = _choose_ports(system.n_nodes + (2 if accounting else 0), state_dir)
     db_port, dbd_port = (
         (node_base + system.n_nodes, node_base + system.n_nodes + 1) if accounting else (0, 0)
     )
@@ -340,16 +360,18 @@ def up(
         n_nodes=system.n_nodes,
         nodes=[system.node_name(i) for i in range(system.n_nodes)],
         binaries=binaries,
-        slurm_version=slurm_version(binaries),
+        slurm_version=_slurm_version(binaries),
         accounting=accounting,
         dbd_port=dbd_port,
         db_port=db_port,
     )
-    (state_dir / STATE_FILE).write_text(json.dumps(asdict(info), indent=2) + "\n", encoding="utf-8")
+    (state_dir / _STATE_FILE).write_text(
+        json.dumps(asdict(info), indent=2) + "\n", encoding="utf-8"
+    )
     dump_system(system, state_dir / "system.toml")
     layout.slurm_conf.write_text(slurm_conf_text(system, layout), encoding="utf-8")
     (layout.etc / "gres.conf").write_text(gres_conf_text(system, layout), encoding="utf-8")
-    _make_gpu_devices(layout, max_gpus(system))
+    _make_gpu_devices(layout, _max_gpus(system))
     for role in ("slurmctld", "slurmd", "slurmstepd", *(("slurmdbd",) if accounting else ())):
         (state_dir / "bin" / role).symlink_to(binaries[role])
     (state_dir / "env.sh").write_text(f"export SLURM_CONF={layout.slurm_conf}\n", encoding="utf-8")
@@ -488,7 +510,7 @@ def _start_accounting(info: ClusterInfo, env: dict[str, str]) -> None:
     password = secrets.token_hex(16)
     sql = (
         f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{password}'; "
-        f"GRANT ALL ON `{database_name(info.layout)}`.* TO 'slurm'@'127.0.0.1';"
+        f"GRANT ALL ON `{_database_name(info.layout)}`.* TO 'slurm'@'127.0.0.1';"
     )
     _checked(
         [b["mariadb"], "--no-defaults", f"--socket={sock}", "-u", "root", "-e", sql],
@@ -498,7 +520,7 @@ def _start_accounting(info: ClusterInfo, env: dict[str, str]) -> None:
     )
     conf = info.layout.etc / "slurmdbd.conf"
     with open(conf, "w", encoding="utf-8", opener=lambda p, f: os.open(p, f, 0o600)) as fh:
-        fh.write(slurmdbd_conf_text(info.layout, password))
+        fh.write(_slurmdbd_conf_text(info.layout, password))
     _checked([str(d / "bin" / "slurmdbd")], env, "slurmdbd", d / "log" / "slurmdbd.log")
     _wait_for(lambda: _listening(info.dbd_port), "slurmdbd", d / "log" / "slurmdbd.log")
     _checked(
@@ -516,7 +538,7 @@ def _checked(cmd: list[str], env: dict[str, str], what: str, log: Path) -> None:
         raise ConfigError(f"{what} failed to start (exit {proc.returncode}: {why}); log: {log}")
 
 
-def node_states(info: ClusterInfo) -> dict[str, str]:
+def _node_states(info: ClusterInfo) -> dict[str, str]:
     """``node -> state`` as sinfo prints it (``idle``, ``down*``, ``drained`` ...)."""
     proc = _run([info.binaries["sinfo"], "-h", "-N", "-o", "%N %T"], info.env(), timeout=20)
     states: dict[str, str] = {}
@@ -530,7 +552,7 @@ def node_states(info: ClusterInfo) -> dict[str, str]:
 def _wait_idle(info: ClusterInfo, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while True:
-        states = node_states(info)
+        states = _node_states(info)
         if len(states) == info.n_nodes and all(s == "idle" for s in states.values()):
             return
         if time.monotonic() >= deadline:
@@ -568,7 +590,7 @@ def _cmdline(pid: int) -> list[str]:
     return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
 
 
-def is_our_daemon(pid: int, role: str, info: ClusterInfo) -> bool:
+def _is_our_daemon(pid: int, role: str, info: ClusterInfo) -> bool:
     """True while ``pid`` is the ``role`` daemon of this cluster: its program is named ``role``
     and its command line names this cluster's slurm.conf (munged: its socket; slurmdbd: the
     cluster's symlink to it; mariadbd: its data directory)."""
@@ -596,27 +618,27 @@ def _live_pids(info: ClusterInfo) -> list[tuple[str, int]]:
     live = []
     for role, path in _pid_files(info):
         pid = _read_pid(path)
-        if pid is not None and is_our_daemon(pid, role, info):
+        if pid is not None and _is_our_daemon(pid, role, info):
             live.append((role, pid))
     return live
 
 
-def daemon_pids(info: ClusterInfo) -> list[int]:
+def _daemon_pids(info: ClusterInfo) -> list[int]:
     return [pid for _, pid in _live_pids(info)]
 
 
 def _stop(pids: list[tuple[str, int]], info: ClusterInfo, grace: float = 5.0) -> None:
     for role, pid in pids:
-        if is_our_daemon(pid, role, info):
+        if _is_our_daemon(pid, role, info):
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(is_our_daemon(p, r, info) for r, p in pids):
+    while time.monotonic() < deadline and any(_is_our_daemon(p, r, info) for r, p in pids):
         time.sleep(0.1)
     for role, pid in pids:
-        if is_our_daemon(pid, role, info):
+        if _is_our_daemon(pid, role, info):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -642,29 +664,74 @@ def _cancel_jobs(info: ClusterInfo, wait: float = 15.0) -> None:
         return
 
 
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _leftover_steps(state_dir: str) -> list[int]:
-    """Processes started under this cluster (slurmstepd and its jobs inherit the daemons'
-    ``HPCDISPATCH_SLURM_DIR``), without this process and its ancestors."""
+    """Processes of this cluster, found through its state directory, without this process
+    and its ancestors: those whose environment names the directory as the daemons' (the
+    daemons and slurmstepd inherit ``HPCDISPATCH_SLURM_DIR``), a job's processes (Slurm's
+    ``SLURM_JOB_ID`` with this cluster's ``SLURM_CONF``: a shell that only sourced env.sh is
+    not one), and the children of any of them."""
     mine = {os.getpid()}
-    pid = os.getppid()
-    while pid > 1 and pid not in mine:
+    pid: int | None = os.getppid()
+    while pid is not None and pid > 1 and pid not in mine:
         mine.add(pid)
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    mark = f"HPCDISPATCH_SLURM_DIR={state_dir}".encode()
-    found = []
+        pid = _parent(pid)
+    daemon_mark = f"HPCDISPATCH_SLURM_DIR={state_dir}".encode()
+    conf_mark = f"SLURM_CONF={Path(state_dir) / 'etc' / 'slurm.conf'}".encode()
+    found: set[int] = set()
+    parents: dict[int, int] = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) in mine:
             continue
+        pid = int(proc.name)
+        parent = _parent(pid)
+        if parent is not None:
+            parents[pid] = parent
         try:
-            env = (proc / "environ").read_bytes()
+            env = (proc / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if mark in env.split(b"\0"):
-            found.append(int(proc.name))
-    return found
+        job = conf_mark in env and any(v.startswith(b"SLURM_JOB_ID=") for v in env)
+        if daemon_mark in env or job:
+            found.add(pid)
+    grew = True
+    while grew:  # children of the cluster's processes (a job's programs that dropped the env)
+        more = {c for c, p in parents.items() if p in found and c not in found and c not in mine}
+        found |= more
+        grew = bool(more)
+    return sorted(found)
+
+
+def _end_leftovers(state_dir: str, grace: float = 3.0) -> list[int]:
+    """TERM every leftover process of the cluster, then KILL what still runs after ``grace``
+    seconds (slurmstepd ignores TERM), found again each time (a pid is signalled only while it
+    is one of the cluster's); returns the pids signalled."""
+    signalled: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _leftover_steps(state_dir):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                continue
+            if pid not in signalled:
+                signalled.append(pid)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _leftover_steps(state_dir):
+            time.sleep(0.1)
+        if not _leftover_steps(state_dir):
+            break
+    return signalled
+
+
+def controller_running(info: ClusterInfo) -> bool:
+    """Whether the cluster's slurmctld runs (its pid file names a live slurmctld of it)."""
+    return any(role == "slurmctld" for role, _ in _live_pids(info))
 
 
 def down(state_dir: Path, keep_logs: bool = False) -> list[int]:
@@ -681,20 +748,16 @@ def down(state_dir: Path, keep_logs: bool = False) -> list[int]:
     _stop(nodes, info)
     for role in ("slurmctld", "slurmdbd", "mariadbd", "munged"):
         _stop([(r, p) for r, p in live if r == role], info)
-    leftovers = _leftover_steps(str(state_dir))
-    for pid in leftovers:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    leftovers = _end_leftovers(str(state_dir))
     if keep_logs:
-        (state_dir / STATE_FILE).rename(state_dir / f"{STATE_FILE}.failed")
+        (state_dir / _STATE_FILE).rename(state_dir / f"{_STATE_FILE}.failed")
     else:
         shutil.rmtree(state_dir, ignore_errors=True)
     return [p for _, p in live] + leftovers
 
 
 def usage_text(info: ClusterInfo) -> str:
+    """How to use a running cluster (its daemons, ports, and the commands to talk to it)."""
     d = info.state_dir
     accounting = (
         f", slurmdbd on 127.0.0.1:{info.dbd_port} (MariaDB 127.0.0.1:{info.db_port}; sacct works)"
@@ -712,5 +775,5 @@ def usage_text(info: ClusterInfo) -> str:
     )
 
 
-def as_dict(info: ClusterInfo) -> dict[str, Any]:
+def _as_dict(info: ClusterInfo) -> dict[str, Any]:
     return asdict(info)

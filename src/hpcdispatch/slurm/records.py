@@ -47,7 +47,7 @@ class SlurmJobRecord:
     het_job_offset: int = 0
 
 
-def merge_hetjob(components: list[SlurmJobRecord]) -> SlurmJobRecord:
+def _merge_hetjob(components: list[SlurmJobRecord]) -> SlurmJobRecord:
     """The components of one heterogeneous job as one record: the leader's id, name and
     submission, the cores of every component, the earliest start and latest end (Slurm starts
     and ends the components together), and a state that is final only when every component's
@@ -207,11 +207,11 @@ class JobCompRecord:
 
 #: ``squeue -o`` format of :func:`parse_squeue_text`: job (``ID`` or ``HETID+OFFSET``), name,
 #: state, reason, submit, start, end, job id
-SQUEUE_TEXT_FORMAT = "%i|%j|%T|%r|%V|%S|%e|%A"
+_SQUEUE_TEXT_FORMAT = "%i|%j|%T|%r|%V|%S|%e|%A"
 _PENDING = frozenset({"PENDING", "CONFIGURING"})
 
 
-def parse_squeue_text(text: str, source: str = "squeue -o") -> list[SlurmJobRecord]:
+def _parse_squeue_text(text: str, source: str = "squeue -o") -> list[SlurmJobRecord]:
     """The jobs of ``squeue -h -t all -o SQUEUE_TEXT_FORMAT``: ids, names, states, reasons and
     times, without cores per node. Slurm 22.05's ``squeue --json`` dumps every job whatever the
     filters (measured: 29 MB and 2.4 s for 6,763 jobs of a 128-node run), this text form the same
@@ -297,6 +297,7 @@ def parse_jobcomp(text: str, source: str = "jobcomp.txt") -> tuple[list[JobCompR
 
 
 def read_jobcomp(path: str | Path) -> tuple[list[JobCompRecord], list[str]]:
+    """Slurm's jobcomp/filetxt records of ``path`` and the lines it could not read."""
     p = Path(path)
     if not p.is_file():
         return [], []

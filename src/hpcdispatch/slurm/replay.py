@@ -32,7 +32,7 @@ from hpcdispatch.sim.options import SimulationOptions
 from hpcdispatch.sim.result import SimulationResult
 from hpcdispatch.sim.segments import SegmentLog
 from hpcdispatch.slurm.cluster import ClusterInfo
-from hpcdispatch.slurm.config import CORE, GPU, MEM, SCHEDULER_PARAMETERS
+from hpcdispatch.slurm.config import _CORE, _GPU, _MEM, SCHEDULER_PARAMETERS
 from hpcdispatch.slurm.records import SlurmJobRecord, parse_squeue_json, read_jobcomp
 from hpcdispatch.system.model import System
 from hpcdispatch.vocabulary import JobStatus
@@ -40,11 +40,11 @@ from hpcdispatch.workload.job import Job, Workload
 from hpcdispatch.workload.slurm import SlurmRequest, request_of
 
 #: seconds added to a job's scaled wall-time before rounding Slurm's -t up to minutes
-LIMIT_MARGIN_S = 2.0
+_LIMIT_MARGIN_S = 2.0
 #: the real seconds a start or a duration may be off (whole-second stamps, start/end overhead)
-TOLERANCE_REAL_S = 3.0
+_TOLERANCE_REAL_S = 3.0
 #: Slurm's job states of a job that has ended
-FINAL_STATES = {
+_FINAL_STATES = {
     "COMPLETED",
     "FAILED",
     "TIMEOUT",
@@ -55,10 +55,10 @@ FINAL_STATES = {
     "BOOT_FAIL",
     "DEADLINE",
 }
-JOB_NAME_PREFIX = "hpcd-"
-DISPATCHER_NAME = "slurm-real"
+_JOB_NAME_PREFIX = "hpcd-"
+_DISPATCHER_NAME = "slurm-real"
 #: with accounting: Slurm's sacct records of the replayed jobs, in the run directory
-SACCT_FILE = "slurm.sacct"
+_SACCT_FILE = "slurm.sacct"
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Submission:
         return [
             sbatch,
             "--parsable",
-            f"--job-name={JOB_NAME_PREFIX}{self.job_id}",
+            f"--job-name={_JOB_NAME_PREFIX}{self.job_id}",
             "--output=/dev/null",
             f"--chdir={workdir}",
             "--partition=batch",
@@ -89,7 +89,7 @@ class Submission:
 
 def time_limit_minutes(wall_time: float, time_scale: float) -> int:
     """Slurm's ``-t`` (whole minutes) for a scaled wall-time (see the module docstring)."""
-    return max(1, math.ceil((wall_time * time_scale + LIMIT_MARGIN_S) / 60.0))
+    return max(1, math.ceil((wall_time * time_scale + _LIMIT_MARGIN_S) / 60.0))
 
 
 #: the job-model fields a Slurm request determines
@@ -103,7 +103,7 @@ _REQUEST_FIELDS = (
 )
 
 
-def request_options(request: SlurmRequest) -> tuple[str, ...]:
+def _request_options(request: SlurmRequest) -> tuple[str, ...]:
     """A Slurm request as sbatch's long options (memory in MB)."""
     opts = []
     for flag, value in (
@@ -119,7 +119,7 @@ def request_options(request: SlurmRequest) -> tuple[str, ...]:
         opts.append(f"--mem={request.mem}")
     if request.mem_per_cpu is not None:
         opts.append(f"--mem-per-cpu={request.mem_per_cpu}")
-    gres = ([f"{GPU}:{request.gpus_per_node}"] if request.gpus_per_node else []) + [
+    gres = ([f"{_GPU}:{request.gpus_per_node}"] if request.gpus_per_node else []) + [
         f"{n}:{c}" for n, c in request.gres
     ]
     if gres:
@@ -129,7 +129,7 @@ def request_options(request: SlurmRequest) -> tuple[str, ...]:
     return tuple(opts)
 
 
-def sbatch_options(job: Job, system: System) -> tuple[str, ...]:
+def _sbatch_options(job: Job, system: System) -> tuple[str, ...]:
     """The resource options of ``job`` (no time, name or command): the Slurm request the job
     expresses (:func:`hpcdispatch.workload.slurm.request_of`) when it maps back onto exactly
     this job, else the options below for jobs of other origins (SWF units); a
@@ -141,7 +141,7 @@ def sbatch_options(job: Job, system: System) -> tuple[str, ...]:
     except (ValueError, IndexError):
         same = False
     if same:
-        return request_options(request)
+        return _request_options(request)
     return _unit_options(job, system)
 
 
@@ -150,25 +150,25 @@ def _unit_options(job: Job, system: System) -> tuple[str, ...]:
     res = list(system.resources)
     unit = {r: int(a) for r, a in zip(res, job.unit_request)}
     extra = {r: int(a) for r, a in zip(res, job.per_node_request)} if job.per_node_request else {}
-    gres = [r for r in res if r not in (CORE, MEM)]
-    cores = unit.get(CORE, 0)
+    gres = [r for r in res if r not in (_CORE, _MEM)]
+    cores = unit.get(_CORE, 0)
 
     def refuse(why: str) -> ConfigError:
         return ConfigError(f"job {job.id}: {why}; no sbatch option expresses it (slurm replay)")
 
     if cores < 1:
         raise refuse(f"its units hold no core (unit request {unit})")
-    if extra.get(CORE, 0):
+    if extra.get(_CORE, 0):
         raise refuse("it asks for cores per node on top of its units")
     opts: list[str] = []
     if job.exact_nodes and job.max_units_per_node == 1:  # one unit per node: everything is per node
         opts += [f"--nodes={job.exact_nodes}", f"--ntasks-per-node={cores}"]
         per_node = {r: unit.get(r, 0) + extra.get(r, 0) for r in gres}
-        mem = unit.get(MEM, 0) + extra.get(MEM, 0)
+        mem = unit.get(_MEM, 0) + extra.get(_MEM, 0)
         if mem:
             opts.append(f"--mem={mem}")
     else:
-        if any(unit.get(r, 0) for r in gres if r != GPU) or (job.node_count and unit.get(GPU, 0)):
+        if any(unit.get(r, 0) for r in gres if r != _GPU) or (job.node_count and unit.get(_GPU, 0)):
             raise refuse(
                 "its units hold generic resources and the nodes it uses are not one per unit"
             )
@@ -178,23 +178,23 @@ def _unit_options(job: Job, system: System) -> tuple[str, ...]:
             opts.append(f"--ntasks={job.units}")
         if cores > 1:
             opts.append(f"--cpus-per-task={cores}")
-        if unit.get(GPU, 0):
-            opts.append(f"--gpus-per-task={unit[GPU]}")
+        if unit.get(_GPU, 0):
+            opts.append(f"--gpus-per-task={unit[_GPU]}")
         if job.max_units_per_node > 0:
             opts.append(f"--ntasks-per-node={job.max_units_per_node}")  # with --ntasks: a maximum
         per_node = {r: extra.get(r, 0) for r in gres}
-        if unit.get(MEM, 0) and extra.get(MEM, 0):
+        if unit.get(_MEM, 0) and extra.get(_MEM, 0):
             raise refuse(
                 "it asks for memory per core and per node (sbatch takes one of --mem-per-cpu and --mem)"
             )
-        if unit.get(MEM, 0):
-            if unit[MEM] % cores:
+        if unit.get(_MEM, 0):
+            if unit[_MEM] % cores:
                 raise refuse(
-                    f"its units of {cores} cores hold {unit[MEM]} MB, not a whole number of MB per core"
+                    f"its units of {cores} cores hold {unit[_MEM]} MB, not a whole number of MB per core"
                 )
-            opts.append(f"--mem-per-cpu={unit[MEM] // cores}")
-        elif extra.get(MEM, 0):
-            opts.append(f"--mem={extra[MEM]}")
+            opts.append(f"--mem-per-cpu={unit[_MEM] // cores}")
+        elif extra.get(_MEM, 0):
+            opts.append(f"--mem={extra[_MEM]}")
     wanted = [f"{r}:{k}" for r, k in per_node.items() if k > 0]
     if wanted:
         opts.append(f"--gres={','.join(wanted)}")
@@ -219,14 +219,14 @@ def plan_submissions(workload: Workload, system: System, time_scale: float) -> l
                 offset_s=float(math.ceil(round((job.submit - first) * time_scale, 6))),
                 sleep_s=round(job.duration(True) * time_scale, 3),
                 time_limit_min=time_limit_minutes(job.wall_time, time_scale),
-                options=sbatch_options(job, system),
+                options=_sbatch_options(job, system),
             )
         )
     return subs
 
 
 @dataclass
-class ReplayLog:
+class _ReplayLog:
     """What happened while submitting and waiting (real seconds)."""
 
     t0: int
@@ -248,15 +248,15 @@ def _cancel(info: ClusterInfo, ids: list[int]) -> None:
         _run([info.binaries["scancel"], *map(str, ids)], info)
 
 
-def submit_and_wait(
+def _submit_and_wait(
     info: ClusterInfo, subs: list[Submission], max_wait_s: float | None = None, progress: Any = None
-) -> ReplayLog:
+) -> _ReplayLog:
     """Submit every job at its time, then wait until all have ended (their jobs are cancelled
     when anything goes wrong, Ctrl-C included)."""
     workdir = Path(info.state_dir) / "jobs"
     workdir.mkdir(exist_ok=True)
     t0 = math.ceil(time.time()) + 1
-    log = ReplayLog(t0=t0, slurm_ids={}, late_s=[])
+    log = _ReplayLog(t0=t0, slurm_ids={}, late_s=[])
     try:
         for sub in subs:
             delay = t0 + sub.offset_s - time.time()
@@ -281,7 +281,7 @@ def submit_and_wait(
             states = dict(
                 line.split()[:2] for line in proc.stdout.splitlines() if len(line.split()) >= 2
             )
-            active = [i for i in wanted if states.get(str(i)) not in FINAL_STATES]
+            active = [i for i in wanted if states.get(str(i)) not in _FINAL_STATES]
             if proc.returncode == 0 and not active:
                 break
             if time.monotonic() > deadline:
@@ -299,7 +299,7 @@ def submit_and_wait(
     return log
 
 
-def collect_records(info: ClusterInfo, slurm_ids: dict[int, int]) -> dict[int, SlurmJobRecord]:
+def _collect_records(info: ClusterInfo, slurm_ids: dict[int, int]) -> dict[int, SlurmJobRecord]:
     """``workload index -> record`` from ``squeue --json -t all``."""
     proc = _run([info.binaries["squeue"], "--json", "-t", "all"], info, timeout=60)
     if proc.returncode != 0:
@@ -315,7 +315,7 @@ def collect_records(info: ClusterInfo, slurm_ids: dict[int, int]) -> dict[int, S
 
 
 @dataclass(frozen=True)
-class ReplayClock:
+class _ReplayClock:
     """Real epoch seconds <-> workload seconds."""
 
     t0: int
@@ -326,11 +326,11 @@ class ReplayClock:
         return self.first_submit + (epoch - self.t0) / self.time_scale
 
 
-def build_result(
+def _build_result(
     system: System,
     workload: Workload,
     records: dict[int, SlurmJobRecord],
-    clock: ReplayClock,
+    clock: _ReplayClock,
     subs: list[Submission],
     identity: dict[str, Any],
 ) -> tuple[SimulationResult, list[str]]:
@@ -346,7 +346,7 @@ def build_result(
     limit = {s.job_index: s.time_limit_min for s in subs}
     problems: list[str] = []
     seg_jobs, seg_from, seg_len, rows_node, rows_units = [], [], [], [], []
-    core = system.resources.index(CORE)
+    core = system.resources.index(_CORE)
     for index in sorted(records, key=lambda i: (records[i].start or math.inf, i)):
         rec = records[index]
         job = workload.jobs[index]
@@ -419,13 +419,13 @@ def build_result(
 
 
 #: the sacct fields the sacct reader uses (hpcdispatch.workload.sacct)
-SACCT_FORMAT = (
+_SACCT_FORMAT = (
     "JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,Timelimit,NNodes,NCPUS,"
     "ReqTRES,AllocTRES,State"
 )
 
 
-def collect_sacct(
+def _collect_sacct(
     info: ClusterInfo, slurm_ids: list[int], since_epoch: int, wait_s: float = 30.0
 ) -> str:
     """``sacct --parsable2`` of the replayed jobs (a cluster with accounting), once slurmdbd has
@@ -441,7 +441,7 @@ def collect_sacct(
         "-j",
         ",".join(map(str, slurm_ids)),
         "--format",
-        SACCT_FORMAT,
+        _SACCT_FORMAT,
     ]
     deadline = time.monotonic() + wait_s
     while True:
@@ -454,12 +454,12 @@ def collect_sacct(
             fields = line.split("|")
             if len(fields) == 16 and fields[1].isdigit():
                 states[int(fields[1])] = fields[15].split()[0] if fields[15] else ""
-        if all(states.get(i) in FINAL_STATES for i in slurm_ids) or time.monotonic() > deadline:
+        if all(states.get(i) in _FINAL_STATES for i in slurm_ids) or time.monotonic() > deadline:
             return proc.stdout
         time.sleep(1.0)
 
 
-def jobcomp_check(info: ClusterInfo, records: dict[int, SlurmJobRecord]) -> dict[str, Any]:
+def _jobcomp_check(info: ClusterInfo, records: dict[int, SlurmJobRecord]) -> dict[str, Any]:
     """jobcomp/filetxt against squeue's records: how many of the replayed jobs it has and how
     many agree on state, start, end and nodes."""
     comp, damaged = read_jobcomp(Path(info.state_dir) / "log" / "jobcomp.txt")
@@ -495,11 +495,11 @@ def replay(
     replay record)``. The replay record's ``problems`` lists jobs that did not complete."""
     system = info.load_system()
     subs = plan_submissions(workload, system, time_scale)
-    log = submit_and_wait(info, subs, max_wait_s, progress)
-    records = collect_records(info, log.slurm_ids)
-    clock = ReplayClock(log.t0, float(workload.submit.min()), time_scale)
+    log = _submit_and_wait(info, subs, max_wait_s, progress)
+    records = _collect_records(info, log.slurm_ids)
+    clock = _ReplayClock(log.t0, float(workload.submit.min()), time_scale)
     identity = {
-        "name": DISPATCHER_NAME,
+        "name": _DISPATCHER_NAME,
         "params": {
             "slurm_version": info.slurm_version,
             "scheduler": "sched/backfill",
@@ -508,8 +508,8 @@ def replay(
             "time_scale": time_scale,
         },
     }
-    result, problems = build_result(system, workload, records, clock, subs, identity)
-    tolerance = TOLERANCE_REAL_S / time_scale
+    result, problems = _build_result(system, workload, records, clock, subs, identity)
+    tolerance = _TOLERANCE_REAL_S / time_scale
     states = Counter(r.state for r in records.values())
     record = {
         "cluster": info.name,
@@ -520,7 +520,7 @@ def replay(
         "t0_epoch": log.t0,
         "first_submit": clock.first_submit,
         "time_tolerance": tolerance,
-        "tolerance_real_s": TOLERANCE_REAL_S,
+        "tolerance_real_s": _TOLERANCE_REAL_S,
         "reproducible": False,
         "why_not_reproducible": "a real Slurm's schedule depends on its timers and ~1 s start jitter; "
         "repeated replays differ job by job",
@@ -529,16 +529,16 @@ def replay(
         "submit_late_max_s": max(log.late_s, default=0.0),
         "wait_s": round(log.waited_s, 3),
         "slurm_job_ids": {str(workload.jobs[i].id): sid for i, sid in log.slurm_ids.items()},
-        "jobcomp": jobcomp_check(info, records),
+        "jobcomp": _jobcomp_check(info, records),
         "time_limits_min": {str(workload.jobs[s.job_index].id): s.time_limit_min for s in subs},
     }
     sacct_text = None
     if info.accounting:
-        sacct_text = collect_sacct(info, sorted(log.slurm_ids.values()), log.t0 - 60)
-        record["sacct"] = SACCT_FILE
+        sacct_text = _collect_sacct(info, sorted(log.slurm_ids.values()), log.t0 - 60)
+        record["sacct"] = _SACCT_FILE
     summary = write_result(
         result, out_dir, force=force, run_extra={"replay": record, "time_tolerance": tolerance}
     )
     if sacct_text is not None:
-        write_text(Path(out_dir) / SACCT_FILE, sacct_text)
+        write_text(Path(out_dir) / _SACCT_FILE, sacct_text)
     return summary, record

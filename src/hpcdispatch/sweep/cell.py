@@ -52,9 +52,9 @@ def _inputs(cell: Cell) -> tuple[Any, Any]:
     plain = {k: v for k, v in cell.swf.items() if k not in _JITTER_KEYS}
 
     def read() -> tuple[Any, Any]:
-        system = resolve_system(cell.system_spec, cell.workload_spec)
+        system = resolve_system(cell.system_spec, cell.workload)
         return system, load_workload(
-            cell.workload_spec, system, replace(options, submit_jitter=0, jitter_seed=0)
+            cell.workload, system, replace(options, submit_jitter=0, jitter_seed=0)
         )
 
     system, workload = _cached(

@@ -87,11 +87,16 @@ def _watch_parent(parent: int) -> None:
 
 
 def _worker_init(parent: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweep process's business
+    # Ctrl-C and SIGTERM (to the whole process group too) are the sweep process's business:
+    # it stops, and ends its workers itself (close)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="parent-watch").start()
 
 
 class LocalExecutor:
+    """Runs cells in local worker processes (one per available core unless told)."""
+
     def __init__(self, workers: int | None = None):
         if workers is not None and workers < 1:
             raise ConfigError(f"--workers must be at least 1, got {workers}")
@@ -189,7 +194,7 @@ class LocalExecutor:
             pool.shutdown(wait=False, cancel_futures=True)
             for p in procs:
                 if p.is_alive():
-                    p.terminate()
+                    p.kill()  # (a worker ignores SIGTERM; a cell is published whole or not)
             for p in procs:
                 p.join(timeout=5)
         self._pools.clear()
@@ -297,6 +302,7 @@ class DaskExecutor:
 def make_executor(
     workers: int | None = None, dask: str | None = None
 ) -> LocalExecutor | DaskExecutor:
+    """Local processes (``workers``) or a Dask scheduler (``dask``), never both."""
     if dask is not None and workers is not None:
         raise ConfigError("give either --workers (local processes) or --dask, not both")
     if dask is not None:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from hpcdispatch.sweep.executors import DaskExecutor, LocalExecutor
 from hpcdispatch.sweep.spec import SweepSpec
-from hpcdispatch.sweep.store import SweepStore
+from hpcdispatch.sweep.store import SweepLocked, SweepStore, sweep_lock
 
 # (done, failed, to_run) after every finished cell, and the cell's record
 ProgressCallback = Callable[[int, int, int, dict[str, Any]], None]
@@ -20,6 +20,8 @@ ProgressCallback = Callable[[int, int, int, dict[str, Any]], None]
 
 @dataclass
 class SweepOutcome:
+    """What :func:`run_sweep` did: cells run, skipped, done, failed and still pending."""
+
     cells: int
     skipped_done: int
     skipped_failed: int
@@ -44,14 +46,34 @@ def run_sweep(
     retry_failed: bool = False,
     progress: ProgressCallback | None = None,
     summary_interval_s: float = 2.0,
+    note: Callable[[str], None] | None = None,
 ) -> SweepOutcome:
     """Run every unfinished cell of ``spec`` into ``out``; returns the counts and the summary.
 
     Finished cells (``done``, and ``failed`` unless ``retry_failed``) are skipped. The
-    executor is closed at the end (default: :class:`LocalExecutor` on every core).
+    executor is closed at the end (default: :class:`LocalExecutor` on every core). The run
+    holds ``out``'s lock (:func:`~hpcdispatch.sweep.store.sweep_lock`): a second sweep on the
+    same directory is refused; ``note`` hears about a dead sweep's lock taken over.
     """
-    t0 = time.perf_counter()
     out = Path(out).resolve()  # workers may run elsewhere (another working directory, another host)
+    try:
+        with sweep_lock(out, note):
+            return _run_sweep(spec, out, executor, retry_failed, progress, summary_interval_s)
+    except SweepLocked:
+        if executor is not None:
+            executor.close()
+        raise
+
+
+def _run_sweep(
+    spec: SweepSpec,
+    out: Path,
+    executor: LocalExecutor | DaskExecutor | None,
+    retry_failed: bool,
+    progress: ProgressCallback | None,
+    summary_interval_s: float,
+) -> SweepOutcome:
+    t0 = time.perf_counter()
     store = SweepStore(out)
     store.write_manifest(spec)
     store.clean_stale()
@@ -103,6 +125,8 @@ def run_sweep(
 
 @dataclass
 class SweepStatus:
+    """A sweep directory's state: done, failed, pending and running cells, and foreign ones."""
+
     name: str
     cells: int
     done: list[dict[str, Any]]
@@ -120,6 +144,7 @@ class SweepStatus:
 
 
 def sweep_status(out: str | Path) -> SweepStatus:
+    """The state of the sweep in directory ``out`` (read from its manifest and cells)."""
     store = SweepStore(out)
     manifest = store.read_manifest()
     entries = manifest["cells"]

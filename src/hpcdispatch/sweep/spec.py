@@ -35,15 +35,18 @@ from pathlib import Path
 from typing import Any, get_type_hints
 
 from hpcdispatch._util import read_utf8_file
-from hpcdispatch.dispatchers import DispatcherSpec
+from hpcdispatch.dispatchers import DISPATCHERS, DispatcherSpec
+from hpcdispatch.dispatchers.spec import label_for, split_suffix
 from hpcdispatch.errors import ConfigError, HpcDispatchError
 from hpcdispatch.plugins import load_plugins, resolve_plugin
 from hpcdispatch.predictors import predictor_class
 from hpcdispatch.sim import SimulationOptions
-from hpcdispatch.workload.loader import DATACLASS_MODELS
+from hpcdispatch.workload.eurora import EuroraSpec
+from hpcdispatch.workload.kit import KitSpec
 from hpcdispatch.workload.lublin import LublinSpec
 from hpcdispatch.workload.mapping import UNIT_MODES, UnitMapping
 from hpcdispatch.workload.slurm import CONTIGUOUS_FRACTION, WORKLOAD_MIXES, AucschedSpec
+from hpcdispatch.workload.spec import WorkloadSpec
 from hpcdispatch.workload.swf import SwfOptions
 
 CELL_SCHEMA = 1  # part of every cell id: bump only if the meaning of a configuration changes
@@ -71,6 +74,8 @@ AUCSCHED_KEYS = (
     "walltime",
 )
 LUBLIN_KEYS = ("jobs", "load", "interactive", "max_walltime", "p_max_walltime", "overestimate_max")
+#: generators whose parameters are one frozen dataclass (its fields are the entry's keys)
+_DATACLASS_MODELS: dict[str, type] = {"kit": KitSpec, "eurora": EuroraSpec}
 SIM_KEYS = (
     "walltime_kill",
     "charge_dispatch_time",
@@ -96,7 +101,7 @@ class Cell:
     labels: dict[str, Any]  # system, workload, seed, dispatcher, predictor, repetition, label
     # how to run it (paths resolved against the spec file)
     system_spec: str
-    workload_spec: str
+    workload: WorkloadSpec
     swf: dict[str, Any]
     dispatcher: DispatcherSpec  # its predictor (if any) is already in ``predictor``
     predictor: str
@@ -115,6 +120,11 @@ class Cell:
             jitter_seed=s.get("jitter_seed", 0),
         )
 
+    @property
+    def workload_spec(self) -> str:
+        """The workload's canonical text (``str(self.workload)``)."""
+        return str(self.workload)
+
     def simulation_options(self) -> SimulationOptions:
         return SimulationOptions(**self.simulation)
 
@@ -125,11 +135,15 @@ class Cell:
 
 @dataclass
 class SweepSpec:
+    """A parsed sweep file: its name, description, source text and expanded cells."""
+
     name: str
     description: str
     path: Path | None
     cells: list[Cell] = field(default_factory=list)
     text: str = ""
+    #: dispatchers named but not verified: a plan does not run the plugins defining them
+    unverified: tuple[str, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -137,6 +151,44 @@ class SweepSpec:
 
     def cell_ids(self) -> list[str]:
         return [c.id for c in self.cells]
+
+
+@dataclass(frozen=True)
+class UnverifiedDispatcher:
+    """A dispatcher a sweep names that only a plugin registers, when the plugins are not run
+    (``sweep plan``): its text as written, nothing checked; its cells have no id (``""``)."""
+
+    name: str
+    written: str
+    predictor: str | None = None
+    label: str | None = None
+
+    @property
+    def dispatcher_label(self) -> str:
+        if self.label:
+            return self.label
+        head, sep, rest = self.written.partition(":")
+        return label_for(self.name + sep + rest)
+
+
+def _unverified(entry: Any, registered: set[str]) -> UnverifiedDispatcher | None:
+    """``entry`` as an unverified dispatcher when its name is not registered, else None."""
+    if isinstance(entry, str):
+        head = entry.strip().partition(":")[0]
+        table: dict[str, Any] = {}
+    elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
+        head, table = entry["name"], entry
+    else:
+        return None
+    name, predictor = split_suffix(head.strip())
+    if name.strip().lower() in registered:
+        return None
+    if isinstance(table.get("predictor"), str):
+        pcls = predictor_class(table["predictor"])
+        predictor = pcls.name if pcls is not None else predictor
+    label = table.get("label") if isinstance(table.get("label"), str) else None
+    written = entry.strip() if isinstance(entry, str) else name
+    return UnverifiedDispatcher(name.strip(), written, predictor, label or None)
 
 
 def canonical_json(obj: Any) -> str:
@@ -341,7 +393,7 @@ class _Workload:
     label: str
     seed: int | None
     config: dict[str, Any]
-    spec: str  # how to load it
+    spec: WorkloadSpec  # how to load it
     swf: dict[str, Any]
 
 
@@ -390,20 +442,20 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
                         "without it every seed is the same trace)",
                     )
                 config = {"trace": written, **swf}
-                out.append(_Workload(label, None, config, trace_path, swf))
+                out.append(_Workload(label, None, config, WorkloadSpec.file(trace_path), swf))
                 continue
             for seed in _seeds(
                 entry, w, fld
             ):  # perturbed replicas; unjittered ids stay as they were
                 jittered = {**swf, "submit_jitter": jitter, "jitter_seed": seed}
                 config = {"trace": written, **jittered}
-                out.append(_Workload(label, seed, config, trace_path, jittered))
+                out.append(_Workload(label, seed, config, WorkloadSpec.file(trace_path), jittered))
             continue
         generator = _expect(w, f"{fld}.generator", entry["generator"], (str,), "a string")
         if generator == "aucsched":
             out.extend(_aucsched_entries(entry, w, fld, name))
             continue
-        if generator in DATACLASS_MODELS:
+        if generator in _DATACLASS_MODELS:
             out.extend(_dataclass_entries(generator, entry, w, fld, name))
             continue
         if generator == "deadline":
@@ -413,7 +465,7 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
             raise w.error(
                 f"{fld}.generator",
                 f"unknown generator '{generator}' "
-                f"(available: lublin, aucsched, deadline, {', '.join(DATACLASS_MODELS)})",
+                f"(available: lublin, aucsched, deadline, {', '.join(_DATACLASS_MODELS)})",
             )
         known = (
             "generator",
@@ -437,14 +489,12 @@ def _workload_entries(doc: dict[str, Any], w: _Where, base: Path) -> list[_Workl
                 "cores_per_unit": swf["cores_per_unit"],
                 "max_jobs": swf["max_jobs"],
             }
-            spec = (
-                "synthetic:lublin,"
-                + ",".join(
-                    f"{k}={_spec_value(params[k])}"
-                    for k in ("jobs", *LUBLIN_KEYS[1:])
-                    if params[k] is not None
-                )
-                + f",seed={seed}"
+            spec = WorkloadSpec.synthetic(
+                "lublin",
+                {
+                    **{k: params[k] for k in ("jobs", *LUBLIN_KEYS[1:]) if params[k] is not None},
+                    "seed": seed,
+                },
             )
             label = name or _lublin_label(params)
             out.append(_Workload(label, seed, config, spec, swf))
@@ -513,7 +563,7 @@ def _aucsched_entries(
                     "max_jobs": swf["max_jobs"],
                 }
                 label = name or f"aucsched-{spec.workload}.{version}-{params['runtime_h']:g}h"
-                out.append(_Workload(label, seed, config, spec.spec_string(), swf))
+                out.append(_Workload(label, seed, config, _aucsched_spec(spec), swf))
     return out
 
 
@@ -523,7 +573,7 @@ def _dataclass_entries(
     """``generator = "kit"`` / ``"eurora"``: keys are the fields of the model's parameter
     dataclass (``seed`` / ``seeds`` as for every generator); every field, defaults filled in,
     goes into the cell's configuration, so a changed default makes a new cell."""
-    cls = DATACLASS_MODELS[generator][0]
+    cls = _DATACLASS_MODELS[generator]
     hints, params_names, swf, params = _model_entry(cls, entry, w, fld)
     for key in params_names:
         if key not in entry:
@@ -541,10 +591,8 @@ def _dataclass_entries(
         except HpcDispatchError as exc:
             raise w.error(fld, str(exc)) from None
         config = {"generator": generator, **params, "seed": seed, "max_jobs": swf["max_jobs"]}
-        spec = (
-            f"synthetic:{generator},"
-            + ",".join(f"{k}={_spec_value(v)}" for k, v in params.items() if v is not None)
-            + f",seed={seed}"
+        spec = WorkloadSpec.synthetic(
+            generator, {**{k: v for k, v in params.items() if v is not None}, "seed": seed}
         )
         label = name or f"{generator}-{params['jobs']}j" + (
             f"-load{params['load']:g}" if params["load"] else ""
@@ -613,11 +661,7 @@ def _deadline_entries(
                         "seed": seed,
                         "max_jobs": swf["max_jobs"],
                     }
-                    spec = (
-                        "synthetic:deadline,"
-                        + ",".join(f"{k}={_spec_value(v)}" for k, v in p.items())
-                        + f",seed={seed}"
-                    )
+                    spec = WorkloadSpec.synthetic("deadline", {**p, "seed": seed})
                     label = (f"{name}-" if name else "deadline-") + f"{load}-types{types}-{comm}"
                     out.append(_Workload(label, seed, config, spec, swf))
     return out
@@ -648,10 +692,21 @@ def _check_keys(entry: dict[str, Any], known: tuple[str, ...], w: _Where, fld: s
         raise w.error(fld, f"unknown key(s) {unknown}; known: {', '.join(known)}{hint}")
 
 
-def _spec_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    return repr(v) if isinstance(v, float) else str(v)
+def _aucsched_spec(spec: AucschedSpec) -> WorkloadSpec:
+    """The spec :meth:`AucschedSpec.spec_string` writes: workload, version, seed, runtime_h,
+    then the fields off their default."""
+    default = AucschedSpec()
+    options: dict[str, Any] = {
+        "workload": spec.workload,
+        "version": spec.version,
+        "seed": spec.seed,
+        "runtime_h": spec.runtime_h,
+    }
+    for f in dataclass_fields(spec):
+        value = getattr(spec, f.name)
+        if f.name not in options and value != getattr(default, f.name):
+            options[f.name] = value
+    return WorkloadSpec.synthetic("aucsched", options)
 
 
 def _lublin_params(entry: dict[str, Any], w: _Where, fld: str) -> dict[str, Any]:
@@ -695,16 +750,22 @@ def _lublin_label(params: dict[str, Any]) -> str:
     return label
 
 
-def _dispatcher_entries(doc: dict[str, Any], w: _Where) -> list[DispatcherSpec]:
+def _dispatcher_entries(
+    doc: dict[str, Any], w: _Where, unverified_ok: bool = False
+) -> list[DispatcherSpec | UnverifiedDispatcher]:
     raw = doc.get("dispatchers")
     if raw is None:
         raise w.error("", "missing required key 'dispatchers' (a list of dispatcher specs)")
     _expect(w, "dispatchers", raw, (list,), "a list of dispatcher specs or tables")
     if not raw:
         raise w.error("dispatchers", "is empty")
-    out: list[DispatcherSpec] = []
+    out: list[DispatcherSpec | UnverifiedDispatcher] = []
     for i, entry in enumerate(raw):
         fld = f"dispatchers[{i}]"
+        unverified = _unverified(entry, set(DISPATCHERS)) if unverified_ok else None
+        if unverified is not None:
+            out.append(unverified)
+            continue
         try:
             if isinstance(entry, str):
                 spec = DispatcherSpec.parse(entry)
@@ -799,8 +860,13 @@ def _simulation(doc: dict[str, Any], w: _Where) -> dict[str, Any]:
     return opts.identity()  # (engine and unset later additions left out: older cell ids hold)
 
 
-def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) -> SweepSpec:
-    """Parse and validate a sweep; expand it into cells (no trace is read)."""
+def parse_sweep(
+    text: str, source: str = "<sweep>", base: Path | None = None, run_plugins: bool = True
+) -> SweepSpec:
+    """Parse and validate a sweep; expand it into cells (no trace is read). ``run_plugins``
+    False (a plan): the plugins are not imported -- their code does not run -- and the
+    dispatchers no built-in registers are kept as written (:class:`UnverifiedDispatcher`,
+    listed in ``unverified``; their cells have no id)."""
     w = _Where(source, text)
     try:
         doc = tomllib.loads(text)
@@ -823,17 +889,22 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
             plugins.append(resolve_plugin(p, base))
         except (OSError, RuntimeError) as exc:
             raise w.error(f"plugins[{i}]", f"cannot be a file name: {exc}") from None
-    try:
-        load_plugins(tuple(plugins))
-    except HpcDispatchError as exc:
-        raise w.error("plugins", str(exc)) from None
+    if run_plugins:
+        try:
+            load_plugins(tuple(plugins))
+        except HpcDispatchError as exc:
+            raise w.error("plugins", str(exc)) from None
+    else:  # (a plan: the files are looked at, not imported)
+        for i, plugin in enumerate(plugins):
+            if plugin.endswith(".py") and not Path(plugin).is_file():
+                raise w.error(f"plugins[{i}]", f"plugin file '{plugin}' does not exist")
     repetitions = doc.get("repetitions", 1)
     _expect(w, "repetitions", repetitions, (int,), "a positive integer")
     if repetitions < 1:
         raise w.error("repetitions", f"must be at least 1, got {repetitions}")
     systems = _system_entries(doc, w, base)
     workloads = _workload_entries(doc, w, base)
-    dispatchers = _dispatcher_entries(doc, w)
+    dispatchers = _dispatcher_entries(doc, w, unverified_ok=not run_plugins and bool(plugins))
     predictors = _predictors(doc, w)
     simulation = _simulation(doc, w)
 
@@ -847,6 +918,8 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
             )
     labels_seen: dict[str, dict[str, Any]] = {}
     for d in dispatchers:
+        if isinstance(d, UnverifiedDispatcher):
+            continue
         if labels_seen.setdefault(d.dispatcher_label, d.identity()) != d.identity():
             raise w.error(
                 "dispatchers",
@@ -859,7 +932,12 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
         for wl in workloads:
             for d in dispatchers:
                 preds = [d.predictor] if d.predictor else predictors
-                d_config = d.cell_identity()  # (later-added parameters at their old value left out)
+                unverified = isinstance(d, UnverifiedDispatcher)
+                d_config = (
+                    {"unverified": d.written}
+                    if isinstance(d, UnverifiedDispatcher)
+                    else d.cell_identity()  # (later-added parameters at their old value left out)
+                )
                 for pred in preds:
                     for rep in range(repetitions):
                         config = {
@@ -871,7 +949,7 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
                             "simulation": simulation,
                             "repetition": rep,
                         }
-                        cid = cell_id(config)
+                        cid = "" if unverified else cell_id(config)
                         pred_short = predictor_class(pred).short  # type: ignore[union-attr]
                         run_label = (
                             d.dispatcher_label
@@ -882,7 +960,7 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
                         label = f"{sys_written}/{wl.label}{seed}/{run_label}" + (
                             f"/r{rep}" if repetitions > 1 else ""
                         )
-                        if cid in seen:
+                        if cid and cid in seen:
                             raise w.error(
                                 "",
                                 f"cells '{seen[cid]}' and '{label}' have the same configuration "
@@ -905,18 +983,30 @@ def parse_sweep(text: str, source: str = "<sweep>", base: Path | None = None) ->
                                     "label": label,
                                 },
                                 system_spec=sys_spec,
-                                workload_spec=wl.spec,
+                                workload=wl.spec,
                                 swf=wl.swf,
-                                dispatcher=d,
+                                dispatcher=d,  # type: ignore[arg-type]  # (unverified: a plan)
                                 predictor=pred,
                                 simulation=simulation,
                                 plugins=tuple(plugins),
                             )
                         )
-    return SweepSpec(name=name, description=description, path=None, cells=cells, text=text)
+    unverified_names = tuple(
+        dict.fromkeys(d.name for d in dispatchers if isinstance(d, UnverifiedDispatcher))
+    )
+    return SweepSpec(
+        name=name,
+        description=description,
+        path=None,
+        cells=cells,
+        text=text,
+        unverified=unverified_names,
+    )
 
 
-def load_sweep(path: str | Path) -> SweepSpec:
+def load_sweep(path: str | Path, run_plugins: bool = True) -> SweepSpec:
+    """Read and expand the sweep file ``path`` (errors: :class:`SweepSpecError`, one line;
+    ``run_plugins`` False: a plan, the plugins are not imported)."""
     p = Path(path)
     try:
         text = read_utf8_file(p, "a sweep file")
@@ -924,6 +1014,6 @@ def load_sweep(path: str | Path) -> SweepSpec:
         raise
     except ConfigError as exc:
         raise SweepSpecError(str(exc)) from None
-    spec = parse_sweep(text, source=str(p), base=p.resolve().parent)
+    spec = parse_sweep(text, source=str(p), base=p.resolve().parent, run_plugins=run_plugins)
     spec.path = p.resolve()
     return spec

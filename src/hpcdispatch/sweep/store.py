@@ -7,6 +7,7 @@ Layout of ``OUT/``::
     cells/<id>/         a finished cell: the run's outputs (see results/store.py) and cell.json
     cells/.tmp-...      a cell being written (ignored by readers)
     summary.parquet     one row per finished cell of the current spec (done or failed)
+    sweep.lock          while a sweep runs: its host and pid (:func:`sweep_lock`)
 
 A cell is written into a temporary directory and published by renaming that directory to
 ``cells/<id>``; ``cell.json`` (status, configuration, summary, error, file sizes) is the last
@@ -24,6 +25,8 @@ import shutil
 import socket
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,7 @@ RECORD = "cell.json"
 MANIFEST = "sweep.json"
 SPEC_COPY = "sweep.toml"
 SUMMARY = "summary.parquet"
+LOCK = "sweep.lock"
 TMP_PREFIX = ".tmp-"
 OLD_PREFIX = ".old-"
 STATUSES = ("done", "failed")
@@ -59,6 +63,8 @@ NONDETERMINISTIC_PREFIXES = ("decision_time_",)
 
 
 def deterministic_columns(frame: pd.DataFrame) -> list[str]:
+    """The columns of ``frame`` that a rerun reproduces (wall-clock timings, worker and
+    times of day left out)."""
     return [
         c
         for c in frame.columns
@@ -95,6 +101,124 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _process_start(pid: int) -> int | None:
+    """When the process started (clock ticks after boot, /proc/PID/stat): tells a live
+    holder of a lock from another process that got its pid later. None off Linux."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class SweepLocked(ConfigError):
+    """Another sweep runs on the same output directory (or may: its lock cannot be judged)."""
+
+
+def _lock_holder(path: Path) -> dict[str, Any] | None:
+    try:
+        holder = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(holder, dict) and isinstance(holder.get("pid"), int)
+    return holder if ok and isinstance(holder.get("host"), str) else None
+
+
+def _holder_alive(holder: dict[str, Any]) -> bool:
+    """Whether the lock's process (on this host) still runs: its pid is alive and, where the
+    lock recorded it, started when the lock's process did (not a later process with its pid)."""
+    pid = holder["pid"]
+    if not _pid_alive(pid):
+        return False
+    started = holder.get("process_start")
+    return started is None or _process_start(pid) in (None, started)
+
+
+@contextmanager
+def sweep_lock(root: str | Path, note: Callable[[str], None] | None = None) -> Iterator[Path]:
+    """Hold ``ROOT/sweep.lock`` while a sweep runs there: two sweeps on one directory would
+    compute the same cells twice. The lock is created atomically (``O_CREAT | O_EXCL``) and
+    names this host and pid. A lock held by a live process, or by a process on another host
+    (which this host cannot check), is a :class:`SweepLocked` error saying what to do; a lock
+    left by a process of this host that died is taken over (``note`` says so). Released at the
+    block's end; taken again by the process that holds it, it is left to the outer block."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK
+    host, pid = socket.gethostname(), os.getpid()
+    me = {
+        "host": host,
+        "pid": pid,
+        "process_start": _process_start(pid),
+        "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "version": __version__,
+    }
+    held_here = False
+    for _attempt in range(10):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            holder = _lock_holder(path)
+            if holder is None:
+                if not path.exists():
+                    continue  # released meanwhile
+                raise SweepLocked(
+                    f"{path}: a sweep lock that cannot be read; if no sweep runs on {root}, "
+                    f"remove it (rm {path}) and run again"
+                ) from None
+            if holder["host"] == host and holder["pid"] == pid:  # this process holds it
+                held_here = True
+                break
+            who = f"pid {holder['pid']} on {holder['host']}, since {holder.get('since', '?')}"
+            if holder["host"] != host:
+                raise SweepLocked(
+                    f"{root} is locked by a sweep on another host ({who}), which this host "
+                    f"cannot check; if no sweep runs there any more, remove {path} and run again"
+                ) from None
+            if _holder_alive(holder):
+                raise SweepLocked(
+                    f"{root} is in use by another sweep ({who}): two sweeps on one directory "
+                    f"compute the same cells twice; wait for it to end or stop it (kill "
+                    f"{holder['pid']})"
+                ) from None
+            # a dead process's lock: set it aside under a name of our own (one taker wins the
+            # rename), make sure it is the lock judged dead, and try again
+            aside = path.with_name(f".{LOCK}.stale-{uuid.uuid4().hex[:8]}")
+            try:
+                os.rename(path, aside)
+            except FileNotFoundError:
+                continue  # another sweep took it over first
+            if _lock_holder(aside) != holder:  # a new lock was created in between: put it back
+                try:
+                    os.link(aside, path)
+                except FileExistsError:
+                    pass
+                aside.unlink(missing_ok=True)
+                continue
+            aside.unlink(missing_ok=True)
+            if note is not None:
+                note(
+                    f"note: took over {path} from a sweep that died ({who}); "
+                    "its unfinished cells run again"
+                )
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(me) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        break
+    else:
+        raise SweepLocked(f"{path}: could not take the lock (other sweeps keep changing it)")
+    if held_here:  # by an outer block of this process: it releases the lock
+        yield path
+        return
+    try:
+        yield path
+    finally:
+        if _lock_holder(path) == me:
+            path.unlink(missing_ok=True)
+
+
 def read_record(cell_dir: Path) -> dict[str, Any] | None:
     """The cell's record if ``cell_dir`` holds a complete cell, else None."""
     path = cell_dir / RECORD
@@ -127,6 +251,8 @@ class StoreScan:
 
 
 class SweepStore:
+    """A sweep's output directory: its manifest, published cells and the Parquet summary."""
+
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.cells = self.root / CELLS

@@ -213,6 +213,7 @@ def _topology(topo: Any, w: _Where) -> Topology:
 
 
 def system_to_dict(system: System) -> dict[str, Any]:
+    """``system`` as the TOML document :func:`parse_system` reads."""
     doc: dict[str, Any] = {"name": system.name}
     if system.description:
         doc["description"] = system.description
@@ -231,6 +232,7 @@ def system_to_dict(system: System) -> dict[str, Any]:
 
 
 def dump_system(system: System, path: str | Path) -> None:
+    """Write ``system`` as TOML to ``path``."""
     Path(path).write_text(tomli_w.dumps(system_to_dict(system)))
 
 
@@ -240,6 +242,7 @@ def _preset_files() -> dict[str, Any]:
 
 
 def preset_names() -> list[str]:
+    """The names of the bundled preset systems, sorted."""
     return sorted(_preset_files())
 
 

@@ -1,6 +1,12 @@
-"""The independent schedule validator (``hpcdispatch validate``)."""
+"""The independent schedule validator (``hpcdispatch validate``): :func:`validate` a result or
+a run directory; its rules are the table ``RULES`` (:class:`Rule` over :class:`RunTables`),
+its verdicts' exit codes ``EXIT_CODES`` (docs/VALIDATION.md)."""
 
 from hpcdispatch.validation.validator import (
+    EXIT_CODES,
+    RULES,
+    Rule,
+    RunTables,
     ValidationReport,
     Violation,
     validate,
@@ -10,6 +16,10 @@ from hpcdispatch.validation.validator import (
 )
 
 __all__ = [
+    "EXIT_CODES",
+    "RULES",
+    "Rule",
+    "RunTables",
     "ValidationReport",
     "Violation",
     "validate",

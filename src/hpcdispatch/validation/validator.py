@@ -9,17 +9,20 @@ units and amounts; growth segments no request explains; Slurm-style constraints;
 than a node's capacity at any instant; and, for deadline workloads, deadlines, bookings and
 booking shapes.
 
-``time_tolerance`` (seconds) relaxes only the start-before-submission and run-time rules, for
-schedules recorded by a real system. :func:`validate_run_dir` checks a run directory against
-what it can re-derive (system, workload, summary), not against its stored copies.
-
-Design notes, decisions and measurements: docs/ARCHITECTURE.md,
-"From the module docstrings".
+The rules are a table (:data:`RULES`): each :class:`Rule` has a name, when it applies and a
+check over one :class:`RunTables` value (the tables aligned once by :func:`run_tables`) that
+returns its :class:`Problems`; :func:`validate_tables` runs every rule that applies. To add a
+rule: a function ``rule_x(t: RunTables) -> Problems``, one line in :data:`RULES`, and its
+mutation in ``tests/test_validator_mutations.py::RULE_MUTATIONS``. Every constant is the
+validator's own (:data:`TIME_TOLERANCE_S`, :data:`REAL_SLURM_SLACK_S`, :data:`BSLD_TAU_S`,
+:data:`COMM_SHARE_MAX`). :func:`validate_run_dir` takes from a run directory only the
+schedule and the identity of what produced it; verdicts and exit codes: :data:`EXIT_CODES`.
+The rules one by one, and what a run directory is checked against: docs/VALIDATION.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -30,6 +33,7 @@ import numpy as np
 from hpcdispatch._util import text_or_none
 from hpcdispatch.errors import HpcDispatchError, ScheduleValidationError
 from hpcdispatch.system.model import System
+from hpcdispatch.vocabulary import CancelReason, JobStatus
 
 if (
     TYPE_CHECKING
@@ -41,21 +45,52 @@ TOL = 1e-6
 
 @dataclass(frozen=True, order=True)
 class Violation:
+    """One broken rule: when, which kind, and a message naming the job."""
+
     time: float
     kind: str
     message: str
 
 
+#: the verdicts of :func:`validate_run_dir`, and the exit code ``hpcdispatch validate`` gives each
+#: (2 is every error that stops the check itself: an unreadable run directory, bad input)
+EXIT_CODES = {"valid": 0, "invalid": 1, "unverified": 3, "cannot validate": 4}
+
+
 @dataclass
 class ValidationReport:
+    """What the validator found. ``violations``: the schedule breaks a rule (verdict
+    ``invalid``); ``cannot``: a rule the schedule needs is unknown to the validator (an
+    unregistered dispatcher: verdict ``cannot validate``); ``unverified``: an input the schedule
+    is judged against could not be re-derived (a workload source missing or changed, a
+    workload held only in memory: verdict ``unverified``). Only a report with none of them is
+    ``valid``."""
+
     jobs: int = 0
     allocation_rows: int = 0
     violations: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)
+    cannot: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        if self.violations:
+            return "invalid"
+        if self.cannot:
+            return "cannot validate"
+        if self.unverified:
+            return "unverified"
+        return "valid"
 
     @property
     def ok(self) -> bool:
-        return not self.violations
+        """Valid: no violation, and every input re-derived."""
+        return self.verdict == "valid"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict]
 
     def add(self, time: float, kind: str, message: str) -> None:
         self.violations.append(
@@ -73,12 +108,32 @@ class ValidationReport:
             raise ScheduleValidationError(f"schedule invalid: {v.message}{more}")
         return self
 
+    def headline(self) -> str:
+        """One line: the verdict and its first reason."""
+        verdict = self.verdict
+        if verdict == "invalid":
+            v = self.first()
+            assert v is not None
+            more = f" (and {len(self.violations) - 1} more)" if len(self.violations) > 1 else ""
+            return f"INVALID: [{v.kind}] {v.message}{more}"
+        if verdict == "cannot validate":
+            return f"cannot validate: {self.cannot[0]}"
+        if verdict == "unverified":
+            return f"unverified: {self.unverified[0]}"
+        return f"valid: {self.jobs} jobs, {self.allocation_rows} allocation rows checked"
+
     def describe(self) -> str:
-        if self.ok:
-            return f"valid: {self.jobs} jobs, {self.allocation_rows} allocation rows checked"
-        lines = [f"INVALID: {len(self.violations)} violation(s); earliest first:"]
-        lines += [f"  t={v.time:.15g} [{v.kind}] {v.message}" for v in sorted(self.violations)[:20]]
-        return "\n".join(lines)
+        verdict = self.verdict
+        if verdict == "valid":
+            return self.headline()
+        if verdict == "invalid":
+            lines = [f"INVALID: {len(self.violations)} violation(s); earliest first:"]
+            lines += [
+                f"  t={v.time:.15g} [{v.kind}] {v.message}" for v in sorted(self.violations)[:20]
+            ]
+            return "\n".join(lines)
+        reasons = self.cannot if verdict == "cannot validate" else self.unverified
+        return "\n".join([f"{verdict}: {reasons[0]}", *(f"  also: {r}" for r in reasons[1:])])
 
 
 def _jobs(values: np.ndarray, limit: int = 5) -> str:
@@ -94,15 +149,1104 @@ def _ids(values: np.ndarray, limit: int = 5) -> str:
     return ", ".join(map(str, vals)) + more
 
 
+#: the validator's own constants -- nothing in a run directory changes them
+#: a simulated schedule's times are exact: the only slack is floating-point rounding (``TOL``)
+TIME_TOLERANCE_S = 0.0
+#: real seconds a schedule recorded on a real Slurm may be off (whole-second timestamps, start
+#: and end overhead; measured never more than 3 s), divided by the run's time scale
+REAL_SLURM_SLACK_S = 3.0
+#: the bounded slowdown's threshold (seconds) the summary must use
+BSLD_TAU_S = 10.0
+#: the largest communication share of a deadline job's phase under the execution model's
+#: documented constants (docs/DEADLINE.md: 0.5, 0.3, 0.2, 0.2 by behaviour type): the lower
+#: bound of a deadline job's run time (:func:`rule_deadline_outcome`) uses it
+COMM_SHARE_MAX = 0.5
+
+#: a job's status as the jobs table spells it (``JobStatus`` names in lower case; a completed
+#: job that ran into its wall-time is ``killed``)
+COMPLETED = JobStatus.COMPLETED.name.lower()
+REJECTED = JobStatus.REJECTED.name.lower()
+CANCELLED = JobStatus.CANCELLED.name.lower()
+KILLED = "killed"
 #: the statuses a job can have when a run has ended
-CONFLICT = "booking-conflict"  # a static deadline job cancelled when the next booking on its nodes begins (A19)
-FINAL_STATUSES = ("completed", "killed", "rejected", "cancelled")
-#: summary fields recomputed from the tables by :func:`validate_run_dir`
-SUMMARY_COUNTS = ("jobs", "started", "rejected", "killed")
-SUMMARY_MEANS = ("wait_mean", "slowdown_mean", "bounded_slowdown_mean", "makespan")
-SUMMARY_RTOL = 1e-9
+FINAL_STATUSES = (COMPLETED, KILLED, REJECTED, CANCELLED)
+CONFLICT = str(
+    CancelReason.BOOKING_CONFLICT
+)  # cancelled when the next booking on its nodes begins (A19)
+CANCEL_REASONS = tuple(str(r) for r in CancelReason)
 
 Growth = Mapping[int, Sequence[Any]]
+
+
+class Problems(list[Violation]):
+    """What one rule found: violations (``add``, as :meth:`ValidationReport.add`) and notes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notes: list[str] = []
+
+    def add(self, time: float, kind: str, message: str) -> None:
+        self.append(Violation(float(time) if np.isfinite(time) else float("-inf"), kind, message))
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """One schedule as every rule reads it: the raw tables, the jobs common to the workload
+    and the schedule aligned by id (sorted), and the allocation rows of known jobs with their
+    job's position (``row_job``). Built once by :func:`run_tables`; the rules only read it."""
+
+    system: System
+    workload: Columns
+    jobs: Columns
+    allocations: Columns  # rows of known jobs only (rows of unknown jobs: ``unknown_rows``)
+    bookings: Columns | None
+    walltime_kill: bool
+    tags: Mapping[str, Any] | None
+    growth: Growth | None
+    time_tolerance: float
+    shape: str | None
+    # the set of jobs
+    workload_duplicates: np.ndarray
+    job_duplicates: np.ndarray
+    missing: np.ndarray
+    unknown: np.ndarray
+    unknown_rows: np.ndarray  # job ids of allocation rows for jobs not in the workload
+    n_allocation_rows: int  # every row, of known jobs or not
+    ids: np.ndarray  # the common job ids, sorted
+    w_pos: np.ndarray | None
+    j_pos: np.ndarray | None
+    # per job (aligned with ``ids``)
+    submit: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    status: np.ndarray
+    run: np.ndarray
+    wall: np.ndarray
+    app: np.ndarray  # jobs with an application model (deadline jobs: whole nodes)
+    cancel_why: np.ndarray
+    # per allocation row
+    row_job: np.ndarray
+    t_from: np.ndarray
+    t_to: np.ndarray
+    node: np.ndarray
+    bad_node: np.ndarray
+    units: np.ndarray
+    bad_units: np.ndarray
+    seg: np.ndarray
+    bad_seg: np.ndarray
+    amounts: np.ndarray
+    bad_amount_value: np.ndarray
+
+    def w_col(self, name: str, dtype: Any = None) -> np.ndarray:
+        values = np.asarray(self.workload[name], dtype)
+        return values if self.w_pos is None else values[self.w_pos]
+
+    def j_col(self, name: str, dtype: Any = None) -> np.ndarray:
+        values = np.asarray(self.jobs[name], dtype)
+        return values if self.j_pos is None else values[self.j_pos]
+
+    def w_or(self, name: str, dtype: Any, fill: Any) -> np.ndarray:
+        """A workload column, or ``fill`` for every job when the workload has none."""
+        return (
+            self.w_col(name, dtype)
+            if name in self.workload
+            else np.full(len(self.ids), fill, dtype)
+        )
+
+    def job(self, i: Any) -> str:
+        return f"job {int(self.ids[i])}"
+
+    @property
+    def rejected(self) -> np.ndarray:
+        return self.status == REJECTED
+
+    @property
+    def cancelled(self) -> np.ndarray:
+        return self.status == CANCELLED
+
+    @property
+    def started(self) -> np.ndarray:
+        return ~np.isnan(self.start)
+
+    @property
+    def ended(self) -> np.ndarray:
+        return ~np.isnan(self.end)
+
+    @property
+    def timed(self) -> np.ndarray:
+        """Started jobs with a finite start and a finite end."""
+        return self.started & np.isfinite(self.start) & np.isfinite(self.end)
+
+    @property
+    def expected(self) -> np.ndarray:
+        """How long each job without an application model runs: min(run time, wall-time)."""
+        return np.minimum(self.run, self.wall) if self.walltime_kill else self.run
+
+    @property
+    def should_kill(self) -> np.ndarray:
+        return self.started & (self.walltime_kill & (self.run > self.wall))
+
+    @property
+    def deadline_rules(self) -> bool:
+        return "deadline" in self.workload and "earliest_start" in self.workload
+
+    @property
+    def deadline(self) -> np.ndarray:
+        return self.w_or("deadline", np.float64, np.inf)
+
+    @property
+    def seg0(self) -> np.ndarray:
+        return self.seg == 0
+
+    @property
+    def forks(self) -> bool:
+        return bool((self.tags or {}).get("forks", False))
+
+
+def run_tables(
+    system: System,
+    workload: Table,
+    jobs: Table,
+    allocations: Table,
+    walltime_kill: bool = True,
+    *,
+    dispatcher_tags: Mapping[str, Any] | None = None,
+    growth: Growth | None = None,
+    bookings: Table | None = None,
+    time_tolerance: float = TIME_TOLERANCE_S,
+    shape: str | None = None,
+) -> RunTables:
+    """The :class:`RunTables` of a schedule. Columns are read through positions of the common
+    job ids (sorted) in each table; when a table already lists exactly those ids in that order
+    nothing is copied (a whole-trace schedule has half a million jobs and a million rows)."""
+    wcols, jcols, acols = _columns(workload), _columns(jobs), _columns(allocations)
+    wl_ids = wcols["job_id"]
+    wl_dup = _duplicated(wl_ids)
+    job_ids = jcols["job_id"]
+    job_dup = _duplicated(job_ids)
+    w_sorted, w_order = _sorted_unique(wl_ids, wl_dup)
+    j_sorted, j_order = _sorted_unique(job_ids, job_dup)
+    w_in_j = _in_sorted(w_sorted, j_sorted)
+    common = w_sorted[w_in_j]
+    w_pos = _identity_or(w_order[w_in_j], len(wl_ids))
+    j_pos = _identity_or(j_order[np.searchsorted(j_sorted, common)], len(job_ids))
+
+    def w_col(name: str, dtype: Any = None) -> np.ndarray:
+        values = np.asarray(wcols[name], dtype)
+        return values if w_pos is None else values[w_pos]
+
+    def j_col(name: str, dtype: Any = None) -> np.ndarray:
+        values = np.asarray(jcols[name], dtype)
+        return values if j_pos is None else values[j_pos]
+
+    # allocation rows: a row's job position by binary search (``common`` is sorted)
+    row_ids = acols["job_id"]
+    row_job = np.searchsorted(common, row_ids)
+    known = row_job < len(common)
+    known[known] = common[row_job[known]] == row_ids[known]
+    unknown_rows = np.unique(row_ids[~known])
+    n_allocation_rows = len(row_ids)
+    if not known.all():
+        acols = {name: values[known] for name, values in acols.items()}
+        row_job = row_job[known]
+    node, bad_node = _int_column(acols["node"])
+    units, bad_units = _int_column(acols["units"])
+    seg, bad_seg = _int_column(acols["segment"])
+    amount_cols = [_int_column(acols[r]) for r in system.resources]
+    amounts = (
+        np.stack([c[0] for c in amount_cols], axis=1)
+        if len(row_job)
+        else np.zeros((0, len(system.resources)), np.int64)
+    )
+    bad_amount_value = np.zeros(len(row_job), bool)
+    for _, bad in amount_cols:
+        bad_amount_value |= bad
+    return RunTables(
+        system=system,
+        workload=wcols,
+        jobs=jcols,
+        allocations=acols,
+        bookings=None if bookings is None else _columns(bookings),
+        walltime_kill=bool(walltime_kill),
+        tags=dispatcher_tags if isinstance(dispatcher_tags, Mapping) else None,
+        growth=growth,
+        time_tolerance=float(time_tolerance),
+        shape=shape,
+        workload_duplicates=wl_ids[wl_dup],
+        job_duplicates=job_ids[job_dup],
+        missing=w_sorted[~w_in_j],
+        unknown=j_sorted[~_in_sorted(j_sorted, w_sorted)],
+        unknown_rows=unknown_rows,
+        n_allocation_rows=n_allocation_rows,
+        ids=common,
+        w_pos=w_pos,
+        j_pos=j_pos,
+        submit=w_col("submit", np.float64),
+        start=j_col("start", np.float64),
+        end=j_col("end", np.float64),
+        status=j_col("status").astype(str),
+        run=w_col("run_time", np.float64),
+        wall=w_col("wall_time", np.float64),
+        app=w_col("whole_nodes", bool) if "whole_nodes" in wcols else np.zeros(len(common), bool),
+        cancel_why=(
+            _texts(j_col("cancel_reason"))
+            if "cancel_reason" in jcols
+            else np.full(len(common), "", dtype=object)
+        ),
+        row_job=row_job,
+        t_from=np.asarray(acols["from"], np.float64),
+        t_to=np.asarray(acols["to"], np.float64),
+        node=node,
+        bad_node=bad_node,
+        units=units,
+        bad_units=bad_units,
+        seg=seg,
+        bad_seg=bad_seg,
+        amounts=amounts,
+        bad_amount_value=bad_amount_value,
+    )
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the validator: ``check`` returns what it finds in a schedule for which
+    ``applies`` is true."""
+
+    name: str
+    applies: Callable[[RunTables], bool]
+    check: Callable[[RunTables], Problems]
+
+
+def _always(t: RunTables) -> bool:
+    return True
+
+
+# ---- the set of jobs --------------------------------------------------------------------
+
+
+def rule_job_set(t: RunTables) -> Problems:
+    """Every job of the workload is in the schedule once, and the schedule and its allocation
+    rows name no other job."""
+    p = Problems()
+    if len(t.workload_duplicates):
+        p.add(
+            -np.inf,
+            "workload",
+            f"duplicate job ids in the workload: {_jobs(t.workload_duplicates)}",
+        )
+    if len(t.job_duplicates):
+        p.add(
+            -np.inf,
+            "twice",
+            f"jobs listed more than once in the schedule: {_jobs(t.job_duplicates)}",
+        )
+    if len(t.missing):
+        p.add(
+            -np.inf,
+            "missing",
+            f"jobs of the workload missing from the schedule: {_jobs(t.missing)}",
+        )
+    if len(t.unknown):
+        p.add(-np.inf, "unknown", f"schedule lists jobs not in the workload: {_jobs(t.unknown)}")
+    if len(t.unknown_rows):
+        p.add(-np.inf, "unknown", f"allocation rows for unknown jobs: {_jobs(t.unknown_rows)}")
+    return p
+
+
+# ---- per job: times, durations, statuses -------------------------------------------------
+
+
+def rule_never_started(t: RunTables) -> Problems:
+    """A job that was neither rejected nor cancelled started."""
+    p = Problems()
+    never = np.isnan(t.start) & ~t.rejected & ~t.cancelled
+    for i in np.flatnonzero(never)[:20]:
+        p.add(
+            t.submit[i],
+            "never",
+            f"{t.job(i)} (submitted at {t.submit[i]:.15g}) never started and was not rejected",
+        )
+    return p
+
+
+def rule_finite_times(t: RunTables) -> Problems:
+    """A started job has a finite start and a finite end (NaN / inf never drop out of a check)."""
+    p = Problems()
+    start, end = t.start, t.end
+    for i in np.flatnonzero(t.started & ~t.timed)[:20]:
+        p.add(
+            start[i],
+            "time",
+            f"{t.job(i)} has start {start[i]:.15g} and end {end[i]:.15g}: a started job needs "
+            "finite start and end times",
+        )
+    return p
+
+
+def rule_rejected_never_ran(t: RunTables) -> Problems:
+    """A rejected job has no start and no end."""
+    p = Problems()
+    start, end, started = t.start, t.end, t.started
+    for i in np.flatnonzero(t.rejected & (started | t.ended))[:20]:
+        p.add(
+            start[i] if started[i] else end[i],
+            "rejected",
+            f"{t.job(i)} is marked rejected but has a start time {start[i]:.15g} (end {end[i]:.15g})",
+        )
+    return p
+
+
+def rule_start_after_submit(t: RunTables) -> Problems:
+    """No job starts before its submission (by more than the validator's time tolerance)."""
+    p = Problems()
+    slack = max(TOL, t.time_tolerance)
+    for i in np.flatnonzero(t.started & (t.start < t.submit - slack))[:20]:
+        p.add(
+            t.start[i],
+            "early",
+            f"{t.job(i)} started at {t.start[i]:.15g}, before its submission at {t.submit[i]:.15g}",
+        )
+    return p
+
+
+def rule_duration(t: RunTables) -> Problems:
+    """A job without an application model runs ``min(run time, wall-time)`` (its run time when
+    wall-time kills are off); a cancelled one is cut at its deadline (:func:`rule_deadlines`)."""
+    p = Problems()
+    start, end, expected = t.start, t.end, t.expected
+    ok = np.abs((end - start) - expected) <= np.maximum(
+        TOL * np.maximum(1.0, np.abs(expected)), t.time_tolerance
+    )
+    for i in np.flatnonzero(t.timed & ~t.cancelled & ~t.app & ~ok)[:20]:
+        p.add(
+            start[i],
+            "duration",
+            f"{t.job(i)} ran {end[i] - start[i]:.15g} s ({start[i]:.15g} -> {end[i]:.15g}); it should run "
+            f"{expected[i]:.15g} s (run time {t.run[i]:.15g}, wall-time {t.wall[i]:.15g}, kills "
+            f"{'on' if t.walltime_kill else 'off'})",
+        )
+    return p
+
+
+def rule_killed_flag(t: RunTables) -> Problems:
+    """The ``killed`` flag says whether the job ran into its wall-time."""
+    p = Problems()
+    flag = t.j_col("killed", bool)
+    should = t.should_kill
+    for i in np.flatnonzero(t.started & ~t.cancelled & (flag != should))[:20]:
+        p.add(
+            t.start[i],
+            "killed",
+            f"{t.job(i)} (started at {t.start[i]:.15g}): killed flag is {bool(flag[i])}, "
+            f"expected {bool(should[i])}",
+        )
+    return p
+
+
+def rule_final_status(t: RunTables) -> Problems:
+    """Every job ends the run completed, killed, rejected or cancelled, and its status agrees
+    with its times: completed and killed jobs started and ended; ``killed`` exactly when the job
+    ran into its wall-time."""
+    p = Problems()
+    status, start, started = t.status, t.start, t.started
+    for i in np.flatnonzero(~np.isin(status, FINAL_STATUSES))[:20]:
+        p.add(
+            start[i] if started[i] else t.submit[i],
+            "status",
+            f"{t.job(i)} ends the run with status '{status[i]}'; every job ends it "
+            f"{', '.join(FINAL_STATUSES[:-1])} or {FINAL_STATUSES[-1]}",
+        )
+    ran = (status == COMPLETED) | (status == KILLED)
+    for i in np.flatnonzero(ran & ~(started & t.ended))[:20]:
+        p.add(
+            start[i] if started[i] else t.submit[i],
+            "status",
+            f"{t.job(i)} is '{status[i]}' but has start {start[i]:.15g} and end {t.end[i]:.15g} "
+            f"(a {status[i]} job started and ended)",
+        )
+    should = t.should_kill
+    for i in np.flatnonzero(ran & started & ((status == KILLED) != should))[:20]:
+        p.add(
+            start[i],
+            "status",
+            f"{t.job(i)} is '{status[i]}', but it {'ran into' if should[i] else 'did not run into'} its "
+            f"wall-time (run time {t.run[i]:.15g}, wall-time {t.wall[i]:.15g}, kills "
+            f"{'on' if t.walltime_kill else 'off'})",
+        )
+    return p
+
+
+def rule_cancel_reason(t: RunTables) -> Problems:
+    """A cancelled job carries one of the cancel reasons, and only a cancelled job has one."""
+    p = Problems()
+    why, cancelled = t.cancel_why, t.cancelled
+    for i in np.flatnonzero(cancelled & ~np.isin(why, CANCEL_REASONS))[:20]:
+        p.add(
+            t.end[i] if np.isfinite(t.end[i]) else t.submit[i],
+            "cancelled",
+            f"{t.job(i)} is cancelled with the reason '{why[i]}'; the reasons are "
+            f"{', '.join(CANCEL_REASONS)}",
+        )
+    for i in np.flatnonzero(~cancelled & (why != ""))[:20]:
+        p.add(
+            t.start[i] if t.started[i] else t.submit[i],
+            "status",
+            f"{t.job(i)} is '{t.status[i]}' but carries the cancel reason '{why[i]}'",
+        )
+    return p
+
+
+def rule_cancelled_without_deadlines(t: RunTables) -> Problems:
+    """Only a workload with deadlines has cancelled jobs."""
+    p = Problems()
+    for i in np.flatnonzero(t.cancelled)[:20]:
+        p.add(
+            t.submit[i], "cancelled", f"{t.job(i)} is cancelled, but the workload has no deadlines"
+        )
+    return p
+
+
+def rule_deadlines(t: RunTables) -> Problems:
+    """Deadline workloads: start window, end by the deadline, cancellation times
+    (:func:`_check_deadlines`)."""
+    p = Problems()
+    _check_deadlines(
+        p,
+        t.ids,
+        t.submit,
+        t.start,
+        t.end,
+        t.started,
+        t.cancelled,
+        t.expected,
+        t.w_col("earliest_start", np.float64),
+        t.w_col("deadline", np.float64),
+        t.app,
+        t.cancel_why,
+    )
+    return p
+
+
+def run_time_lower_bound(t: RunTables) -> np.ndarray:
+    """Per job with an application model, the least time it can run where it ran, from its
+    work and the cores it held (the validator's own reading of docs/DEADLINE.md, "The
+    execution model"): phase ``k`` lasts ``D*_k x combine(a, b) / combine(1 - phi, phi)``
+    with ``combine(a, b) >= a = (1 - phi) x max_c m_c`` and ``combine(1 - phi, phi) <= 1``, so
+    it lasts at least ``D*_k (1 - phi) max_c m_c``; the nominal ``D*_k`` sum to the run time
+    ``R``; ``phi <= COMM_SHARE_MAX``; a core time-shares at least one process, and a static
+    job (types 0, 1) runs its ``n`` processes in every phase on at most ``C`` cores (every core
+    of every node it ever held), so ``max_c m_c >= ceil(n / C)``. Hence
+    ``run >= R (1 - COMM_SHARE_MAX) ceil(n / C)`` (``ceil(n / C)`` taken as 1 for dynamic jobs
+    and jobs whose processes are unknown); 0 for other jobs."""
+    bound = np.zeros(len(t.ids))
+    if not t.app.any():
+        return bound
+    cores_per_node = t.system.capacity[:, _core_column(t.system)].astype(np.float64)
+    held = np.zeros(len(t.ids))
+    if len(t.row_job):
+        ok = ~t.bad_node & (t.node >= 0) & (t.node < t.system.n_nodes)
+        width = t.system.n_nodes
+        pairs = np.unique(t.row_job[ok].astype(np.int64) * width + t.node[ok])
+        np.add.at(held, pairs // width, cores_per_node[pairs % width])
+    processes = t.w_or("processes", np.float64, 0.0)
+    behaviour = t.w_or("behaviour", np.int64, -1)
+    static = (behaviour == 0) | (behaviour == 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sharing = np.where(static & (held > 0), np.ceil(processes / held), 1.0)
+    sharing = np.maximum(sharing, 1.0)
+    return np.where(t.app, t.run * (1.0 - COMM_SHARE_MAX) * sharing, 0.0)
+
+
+def _core_column(system: System) -> int:
+    res = list(system.resources)
+    return res.index("core") if "core" in res else 0
+
+
+def rule_deadline_outcome(t: RunTables) -> Problems:
+    """A deadline job's outcome follows from its end, its deadline and what the validator
+    computes itself: a job that completed ran at least :func:`run_time_lower_bound` (a job
+    cut short is not completed) and ended by its deadline; a job cancelled while running was
+    still running at its deadline, i.e. it could not have completed by then."""
+    p = Problems()
+    bound = run_time_lower_bound(t)
+    done = t.timed & ((t.status == COMPLETED) | (t.status == KILLED)) & t.app
+    ran = t.end - t.start
+    for i in np.flatnonzero(done & (ran < bound - TOL))[:20]:
+        p.add(
+            t.start[i],
+            "duration",
+            f"{t.job(i)} is '{t.status[i]}' after {ran[i]:.15g} s ({t.start[i]:.15g} -> {t.end[i]:.15g}); "
+            f"its work takes at least {bound[i]:.15g} s on the cores it held (run time "
+            f"{t.run[i]:.15g} s, communication share at most {COMM_SHARE_MAX})",
+        )
+    waiting = t.cancelled & (t.cancel_why == str(CancelReason.DEADLINE_WAITING))
+    for i in np.flatnonzero(waiting & t.started)[:20]:
+        p.add(
+            t.start[i],
+            "cancelled",
+            f"{t.job(i)} is cancelled as 'deadline-waiting', but it started at {t.start[i]:.15g}",
+        )
+    running = t.cancelled & (t.cancel_why == str(CancelReason.DEADLINE_RUNNING))
+    for i in np.flatnonzero(running & ~t.started)[:20]:
+        p.add(
+            t.submit[i],
+            "cancelled",
+            f"{t.job(i)} is cancelled as 'deadline-running', but it never started",
+        )
+    return p
+
+
+def rule_booking_conflict_needs_bookings(t: RunTables) -> Problems:
+    """A ``booking-conflict`` cancellation needs a booking of the job's own and another
+    booking on one of its nodes: a dispatcher that makes no bookings never gives it (the
+    timing against the bookings: :func:`_check_bookings`)."""
+    p = Problems()
+    conflict = t.cancelled & (t.cancel_why == CONFLICT)
+    if t.bookings is None:
+        for i in np.flatnonzero(conflict)[:20]:
+            p.add(
+                t.end[i] if np.isfinite(t.end[i]) else t.submit[i],
+                "cancelled",
+                f"{t.job(i)} is cancelled for a booking conflict, but the run has no bookings "
+                "(its dispatcher makes none)",
+            )
+        return p
+    booked = np.isin(t.ids, np.asarray(t.bookings.get("job_id", np.zeros(0)), np.int64))
+    for i in np.flatnonzero(conflict & (~booked | ~t.started))[:20]:
+        p.add(
+            t.end[i] if np.isfinite(t.end[i]) else t.submit[i],
+            "cancelled",
+            f"{t.job(i)} is cancelled for a booking conflict, but it "
+            + ("has no booking" if not booked[i] else "never started"),
+        )
+    return p
+
+
+def rule_rejections(t: RunTables) -> Problems:
+    """A rejected job carries the dispatcher's reason, and its dispatcher may reject
+    (``rejects`` of its tags)."""
+    p = Problems()
+    rej = np.flatnonzero(t.rejected)
+    submit = t.submit
+    if "reject_reason" in t.jobs:
+        reasons = np.char.strip(_texts(t.j_col("reject_reason")[rej]))
+        for i in rej[reasons == ""][:20]:
+            p.add(
+                submit[i],
+                "rejected",
+                f"{t.job(i)} (submitted at {submit[i]:.15g}) is rejected without a "
+                "reason (every rejection carries the dispatcher's reason)",
+            )
+    else:
+        p.notes.append(
+            f"the jobs table has no reject_reason column: the reasons of {len(rej)} rejected "
+            f"job(s) ({_jobs(t.ids[rej])}) were not checked"
+        )
+    rejects = t.tags.get("rejects") if t.tags is not None else None
+    if rejects is None:
+        p.notes.append(
+            f"the dispatcher's tags are unknown (no dispatcher_tags 'rejects'): whether it may "
+            f"reject jobs is unknown; {len(rej)} rejected job(s) ({_jobs(t.ids[rej])}) were not checked "
+            "against it"
+        )
+    elif not rejects:
+        for i in rej[:20]:
+            p.add(
+                submit[i],
+                "rejected",
+                f"{t.job(i)} (submitted at {submit[i]:.15g}) is rejected, but the "
+                "dispatcher's tags say it never rejects (rejects: false)",
+            )
+    return p
+
+
+# ---- allocation rows ----------------------------------------------------------------------
+
+
+def _row_job_id(t: RunTables, k: int) -> int:
+    return int(t.ids[t.row_job[k]])
+
+
+def rule_row_values(t: RunTables) -> Problems:
+    """Node, units, segment and amounts of an allocation row are integers."""
+    p = Problems()
+    a = t.allocations
+    res = list(t.system.resources)
+    for k in np.flatnonzero(t.bad_node | t.bad_units | t.bad_seg | t.bad_amount_value)[:20]:
+        p.add(
+            t.t_from[k],
+            "row",
+            f"job {_row_job_id(t, k)}: an allocation row holds values that are not "
+            f"integers (node {a['node'][k]}, units {a['units'][k]}, segment "
+            f"{a['segment'][k]}, amounts {[a[r][k] for r in res]})",
+        )
+    return p
+
+
+def _out_of_range(t: RunTables) -> np.ndarray:
+    return ((t.node < 0) | (t.node >= t.system.n_nodes)) & ~t.bad_node
+
+
+def _bad_times(t: RunTables) -> np.ndarray:
+    return ~(np.isfinite(t.t_from) & np.isfinite(t.t_to) & (t.t_to > t.t_from))
+
+
+def rule_node_range(t: RunTables) -> Problems:
+    """Every row's node is one of the system's."""
+    p = Problems()
+    n = t.system.n_nodes
+    for k in np.flatnonzero(_out_of_range(t))[:20]:
+        p.add(
+            t.t_from[k],
+            "node",
+            f"job {_row_job_id(t, k)} uses node {int(t.node[k])} from {t.t_from[k]:.15g}, the "
+            f"system has {n} (nodes 0 to {n - 1})",
+        )
+    return p
+
+
+def rule_row_times(t: RunTables) -> Problems:
+    """Every row holds its node from a finite ``from`` to a finite, later ``to``."""
+    p = Problems()
+    for k in np.flatnonzero(_bad_times(t))[:20]:
+        p.add(
+            t.t_from[k],
+            "time",
+            f"job {_row_job_id(t, k)} holds node {int(t.node[k])} from {t.t_from[k]:.15g} to "
+            f"{t.t_to[k]:.15g} (segment {int(t.seg[k])}): an allocation row needs finite times, "
+            "'to' after 'from'",
+        )
+    return p
+
+
+def _requests(t: RunTables) -> tuple[np.ndarray, np.ndarray]:
+    """Per job, the per-unit and the per-node request of every resource."""
+    res = t.system.resources
+    unit_req = np.stack([t.w_col(f"unit_{r}", np.int64) for r in res], axis=1)
+    per_node = np.stack([t.w_or(f"pernode_{r}", np.int64, 0) for r in res], axis=1)
+    return unit_req, per_node
+
+
+def rule_amounts(t: RunTables) -> Problems:
+    """A row holds ``units x per-unit request + per-node request`` of every resource, and at
+    least one unit."""
+    p = Problems()
+    unit_req, per_node = _requests(t)
+    rj = t.row_job
+    bad = (t.amounts != t.units[:, None] * unit_req[rj] + per_node[rj]).any(axis=1) | (t.units <= 0)
+    for k in np.flatnonzero(bad)[:20]:
+        extra = per_node[rj[k]]
+        p.add(
+            t.t_from[k],
+            "amount",
+            f"job {_row_job_id(t, k)} on node {int(t.node[k])} from {t.t_from[k]:.15g}: "
+            f"{int(t.units[k])} unit(s) but amounts "
+            f"{t.amounts[k].tolist()} (per-unit request {unit_req[rj[k]].tolist()}"
+            + (f", per-node request {extra.tolist()})" if extra.any() else ")"),
+        )
+    return p
+
+
+def rule_segment_numbers(t: RunTables) -> Problems:
+    """Allocation segments are numbered from 0."""
+    p = Problems()
+    for k in np.flatnonzero(t.seg < 0)[:20]:
+        p.add(
+            t.t_from[k],
+            "segment",
+            f"job {_row_job_id(t, k)} holds node {int(t.node[k])} in allocation segment "
+            f"{int(t.seg[k])} (segments are numbered from 0)",
+        )
+    return p
+
+
+def rule_units_at_start(t: RunTables) -> Problems:
+    """A job starts with exactly the units it requests (a forking dispatcher may start a
+    deadline job on fewer: the leak's partial start)."""
+    p = Problems()
+    seg0 = t.seg0
+    units_first = np.bincount(t.row_job[seg0], weights=t.units[seg0], minlength=len(t.ids))
+    req = t.w_col("units", np.int64)
+    partial_ok = t.app & t.forks & (units_first >= 1) & (units_first <= req)
+    for i in np.flatnonzero(t.started & (units_first != req) & ~partial_ok)[:20]:
+        p.add(
+            t.start[i],
+            "units",
+            f"{t.job(i)} got {int(units_first[i])} unit(s) at its start at {t.start[i]:.15g}, it "
+            f"requests {int(req[i])}",
+        )
+    return p
+
+
+def rule_rows_of_unstarted(t: RunTables) -> Problems:
+    """A job that never started, or was rejected, holds no allocation row."""
+    p = Problems()
+    rows_per_job = np.bincount(t.row_job, minlength=len(t.ids))
+    has_rows = rows_per_job > 0
+    for i in np.flatnonzero(~t.started & has_rows & ~t.rejected)[:20]:
+        p.add(t.submit[i], "never", f"{t.job(i)} has allocation rows but no start time")
+    if t.rejected.any():
+        first_row = np.full(len(t.ids), -1, np.int64)
+        first_row[t.row_job[::-1]] = np.arange(len(t.row_job))[::-1]
+        for i in np.flatnonzero(t.rejected & has_rows)[:20]:
+            k = first_row[i]
+            p.add(
+                t.t_from[k],
+                "rejected",
+                f"{t.job(i)} is marked rejected but holds {int(rows_per_job[i])} "
+                f"allocation row(s) (node {int(t.node[k])} from {t.t_from[k]:.15g})",
+            )
+    return p
+
+
+def rule_rows_within_run(t: RunTables) -> Problems:
+    """First-segment rows begin at the job's start; later ones inside its run; every row ends
+    when its job ends (a deadline job's row may end before: a node given back at a join)."""
+    p = Problems()
+    rj, start, end = t.row_job, t.start, t.end
+    seg0 = t.seg0
+    for k in np.flatnonzero(seg0 & (np.abs(t.t_from - start[rj]) > TOL))[:20]:
+        i = rj[k]
+        p.add(
+            t.t_from[k],
+            "twice",
+            f"{t.job(i)} holds node {int(t.node[k])} from {t.t_from[k]:.15g}, but started at "
+            f"{start[i]:.15g} (started twice?)",
+        )
+    later = ~seg0 & ((t.t_from < start[rj] - TOL) | (t.t_from >= end[rj]))
+    for k in np.flatnonzero(later)[:20]:
+        p.add(
+            t.t_from[k],
+            "segment",
+            f"{t.job(rj[k])}: allocation segment {int(t.seg[k])} on node "
+            f"{int(t.node[k])} starts at {t.t_from[k]:.15g}, outside its run "
+            f"[{start[rj[k]]:.15g}, {end[rj[k]]:.15g})",
+        )
+    to_mismatch = np.where(t.app[rj], t.t_to > end[rj] + TOL, np.abs(t.t_to - end[rj]) > TOL)
+    for k in np.flatnonzero(to_mismatch)[:20]:
+        p.add(
+            t.t_to[k],
+            "release",
+            f"{t.job(rj[k])} releases node {int(t.node[k])} at {t.t_to[k]:.15g}, but ended "
+            f"at {end[rj[k]]:.15g}",
+        )
+    return p
+
+
+def _pair_key(t: RunTables) -> np.ndarray:
+    """One int64 key per row for its (job, node) (nodes outside the system share one key)."""
+    width = int(t.system.n_nodes) + 1
+    return t.row_job.astype(np.int64) * width + np.clip(t.node, 0, width - 1)
+
+
+def rule_node_once_per_segment(t: RunTables) -> Problems:
+    """A segment lists each node once ((job, segment, node) keys sorted: numpy, not pandas --
+    a million rows hash into hundreds of MB; segment numbers ranked so that any int64 value
+    keeps the key within int64)."""
+    p = Problems()
+    seg = t.seg
+    pair = _pair_key(t)
+    seg_key = np.maximum(seg, 0)
+    if len(seg) and int(seg_key.max()) >= len(seg):
+        seg_key = np.unique(seg_key, return_inverse=True)[1].astype(np.int64)
+    n_segs = int(seg_key.max()) + 1 if len(seg) else 1
+    triple = pair * n_segs + seg_key
+    order = np.argsort(triple, kind="stable")
+    twice = order[1:][triple[order[1:]] == triple[order[:-1]]]
+    for k in np.sort(twice)[:20]:
+        p.add(
+            t.t_from[k],
+            "node-twice",
+            f"job {_row_job_id(t, k)} lists node {int(t.node[k])} twice in segment {int(seg[k])} "
+            f"(from {t.t_from[k]:.15g})",
+        )
+    return p
+
+
+def rule_whole_node_once(t: RunTables) -> Problems:
+    """A deadline job holds a node at most once at a time (one unit: the whole node)."""
+    p = Problems()
+    pair = _pair_key(t)
+    rows_app = np.flatnonzero(t.app[t.row_job])
+    o = rows_app[np.lexsort((t.t_from[rows_app], pair[rows_app]))]
+    again = np.flatnonzero((pair[o][1:] == pair[o][:-1]) & (t.t_from[o][1:] < t.t_to[o][:-1] - TOL))
+    for q in again[:20]:
+        k = o[q + 1]
+        p.add(
+            t.t_from[k],
+            "per-node",
+            f"job {_row_job_id(t, k)} takes node {int(t.node[k])} at {t.t_from[k]:.15g} "
+            f"while it still holds it (until {t.t_to[o[q]]:.15g})",
+        )
+    return p
+
+
+def rule_max_units_per_node(t: RunTables) -> Problems:
+    """A job with ``max_units_per_node`` has at most that many units on a node, over all its
+    segments (deadline jobs: :func:`rule_whole_node_once`)."""
+    p = Problems()
+    max_pn = t.w_col("max_units_per_node", np.int64)
+    pair = _pair_key(t)
+    pair = np.where(t.app[t.row_job], -1 - np.arange(len(pair)), pair)
+    order = np.argsort(pair, kind="stable")
+    sorted_pair = pair[order]
+    if not len(pair):
+        return p
+    first_of_pair = np.flatnonzero(np.r_[True, sorted_pair[1:] != sorted_pair[:-1]])
+    pair_units = np.add.reduceat(t.units[order], first_of_pair)
+    pair_job = t.row_job[order[first_of_pair]]
+    pair_node = t.node[order[first_of_pair]]
+    limit = max_pn[pair_job]
+    for k in np.flatnonzero((limit > 0) & (pair_units > limit))[:20]:
+        ji = int(pair_job[k])
+        p.add(
+            t.start[ji],
+            "per-node",
+            f"{t.job(ji)} has {int(pair_units[k])} unit(s) on node {int(pair_node[k])} (started at "
+            f"{t.start[ji]:.15g}), at most {int(max_pn[ji])} allowed",
+        )
+    return p
+
+
+def rule_fork_grants(t: RunTables) -> Problems:
+    """Later segments of deadline jobs are fork grants (:func:`_check_forks`)."""
+    p = Problems()
+    later_app = (t.seg > 0) & t.app[t.row_job]
+    tags = t.tags or {}
+    _check_forks(
+        p,
+        t.system,
+        t.forks,
+        bool(tags.get("contiguous_grants", False)),
+        t.ids,
+        t.row_job,
+        t.seg,
+        t.node,
+        t.units,
+        t.t_from,
+        t.t_to,
+        later_app,
+    )
+    return p
+
+
+def rule_growth_grants(t: RunTables) -> Problems:
+    """Later segments of other jobs are growth grants, each explained by a growth request
+    (:func:`_check_growth`)."""
+    p = Problems()
+    other = ~((t.seg > 0) & t.app[t.row_job])
+    _check_growth(
+        p,
+        t.growth,
+        t.ids,
+        t.start,
+        t.row_job[other],
+        t.seg[other],
+        t.node[other],
+        t.units[other],
+        t.t_from[other],
+    )
+    return p
+
+
+def _first_segment_nodes(t: RunTables) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (job, node) pairs of first segments; per job how many, lowest, highest."""
+    seg0 = t.seg0
+    pairs = np.unique(np.stack([t.row_job[seg0], t.node[seg0]], axis=1), axis=0)
+    n_used = np.bincount(pairs[:, 0], minlength=len(t.ids))
+    lowest = np.full(len(t.ids), np.iinfo(np.int64).max)
+    highest = np.full(len(t.ids), np.iinfo(np.int64).min)
+    np.minimum.at(lowest, pairs[:, 0], pairs[:, 1])
+    np.maximum.at(highest, pairs[:, 0], pairs[:, 1])
+    return pairs, n_used, lowest, highest
+
+
+def rule_node_count(t: RunTables) -> Problems:
+    """A job with ``node_count`` starts on exactly that many distinct nodes."""
+    p = Problems()
+    node_count = t.w_col("node_count", np.int64)
+    _, n_used, _, _ = _first_segment_nodes(t)
+    for ji in np.flatnonzero((node_count > 0) & t.started)[:20]:
+        if int(n_used[ji]) != node_count[ji]:
+            p.add(
+                t.start[ji],
+                "node-count",
+                f"{t.job(ji)} uses {int(n_used[ji])} node(s) from {t.start[ji]:.15g}, it requests "
+                f"exactly {int(node_count[ji])}",
+            )
+    return p
+
+
+def rule_contiguous(t: RunTables) -> Problems:
+    """A ``contiguous`` job starts on consecutive node indices."""
+    p = Problems()
+    contiguous = t.w_col("contiguous", bool)
+    pairs, n_used, lowest, highest = _first_segment_nodes(t)
+    for ji in np.flatnonzero(contiguous & t.started):
+        if n_used[ji] and int(highest[ji] - lowest[ji] + 1) != int(n_used[ji]):
+            nodes_used = pairs[pairs[:, 0] == ji, 1]  # (sorted: np.unique's order)
+            p.add(
+                t.start[ji],
+                "contiguous",
+                f"{t.job(ji)} requests contiguous nodes, it uses nodes {_ids(np.asarray(nodes_used), 8)} "
+                f"from {t.start[ji]:.15g}",
+            )
+            if len(p) >= 20:
+                break
+    return p
+
+
+def _swept_rows(t: RunTables) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The rows the capacity sweep reads and their intervals: a row whose ``from`` / ``to`` is
+    not finite (reported by :func:`rule_row_times`) still holds its node, from its job's start
+    (first segment) to its job's end when those are finite; rows left out -- a node out of
+    range or not an integer, no finite interval even so -- are all reported elsewhere."""
+    sweep_from, sweep_to = t.t_from, t.t_to
+    if _bad_times(t).any():
+        sweep_from = np.where(
+            np.isfinite(t.t_from), t.t_from, np.where(t.seg0, t.start[t.row_job], np.nan)
+        )
+        sweep_to = np.where(np.isfinite(t.t_to), t.t_to, t.end[t.row_job])
+    ok = (
+        ~_out_of_range(t)
+        & ~t.bad_node
+        & np.isfinite(sweep_from)
+        & np.isfinite(sweep_to)
+        & (sweep_to > sweep_from)
+    )
+    sel: Any = slice(None) if ok.all() else ok  # the usual case: views, not copies
+    return sel, sweep_from, sweep_to
+
+
+def rule_capacity(t: RunTables) -> Problems:
+    """At no instant, on no node, for no resource is more in use than the node's capacity (a
+    job ending at ``t`` releases before a job starting at ``t`` acquires)."""
+    p = Problems()
+    sel, sweep_from, sweep_to = _swept_rows(t)
+    if len(t.node[sel]):
+        _capacity_sweep(
+            p,
+            t.system,
+            t.system.capacity,
+            list(t.system.resources),
+            t.node[sel],
+            sweep_from[sel],
+            sweep_to[sel],
+            t.amounts[sel],
+            t.ids[t.row_job[sel]],
+        )
+    return p
+
+
+def rule_exclusive_nodes(t: RunTables) -> Problems:
+    """A whole-node job shares none of its nodes (:func:`_check_exclusive`)."""
+    p = Problems()
+    sel, sweep_from, sweep_to = _swept_rows(t)
+    if len(t.node[sel]):
+        _check_exclusive(
+            p, t.node[sel], sweep_from[sel], sweep_to[sel], t.row_job[sel], t.app, t.ids
+        )
+    return p
+
+
+def rule_bookings(t: RunTables) -> Problems:
+    """The dispatcher's advance reservations (:func:`_check_bookings`)."""
+    p = Problems()
+    assert t.bookings is not None
+    _check_bookings(
+        p,
+        t.bookings,
+        t.ids,
+        t.start,
+        t.end,
+        t.started,
+        t.row_job,
+        t.seg0,
+        t.node,
+        t.t_from,
+        t.deadline,
+        t.cancelled & (t.cancel_why == CONFLICT),
+    )
+    return p
+
+
+def rule_booking_shapes(t: RunTables) -> Problems:
+    """The booking strategy's shape rule (:func:`_check_shapes`)."""
+    p = Problems()
+    assert t.bookings is not None and t.shape is not None
+    _check_shapes(p, t.system, t.shape, t.bookings, t.ids, t.app)
+    return p
+
+
+#: every rule of the validator, in the order of the module docstring
+RULES: tuple[Rule, ...] = (
+    Rule("job-set", _always, rule_job_set),
+    Rule("never-started", _always, rule_never_started),
+    Rule("finite-times", _always, rule_finite_times),
+    Rule("rejected-never-ran", _always, rule_rejected_never_ran),
+    Rule("start-after-submit", _always, rule_start_after_submit),
+    Rule("duration", _always, rule_duration),
+    Rule("killed-flag", lambda t: "killed" in t.jobs, rule_killed_flag),
+    Rule("final-status", _always, rule_final_status),
+    Rule("cancel-reason", lambda t: "cancel_reason" in t.jobs, rule_cancel_reason),
+    Rule(
+        "cancelled-without-deadlines",
+        lambda t: bool(t.cancelled.any()) and not t.deadline_rules,
+        rule_cancelled_without_deadlines,
+    ),
+    Rule("deadlines", lambda t: t.deadline_rules, rule_deadlines),
+    Rule("deadline-outcome", lambda t: t.deadline_rules, rule_deadline_outcome),
+    Rule(
+        "booking-conflict-needs-bookings",
+        lambda t: bool((t.cancelled & (t.cancel_why == CONFLICT)).any()),
+        rule_booking_conflict_needs_bookings,
+    ),
+    Rule("rejections", lambda t: bool(t.rejected.any()), rule_rejections),
+    Rule("row-values", _always, rule_row_values),
+    Rule("node-range", _always, rule_node_range),
+    Rule("row-times", _always, rule_row_times),
+    Rule("amounts", _always, rule_amounts),
+    Rule("segment-numbers", _always, rule_segment_numbers),
+    Rule("units-at-start", _always, rule_units_at_start),
+    Rule("rows-of-unstarted", _always, rule_rows_of_unstarted),
+    Rule("rows-within-run", _always, rule_rows_within_run),
+    Rule("node-once-per-segment", _always, rule_node_once_per_segment),
+    Rule("whole-node-once", lambda t: bool(t.app.any()), rule_whole_node_once),
+    Rule(
+        "max-units-per-node",
+        lambda t: (
+            "max_units_per_node" in t.workload
+            and bool((np.asarray(t.workload["max_units_per_node"]) > 0).any())
+        ),
+        rule_max_units_per_node,
+    ),
+    Rule("fork-grants", lambda t: bool(((t.seg > 0) & t.app[t.row_job]).any()), rule_fork_grants),
+    Rule(
+        "growth-grants", lambda t: bool(((t.seg > 0) & ~t.app[t.row_job]).any()), rule_growth_grants
+    ),
+    Rule(
+        "node-count",
+        lambda t: (
+            "node_count" in t.workload and bool((np.asarray(t.workload["node_count"]) > 0).any())
+        ),
+        rule_node_count,
+    ),
+    Rule(
+        "contiguous",
+        lambda t: (
+            "contiguous" in t.workload and bool(np.asarray(t.workload["contiguous"], bool).any())
+        ),
+        rule_contiguous,
+    ),
+    Rule("capacity", _always, rule_capacity),
+    Rule("exclusive-nodes", lambda t: bool(t.app.any()), rule_exclusive_nodes),
+    Rule("bookings", lambda t: t.bookings is not None, rule_bookings),
+    Rule(
+        "booking-shapes",
+        lambda t: t.bookings is not None and t.shape is not None and "whole_nodes" in t.workload,
+        rule_booking_shapes,
+    ),
+)
 
 
 def validate_tables(
@@ -115,579 +1259,52 @@ def validate_tables(
     dispatcher_tags: Mapping[str, Any] | None = None,
     growth: Growth | None = None,
     bookings: Table | None = None,
-    time_tolerance: float = 0.0,
+    time_tolerance: float = TIME_TOLERANCE_S,
     shape: str | None = None,
+    rules: Sequence[Rule] = RULES,
 ) -> ValidationReport:
-    """Validate a schedule given as tables (see the module docstring for the rules). The
-    tables hold their columns' kinds of value, as a result's frames and
-    :func:`~hpcdispatch.results.store.read_run` give them (the run reader checks them: ids and
-    counts integers, times numbers); integer columns holding NaN or 2.5 are reported per job.
+    """Validate a schedule given as tables: every rule of :data:`RULES` that applies, over one
+    :class:`RunTables` (see the module docstring for the rules). The tables hold their columns'
+    kinds of value, as a result's frames and :func:`~hpcdispatch.results.store.read_run` give
+    them (the run reader checks them: ids and counts integers, times numbers); integer columns
+    holding NaN or 2.5 are reported per job.
 
     ``bookings``: the dispatcher's advance reservations, one row per booking and node
     (``job_id, made, start, end, released, node``: ``bookings.parquet``), or ``None`` when it
-    made none; deadline workloads carry ``earliest_start`` and ``deadline`` columns
-    (:func:`_check_deadlines`). ``shape``: the booking strategy's shape rule, ``"hilbert"``
-    or ``"manhattan"`` (:func:`shape_rule` of the dispatcher's identity), or ``None``.
-
-    ``dispatcher_tags``: the tags the dispatcher declared (``run.json``'s ``dispatcher_tags``,
-    ``SimulationResult.tags``); ``rejects`` says whether it may reject jobs. ``growth``: job id
-    -> its growth requests, each ``(after, units)`` or an object with ``after`` and ``units``
-    (jobs without any may be left out). ``None`` for either: unknown, said in the notes when
-    the schedule needs it (rejected jobs, later allocation segments); no verdict is invented.
+    made none; deadline workloads carry ``earliest_start`` and ``deadline`` columns.
+    ``shape``: the booking strategy's shape rule, ``"hilbert"`` or ``"manhattan"``
+    (:func:`shape_rule` of the dispatcher's identity), or ``None``. ``dispatcher_tags``: the
+    dispatcher's tags (``rejects``: whether it may reject jobs; a run directory's come from
+    the registry, :func:`validate_run_dir`). ``growth``: job id -> its growth requests, each
+    ``(after, units)`` or an object with ``after`` and ``units`` (jobs without any may be left
+    out). ``None`` for either: unknown, said in the notes when the schedule needs it; no
+    verdict is invented. ``time_tolerance``: the validator's own (:data:`TIME_TOLERANCE_S`, or
+    :data:`REAL_SLURM_SLACK_S` over a real Slurm's time scale).
     """
-    workload, jobs, allocations = _columns(workload), _columns(jobs), _columns(allocations)
-    bookings = None if bookings is None else _columns(bookings)
-    report = ValidationReport(jobs=_n_rows(workload), allocation_rows=_n_rows(allocations))
-    resources = list(system.resources)
-    cap = system.capacity
-
-    # ---- the set of jobs ------------------------------------------------------------------
-    # Columns are read through positions of the common job ids (sorted) in each table; when a
-    # table already lists exactly those ids in that order nothing is copied (a whole-trace
-    # schedule has half a million jobs and a million allocation rows).
-    wl_ids = workload["job_id"]
-    wl_dup = _duplicated(wl_ids)
-    if wl_dup.any():
-        report.add(
-            -np.inf, "workload", f"duplicate job ids in the workload: {_jobs(wl_ids[wl_dup])}"
-        )
-    job_ids = jobs["job_id"]
-    job_dup = _duplicated(job_ids)
-    if job_dup.any():
-        report.add(
-            -np.inf,
-            "twice",
-            f"jobs listed more than once in the schedule: {_jobs(job_ids[job_dup])}",
-        )
-    w_sorted, w_order = _sorted_unique(wl_ids, wl_dup)
-    j_sorted, j_order = _sorted_unique(job_ids, job_dup)
-    w_in_j = _in_sorted(w_sorted, j_sorted)
-    missing = w_sorted[~w_in_j]
-    if len(missing):
-        report.add(
-            -np.inf, "missing", f"jobs of the workload missing from the schedule: {_jobs(missing)}"
-        )
-    unknown = j_sorted[~_in_sorted(j_sorted, w_sorted)]
-    if len(unknown):
-        report.add(-np.inf, "unknown", f"schedule lists jobs not in the workload: {_jobs(unknown)}")
-    common = w_sorted[w_in_j]
-    w_pos = _identity_or(w_order[w_in_j], len(wl_ids))
-    j_pos = _identity_or(j_order[np.searchsorted(j_sorted, common)], len(job_ids))
-
-    def w_col(name: str, dtype: Any = None) -> np.ndarray:
-        values = np.asarray(workload[name], dtype)
-        return values if w_pos is None else values[w_pos]
-
-    def j_col(name: str, dtype: Any = None) -> np.ndarray:
-        values = np.asarray(jobs[name], dtype)
-        return values if j_pos is None else values[j_pos]
-
-    submit = w_col("submit", np.float64)
-    start = j_col("start", np.float64)
-    end = j_col("end", np.float64)
-    status = j_col("status").astype(str)
-    run = w_col("run_time", np.float64)
-    wall = w_col("wall_time", np.float64)
-    ids = common
-
-    def job_name(i: int) -> str:
-        return f"job {int(ids[i])}"
-
-    rejected = status == "rejected"
-    cancelled = status == "cancelled"
-    # jobs with an application model (deadline jobs: whole nodes): their run time is the
-    # execution model's output, not checked against the trace's; they may give nodes back
-    # before they end, and grow at forks when the dispatcher says it grants them
-    app = w_col("whole_nodes", bool) if "whole_nodes" in workload else np.zeros(len(common), bool)
-    tags = dispatcher_tags if isinstance(dispatcher_tags, Mapping) else {}
-    forks = bool(tags.get("forks", False))
-    cancel_why = (
-        _texts(j_col("cancel_reason"))
-        if "cancel_reason" in jobs
-        else np.full(len(common), "", dtype=object)
+    t = run_tables(
+        system,
+        workload,
+        jobs,
+        allocations,
+        walltime_kill,
+        dispatcher_tags=dispatcher_tags,
+        growth=growth,
+        bookings=bookings,
+        time_tolerance=time_tolerance,
+        shape=shape,
     )
-    never = np.isnan(start) & ~rejected & ~cancelled
-    for i in np.flatnonzero(never)[:20]:
-        report.add(
-            submit[i],
-            "never",
-            f"job {int(ids[i])} (submitted at {submit[i]:.15g}) never started and was not rejected",
-        )
-    started = ~np.isnan(start)
-    ended = ~np.isnan(end)
-    # a started job has a finite start and a finite end (NaN / inf never drop out of a check)
-    timed = started & np.isfinite(start) & np.isfinite(end)
-    for i in np.flatnonzero(started & ~timed)[:20]:
-        report.add(
-            start[i],
-            "time",
-            f"{job_name(i)} has start {start[i]:.15g} and end {end[i]:.15g}: a started job needs "
-            "finite start and end times",
-        )
-    bad_rej = rejected & (started | ended)
-    for i in np.flatnonzero(bad_rej)[:20]:
-        report.add(
-            start[i] if started[i] else end[i],
-            "rejected",
-            f"job {int(ids[i])} is marked rejected but has a start time {start[i]:.15g} (end {end[i]:.15g})",
-        )
-    slack = max(TOL, float(time_tolerance))
-    early = started & (start < submit - slack)
-    for i in np.flatnonzero(early)[:20]:
-        report.add(
-            start[i],
-            "early",
-            f"job {int(ids[i])} started at {start[i]:.15g}, before its submission at {submit[i]:.15g}",
-        )
-    expected = np.minimum(run, wall) if walltime_kill else run
-    wrong = (
-        timed
-        & ~cancelled
-        & ~app
-        & ~(
-            np.abs((end - start) - expected)
-            <= np.maximum(TOL * np.maximum(1.0, np.abs(expected)), float(time_tolerance))
-        )
-    )
-    for i in np.flatnonzero(wrong)[:20]:
-        report.add(
-            start[i],
-            "duration",
-            f"job {int(ids[i])} ran {end[i] - start[i]:.15g} s ({start[i]:.15g} -> {end[i]:.15g}); it should run "
-            f"{expected[i]:.15g} s (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills "
-            f"{'on' if walltime_kill else 'off'})",
-        )
-    should_kill = started & (walltime_kill & (run > wall))
-    if "killed" in jobs:
-        flag = j_col("killed", bool)
-        for i in np.flatnonzero(started & ~cancelled & (flag != should_kill))[:20]:
-            report.add(
-                start[i],
-                "killed",
-                f"job {int(ids[i])} (started at {start[i]:.15g}): killed flag is {bool(flag[i])}, "
-                f"expected {bool(should_kill[i])}",
-            )
-
-    # ---- statuses: every job ended the run completed, killed or rejected -------------------
-    final = np.isin(status, FINAL_STATUSES)
-    for i in np.flatnonzero(~final)[:20]:
-        report.add(
-            start[i] if started[i] else submit[i],
-            "status",
-            f"{job_name(i)} ends the run with status '{status[i]}'; every job ends it "
-            f"{', '.join(FINAL_STATUSES[:-1])} or {FINAL_STATUSES[-1]}",
-        )
-    ran_status = (status == "completed") | (status == "killed")
-    for i in np.flatnonzero(ran_status & ~(started & ended))[:20]:
-        report.add(
-            start[i] if started[i] else submit[i],
-            "status",
-            f"{job_name(i)} is '{status[i]}' but has start {start[i]:.15g} and end {end[i]:.15g} (a {status[i]} job "
-            "started and ended)",
-        )
-    for i in np.flatnonzero(ran_status & started & ((status == "killed") != should_kill))[:20]:
-        report.add(
-            start[i],
-            "status",
-            f"{job_name(i)} is '{status[i]}', but it {'ran into' if should_kill[i] else 'did not run into'} its "
-            f"wall-time (run time {run[i]:.15g}, wall-time {wall[i]:.15g}, kills {'on' if walltime_kill else 'off'})",
-        )
-
-    deadline_rules = "deadline" in workload and "earliest_start" in workload
-    if cancelled.any() and not deadline_rules:
-        for i in np.flatnonzero(cancelled)[:20]:
-            report.add(
-                submit[i],
-                "cancelled",
-                f"{job_name(i)} is cancelled, but the workload has no deadlines",
-            )
-    if deadline_rules:
-        _check_deadlines(
-            report,
-            ids,
-            submit,
-            start,
-            end,
-            started,
-            cancelled,
-            expected,
-            w_col("earliest_start", np.float64),
-            w_col("deadline", np.float64),
-            app,
-            cancel_why,
-        )
-
-    # ---- rejections: declared by the dispatcher, always with a reason ----------------------
-    if rejected.any():
-        rej = np.flatnonzero(rejected)
-        if "reject_reason" in jobs:
-            reasons = np.char.strip(_texts(j_col("reject_reason")[rej]))
-            for i in rej[reasons == ""][:20]:
-                report.add(
-                    submit[i],
-                    "rejected",
-                    f"{job_name(i)} (submitted at {submit[i]:.15g}) is rejected without a "
-                    "reason (every rejection carries the dispatcher's reason)",
-                )
-        else:
-            report.notes.append(
-                f"the jobs table has no reject_reason column: the reasons of {len(rej)} rejected "
-                f"job(s) ({_jobs(ids[rej])}) were not checked"
-            )
-        rejects = dispatcher_tags.get("rejects") if isinstance(dispatcher_tags, Mapping) else None
-        if rejects is None:
-            report.notes.append(
-                f"the dispatcher's tags are unknown (no dispatcher_tags 'rejects'): whether it may "
-                f"reject jobs is unknown; {len(rej)} rejected job(s) ({_jobs(ids[rej])}) were not checked "
-                "against it"
-            )
-        elif not rejects:
-            for i in rej[:20]:
-                report.add(
-                    submit[i],
-                    "rejected",
-                    f"{job_name(i)} (submitted at {submit[i]:.15g}) is rejected, but the "
-                    "dispatcher's tags say it never rejects (rejects: false)",
-                )
-
-    # ---- allocations ----------------------------------------------------------------------
-    a = allocations
-    # ``common`` is sorted (``_sorted_unique``): a row's job position by binary search
-    row_ids = a["job_id"]
-    row_job = np.searchsorted(common, row_ids)
-    known = row_job < len(common)
-    known[known] = common[row_job[known]] == row_ids[known]
-    if not known.all():
-        report.add(
-            -np.inf,
-            "unknown",
-            f"allocation rows for unknown jobs: {_jobs(np.unique(row_ids[~known]))}",
-        )
-        a = {name: values[known] for name, values in a.items()}
-        row_job = row_job[known]
-    del row_ids
-    t_from = np.asarray(a["from"], np.float64)
-    t_to = np.asarray(a["to"], np.float64)
-    node, bad_node = _int_column(a["node"])
-    units, bad_units = _int_column(a["units"])
-    seg, bad_seg = _int_column(a["segment"])
-    n_rows = len(row_job)
-    amount_cols = [_int_column(a[r]) for r in resources]
-    amounts = (
-        np.stack([c[0] for c in amount_cols], axis=1)
-        if n_rows
-        else np.zeros((0, len(resources)), np.int64)
-    )
-    bad_amount_value = np.zeros(n_rows, bool)
-    for _, bad in amount_cols:
-        bad_amount_value |= bad
-    del amount_cols
-    for k in np.flatnonzero(bad_node | bad_units | bad_seg | bad_amount_value)[:20]:
-        report.add(
-            t_from[k],
-            "row",
-            f"job {int(ids[row_job[k]])}: an allocation row holds values that are not "
-            f"integers (node {a['node'][k]}, units {a['units'][k]}, segment "
-            f"{a['segment'][k]}, amounts {[a[r][k] for r in resources]})",
-        )
-    n_common = len(common)
-    unit_req = np.stack([w_col(f"unit_{r}", np.int64) for r in resources], axis=1)
-    max_pn = (
-        w_col("max_units_per_node", np.int64)
-        if "max_units_per_node" in workload
-        else np.zeros(n_common, np.int64)
-    )
-    per_node = np.stack(
-        [
-            w_col(f"pernode_{r}", np.int64)
-            if f"pernode_{r}" in workload
-            else np.zeros(n_common, np.int64)
-            for r in resources
-        ],
-        axis=1,
-    )
-    node_count = (
-        w_col("node_count", np.int64) if "node_count" in workload else np.zeros(n_common, np.int64)
-    )
-    contiguous = w_col("contiguous", bool) if "contiguous" in workload else np.zeros(n_common, bool)
-
-    out_of_range = ((node < 0) | (node >= system.n_nodes)) & ~bad_node
-    for k in np.flatnonzero(out_of_range)[:20]:
-        report.add(
-            t_from[k],
-            "node",
-            f"job {int(ids[row_job[k]])} uses node {int(node[k])} from {t_from[k]:.15g}, the "
-            f"system has {system.n_nodes} "
-            f"(nodes 0 to {system.n_nodes - 1})",
-        )
-    # every row holds its node from a finite ``from`` to a finite, later ``to``
-    bad_times = ~(np.isfinite(t_from) & np.isfinite(t_to) & (t_to > t_from))
-    for k in np.flatnonzero(bad_times)[:20]:
-        report.add(
-            t_from[k],
-            "time",
-            f"job {int(ids[row_job[k]])} holds node {int(node[k])} from {t_from[k]:.15g} to {t_to[k]:.15g} (segment "
-            f"{int(seg[k])}): an allocation row needs finite times, 'to' after 'from'",
-        )
-    expected_amounts = units[:, None] * unit_req[row_job] + per_node[row_job]
-    bad_amount = (amounts != expected_amounts).any(axis=1) | (units <= 0)
-    del expected_amounts
-    for k in np.flatnonzero(bad_amount)[:20]:
-        extra = per_node[row_job[k]]
-        report.add(
-            t_from[k],
-            "amount",
-            f"job {int(ids[row_job[k]])} on node {int(node[k])} from {t_from[k]:.15g}: "
-            f"{int(units[k])} unit(s) but amounts "
-            f"{amounts[k].tolist()} (per-unit request {unit_req[row_job[k]].tolist()}"
-            + (f", per-node request {extra.tolist()})" if extra.any() else ")"),
-        )
-    seg0 = seg == 0
-    for k in np.flatnonzero(seg < 0)[:20]:
-        report.add(
-            t_from[k],
-            "segment",
-            f"job {int(ids[row_job[k]])} holds node {int(node[k])} in allocation segment "
-            f"{int(seg[k])} (segments are numbered from 0)",
-        )
-    # units per job in segment 0 and agreement with start/end
-    units_first = np.bincount(row_job[seg0], weights=units[seg0], minlength=len(common))
-    req_units = w_col("units", np.int64)
-    # a forking dispatcher may start a deadline job on fewer nodes (the leak's partial start)
-    partial_ok = app & forks & (units_first >= 1) & (units_first <= req_units)
-    wrong_units = started & (units_first != req_units) & ~partial_ok
-    for i in np.flatnonzero(wrong_units)[:20]:
-        report.add(
-            start[i],
-            "units",
-            f"job {int(ids[i])} got {int(units_first[i])} unit(s) at its start at {start[i]:.15g}, it requests "
-            f"{int(req_units[i])}",
-        )
-    rows_per_job = np.bincount(row_job, minlength=len(common))
-    has_rows = rows_per_job > 0
-    for i in np.flatnonzero(~started & has_rows & ~rejected)[:20]:
-        report.add(submit[i], "never", f"job {int(ids[i])} has allocation rows but no start time")
-    if rejected.any():
-        first_row = np.full(len(common), -1, np.int64)
-        first_row[row_job[::-1]] = np.arange(len(row_job))[::-1]
-        for i in np.flatnonzero(rejected & has_rows)[:20]:
-            k = first_row[i]
-            report.add(
-                t_from[k],
-                "rejected",
-                f"{job_name(i)} is marked rejected but holds {int(rows_per_job[i])} "
-                f"allocation row(s) (node {int(node[k])} from {t_from[k]:.15g})",
-            )
-    first_from_mismatch = seg0 & (np.abs(t_from - start[row_job]) > TOL)
-    for k in np.flatnonzero(first_from_mismatch)[:20]:
-        i = row_job[k]
-        report.add(
-            t_from[k],
-            "twice",
-            f"job {int(ids[i])} holds node {int(node[k])} from {t_from[k]:.15g}, but started at "
-            f"{start[i]:.15g} (started twice?)",
-        )
-    later = ~seg0 & ((t_from < start[row_job] - TOL) | (t_from >= end[row_job]))
-    for k in np.flatnonzero(later)[:20]:
-        report.add(
-            t_from[k],
-            "segment",
-            f"job {int(ids[row_job[k]])}: allocation segment {int(seg[k])} on node "
-            f"{int(node[k])} starts at {t_from[k]:.15g}, outside its run "
-            f"[{start[row_job[k]]:.15g}, {end[row_job[k]]:.15g})",
-        )
-    # a deadline job's row may end before its job (a node given back at a join)
-    to_mismatch = np.where(
-        app[row_job], t_to > end[row_job] + TOL, np.abs(t_to - end[row_job]) > TOL
-    )
-    for k in np.flatnonzero(to_mismatch)[:20]:
-        report.add(
-            t_to[k],
-            "release",
-            f"job {int(ids[row_job[k]])} releases node {int(node[k])} at {t_to[k]:.15g}, but ended "
-            f"at {end[row_job[k]]:.15g}",
-        )
-    # (job, segment, node) listed twice; units per (job, node) over all segments -- one int64
-    # key per row, sorted (numpy, not pandas: a million rows hash into hundreds of MB)
-    # (nodes outside the system, reported above, share one key; segment numbers are ranked so
-    # that any int64 value keeps the key within int64)
-    width = int(system.n_nodes) + 1
-    pair = row_job.astype(np.int64) * width + np.clip(node, 0, width - 1)
-    seg_key = np.maximum(seg, 0)
-    if len(seg) and int(seg_key.max()) >= len(seg):
-        seg_key = np.unique(seg_key, return_inverse=True)[1].astype(np.int64)
-    n_segs = int(seg_key.max()) + 1 if len(seg) else 1
-    triple = pair * n_segs + seg_key
-    order = np.argsort(triple, kind="stable")
-    twice = order[1:][triple[order[1:]] == triple[order[:-1]]]
-    del triple, order
-    for k in np.sort(twice)[:20]:
-        report.add(
-            t_from[k],
-            "node-twice",
-            f"job {int(ids[row_job[k]])} lists node {int(node[k])} twice in segment {int(seg[k])} "
-            f"(from {t_from[k]:.15g})",
-        )
-    if app.any():  # a deadline job holds a node at most once at a time (one unit: the whole node)
-        rows_app = np.flatnonzero(app[row_job])
-        o = rows_app[np.lexsort((t_from[rows_app], pair[rows_app]))]
-        again = np.flatnonzero((pair[o][1:] == pair[o][:-1]) & (t_from[o][1:] < t_to[o][:-1] - TOL))
-        for q in again[:20]:
-            k = o[q + 1]
-            report.add(
-                t_from[k],
-                "per-node",
-                f"job {int(ids[row_job[k]])} takes node {int(node[k])} at {t_from[k]:.15g} "
-                f"while it still holds it (until {t_to[o[q]]:.15g})",
-            )
-    if (max_pn > 0).any():
-        pair = np.where(
-            app[row_job], -1 - np.arange(len(pair)), pair
-        )  # deadline jobs: checked above, per instant
-        order = np.argsort(pair, kind="stable")
-        sorted_pair = pair[order]
-        first_of_pair = (
-            np.flatnonzero(np.r_[True, sorted_pair[1:] != sorted_pair[:-1]])
-            if len(pair)
-            else np.zeros(0, np.int64)
-        )
-        pair_units = (
-            np.add.reduceat(units[order], first_of_pair) if len(pair) else np.zeros(0, np.int64)
-        )
-        pair_job = row_job[order[first_of_pair]]
-        pair_node = node[order[first_of_pair]]
-        limit = max_pn[pair_job]
-        for k in np.flatnonzero((limit > 0) & (pair_units > limit))[:20]:
-            ji = int(pair_job[k])
-            report.add(
-                start[ji],
-                "per-node",
-                f"job {int(ids[ji])} has {int(pair_units[k])} unit(s) on node {int(pair_node[k])} (started at "
-                f"{start[ji]:.15g}), at most {int(max_pn[ji])} allowed",
-            )
-        del order, sorted_pair
-    del pair
-
-    # ---- later segments: growth grants, each explained by a growth request ----------------------
-    later_app = (seg > 0) & app[row_job]
-    if (seg > 0).any():
-        if later_app.any():
-            _check_forks(
-                report,
-                system,
-                forks,
-                bool(tags.get("contiguous_grants", False)),
-                ids,
-                row_job,
-                seg,
-                node,
-                units,
-                t_from,
-                t_to,
-                later_app,
-            )
-        if (later_app != (seg > 0)).any():
-            other = ~later_app
-            _check_growth(
-                report,
-                growth,
-                ids,
-                start,
-                row_job[other],
-                seg[other],
-                node[other],
-                units[other],
-                t_from[other],
-            )
-
-    # ---- Slurm-style constraints on the first segment ------------------------------------------
-    if (node_count > 0).any() or contiguous.any():
-        # the distinct (job, node) pairs of first segments: per job, how many nodes and their span
-        pairs = np.unique(np.stack([row_job[seg0], node[seg0]], axis=1), axis=0)
-        n_used = np.bincount(pairs[:, 0], minlength=len(common))
-        lowest = np.full(len(common), np.iinfo(np.int64).max)
-        highest = np.full(len(common), np.iinfo(np.int64).min)
-        np.minimum.at(lowest, pairs[:, 0], pairs[:, 1])
-        np.maximum.at(highest, pairs[:, 0], pairs[:, 1])
-        for ji in np.flatnonzero((node_count > 0) & started):
-            used = int(n_used[ji])
-            if used != node_count[ji]:
-                report.add(
-                    start[ji],
-                    "node-count",
-                    f"job {int(ids[ji])} uses {used} node(s) from {start[ji]:.15g}, it requests "
-                    f"exactly {int(node_count[ji])}",
-                )
-        for ji in np.flatnonzero(contiguous & started):
-            if n_used[ji] and int(highest[ji] - lowest[ji] + 1) != int(n_used[ji]):
-                nodes_used = pairs[pairs[:, 0] == ji, 1]  # (sorted: np.unique's order)
-                report.add(
-                    start[ji],
-                    "contiguous",
-                    f"job {int(ids[ji])} requests contiguous nodes, it uses nodes {_ids(np.asarray(nodes_used), 8)} "
-                    f"from {start[ji]:.15g}",
-                )
-
-    # ---- capacity sweep -------------------------------------------------------------------
-    # A row whose ``from`` / ``to`` is not finite (reported above) still holds its node: for the
-    # sweep it runs from its job's start (first segment) to its job's end when those are finite.
-    # Rows left out -- a node out of range or not an integer, no finite interval even so -- are
-    # all reported.
-    sweep_from, sweep_to = t_from, t_to
-    if bad_times.any():
-        sweep_from = np.where(np.isfinite(t_from), t_from, np.where(seg0, start[row_job], np.nan))
-        sweep_to = np.where(np.isfinite(t_to), t_to, end[row_job])
-    ok_rows = (
-        ~out_of_range
-        & ~bad_node
-        & np.isfinite(sweep_from)
-        & np.isfinite(sweep_to)
-        & (sweep_to > sweep_from)
-    )
-    if ok_rows.any():
-        sel = (
-            slice(None) if ok_rows.all() else ok_rows
-        )  # the usual case: views, not copies of a million rows
-        _capacity_sweep(
-            report,
-            system,
-            cap,
-            resources,
-            node[sel],
-            sweep_from[sel],
-            sweep_to[sel],
-            amounts[sel],
-            ids[row_job[sel]],
-        )
-        if "whole_nodes" in workload:
-            whole = w_col("whole_nodes", bool)
-            if whole.any():
-                _check_exclusive(
-                    report, node[sel], sweep_from[sel], sweep_to[sel], row_job[sel], whole, ids
-                )
-    if bookings is not None:
-        _check_bookings(
-            report,
-            bookings,
-            ids,
-            start,
-            end,
-            started,
-            row_job,
-            seg0,
-            node,
-            t_from,
-            w_col("deadline", np.float64) if deadline_rules else np.full(len(ids), np.inf),
-            cancelled & (cancel_why == CONFLICT),
-        )
-        if shape is not None and "whole_nodes" in workload:
-            _check_shapes(report, system, shape, bookings, ids, w_col("whole_nodes", bool))
+    report = ValidationReport(jobs=_n_rows(t.workload), allocation_rows=t.n_allocation_rows)
+    for rule in rules:
+        if rule.applies(t):
+            found = rule.check(t)
+            report.violations.extend(found)
+            report.notes.extend(found.notes)
     report.violations.sort()
     return report
 
 
 def _check_forks(
-    report: ValidationReport,
+    report: Problems,
     system: System,
     forks: bool,
     contiguous: bool,
@@ -756,7 +1373,7 @@ def _check_forks(
 
 
 def _check_deadlines(
-    report: ValidationReport,
+    report: Problems,
     ids: np.ndarray,
     submit: np.ndarray,
     start: np.ndarray,
@@ -810,7 +1427,7 @@ def _check_deadlines(
 
 
 def _check_exclusive(
-    report: ValidationReport,
+    report: Problems,
     node: np.ndarray,
     t_from: np.ndarray,
     t_to: np.ndarray,
@@ -844,7 +1461,7 @@ def _check_exclusive(
 
 
 def _check_bookings(
-    report: ValidationReport,
+    report: Problems,
     bookings: Columns,
     ids: np.ndarray,
     start: np.ndarray,
@@ -1045,7 +1662,7 @@ def _connected(nodes: Sequence[int], rows: int, cols: int, torus: bool) -> bool:
 
 
 def _check_shapes(
-    report: ValidationReport,
+    report: Problems,
     system: System,
     rule: str,
     bookings: Columns,
@@ -1133,7 +1750,8 @@ def _columns(table: Table) -> Columns:
         if column.dtype.kind in "iufb":  # (numpy's numbers and booleans: shared, not copied)
             columns[str(name)] = column.to_numpy()
         else:  # texts, objects, pandas' own types: missing values (NA, NaT, NaN) as None
-            columns[str(name)] = column.to_numpy(dtype=object, na_value=None)
+            values = column.astype(object)
+            columns[str(name)] = values.where(values.notna(), None).to_numpy()
     return columns
 
 
@@ -1177,7 +1795,17 @@ def _request(r: Any) -> tuple[float, int]:
     return float(after), int(units)
 
 
-def _check_growth(report, growth, ids, start, row_job, seg, node, units, t_from) -> None:
+def _check_growth(
+    report: Problems,
+    growth: Growth | None,
+    ids: np.ndarray,
+    start: np.ndarray,
+    row_job: np.ndarray,
+    seg: np.ndarray,
+    node: np.ndarray,
+    units: np.ndarray,
+    t_from: np.ndarray,
+) -> None:
     """Every later allocation segment (``segment k >= 1``) is a granted growth request: the
     simulator meets a job's requests in order of ``after`` (ties: their order in the job) at
     exactly ``start + after``, and grants each with exactly its units or refuses it (no
@@ -1278,7 +1906,17 @@ def _check_growth(report, growth, ids, start, row_job, seg, node, units, t_from)
             break
 
 
-def _capacity_sweep(report, system, cap, resources, node, t_from, t_to, amounts, job_ids) -> None:
+def _capacity_sweep(
+    report: Problems,
+    system: System,
+    cap: np.ndarray,
+    resources: list[str],
+    node: np.ndarray,
+    t_from: np.ndarray,
+    t_to: np.ndarray,
+    amounts: np.ndarray,
+    job_ids: np.ndarray,
+) -> None:
     # (temporaries dropped as soon as they are used: on a whole trace every array here has
     # millions of rows)
     m = len(node)
@@ -1380,80 +2018,286 @@ def validate_result(result: Any) -> ValidationReport:
 
 
 def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> ValidationReport:
-    """Validate an output directory against what it can re-derive: the system ``run.json``
-    names (a preset: the stored ``system.toml`` must equal it), the workload re-read from its
-    source when possible (every stored column must equal it; its growth requests), and the
-    summary recomputed from the tables."""
+    """Validate an output directory. From the directory the validator takes only the schedule
+    (jobs, allocation rows, bookings) and the identity of what produced it (the system's and
+    the dispatcher's names and parameters, the workload's source); every rule comes from its
+    own code: the system the run names (a preset: the stored ``system.toml`` must equal it),
+    the dispatcher's tags from the registry, its own time tolerance, the workload re-derived
+    from its source (a file by absolute path and SHA-256, or a generator's spec), the files
+    its dispatcher's family must write, and ``summary.json`` recomputed. The verdict
+    (:attr:`ValidationReport.verdict`): ``valid``, ``invalid``, ``unverified`` (an input
+    could not be re-derived) or ``cannot validate`` (the dispatcher is not registered)."""
     from hpcdispatch.results.store import read_run
-    from hpcdispatch.workload.loader import workload_from_source
 
     stored = read_run(out_dir)
     early: list[tuple[str, str]] = []  # (kind, message) found before the tables are checked
     notes: list[str] = []
+    unverified: list[str] = []
+    cannot: list[str] = []
     system_notes: list[str] = []
     system = _trusted_system(stored, early, system_notes)
-    workload_table = stored.workload
-    growth: Growth | None = None
-    src = stored.run.get("workload", {})
-    if reload_workload and src.get("kind") in ("swf", "synthetic", "slurm", "deadline-jsonl"):
-        try:
-            fresh = workload_from_source(src["kind"], src["spec"], src.get("options", {}), system)
-        except HpcDispatchError as exc:
-            notes.append(
-                f"could not re-read the workload source ({exc}); checked against the stored workload table"
+    producer = _producer(stored.run, early, cannot)
+    tolerance = _time_tolerance(stored.run, early, notes)
+    workload_table, growth = _source_workload(
+        stored, system, reload_workload, early, notes, unverified
+    )
+    bookings = stored.bookings
+    if producer is not None:
+        name = producer.name
+        if producer.books and bookings is None:
+            early.append(
+                (
+                    "file",
+                    f"bookings.parquet is missing: dispatcher '{name}' books every job it "
+                    "starts (its bookings are part of the schedule)",
+                )
             )
-        else:
-            columns = _workload_table(fresh, system)
-            mismatch = _compare_workloads(columns, workload_table, system)
-            if mismatch:
-                early.append(
-                    (
-                        "workload",
-                        f"the stored workload differs from its source {src['spec']}: {mismatch}",
-                    )
-                )
-            else:
-                notes.append(
-                    f"workload re-read from {src['spec']} and matches the stored one ({len(fresh)} jobs)"
-                )
-            extra = sorted(set(workload_table.columns) - set(columns))
-            if extra:
-                notes.append(
-                    f"stored workload columns not derived from the source (not used): {', '.join(extra)}"
-                )
-            # the schedule is checked against the source, never against the stored copy
-            workload_table = columns
-            growth = growth_requests(fresh)
-    else:
-        why = (
-            "not asked to"
-            if not reload_workload
-            else f"a '{src.get('kind')}' workload source cannot be re-read"
-        )
-        notes.append(f"workload not re-read ({why}); checked against the stored workload table")
+        elif not producer.books and bookings is not None:
+            early.append(
+                ("file", f"bookings.parquet is present, but dispatcher '{name}' makes no bookings")
+            )
     report = validate_tables(
         system,
         workload_table,
         stored.jobs,
         stored.allocations,
         walltime_kill=bool(stored.run.get("options", {}).get("walltime_kill", True)),
-        dispatcher_tags=stored.run.get("dispatcher_tags"),
+        dispatcher_tags=producer.tags if producer is not None else None,
         growth=growth,
-        bookings=stored.bookings,
-        time_tolerance=float(stored.run.get("time_tolerance", 0.0)),
-        shape=shape_rule(stored.run.get("dispatcher")),
+        bookings=bookings,
+        time_tolerance=tolerance,
+        shape=producer.shape if producer is not None else None,
     )
-    if stored.run.get("time_tolerance"):
-        notes.append(
-            f"times checked with run.json's time_tolerance of {float(stored.run['time_tolerance']):.6g} s "
-            "(starts before submission and durations only; capacity and allocations exact)"
-        )
     for kind, message in early:
         report.add(-np.inf, kind, message)
-    _check_summary(report, stored.summary, workload_table, stored.jobs)
+    _check_summary(report, stored, system, workload_table, producer)
     report.violations.sort()
     report.notes[:0] = notes + system_notes
+    report.unverified.extend(unverified)
+    report.cannot.extend(cannot)
     return report
+
+
+#: the dispatcher tags the rules read (:class:`~hpcdispatch.protocol.dispatcher.Tags`)
+RULE_TAGS = ("rejects", "forks", "contiguous_grants")
+#: the dispatcher name of a schedule recorded on a real Slurm by ``hpcdispatch slurm replay``
+REAL_SLURM = "slurm-real"
+#: the dispatcher name of a learning environment's episode (``hpcdispatch.rl``: an agent picks
+#: queued jobs, with or without backfilling): it rejects, books and forks nothing
+RL_AGENT = "rl-agent"
+
+
+@dataclass(frozen=True)
+class Producer:
+    """The dispatcher that made a run, as the registry knows it: its canonical name, its
+    tags (with the run's parameters), whether its family books (the reservation strategies:
+    a class with its own ``bookings``) and its booking shape rule."""
+
+    name: str
+    tags: dict[str, Any]
+    books: bool
+    shape: str | None
+
+
+def _producer(
+    run: Mapping[str, Any], problems: list[tuple[str, str]], cannot: list[str]
+) -> Producer | None:
+    """The dispatcher ``run.json`` names, from the registry (built-in dispatchers are always
+    registered; a plugin's when its file was loaded, ``validate --plugin``). Unknown: said in
+    ``cannot``; parameters the class does not take, or stored tags that differ from the
+    registry's: problems."""
+    import dataclasses
+
+    import hpcdispatch.dispatchers  # noqa: F401  (registers the built-in dispatchers)
+    from hpcdispatch.protocol.dispatcher import Dispatcher
+    from hpcdispatch.protocol.registry import DISPATCHERS
+
+    ident = run.get("dispatcher")
+    name = ident.get("name") if isinstance(ident, Mapping) else None
+    params = ident.get("params", {}) if isinstance(ident, Mapping) else {}
+    if not isinstance(name, str) or not name.strip():
+        problems.append(("run.json", "run.json: field 'dispatcher' names no dispatcher"))
+        return None
+    if name == REAL_SLURM and isinstance(run.get("replay"), Mapping):
+        # a schedule recorded on a real Slurm (slurm replay): no registered class made it; a
+        # real Slurm rejects nothing here (a job it did not run is a problem of the replay),
+        # books nothing and grants no forks
+        return Producer(REAL_SLURM, {"rejects": False, "forks": False}, False, None)
+    if name == RL_AGENT:
+        return Producer(RL_AGENT, {"rejects": False, "forks": False}, False, None)
+    cls = DISPATCHERS.get(name.strip().lower())
+    if cls is None:
+        cannot.append(
+            f"run.json: dispatcher '{name}' is not registered (a plugin not loaded? give "
+            "validate --plugin FILE): its rules are unknown"
+        )
+        return None
+    if not isinstance(params, Mapping):
+        problems.append(("run.json", f"run.json: dispatcher.params of '{name}' is not a table"))
+        params = {}
+    try:
+        instance = cls(**dict(params))
+        tags = dataclasses.asdict(instance.get_tags())
+    except (TypeError, ValueError, HpcDispatchError) as exc:
+        problems.append(
+            (
+                "run.json",
+                f"run.json: dispatcher '{name}' does not take the parameters "
+                f"{json_text(params)} ({str(exc).splitlines()[0][:120]})",
+            )
+        )
+        return None
+    stored = run.get("dispatcher_tags")
+    if isinstance(stored, Mapping):
+        for key, value in stored.items():  # (the tags the rules read; a bridge records its
+            # own ``deterministic`` and ``memoryless``: a real Slurm's schedule is neither)
+            if key in RULE_TAGS and value != tags[key]:
+                problems.append(
+                    (
+                        "run.json",
+                        f"run.json: dispatcher_tags.{key} is {json_text(value)}, but dispatcher "
+                        f"'{cls.name}' declares {json_text(tags[key])} (the registry's tags are used)",
+                    )
+                )
+    books = type(instance).bookings is not Dispatcher.bookings
+    return Producer(cls.name, tags, books, SHAPE_RULES.get(cls.name))
+
+
+def json_text(value: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(value, sort_keys=True)[:120]
+    except (TypeError, ValueError):
+        return repr(value)[:120]
+
+
+def _time_tolerance(
+    run: Mapping[str, Any], problems: list[tuple[str, str]], notes: list[str]
+) -> float:
+    """The validator's own time tolerance: :data:`TIME_TOLERANCE_S` for a simulated run;
+    :data:`REAL_SLURM_SLACK_S` over the time scale for a schedule recorded on a real Slurm
+    (``run.json``'s ``replay`` or ``bridge`` record). ``run.json``'s ``time_tolerance`` is
+    never used: a value other than this one is a violation."""
+    tolerance = TIME_TOLERANCE_S
+    for what in ("replay", "bridge"):
+        record = run.get(what)
+        if not isinstance(record, Mapping):
+            continue
+        scale = record.get("time_scale")
+        if (
+            isinstance(scale, (int, float))
+            and not isinstance(scale, bool)
+            and np.isfinite(scale)
+            and scale > 0
+        ):
+            tolerance = REAL_SLURM_SLACK_S / float(scale)
+            notes.append(
+                f"a schedule recorded on a real Slurm ({what}): starts and durations checked "
+                f"with the validator's time tolerance of {tolerance:.6g} s "
+                f"({REAL_SLURM_SLACK_S:g} s / time scale {scale:g}); capacity and allocations exact"
+            )
+        else:
+            problems.append(
+                (
+                    "run.json",
+                    f"run.json: {what}.time_scale is {json_text(scale)}, not a positive number",
+                )
+            )
+        break
+    stored = run.get("time_tolerance")
+    if stored is not None and not (
+        isinstance(stored, (int, float))
+        and abs(float(stored) - tolerance) <= 1e-9 * max(1.0, tolerance)
+    ):
+        problems.append(
+            (
+                "run.json",
+                f"run.json: time_tolerance is {json_text(stored)} s; the validator's own for this "
+                f"run is {tolerance:.6g} s (the field is not used)",
+            )
+        )
+    return tolerance
+
+
+def _source_workload(
+    stored: Any,
+    system: System,
+    reload_workload: bool,
+    problems: list[tuple[str, str]],
+    notes: list[str],
+    unverified: list[str],
+) -> tuple[Table, Growth | None]:
+    """The workload the schedule is judged against: re-generated from a ``synthetic:`` spec,
+    or re-read from the file ``run.json`` records by absolute path when its SHA-256 matches
+    (``workload.kind`` is not read: the spec and the file decide). The stored table must
+    equal it (every column the source determines). Otherwise the stored table, and the
+    verdict can at best be ``unverified``."""
+    from hpcdispatch.results.store import file_sha256
+    from hpcdispatch.workload.loader import workload_from_source
+
+    src = stored.run.get("workload", {})
+    src = src if isinstance(src, Mapping) else {}
+    spec = src.get("spec")
+    given = src.get("options")
+    options: dict[str, Any] = dict(given) if isinstance(given, Mapping) else {}
+    if not reload_workload:
+        unverified.append(
+            "workload not re-derived (--no-reload): the schedule was checked against the stored "
+            "workload table only"
+        )
+        return stored.workload, None
+    if isinstance(spec, str) and spec.startswith("synthetic:"):
+        where = spec
+    elif isinstance(src.get("path"), str) and isinstance(src.get("sha256"), str):
+        path = Path(src["path"])
+        if not path.is_absolute():
+            unverified.append(f"run.json: workload.path {str(path)!r} is not an absolute path")
+            return stored.workload, None
+        try:
+            digest = file_sha256(path)
+        except OSError as exc:
+            unverified.append(
+                f"the workload source {path} cannot be re-read ({exc.strerror or exc}): the "
+                "schedule was checked against the stored workload table only"
+            )
+            return stored.workload, None
+        if digest != src["sha256"]:
+            unverified.append(
+                f"the workload source {path} changed since the run (SHA-256 {digest[:12]}..., "
+                f"recorded {str(src['sha256'])[:12]}...): the schedule was checked against the "
+                "stored workload table only"
+            )
+            return stored.workload, None
+        where = str(path)
+    else:
+        unverified.append(
+            f"workload not re-derivable: run.json records no generator spec and no file path "
+            f"with its hash for {spec!r} (a workload held in memory, or a run written before "
+            "hashes were recorded): the schedule was checked against the stored workload table only"
+        )
+        return stored.workload, None
+    try:
+        fresh = workload_from_source(str(src.get("kind", "")), where, options, system)
+    except HpcDispatchError as exc:
+        unverified.append(f"the workload source {where} could not be re-read ({exc})")
+        return stored.workload, None
+    columns = _workload_table(fresh, system)
+    mismatch = _compare_workloads(columns, stored.workload, system)
+    if mismatch:
+        problems.append(
+            ("workload", f"the stored workload differs from its source {where}: {mismatch}")
+        )
+    else:
+        notes.append(
+            f"workload re-read from {where} and matches the stored one ({len(fresh)} jobs)"
+        )
+    extra = sorted(set(stored.workload.columns) - set(columns))
+    if extra:
+        notes.append(
+            f"stored workload columns not derived from the source (not used): {', '.join(extra)}"
+        )
+    return columns, growth_requests(fresh)
 
 
 def _trusted_system(stored: Any, problems: list[tuple[str, str]], notes: list[str]) -> System:
@@ -1469,7 +2313,7 @@ def _trusted_system(stored: Any, problems: list[tuple[str, str]], notes: list[st
         trusted, label = load_system(name), f"the preset '{name}' the run names"
     elif isinstance(name, str) and name.startswith("from-trace:") and src.get("kind") == "swf":
         try:
-            trusted = system_from_swf_header(src["spec"])
+            trusted = system_from_swf_header(src.get("path") or src["spec"])
         except HpcDispatchError as exc:
             notes.append(
                 f"could not derive the system {name!r} from its trace ({exc}); checked against the "
@@ -1575,7 +2419,18 @@ def _workload_table(fresh: Any, system: System) -> dict[str, np.ndarray]:
             [np.inf if j.deadline is None else float(j.deadline) for j in fresh.jobs], np.float64
         )
         data["whole_nodes"] = np.array([j.app is not None for j in fresh.jobs], dtype=bool)
+        # (the validator's own: the run-time bound and the per-type summary read them)
+        data["behaviour"] = np.array(
+            [-1 if j.app is None else j.app.behaviour for j in fresh.jobs], dtype=np.int64
+        )
+        data["processes"] = np.array(
+            [0 if j.app is None else j.app.processes for j in fresh.jobs], dtype=np.int64
+        )
     return data
+
+
+#: columns of :func:`_workload_table` that the stored workload table does not carry
+VALIDATOR_ONLY_COLUMNS = ("behaviour", "processes")
 
 
 def _compare_workloads(fresh: dict[str, np.ndarray], table: pd.DataFrame, system: System) -> str:
@@ -1596,6 +2451,8 @@ def _compare_workloads(fresh: dict[str, np.ndarray], table: pd.DataFrame, system
     )
     for col, values in fresh.items():
         values = np.asarray(values)
+        if col in VALIDATOR_ONLY_COLUMNS:
+            continue
         if col not in table.columns:
             if col in required or values.any():
                 return f"column {col} is missing from the stored workload"
@@ -1609,87 +2466,40 @@ def _compare_workloads(fresh: dict[str, np.ndarray], table: pd.DataFrame, system
 
 
 def _check_summary(
-    report: ValidationReport, summary: dict[str, Any], workload: Table, jobs: pd.DataFrame
+    report: ValidationReport,
+    stored: Any,
+    system: System,
+    workload: Table,
+    producer: Producer | None,
 ) -> None:
-    """``summary.json``'s job counts, mean wait, slowdown, bounded slowdown and makespan,
-    recomputed from the tables (own arithmetic, per job in workload order):
+    """Every field of ``summary.json`` recomputed from the schedule
+    (:mod:`hpcdispatch.validation.summary`) with the validator's own ``bsld_tau``, and its
+    names (system, dispatcher, workload) compared with ``run.json``'s."""
+    from hpcdispatch.validation.summary import check_summary, recompute_summary
 
-    - wait = start - submit; run = end - start; turnaround = end - submit;
-    - slowdown = turnaround / max(run, 1 s); bounded slowdown = max(1, turnaround / max(run, tau))
-      with the summary's ``bsld_tau``; means over the jobs that started;
-    - makespan = last end - first submit (first submit when no job started).
-    """
+    summary = stored.summary
     if not summary:
-        report.notes.append("no summary.json: the run's summary was not checked")
+        report.notes.append("no summary.json: the run publishes no summary")
         return
-    import pandas as pd
-
-    workload = _columns(workload)
-    ids = workload["job_id"]
-    submit = np.asarray(workload["submit"], np.float64)
-    first = jobs.drop_duplicates("job_id")
-    at = pd.Index(first["job_id"].to_numpy()).get_indexer(ids)
-    listed = at >= 0
-    take = np.where(listed, at, 0)
-
-    def aligned(name: str, fill: Any, dtype: Any = None) -> np.ndarray:
-        values = first[name].to_numpy(dtype)[take] if len(first) else np.zeros(len(ids), dtype)
-        return np.where(listed, values, fill)
-
-    start = aligned("start", np.nan, np.float64)
-    end = aligned("end", np.nan, np.float64)
-    status = aligned("status", "", object).astype(str)
-    killed = aligned("killed", False, bool) if "killed" in first.columns else status == "killed"
-    ran = ~np.isnan(start)
-    s, b, e = submit[ran], start[ran], end[ran]
-    run = e - b
-    turnaround = e - s
-    recomputed: dict[str, Any] = {
-        "jobs": len(ids),
-        "started": int(ran.sum()),
-        "rejected": int((status == "rejected").sum()),
-        "killed": int(killed.sum()),
-        "wait_mean": float(np.mean(b - s)) if ran.any() else float("nan"),
-        "slowdown_mean": float(np.mean(turnaround / np.maximum(run, 1.0)))
-        if ran.any()
-        else float("nan"),
-        "makespan": (float(np.max(e)) if ran.any() else float(submit.min()) if len(submit) else 0.0)
-        - (float(submit.min()) if len(submit) else 0.0),
-    }
-    tau = summary.get("bsld_tau")
-    if isinstance(tau, (int, float)) and not isinstance(tau, bool):
-        recomputed["bounded_slowdown_mean"] = (
-            float(np.mean(np.maximum(1.0, turnaround / np.maximum(run, float(tau)))))
-            if ran.any()
-            else float("nan")
+    decisions = None
+    if (Path(stored.path) / "decisions.parquet").is_file():
+        decisions = stored.decisions()
+    with np.errstate(all="ignore"):  # (NaN / inf times are reported by the rules)
+        recomputed = recompute_summary(
+            system, _columns(workload), stored.jobs, stored.allocations, BSLD_TAU_S, decisions
         )
-    else:
-        report.notes.append("summary.json has no bsld_tau: bounded_slowdown_mean was not checked")
-    unchecked = []
-    for key in (*SUMMARY_COUNTS, *SUMMARY_MEANS):
-        if key not in recomputed:
-            continue
-        if key not in summary:
-            unchecked.append(key)
-            continue
-        value, want = summary[key], recomputed[key]
-        if key in SUMMARY_COUNTS:
-            same = isinstance(value, int) and not isinstance(value, bool) and value == want
-        else:
-            same = (
-                isinstance(value, (int, float))
-                and not isinstance(value, bool)
-                and (
-                    (np.isnan(value) and np.isnan(want))
-                    or abs(value - want) <= SUMMARY_RTOL * max(1.0, abs(value), abs(want))
-                )
-            )
-        if not same:
-            shown = f"{value:.12g}" if isinstance(value, float) else repr(value)
-            report.add(
-                -np.inf,
-                "summary",
-                f"summary.json: {key} is {shown}, recomputed from the tables {want:.12g}",
-            )
-    if unchecked:
-        report.notes.append(f"summary.json has no {', '.join(unchecked)}: not checked")
+    src = stored.run.get("workload", {})
+    identity: dict[str, Any] = {"system": stored.run.get("system")}
+    if isinstance(stored.run.get("predictor"), str):
+        identity["predictor"] = stored.run["predictor"]
+    if isinstance(src, Mapping) and "spec" in src:
+        identity["workload"] = src["spec"]
+    named = stored.run.get("dispatcher")
+    if producer is not None:
+        identity["dispatcher"] = producer.name
+    elif isinstance(named, Mapping) and isinstance(named.get("name"), str):
+        identity["dispatcher"] = named["name"]
+    problems, notes = check_summary(summary, recomputed, identity)
+    for message in problems:
+        report.add(-np.inf, "summary", message)
+    report.notes.extend(notes)

@@ -33,7 +33,9 @@ import numpy as np
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import SkipReport, Workload, WorkloadSource
-from hpcdispatch.workload.swf import MAX_FIELD, SwfOptions, check_file, fits_empty_system
+from hpcdispatch.workload.swf import _MAX_FIELD as MAX_FIELD
+from hpcdispatch.workload.swf import SwfOptions, fits_empty_system
+from hpcdispatch.workload.swf import _check_file as check_file
 
 __all__ = ["DELAY_TYPES", "is_batsim_workload", "read_batsim", "batsim_workload_text"]
 

@@ -39,7 +39,7 @@ from hpcdispatch.workload.lublin import LublinSpec, lublin_jobs
 LOADS = {"normal": 1500.0, "heavy": 150.0, "very-heavy": 1.0}
 TYPES = ("0", "1", "2", "3", "uniform")
 COMMS = ("async", "sync")
-JSONL_SUFFIX = ".deadline.jsonl"
+_JSONL_SUFFIX = ".deadline.jsonl"
 
 # random streams (the second element of each stream's seed): common random numbers
 _ARRIVALS, _SLACK, _TYPES, _LEAD = 1, 2, 3, 4
@@ -126,6 +126,11 @@ class DeadlineWorkloadParams:
 
 def parse_deadline_spec(spec: str) -> DeadlineWorkloadParams:
     """``synthetic:deadline,key=value,...`` -> parameters (unknown keys: one error naming them)."""
+    return DeadlineWorkloadParams(**_deadline_values(spec))
+
+
+def _deadline_values(spec: str) -> dict[str, Any]:
+    """The typed values of ``synthetic:deadline,key=value,...``, in the order given."""
     body = spec.split(":", 1)[1] if ":" in spec else spec
     _, _, rest = body.partition(",")
     where = f"workload '{spec}'"
@@ -151,10 +156,10 @@ def parse_deadline_spec(spec: str) -> DeadlineWorkloadParams:
                 values[key] = value
         except ValueError:
             raise ConfigError(f"{where}: '{key}' must be {kind}, got '{value}'") from None
-    return DeadlineWorkloadParams(**values)
+    return values
 
 
-def node_cores(system: System) -> int:
+def _node_cores(system: System) -> int:
     """Cores per node (every node must have the same number: deadline jobs take whole nodes)."""
     if "core" not in system.resources:
         raise ConfigError(f"system '{system.name}' has no 'core' resource: deadline jobs need one")
@@ -177,7 +182,7 @@ def deadline_job(
     app: AppSpec,
 ) -> Job:
     """One deadline job on ``system``: ``ceil(processes / c)`` units of ``c`` cores, one per node."""
-    c = node_cores(system)
+    c = _node_cores(system)
     req = [0] * len(system.resources)
     req[system.resource_index("core")] = c
     return Job(
@@ -231,13 +236,13 @@ def deadline_columns(params: DeadlineWorkloadParams) -> dict[str, np.ndarray]:
     }
 
 
-def deadline_workload(
+def _deadline_workload(
     system: System, params: DeadlineWorkloadParams, spec_string: str | None = None
 ) -> Workload:
     """The deadline workload of ``params`` on ``system`` (jobs larger than the system are
     skipped and counted as ``too-big``)."""
     cols = deadline_columns(params)
-    c = node_cores(system)
+    c = _node_cores(system)
     report = SkipReport(total_records=params.jobs)
     nodes_needed = -(-cols["processes"] // c)
     too_big = np.flatnonzero(nodes_needed > system.n_nodes)
@@ -265,7 +270,7 @@ def deadline_workload(
 
 
 # ---- JSON lines ------------------------------------------------------------------------------
-JSONL_FIELDS = (
+_JSONL_FIELDS = (
     "id",
     "submit",
     "run_time",
@@ -278,7 +283,7 @@ JSONL_FIELDS = (
 
 
 def write_deadline_jsonl(workload: Workload, path: str | Path) -> None:
-    """One JSON object per job (``JSONL_FIELDS``); every job must have an ``app``."""
+    """One JSON object per job (``_JSONL_FIELDS``); every job must have an ``app``."""
     lines = []
     for job in workload.jobs:
         if job.app is None:
@@ -326,7 +331,7 @@ def read_deadline_jsonl(path: str | Path, system: System) -> Workload:
         ) from None
     lines = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
     report = SkipReport(total_records=len(lines))
-    c = node_cores(system)
+    c = _node_cores(system)
     jobs: list[Job] = []
     seen: set[int] = set()
 
@@ -344,12 +349,12 @@ def read_deadline_jsonl(path: str | Path, system: System) -> Workload:
         if not isinstance(rec, dict):
             skip("malformed", line, "not a JSON object")
             continue
-        unknown = sorted(set(rec) - set(JSONL_FIELDS))
+        unknown = sorted(set(rec) - set(_JSONL_FIELDS))
         if unknown:
             skip(
                 "malformed",
                 line,
-                f"field '{unknown[0]}': unknown (fields: {', '.join(JSONL_FIELDS)})",
+                f"field '{unknown[0]}': unknown (fields: {', '.join(_JSONL_FIELDS)})",
             )
             continue
         try:

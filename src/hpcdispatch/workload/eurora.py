@@ -22,9 +22,7 @@ import numpy as np
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.system.model import System
-from hpcdispatch.workload.job import Workload
-from hpcdispatch.workload.lublin import walltime_estimates
-from hpcdispatch.workload.synthetic_parts import (
+from hpcdispatch.workload._synthetic_parts import (
     apply_load,
     check_common,
     check_share,
@@ -33,16 +31,18 @@ from hpcdispatch.workload.synthetic_parts import (
     draw_log2_sizes,
     poisson_submits,
 )
+from hpcdispatch.workload.job import Workload
+from hpcdispatch.workload.lublin import walltime_estimates
 
-MEM_PER_CORE = 1024  # MiB
-BLUE_RUN_CLASSES = ((5.24, 1.36), (8.90, 0.43), (10.63, 0.55))  # (mu, sigma) of log run time
-BLUE_UNIT_SHARES = (0.502, 0.159, 0.125, 0.131, 0.040, 0.044)  # 1, 2-3, 4-7, 8-15, 16-31, 32
-BLUE_POW2_SHARE = 0.926
-CURIE_CORE_SHARES = (0.458, 0.126, 0.075, 0.164, 0.177)  # 1, 2-3, 4-7, 8-15, 16
-CURIE_POW2_SHARE = 0.796
-QUEUES = {0: "debug", 1: "parallel", 2: "longpar", 3: "reservation"}
-QUEUE_WALL_MAX = (1800, 21600)  # debug, parallel; longer: longpar
-QUEUE_EWT = {0: 1800.0, 1: 7200.0, 2: 21600.0, 3: 600.0}
+_MEM_PER_CORE = 1024  # MiB
+_BLUE_RUN_CLASSES = ((5.24, 1.36), (8.90, 0.43), (10.63, 0.55))  # (mu, sigma) of log run time
+_BLUE_UNIT_SHARES = (0.502, 0.159, 0.125, 0.131, 0.040, 0.044)  # 1, 2-3, 4-7, 8-15, 16-31, 32
+_BLUE_POW2_SHARE = 0.926
+_CURIE_CORE_SHARES = (0.458, 0.126, 0.075, 0.164, 0.177)  # 1, 2-3, 4-7, 8-15, 16
+_CURIE_POW2_SHARE = 0.796
+_QUEUES = {0: "debug", 1: "parallel", 2: "longpar", 3: "reservation"}
+_QUEUE_WALL_MAX = (1800, 21600)  # debug, parallel; longer: longpar
+_QUEUE_EWT = {0: 1800.0, 1: 7200.0, 2: 21600.0, 3: 600.0}
 
 
 @dataclass(frozen=True)
@@ -88,19 +88,19 @@ class EuroraSpec:
             )
 
 
-def eurora_columns(
+def _eurora_columns(
     spec: EuroraSpec, resources: tuple[str, ...], total_cores: int
 ) -> dict[str, np.ndarray]:
     """The generated jobs as columns (before the fit check and sorting); ``load`` is relative
     to ``total_cores``."""
     rng = np.random.default_rng([spec.seed, 36, 3])
     n = spec.jobs
-    run = class_run_times(rng, spec, BLUE_RUN_CLASSES)
+    run = class_run_times(rng, spec, _BLUE_RUN_CLASSES)
     top_class = int(np.floor(np.log2(spec.max_units)))
-    shares = np.array(BLUE_UNIT_SHARES[: top_class + 1], dtype=np.float64)
-    shares[-1] += sum(BLUE_UNIT_SHARES[top_class + 1 :])
-    units = draw_log2_sizes(rng, n, shares, BLUE_POW2_SHARE, spec.max_units)
-    cores = draw_log2_sizes(rng, n, CURIE_CORE_SHARES, CURIE_POW2_SHARE, 16)
+    shares = np.array(_BLUE_UNIT_SHARES[: top_class + 1], dtype=np.float64)
+    shares[-1] += sum(_BLUE_UNIT_SHARES[top_class + 1 :])
+    units = draw_log2_sizes(rng, n, shares, _BLUE_POW2_SHARE, spec.max_units)
+    cores = draw_log2_sizes(rng, n, _CURIE_CORE_SHARES, _CURIE_POW2_SHARE, 16)
     kind = rng.random(n)
     accel = rng.integers(1, 3, size=n)  # 1 or 2 accelerators per unit
     core_col, mem_col, gpu_col, mic_col = (
@@ -108,7 +108,7 @@ def eurora_columns(
     )
     unit_req = np.zeros((n, len(resources)), dtype=np.int64)
     unit_req[:, core_col] = cores
-    unit_req[:, mem_col] = cores * MEM_PER_CORE
+    unit_req[:, mem_col] = cores * _MEM_PER_CORE
     gpu = kind < spec.gpu_share
     mic = (kind >= spec.gpu_share) & (kind < spec.gpu_share + spec.mic_share)
     unit_req[gpu, gpu_col] = accel[gpu]
@@ -119,7 +119,7 @@ def eurora_columns(
     wall = walltime_estimates(
         run, wall_rng, spec.max_walltime, spec.p_max_walltime, spec.overestimate_max
     )
-    queue = np.where(wall <= QUEUE_WALL_MAX[0], 0, np.where(wall <= QUEUE_WALL_MAX[1], 1, 2))
+    queue = np.where(wall <= _QUEUE_WALL_MAX[0], 0, np.where(wall <= _QUEUE_WALL_MAX[1], 1, 2))
     queue = np.where(wall_rng.random(n) < spec.reservation_share, 3, queue)
     return {
         "submit": submit,
@@ -132,7 +132,7 @@ def eurora_columns(
     }
 
 
-def eurora_workload(system: System, spec: EuroraSpec, spec_string: str | None = None) -> Workload:
+def _eurora_workload(system: System, spec: EuroraSpec, spec_string: str | None = None) -> Workload:
     """A Eurora-like workload on ``system`` (needs resources core, mem, gpu, mic; sized for
     the ``eurora`` preset: on a smaller system, jobs that do not fit are skipped)."""
     missing = [r for r in ("core", "mem", "gpu", "mic") if r not in system.resources]
@@ -141,7 +141,7 @@ def eurora_workload(system: System, spec: EuroraSpec, spec_string: str | None = 
             f"synthetic:eurora needs a system with resources core, mem, gpu and mic "
             f"(system '{system.name}' lacks {missing}; use --system eurora)"
         )
-    cols = eurora_columns(
+    cols = _eurora_columns(
         spec, tuple(system.resources), int(system.total_capacity[system.resource_index("core")])
     )
     load = f",load={spec.load:g}" if spec.load is not None else ""
@@ -149,6 +149,6 @@ def eurora_workload(system: System, spec: EuroraSpec, spec_string: str | None = 
         system,
         cols,
         spec_string or f"synthetic:eurora,jobs={spec.jobs},seed={spec.seed}{load}",
-        QUEUES,
-        QUEUE_EWT,
+        _QUEUES,
+        _QUEUE_EWT,
     )

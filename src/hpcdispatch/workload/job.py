@@ -559,6 +559,39 @@ class Workload:
         """True when any job has growth requests."""
         return any(map(attrgetter("growth"), self.jobs))
 
+    def window(self, start: int, length: int) -> Workload:
+        """Jobs ``start .. start + length - 1`` (in submission order), as an episode of a
+        learning environment takes them; the source records ``first_job`` and ``jobs``, so the
+        window can be taken again from the source (:func:`~hpcdispatch.workload.loader.
+        workload_from_source`)."""
+        n = len(self)
+        if not 0 <= start < n or length < 1:
+            raise ConfigError(f"no jobs {start}..{start + length - 1} in a workload of {n} jobs")
+        stop = min(start + length, n)
+        options = {**self.source.options, "first_job": int(start), "jobs": int(stop - start)}
+        source = WorkloadSource(self.source.kind, self.source.spec, options)
+        if self._jobs is None:  # still columns: so is the window
+            return Workload.of_plain_columns(
+                {name: values[start:stop] for name, values in self._plain_fields.items()},
+                self.resources,
+                source,
+                self.report,
+                self.queue_names,
+                self.header,
+                self.queue_ewt,
+                self.labels,
+            )
+        return Workload(
+            [j._replace(index=-1) for j in self.jobs[start:stop]],
+            self.resources,
+            source,
+            self.report,
+            self.queue_names,
+            self.header,
+            self.queue_ewt,
+            self.labels,
+        )
+
     def subset(self, n: int) -> Workload:
         """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
         source = WorkloadSource(

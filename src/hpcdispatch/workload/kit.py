@@ -20,9 +20,7 @@ import numpy as np
 
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.system.model import System
-from hpcdispatch.workload.job import Workload
-from hpcdispatch.workload.lublin import walltime_estimates
-from hpcdispatch.workload.synthetic_parts import (
+from hpcdispatch.workload._synthetic_parts import (
     apply_load,
     check_common,
     check_share,
@@ -31,12 +29,14 @@ from hpcdispatch.workload.synthetic_parts import (
     draw_log2_sizes,
     poisson_submits,
 )
+from hpcdispatch.workload.job import Workload
+from hpcdispatch.workload.lublin import walltime_estimates
 
-THIN_CORES = 20
-THIN_MEM_PER_CORE = 3072  # MiB: 60 GiB of a thin node's 64 GiB for 20 cores
-GPU_UNIT = (12, 262144, 1)  # cores, MiB, GPUs: a quarter of a fat node
+_THIN_CORES = 20
+_THIN_MEM_PER_CORE = 3072  # MiB: 60 GiB of a thin node's 64 GiB for 20 cores
+_GPU_UNIT = (12, 262144, 1)  # cores, MiB, GPUs: a quarter of a fat node
 # Curie, log2 classes of cores (1, 2-3, 4-7, ...); the last one is 4,096 and more
-CURIE_CORE_SHARES = (
+_CURIE_CORE_SHARES = (
     0.208,
     0.057,
     0.034,
@@ -51,11 +51,11 @@ CURIE_CORE_SHARES = (
     0.019,
     0.038,
 )
-CURIE_POW2_SHARE = 0.796
-CURIE_RUN_CLASSES = ((4.08, 2.27), (8.98, 0.48), (10.80, 0.52))  # (mu, sigma) of log run time
-GPU_UNITS = (1, 2, 4, 8, 16)
-GPU_UNIT_SHARES = (0.40, 0.20, 0.30, 0.07, 0.03)
-QUEUES = {0: "singlenode", 1: "multinode", 2: "fat"}
+_CURIE_POW2_SHARE = 0.796
+_CURIE_RUN_CLASSES = ((4.08, 2.27), (8.98, 0.48), (10.80, 0.52))  # (mu, sigma) of log run time
+_GPU_UNITS = (1, 2, 4, 8, 16)
+_GPU_UNIT_SHARES = (0.40, 0.20, 0.30, 0.07, 0.03)
+_QUEUES = {0: "singlenode", 1: "multinode", 2: "fat"}
 
 
 @dataclass(frozen=True)
@@ -92,35 +92,37 @@ class KitSpec:
             raise ConfigError(f"{where}: max_nodes must be in [1, 1152], got {self.max_nodes}")
 
 
-def kit_columns(
+def _kit_columns(
     spec: KitSpec, resources: tuple[str, ...], total_cores: int
 ) -> dict[str, np.ndarray]:
     """The generated jobs as columns (before the fit check and sorting); ``load`` is relative
     to ``total_cores``."""
     rng = np.random.default_rng([spec.seed, 36, 1])
     n = spec.jobs
-    run = class_run_times(rng, spec, CURIE_RUN_CLASSES)
-    top = spec.max_nodes * THIN_CORES
+    run = class_run_times(rng, spec, _CURIE_RUN_CLASSES)
+    top = spec.max_nodes * _THIN_CORES
     n_classes = max(1, int(math.floor(math.log2(top))) + 1)
-    shares = np.array(CURIE_CORE_SHARES[:n_classes], dtype=np.float64)
-    if n_classes < len(CURIE_CORE_SHARES):
-        shares[-1] += sum(CURIE_CORE_SHARES[n_classes:])
-    cores = draw_log2_sizes(rng, n, shares, CURIE_POW2_SHARE, top)
+    shares = np.array(_CURIE_CORE_SHARES[:n_classes], dtype=np.float64)
+    if n_classes < len(_CURIE_CORE_SHARES):
+        shares[-1] += sum(_CURIE_CORE_SHARES[n_classes:])
+    cores = draw_log2_sizes(rng, n, shares, _CURIE_POW2_SHARE, top)
     gpu = rng.random(n) < spec.gpu_share
-    gpu_units = rng.choice(GPU_UNITS, size=n, p=np.asarray(GPU_UNIT_SHARES) / sum(GPU_UNIT_SHARES))
+    gpu_units = rng.choice(
+        _GPU_UNITS, size=n, p=np.asarray(_GPU_UNIT_SHARES) / sum(_GPU_UNIT_SHARES)
+    )
     core_col, mem_col, gpu_col = (resources.index(r) for r in ("core", "mem", "gpu"))
     unit_req = np.zeros((n, len(resources)), dtype=np.int64)
-    single = cores <= THIN_CORES
-    units = np.where(single, 1, -(-cores // THIN_CORES))
-    per_unit_cores = np.where(single, cores, THIN_CORES)
+    single = cores <= _THIN_CORES
+    units = np.where(single, 1, -(-cores // _THIN_CORES))
+    per_unit_cores = np.where(single, cores, _THIN_CORES)
     unit_req[:, core_col] = per_unit_cores
-    unit_req[:, mem_col] = per_unit_cores * THIN_MEM_PER_CORE
+    unit_req[:, mem_col] = per_unit_cores * _THIN_MEM_PER_CORE
     queue = np.where(single, 0, 1)
     units = np.where(gpu, gpu_units, units)
     unit_req[gpu] = 0
-    unit_req[gpu, core_col], unit_req[gpu, mem_col], unit_req[gpu, gpu_col] = GPU_UNIT
+    unit_req[gpu, core_col], unit_req[gpu, mem_col], unit_req[gpu, gpu_col] = _GPU_UNIT
     queue = np.where(gpu, 2, queue)
-    processors = np.where(gpu, units * GPU_UNIT[0], cores)
+    processors = np.where(gpu, units * _GPU_UNIT[0], cores)
     submit = poisson_submits(rng, n, spec.interarrival)
     held_cores = units * unit_req[:, core_col]
     submit = apply_load(submit, held_cores * run, total_cores, spec.load)
@@ -142,7 +144,7 @@ def kit_columns(
     }
 
 
-def kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) -> Workload:
+def _kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) -> Workload:
     """A KIT ForHLR II-like workload on ``system`` (needs resources core, mem, gpu; sized
     for the ``kit-forhlr2`` preset: on a smaller system, jobs that do not fit are skipped)."""
     missing = [r for r in ("core", "mem", "gpu") if r not in system.resources]
@@ -151,7 +153,7 @@ def kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) 
             f"synthetic:kit needs a system with resources core, mem and gpu "
             f"(system '{system.name}' lacks {missing}; use --system kit-forhlr2)"
         )
-    cols = kit_columns(
+    cols = _kit_columns(
         spec, tuple(system.resources), int(system.total_capacity[system.resource_index("core")])
     )
     load = f",load={spec.load:g}" if spec.load is not None else ""
@@ -159,5 +161,5 @@ def kit_workload(system: System, spec: KitSpec, spec_string: str | None = None) 
         system,
         cols,
         spec_string or f"synthetic:kit,jobs={spec.jobs},seed={spec.seed}{load}",
-        QUEUES,
+        _QUEUES,
     )

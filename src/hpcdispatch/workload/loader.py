@@ -1,6 +1,8 @@
 """One entry point for every workload source, and the system that goes with it.
 
-Workload specs (``--workload``):
+:func:`load_workload` and :func:`resolve_system` take a
+:class:`~hpcdispatch.workload.spec.WorkloadSpec` (or its text, parsed here). Workload specs
+(``--workload``):
 
 - ``PATH`` to an SWF trace (``.swf`` or ``.swf.gz``);
 - ``synthetic:NAME[,key=value...]``: ``lublin`` (Lublin-Feitelson), ``kit`` (KIT ForHLR II-like,
@@ -20,271 +22,128 @@ Design notes, decisions and measurements: docs/ARCHITECTURE.md,
 
 from __future__ import annotations
 
-from dataclasses import fields
+import os
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
 from hpcdispatch.errors import ConfigError, TraceFormatError
 from hpcdispatch.system.io import load_system, preset_trace_prefixes
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.batsim import is_batsim_workload, read_batsim
-from hpcdispatch.workload.deadline import (
-    JSONL_SUFFIX,
-    deadline_workload,
-    parse_deadline_spec,
-    read_deadline_jsonl,
-)
-from hpcdispatch.workload.eurora import EuroraSpec, eurora_workload
+from hpcdispatch.workload.deadline import _JSONL_SUFFIX, _deadline_workload, read_deadline_jsonl
+from hpcdispatch.workload.eurora import _eurora_workload
 from hpcdispatch.workload.job import Workload
-from hpcdispatch.workload.kit import KitSpec, kit_workload
-from hpcdispatch.workload.lublin import LublinSpec, lublin_workload
+from hpcdispatch.workload.kit import _kit_workload
+from hpcdispatch.workload.lublin import _lublin_workload
 from hpcdispatch.workload.mapping import UnitMapping
 from hpcdispatch.workload.sacct import is_sacct_file, read_sacct
-from hpcdispatch.workload.slurm import AucschedSpec, aucsched_workload, read_slurm_requests
+from hpcdispatch.workload.slurm import _aucsched_workload, read_slurm_requests
+from hpcdispatch.workload.spec import WorkloadSpec
 from hpcdispatch.workload.swf import SwfOptions, system_from_swf_header
 from hpcdispatch.workload.trace_cache import load_swf_cached
 
-SYNTHETIC_PREFIX = "synthetic:"
-SLURM_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
-DEFAULT_SYNTHETIC_SYSTEM = "machine-s"
-DEADLINE_SYSTEM = "hlrn2-grid"  # the deadline paper's machine (sec. 5)
-#: synthetic models whose parameters are one frozen dataclass, and the preset each is made for
-DATACLASS_MODELS: dict[str, tuple[type, Any, str]] = {
-    "kit": (KitSpec, kit_workload, "kit-forhlr2"),
-    "eurora": (EuroraSpec, eurora_workload, "eurora"),
+_SLURM_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
+#: generator name -> the function that makes its workload from its parameters
+_MAKERS: dict[str, Any] = {
+    "lublin": _lublin_workload,
+    "aucsched": _aucsched_workload,
+    "deadline": _deadline_workload,
+    "kit": _kit_workload,
+    "eurora": _eurora_workload,
 }
 
-
-def parse_kv(text: str, where: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        if "=" not in part:
-            raise ConfigError(f"{where}: expected key=value, got '{part}'")
-        k, v = part.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
+#: what the loader takes: a parsed spec, or its text (parsed here)
+_SpecLike = WorkloadSpec | str | os.PathLike[str]
 
 
-def _convert(value: str, target: Any, key: str, where: str) -> Any:
-    try:
-        if target is bool:
-            if value.lower() in ("1", "true", "yes", "on"):
-                return True
-            if value.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(value)
-        if target is int:
-            return int(value)
-        if target is float:
-            return float(value)
-    except ValueError:
-        raise ConfigError(f"{where}: '{key}' must be {target.__name__}, got '{value}'") from None
-    return value
-
-
-def parse_aucsched(spec: str) -> AucschedSpec:
-    body = spec[len(SYNTHETIC_PREFIX) :]
-    _, _, rest = body.partition(",")
-    raw = parse_kv(rest, f"workload '{spec}'")
-    types = {f.name: f.type for f in fields(AucschedSpec)}
-    conv = {
-        "workload": str,
-        "version": int,
-        "seed": int,
-        "runtime_h": float,
-        "min_run": int,
-        "max_run": int,
-        "max_cores": int,
-        "gpu_type": int,
-        "walltime": str,
-    }
-    unknown = set(raw) - set(types)
-    if unknown:
-        raise ConfigError(
-            f"workload '{spec}': unknown key(s) {sorted(unknown)}; known: {', '.join(types)}"
-        )
-    values = {k: _convert(v, conv[k], k, f"workload '{spec}'") for k, v in raw.items()}
-    if "workload" in values:
-        values["workload"] = str(values["workload"]).upper()
-    return AucschedSpec(**values)
-
-
-def synthetic_model(spec: str) -> str:
-    """The model name of a ``synthetic:NAME,...`` spec."""
-    return spec[len(SYNTHETIC_PREFIX) :].partition(",")[0].strip()
-
-
-def parse_dataclass_spec(spec: str, cls: type) -> Any:
-    """``synthetic:NAME,key=value,...`` -> ``cls(**values)``, converted by the fields' types
-    (``float | None`` fields take a float); unknown keys and bad values are one-line errors."""
-    _, _, rest = spec[len(SYNTHETIC_PREFIX) :].partition(",")
-    where = f"workload '{spec}'"
-    raw = parse_kv(rest, where)
-    hints = get_type_hints(cls)
-    known = [f.name for f in fields(cls)]
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {', '.join(known)}")
-    values = {}
-    for key, value in raw.items():
-        target = hints[key]
-        base = next(
-            (
-                t
-                for t in (bool, int, float, str)
-                if target is t or t in getattr(target, "__args__", ())
-            ),
-            str,
-        )
-        values[key] = _convert(value, base, key, where)
-    return cls(**values)
-
-
-def parse_synthetic(spec: str, units: UnitMapping) -> LublinSpec:
-    body = spec[len(SYNTHETIC_PREFIX) :]
-    model, _, rest = body.partition(",")
-    if model.strip() != "lublin":
-        raise ConfigError(
-            f"workload '{spec}': unknown synthetic model '{model}' "
-            f"(available: lublin, aucsched, deadline, {', '.join(DATACLASS_MODELS)})"
-        )
-    raw = parse_kv(rest, f"workload '{spec}'")
-    types = {
-        "jobs": int,
-        "seed": int,
-        "load": float,
-        "interactive": bool,
-        "max_walltime": int,
-        "p_max_walltime": float,
-        "overestimate_max": float,
-    }
-    unknown = set(raw) - set(types)
-    if unknown:
-        raise ConfigError(
-            f"workload '{spec}': unknown key(s) {sorted(unknown)}; known: {', '.join(types)}"
-        )
-    values = {k: _convert(v, types[k], k, f"workload '{spec}'") for k, v in raw.items()}
-    assert {f.name for f in fields(LublinSpec)} >= set(values)
-    return LublinSpec(units=units, **values)
-
-
-def is_synthetic(spec: str) -> bool:
-    return str(spec).startswith(SYNTHETIC_PREFIX)
-
-
-def _is_slurm_file(spec: str) -> bool:
-    path = Path(spec)
-    if path.name.lower().endswith(JSONL_SUFFIX):  # deadline jobs, not Slurm requests
+def _is_slurm_file(path: str) -> bool:
+    p = Path(path)
+    if p.name.lower().endswith(_JSONL_SUFFIX):  # deadline jobs, not Slurm requests
         return False
     try:
-        return path.suffix.lower() in SLURM_SUFFIXES or (path.is_file() and is_sacct_file(path))
+        return p.suffix.lower() in _SLURM_SUFFIXES or (p.is_file() and is_sacct_file(p))
     except (OSError, ValueError):
         return False
 
 
-def _is_deadline(spec: str) -> bool:
-    spec = str(spec)
-    if is_synthetic(spec):
-        return spec[len(SYNTHETIC_PREFIX) :].partition(",")[0].strip() == "deadline"
-    return spec.lower().endswith(JSONL_SUFFIX)
-
-
-def resolve_system(system_spec: str, workload_spec: str) -> System:
+def resolve_system(system_spec: str, workload_spec: _SpecLike) -> System:
     """The system named by ``system_spec`` (see the module docstring for ``auto``)."""
-    if (
-        system_spec in ("from-trace", "auto")
-        and not is_synthetic(workload_spec)
-        and _is_slurm_file(workload_spec)
-    ):
+    spec = WorkloadSpec.parse(workload_spec)
+    path = str(spec.path)
+    if system_spec in ("from-trace", "auto") and not spec.is_generator and _is_slurm_file(path):
         raise ConfigError(
-            f"{workload_spec}: a Slurm request or accounting file describes no machine; give --system "
+            f"{path}: a Slurm request or accounting file describes no machine; give --system "
             "a preset or a TOML file (its nodes, cores, GPUs, memory)"
         )
     if system_spec == "from-trace":
-        if is_synthetic(workload_spec):
+        if spec.is_generator:
             raise ConfigError(
                 "--system from-trace needs an SWF trace as workload, not a synthetic one"
             )
-        return system_from_swf_header(workload_spec)
+        return system_from_swf_header(path)
     if system_spec == "auto":
-        if _is_deadline(workload_spec):
-            return load_system(DEADLINE_SYSTEM)
-        if is_synthetic(workload_spec):
-            model = DATACLASS_MODELS.get(synthetic_model(workload_spec))
-            return load_system(model[2] if model else DEFAULT_SYNTHETIC_SYSTEM)
-        name = Path(workload_spec).name
+        if spec.is_deadline:
+            return load_system("hlrn2-grid")  # the deadline paper's machine (sec. 5)
+        if spec.default_system is not None:
+            return load_system(spec.default_system)
+        name = Path(path).name
         for preset, prefixes in sorted(preset_trace_prefixes().items()):
             if any(name.startswith(p) for p in prefixes):
                 return load_system(preset)
-        return system_from_swf_header(workload_spec)
+        return system_from_swf_header(path)
     return load_system(system_spec)
 
 
-def load_workload(spec: str, system: System, swf_options: SwfOptions | None = None) -> Workload:
-    """Load the workload named by ``spec`` onto ``system`` (``max_jobs``, then ``submit_jitter``)."""
+def load_workload(
+    spec: _SpecLike, system: System, swf_options: SwfOptions | None = None
+) -> Workload:
+    """Load the workload named by ``spec`` (a :class:`WorkloadSpec` or its text) onto
+    ``system`` (``max_jobs``, then ``submit_jitter``)."""
     swf_options = swf_options or SwfOptions()
-    workload = _load(spec, system, swf_options)
+    workload = _load(WorkloadSpec.parse(spec), system, swf_options)
     if swf_options.submit_jitter:
         workload = workload.jittered(swf_options.submit_jitter, swf_options.jitter_seed)
     return workload
 
 
-def _load(spec: str, system: System, swf_options: SwfOptions) -> Workload:
-    spec = str(spec)
-    if is_synthetic(spec) and synthetic_model(spec) in DATACLASS_MODELS:
-        cls, make, _preset = DATACLASS_MODELS[synthetic_model(spec)]
-        workload = make(system, parse_dataclass_spec(spec, cls), spec_string=spec)
-        if swf_options.max_jobs is not None:
-            workload = workload.subset(swf_options.max_jobs)
-        return workload
-    if is_synthetic(spec) and synthetic_model(spec) == "aucsched":
-        workload = aucsched_workload(system, parse_aucsched(spec), spec_string=spec)
-        if swf_options.max_jobs is not None:
-            workload = workload.subset(swf_options.max_jobs)
-        return workload
-    if is_synthetic(spec) and spec[len(SYNTHETIC_PREFIX) :].partition(",")[0].strip() == "deadline":
-        workload = deadline_workload(system, parse_deadline_spec(spec), spec_string=spec)
-        if swf_options.max_jobs is not None:
-            workload = workload.subset(swf_options.max_jobs)
-        return workload
-    if is_synthetic(spec):
-        workload = lublin_workload(
-            system, parse_synthetic(spec, swf_options.units), spec_string=spec
-        )
-        if swf_options.max_jobs is not None:
-            workload = workload.subset(swf_options.max_jobs)
-        return workload
-    path = Path(spec)
+def _load(spec: WorkloadSpec, system: System, swf_options: SwfOptions) -> Workload:
+    if spec.generator is not None:
+        make = _MAKERS[spec.generator]
+        workload = make(system, spec.params(swf_options.units), spec_string=str(spec))
+    else:
+        _check_file(str(spec.path))
+        path = Path(str(spec.path))
+        if path.name.lower().endswith(_JSONL_SUFFIX):
+            workload = read_deadline_jsonl(path, system)
+        elif is_batsim_workload(path):
+            workload = read_batsim(path, system, swf_options)
+        elif is_sacct_file(path):
+            workload = read_sacct(path, system)
+        elif path.suffix.lower() in _SLURM_SUFFIXES:
+            workload = read_slurm_requests(path, system)
+        else:
+            return load_swf_cached(
+                path, system, swf_options
+            )  # (trace_cache.py; max_jobs: the reader)
+    if swf_options.max_jobs is not None:
+        workload = workload.subset(swf_options.max_jobs)
+    return workload
+
+
+def _check_file(text: str) -> None:
+    path = Path(text)
     try:
         exists, is_dir = path.exists(), path.is_dir()
     except (OSError, ValueError) as exc:  # a name too long, a NUL byte ...
         raise TraceFormatError(
-            spec, f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
+            text, f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
         ) from None
     if not exists:
         raise TraceFormatError(
-            spec, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)"
+            text, "file does not exist (give a path to an SWF trace or synthetic:lublin,...)"
         )
     if is_dir:
-        raise TraceFormatError(spec, "is a directory, not a workload file")
-    if path.name.lower().endswith(JSONL_SUFFIX):
-        workload = read_deadline_jsonl(path, system)
-        if swf_options.max_jobs is not None:
-            workload = workload.subset(swf_options.max_jobs)
-        return workload
-    if is_batsim_workload(path):
-        workload = read_batsim(path, system, swf_options)
-        if swf_options.max_jobs is not None:
-            workload = workload.subset(swf_options.max_jobs)
-        return workload
-    if path.suffix.lower() in SLURM_SUFFIXES or is_sacct_file(path):
-        workload = (
-            read_sacct(path, system) if is_sacct_file(path) else read_slurm_requests(path, system)
-        )
-        if swf_options.max_jobs is not None:
-            workload = workload.subset(swf_options.max_jobs)
-        return workload
-    return load_swf_cached(path, system, swf_options)  # the parsed-trace cache (trace_cache.py)
+        raise TraceFormatError(text, "is a directory, not a workload file")
 
 
 def workload_from_source(
@@ -301,7 +160,14 @@ def workload_from_source(
         "max_jobs": (int, type(None)),
         "submit_jitter": (int,),
         "jitter_seed": (int,),
+        "first_job": (int,),
+        "jobs": (int,),
     }
+    if "cleaning" in options:  # a learning environment's own reading of a trace (hpcdispatch.rl)
+        raise ConfigError(
+            f"workload cleaning '{options['cleaning']}' is applied by hpcdispatch.rl, not by the "
+            "readers: the workload cannot be re-read here"
+        )
     for key, allowed in kinds.items():
         value = options.get(key)
         if key in options and (not isinstance(value, allowed) or isinstance(value, bool)):
@@ -318,4 +184,7 @@ def workload_from_source(
         submit_jitter=int(options.get("submit_jitter", 0)),
         jitter_seed=int(options.get("jitter_seed", 0)),
     )
-    return load_workload(spec, system, swf)
+    workload = load_workload(spec, system, swf)
+    if "first_job" in options:  # an episode's window of the workload (Workload.window)
+        workload = workload.window(int(options["first_job"]), int(options.get("jobs", 1)))
+    return workload

@@ -38,31 +38,31 @@ from hpcdispatch.workload.job import SkipReport, Workload, WorkloadSource, make_
 from hpcdispatch.workload.mapping import UnitMapping
 from hpcdispatch.workload.swf import fits_empty_system
 
-BUCKETS = 48
-SECONDS_IN_BUCKET = 86400 // BUCKETS
-CYCLIC_DAY_START = 11
-TOO_MUCH_TIME = 12.0  # log of the longest run time (about 45 h)
-TOO_MUCH_ARRIVE_TIME = 13.0
+_BUCKETS = 48
+_SECONDS_IN_BUCKET = 86400 // _BUCKETS
+_CYCLIC_DAY_START = 11
+_TOO_MUCH_TIME = 12.0  # log of the longest run time (about 45 h)
+_TOO_MUCH_ARRIVE_TIME = 13.0
 
 # (interactive, batch) parameters of m_lublin99.c
-SERIAL_PROB = (0.1541, 0.2927)
-POW2_PROB = (0.625, 0.6686)
-ULOW = (1.0, 1.2)
-UPROB = (0.705, 0.875)
-A1 = (3.8351, 6.57)
-B1 = (0.6605, 0.823)
-A2 = (7.073, 639.1)
-B2 = (0.6856, 0.0156)
-PA = (-0.0118, -0.003)
-PB = (0.9156, 0.6986)
-AARR = (6.5510, 6.0415)
-BARR = (0.6621, 0.8531)
-ANUM = (8.9186, 6.1271)
-BNUM = (3.6680, 5.2740)
-ARAR = (0.9797, 1.0519)
+_SERIAL_PROB = (0.1541, 0.2927)
+_POW2_PROB = (0.625, 0.6686)
+_ULOW = (1.0, 1.2)
+_UPROB = (0.705, 0.875)
+_A1 = (3.8351, 6.57)
+_B1 = (0.6605, 0.823)
+_A2 = (7.073, 639.1)
+_B2 = (0.6856, 0.0156)
+_PA = (-0.0118, -0.003)
+_PB = (0.9156, 0.6986)
+_AARR = (6.5510, 6.0415)
+_BARR = (0.6621, 0.8531)
+_ANUM = (8.9186, 6.1271)
+_BNUM = (3.6680, 5.2740)
+_ARAR = (0.9797, 1.0519)
 
 # canonical wall-time values users pick (seconds): 5 min ... 48 h
-CANONICAL_WALLTIMES = np.array(
+_CANONICAL_WALLTIMES = np.array(
     [
         300,
         600,
@@ -92,6 +92,8 @@ CANONICAL_WALLTIMES = np.array(
 
 @dataclass(frozen=True)
 class LublinSpec:
+    """Parameters of ``synthetic:lublin`` (keys of the spec string, same names)."""
+
     jobs: int = 2000
     seed: int = 1
     load: float | None = None
@@ -120,9 +122,9 @@ def _bucket_weights(anum: float, bnum: float) -> np.ndarray:
     """Daily-cycle weights of the 48 buckets, normalised to mean 1 (``arrive_init``)."""
     from scipy.special import gammainc  # (here: a run of a trace never pays for importing scipy)
 
-    weights = np.zeros(BUCKETS)
-    for i in range(CYCLIC_DAY_START, BUCKETS + CYCLIC_DAY_START):
-        idx = (i - 1) % BUCKETS
+    weights = np.zeros(_BUCKETS)
+    for i in range(_CYCLIC_DAY_START, _BUCKETS + _CYCLIC_DAY_START):
+        idx = (i - 1) % _BUCKETS
         # Gamma(anum, scale=bnum) cdf: regularised lower incomplete gamma
         weights[idx] = gammainc(anum, (i + 0.5) / bnum) - gammainc(anum, (i - 0.5) / bnum)
     return weights / weights.mean()
@@ -133,9 +135,9 @@ class _ArrivalStream:
 
     def __init__(self, rng: np.random.Generator, kind: int):
         self.rng = rng
-        self.alpha = AARR[kind] * ARAR[kind]
-        self.beta = BARR[kind]
-        self.weights = _bucket_weights(ANUM[kind], BNUM[kind])
+        self.alpha = _AARR[kind] * _ARAR[kind]
+        self.beta = _BARR[kind]
+        self.weights = _bucket_weights(_ANUM[kind], _BNUM[kind])
         self.bucket = 0  # simulation starts at midnight
         self.points = 0.0
         self.reminder = 0.0
@@ -145,17 +147,17 @@ class _ArrivalStream:
     def advance(self) -> None:
         while True:
             gam = self.rng.gamma(self.alpha, self.beta)
-            if gam <= TOO_MUCH_ARRIVE_TIME:
+            if gam <= _TOO_MUCH_ARRIVE_TIME:
                 break
-        self.points += math.exp(gam) / SECONDS_IN_BUCKET
+        self.points += math.exp(gam) / _SECONDS_IN_BUCKET
         next_arrive = 0.0
         bucket = self.bucket
         while self.points > self.weights[bucket]:
             self.points -= self.weights[bucket]
-            bucket = (bucket + 1) % BUCKETS
-            next_arrive += SECONDS_IN_BUCKET
+            bucket = (bucket + 1) % _BUCKETS
+            next_arrive += _SECONDS_IN_BUCKET
         new_reminder = self.points / self.weights[bucket]
-        next_arrive += SECONDS_IN_BUCKET * (new_reminder - self.reminder)
+        next_arrive += _SECONDS_IN_BUCKET * (new_reminder - self.reminder)
         self.reminder = new_reminder
         self.time += next_arrive
         self.bucket = bucket
@@ -177,7 +179,7 @@ def lublin_jobs(spec: LublinSpec, processors: int) -> dict[str, np.ndarray]:
     uhi_batch = math.log2(processors)
     uhi_inter = max(uhi_batch - 1.5, 1.0)
     uhi = (uhi_inter, uhi_batch)
-    umed = (min(max(uhi_batch - 2.5, ULOW[0]), uhi_inter), max(uhi_batch - 2.5, ULOW[1]))
+    umed = (min(max(uhi_batch - 2.5, _ULOW[0]), uhi_inter), max(uhi_batch - 2.5, _ULOW[1]))
     streams = [_ArrivalStream(rng, 0), _ArrivalStream(rng, 1)]
     n = spec.jobs
     submit = np.zeros(n)
@@ -189,21 +191,21 @@ def lublin_jobs(spec: LublinSpec, processors: int) -> dict[str, np.ndarray]:
         submit[i] = streams[kind].time
         streams[kind].advance()
         u = rng.random()
-        if u <= SERIAL_PROB[kind] or uhi[kind] <= ULOW[kind]:
+        if u <= _SERIAL_PROB[kind] or uhi[kind] <= _ULOW[kind]:
             nodes = 1
         else:
-            par = _two_stage_uniform(rng, ULOW[kind], umed[kind], uhi[kind], UPROB[kind])
-            if u <= SERIAL_PROB[kind] + POW2_PROB[kind]:
+            par = _two_stage_uniform(rng, _ULOW[kind], umed[kind], uhi[kind], _UPROB[kind])
+            if u <= _SERIAL_PROB[kind] + _POW2_PROB[kind]:
                 par = float(int(par + 0.5))
             nodes = int(2.0**par + 0.5)
         nodes = max(1, min(nodes, processors))
-        p = min(max(PA[kind] * nodes + PB[kind], 0.0), 1.0)
+        p = min(max(_PA[kind] * nodes + _PB[kind], 0.0), 1.0)
         while True:
             if rng.random() <= p:
-                hg = rng.gamma(A1[kind], B1[kind])
+                hg = rng.gamma(_A1[kind], _B1[kind])
             else:
-                hg = rng.gamma(A2[kind], B2[kind])
-            if hg <= TOO_MUCH_TIME:
+                hg = rng.gamma(_A2[kind], _B2[kind])
+            if hg <= _TOO_MUCH_TIME:
                 break
         size[i] = nodes
         run[i] = max(1, int(math.exp(hg)))
@@ -235,7 +237,7 @@ def walltime_estimates(
     run = np.asarray(run_time, dtype=np.int64)
     factor = np.exp(rng.uniform(0.0, math.log(overestimate_max), size=run.shape))
     wanted = np.ceil(run * factor).astype(np.int64)
-    canon = CANONICAL_WALLTIMES[CANONICAL_WALLTIMES <= max_walltime]
+    canon = _CANONICAL_WALLTIMES[_CANONICAL_WALLTIMES <= max_walltime]
     idx = np.searchsorted(canon, wanted, side="left")
     rounded = np.where(idx < len(canon), canon[np.minimum(idx, len(canon) - 1)], max_walltime)
     use_max = rng.random(size=run.shape) < p_max
@@ -243,7 +245,7 @@ def walltime_estimates(
     return np.maximum(wall, run)
 
 
-def lublin_workload(system: System, spec: LublinSpec, spec_string: str | None = None) -> Workload:
+def _lublin_workload(system: System, spec: LublinSpec, spec_string: str | None = None) -> Workload:
     """A Lublin-Feitelson workload mapped onto ``system`` (cores only)."""
     core_col = system.resource_index(spec.units.core_resource)
     processors = int(system.total_capacity[core_col])

@@ -30,6 +30,8 @@ UNIT_MODES = ("divisor", "processor", "node")
 
 @dataclass(frozen=True)
 class UnitMapping:
+    """How a job's processors become allocation units (``mode``: one of ``UNIT_MODES``)."""
+
     mode: str = "divisor"
     cores_per_unit_max: int | None = None
     core_resource: str = "core"

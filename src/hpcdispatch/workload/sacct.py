@@ -11,6 +11,9 @@ The first line is the header (``|``-separated field names, any order, any case; 
 trailing ``|`` is accepted too). The fields and how each record is read are in the docs page
 below.
 
+No time limit (``UNLIMITED``, ``Partition_Limit``, empty): the partition's largest limit,
+else the file's longest run time, each counted as patched under its own rule.
+
 Design notes, decisions and measurements: docs/RESULTS-SLURM.md,
 "From the module docstrings".
 """
@@ -28,13 +31,13 @@ from hpcdispatch.errors import TraceFormatError
 from hpcdispatch.system.allocation import request_fits
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import Job, SkipReport, Workload, WorkloadSource
-from hpcdispatch.workload.slurm import GPU, MEM, SlurmRequest, _text_lines, renumber_labels
-from hpcdispatch.workload.slurm_units import MAX_VALUE, gres_resource, parse_slurm_time, parse_tres
-from hpcdispatch.workload.swf import check_file
+from hpcdispatch.workload.slurm import _GPU, _MEM, SlurmRequest, _renumber_labels, _text_lines
+from hpcdispatch.workload.slurm_units import _MAX_VALUE, gres_resource, parse_slurm_time, parse_tres
+from hpcdispatch.workload.swf import _check_file
 
-SACCT_SUFFIX = ".sacct"
+_SACCT_SUFFIX = ".sacct"
 #: states of jobs that ran and ended (their allocation was held for Elapsed)
-ENDED_STATES = {
+_ENDED_STATES = {
     "COMPLETED",
     "FAILED",
     "TIMEOUT",
@@ -46,7 +49,7 @@ ENDED_STATES = {
     "BOOT_FAIL",
 }
 #: states of jobs without a final run time
-UNFINISHED_STATES = {
+_UNFINISHED_STATES = {
     "PENDING",
     "RUNNING",
     "SUSPENDED",
@@ -69,7 +72,7 @@ _DATE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)$", re.ASCII)
 
 def is_sacct_file(path: Path) -> bool:
     """``path`` ends in ``.sacct`` or its first line is a sacct header (``JobID|...``)."""
-    if path.suffix.lower() == SACCT_SUFFIX:
+    if path.suffix.lower() == _SACCT_SUFFIX:
         return True
     try:
         with open(path, "rb") as fh:
@@ -97,7 +100,7 @@ def _date(text: str) -> int | None:
 
 def _is_int(text: str) -> bool:
     """Plain ASCII digits of a value up to 2^50."""
-    return text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= MAX_VALUE
+    return text.isascii() and text.isdigit() and len(text) <= 16 and int(text) <= _MAX_VALUE
 
 
 def _count(text: str) -> int:
@@ -137,7 +140,7 @@ class _Bad(ValueError):
 def read_sacct(path: str | Path, system: System) -> Workload:
     """Read ``sacct --parsable2`` output onto ``system`` (see the module docstring)."""
     path = Path(path)
-    check_file(path)
+    _check_file(path)
     lines = [(k, text, why) for k, text, why in _text_lines(path) if text is None or text.strip()]
     if not lines or lines[0][1] is None:
         raise TraceFormatError(
@@ -213,10 +216,10 @@ def read_sacct(path: str | Path, system: System) -> Workload:
         if task is not None and task.startswith("["):
             skip("not-finished", line)  # a pending array's summary line
             continue
-        if state_word in UNFINISHED_STATES:
+        if state_word in _UNFINISHED_STATES:
             skip("not-finished", line)
             continue
-        if state_word not in ENDED_STATES:
+        if state_word not in _ENDED_STATES:
             skip("bad-State", line, f"field State: '{' '.join(state)}' is not a Slurm job state")
             continue
         try:
@@ -265,7 +268,7 @@ def read_sacct(path: str | Path, system: System) -> Workload:
         except _Bad as exc:
             skip(f"bad-{exc.field}", line, f"field {exc.field}: {exc}")
             continue
-        if int(base) > MAX_VALUE:
+        if int(base) > _MAX_VALUE:
             skip("bad-JobID", line, f"field JobID: '{jobid}' is too large")
             continue
         if run <= 0:
@@ -350,7 +353,7 @@ def _to_workload(
     path: Path, system: System, records: list[_Record], report: SkipReport, notes: list[str]
 ) -> Workload:
     resources = tuple(system.resources)
-    has_mem = MEM in resources
+    has_mem = _MEM in resources
     cap = system.capacity
 
     # ids: JobIDRaw, else the plain id; array tasks and het components without JobIDRaw get fresh ones
@@ -379,7 +382,7 @@ def _to_workload(
     jobs: list[Job] = []
     seen: set[int] = set()
     kept: list[_Record] = []
-    uneven = mem_ignored = limits_patched = het = 0
+    uneven = mem_ignored = limits_patched = limits_longest = het = 0
     fit_cache: dict[tuple, bool] = {}
 
     def skip(reason: str, line: int, message: str) -> None:
@@ -411,7 +414,7 @@ def _to_workload(
                     try:
                         resource = gres_resource(gname, None, resources)
                         amount = r.tres[f"gres/{gname}"]
-                        if resource in gres or (resource == GPU and gpus):
+                        if resource in gres or (resource == _GPU and gpus):
                             continue  # the untyped total already counted
                     except LookupError:
                         bad = exc.args[0]
@@ -421,7 +424,7 @@ def _to_workload(
                     break
             per, odd = _per_node(amount, r.nodes)
             odd_amounts |= odd
-            if resource == GPU:
+            if resource == _GPU:
                 gpus += per
             else:
                 gres[resource] = gres.get(resource, 0) + per
@@ -474,6 +477,7 @@ def _to_workload(
         if limit is None:
             limit = part_limit.get(r.partition, longest)
             limits_patched += 1
+            limits_longest += r.partition not in part_limit
         seen.add(job_id)
         het += r.het
         uneven += odd_amounts
@@ -502,7 +506,7 @@ def _to_workload(
                 contiguous=f["contiguous"],
             )
         )
-    jobs, labels = renumber_labels(
+    jobs, labels = _renumber_labels(
         jobs,
         {
             field: {i: n for n, i in ids_.items()}
@@ -517,12 +521,17 @@ def _to_workload(
     for j, r in zip(jobs, kept):
         waits.setdefault(j.queue, []).append(max(r.start - r.submit, 0))
     queue_ewt = {q: float(np.mean(w)) for q, w in waits.items()}
+    no_limit = "Timelimit UNLIMITED, Partition_Limit or empty: wall time ="
     report.patch(
-        "time limit UNLIMITED or not recorded: the partition's largest limit (else the longest run)",
-        limits_patched,
+        f"{no_limit} the largest limit recorded in the job's partition",
+        limits_patched - limits_longest,
+    )
+    report.patch(
+        f"{no_limit} the longest run time in the file (no limit recorded in its partition)",
+        limits_longest,
     )
     report.patch("GRES or memory not divisible by the node count: rounded up per node", uneven)
-    report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)
+    report.patch(f"memory ignored (system {system.name} has no '{_MEM}' resource)", mem_ignored)
     if het:
         notes.append(
             f"{het} het-job components read as separate jobs (the simulator does not start them together)"

@@ -38,11 +38,11 @@ from hpcdispatch.workload.slurm_units import (
     parse_slurm_memory,
     parse_slurm_time,
 )
-from hpcdispatch.workload.swf import binary_content, check_file
+from hpcdispatch.workload.swf import _binary_content, _check_file
 
-CORE = "core"
-GPU = "gpu"
-MEM = "mem"
+_CORE = "core"
+_GPU = "gpu"
+_MEM = "mem"
 
 
 @dataclass(frozen=True)
@@ -120,16 +120,16 @@ class SlurmRequest:
         per-node amounts (GPUs, GRES, ``mem``) in ``per_node_request``, or one unit per node
         (type 3) holding all of them."""
         kind, nodes, tpn, tasks = self.normalized()
-        if CORE not in resources:
-            raise ValueError(f"the system has no '{CORE}' resource (it has {list(resources)})")
-        ci = resources.index(CORE)
+        if _CORE not in resources:
+            raise ValueError(f"the system has no '{_CORE}' resource (it has {list(resources)})")
+        ci = resources.index(_CORE)
         cpt = self.cpus_per_task
-        mi = resources.index(MEM) if MEM in resources else None
+        mi = resources.index(_MEM) if _MEM in resources else None
         per_node = [0] * len(resources)
         if self.gpus_per_node:
-            if GPU not in resources:
-                raise ValueError(f"the request asks for GPUs, the system has no '{GPU}' resource")
-            per_node[resources.index(GPU)] += self.gpus_per_node
+            if _GPU not in resources:
+                raise ValueError(f"the request asks for GPUs, the system has no '{_GPU}' resource")
+            per_node[resources.index(_GPU)] += self.gpus_per_node
         for name, count in self.gres:
             if name not in resources:
                 raise ValueError(f"the request asks for '{name}', the system has no such resource")
@@ -215,9 +215,9 @@ def request_of(job: Job, resources: tuple[str, ...]) -> SlurmRequest:
     unit's cores come back as tasks per node with one cpu per task, and its memory as
     ``mem`` per node)."""
     resources = tuple(resources)
-    ci = resources.index(CORE)
-    gi = resources.index(GPU) if GPU in resources else None
-    mi = resources.index(MEM) if MEM in resources else None
+    ci = resources.index(_CORE)
+    gi = resources.index(_GPU) if _GPU in resources else None
+    mi = resources.index(_MEM) if _MEM in resources else None
     kind = job.slurm_type
     if kind == 3 and job.per_node_request and job.max_units_per_node != 1:
         kind = 2  # -N N -n N with per-node extras: one task per node, but written as it was built
@@ -273,7 +273,7 @@ def request_of(job: Job, resources: tuple[str, ...]) -> SlurmRequest:
 # ---------------------------------------------------------------------------------------
 
 #: accepted column names -> canonical name (Slurm's long option names, with ``_`` or ``-``)
-COLUMNS = {
+_COLUMNS = {
     "id": "id",
     "job": "id",
     "job_id": "id",
@@ -311,13 +311,13 @@ COLUMNS = {
     "account": "account",
     "A": "account",
 }
-REQUEST_COLUMNS = ("ntasks", "nodes", "ntasks_per_node")
+_REQUEST_COLUMNS = ("ntasks", "nodes", "ntasks_per_node")
 #: columns whose values may be names: the job field each one fills
-LABEL_COLUMNS = {"user": "user", "account": "group", "partition": "partition"}
+_LABEL_COLUMNS = {"user": "user", "account": "group", "partition": "partition"}
 
 
 #: the largest value a column may have (as the SWF reader: 2^50, about 10^15)
-MAX_VALUE = 2**50
+_MAX_VALUE = 2**50
 
 
 class _TooLarge(ValueError):
@@ -347,7 +347,7 @@ def _parse_int(
         raise ValueError(f"column '{column}': expected an integer, got {value!r}") from None
     if not math.isfinite(f) or f != int(f):
         raise ValueError(f"column '{column}': expected an integer, got {value!r}")
-    if abs(f) > MAX_VALUE:
+    if abs(f) > _MAX_VALUE:
         raise _TooLarge(f"column '{column}': {value!r} is too large (at most 2^50)")
     v = int(f)
     if positive and v <= 0:
@@ -377,7 +377,7 @@ def _text_lines(path: Path) -> list[tuple[int, str | None, str]]:
         data = path.read_bytes()
     except OSError as exc:
         raise TraceFormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
-    why = binary_content(data[: 1 << 16])
+    why = _binary_content(data[: 1 << 16])
     if why:
         raise TraceFormatError(str(path), f"{why}; a request file is CSV or JSON lines text")
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
@@ -437,23 +437,23 @@ def _records(path: Path) -> tuple[str, list[tuple[int, dict[str, Any] | str]]]:
         raise TraceFormatError(
             str(path), f"the header line is not CSV: {exc}", line=header_line
         ) from None
-    unknown = [h for h in header if h not in COLUMNS]
+    unknown = [h for h in header if h not in _COLUMNS]
     if unknown:
         raise TraceFormatError(
             str(path),
-            f"unknown column(s) {unknown}; known: {sorted(set(COLUMNS))}",
+            f"unknown column(s) {unknown}; known: {sorted(set(_COLUMNS))}",
             line=header_line,
         )
     seen: dict[str, str] = {}
     for h in header:
-        if COLUMNS[h] in seen:
+        if _COLUMNS[h] in seen:
             raise TraceFormatError(
                 str(path),
-                f"columns '{seen[COLUMNS[h]]}' and '{h}' are the same column ('{COLUMNS[h]}')",
+                f"columns '{seen[_COLUMNS[h]]}' and '{h}' are the same column ('{_COLUMNS[h]}')",
                 line=header_line,
                 field=h,
             )
-        seen[COLUMNS[h]] = h
+        seen[_COLUMNS[h]] = h
     if "time_limit" in seen and "wall_time" in seen:
         raise TraceFormatError(
             str(path),
@@ -483,12 +483,12 @@ def _label_ids(records: list[tuple[int, dict[str, Any] | str]]) -> dict[str, dic
     ``{name: id}`` with ids 1, 2, ... in order of first appearance in the file (then every
     value, digits included, is a name)."""
     out: dict[str, dict[str, int] | None] = {}
-    for column in LABEL_COLUMNS:
+    for column in _LABEL_COLUMNS:
         values = []
         for _, rec in records:
             if isinstance(rec, dict):
                 v = next(
-                    (val for key, val in rec.items() if COLUMNS.get(str(key).strip()) == column),
+                    (val for key, val in rec.items() if _COLUMNS.get(str(key).strip()) == column),
                     None,
                 )
                 if v is not None and not (isinstance(v, str) and not v.strip()):
@@ -508,7 +508,7 @@ def _label_ids(records: list[tuple[int, dict[str, Any] | str]]) -> dict[str, dic
     return out
 
 
-def renumber_labels(
+def _renumber_labels(
     jobs: list[Job], names: dict[str, dict[int, str]]
 ) -> tuple[list[Job], dict[str, dict[int, str]]]:
     """Give the named fields of ``jobs`` (``{field: {provisional id: name}}``) ids 1, 2, ... in
@@ -577,10 +577,10 @@ def _parse_gres_column(
     gpus = 0
     other: dict[str, int] = {}
     for name, kind, count in items:
-        if count > MAX_VALUE:
+        if count > _MAX_VALUE:
             raise _TooLarge(f"column 'gres': {count} is too large (at most 2^50)")
         resource = gres_resource(name, kind, resources)
-        if resource == GPU:
+        if resource == _GPU:
             gpus += count
         else:
             other[resource] = other.get(resource, 0) + count
@@ -626,7 +626,11 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
       ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``, ``UNLIMITED``): **a bare number is
       minutes**, as for ``sbatch --time``. ``wall_time`` (``time_limit_s``, ``walltime``):
       the limit in seconds (what ``time_limit`` meant before this followed Slurm). Not both.
-      Without a limit (or UNLIMITED) the wall time is the run time;
+      Without a limit the wall time is the run time -- an exact estimate, as an oracle's --
+      and every such job is counted as patched with its rule: ``no time limit column``
+      (neither column in the file, or the key missing from a JSON line), ``time_limit
+      empty``, ``time_limit UNLIMITED`` (also ``-1``, ``0``, ``INFINITE``: Slurm's "no
+      limit"), ``wall_time empty``; give a ``time_limit`` to simulate users' estimates;
     - ``user``, ``account`` (``A``), ``partition`` (``p``): names or integers. Names get ids
       1, 2, ... in order of first appearance in the file (when one value of a column is not an
       integer, every value of it is a name; ids count the jobs read, not skipped lines),
@@ -642,7 +646,7 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
     name file, line and column.
     """
     path = Path(path)
-    check_file(path)
+    _check_file(path)
     fmt, records = _records(path)
     report = SkipReport(total_records=len(records))
     resources = tuple(system.resources)
@@ -650,9 +654,11 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
     seen: set[int] = set()
     messages: list[str] = []
     label_ids = _label_ids(records)
-    has_mem = MEM in resources
-    all_mem = int(system.capacity[:, resources.index(MEM)].min()) if has_mem else 0
+    has_mem = _MEM in resources
+    all_mem = int(system.capacity[:, resources.index(_MEM)].min()) if has_mem else 0
     mem_ignored = 0
+    # jobs without a time limit, by what the file gave (their wall time is their run time)
+    no_limit: dict[str, int] = {}
 
     def skip(reason: str, line: int, message: str) -> None:
         report.skip(reason, [line])
@@ -667,7 +673,7 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
         canon: dict[str, Any] = {}
         bad_key = None
         for key, value in rec.items():
-            name = COLUMNS.get(str(key).strip())
+            name = _COLUMNS.get(str(key).strip())
             if name is None:
                 bad_key = key
                 break
@@ -688,8 +694,12 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             submit = _parse_int(canon.get("submit"), "submit") or 0
             if "time_limit" in canon:
                 limit = _parse_time_limit(canon.get("time_limit"))
+                raw_limit = canon.get("time_limit")
+                blank = raw_limit is None or not str(raw_limit).strip()
+                given = "time_limit empty" if blank else f"time_limit {raw_limit!s}".upper()
             else:
                 limit = _parse_int(canon.get("wall_time"), "wall_time", positive=True)
+                given = "wall_time empty" if "wall_time" in canon else "no time limit column"
             labels: dict[str, int] = {}
             for column, ids in label_ids.items():
                 raw = canon.get(column)
@@ -701,7 +711,7 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
                     raise ValueError(f"column '{column}': expected a name, got {raw!r}")
                 else:
                     labels[column] = ids[str(raw).strip()]
-            req_values = {c: _parse_int(canon.get(c), c, positive=True) for c in REQUEST_COLUMNS}
+            req_values = {c: _parse_int(canon.get(c), c, positive=True) for c in _REQUEST_COLUMNS}
             cpt = _parse_int(canon.get("cpus_per_task"), "cpus_per_task", positive=True) or 1
             gpus = _parse_int(canon.get("gpus_per_node"), "gpus_per_node") or 0
             try:
@@ -756,6 +766,9 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             )
             continue
         seen.add(job_id)
+        if limit is None:
+            rule = given.replace("TIME_LIMIT", "time_limit")
+            no_limit[rule] = no_limit.get(rule, 0) + 1
         partition = labels.get("partition", -1)
         jobs.append(
             Job(
@@ -773,10 +786,12 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
             )
         )
     report.notes.extend(messages)
-    report.patch(f"memory ignored (system {system.name} has no '{MEM}' resource)", mem_ignored)
-    jobs, names = renumber_labels(
+    report.patch(f"memory ignored (system {system.name} has no '{_MEM}' resource)", mem_ignored)
+    for given, n in sorted(no_limit.items()):
+        report.patch(f"{given}: wall time = run time (an exact estimate, as an oracle's)", n)
+    jobs, names = _renumber_labels(
         jobs,
-        {LABEL_COLUMNS[c]: {i: n for n, i in ids.items()} for c, ids in label_ids.items() if ids},
+        {_LABEL_COLUMNS[c]: {i: n for n, i in ids.items()} for c, ids in label_ids.items() if ids},
     )
     source = WorkloadSource(kind="slurm", spec=str(path), options={"format": fmt})
     return Workload(
@@ -784,7 +799,7 @@ def read_slurm_requests(path: str | Path, system: System) -> Workload:
     )
 
 
-def slurm_rows(workload: Workload) -> list[dict[str, Any]]:
+def _slurm_rows(workload: Workload) -> list[dict[str, Any]]:
     """The workload as rows of a Slurm-style request file (the columns of
     :func:`read_slurm_requests`; ``time_limit`` in Slurm's ``[D-]HH:MM:SS``, names where
     ``workload.labels`` has them)."""
@@ -831,7 +846,7 @@ def slurm_rows(workload: Workload) -> list[dict[str, Any]]:
 
 def slurm_requests_text(workload: Workload, suffix: str) -> str:
     """A Slurm-style request file's text: CSV (``suffix`` ``.csv``) or JSON lines."""
-    rows = slurm_rows(workload)
+    rows = _slurm_rows(workload)
     if suffix.lower() == ".csv":
         out = io.StringIO()
         w = csv.DictWriter(
@@ -935,7 +950,7 @@ class AucschedSpec:
 
 def aucsched_requests(system: System, spec: AucschedSpec) -> list[tuple[SlurmRequest, int]]:
     """``(request, run time)`` of every job of the workload, in submission order."""
-    ci = system.resource_index(CORE)
+    ci = system.resource_index(_CORE)
     core_caps = system.capacity[:, ci]
     cpn_sys = int(core_caps.min())
     if cpn_sys <= 0:
@@ -943,8 +958,8 @@ def aucsched_requests(system: System, spec: AucschedSpec) -> list[tuple[SlurmReq
             f"system {system.name}: every node needs cores for the aucsched workloads"
         )
     gpu_caps = (
-        system.capacity[:, system.resource_index(GPU)]
-        if GPU in system.resources
+        system.capacity[:, system.resource_index(_GPU)]
+        if _GPU in system.resources
         else np.zeros_like(core_caps)
     )
     mix = WORKLOAD_MIXES[spec.workload]
@@ -1003,7 +1018,7 @@ def aucsched_requests(system: System, spec: AucschedSpec) -> list[tuple[SlurmReq
     return out
 
 
-def aucsched_workload(
+def _aucsched_workload(
     system: System, spec: AucschedSpec, spec_string: str | None = None
 ) -> Workload:
     """The paper's synthetic CPU-GPU workload on ``system`` (all jobs submitted at t = 0)."""
@@ -1018,7 +1033,7 @@ def aucsched_workload(
 
 def theoretical_runtime(workload: Workload, system: System) -> float:
     """The paper's theoretical runtime: sum(run time x requested cores) / total cores (s)."""
-    ci = system.resource_index(CORE) if CORE in system.resources else 0
+    ci = system.resource_index(_CORE) if _CORE in system.resources else 0
     cores = (
         workload.units * workload.unit_requests[:, ci]
         + workload.node_counts * workload.per_node_requests[:, ci]

@@ -30,7 +30,7 @@ import math
 import re
 
 #: largest value any parsed number may have (as the readers: 2^50, about 10^15)
-MAX_VALUE = 2**50
+_MAX_VALUE = 2**50
 
 _UNLIMITED = {"unlimited", "infinite", "-1"}
 _TIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
@@ -64,7 +64,7 @@ def parse_slurm_time(text: str, zero_is_unlimited: bool = True) -> int | None:
         seconds = int(a) * 60 + int(b)
     else:  # MM
         seconds = int(a) * 60
-    if seconds > MAX_VALUE:
+    if seconds > _MAX_VALUE:
         raise ValueError(f"'{text}' is too long (at most 2^50 seconds)")
     if seconds == 0 and zero_is_unlimited:
         return None
@@ -96,7 +96,7 @@ def parse_slurm_memory(text: str) -> int:
             f"'{text}' is not a Slurm memory size (a number with an optional K, M, G or T suffix)"
         )
     value = float(m.group(1)) * _MEM_FACTOR[m.group(2).lower()]
-    if not math.isfinite(value) or value > MAX_VALUE:
+    if not math.isfinite(value) or value > _MAX_VALUE:
         raise ValueError(f"'{text}' is too large (at most 2^50 MB)")
     return int(math.ceil(value - 1e-9))
 
@@ -106,7 +106,7 @@ def _parse_count(text: str, what: str) -> int:
     if m is None:
         raise ValueError(f"'{what}': count '{text}' is not an integer")
     value = int(m.group(1)) * _COUNT_FACTOR[m.group(2).lower()]
-    if value > MAX_VALUE:
+    if value > _MAX_VALUE:
         raise ValueError(f"'{what}': count {text} is too large (at most 2^50)")
     return value
 

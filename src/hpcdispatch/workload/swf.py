@@ -32,7 +32,7 @@ from hpcdispatch.system.model import NodeType, System
 from hpcdispatch.workload.job import SkipReport, Workload, WorkloadSource
 from hpcdispatch.workload.mapping import UnitMapping
 
-SWF_FIELDS = (
+_SWF_FIELDS = (
     "job",
     "submit",
     "wait",
@@ -52,23 +52,26 @@ SWF_FIELDS = (
     "preceding_job",
     "think_time",
 )
-N_FIELDS = len(SWF_FIELDS)
+_N_FIELDS = len(_SWF_FIELDS)
 _MAX_EXP = 50
 #: the largest value a field may have (about 10^15; sums of a few such values stay exact
 #: integers in float64): a record with a larger one is skipped as ``<field>-too-large``
-MAX_FIELD = float(2**_MAX_EXP)
+_MAX_FIELD = float(2**_MAX_EXP)
 _BLOCK_BYTES = 1 << 23
 #: what a number looks like (as Arrow reads it: nan and inf too, which load_swf then refuses)
 _NUMBER = r"^[-+]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?|nan(\([0-9a-z_]*\))?|inf|infinity)$"
 
 
-def field_label(i: int) -> str:
+def _field_label(i: int) -> str:
     """Human name of 0-based SWF field ``i``: ``"4 (run_time)"``."""
-    return f"{i + 1} ({SWF_FIELDS[i]})"
+    return f"{i + 1} ({_SWF_FIELDS[i]})"
 
 
 @dataclass(frozen=True)
 class SwfOptions:
+    """How an SWF trace becomes jobs: which processor count, the unit mapping, a missing
+    wall-time, memory, the first ``max_jobs`` jobs, and a seeded submit jitter."""
+
     processors: str = "requested"
     units: UnitMapping = field(default_factory=UnitMapping)
     missing_walltime: str = "queue-max"
@@ -95,11 +98,11 @@ class SwfOptions:
             )
         if self.max_jobs is not None and self.max_jobs <= 0:
             raise ConfigError(f"max_jobs must be positive, got {self.max_jobs}")
-        if self.submit_jitter < 0 or self.submit_jitter > MAX_FIELD:
+        if self.submit_jitter < 0 or self.submit_jitter > _MAX_FIELD:
             raise ConfigError(
                 f"submit_jitter must be >= 0 seconds and at most 2^{_MAX_EXP}, got {self.submit_jitter}"
             )
-        if mw.isdigit() and int(mw) > MAX_FIELD:
+        if mw.isdigit() and int(mw) > _MAX_FIELD:
             raise ConfigError(f"missing_walltime must be at most 2^{_MAX_EXP} seconds, got {mw}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,6 +117,8 @@ class SwfOptions:
 
 @dataclass
 class SwfHeader:
+    """The ``; Key: value`` lines of an SWF header, by lower-case key."""
+
     entries: dict[str, list[str]] = field(default_factory=dict)
 
     def first(self, key: str) -> str | None:
@@ -158,7 +163,7 @@ class _Damage(Exception):
         self.message = message
 
 
-def check_file(path: Path) -> None:
+def _check_file(path: Path) -> None:
     """A clear error unless ``path`` is a regular file (names the file and what it is instead)."""
     try:
         is_dir, exists, is_file = path.is_dir(), path.exists(), path.is_file()
@@ -172,7 +177,7 @@ def check_file(path: Path) -> None:
         raise TraceFormatError(str(path), "is not a regular file")
 
 
-def binary_content(sample: bytes) -> str | None:
+def _binary_content(sample: bytes) -> str | None:
     """Why ``sample`` (the start of a file) is not text, or ``None`` when it is: more than a
     tenth of its bytes are control bytes or bytes that are not UTF-8. A stray byte in a text
     file is far below that (its line is skipped); any binary format is far above it."""
@@ -299,7 +304,9 @@ class _Blocks:
             for chunk in _decompressed(self.path, max(self.block_bytes // 8, 1)):
                 if first:
                     first = False
-                    why = binary_content(chunk[:_SAMPLE_BYTES])
+                    if chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, not text
+                        chunk = chunk[3:]
+                    why = _binary_content(chunk[:_SAMPLE_BYTES])
                     if why:
                         raise TraceFormatError(
                             str(self.path), f"{why}; an SWF trace is text, optionally gzipped"
@@ -345,7 +352,7 @@ def read_swf_header(path: str | Path) -> SwfHeader:
     """Parse the ``; Key: value`` comment lines at the top of an SWF file (those before any
     damage: a cut or corrupt ``.gz`` gives the header it still holds)."""
     path = Path(path)
-    check_file(path)
+    _check_file(path)
     header = SwfHeader()
     buffer = b""
     try:
@@ -488,10 +495,10 @@ def _parse_block(
         line_numbers = line_numbers[~skip_np]
     tokens = pc.ascii_split_whitespace(text)
     counts = numpy_array(pc.list_value_length(tokens))
-    bad = counts != N_FIELDS
+    bad = counts != _N_FIELDS
     if bad.any():
         for ln, c in zip(line_numbers[bad].tolist(), counts[bad].tolist()):
-            malformed.append((ln, f"has {c} fields, an SWF record has {N_FIELDS}"))
+            malformed.append((ln, f"has {c} fields, an SWF record has {_N_FIELDS}"))
         tokens = tokens.filter(arrow_array(~bad))
         line_numbers = line_numbers[~bad]
     flat = pc.list_flatten(tokens)
@@ -500,7 +507,7 @@ def _parse_block(
     except pa.ArrowInvalid:
         values, line_numbers, more = _numbers_of_good_rows(tokens, line_numbers)
         malformed.extend(more)
-    return values.reshape(-1, N_FIELDS), line_numbers, malformed
+    return values.reshape(-1, _N_FIELDS), line_numbers, malformed
 
 
 def _numbers_of_good_rows(
@@ -509,7 +516,7 @@ def _numbers_of_good_rows(
     """The values of the rows whose 18 tokens are all numbers, and a message for each other row."""
     flat = pc.list_flatten(tokens)
     ok = numpy_array(pc.match_substring_regex(flat, _NUMBER, ignore_case=True))
-    row_ok = ok.reshape(-1, N_FIELDS).all(axis=1)
+    row_ok = ok.reshape(-1, _N_FIELDS).all(axis=1)
     try:
         values = numpy_array(
             pc.cast(pc.list_flatten(tokens.filter(arrow_array(row_ok))), pa.float64())
@@ -517,20 +524,20 @@ def _numbers_of_good_rows(
     except pa.ArrowInvalid:  # a token the pattern takes for a number and Arrow does not: bisect
         for i in _rows_that_fail(tokens, np.flatnonzero(row_ok)):
             row_ok[i] = False
-            for k in range(N_FIELDS):
+            for k in range(_N_FIELDS):
                 try:
                     pc.cast(tokens[i].values[k : k + 1], pa.float64())
                 except pa.ArrowInvalid:
-                    ok[i * N_FIELDS + k] = False
+                    ok[i * _N_FIELDS + k] = False
         values = numpy_array(
             pc.cast(pc.list_flatten(tokens.filter(arrow_array(row_ok))), pa.float64())
         )
     messages = []
     for row in np.flatnonzero(~row_ok).tolist():
-        k = int(np.flatnonzero(~ok[row * N_FIELDS : (row + 1) * N_FIELDS])[0])
+        k = int(np.flatnonzero(~ok[row * _N_FIELDS : (row + 1) * _N_FIELDS])[0])
         token = tokens[row].values[k].as_py()
         messages.append(
-            (int(line_numbers[row]), f"field {field_label(k)} is not a number: {token!r}")
+            (int(line_numbers[row]), f"field {_field_label(k)} is not a number: {token!r}")
         )
     return values, line_numbers[row_ok], messages
 
@@ -554,7 +561,7 @@ def read_swf_records(path: str | Path) -> SwfRecords:
     """Read every record of an SWF file. Malformed lines are collected, never fatal; a
     ``.gz`` that is cut short or corrupt keeps every line before the damage."""
     path = Path(path)
-    check_file(path)
+    _check_file(path)
     futures = []
     blocks = _Blocks(path)
     try:
@@ -569,7 +576,7 @@ def read_swf_records(path: str | Path) -> SwfRecords:
         lines = np.concatenate([p[1] for p in parts])
         malformed = [m for p in parts for m in p[2]]
     else:
-        values, lines, malformed = np.zeros((0, N_FIELDS)), np.zeros(0, dtype=np.int64), []
+        values, lines, malformed = np.zeros((0, _N_FIELDS)), np.zeros(0, dtype=np.int64), []
     malformed.sort()
     del parts, futures
     # Arrow's allocator keeps the parse buffers pooled (about 190 MB after RICC's 447k
@@ -587,7 +594,7 @@ def read_swf_records(path: str | Path) -> SwfRecords:
 
 
 def _col(name: str) -> int:
-    return SWF_FIELDS.index(name)
+    return _SWF_FIELDS.index(name)
 
 
 def _malformed_kind(message: str) -> str:
@@ -662,7 +669,7 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
             if name is not None and reason not in report.skipped:
                 i = int(np.flatnonzero(hit)[0])
                 report.notes.append(
-                    f"{reason}: line {int(lines[i])}, field {field_label(_col(name))} is "
+                    f"{reason}: line {int(lines[i])}, field {_field_label(_col(name))} is "
                     f"{v[i, _col(name)]:g}"
                     + ("" if reason == "not-a-number" else f" (values up to 2^{_MAX_EXP} are read)")
                 )
@@ -673,12 +680,12 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         """Field ``name`` as integers; a record where it is NaN (or, when ``too_large`` names
         the reason, beyond ``MAX_FIELD``) is skipped. Values are clipped to +-``MAX_FIELD``."""
         x = v[:, _col(name)]
-        if not (np.abs(x) <= MAX_FIELD).all():
+        if not (np.abs(x) <= _MAX_FIELD).all():
             nan = np.isnan(x)
             drop(nan, "not-a-number", name)
             if too_large is not None:
-                drop(x > MAX_FIELD, too_large, name)
-            x = np.clip(np.where(nan, 0.0, x), -MAX_FIELD, MAX_FIELD)
+                drop(x > _MAX_FIELD, too_large, name)
+            x = np.clip(np.where(nan, 0.0, x), -_MAX_FIELD, _MAX_FIELD)
         return np.rint(x).astype(np.int64)
 
     ids = column("job", "id-too-large")
@@ -696,9 +703,9 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
     secondary_raw = v[:, _col(other)]
     consulted = primary <= 0
     drop(consulted & np.isnan(secondary_raw), "not-a-number", other)
-    drop(consulted & (secondary_raw > MAX_FIELD), "processors-too-large", other)
+    drop(consulted & (secondary_raw > _MAX_FIELD), "processors-too-large", other)
     secondary = np.rint(
-        np.clip(np.nan_to_num(secondary_raw, nan=0.0), -MAX_FIELD, MAX_FIELD)
+        np.clip(np.nan_to_num(secondary_raw, nan=0.0), -_MAX_FIELD, _MAX_FIELD)
     ).astype(np.int64)
     use_secondary = consulted & (secondary > 0)
     procs = np.where(use_secondary, secondary, primary)
@@ -730,7 +737,7 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
             wall[missing] = run[missing]
         elif mw == "trace-max":
             hdr_max = header.leading_int("MaxRuntime")
-            wall[missing] = hdr_max if hdr_max and hdr_max <= MAX_FIELD else int(run[keep].max())
+            wall[missing] = hdr_max if hdr_max and hdr_max <= _MAX_FIELD else int(run[keep].max())
         elif mw == "queue-max":
             valid = keep
             for q in np.unique(queue[missing]).tolist():
@@ -758,10 +765,10 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
         mem_name = "requested_memory" if options.memory == "requested" else "used_memory"
         mem_field = _col(mem_name)
         kb = v[:, mem_field]
-        if not (np.abs(kb) <= MAX_FIELD).all():
+        if not (np.abs(kb) <= _MAX_FIELD).all():
             drop(np.isnan(kb), "not-a-number", mem_name)
-            drop(kb > MAX_FIELD, "memory-too-large", mem_name)
-            kb = np.clip(np.nan_to_num(kb, nan=0.0), -MAX_FIELD, MAX_FIELD)
+            drop(kb > _MAX_FIELD, "memory-too-large", mem_name)
+            kb = np.clip(np.nan_to_num(kb, nan=0.0), -_MAX_FIELD, _MAX_FIELD)
         no_mem = (kb <= 0) & keep
         report.patch(f"memory field {mem_field + 1} missing, 0 MiB used", int(no_mem.sum()))
         unit_req[:, system.resource_index("mem")] = np.where(
@@ -803,7 +810,7 @@ def load_swf(path: str | Path, system: System, options: SwfOptions | None = None
     queues = queue[order]
     queue_ewt = {}
     for q in np.unique(queues).tolist():
-        w = waits[(queues == q) & (waits >= 0) & (waits <= MAX_FIELD)]
+        w = waits[(queues == q) & (waits >= 0) & (waits <= _MAX_FIELD)]
         if len(w):
             queue_ewt[int(q)] = float(w.mean())
     fields = {

@@ -52,6 +52,8 @@ class ModelInput:
 
 @dataclass
 class BuiltModel:
+    """A built CP-SAT model: its start variables per job and how to decode who starts now."""
+
     name: str
     model: cp_model.CpModel
     jobs: list[QueuedJob]
