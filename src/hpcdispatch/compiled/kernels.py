@@ -312,8 +312,48 @@ def nothing_free(tot):
 
 
 @njit(cache=True)
+def _scratch_fit(mat, req, j, n, mpn):
+    """:func:`node_fit` of job ``j`` on node ``n`` of ``mat[SCRATCH]``, read in place."""
+    k = UNBOUNDED
+    for r in range(req.shape[1]):
+        a = req[j, r]
+        if a > 0:
+            have = mat[SCRATCH, n, r]
+            if have < a:
+                return 0
+            f = have // a
+            if f < k:
+                k = f
+    if mpn > 0 and k > mpn:
+        k = mpn
+    return k
+
+
+@njit(cache=True)
+def _first_fit_scratch(ji, req, mat, rows, offset, j):
+    """:func:`allocate`'s first fit on ``mat[SCRATCH]`` without making views of ``mat`` and
+    ``req`` (each view is a counted reference: two atomic operations per call)."""
+    need = ji[UNITS, j]
+    mpn = ji[MPN, j]
+    k = 0
+    for n in range(mat.shape[1]):
+        f = _scratch_fit(mat, req, j, n, mpn)
+        if f > 0:
+            take = f if f < need else need
+            rows[NODE, offset + k] = n
+            rows[ROW_UNITS, offset + k] = take
+            k += 1
+            need -= take
+            if need == 0:
+                return k
+    return -1
+
+
+@njit(cache=True)
 def place(ji, req, mat, weights, rows, regs, j):
     """Allocate job ``j`` on the scratch (rows after the decision's rows); rows or -1."""
+    if regs[ALLOCATOR] == FIRST_FIT:
+        return _first_fit_scratch(ji, req, mat, rows, regs[NROWS] + regs[USED], j)
     return allocate(
         regs[ALLOCATOR],
         mat[SCRATCH],
