@@ -12,9 +12,17 @@ Hypothesis runs without its per-example deadline (200 ms) and without its "too s
 check in every test (the ``hpcdispatch`` profile, loaded here before the test modules make
 their own settings, which inherit it): both time the examples, and on a loaded machine they
 fail tests whose results are right. The tests check results; speed is for benchmarks/.
+
+The session's parsed-trace cache (``workload/trace_cache.py``) is its own, a temporary
+directory removed at the end: tests never read entries a user's runs left, and leave none in
+``~/.cache``.
 """
 
 from __future__ import annotations
+
+import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -42,3 +50,16 @@ def compiled_kernels() -> None:
             continue  # NUMBA_DISABLE_JIT; or loaded from disk
         load_numba_registries()
         function.compile(signature)  # (kept on disk by the engine's cache when it can be)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_trace_cache():
+    where = tempfile.mkdtemp(prefix="hpcdispatch-test-traces-")
+    before = os.environ.get("HPCDISPATCH_TRACE_CACHE")
+    os.environ["HPCDISPATCH_TRACE_CACHE"] = where  # (subprocesses inherit it)
+    yield
+    if before is None:
+        os.environ.pop("HPCDISPATCH_TRACE_CACHE", None)
+    else:
+        os.environ["HPCDISPATCH_TRACE_CACHE"] = before
+    shutil.rmtree(where, ignore_errors=True)

@@ -88,7 +88,7 @@ def test_a_compiled_simulation_of_a_trace_never_imports_pandas(tmp_path):
     path = trace("KTH-SP2-1996-2.1-cln.swf.gz")
     code = (
         "import sys\nfrom hpcdispatch.cli.main import main\n"
-        f"try:\n    main(['simulate', '-w', {str(path)!r}, '-d', 'easy', '--engine', 'compiled', '-q', "
+        f"try:\n    main(['simulate', '-w', {str(path)!r}, '-d', 'easy', '--engine', 'compiled', '-q', '--csv', "
         f"'-o', {str(tmp_path / 'o')!r}])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
         "print('PANDAS', 'pandas' in sys.modules)"
     )

@@ -180,7 +180,9 @@ def test_a_failed_table_write_does_not_wait_for_the_validation(tmp_path, monkeyp
     t0 = time.monotonic()
     try:
         with pytest.raises(OSError, match="No space left"):
-            run_simulation(system, wl, "fifo", out_dir=tmp_path / "run", validate_beside=True)
+            run_simulation(
+                system, wl, "fifo", out_dir=tmp_path / "run", validate_beside=True, csv=True
+            )
         assert time.monotonic() - t0 < 60  # (300 s if the write waited for the validation)
     finally:
         release.set()
@@ -211,7 +213,7 @@ def full_disk(*a, **k):
 store.write_csv_arrow = full_disk
 try:
     run_simulation(cores_system(4, 2), workload([job(1, 1, 10)]), "fifo", out_dir={str(tmp_path / "run")!r},
-                   validate_beside=True)
+                   validate_beside=True, csv=True)
 except OSError:
     print("write failed", flush=True)
 """
@@ -323,7 +325,7 @@ def test_missing_values_are_empty_cells_and_nulls(tmp_path):
     system = h.load_system("hlrn2-grid")
     wl = h.load_workload("synthetic:deadline,jobs=60,seed=1,load=very-heavy,types=0", system)
     out = tmp_path / "o"
-    outcome = run_simulation(system, wl, "manhattan", out_dir=out)
+    outcome = run_simulation(system, wl, "manhattan", out_dir=out, csv=True)
     assert outcome.validation.ok
     status = outcome.result.jobs_frame()["status"].tolist()
     gone = [
@@ -400,3 +402,37 @@ def test_allocation_text_is_every_row_written_out(jobs, n_without, rng):
         i64(job), i64(segment), i64(node), i64(units), np.zeros(len(job)), np.ones(len(job))
     )
     assert allocation_text_array(rows, len(expected)).to_pylist() == expected
+
+
+def test_jobs_csv_and_the_allocation_text_are_written_on_request(tmp_path):
+    """`simulate` writes the Parquet tables; jobs.csv and the jobs' allocation text only with
+    --csv (issue 54). 4 cores: job 1 (3 cores) runs on cores 0-2, job 2 (2 cores) after it."""
+    import pyarrow.parquet as pq
+
+    from hpcdispatch.cli.main import main
+
+    swf = tmp_path / "t.swf"
+    swf.write_text(
+        "1 0 -1 10 3 -1 -1 3 10 -1 1 1 1 -1 1 -1 -1 -1\n"
+        "2 1 -1 5 2 -1 -1 2 5 -1 1 1 1 -1 1 -1 -1 -1\n"
+    )
+    system = tmp_path / "s.toml"
+    system.write_text(
+        'name = "two"\nresources = ["core"]\n'
+        'node_types = [{ name = "n", count = 2, capacity = { core = 2 } }]\n'
+    )
+    common = ["simulate", "-w", str(swf), "-s", str(system), "-d", "fifo", "--units", "processor"]
+    for flag, out in (([], tmp_path / "plain"), (["--csv"], tmp_path / "with")):
+        try:
+            main([*common, *flag, "-q", "-o", str(out)])
+        except SystemExit as e:
+            assert not e.code
+    assert not (tmp_path / "plain" / "jobs.csv").exists()
+    plain = pq.read_table(tmp_path / "plain" / "jobs.parquet")
+    assert "allocation" not in plain.column_names
+    assert plain.column("start").to_pylist() == [0.0, 10.0]
+    with_csv = pq.read_table(tmp_path / "with" / "jobs.parquet")
+    assert with_csv.column("allocation").to_pylist() == ["0:2 1:1", "0:2"]
+    lines = (tmp_path / "with" / "jobs.csv").read_text().splitlines()
+    assert len(lines) == 3 and lines[1].endswith('"0:2 1:1"')
+    assert (tmp_path / "plain" / "allocations.parquet").is_file()

@@ -82,6 +82,7 @@ def run_simulation(
     checkpoint_every: float = 600.0,
     force: bool = False,
     validate_beside: bool | None = None,
+    csv: bool = False,
 ) -> RunOutcome:
     """``dispatcher``: a spec (its predictor suffix, if any, wins over ``predictor``).
     ``overrides``: parameters set on the dispatcher when it has them and the spec does not.
@@ -91,7 +92,8 @@ def run_simulation(
     ``force``), written as a whole; the checkpoint is deleted only once it is written.
     ``validate_beside``: validate on a second thread while ``out_dir`` is written (``None``:
     when this process may use more than one core; a sweep says whether its worker has a core
-    to spare)."""
+    to spare). ``csv``: also ``jobs.csv`` and each job's allocation as text in ``jobs.parquet``
+    (the Parquet tables are always written)."""
     if out_dir is not None:
         check_output_dir(out_dir, force)
     spec = prepared_spec(dispatcher, allocator, overrides)
@@ -119,7 +121,7 @@ def run_simulation(
 
     if out_dir is not None:
         summary = write_result(
-            result, out_dir, force=force, alongside=check, beside=validate_beside
+            result, out_dir, csv=csv, force=force, alongside=check, beside=validate_beside
         )
         if checkpoint is not None:
             Checkpoint(

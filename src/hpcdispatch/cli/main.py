@@ -539,6 +539,12 @@ def docstring_summary(doc: str | None) -> str:
     help="output directory (written as a whole when the run ends)",
 )
 @click.option(
+    "--csv",
+    is_flag=True,
+    help="also write jobs.csv and each job's allocation as text in jobs.parquet "
+    "(the Parquet tables are always written; allocations.parquet holds every allocation)",
+)
+@click.option(
     "--force", is_flag=True, help="replace the output directory if it already holds files"
 )
 def simulate(**kw: Any) -> None:
@@ -566,6 +572,7 @@ def simulate(**kw: Any) -> None:
             checkpoint=kw["checkpoint"],
             checkpoint_every=kw["checkpoint_every"],
             force=kw["force"],
+            csv=kw["csv"],
         )
     s = outcome.summary
     note_repeatability(spec.run_label, outcome.result)

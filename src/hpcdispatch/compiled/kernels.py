@@ -6,7 +6,7 @@ only when *its own* source file changes; the code of the functions it calls and 
 constants it reads are frozen into it. With everything here, any change recompiles all.
 
 Sections: **state** (the rows and registers of :class:`EngineState`), **clock**,
-**allocators** (first fit, best fit), **policies** (``policy(st, now)`` writes its decision
+**allocators** (first fit, best fit), **policies** (``policy(<arrays>, now)`` writes its decision
 into the state; :func:`call_policy` maps a policy number to its function: a new compiled
 policy adds a function, a branch there and its name in ``POLICIES``, and its dispatcher
 returns a :class:`~hpcdispatch.protocol.dispatcher.KernelSpec` naming it) and the **event
@@ -282,18 +282,17 @@ POLICIES = {"fifo": FIFO, "easy": EASY}
 
 
 # ---- helpers shared by the policies ---------------------------------------------------
-# Hot loops take the arrays themselves, read from ``st`` once before the loop: every
-# ``st.<array>`` read is a new reference that numba counts (an atomic increment and
-# decrement), which it cannot prune where the code branches. Helpers are plain calls (LLVM
-# inlines them), never ``inline="always"``: numba's own inlining copies array arguments into
-# new counted variables. Measured on a RICC queue of 948 jobs, EASY's cheap checks cost
-# 612 ns per job reading ``st.ji`` etc. per job, 92 ns inlined by numba, 13 ns as now.
-@njit(cache=True)
-def begin_call(st):
-    st.mat[SCRATCH, :, :] = st.mat[FREE]
-    st.tot[SCRATCH, :] = st.tot[FREE]
-
-
+# The kernels take the state's arrays themselves, unpacked from ``st`` once per chunk by
+# :func:`run_steps`: every ``st.<array>`` read is a new reference that numba counts (an atomic
+# increment and decrement) and cannot prune where the code branches -- 36 % of FIFO's loop
+# and 27 % of EASY's on HPC2N when the helpers read them through the tuple (issue 54).
+# Helpers are plain calls (LLVM inlines them), never ``inline="always"``: numba's own
+# inlining copies array arguments into new counted variables.
+#
+# ``mat[SCRATCH]`` and ``tot[SCRATCH]`` (the policy's working copy) equal ``FREE`` whenever a
+# call begins: ends free both, a call takes its starts from the scratch and :func:`_apply`
+# then takes the same rows from ``FREE`` (a refused decision copies ``FREE`` back). No copy
+# per call (19 % of FIFO's loop before).
 @njit(cache=True)
 def pooled_ok(ji, req, tot, j):
     u = ji[UNITS, j]
@@ -313,25 +312,63 @@ def nothing_free(tot):
 
 
 @njit(cache=True)
-def place(st, j):
+def _scratch_fit(mat, req, j, n, mpn):
+    """:func:`node_fit` of job ``j`` on node ``n`` of ``mat[SCRATCH]``, read in place."""
+    k = UNBOUNDED
+    for r in range(req.shape[1]):
+        a = req[j, r]
+        if a > 0:
+            have = mat[SCRATCH, n, r]
+            if have < a:
+                return 0
+            f = have // a
+            if f < k:
+                k = f
+    if mpn > 0 and k > mpn:
+        k = mpn
+    return k
+
+
+@njit(cache=True)
+def _first_fit_scratch(ji, req, mat, rows, offset, j):
+    """:func:`allocate`'s first fit on ``mat[SCRATCH]`` without making views of ``mat`` and
+    ``req`` (each view is a counted reference: two atomic operations per call)."""
+    need = ji[UNITS, j]
+    mpn = ji[MPN, j]
+    k = 0
+    for n in range(mat.shape[1]):
+        f = _scratch_fit(mat, req, j, n, mpn)
+        if f > 0:
+            take = f if f < need else need
+            rows[NODE, offset + k] = n
+            rows[ROW_UNITS, offset + k] = take
+            k += 1
+            need -= take
+            if need == 0:
+                return k
+    return -1
+
+
+@njit(cache=True)
+def place(ji, req, mat, weights, rows, regs, j):
     """Allocate job ``j`` on the scratch (rows after the decision's rows); rows or -1."""
-    regs, ji = st.regs, st.ji
+    if regs[ALLOCATOR] == FIRST_FIT:
+        return _first_fit_scratch(ji, req, mat, rows, regs[NROWS] + regs[USED], j)
     return allocate(
         regs[ALLOCATOR],
-        st.mat[SCRATCH],
-        st.req[j],
+        mat[SCRATCH],
+        req[j],
         ji[MPN, j],
         ji[UNITS, j],
-        st.weights,
-        st.rows,
+        weights,
+        rows,
         regs[NROWS] + regs[USED],
     )
 
 
 @njit(cache=True)
-def take(st, j, k):
+def take(ji, req, mat, tot, rows, regs, j, k):
     """Start job ``j`` on the ``k`` rows :func:`place` just wrote."""
-    ji, req, mat, tot, rows, regs = st.ji, st.req, st.mat, st.tot, st.rows, st.regs
     off = regs[NROWS] + regs[USED]
     R = req.shape[1]
     for i in range(off, off + k):
@@ -350,28 +387,28 @@ def take(st, j, k):
 
 
 @njit(cache=True)
-def place_and_take(st, j):
+def place_and_take(ji, req, mat, tot, weights, rows, regs, j):
     """Start job ``j`` if it fits the scratch (callers test :func:`pooled_ok` first)."""
-    k = place(st, j)
+    k = place(ji, req, mat, weights, rows, regs, j)
     if k < 0:
         return False
-    take(st, j, k)
+    take(ji, req, mat, tot, rows, regs, j, k)
     return True
 
 
 # ---- FIFO -----------------------------------------------------------------------------
 # registers: POL = the head blocked at the last call (1/0), POL + 1 = that head
 @njit(cache=True)
-def fifo(st, now):
-    ji, req, tot, regs = st.ji, st.req, st.tot, st.regs
-    blocking = st.fregs[PARAMS] != 0.0
+def fifo(ji, req, mat, tot, weights, rows, regs, fregs, now):
+    blocking = fregs[PARAMS] != 0.0
     if blocking and regs[POL] == 1 and regs[ENDED] == 0 and regs[POL + 1] == regs[QHEAD]:
         return  # nothing ended since the head failed to fit: it fails again
-    begin_call(st)
     regs[POL] = 0
     j = regs[QHEAD]
     while j != -1:
-        if not (pooled_ok(ji, req, tot, j) and place_and_take(st, j)):
+        if not (
+            pooled_ok(ji, req, tot, j) and place_and_take(ji, req, mat, tot, weights, rows, regs, j)
+        ):
             if blocking:
                 regs[POL] = 1
                 regs[POL + 1] = j
@@ -406,8 +443,8 @@ def _memo_known(ji, memo, regs, table, j):
 
 
 @njit(cache=True)
-def _memo_add(st, table, j):
-    ji, memo, stamp = st.ji, st.memo, st.regs[E_STAMP + table]
+def _memo_add(ji, memo, regs, table, j):
+    stamp = regs[E_STAMP + table]
     s = ji[SHAPE, j]
     u = ji[UNITS, j]
     if memo[table, MEMO_STAMP, s] != stamp:
@@ -423,12 +460,11 @@ def _memo_clear(regs, table):
 
 
 @njit(cache=True)
-def _shift_held(st, j, off, k, sign, head):
+def _shift_held(ji, req, mat, rows, j, off, k, sign, head):
     """Add (``sign`` 1: released by then) or take (-1: backfilled past the shadow time) job
     ``j``'s rows ``off : off + k`` to or from ``mat[SHADOW]``; returns the change in the head's
     fit count there (each node's count capped at the head's units, as ``fit_count``)."""
-    ji, req, rows = st.ji, st.req, st.rows
-    shadow = st.mat[SHADOW]
+    shadow = mat[SHADOW]
     R = req.shape[1]
     hreq = req[head]
     hmpn = ji[MPN, head]
@@ -446,25 +482,31 @@ def _shift_held(st, j, off, k, sign, head):
 
 
 @njit(cache=True)
-def _reserve(st, head, now):
+def _rel_end(jf, j, floor):
+    e = jf[JF_PLANNED_END, j]
+    return e if e > floor else floor
+
+
+@njit(cache=True)
+def _reserve(ji, jf, req, mat, rows, regs, fregs, head, now):
     """The head's shadow time (the first expected end after which it fits, node by node) and
     the free capacity then (``mat[SHADOW]``), from running jobs (expected end
-    ``max(planned end, now + 1)``) and the jobs this call started (``now + planned``)."""
-    ji, jf, req, mat, regs, fregs = st.ji, st.jf, st.req, st.mat, st.regs, st.fregs
+    ``max(planned end, now + 1)``) and the jobs this call started (``now + planned``). The
+    running jobs are kept in planned-end order (:func:`_run_insert`), this call's few starts
+    are sorted here, and the two are merged; equal ends are released together."""
     R = req.shape[1]
     nrun, ndec = regs[NRUN], regs[NDEC]
-    m = nrun + ndec
     floor = now + 1.0
-    for i in range(nrun):
-        j = ji[RUN_LIST, i]
-        e = jf[JF_PLANNED_END, j]
-        jf[JF_REL_END, i] = e if e > floor else floor
-        ji[REL_JOB, i] = j
+    # this call's starts by expected end: (JF_REL_END, REL_JOB = decision index) at 0 : ndec
     for d in range(ndec):
-        j = ji[DEC_JOB, d]
-        jf[JF_REL_END, nrun + d] = now + jf[JF_PLANNED, j]
-        ji[REL_JOB, nrun + d] = -1 - d  # a start of this call: its rows are in DEC_*
-    order = stable_argsort(jf[JF_REL_END], m)
+        e = now + jf[JF_PLANNED, ji[DEC_JOB, d]]
+        b = d - 1
+        while b >= 0 and jf[JF_REL_END, b] > e:
+            jf[JF_REL_END, b + 1] = jf[JF_REL_END, b]
+            ji[REL_JOB, b + 1] = ji[REL_JOB, b]
+            b -= 1
+        jf[JF_REL_END, b + 1] = e
+        ji[REL_JOB, b + 1] = d
     mat[SHADOW, :, :] = mat[SCRATCH]
     need = np.empty(R, dtype=np.int64)
     for r in range(R):
@@ -472,18 +514,22 @@ def _reserve(st, head, now):
     hunits = ji[UNITS, head]
     hfit = fit_count(mat[SHADOW], req[head], ji[MPN, head], hunits)
     shadow = math.inf
-    i = 0
-    while i < m:
-        e = jf[JF_REL_END, order[i]]
-        while i < m and jf[JF_REL_END, order[i]] == e:
-            code = ji[REL_JOB, order[i]]
-            if code >= 0:
-                j, off, k = code, ji[ALLOC_OFF, code], ji[ALLOC_LEN, code]
-            else:
-                d = -1 - code
-                j, off, k = ji[DEC_JOB, d], ji[DEC_OFF, d], ji[DEC_LEN, d]
-            hfit += _shift_held(st, j, off, k, 1, head)
-            i += 1
+    a = 0
+    b = 0
+    while a < nrun or b < ndec:
+        e = _rel_end(jf, ji[RUN_LIST, a], floor) if a < nrun else math.inf
+        if b < ndec and jf[JF_REL_END, b] < e:
+            e = jf[JF_REL_END, b]
+        while a < nrun and _rel_end(jf, ji[RUN_LIST, a], floor) == e:
+            j = ji[RUN_LIST, a]
+            hfit += _shift_held(ji, req, mat, rows, j, ji[ALLOC_OFF, j], ji[ALLOC_LEN, j], 1, head)
+            a += 1
+        while b < ndec and jf[JF_REL_END, b] == e:
+            d = ji[REL_JOB, b]
+            hfit += _shift_held(
+                ji, req, mat, rows, ji[DEC_JOB, d], ji[DEC_OFF, d], ji[DEC_LEN, d], 1, head
+            )
+            b += 1
         if hfit >= hunits:
             shadow = e
             break
@@ -512,60 +558,54 @@ def _long_blocked(ji, req, fregs, j):
 
 
 @njit(cache=True)
-def _evaluate(st, j, head, now):
+def _evaluate(ji, jf, req, mat, tot, weights, rows, regs, fregs, memo, j, head, now):
     """One backfill candidate that the scan's cheap checks let through: TOOK if it starts."""
-    ji, jf, req, regs, fregs = st.ji, st.jf, st.req, st.regs, st.fregs
-    k = place(st, j)
+    k = place(ji, req, mat, weights, rows, regs, j)
     if k < 0:
-        _memo_add(st, NO_FIT, j)
+        _memo_add(ji, memo, regs, NO_FIT, j)
         return REFUSED_HERE
     if regs[E_HAS_RES] == 0:
-        _reserve(st, head, now)
+        _reserve(ji, jf, req, mat, rows, regs, fregs, head, now)
         if not _is_short(jf, fregs, j, now) and _long_blocked(ji, req, fregs, j):
             return REFUSED_HERE
     if not _is_short(jf, fregs, j, now):
         # long: it may only take what the head does not need at the shadow time
         off = regs[NROWS] + regs[USED]
-        lost = -_shift_held(st, j, off, k, -1, head)
+        lost = -_shift_held(ji, req, mat, rows, j, off, k, -1, head)
         if regs[E_HFIT] - lost < ji[UNITS, head]:
-            _shift_held(st, j, off, k, 1, head)  # give it back
-            _memo_add(st, HURTS, j)
+            _shift_held(ji, req, mat, rows, j, off, k, 1, head)  # give it back
+            _memo_add(ji, memo, regs, HURTS, j)
             return REFUSED_HERE
         for r in range(req.shape[1]):
             fregs[F_SPARE + r] -= ji[UNITS, j] * req[j, r]
         regs[E_HFIT] -= lost
-    take(st, j, k)
+    take(ji, req, mat, tot, rows, regs, j, k)
     regs[E_BACKFILLED] += 1
     _memo_clear(regs, HURTS)
     return TOOK
 
 
 @njit(cache=True)
-def _easy_info(st, head, backfilled):
+def _easy_info(dl, regs, fregs, head, backfilled):
     """Info of a call that has a reservation: shadow time, head (job index), backfilled."""
-    c = st.regs[NCALL]
-    dl = st.dl
+    c = regs[NCALL]
     if dl.shape[0] >= D_INFO + 3:
-        dl[D_INFO, c] = st.fregs[F_SHADOW]
+        dl[D_INFO, c] = fregs[F_SHADOW]
         dl[D_INFO + 1, c] = head
         dl[D_INFO + 2, c] = backfilled
 
 
 @njit(cache=True)
-def _overdue(st, now):
-    ji, jf = st.ji, st.jf
-    for i in range(st.regs[NRUN]):
-        if jf[JF_PLANNED_END, ji[RUN_LIST, i]] <= now + 1.0:
-            return True
-    return False
+def _overdue(ji, jf, regs, now):
+    """A running job expected to end by ``now + 1`` (the first in planned-end order)."""
+    return regs[NRUN] > 0 and jf[JF_PLANNED_END, ji[RUN_LIST, 0]] <= now + 1.0
 
 
 @njit(cache=True)
-def _scan(st, j, head, now):
+def _scan(ji, jf, req, mat, tot, weights, rows, regs, fregs, memo, j, head, now):
     """Backfill candidates from job ``j`` to the end of the queue, in queue order, until
     nothing is free. Most fail a cheap check made here: pooled totals short, a shape known
     not to fit now, or a long job the head's reservation cannot spare."""
-    ji, jf, req, tot, memo, regs, fregs = st.ji, st.jf, st.req, st.tot, st.memo, st.regs, st.fregs
     while j != -1:
         if (
             pooled_ok(ji, req, tot, j)
@@ -576,25 +616,29 @@ def _scan(st, j, head, now):
                 or not (_long_blocked(ji, req, fregs, j) or _memo_known(ji, memo, regs, HURTS, j))
             )
         ):
-            if _evaluate(st, j, head, now) == TOOK and nothing_free(tot):
+            took = _evaluate(ji, jf, req, mat, tot, weights, rows, regs, fregs, memo, j, head, now)
+            if took == TOOK and nothing_free(tot):
                 return
         j = ji[QNEXT, j]
 
 
 @njit(cache=True)
-def easy(st, now):
-    ji, req, tot, regs = st.ji, st.req, st.tot, st.regs
-    begin_call(st)
+def easy(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, now):
     idle = regs[E_IDLE]
     regs[E_IDLE] = 0
-    if idle == 1 and regs[ENDED] == 0 and regs[E_HEAD] == regs[QHEAD] and not _overdue(st, now):
+    if (
+        idle == 1
+        and regs[ENDED] == 0
+        and regs[E_HEAD] == regs[QHEAD]
+        and not _overdue(ji, jf, regs, now)
+    ):
         # the state of the last call, which started nothing: only the new jobs can go
         head = regs[E_HEAD]
-        _scan(st, regs[NEWFIRST], head, now)
+        _scan(ji, jf, req, mat, tot, weights, rows, regs, fregs, memo, regs[NEWFIRST], head, now)
         if regs[NDEC] == 0:
             regs[E_IDLE] = 1
         if regs[E_HAS_RES] == 1:
-            _easy_info(st, head, regs[NDEC])
+            _easy_info(dl, regs, fregs, head, regs[NDEC])
         return
     regs[E_HAS_RES] = 0
     regs[E_BACKFILLED] = 0
@@ -603,27 +647,29 @@ def easy(st, now):
     head = -1
     j = regs[QHEAD]
     while j != -1:
-        if not (pooled_ok(ji, req, tot, j) and place_and_take(st, j)):
+        if not (
+            pooled_ok(ji, req, tot, j) and place_and_take(ji, req, mat, tot, weights, rows, regs, j)
+        ):
             head = j
             break
         j = ji[QNEXT, j]
     if head == -1:
         return
     if not nothing_free(tot):
-        _scan(st, ji[QNEXT, head], head, now)
+        _scan(ji, jf, req, mat, tot, weights, rows, regs, fregs, memo, ji[QNEXT, head], head, now)
         if regs[E_HAS_RES] == 1:
-            _easy_info(st, head, regs[E_BACKFILLED])
+            _easy_info(dl, regs, fregs, head, regs[E_BACKFILLED])
     if regs[NDEC] == 0:
         regs[E_IDLE] = 1
         regs[E_HEAD] = head
 
 
 @njit(cache=True)
-def call_policy(st, now):
-    if st.regs[POLICY] == EASY:
-        easy(st, now)
+def call_policy(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, now):
+    if regs[POLICY] == EASY:
+        easy(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, now)
     else:
-        fifo(st, now)
+        fifo(ji, req, mat, tot, weights, rows, regs, fregs, now)
 
 
 # ======================================================================================
@@ -643,8 +689,7 @@ def _heap_set(ji, jf, i, t, seq, j):
 
 
 @njit(cache=True)
-def _heap_push(st, t, j):
-    regs, ji, jf = st.regs, st.ji, st.jf
+def _heap_push(ji, jf, regs, t, j):
     i = regs[HSIZE]
     seq = regs[SEQ]
     regs[HSIZE] = i + 1
@@ -660,8 +705,7 @@ def _heap_push(st, t, j):
 
 
 @njit(cache=True)
-def _heap_pop(st):
-    regs, ji, jf = st.regs, st.ji, st.jf
+def _heap_pop(ji, jf, regs):
     top = ji[HEAP_JOB, 0]
     size = regs[HSIZE] - 1
     regs[HSIZE] = size
@@ -687,34 +731,73 @@ def _heap_pop(st):
 
 
 @njit(cache=True)
-def _refuse(st, code, j, node):
-    st.regs[ERROR] = code
-    st.regs[ERROR_JOB] = j
-    st.regs[ERROR_NODE] = node
+def _run_insert(ji, jf, regs, j, ordered):
+    """Add job ``j`` to the running jobs: at the end, or (``ordered``: EASY, whose reservation
+    reads them by expected end) after those planned to end no later than it."""
+    n = regs[NRUN]
+    pos = n
+    if ordered:
+        e = jf[JF_PLANNED_END, j]
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if jf[JF_PLANNED_END, ji[RUN_LIST, mid]] <= e:
+                lo = mid + 1
+            else:
+                hi = mid
+        pos = lo
+        for i in range(n, pos, -1):
+            moved = ji[RUN_LIST, i - 1]
+            ji[RUN_LIST, i] = moved
+            ji[RUN_POS, moved] = i
+    ji[RUN_LIST, pos] = j
+    ji[RUN_POS, j] = pos
+    regs[NRUN] = n + 1
+
+
+@njit(cache=True)
+def _run_remove(ji, regs, j, ordered):
+    n = regs[NRUN] - 1
+    pos = ji[RUN_POS, j]
+    if ordered:
+        for i in range(pos, n):
+            moved = ji[RUN_LIST, i + 1]
+            ji[RUN_LIST, i] = moved
+            ji[RUN_POS, moved] = i
+    else:
+        last = ji[RUN_LIST, n]
+        ji[RUN_LIST, pos] = last
+        ji[RUN_POS, last] = pos
+    regs[NRUN] = n
+
+
+@njit(cache=True)
+def _refuse(regs, code, j, node):
+    regs[ERROR] = code
+    regs[ERROR_JOB] = j
+    regs[ERROR_NODE] = node
     return REFUSED
 
 
 @njit(cache=True)
-def _hold(st, j, off, k, sign):
-    """Add (``sign`` -1: take) job ``j``'s rows to the free capacity and totals."""
-    req, rows, mat, tot = st.req, st.rows, st.mat, st.tot
+def _hold(ji, req, mat, tot, rows, j, off, k, sign, layer):
+    """Add (``sign`` -1: take) job ``j``'s rows to ``mat[layer]`` and ``tot[layer]``."""
     R = req.shape[1]
     for i in range(off, off + k):
         n = rows[NODE, i]
         x = rows[ROW_UNITS, i]
         for r in range(R):
-            mat[FREE, n, r] += sign * x * req[j, r]
+            mat[layer, n, r] += sign * x * req[j, r]
     for r in range(R):
-        tot[FREE, r] += sign * st.ji[UNITS, j] * req[j, r]
+        tot[layer, r] += sign * ji[UNITS, j] * req[j, r]
 
 
 @njit(cache=True)
-def _check(st, j, off, k):
+def _check(ji, req, mat, rows, regs, j, off, k):
     """Why job ``j`` cannot start on rows ``off : off + k`` now (an error code), or 0. The
     decision's earlier starts are already taken from the free capacity."""
-    ji, rows, mat, req = st.ji, st.rows, st.mat, st.req
     if j < 0 or j >= ji.shape[1] or ji[STATUS, j] != QUEUED:
-        return _refuse(st, NOT_QUEUED, j, -1)
+        return _refuse(regs, NOT_QUEUED, j, -1)
     n_nodes = mat.shape[1]
     total = 0
     last = -1
@@ -722,33 +805,38 @@ def _check(st, j, off, k):
         n = rows[NODE, i]
         x = rows[ROW_UNITS, i]
         if n <= last or n >= n_nodes:
-            return _refuse(st, BAD_NODES, j, n)
+            return _refuse(regs, BAD_NODES, j, n)
         if x <= 0 or (ji[MPN, j] > 0 and x > ji[MPN, j]):
-            return _refuse(st, BAD_UNITS, j, n)
+            return _refuse(regs, BAD_UNITS, j, n)
         last = n
         total += x
     if total != ji[UNITS, j]:
-        return _refuse(st, BAD_UNITS, j, -1)
+        return _refuse(regs, BAD_UNITS, j, -1)
     for i in range(off, off + k):
         n = rows[NODE, i]
         for r in range(req.shape[1]):
             if mat[FREE, n, r] < rows[ROW_UNITS, i] * req[j, r]:
-                return _refuse(st, OVER_CAPACITY, j, n)
+                return _refuse(regs, OVER_CAPACITY, j, n)
     return 0
 
 
 @njit(cache=True)
-def _apply(st, t):
+def _apply(ji, jf, req, mat, tot, rows, regs, t):
     """Verify and apply the decision; REFUSED (the reason in the error registers) at the
-    first invalid start, with the free capacity as it was before the decision."""
-    regs, ji, jf = st.regs, st.ji, st.jf
+    first invalid start, with the free capacity as it was before the decision. The starts
+    are already taken from the scratch: once applied, ``FREE`` equals it again."""
+    ordered = regs[POLICY] == EASY
     for d in range(regs[NDEC]):
         j, off, k = ji[DEC_JOB, d], ji[DEC_OFF, d], ji[DEC_LEN, d]
-        if _check(st, j, off, k) == REFUSED:
+        if _check(ji, req, mat, rows, regs, j, off, k) == REFUSED:
             for e in range(d):
-                _hold(st, ji[DEC_JOB, e], ji[DEC_OFF, e], ji[DEC_LEN, e], 1)
+                _hold(
+                    ji, req, mat, tot, rows, ji[DEC_JOB, e], ji[DEC_OFF, e], ji[DEC_LEN, e], 1, FREE
+                )
+            mat[SCRATCH, :, :] = mat[FREE]
+            tot[SCRATCH, :] = tot[FREE]
             return REFUSED
-        _hold(st, j, off, k, -1)
+        _hold(ji, req, mat, tot, rows, j, off, k, -1, FREE)
     for d in range(regs[NDEC]):
         j = ji[DEC_JOB, d]
         p, q = ji[QPREV, j], ji[QNEXT, j]
@@ -764,14 +852,12 @@ def _apply(st, t):
         ji[STATUS, j] = RUNNING
         jf[JF_START, j] = t
         jf[JF_PLANNED_END, j] = t + jf[JF_PLANNED, j]
-        ji[RUN_POS, j] = regs[NRUN]
-        ji[RUN_LIST, regs[NRUN]] = j
-        regs[NRUN] += 1
+        _run_insert(ji, jf, regs, j, ordered)
         ji[ALLOC_OFF, j] = ji[DEC_OFF, d]
         ji[ALLOC_LEN, j] = ji[DEC_LEN, d]
         ji[START_ORDER, regs[NSTARTED]] = j
         regs[NSTARTED] += 1
-        _heap_push(st, t + jf[JF_DURATION, j], j)
+        _heap_push(ji, jf, regs, t + jf[JF_DURATION, j], j)
     regs[NROWS] += regs[USED]
     return FINISHED
 
@@ -779,9 +865,27 @@ def _apply(st, t):
 @njit
 def run_steps(st, max_steps):
     """Advance the simulation by at most ``max_steps`` instants: FINISHED, PAUSED or REFUSED."""
-    regs, ji, jf, dl = st.regs, st.ji, st.jf, st.dl
+    return _run_steps(
+        st.ji,
+        st.jf,
+        st.req,
+        st.mat,
+        st.tot,
+        st.weights,
+        st.rows,
+        st.dl,
+        st.regs,
+        st.fregs,
+        st.memo,
+        max_steps,
+    )
+
+
+@njit(cache=True)
+def _run_steps(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, max_steps):
     n = ji.shape[1]
     inf = math.inf
+    ordered = regs[POLICY] == EASY
     steps = 0
     while True:
         t_heap = jf[JF_HEAP_T, 0] if regs[HSIZE] > 0 else inf
@@ -791,14 +895,13 @@ def run_steps(st, max_steps):
         if t == inf:
             return FINISHED
         happened = False
-        # 1. ends
+        # 1. ends (the scratch is freed too: it equals ``FREE`` between calls)
         while regs[HSIZE] > 0 and jf[JF_HEAP_T, 0] == t:
-            j = _heap_pop(st)
-            last = ji[RUN_LIST, regs[NRUN] - 1]
-            ji[RUN_LIST, ji[RUN_POS, j]] = last
-            ji[RUN_POS, last] = ji[RUN_POS, j]
-            regs[NRUN] -= 1
-            _hold(st, j, ji[ALLOC_OFF, j], ji[ALLOC_LEN, j], 1)
+            j = _heap_pop(ji, jf, regs)
+            _run_remove(ji, regs, j, ordered)
+            off, k = ji[ALLOC_OFF, j], ji[ALLOC_LEN, j]
+            _hold(ji, req, mat, tot, rows, j, off, k, 1, FREE)
+            _hold(ji, req, mat, tot, rows, j, off, k, 1, SCRATCH)
             jf[JF_END, j] = t
             ji[STATUS, j] = COMPLETED
             regs[NDONE] += 1
@@ -830,12 +933,12 @@ def run_steps(st, max_steps):
             regs[NDEC] = 0
             regs[USED] = 0
             t0 = monotonic_ns()
-            call_policy(st, t)
+            call_policy(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, t)
             elapsed = (monotonic_ns() - t0) * 1e-9
             regs[ENDED] = 0
             regs[NEWFIRST] = -1
             dl[D_TIME, c] = t
-            if _apply(st, t) == REFUSED:
+            if _apply(ji, jf, req, mat, tot, rows, regs, t) == REFUSED:
                 return REFUSED
             dl[D_QUEUE, c] = queue_before
             dl[D_RUNNING, c] = running_before
@@ -844,7 +947,7 @@ def run_steps(st, max_steps):
             regs[NCALL] = c + 1
         if regs[QLEN] > 0 and regs[HSIZE] == 0 and regs[SUBMITTED] >= n:
             dl[D_TIME, regs[NCALL]] = t
-            return _refuse(st, STALLED, regs[QHEAD], -1)
+            return _refuse(regs, STALLED, regs[QHEAD], -1)
         steps += 1
         if steps >= max_steps:
             return PAUSED

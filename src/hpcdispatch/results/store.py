@@ -2,8 +2,8 @@
 
 ``OUT_DIR/`` holds:
 
-- ``jobs.parquet`` and ``jobs.csv``: one row per job (submit, start, end, status, request,
-  allocation as ``"node:units ..."``);
+- ``jobs.parquet`` (and ``jobs.csv`` with ``csv``): one row per job (submit, start, end,
+  status, request; with ``csv`` the allocation as ``"node:units ..."``);
 - ``allocations.parquet``: one row per job, allocation segment and node with the amounts of
   every resource held during ``[from, to)`` (what the validator replays);
 - ``decisions.parquet``: one row per dispatcher call (time, queue length, started, wall time);
@@ -288,7 +288,8 @@ def _write_tables(
 ) -> None:
     # the run's tables go to Arrow straight from their numpy columns (no pandas frame; missing
     # values are nulls, as pandas writes them)
-    jobs = result.jobs_table()
+    # the allocation text ("node:units ...", also in allocations.parquet) comes with jobs.csv
+    jobs = result.jobs_table() if csv else arrow_table(result.jobs_columns(allocation_text=False))
     write_frame(out / "jobs.parquet", jobs)
     if csv:
         write_csv_arrow(out / "jobs.csv", jobs)

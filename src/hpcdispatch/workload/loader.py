@@ -39,7 +39,8 @@ from hpcdispatch.workload.mapping import UnitMapping
 from hpcdispatch.workload.sacct import is_sacct_file, read_sacct
 from hpcdispatch.workload.slurm import _aucsched_workload, read_slurm_requests
 from hpcdispatch.workload.spec import WorkloadSpec
-from hpcdispatch.workload.swf import SwfOptions, load_swf, system_from_swf_header
+from hpcdispatch.workload.swf import SwfOptions, system_from_swf_header
+from hpcdispatch.workload.trace_cache import load_swf_cached
 
 _SLURM_SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
 #: generator name -> the function that makes its workload from its parameters
@@ -121,7 +122,9 @@ def _load(spec: WorkloadSpec, system: System, swf_options: SwfOptions) -> Worklo
         elif path.suffix.lower() in _SLURM_SUFFIXES:
             workload = read_slurm_requests(path, system)
         else:
-            return load_swf(path, system, swf_options)  # (max_jobs applied by the reader)
+            return load_swf_cached(
+                path, system, swf_options
+            )  # (trace_cache.py; max_jobs: the reader)
     if swf_options.max_jobs is not None:
         workload = workload.subset(swf_options.max_jobs)
     return workload
