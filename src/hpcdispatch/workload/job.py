@@ -592,9 +592,18 @@ class Workload:
         if not 0 <= start < n or length < 1:
             raise ConfigError(f"no jobs {start}..{start + length - 1} in a workload of {n} jobs")
         stop = min(start + length, n)
-        options = {**self.source.options, "first_job": int(start), "jobs": int(stop - start)}
-        source = WorkloadSource(self.source.kind, self.source.spec, options)
-        if self._jobs is None:  # still columns: so is the window
+        return self._rows(start, stop, {"first_job": int(start), "jobs": int(stop - start)})
+
+    def subset(self, n: int) -> Workload:
+        """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
+        return self._rows(0, n, {"max_jobs": n})
+
+    def _rows(self, start: int, stop: int, recorded: dict[str, Any]) -> Workload:
+        """Jobs ``start:stop`` as a workload of their own whose source adds ``recorded``."""
+        source = WorkloadSource(
+            self.source.kind, self.source.spec, {**self.source.options, **recorded}
+        )
+        if self._jobs is None:  # still columns: so are the rows
             return Workload.of_plain_columns(
                 {name: values[start:stop] for name, values in self._plain_fields.items()},
                 self.resources,
@@ -606,34 +615,7 @@ class Workload:
                 self.labels,
             )
         return Workload(
-            [j._replace(index=-1) for j in self.jobs[start:stop]],
-            self.resources,
-            source,
-            self.report,
-            self.queue_names,
-            self.header,
-            self.queue_ewt,
-            self.labels,
-        )
-
-    def subset(self, n: int) -> Workload:
-        """The first ``n`` jobs (in submission order); the source records ``max_jobs=n``."""
-        source = WorkloadSource(
-            self.source.kind, self.source.spec, {**self.source.options, "max_jobs": n}
-        )
-        if self._jobs is None:  # still columns: so is the subset
-            return Workload.of_plain_columns(
-                {name: values[:n] for name, values in self._plain_fields.items()},
-                self.resources,
-                source,
-                self.report,
-                self.queue_names,
-                self.header,
-                self.queue_ewt,
-                self.labels,
-            )
-        return Workload(
-            self.jobs[:n],
+            self.jobs[start:stop],
             self.resources,
             source,
             self.report,
