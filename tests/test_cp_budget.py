@@ -281,7 +281,7 @@ def test_a_wall_clock_decision_limit_bounds_the_wall_time():
     out = solve(no_first_solution_model(), settings, PARAMS, DecisionBudget(1.0))
     assert out.status == "unknown" and out.budget_spent
     assert len(out.attempts) == 1 and 0 < out.attempts[0][0] <= 1.0, out.attempts
-    assert out.solve_s < 5.0
+    assert out.solve_s < 15.0  # (30 s without the cap; generous for a loaded machine)
 
 
 def two_iteration_instance():

@@ -212,7 +212,14 @@ def solve(
         fired = fired or stopped
         status = STATUS.get(code, "unknown")
         attempts.append((limit, status))
-        spent = budget is not None and budget.bounded and budget.spent()
+        capped = budget is not None and budget.bounded and limit < delta
+        # an attempt whose limit was what was left of the budget and that ran to it has spent
+        # the budget, even when CP-SAT's clock stopped a hair before ours
+        spent = (
+            budget is not None
+            and budget.bounded
+            and (budget.spent() or (capped and status in ("unknown", "feasible") and not stalled))
+        )
         if status in ("optimal", "feasible"):
             return SolveOutcome(
                 status,
