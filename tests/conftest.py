@@ -13,6 +13,11 @@ check in every test (the ``hpcdispatch`` profile, loaded here before the test mo
 their own settings, which inherit it): both time the examples, and on a loaded machine they
 fail tests whose results are right. The tests check results; speed is for benchmarks/.
 
+The suite runs on every core (pytest-xdist, ``-n auto --dist loadfile`` in ``pyproject.toml``:
+a file's tests stay on one worker, so module fixtures such as an emulated Slurm cluster start
+once). The files that take longest are handed out first, so that none of them starts last and
+leaves one worker alone at the end. ``-n 0`` runs the suite in this one process (a debugger).
+
 The session's parsed-trace cache (``workload/trace_cache.py``) is its own, a temporary
 directory removed at the end: tests never read entries a user's runs left, and leave none in
 ``~/.cache``.
@@ -63,3 +68,26 @@ def _own_trace_cache():
     else:
         os.environ["HPCDISPATCH_TRACE_CACHE"] = before
     shutil.rmtree(where, ignore_errors=True)
+
+
+#: the files whose tests take longest in all (``--durations=0``, summed per file), longest
+#: first: the emulated Slurm clusters (mostly waiting on the clusters' clock), CP solves, the
+#: compilation tests, the CLI and browser tests
+_LONGEST_FILES = (
+    "test_slurm_bridge.py",
+    "test_cp.py",
+    "test_slurm_cluster.py",
+    "test_compiled.py",
+    "test_cli.py",
+    "test_report_browser.py",
+    "test_traces_slow.py",
+    "test_interrupt.py",
+    "test_checkpoint.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first (a stable sort: within a file, and among the rest, the order of
+    collection stays)."""
+    rank = {name: i for i, name in enumerate(_LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
