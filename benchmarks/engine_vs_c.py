@@ -59,7 +59,8 @@ def timed(module, name, key):
     setattr(module, name, Timed(getattr(module, name), key))
 timed(M, "load_inputs", "read_s")
 timed(R, "simulate", "simulate_s")
-timed(CR, "run_steps", "loop_s")
+_engine_loop = CR.engine_loop  # the loop it runs: the ahead-of-time engine, or numba's
+CR.engine_loop = lambda st: Timed(_engine_loop(st), "loop_s")
 timed(R, "write_result", "write_validate_s")
 out, argv = sys.argv[1], sys.argv[2:]
 phases["startup_s"] = time.perf_counter() - t_start  # plus the interpreter's own, see below
@@ -68,6 +69,7 @@ try:
 except SystemExit as e:
     if e.code:
         raise
+phases["numba_imported"] = "numba" in sys.modules
 with open(out, "w") as f:
     json.dump(phases, f)
 """
@@ -157,6 +159,10 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="engine-vs-c-"))
     cache = work / "cache"
     env = dict(os.environ, HPCDISPATCH_TRACE_CACHE=str(cache))
+    if env.get("PYTHONPATH"):  # the runs start in a temporary directory: absolute paths
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p
+        )
     exe = compile_reference(work)
     failed = False
     try:
@@ -249,6 +255,8 @@ def main() -> int:
             for label, runs in (("", whole_cold), (", trace cached", whole_cached)):
                 hrss = max(r["rss"] for r in runs) / 1e6
                 print(f"{'peak RSS (MB, max)' + label:<34}{crss:>10.1f}{hrss:>13.1f}")
+            numba = sorted({str(r["numba_imported"]) for r in h_runs + h_cached})
+            print(f"numba imported by hpcdispatch's runs: {', '.join(numba)}")
             print(
                 f"mean wait: C {c_wait:,.6f} s, hpcdispatch {h_wait:,.6f} s -- "
                 + ("agree to 6 decimals" if agree else "DIFFER")
