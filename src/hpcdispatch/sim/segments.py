@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,21 @@ class AllocationRows:
         amount.flags.writeable = False
         self._held[key] = (workload, amount)
         return amount
+
+
+def _raw(values: Any, dtype: type) -> memoryview:
+    """``values`` as ``dtype``, as bytes for ``array.frombytes`` (no copy when they are)."""
+    contiguous: Any = np.ascontiguousarray(values, dtype=dtype)
+    return memoryview(contiguous).cast("B")
+
+
+def _view(values: array[Any], dtype: type) -> np.ndarray:
+    """A read-only numpy view of an ``array.array``'s buffer."""
+    view: np.ndarray = (
+        np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype=dtype)
+    )
+    view.flags.writeable = False
+    return view
 
 
 class SegmentLog:
@@ -112,12 +128,12 @@ class SegmentLog:
         """A log of first segments only, from columns (jobs in start order; ``node`` / ``units``:
         the rows of all of them, job after job)."""
         log = cls()
-        log.job.frombytes(np.ascontiguousarray(job, dtype=np.int64).tobytes())
-        log.number.frombytes(np.zeros(len(job), dtype=np.int64).tobytes())
-        log.t_from.frombytes(np.ascontiguousarray(t_from, dtype=np.float64).tobytes())
-        log.lengths.frombytes(np.ascontiguousarray(lengths, dtype=np.int64).tobytes())
-        log.node.frombytes(np.ascontiguousarray(node, dtype=np.int64).tobytes())
-        log.units.frombytes(np.ascontiguousarray(units, dtype=np.int64).tobytes())
+        log.job.frombytes(_raw(job, np.int64))  # (no bytes object in between: a whole trace's
+        log.number.frombytes(_raw(np.zeros(len(job)), np.int64))  # rows are 8 MB a column)
+        log.t_from.frombytes(_raw(t_from, np.float64))
+        log.lengths.frombytes(_raw(lengths, np.int64))
+        log.node.frombytes(_raw(node, np.int64))
+        log.units.frombytes(_raw(units, np.int64))
         return log
 
     def start(self, job_index: int, t_from: float, allocation: Allocation) -> None:
@@ -165,12 +181,14 @@ class SegmentLog:
     def rows(self, end: np.ndarray) -> AllocationRows:
         """The segments as :class:`AllocationRows` (``end``: every job's end time)."""
         self._flush()
-        job = np.array(self.job, dtype=np.int64)
-        number = np.array(self.number, dtype=np.int64)
-        t_from = np.array(self.t_from, dtype=np.float64)
-        lengths = np.array(self.lengths, dtype=np.int64)
-        node = np.array(self.node, dtype=np.int64)
-        units = np.array(self.units, dtype=np.int64)
+        # the log's own buffers, not copies (read only; while the rows are kept the log takes
+        # no more segments: it is complete once a result asks for its rows)
+        job = _view(self.job, np.int64)
+        number = _view(self.number, np.int64)
+        t_from = _view(self.t_from, np.float64)
+        lengths = _view(self.lengths, np.int64)
+        node = _view(self.node, np.int64)
+        units = _view(self.units, np.int64)
         if (number > 0).any():
             # a grown job's later segments were recorded when granted: move them behind the
             # job's first segment (segments keep their order)

@@ -364,7 +364,9 @@ def run_tables(
     amount_cols = [_int_column(acols[r]) for r in system.resources]
     amounts = (
         np.stack([c[0] for c in amount_cols], axis=1)
-        if len(row_job)
+        if len(row_job) and len(amount_cols) > 1
+        else amount_cols[0][0].reshape(-1, 1)  # one resource: the column itself, not a copy
+        if len(row_job) and amount_cols
         else np.zeros((0, len(system.resources)), np.int64)
     )
     bad_amount_value = np.zeros(len(row_job), bool)
@@ -842,7 +844,10 @@ def rule_amounts(t: RunTables) -> Problems:
     p = Problems()
     unit_req, per_node = _requests(t)
     rj = t.row_job
-    expected = t.units[:, None] * unit_req[rj] + per_node[rj]
+    expected = unit_req[rj]  # (in place: every temporary here is rows x resources)
+    expected *= t.units[:, None]
+    if per_node.any():
+        expected += per_node[rj]
     core = t.per_core_rows
     if core.any():  # a core is a c-th of a deadline job's whole-node unit
         expected[core] //= _node_cores(t.system, t.system.resources)
@@ -878,7 +883,11 @@ def rule_units_at_start(t: RunTables) -> Problems:
     deadline job on fewer: the leak's partial start)."""
     p = Problems()
     seg0 = t.seg0
-    units_first = np.bincount(t.row_job[seg0], weights=t.units[seg0], minlength=len(t.ids))
+    units_first = (
+        np.bincount(t.row_job, weights=t.units, minlength=len(t.ids))
+        if seg0.all()  # (no later segments: no copies)
+        else np.bincount(t.row_job[seg0], weights=t.units[seg0], minlength=len(t.ids))
+    )
     req = t.w_col("units", np.int64)
     partial_ok = t.app & t.forks & (units_first >= 1) & (units_first <= req)
     # a static strategy may book a dynamic job's peak (static_request=peak): the nodes of
@@ -966,7 +975,9 @@ def rule_rows_within_run(t: RunTables) -> Problems:
 def _pair_key(t: RunTables) -> np.ndarray:
     """One int64 key per row for its (job, node) (nodes outside the system share one key)."""
     width = int(t.system.n_nodes) + 1
-    return t.row_job.astype(np.int64) * width + np.clip(t.node, 0, width - 1)
+    key = t.row_job.astype(np.int64, copy=False) * width
+    key += np.clip(t.node, 0, width - 1)
+    return key
 
 
 def rule_node_once_per_segment(t: RunTables) -> Problems:
@@ -975,12 +986,22 @@ def rule_node_once_per_segment(t: RunTables) -> Problems:
     keeps the key within int64)."""
     p = Problems()
     seg = t.seg
-    pair = _pair_key(t)
-    seg_key = np.maximum(seg, 0)
+    # (copies only where needed: a whole trace has a million rows, each array of them 8 MB)
+    seg_key = seg if not len(seg) or int(seg.min()) >= 0 else np.maximum(seg, 0)
     if len(seg) and int(seg_key.max()) >= len(seg):
         seg_key = np.unique(seg_key, return_inverse=True)[1].astype(np.int64)
     n_segs = int(seg_key.max()) + 1 if len(seg) else 1
-    triple = pair * n_segs + seg_key
+    triple = _pair_key(t)
+    if n_segs > 1:
+        triple *= n_segs
+        triple += seg_key
+    del seg_key
+    # the usual case, no node listed twice, is seen on a sorted copy; the rows are found only
+    # when some node is
+    ordered = np.sort(triple)
+    if not (ordered[1:] == ordered[:-1]).any():
+        return p
+    del ordered
     order = np.argsort(triple, kind="stable")
     twice = order[1:][triple[order[1:]] == triple[order[:-1]]]
     for k in np.sort(twice)[:20]:
@@ -1197,7 +1218,7 @@ def rule_capacity(t: RunTables) -> Problems:
             sweep_from[sel],
             sweep_to[sel],
             t.amounts[sel],
-            t.ids[t.row_job[sel]],
+            lambda rows: t.ids[t.row_job[sel][rows]],
         )
     return p
 
@@ -2044,6 +2065,11 @@ def _check_growth(
             break
 
 
+#: rows per piece of the capacity sweep (whole nodes at a time): its temporaries are a few MB
+#: whatever the schedule's size, instead of a dozen arrays of every row's two events
+SWEEP_CHUNK_ROWS = 1 << 16
+
+
 def _capacity_sweep(
     report: Problems,
     system: System,
@@ -2053,10 +2079,68 @@ def _capacity_sweep(
     t_from: np.ndarray,
     t_to: np.ndarray,
     amounts: np.ndarray,
-    job_ids: np.ndarray,
+    job_ids: Callable[[np.ndarray], np.ndarray],
 ) -> None:
-    # (temporaries dropped as soon as they are used: on a whole trace every array here has
-    # millions of rows)
+    """Replay every node's acquisitions and releases in time order and report where more is
+    in use than ``cap``; ``job_ids``: the job ids of given rows (for the messages). The rows
+    are taken a few nodes at a time (:data:`SWEEP_CHUNK_ROWS`): a node's events are all in
+    one piece, and the pieces in node order give the order one sweep of all rows would."""
+    m = len(node)
+    fits = m == 0 or (0 <= node.min() and node.max() <= np.iinfo(np.int16).max)
+    small = node.astype(np.int16) if fits else node  # (int16: numpy sorts it by radix)
+    by_node = np.argsort(small, kind="stable")  # rows grouped by node, in row order within one
+    sorted_nodes = small[by_node]
+    del small
+    node_start = np.r_[0, np.flatnonzero(sorted_nodes[1:] != sorted_nodes[:-1]) + 1, m]
+    del sorted_nodes
+    # piece boundaries: node boundaries, a new piece once one holds SWEEP_CHUNK_ROWS rows
+    bounds = [0]
+    for b in node_start[1:].tolist():
+        if b - bounds[-1] >= SWEEP_CHUNK_ROWS or b == m:
+            bounds.append(b)
+    # over capacity: per piece its first (by time, then position) events, merged below
+    candidates: list[tuple[float, int, int, int, int, int]] = []  # time, piece, rank, node, r, use
+    negative: tuple[float, int] | None = None
+    for piece, (a, b) in enumerate(pairwise(bounds)):
+        if a == b:
+            continue
+        rows = by_node[a:b]
+        over_at, negative_at = _sweep_piece(
+            cap, node[rows], t_from[rows], t_to[rows], amounts[rows]
+        )
+        candidates.extend(
+            (t, piece, rank, n, r, use) for rank, (t, n, r, use) in enumerate(over_at)
+        )
+        if negative is None and negative_at is not None:
+            negative = negative_at
+    candidates.sort(key=lambda c: (c[0], c[1], c[2]))
+    seen = set()
+    for t, _, _, n, r, use in candidates[:20]:
+        if (n, r) in seen:
+            continue
+        seen.add((n, r))
+        holders = np.flatnonzero((node == n) & (t_from <= t) & (t_to > t) & (amounts[:, r] > 0))
+        report.add(
+            t,
+            "capacity",
+            f"node {n} ({system.node_name(n)}) at t={t:.15g}: {use} {resources[r]} in use, capacity "
+            f"{int(cap[n, r])} (held by {_jobs(job_ids(holders))})",
+        )
+    if negative is not None:
+        t, n = negative
+        report.add(
+            t,
+            "internal",
+            f"node {n}: negative usage at t={t:.15g} (inconsistent allocation rows)",
+        )
+
+
+def _sweep_piece(
+    cap: np.ndarray, node: np.ndarray, t_from: np.ndarray, t_to: np.ndarray, amounts: np.ndarray
+) -> tuple[list[tuple[float, int, int, int]], tuple[float, int] | None]:
+    """One piece of :func:`_capacity_sweep` (the rows of whole nodes): its first 20 events
+    over capacity, by time (``(time, node, first resource over, amount in use)``), and its
+    first event with a negative amount in use (``(time, node)``, or None)."""
     m = len(node)
     times = np.concatenate([t_from, t_to])
     nodes = np.concatenate([node, node])
@@ -2065,10 +2149,7 @@ def _capacity_sweep(
     releases_first = np.r_[np.arange(m, 2 * m), np.arange(m)]
     order = releases_first[np.argsort(times[releases_first], kind="stable")]
     del releases_first
-    fits = m == 0 or (0 <= nodes.min() and nodes.max() <= np.iinfo(np.int16).max)
-    small = nodes.astype(np.int16) if fits else nodes  # (int16: numpy sorts it by radix)
-    order = order[np.argsort(small[order], kind="stable")]
-    del small
+    order = order[np.argsort(nodes[order], kind="stable")]
     times, nodes = times[order], nodes[order]
     releases = order >= m
     usage = amounts[order % m]
@@ -2081,30 +2162,17 @@ def _capacity_sweep(
     lengths = np.diff(np.r_[group_start, len(nodes)])
     usage -= np.repeat(prior, lengths, axis=0)
     over = usage > cap[nodes]
+    over_at = []
     if over.any():
         rows = np.nonzero(over)[0]
-        first = rows[np.argsort(times[rows], kind="stable")][:20]
-        seen = set()
-        for k in first:
+        for k in rows[np.argsort(times[rows], kind="stable")][:20].tolist():
             r = int(np.flatnonzero(over[k])[0])
-            n, t = int(nodes[k]), float(times[k])
-            if (n, r) in seen:
-                continue
-            seen.add((n, r))
-            holders = np.flatnonzero((node == n) & (t_from <= t) & (t_to > t) & (amounts[:, r] > 0))
-            report.add(
-                t,
-                "capacity",
-                f"node {n} ({system.node_name(n)}) at t={t:.15g}: {int(usage[k, r])} {resources[r]} in use, capacity "
-                f"{int(cap[n, r])} (held by {_jobs(job_ids[holders])})",
-            )
+            over_at.append((float(times[k]), int(nodes[k]), r, int(usage[k, r])))
+    negative_at = None
     if (usage < 0).any():
         k = int(np.flatnonzero((usage < 0).any(axis=1))[0])
-        report.add(
-            times[k],
-            "internal",
-            f"node {int(nodes[k])}: negative usage at t={times[k]:.15g} (inconsistent allocation rows)",
-        )
+        negative_at = (float(times[k]), int(nodes[k]))
+    return over_at, negative_at
 
 
 def _sorted_unique(ids: np.ndarray, duplicated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
