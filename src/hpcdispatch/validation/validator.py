@@ -944,7 +944,13 @@ def rule_rows_within_run(t: RunTables) -> Problems:
     p = Problems()
     rj, start, end = t.row_job, t.start, t.end
     seg0 = t.seg0
-    for k in np.flatnonzero(seg0 & (np.abs(t.t_from - start[rj]) > TOL))[:20]:
+    off = start[rj]  # (in place: a whole trace's rows are 8 MB an array)
+    np.subtract(t.t_from, off, out=off)
+    np.abs(off, out=off)
+    twice = off > TOL
+    del off
+    twice &= seg0
+    for k in np.flatnonzero(twice)[:20]:
         i = rj[k]
         p.add(
             t.t_from[k],
@@ -952,8 +958,10 @@ def rule_rows_within_run(t: RunTables) -> Problems:
             f"{t.job(i)} holds node {int(t.node[k])} from {t.t_from[k]:.15g}, but started at "
             f"{start[i]:.15g} (started twice?)",
         )
-    later = ~seg0 & ((t.t_from < start[rj] - TOL) | (t.t_from >= end[rj]))
-    for k in np.flatnonzero(later)[:20]:
+    later = np.flatnonzero(~seg0)  # (the rows of later segments only)
+    rl = rj[later]
+    later = later[(t.t_from[later] < start[rl] - TOL) | (t.t_from[later] >= end[rl])]
+    for k in later[:20]:
         p.add(
             t.t_from[k],
             "segment",
@@ -961,7 +969,14 @@ def rule_rows_within_run(t: RunTables) -> Problems:
             f"{int(t.node[k])} starts at {t.t_from[k]:.15g}, outside its run "
             f"[{start[rj[k]]:.15g}, {end[rj[k]]:.15g})",
         )
-    to_mismatch = np.where(t.app[rj], t.t_to > end[rj] + TOL, np.abs(t.t_to - end[rj]) > TOL)
+    if t.app.any():  # a deadline job's row may end before its job (a node given back)
+        to_mismatch = np.where(t.app[rj], t.t_to > end[rj] + TOL, np.abs(t.t_to - end[rj]) > TOL)
+    else:
+        off = end[rj]
+        np.subtract(t.t_to, off, out=off)
+        np.abs(off, out=off)
+        to_mismatch = off > TOL
+        del off
     for k in np.flatnonzero(to_mismatch)[:20]:
         p.add(
             t.t_to[k],
