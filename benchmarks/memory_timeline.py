@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import os
 import resource
 import sys
 import threading
@@ -164,6 +165,8 @@ def main() -> None:
     timeline = Timeline(ns.every, {"validate", "write"} if ns.tracemalloc else set())
     timeline.thread.start()
     with timeline.phase("imports"):
+        # what the command's main() sets before pyarrow is imported (instrument() imports it)
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
         import hpcdispatch.cli.main as cli_main
 
         instrument(timeline)

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from hpcdispatch._util import available_cores, json_default
+from hpcdispatch._util import available_cores, json_default, return_free_memory
 from hpcdispatch._version import __version__
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics import summarize
@@ -257,6 +257,7 @@ def _write_files(
                 alongside()
             if not given_up.is_set():
                 done["summary"] = summarize(result)
+                return_free_memory()  # its temporaries, before the tables' (or beside them)
         except BaseException as exc:  # raised on the writing thread, below
             done["error"] = exc
 

@@ -210,7 +210,10 @@ class SegmentLog:
             )[self._release_order()]
         return AllocationRows(
             job=row_job,
-            segment=np.repeat(number, lengths),
+            # (no grown job: zeros, which take no memory until written, and they are only read)
+            segment=np.repeat(number, lengths)
+            if number.any()
+            else np.zeros(len(row_job), np.int64),
             node=node,
             units=units,
             t_from=row_from,

@@ -352,7 +352,10 @@ def run_tables(
     row_ids = acols["job_id"]
     row_job = np.searchsorted(common, row_ids)
     known = row_job < len(common)
-    known[known] = common[row_job[known]] == row_ids[known]
+    if known.all():  # (the usual case: no copies of the rows)
+        known = common[row_job] == row_ids
+    else:
+        known[known] = common[row_job[known]] == row_ids[known]
     unknown_rows = np.unique(row_ids[~known])
     n_allocation_rows = len(row_ids)
     if not known.all():
@@ -838,20 +841,29 @@ def _requests(t: RunTables) -> tuple[np.ndarray, np.ndarray]:
     return unit_req, per_node
 
 
+#: rows per piece where a rule goes over the allocation rows a piece at a time (its
+#: temporaries a few MB, not several arrays of a whole trace's millions of rows)
+_PIECE_ROWS = 1 << 18
+
+
 def rule_amounts(t: RunTables) -> Problems:
     """A row holds ``units x per-unit request + per-node request`` of every resource, and at
     least one unit."""
     p = Problems()
     unit_req, per_node = _requests(t)
     rj = t.row_job
-    expected = unit_req[rj]  # (in place: every temporary here is rows x resources)
-    expected *= t.units[:, None]
-    if per_node.any():
-        expected += per_node[rj]
     core = t.per_core_rows
-    if core.any():  # a core is a c-th of a deadline job's whole-node unit
-        expected[core] //= _node_cores(t.system, t.system.resources)
-    bad = (t.amounts != expected).any(axis=1) | (t.units <= 0)
+    extra_any, core_any = per_node.any(), core.any()
+    bad = t.units <= 0
+    for a in range(0, len(rj), _PIECE_ROWS):  # (a piece of rows at a time: rows x resources)
+        b = a + _PIECE_ROWS
+        expected = unit_req[rj[a:b]]
+        expected *= t.units[a:b, None]
+        if extra_any:
+            expected += per_node[rj[a:b]]
+        if core_any:  # a core is a c-th of a deadline job's whole-node unit
+            expected[core[a:b]] //= _node_cores(t.system, t.system.resources)
+        bad[a:b] |= (t.amounts[a:b] != expected).any(axis=1)
     for k in np.flatnonzero(bad)[:20]:
         extra = per_node[rj[k]]
         p.add(
@@ -883,11 +895,14 @@ def rule_units_at_start(t: RunTables) -> Problems:
     deadline job on fewer: the leak's partial start)."""
     p = Problems()
     seg0 = t.seg0
-    units_first = (
-        np.bincount(t.row_job, weights=t.units, minlength=len(t.ids))
-        if seg0.all()  # (no later segments: no copies)
-        else np.bincount(t.row_job[seg0], weights=t.units[seg0], minlength=len(t.ids))
-    )
+    units_first = np.zeros(len(t.ids))
+    every = seg0.all()  # (no later segments: no copies of the rows)
+    for a in range(0, len(seg0), _PIECE_ROWS):  # (the weights in float64 a piece at a time)
+        b = a + _PIECE_ROWS
+        rows, units = t.row_job[a:b], t.units[a:b]
+        if not every:
+            rows, units = rows[seg0[a:b]], units[seg0[a:b]]
+        units_first += np.bincount(rows, weights=units, minlength=len(t.ids))
     req = t.w_col("units", np.int64)
     partial_ok = t.app & t.forks & (units_first >= 1) & (units_first <= req)
     # a static strategy may book a dynamic job's peak (static_request=peak): the nodes of
@@ -991,7 +1006,8 @@ def _pair_key(t: RunTables) -> np.ndarray:
     """One int64 key per row for its (job, node) (nodes outside the system share one key)."""
     width = int(t.system.n_nodes) + 1
     key = t.row_job.astype(np.int64, copy=False) * width
-    key += np.clip(t.node, 0, width - 1)
+    in_range = not len(key) or (int(t.node.min()) >= 0 and int(t.node.max()) < width)
+    key += t.node if in_range else np.clip(t.node, 0, width - 1)
     return key
 
 
@@ -1006,17 +1022,22 @@ def rule_node_once_per_segment(t: RunTables) -> Problems:
     if len(seg) and int(seg_key.max()) >= len(seg):
         seg_key = np.unique(seg_key, return_inverse=True)[1].astype(np.int64)
     n_segs = int(seg_key.max()) + 1 if len(seg) else 1
-    triple = _pair_key(t)
-    if n_segs > 1:
-        triple *= n_segs
-        triple += seg_key
-    del seg_key
-    # the usual case, no node listed twice, is seen on a sorted copy; the rows are found only
-    # when some node is
-    ordered = np.sort(triple)
+
+    def keys() -> np.ndarray:
+        triple = _pair_key(t)
+        if n_segs > 1:
+            triple *= n_segs
+            triple += seg_key
+        return triple
+
+    # the usual case, no node listed twice, is seen on the keys sorted in place; the rows are
+    # found (the keys made again) only when some node is
+    ordered = keys()
+    ordered.sort()
     if not (ordered[1:] == ordered[:-1]).any():
         return p
     del ordered
+    triple = keys()
     order = np.argsort(triple, kind="stable")
     twice = order[1:][triple[order[1:]] == triple[order[:-1]]]
     for k in np.sort(twice)[:20]:
