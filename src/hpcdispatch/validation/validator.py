@@ -1030,9 +1030,21 @@ def rule_node_once_per_segment(t: RunTables) -> Problems:
             triple += seg_key
         return triple
 
-    # the usual case, no node listed twice, is seen on the keys sorted in place; the rows are
-    # found (the keys made again) only when some node is
+    # the usual case, no node listed twice, is seen without sorting when each job's rows are
+    # together with their keys rising (a schedule's own table: segments in order, nodes
+    # ascending in each), else on the keys sorted in place; the rows are found (the keys
+    # made again) only when some node is listed twice
     ordered = keys()
+    rj = t.row_job
+    if len(rj):
+        new_job = rj[1:] != rj[:-1]
+        runs = 1 + int(np.count_nonzero(new_job))
+        if (
+            runs == np.count_nonzero(np.bincount(rj))
+            and (new_job | (ordered[1:] > ordered[:-1])).all()
+        ):
+            return p
+        del new_job
     ordered.sort()
     if not (ordered[1:] == ordered[:-1]).any():
         return p
@@ -2185,7 +2197,10 @@ def _sweep_piece(
     releases_first = np.r_[np.arange(m, 2 * m), np.arange(m)]
     order = releases_first[np.argsort(times[releases_first], kind="stable")]
     del releases_first
-    order = order[np.argsort(nodes[order], kind="stable")]
+    fits = 0 <= nodes.min() and nodes.max() <= np.iinfo(np.int16).max
+    small = nodes.astype(np.int16) if fits else nodes  # (int16: numpy sorts it by radix)
+    order = order[np.argsort(small[order], kind="stable")]
+    del small
     times, nodes = times[order], nodes[order]
     releases = order >= m
     usage = amounts[order % m]
