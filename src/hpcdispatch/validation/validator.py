@@ -22,7 +22,7 @@ The rules one by one, and what a run directory is checked against: docs/VALIDATI
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -198,7 +198,9 @@ class RunTables:
     system: System
     workload: Columns
     jobs: Columns
-    allocations: Columns  # rows of known jobs only (rows of unknown jobs: ``unknown_rows``)
+    #: rows of known jobs only (rows of unknown jobs: ``unknown_rows``), less ``job_id``
+    #: (``row_job`` is their job)
+    allocations: Columns
     bookings: Columns | None
     walltime_kill: bool
     tags: Mapping[str, Any] | None
@@ -379,7 +381,8 @@ def run_tables(
         system=system,
         workload=wcols,
         jobs=jcols,
-        allocations=acols,
+        # (the rows' job ids are read here only: as row_job below)
+        allocations={name: values for name, values in acols.items() if name != "job_id"},
         bookings=None if bookings is None else _columns(bookings),
         walltime_kill=bool(walltime_kill),
         tags=dispatcher_tags if isinstance(dispatcher_tags, Mapping) else None,
@@ -398,7 +401,8 @@ def run_tables(
         submit=w_col("submit", np.float64),
         start=j_col("start", np.float64),
         end=j_col("end", np.float64),
-        status=j_col("status").astype(str),
+        # (numpy's variable-width text: 16 bytes a job, not 4 per character of the longest)
+        status=j_col("status").astype(str).astype(np.dtypes.StringDType()),
         run=w_col("run_time", np.float64),
         wall=w_col("wall_time", np.float64),
         app=w_col("whole_nodes", bool) if "whole_nodes" in wcols else np.zeros(len(common), bool),
@@ -2261,17 +2265,38 @@ def validate_result(result: Any) -> ValidationReport:
     tags from ``result.tags``, the growth requests from its workload's jobs)."""
     from hpcdispatch.results.store import workload_columns
 
+    allocations = result.allocations_columns()
+    del allocations["job_id"]  # made again when read, and not kept: see _JobIdsWhenRead
+    ids, row_job = result.workload.ids, result.allocation_rows().job
     return validate_tables(
         result.system,
         workload_columns(result),
         result.jobs_columns(allocation_text=False),
-        result.allocations_columns(),
+        _JobIdsWhenRead(allocations, lambda: ids[row_job]),
         walltime_kill=result.options.walltime_kill,
         dispatcher_tags=result.tags or None,
         growth=growth_requests(result.workload),
         bookings=result.bookings_columns() if getattr(result, "bookings", None) else None,
         shape=shape_rule(result.dispatcher),
     )
+
+
+class _JobIdsWhenRead(Mapping[str, Any]):
+    """A result's allocation columns whose ``job_id`` is made each time it is read, not kept:
+    :func:`run_tables` reads it once, to find each row's job, and a whole trace's rows' ids
+    are 8 MB (HPC2N) to 18 MB (RICC) that would otherwise stay for all of the validation."""
+
+    def __init__(self, columns: dict[str, Any], job_ids: Callable[[], np.ndarray]) -> None:
+        self._columns, self._job_ids = columns, job_ids
+
+    def __getitem__(self, name: str) -> Any:
+        return self._job_ids() if name == "job_id" else self._columns[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["job_id", *self._columns])
+
+    def __len__(self) -> int:
+        return 1 + len(self._columns)
 
 
 def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> ValidationReport:
