@@ -957,17 +957,25 @@ def rule_rows_of_unstarted(t: RunTables) -> Problems:
     return p
 
 
+def _off_by_more_than_tol(values: np.ndarray, per_job: np.ndarray, rj: np.ndarray) -> np.ndarray:
+    """Per row, ``|values - per_job[rj]| > TOL``, a piece of rows at a time."""
+    out = np.empty(len(rj), dtype=bool)
+    for a in range(0, len(rj), _PIECE_ROWS):
+        b = a + _PIECE_ROWS
+        off = per_job[rj[a:b]]
+        np.subtract(values[a:b], off, out=off)
+        np.abs(off, out=off)
+        np.greater(off, TOL, out=out[a:b])
+    return out
+
+
 def rule_rows_within_run(t: RunTables) -> Problems:
     """First-segment rows begin at the job's start; later ones inside its run; every row ends
     when its job ends (a deadline job's row may end before: a node given back at a join)."""
     p = Problems()
     rj, start, end = t.row_job, t.start, t.end
     seg0 = t.seg0
-    off = start[rj]  # (in place: a whole trace's rows are 8 MB an array)
-    np.subtract(t.t_from, off, out=off)
-    np.abs(off, out=off)
-    twice = off > TOL
-    del off
+    twice = _off_by_more_than_tol(t.t_from, start, rj)
     twice &= seg0
     for k in np.flatnonzero(twice)[:20]:
         i = rj[k]
@@ -991,11 +999,7 @@ def rule_rows_within_run(t: RunTables) -> Problems:
     if t.app.any():  # a deadline job's row may end before its job (a node given back)
         to_mismatch = np.where(t.app[rj], t.t_to > end[rj] + TOL, np.abs(t.t_to - end[rj]) > TOL)
     else:
-        off = end[rj]
-        np.subtract(t.t_to, off, out=off)
-        np.abs(off, out=off)
-        to_mismatch = off > TOL
-        del off
+        to_mismatch = _off_by_more_than_tol(t.t_to, end, rj)
     for k in np.flatnonzero(to_mismatch)[:20]:
         p.add(
             t.t_to[k],
@@ -1929,8 +1933,8 @@ def _int_column(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """An integer column as int64, and where its values are not integers (NaN, inf, 2.5, a
     text: read as 0 there, and reported by the caller)."""
     column = np.asarray(column)
-    if column.dtype.kind in "iu":
-        return column.astype(np.int64, copy=False), np.zeros(len(column), bool)
+    if column.dtype.kind in "iu":  # (nothing bad: one False seen as every row's, read only)
+        return column.astype(np.int64, copy=False), np.broadcast_to(np.False_, (len(column),))
     if column.dtype.kind in "fb":
         values = column.astype(np.float64)
     else:  # texts, None: what is not a number is NaN (pandas' reading of numbers, as before)
