@@ -354,8 +354,10 @@ def run_tables(
     row_ids = acols["job_id"]
     row_job = np.searchsorted(common, row_ids)
     known = row_job < len(common)
-    if known.all():  # (the usual case: no copies of the rows)
-        known = common[row_job] == row_ids
+    if known.all():  # (the usual case: compared a piece of rows at a time)
+        for a in range(0, len(row_ids), _PIECE_ROWS):
+            b = a + _PIECE_ROWS
+            np.equal(common[row_job[a:b]], row_ids[a:b], out=known[a:b])
     else:
         known[known] = common[row_job[known]] == row_ids[known]
     unknown_rows = np.unique(row_ids[~known])
@@ -401,8 +403,7 @@ def run_tables(
         submit=w_col("submit", np.float64),
         start=j_col("start", np.float64),
         end=j_col("end", np.float64),
-        # (numpy's variable-width text: 16 bytes a job, not 4 per character of the longest)
-        status=j_col("status").astype(str).astype(np.dtypes.StringDType()),
+        status=_status_texts(j_col("status")),
         run=w_col("run_time", np.float64),
         wall=w_col("wall_time", np.float64),
         app=w_col("whole_nodes", bool) if "whole_nodes" in wcols else np.zeros(len(common), bool),
@@ -423,6 +424,15 @@ def run_tables(
         amounts=amounts,
         bad_amount_value=bad_amount_value,
     )
+
+
+def _status_texts(values: np.ndarray) -> np.ndarray:
+    """The statuses as text (``str`` of each value), in numpy's variable-width text: 16 bytes
+    a job, not 4 per character of the longest (converted a piece at a time)."""
+    out = np.empty(len(values), dtype=np.dtypes.StringDType())
+    for a in range(0, len(values), _PIECE_ROWS):
+        out[a : a + _PIECE_ROWS] = values[a : a + _PIECE_ROWS].astype(str)
+    return out
 
 
 @dataclass(frozen=True)
