@@ -167,7 +167,12 @@ def test_the_first_compiled_run_says_it_is_compiling(tmp_path):
         "             options=SimulationOptions(engine='compiled'))\n"
         "print('ENGINE', r.notes.engine)"
     )
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin", **pythonpath()}
+    env = {
+        "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+        "PATH": "/usr/bin:/bin",
+        "HPCDISPATCH_ENGINE": "jit",  # (numba's engine, not the one an installation built ahead)
+        **pythonpath(),
+    }
     first = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900
     )
@@ -201,6 +206,30 @@ for name, signature in K.entry_signatures().items():
     f = getattr(K, name)
     print('ENTRY', name, sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values()),
           f.signatures == [signature])
+"""
+
+
+#: FIFO and EASY with both allocators on the ahead-of-time engine (numba not imported), then on
+#: numba's engine (HPCDISPATCH_ENGINE=jit): the same schedules
+AHEAD_RUNS = """
+import os, sys
+import numpy as np
+from hpcdispatch import simulate, load_system, SimulationOptions
+system = load_system('machine-s')
+specs = ('fifo', 'easy', 'fifo:allocator=best-fit', 'easy:allocator=best-fit')
+runs = [simulate(system, 'synthetic:lublin,jobs=300,seed=5', spec,
+                 options=SimulationOptions(engine='compiled')) for spec in specs]
+print('NUMBA', 'numba' in sys.modules)
+os.environ['HPCDISPATCH_ENGINE'] = 'jit'
+for spec, a in zip(specs, runs):
+    b = simulate(system, 'synthetic:lublin,jobs=300,seed=5', spec,
+                 options=SimulationOptions(engine='compiled'))
+    ra, rb = a.allocation_rows(), b.allocation_rows()
+    same = (np.array_equal(a.start, b.start) and np.array_equal(a.end, b.end)
+            and np.array_equal(a.status, b.status) and b.notes.engine == 'compiled'
+            and all(np.array_equal(getattr(ra, f), getattr(rb, f))
+                    for f in ('job', 'segment', 'node', 'units', 't_from', 't_to')))
+    print('SAME', same, spec)
 """
 
 
@@ -255,9 +284,25 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
     assert not list(
         (lib / "hpcdispatch/compiled/__pycache__").glob("*.nb[ic]")
     )  # (numba's own: not shipped)
+    ahead = sorted(p.name for p in (lib / "hpcdispatch/compiled").glob("_engine_aot*.so"))
+    assert len(ahead) == 1, ahead  # the engine compiled ahead of time (compiled/aot.py)
     home = tmp_path / "home"
     home.mkdir()
     env.update(HOME=str(home), PYTHONPATH=str(lib), XDG_CACHE_HOME=str(home / ".cache"))
+    # the ahead-of-time engine: FIFO and EASY run without importing numba, and take numba's
+    # engine's decisions (the same schedule, start for start, allocation row for row)
+    both = subprocess.run(
+        [sys.executable, "-c", AHEAD_RUNS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        cwd=tmp_path,
+    )
+    assert both.returncode == 0, both.stderr[-2000:]
+    assert "compiling" not in both.stderr and "ahead-of-time" not in both.stderr
+    assert both.stdout.count("SAME True") == 4 and "NUMBA False" in both.stdout, both.stdout
+    env["HPCDISPATCH_ENGINE"] = "jit"  # numba's engine, loaded from the installation's cache
     first = subprocess.run(
         [sys.executable, "-c", ENTRY_RUNS],
         capture_output=True,
@@ -494,3 +539,40 @@ def test_load_compiled_loads_only_what_is_on_disk(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900
     )
     assert "LOADED True 1" in loaded.stdout, loaded.stderr[-1000:]
+
+
+def test_an_engine_built_from_other_sources_is_not_used(monkeypatch, caplog):
+    """The ahead-of-time engine reports the stamp of the sources it was built from: a module
+    whose stamp differs from the kernels' and the layout's (an edited installation) is not
+    used, and the run says so; ``HPCDISPATCH_ENGINE=jit`` and ``NUMBA_DISABLE_JIT=1`` turn it
+    off; an installation without one (editable) has none to load."""
+    import importlib.machinery
+    import sys
+    import types
+    from pathlib import Path
+
+    from hpcdispatch.compiled import aot
+
+    kernels = Path(aot.__file__).with_name("kernels.py")
+    stamp = aot.stamp_number(aot.source_stamp(kernels))
+    assert 0 < stamp < 2**63
+    assert aot.source_stamp(kernels) != aot.source_stamp(kernels.with_name("layout.py"))
+    name = f"hpcdispatch.compiled.{aot.MODULE}"
+    fake = types.ModuleType(name)
+    fake.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    fake.run_steps = lambda st, n: 0
+    monkeypatch.setitem(sys.modules, name, fake)
+    monkeypatch.delenv("HPCDISPATCH_ENGINE", raising=False)
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
+    fake.source_stamp = lambda: stamp
+    assert aot.load_engine() is fake
+    for variable, value in (("HPCDISPATCH_ENGINE", "jit"), ("NUMBA_DISABLE_JIT", "1")):
+        monkeypatch.setenv(variable, value)
+        assert aot.load_engine() is None
+        monkeypatch.delenv(variable)
+    monkeypatch.setenv("NUMBA_DISABLE_JIT", "0")
+    assert aot.load_engine() is fake
+    fake.source_stamp = lambda: stamp ^ 1
+    with caplog.at_level("WARNING", logger="hpcdispatch"):
+        assert aot.load_engine() is None
+    assert "built from other sources" in caplog.text

@@ -16,7 +16,6 @@ Design notes, decisions and measurements: docs/PERFORMANCE.md,
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
@@ -30,6 +29,10 @@ from numba.core import config
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.runtime import rtsys
+
+# the stamp numba compares before it uses a cached engine: the sources' SHA-256 (the kernels and
+# the state layout they read), shared with the ahead-of-time engine
+from hpcdispatch.compiled.aot import source_stamp
 
 #: the directory an installation ships the compiled engine in (one subdirectory per source)
 PACKAGE_DIR = Path(__file__).with_name("engine")
@@ -50,11 +53,6 @@ def writable(path: Path) -> bool:
     except OSError:
         return False
     return True
-
-
-def source_stamp(py_file: str | Path) -> str:
-    """The stamp numba compares before it uses a cached engine: the source's SHA-256."""
-    return "sha256:" + hashlib.sha256(Path(py_file).read_bytes()).hexdigest()
 
 
 def stamp_dir(stamp: str) -> str:

@@ -1,11 +1,12 @@
 """Compiles the engine's entry points into an installation, so that its first run does not:
 ``setup.py`` runs ``python install_time.py BUILD_LIB`` when it builds hpcdispatch (``pip
 install .`` or a wheel), and the code lands in ``hpcdispatch/compiled/engine/``
-(:mod:`hpcdispatch.compiled.disk_cache`).
+(:mod:`hpcdispatch.compiled.disk_cache`) and, compiled ahead of time into a module that runs
+without numba, in ``hpcdispatch/compiled/_engine_aot*.so`` (:mod:`hpcdispatch.compiled.aot`).
 
 It runs in the build's own environment, which has numpy and numba but not the project's other
-dependencies: it loads only :mod:`hpcdispatch.compiled.kernels` and
-:mod:`hpcdispatch.compiled.disk_cache` from BUILD_LIB, under empty parent packages, and
+dependencies: it loads only :mod:`hpcdispatch.compiled.kernels` and the modules it imports (``layout``,
+``disk_cache``, ``aot``) from BUILD_LIB, under empty parent packages, and
 compiles every function of :func:`~hpcdispatch.compiled.kernels.entry_signatures`, after
 removing what an earlier build in the same directory left (:func:`clean`).
 """
@@ -40,6 +41,8 @@ def clean(build_lib: Path, engines: bool = True) -> None:
     compiled = build_lib / "hpcdispatch" / "compiled"
     if engines:
         shutil.rmtree(compiled / "engine", ignore_errors=True)
+        for path in compiled.glob("_engine_aot*"):
+            path.unlink()
     for path in (compiled / "__pycache__").glob("*.nb[ic]"):
         path.unlink()
 
@@ -73,11 +76,16 @@ def main(argv: list[str]) -> int:
     kernels = load_kernels(build_lib)
     started = time.perf_counter()
     lines = compile_entries(kernels)
+    from hpcdispatch.compiled.aot import build_engine
+
+    ahead_started = time.perf_counter()
+    ahead = build_engine(kernels, build_lib / "hpcdispatch" / "compiled")
+    lines.append(f"ahead of time: {time.perf_counter() - ahead_started:.1f} s")
     clean(build_lib, engines=False)
     from hpcdispatch.compiled.disk_cache import PACKAGE_DIR
 
     print(
-        f"hpcdispatch: compiled the simulation engine into {PACKAGE_DIR} in "
+        f"hpcdispatch: compiled the simulation engine into {PACKAGE_DIR} and {ahead.name} in "
         f"{time.perf_counter() - started:.0f} s ({'; '.join(lines)})"
     )
     return 0

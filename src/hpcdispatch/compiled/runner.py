@@ -11,12 +11,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import typeof, types
 
 from hpcdispatch.allocators import BestFit, make_allocator
-from hpcdispatch.compiled import kernels as S
-from hpcdispatch.compiled.disk_cache import has_compiled, load_compiled, load_numba_registries
-from hpcdispatch.compiled.kernels import POLICIES, run_steps
+from hpcdispatch.compiled import layout as S
+from hpcdispatch.compiled.aot import load_engine
+from hpcdispatch.compiled.layout import POLICIES
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
 from hpcdispatch.sim.info_log import InfoLog, NumericColumn
 from hpcdispatch.sim.result import SimulationResult
@@ -133,10 +132,37 @@ def _raise_refused(sim: Simulator, st: S.EngineState) -> None:
 
 
 def compiled_on_disk(st: S.EngineState) -> bool | None:
-    """Whether the engine is on disk, compiled for ``st``'s types on this CPU and numba version
-    (``None``: cannot tell). It is after an installation (``install_time``); without it the
-    first run compiles it (about 20 s)."""
+    """Whether numba's engine is on disk, compiled for ``st``'s types on this CPU and numba
+    version (``None``: cannot tell). It is after an installation (``install_time``); without it
+    the first run compiles it (about 20 s)."""
+    from numba import typeof, types
+
+    from hpcdispatch.compiled.disk_cache import has_compiled
+    from hpcdispatch.compiled.kernels import run_steps
+
     return has_compiled(run_steps, (typeof(st), types.int64))
+
+
+def engine_loop(st: S.EngineState) -> Callable[[S.EngineState, int], int]:
+    """The event loop :func:`run_compiled` calls: the ahead-of-time engine an installation built
+    (:mod:`hpcdispatch.compiled.aot`; numba is not imported), else numba's, loaded from its
+    disk cache or compiled now (which is said: about 20 s)."""
+    ahead = load_engine()
+    if ahead is not None:
+        return ahead.run_steps  # type: ignore[no-any-return]
+    from numba import typeof, types
+
+    from hpcdispatch.compiled.disk_cache import load_compiled, load_numba_registries
+    from hpcdispatch.compiled.kernels import run_steps
+
+    if not run_steps.signatures and not load_compiled(run_steps, (typeof(st), types.int64)):
+        load_numba_registries()  # numba compiles it, or loads it on the first call (no EngineCache)
+    if not run_steps.signatures and compiled_on_disk(st) is False:
+        logging.getLogger("hpcdispatch").warning(
+            "compiling the simulation engine (once: numba keeps it on disk for the next runs; "
+            "about 20 s) ..."
+        )
+    return run_steps  # type: ignore[no-any-return]
 
 
 def run_compiled(
@@ -154,13 +180,7 @@ def run_compiled(
     predictor.reset(workload, opts.walltime_kill)
     spec = dispatcher.kernel()
     st = build_state(sim)
-    if not run_steps.signatures and not load_compiled(run_steps, (typeof(st), types.int64)):
-        load_numba_registries()  # numba compiles it, or loads it on the first call (no EngineCache)
-    if not run_steps.signatures and compiled_on_disk(st) is False:
-        logging.getLogger("hpcdispatch").warning(
-            "compiling the simulation engine (once: numba keeps it on disk for the next runs; "
-            "about 20 s) ..."
-        )
+    run_steps = engine_loop(st)
     n = len(workload)
     while True:  # no Python objects are made in the loop: no gc.freeze as in the Python engine
         outcome = run_steps(st, STEPS_PER_CHUNK)

@@ -101,7 +101,7 @@ class Tags:
 @dataclass(frozen=True)
 class KernelSpec:
     """A dispatcher's compiled twin (:mod:`hpcdispatch.compiled`): the compiled policy's name
-    (a key of ``hpcdispatch.compiled.kernels.POLICIES``), its numeric parameters, and the
+    (a key of ``hpcdispatch.compiled.layout.POLICIES``), its numeric parameters, and the
     names of the per-call info values it records (``info_jobs``: those holding a job index,
     reported as the job id; ``info_ints``: integers)."""
 
