@@ -145,6 +145,8 @@ def instrument(timeline: Timeline) -> None:
     import hpcdispatch.results.store as store
     import hpcdispatch.runner as runner
     from hpcdispatch.sim.result import SimulationResult
+    from hpcdispatch.sim.segments import SegmentLog
+    from hpcdispatch.sim.state import DecisionLog, LoopState
 
     timeline.wrap(cli_main, "load_inputs", "read")
     timeline.wrap(runner, "simulate", "simulate")
@@ -153,6 +155,10 @@ def instrument(timeline: Timeline) -> None:
     timeline.wrap(store, "_write_tables", "write")
     timeline.wrap(store, "write_frame", "write table")
     timeline.wrap(SimulationResult, "allocation_rows", "alloc rows")
+    # the compiled engine's hand-off to the result (after its loop)
+    timeline.wrap(SegmentLog, "from_arrays", "segment log")
+    timeline.wrap(DecisionLog, "from_columns", "decision log")
+    timeline.wrap(LoopState, "result", "result")
 
 
 def main() -> None:

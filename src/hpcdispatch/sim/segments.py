@@ -63,13 +63,13 @@ class AllocationRows:
         return amount
 
 
-def _raw(values: Any, dtype: type) -> memoryview:
+def raw_bytes(values: Any, dtype: type) -> memoryview:
     """``values`` as ``dtype``, as bytes for ``array.frombytes`` (no copy when they are)."""
     contiguous: Any = np.ascontiguousarray(values, dtype=dtype)
     return memoryview(contiguous).cast("B")
 
 
-def _view(values: array[Any], dtype: type) -> np.ndarray:
+def buffer_view(values: array[Any], dtype: type) -> np.ndarray:
     """A read-only numpy view of an ``array.array``'s buffer."""
     view: np.ndarray = (
         np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype=dtype)
@@ -128,12 +128,13 @@ class SegmentLog:
         """A log of first segments only, from columns (jobs in start order; ``node`` / ``units``:
         the rows of all of them, job after job)."""
         log = cls()
-        log.job.frombytes(_raw(job, np.int64))  # (no bytes object in between: a whole trace's
-        log.number.frombytes(_raw(np.zeros(len(job)), np.int64))  # rows are 8 MB a column)
-        log.t_from.frombytes(_raw(t_from, np.float64))
-        log.lengths.frombytes(_raw(lengths, np.int64))
-        log.node.frombytes(_raw(node, np.int64))
-        log.units.frombytes(_raw(units, np.int64))
+        # (no bytes object in between: a whole trace's rows are 8 MB a column)
+        log.job.frombytes(raw_bytes(job, np.int64))
+        log.number.frombytes(raw_bytes(np.zeros(len(job)), np.int64))
+        log.t_from.frombytes(raw_bytes(t_from, np.float64))
+        log.lengths.frombytes(raw_bytes(lengths, np.int64))
+        log.node.frombytes(raw_bytes(node, np.int64))
+        log.units.frombytes(raw_bytes(units, np.int64))
         return log
 
     def start(self, job_index: int, t_from: float, allocation: Allocation) -> None:
@@ -183,12 +184,12 @@ class SegmentLog:
         self._flush()
         # the log's own buffers, not copies (read only; while the rows are kept the log takes
         # no more segments: it is complete once a result asks for its rows)
-        job = _view(self.job, np.int64)
-        number = _view(self.number, np.int64)
-        t_from = _view(self.t_from, np.float64)
-        lengths = _view(self.lengths, np.int64)
-        node = _view(self.node, np.int64)
-        units = _view(self.units, np.int64)
+        job = buffer_view(self.job, np.int64)
+        number = buffer_view(self.number, np.int64)
+        t_from = buffer_view(self.t_from, np.float64)
+        lengths = buffer_view(self.lengths, np.int64)
+        node = buffer_view(self.node, np.int64)
+        units = buffer_view(self.units, np.int64)
         if (number > 0).any():
             # a grown job's later segments were recorded when granted: move them behind the
             # job's first segment (segments keep their order)
