@@ -91,10 +91,9 @@ def run_simulation(
     ``checkpoint_every`` s -- an interrupted run started again with either resumes.
     ``out_dir``: checked before simulating (it must be writable and hold no result, unless
     ``force``), written as a whole; the checkpoint is deleted only once it is written.
-    ``validate_beside``: validate on a second thread while ``out_dir`` is written (a sweep
-    says whether its worker has a core to spare; ``None``: not beside -- a whole trace's run
-    is then 0.1 s slower, of 2 s for HPC2N, but its peak memory is not both sides' at once,
-    22 MB less). ``csv``: also ``jobs.csv`` and each job's allocation as text in ``jobs.parquet``
+    ``validate_beside``: validate on a second thread while ``out_dir`` is written (``None``:
+    when this process may use more than one core; a sweep says whether its worker has a core
+    to spare). ``csv``: also ``jobs.csv`` and each job's allocation as text in ``jobs.parquet``
     (the Parquet tables are always written)."""
     if out_dir is not None:
         check_output_dir(out_dir, force)
@@ -125,7 +124,7 @@ def run_simulation(
 
     if out_dir is not None:
         summary = write_result(
-            result, out_dir, csv=csv, force=force, alongside=check, beside=bool(validate_beside)
+            result, out_dir, csv=csv, force=force, alongside=check, beside=validate_beside
         )
         if checkpoint is not None:
             Checkpoint(
