@@ -295,8 +295,11 @@ def _write_tables(
     if csv:
         write_csv_arrow(out / "jobs.csv", jobs)
     del jobs
+    return_free_memory()  # (after each big table: what its making freed, before the next)
     write_frame(out / "allocations.parquet", arrow_table(result.allocations_columns()))
+    return_free_memory()
     write_frame(out / "decisions.parquet", result.decisions_table())
+    return_free_memory()
     if result.bookings:  # advance reservations (deadline strategies): the validator re-checks them
         write_frame(out / "bookings.parquet", arrow_table(result.bookings_columns()))
     write_frame(out / "workload.parquet", arrow_table(workload_columns(result)))
