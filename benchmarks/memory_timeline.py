@@ -3,17 +3,19 @@
 Runs the command in this process (the arguments after ``--`` are ``simulate``'s), a thread
 reading ``VmRSS`` from ``/proc/self/status`` every few milliseconds, and marks the phases by
 wrapping the functions that do them: reading the inputs, simulating (with the engine's
-imports), the allocation rows, validating, the summary, writing the tables. Prints per phase
-its span and the RSS at its start, its end and its peak, then the process's peak (as
-``/usr/bin/time``'s ``%M``)::
+imports; inside it the compiled engine's hand-off: segment log, decision log, result), the
+allocation rows, validating, the summary, writing the tables (and each table). Prints per
+phase its span and the RSS at its start, its end and its peak, then the process's peak (as
+``/usr/bin/time``'s ``%M``; a little below it: the interpreter's start and exit are not in
+it)::
 
     python benchmarks/memory_timeline.py -- -w ../../shared/traces/HPC2N-2002-2.2-cln.swf.gz \\
         -s hpc2n -d easy --allocator first-fit --no-walltime-kill --units processor \\
         -o /tmp/mem/h_easy --force -q
 
-``--tracemalloc`` also lists, for the validation and the writing, the biggest live Python
-and numpy allocations (by source line) at their highest traced level (Arrow's own buffers
-are not traced). It slows the run and raises its RSS: read the RSS table of a run without it.
+``--tracemalloc`` also lists, for the validation and the writing, the lines whose live Python
+and numpy allocations grew most from the phase's start to its highest traced level (Arrow's
+own buffers are not traced). It slows the run and raises its RSS: read the RSS table of a run without it.
 Phases on the second thread (validation and summary beside the writing) overlap the writing;
 their peaks are the process's RSS during their span.
 """
