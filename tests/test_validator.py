@@ -150,6 +150,28 @@ def test_node_listed_twice_unknown_rows_and_per_node_limit_are_caught():
     assert any(v.kind == "unknown" and "99" in v.message for v in report.violations)
 
 
+def test_node_listed_twice_is_caught_when_a_jobs_rows_are_apart():
+    """The rule's quick path (each job's rows together, keys rising) does not hide a node
+    listed twice in rows apart, nor calls rows apart a repeat."""
+    system = cores_system(4, 1)
+    r = simulate(
+        system, [job(1, 0, 10, units=2, req=(1,)), job(2, 0, 10, units=2, req=(1,))], "fifo"
+    )
+    wl, jobs, allocs = workload_frame(r), r.jobs_frame(), r.allocations_frame()
+    one, two = allocs[allocs.job_id == 1], allocs[allocs.job_id == 2]
+    assert list(one.node) == [0, 1] and list(two.node) == [2, 3]
+    # job 1's rows on both sides of job 2's, in rising order each: still valid
+    apart = pd.concat([one.iloc[[0]], two, one.iloc[[1]]], ignore_index=True)
+    assert check(system, wl, jobs, apart).ok
+    # job 1's second row on node 0 again, after job 2's rows: node 0 twice in segment 0
+    again = pd.concat([one.iloc[[0]], two, one.iloc[[0]]], ignore_index=True)
+    assert [
+        (v.kind, v.message.split(" (")[0])
+        for v in check(system, wl, jobs, again).violations
+        if v.kind == "node-twice"
+    ] == [("node-twice", "job 1 lists node 0 twice in segment 0")]
+
+
 # ---- issue 33: nothing lost, nothing false ------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from hpcdispatch._util import return_free_memory
 from hpcdispatch.dispatchers import DispatcherSpec
 from hpcdispatch.engine import simulate
 from hpcdispatch.metrics import summarize
@@ -112,10 +113,12 @@ def run_simulation(
     )
     wall = time.perf_counter() - t0
     result.notes = replace(result.notes, sim_wall_s=wall)
+    return_free_memory()  # the engine's scratch: the validation and the tables come next
     reports: list[ValidationReport] = []
 
     def check() -> None:
         report = validate_result(result) if validate else ValidationReport(jobs=len(workload))
+        return_free_memory()  # the validation's temporaries
         reports.append(report)
         result.notes = replace(result.notes, valid=report.ok if validate else None)
 

@@ -100,19 +100,29 @@ def topology_metrics(result: SimulationResult) -> dict[str, np.ndarray]:
     if len(rows) == 0:
         return {"fragmentation": np.zeros(0), "spread": np.zeros(0)}
     job, node = rows.job, rows.node
+    order = None  # of the jobs' runs of rows, into job index order
     if (rows.segment > 0).any():  # a job that grew: its nodes are the union over its segments
         width = int(node.max()) + 1
         key = np.unique(job * width + node)
         job, node = key // width, key % width
-    else:  # one segment per job, nodes ascending within it; jobs in index order
-        order = np.argsort(job, kind="stable")
-        job, node = job[order], node[order]
+    else:  # one segment per job, nodes ascending within it
+        # a job's rows are consecutive (AllocationRows): each run of rows measured where it
+        # is, the runs then put in job index order (no copy of every row in that order)
+        run_job = job[np.r_[0, np.flatnonzero(job[1:] != job[:-1]) + 1]]
+        order = np.argsort(run_job, kind="stable")
+        if (np.diff(run_job[order]) == 0).any():  # (a job's rows apart: in job order after all)
+            rows_order = np.argsort(job, kind="stable")
+            job, node, order = job[rows_order], node[rows_order], None
     first = np.r_[True, job[1:] != job[:-1]]
     starts = np.flatnonzero(first)
     ends = np.r_[starts[1:], len(job)] - 1
-    gap = np.r_[False, (np.diff(node) > 1) & ~first[1:]]
-    frag = 1 + np.add.reduceat(gap.astype(np.int64), starts)
+    gap = np.diff(node) > 1
+    gap &= ~first[1:]
+    del first
+    frag = 1 + np.add.reduceat(np.r_[False, gap], starts, dtype=np.int64)
     spread = (node[ends] - node[starts] + 1) / (ends - starts + 1)
+    if order is not None:
+        frag, spread = frag[order], spread[order]
     return {"fragmentation": frag.astype(np.float64), "spread": spread.astype(np.float64)}
 
 

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from hpcdispatch._util import available_cores, json_default
+from hpcdispatch._util import available_cores, json_default, return_free_memory
 from hpcdispatch._version import __version__
 from hpcdispatch.errors import ConfigError
 from hpcdispatch.metrics import summarize
@@ -257,6 +257,7 @@ def _write_files(
                 alongside()
             if not given_up.is_set():
                 done["summary"] = summarize(result)
+                return_free_memory()  # its temporaries, before the tables' (or beside them)
         except BaseException as exc:  # raised on the writing thread, below
             done["error"] = exc
 
@@ -294,8 +295,11 @@ def _write_tables(
     if csv:
         write_csv_arrow(out / "jobs.csv", jobs)
     del jobs
+    return_free_memory()  # (after each big table: what its making freed, before the next)
     write_frame(out / "allocations.parquet", arrow_table(result.allocations_columns()))
+    return_free_memory()
     write_frame(out / "decisions.parquet", result.decisions_table())
+    return_free_memory()
     if result.bookings:  # advance reservations (deadline strategies): the validator re-checks them
         write_frame(out / "bookings.parquet", arrow_table(result.bookings_columns()))
     write_frame(out / "workload.parquet", arrow_table(workload_columns(result)))

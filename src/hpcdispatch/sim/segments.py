@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,21 @@ class AllocationRows:
         amount.flags.writeable = False
         self._held[key] = (workload, amount)
         return amount
+
+
+def raw_bytes(values: Any, dtype: type) -> memoryview:
+    """``values`` as ``dtype``, as bytes for ``array.frombytes`` (no copy when they are)."""
+    contiguous: Any = np.ascontiguousarray(values, dtype=dtype)
+    return memoryview(contiguous).cast("B")
+
+
+def buffer_view(values: array[Any], dtype: type) -> np.ndarray:
+    """A read-only numpy view of an ``array.array``'s buffer."""
+    view: np.ndarray = (
+        np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype=dtype)
+    )
+    view.flags.writeable = False
+    return view
 
 
 class SegmentLog:
@@ -112,12 +128,13 @@ class SegmentLog:
         """A log of first segments only, from columns (jobs in start order; ``node`` / ``units``:
         the rows of all of them, job after job)."""
         log = cls()
-        log.job.frombytes(np.ascontiguousarray(job, dtype=np.int64).tobytes())
-        log.number.frombytes(np.zeros(len(job), dtype=np.int64).tobytes())
-        log.t_from.frombytes(np.ascontiguousarray(t_from, dtype=np.float64).tobytes())
-        log.lengths.frombytes(np.ascontiguousarray(lengths, dtype=np.int64).tobytes())
-        log.node.frombytes(np.ascontiguousarray(node, dtype=np.int64).tobytes())
-        log.units.frombytes(np.ascontiguousarray(units, dtype=np.int64).tobytes())
+        # (no bytes object in between: a whole trace's rows are 8 MB a column)
+        log.job.frombytes(raw_bytes(job, np.int64))
+        log.number.frombytes(raw_bytes(np.zeros(len(job)), np.int64))
+        log.t_from.frombytes(raw_bytes(t_from, np.float64))
+        log.lengths.frombytes(raw_bytes(lengths, np.int64))
+        log.node.frombytes(raw_bytes(node, np.int64))
+        log.units.frombytes(raw_bytes(units, np.int64))
         return log
 
     def start(self, job_index: int, t_from: float, allocation: Allocation) -> None:
@@ -165,12 +182,14 @@ class SegmentLog:
     def rows(self, end: np.ndarray) -> AllocationRows:
         """The segments as :class:`AllocationRows` (``end``: every job's end time)."""
         self._flush()
-        job = np.array(self.job, dtype=np.int64)
-        number = np.array(self.number, dtype=np.int64)
-        t_from = np.array(self.t_from, dtype=np.float64)
-        lengths = np.array(self.lengths, dtype=np.int64)
-        node = np.array(self.node, dtype=np.int64)
-        units = np.array(self.units, dtype=np.int64)
+        # the log's own buffers, not copies (read only; while the rows are kept the log takes
+        # no more segments: it is complete once a result asks for its rows)
+        job = buffer_view(self.job, np.int64)
+        number = buffer_view(self.number, np.int64)
+        t_from = buffer_view(self.t_from, np.float64)
+        lengths = buffer_view(self.lengths, np.int64)
+        node = buffer_view(self.node, np.int64)
+        units = buffer_view(self.units, np.int64)
         if (number > 0).any():
             # a grown job's later segments were recorded when granted: move them behind the
             # job's first segment (segments keep their order)
@@ -192,7 +211,10 @@ class SegmentLog:
             )[self._release_order()]
         return AllocationRows(
             job=row_job,
-            segment=np.repeat(number, lengths),
+            # (no grown job: zeros, which take no memory until written, and they are only read)
+            segment=np.repeat(number, lengths)
+            if number.any()
+            else np.zeros(len(row_job), np.int64),
             node=node,
             units=units,
             t_from=row_from,

@@ -23,7 +23,7 @@ from hpcdispatch.sim.execution import AppRun, ExecutionModel, app_model_params
 from hpcdispatch.sim.info_log import InfoLog
 from hpcdispatch.sim.options import SimulationOptions
 from hpcdispatch.sim.result import RunNotes, SimulationResult
-from hpcdispatch.sim.segments import SegmentLog
+from hpcdispatch.sim.segments import SegmentLog, buffer_view, raw_bytes
 from hpcdispatch.system.model import System
 from hpcdispatch.vocabulary import JobStatus
 from hpcdispatch.workload.job import Job, Workload
@@ -56,22 +56,23 @@ class DecisionLog:
         info: InfoLog,
     ) -> DecisionLog:
         log = cls()
-        log.time = array("d", np.asarray(time, dtype=np.float64).tobytes())
-        log.queue_length = array("q", np.asarray(queue_length, dtype=np.int64).tobytes())
-        log.running = array("q", np.asarray(running, dtype=np.int64).tobytes())
-        log.started = array("q", np.asarray(started, dtype=np.int64).tobytes())
-        log.elapsed = array("d", np.asarray(elapsed, dtype=np.float64).tobytes())
+        log.time.frombytes(raw_bytes(time, np.float64))  # (no bytes object in between)
+        log.queue_length.frombytes(raw_bytes(queue_length, np.int64))
+        log.running.frombytes(raw_bytes(running, np.int64))
+        log.started.frombytes(raw_bytes(started, np.int64))
+        log.elapsed.frombytes(raw_bytes(elapsed, np.float64))
         log.info = info
         return log
 
     def columns(self) -> dict[str, Any]:
-        """The result's ``decisions``: numpy columns and the info log."""
+        """The result's ``decisions``: numpy columns (read-only views of the log's own buffers,
+        not copies: the log takes no more calls once a result is made of it) and the info log."""
         return {
-            "time": np.array(self.time, dtype=np.float64),
-            "queue_length": np.array(self.queue_length, dtype=np.int64),
-            "running": np.array(self.running, dtype=np.int64),
-            "started": np.array(self.started, dtype=np.int64),
-            "elapsed": np.array(self.elapsed, dtype=np.float64),
+            "time": buffer_view(self.time, np.float64),
+            "queue_length": buffer_view(self.queue_length, np.int64),
+            "running": buffer_view(self.running, np.int64),
+            "started": buffer_view(self.started, np.int64),
+            "elapsed": buffer_view(self.elapsed, np.float64),
             "info": self.info,
         }
 

@@ -22,7 +22,7 @@ The rules one by one, and what a run directory is checked against: docs/VALIDATI
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -198,7 +198,9 @@ class RunTables:
     system: System
     workload: Columns
     jobs: Columns
-    allocations: Columns  # rows of known jobs only (rows of unknown jobs: ``unknown_rows``)
+    #: rows of known jobs only (rows of unknown jobs: ``unknown_rows``), less ``job_id``
+    #: (``row_job`` is their job)
+    allocations: Columns
     bookings: Columns | None
     walltime_kill: bool
     tags: Mapping[str, Any] | None
@@ -352,7 +354,12 @@ def run_tables(
     row_ids = acols["job_id"]
     row_job = np.searchsorted(common, row_ids)
     known = row_job < len(common)
-    known[known] = common[row_job[known]] == row_ids[known]
+    if known.all():  # (the usual case: compared a piece of rows at a time)
+        for a in range(0, len(row_ids), _PIECE_ROWS):
+            b = a + _PIECE_ROWS
+            np.equal(common[row_job[a:b]], row_ids[a:b], out=known[a:b])
+    else:
+        known[known] = common[row_job[known]] == row_ids[known]
     unknown_rows = np.unique(row_ids[~known])
     n_allocation_rows = len(row_ids)
     if not known.all():
@@ -364,7 +371,9 @@ def run_tables(
     amount_cols = [_int_column(acols[r]) for r in system.resources]
     amounts = (
         np.stack([c[0] for c in amount_cols], axis=1)
-        if len(row_job)
+        if len(row_job) and len(amount_cols) > 1
+        else amount_cols[0][0].reshape(-1, 1)  # one resource: the column itself, not a copy
+        if len(row_job) and amount_cols
         else np.zeros((0, len(system.resources)), np.int64)
     )
     bad_amount_value = np.zeros(len(row_job), bool)
@@ -374,7 +383,8 @@ def run_tables(
         system=system,
         workload=wcols,
         jobs=jcols,
-        allocations=acols,
+        # (the rows' job ids are read here only: as row_job below)
+        allocations={name: values for name, values in acols.items() if name != "job_id"},
         bookings=None if bookings is None else _columns(bookings),
         walltime_kill=bool(walltime_kill),
         tags=dispatcher_tags if isinstance(dispatcher_tags, Mapping) else None,
@@ -393,7 +403,7 @@ def run_tables(
         submit=w_col("submit", np.float64),
         start=j_col("start", np.float64),
         end=j_col("end", np.float64),
-        status=j_col("status").astype(str),
+        status=_status_texts(j_col("status")),
         run=w_col("run_time", np.float64),
         wall=w_col("wall_time", np.float64),
         app=w_col("whole_nodes", bool) if "whole_nodes" in wcols else np.zeros(len(common), bool),
@@ -414,6 +424,15 @@ def run_tables(
         amounts=amounts,
         bad_amount_value=bad_amount_value,
     )
+
+
+def _status_texts(values: np.ndarray) -> np.ndarray:
+    """The statuses as text (``str`` of each value), in numpy's variable-width text: 16 bytes
+    a job, not 4 per character of the longest (converted a piece at a time)."""
+    out = np.empty(len(values), dtype=np.dtypes.StringDType())
+    for a in range(0, len(values), _PIECE_ROWS):
+        out[a : a + _PIECE_ROWS] = values[a : a + _PIECE_ROWS].astype(str)
+    return out
 
 
 @dataclass(frozen=True)
@@ -836,17 +855,29 @@ def _requests(t: RunTables) -> tuple[np.ndarray, np.ndarray]:
     return unit_req, per_node
 
 
+#: rows per piece where a rule goes over the allocation rows a piece at a time (its
+#: temporaries a few MB, not several arrays of a whole trace's millions of rows)
+_PIECE_ROWS = 1 << 18
+
+
 def rule_amounts(t: RunTables) -> Problems:
     """A row holds ``units x per-unit request + per-node request`` of every resource, and at
     least one unit."""
     p = Problems()
     unit_req, per_node = _requests(t)
     rj = t.row_job
-    expected = t.units[:, None] * unit_req[rj] + per_node[rj]
     core = t.per_core_rows
-    if core.any():  # a core is a c-th of a deadline job's whole-node unit
-        expected[core] //= _node_cores(t.system, t.system.resources)
-    bad = (t.amounts != expected).any(axis=1) | (t.units <= 0)
+    extra_any, core_any = per_node.any(), core.any()
+    bad = t.units <= 0
+    for a in range(0, len(rj), _PIECE_ROWS):  # (a piece of rows at a time: rows x resources)
+        b = a + _PIECE_ROWS
+        expected = unit_req[rj[a:b]]
+        expected *= t.units[a:b, None]
+        if extra_any:
+            expected += per_node[rj[a:b]]
+        if core_any:  # a core is a c-th of a deadline job's whole-node unit
+            expected[core[a:b]] //= _node_cores(t.system, t.system.resources)
+        bad[a:b] |= (t.amounts[a:b] != expected).any(axis=1)
     for k in np.flatnonzero(bad)[:20]:
         extra = per_node[rj[k]]
         p.add(
@@ -878,7 +909,14 @@ def rule_units_at_start(t: RunTables) -> Problems:
     deadline job on fewer: the leak's partial start)."""
     p = Problems()
     seg0 = t.seg0
-    units_first = np.bincount(t.row_job[seg0], weights=t.units[seg0], minlength=len(t.ids))
+    units_first = np.zeros(len(t.ids))
+    every = seg0.all()  # (no later segments: no copies of the rows)
+    for a in range(0, len(seg0), _PIECE_ROWS):  # (the weights in float64 a piece at a time)
+        b = a + _PIECE_ROWS
+        rows, units = t.row_job[a:b], t.units[a:b]
+        if not every:
+            rows, units = rows[seg0[a:b]], units[seg0[a:b]]
+        units_first += np.bincount(rows, weights=units, minlength=len(t.ids))
     req = t.w_col("units", np.int64)
     partial_ok = t.app & t.forks & (units_first >= 1) & (units_first <= req)
     # a static strategy may book a dynamic job's peak (static_request=peak): the nodes of
@@ -929,13 +967,27 @@ def rule_rows_of_unstarted(t: RunTables) -> Problems:
     return p
 
 
+def _off_by_more_than_tol(values: np.ndarray, per_job: np.ndarray, rj: np.ndarray) -> np.ndarray:
+    """Per row, ``|values - per_job[rj]| > TOL``, a piece of rows at a time."""
+    out = np.empty(len(rj), dtype=bool)
+    for a in range(0, len(rj), _PIECE_ROWS):
+        b = a + _PIECE_ROWS
+        off = per_job[rj[a:b]]
+        np.subtract(values[a:b], off, out=off)
+        np.abs(off, out=off)
+        np.greater(off, TOL, out=out[a:b])
+    return out
+
+
 def rule_rows_within_run(t: RunTables) -> Problems:
     """First-segment rows begin at the job's start; later ones inside its run; every row ends
     when its job ends (a deadline job's row may end before: a node given back at a join)."""
     p = Problems()
     rj, start, end = t.row_job, t.start, t.end
     seg0 = t.seg0
-    for k in np.flatnonzero(seg0 & (np.abs(t.t_from - start[rj]) > TOL))[:20]:
+    twice = _off_by_more_than_tol(t.t_from, start, rj)
+    twice &= seg0
+    for k in np.flatnonzero(twice)[:20]:
         i = rj[k]
         p.add(
             t.t_from[k],
@@ -943,8 +995,10 @@ def rule_rows_within_run(t: RunTables) -> Problems:
             f"{t.job(i)} holds node {int(t.node[k])} from {t.t_from[k]:.15g}, but started at "
             f"{start[i]:.15g} (started twice?)",
         )
-    later = ~seg0 & ((t.t_from < start[rj] - TOL) | (t.t_from >= end[rj]))
-    for k in np.flatnonzero(later)[:20]:
+    later = np.flatnonzero(~seg0)  # (the rows of later segments only)
+    rl = rj[later]
+    later = later[(t.t_from[later] < start[rl] - TOL) | (t.t_from[later] >= end[rl])]
+    for k in later[:20]:
         p.add(
             t.t_from[k],
             "segment",
@@ -952,7 +1006,10 @@ def rule_rows_within_run(t: RunTables) -> Problems:
             f"{int(t.node[k])} starts at {t.t_from[k]:.15g}, outside its run "
             f"[{start[rj[k]]:.15g}, {end[rj[k]]:.15g})",
         )
-    to_mismatch = np.where(t.app[rj], t.t_to > end[rj] + TOL, np.abs(t.t_to - end[rj]) > TOL)
+    if t.app.any():  # a deadline job's row may end before its job (a node given back)
+        to_mismatch = np.where(t.app[rj], t.t_to > end[rj] + TOL, np.abs(t.t_to - end[rj]) > TOL)
+    else:
+        to_mismatch = _off_by_more_than_tol(t.t_to, end, rj)
     for k in np.flatnonzero(to_mismatch)[:20]:
         p.add(
             t.t_to[k],
@@ -966,7 +1023,10 @@ def rule_rows_within_run(t: RunTables) -> Problems:
 def _pair_key(t: RunTables) -> np.ndarray:
     """One int64 key per row for its (job, node) (nodes outside the system share one key)."""
     width = int(t.system.n_nodes) + 1
-    return t.row_job.astype(np.int64) * width + np.clip(t.node, 0, width - 1)
+    key = t.row_job.astype(np.int64, copy=False) * width
+    in_range = not len(key) or (int(t.node.min()) >= 0 and int(t.node.max()) < width)
+    key += t.node if in_range else np.clip(t.node, 0, width - 1)
+    return key
 
 
 def rule_node_once_per_segment(t: RunTables) -> Problems:
@@ -975,12 +1035,39 @@ def rule_node_once_per_segment(t: RunTables) -> Problems:
     keeps the key within int64)."""
     p = Problems()
     seg = t.seg
-    pair = _pair_key(t)
-    seg_key = np.maximum(seg, 0)
+    # (copies only where needed: a whole trace has a million rows, each array of them 8 MB)
+    seg_key = seg if not len(seg) or int(seg.min()) >= 0 else np.maximum(seg, 0)
     if len(seg) and int(seg_key.max()) >= len(seg):
         seg_key = np.unique(seg_key, return_inverse=True)[1].astype(np.int64)
     n_segs = int(seg_key.max()) + 1 if len(seg) else 1
-    triple = pair * n_segs + seg_key
+
+    def keys() -> np.ndarray:
+        triple = _pair_key(t)
+        if n_segs > 1:
+            triple *= n_segs
+            triple += seg_key
+        return triple
+
+    # the usual case, no node listed twice, is seen without sorting when each job's rows are
+    # together with their keys rising (a schedule's own table: segments in order, nodes
+    # ascending in each), else on the keys sorted in place; the rows are found (the keys
+    # made again) only when some node is listed twice
+    ordered = keys()
+    rj = t.row_job
+    if len(rj):
+        new_job = rj[1:] != rj[:-1]
+        runs = 1 + int(np.count_nonzero(new_job))
+        if (
+            runs == np.count_nonzero(np.bincount(rj))
+            and (new_job | (ordered[1:] > ordered[:-1])).all()
+        ):
+            return p
+        del new_job
+    ordered.sort()
+    if not (ordered[1:] == ordered[:-1]).any():
+        return p
+    del ordered
+    triple = keys()
     order = np.argsort(triple, kind="stable")
     twice = order[1:][triple[order[1:]] == triple[order[:-1]]]
     for k in np.sort(twice)[:20]:
@@ -1197,7 +1284,7 @@ def rule_capacity(t: RunTables) -> Problems:
             sweep_from[sel],
             sweep_to[sel],
             t.amounts[sel],
-            t.ids[t.row_job[sel]],
+            lambda rows: t.ids[t.row_job[sel][rows]],
         )
     return p
 
@@ -1856,8 +1943,8 @@ def _int_column(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """An integer column as int64, and where its values are not integers (NaN, inf, 2.5, a
     text: read as 0 there, and reported by the caller)."""
     column = np.asarray(column)
-    if column.dtype.kind in "iu":
-        return column.astype(np.int64, copy=False), np.zeros(len(column), bool)
+    if column.dtype.kind in "iu":  # (nothing bad: one False seen as every row's, read only)
+        return column.astype(np.int64, copy=False), np.broadcast_to(np.False_, (len(column),))
     if column.dtype.kind in "fb":
         values = column.astype(np.float64)
     else:  # texts, None: what is not a number is NaN (pandas' reading of numbers, as before)
@@ -2044,6 +2131,11 @@ def _check_growth(
             break
 
 
+#: rows per piece of the capacity sweep (whole nodes at a time): its temporaries are a few MB
+#: whatever the schedule's size, instead of a dozen arrays of every row's two events
+SWEEP_CHUNK_ROWS = 1 << 16
+
+
 def _capacity_sweep(
     report: Problems,
     system: System,
@@ -2053,10 +2145,68 @@ def _capacity_sweep(
     t_from: np.ndarray,
     t_to: np.ndarray,
     amounts: np.ndarray,
-    job_ids: np.ndarray,
+    job_ids: Callable[[np.ndarray], np.ndarray],
 ) -> None:
-    # (temporaries dropped as soon as they are used: on a whole trace every array here has
-    # millions of rows)
+    """Replay every node's acquisitions and releases in time order and report where more is
+    in use than ``cap``; ``job_ids``: the job ids of given rows (for the messages). The rows
+    are taken a few nodes at a time (:data:`SWEEP_CHUNK_ROWS`): a node's events are all in
+    one piece, and the pieces in node order give the order one sweep of all rows would."""
+    m = len(node)
+    fits = m == 0 or (0 <= node.min() and node.max() <= np.iinfo(np.int16).max)
+    small = node.astype(np.int16) if fits else node  # (int16: numpy sorts it by radix)
+    by_node = np.argsort(small, kind="stable")  # rows grouped by node, in row order within one
+    sorted_nodes = small[by_node]
+    del small
+    node_start = np.r_[0, np.flatnonzero(sorted_nodes[1:] != sorted_nodes[:-1]) + 1, m]
+    del sorted_nodes
+    # piece boundaries: node boundaries, a new piece once one holds SWEEP_CHUNK_ROWS rows
+    bounds = [0]
+    for b in node_start[1:].tolist():
+        if b - bounds[-1] >= SWEEP_CHUNK_ROWS or b == m:
+            bounds.append(b)
+    # over capacity: per piece its first (by time, then position) events, merged below
+    candidates: list[tuple[float, int, int, int, int, int]] = []  # time, piece, rank, node, r, use
+    negative: tuple[float, int] | None = None
+    for piece, (a, b) in enumerate(pairwise(bounds)):
+        if a == b:
+            continue
+        rows = by_node[a:b]
+        over_at, negative_at = _sweep_piece(
+            cap, node[rows], t_from[rows], t_to[rows], amounts[rows]
+        )
+        candidates.extend(
+            (t, piece, rank, n, r, use) for rank, (t, n, r, use) in enumerate(over_at)
+        )
+        if negative is None and negative_at is not None:
+            negative = negative_at
+    candidates.sort(key=lambda c: (c[0], c[1], c[2]))
+    seen = set()
+    for t, _, _, n, r, use in candidates[:20]:
+        if (n, r) in seen:
+            continue
+        seen.add((n, r))
+        holders = np.flatnonzero((node == n) & (t_from <= t) & (t_to > t) & (amounts[:, r] > 0))
+        report.add(
+            t,
+            "capacity",
+            f"node {n} ({system.node_name(n)}) at t={t:.15g}: {use} {resources[r]} in use, capacity "
+            f"{int(cap[n, r])} (held by {_jobs(job_ids(holders))})",
+        )
+    if negative is not None:
+        t, n = negative
+        report.add(
+            t,
+            "internal",
+            f"node {n}: negative usage at t={t:.15g} (inconsistent allocation rows)",
+        )
+
+
+def _sweep_piece(
+    cap: np.ndarray, node: np.ndarray, t_from: np.ndarray, t_to: np.ndarray, amounts: np.ndarray
+) -> tuple[list[tuple[float, int, int, int]], tuple[float, int] | None]:
+    """One piece of :func:`_capacity_sweep` (the rows of whole nodes): its first 20 events
+    over capacity, by time (``(time, node, first resource over, amount in use)``), and its
+    first event with a negative amount in use (``(time, node)``, or None)."""
     m = len(node)
     times = np.concatenate([t_from, t_to])
     nodes = np.concatenate([node, node])
@@ -2065,7 +2215,7 @@ def _capacity_sweep(
     releases_first = np.r_[np.arange(m, 2 * m), np.arange(m)]
     order = releases_first[np.argsort(times[releases_first], kind="stable")]
     del releases_first
-    fits = m == 0 or (0 <= nodes.min() and nodes.max() <= np.iinfo(np.int16).max)
+    fits = 0 <= nodes.min() and nodes.max() <= np.iinfo(np.int16).max
     small = nodes.astype(np.int16) if fits else nodes  # (int16: numpy sorts it by radix)
     order = order[np.argsort(small[order], kind="stable")]
     del small
@@ -2081,30 +2231,17 @@ def _capacity_sweep(
     lengths = np.diff(np.r_[group_start, len(nodes)])
     usage -= np.repeat(prior, lengths, axis=0)
     over = usage > cap[nodes]
+    over_at = []
     if over.any():
         rows = np.nonzero(over)[0]
-        first = rows[np.argsort(times[rows], kind="stable")][:20]
-        seen = set()
-        for k in first:
+        for k in rows[np.argsort(times[rows], kind="stable")][:20].tolist():
             r = int(np.flatnonzero(over[k])[0])
-            n, t = int(nodes[k]), float(times[k])
-            if (n, r) in seen:
-                continue
-            seen.add((n, r))
-            holders = np.flatnonzero((node == n) & (t_from <= t) & (t_to > t) & (amounts[:, r] > 0))
-            report.add(
-                t,
-                "capacity",
-                f"node {n} ({system.node_name(n)}) at t={t:.15g}: {int(usage[k, r])} {resources[r]} in use, capacity "
-                f"{int(cap[n, r])} (held by {_jobs(job_ids[holders])})",
-            )
+            over_at.append((float(times[k]), int(nodes[k]), r, int(usage[k, r])))
+    negative_at = None
     if (usage < 0).any():
         k = int(np.flatnonzero((usage < 0).any(axis=1))[0])
-        report.add(
-            times[k],
-            "internal",
-            f"node {int(nodes[k])}: negative usage at t={times[k]:.15g} (inconsistent allocation rows)",
-        )
+        negative_at = (float(times[k]), int(nodes[k]))
+    return over_at, negative_at
 
 
 def _sorted_unique(ids: np.ndarray, duplicated: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -2142,17 +2279,38 @@ def validate_result(result: Any) -> ValidationReport:
     tags from ``result.tags``, the growth requests from its workload's jobs)."""
     from hpcdispatch.results.store import workload_columns
 
+    allocations = result.allocations_columns()
+    del allocations["job_id"]  # made again when read, and not kept: see _JobIdsWhenRead
+    ids, row_job = result.workload.ids, result.allocation_rows().job
     return validate_tables(
         result.system,
         workload_columns(result),
         result.jobs_columns(allocation_text=False),
-        result.allocations_columns(),
+        _JobIdsWhenRead(allocations, lambda: ids[row_job]),
         walltime_kill=result.options.walltime_kill,
         dispatcher_tags=result.tags or None,
         growth=growth_requests(result.workload),
         bookings=result.bookings_columns() if getattr(result, "bookings", None) else None,
         shape=shape_rule(result.dispatcher),
     )
+
+
+class _JobIdsWhenRead(Mapping[str, Any]):
+    """A result's allocation columns whose ``job_id`` is made each time it is read, not kept:
+    :func:`run_tables` reads it once, to find each row's job, and a whole trace's rows' ids
+    are 8 MB (HPC2N) to 18 MB (RICC) that would otherwise stay for all of the validation."""
+
+    def __init__(self, columns: dict[str, Any], job_ids: Callable[[], np.ndarray]) -> None:
+        self._columns, self._job_ids = columns, job_ids
+
+    def __getitem__(self, name: str) -> Any:
+        return self._job_ids() if name == "job_id" else self._columns[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["job_id", *self._columns])
+
+    def __len__(self) -> int:
+        return 1 + len(self._columns)
 
 
 def validate_run_dir(out_dir: str | Path, reload_workload: bool = True) -> ValidationReport:
