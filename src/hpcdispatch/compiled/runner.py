@@ -192,25 +192,33 @@ def run_compiled(
         if outcome == S.REFUSED:
             _raise_refused(sim, st)
 
-    calls = int(st.regs[S.NCALL])
-    started = int(st.regs[S.NSTARTED])
-    order = st.ji[S.START_ORDER, :started]
-    n_rows = int(st.regs[S.NROWS])
+    regs = st.regs
+    calls, started, n_rows = int(regs[S.NCALL]), int(regs[S.NSTARTED]), int(regs[S.NROWS])
+    done = int(regs[S.NDONE])
+    # the hand-off: each of the state's big arrays is let go once the result's own copy of what
+    # it holds is made (the run's peak memory is here and in the validation)
+    ji, jf, rows, dl = st.ji, st.jf, st.rows, st.dl
+    del st
+    order = ji[S.START_ORDER, :started]
     segments = SegmentLog.from_arrays(
         job=order,
-        t_from=st.jf[S.JF_START, order],
-        lengths=st.ji[S.ALLOC_LEN, order],
-        node=st.rows[S.NODE, :n_rows],
-        units=st.rows[S.ROW_UNITS, :n_rows],
+        t_from=jf[S.JF_START, order],
+        lengths=ji[S.ALLOC_LEN, order],
+        node=rows[S.NODE, :n_rows],
+        units=rows[S.ROW_UNITS, :n_rows],
     )
-    status = st.ji[S.STATUS].astype(np.int8)
+    del rows, order
+    status = ji[S.STATUS].astype(np.int8)
+    del ji
+    start_at, end_at, planned = (jf[row].copy() for row in (S.JF_START, S.JF_END, S.JF_PLANNED))
+    del jf
     keep = calls if opts.record_decisions else 0
     info = InfoLog()
     if keep and spec.info:
         columns: dict[str, NumericColumn] = {}
         ids = workload.ids
         for k, key in enumerate(spec.info):
-            values = st.dl[S.D_INFO + k, :keep]
+            values = dl[S.D_INFO + k, :keep]
             present = ~np.isnan(values)
             if key in spec.info_jobs:  # a job index, reported as its id
                 column = ids[np.where(present, values, 0).astype(np.int64)]
@@ -222,22 +230,20 @@ def run_compiled(
         info = InfoLog.from_columns(keep, columns)
     elif keep:
         info = InfoLog.empty(keep)
-    # the hand-off: the compiled outcome goes into the Python engine's state, which makes the result
-    state = LoopState.start(system, workload, opts)
-    state.start_at = st.jf[S.JF_START].copy()
-    state.end_at = st.jf[S.JF_END].copy()
-    state.status = status
-    state.planned = st.jf[S.JF_PLANNED].copy()
-    state.segments = segments
-    state.decisions = DecisionLog.from_columns(
-        st.dl[S.D_TIME, :keep],
-        st.dl[S.D_QUEUE, :keep],
-        st.dl[S.D_RUNNING, :keep],
-        st.dl[S.D_STARTED, :keep],
-        st.dl[S.D_ELAPSED, :keep],
+    decisions = DecisionLog.from_columns(
+        dl[S.D_TIME, :keep],
+        dl[S.D_QUEUE, :keep],
+        dl[S.D_RUNNING, :keep],
+        dl[S.D_STARTED, :keep],
+        dl[S.D_ELAPSED, :keep],
         info,
     )
-    state.done, state.calls = int(st.regs[S.NDONE]), calls
+    del dl
+    # the compiled outcome goes into the Python engine's state, which makes the result
+    state = LoopState.start(system, workload, opts)
+    state.start_at, state.end_at, state.status, state.planned = start_at, end_at, status, planned
+    state.segments, state.decisions = segments, decisions
+    state.done, state.calls = done, calls
     result = state.result(system, workload, dispatcher, predictor, opts)
     result.notes = replace(result.notes, prediction_time_s=0.0, engine="compiled")
     return result

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcdispatch._util import return_free_memory
 from hpcdispatch.system.model import System
 from hpcdispatch.workload.job import SkipReport, Workload, WorkloadSource
 from hpcdispatch.workload.swf import SwfOptions, load_swf
@@ -137,18 +138,26 @@ def load_swf_cached(path: str | Path, system: System, options: SwfOptions) -> Wo
     path = Path(path)
     where = cache_dir()
     if where is None or not path.is_file():
-        return load_swf(path, system, options)
+        return _parsed(path, system, options)
     key = trace_key(path, system, options)
     entry = where / f"{key}.npz"
     if entry.is_file():
         cached = _read(entry, key, path)
         if cached is not None:
             return cached
-    workload = load_swf(path, system, options)
+    workload = _parsed(path, system, options)
     if not workload._plain_fields:  # (a reader that made Job objects: nothing to keep)
         return workload
     try:
         _write(entry, key, workload)
     except OSError as exc:
         _warn_once(f"the parsed-trace cache {where} is not writable ({exc}); traces are re-read")
+    return workload
+
+
+def _parsed(path: Path, system: System, options: SwfOptions) -> Workload:
+    """:func:`load_swf`, then the parse's temporaries (tens of MB for a whole trace, freed into
+    the C heap) given back to the system before the run goes on."""
+    workload = load_swf(path, system, options)
+    return_free_memory()
     return workload
