@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,8 @@ _MAX_EXP = 50
 #: integers in float64): a record with a larger one is skipped as ``<field>-too-large``
 _MAX_FIELD = float(2**_MAX_EXP)
 _BLOCK_BYTES = 1 << 23
+#: blocks read ahead of the one being parsed (two parsers, and one waiting for each)
+_BLOCKS_IN_FLIGHT = 4
 #: what a number looks like (as Arrow reads it: nan and inf too, which load_swf then refuses)
 _NUMBER = r"^[-+]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?|nan(\([0-9a-z_]*\))?|inf|infinity)$"
 
@@ -562,13 +565,16 @@ def read_swf_records(path: str | Path) -> SwfRecords:
     ``.gz`` that is cut short or corrupt keeps every line before the damage."""
     path = Path(path)
     _check_file(path)
-    futures = []
+    futures: deque[Future[tuple[np.ndarray, np.ndarray, list[tuple[int, str]]]]] = deque()
+    parts = []
     blocks = _Blocks(path)
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
             for first, block in blocks:
                 futures.append(pool.submit(_parse_block, first, block))
-            parts = [f.result() for f in futures]
+                if len(futures) > _BLOCKS_IN_FLIGHT:  # (not the whole file's text at once)
+                    parts.append(futures.popleft().result())
+            parts.extend(f.result() for f in futures)
     except OSError as exc:
         raise TraceFormatError(str(path), f"cannot read: {exc.strerror or exc}") from None
     if parts:
