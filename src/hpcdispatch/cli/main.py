@@ -25,6 +25,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from hpcdispatch._util import fix_mmap_threshold
 from hpcdispatch._version import __version__
 from hpcdispatch.cli.progress import plain_progress
 from hpcdispatch.errors import HpcDispatchError, Terminated, raise_terminated
@@ -902,6 +903,7 @@ def main(argv: list[str] | None = None) -> None:
     # top of the run's other phases (a whole HPC2N run's writing: 22 MB more RSS at its peak
     # on the C heap, 57 MB on mimalloc). Read when pyarrow is first imported: here, before.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    fix_mmap_threshold()
     previous = None
     if threading.current_thread() is threading.main_thread():
         # SIGTERM (kill, a batch system's time limit, a container stopped) takes Ctrl-C's path
