@@ -344,26 +344,3 @@ def return_free_memory() -> None:
         _MALLOC_TRIM.append(trim)
     if _MALLOC_TRIM[0] is not None:
         _MALLOC_TRIM[0](0)
-
-
-def fix_mmap_threshold(nbytes: int = 32 << 20) -> None:
-    """Let the C heap serve every block under ``nbytes`` from the first one (glibc's
-    ``mallopt(M_MMAP_THRESHOLD)``; nothing elsewhere, nor when the user set
-    ``MALLOC_MMAP_THRESHOLD_``). glibc starts by giving each block over 128 kB a mapping of its
-    own and raises that threshold as such blocks are freed, so a run's early arrays (a trace's
-    parse: blocks of 8 MB on two threads) are mapped and unmapped while later ones reuse the
-    heap. Fixed from the start, a whole HPC2N run's peak was 241 MB instead of 251, in the same
-    time (``benchmarks/memory_timeline.py``); the heap's free pages still go back to the system
-    between phases (:func:`return_free_memory`)."""
-    import ctypes
-    import os
-
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
-        return
-
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc
-        return
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    mallopt(-3, nbytes)  # M_MMAP_THRESHOLD

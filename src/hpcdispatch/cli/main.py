@@ -25,7 +25,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hpcdispatch._util import fix_mmap_threshold
 from hpcdispatch._version import __version__
 from hpcdispatch.cli.progress import plain_progress
 from hpcdispatch.errors import HpcDispatchError, Terminated, raise_terminated
@@ -891,6 +890,29 @@ def _interrupted(exc: BaseException) -> NoReturn:
     sys.exit(130 if seen is None else 143)
 
 
+def _fix_mmap_threshold(nbytes: int = 32 << 20) -> None:
+    """Let the C heap serve every block under ``nbytes`` from the first one (glibc's
+    ``mallopt(M_MMAP_THRESHOLD)``; nothing elsewhere, nor when the user set
+    ``MALLOC_MMAP_THRESHOLD_``). glibc starts by giving each block over 128 kB a mapping of its
+    own and raises that threshold as such blocks are freed, so a run's early arrays (a trace's
+    parse: blocks of 8 MB on two threads) are mapped and unmapped while later ones reuse the
+    heap. Fixed from the start, a whole HPC2N run's peak was 241 MB instead of 251, in the same
+    time (``benchmarks/memory_timeline.py``); the heap's free pages still go back to the system
+    between phases (``hpcdispatch._util.return_free_memory``)."""
+    import ctypes
+    import os
+
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    mallopt(-3, nbytes)  # M_MMAP_THRESHOLD
+
+
 def main(argv: list[str] | None = None) -> None:
     """The ``hpcdispatch`` command: :func:`cli`, with errors as one line and exit codes;
     SIGTERM takes Ctrl-C's path (exit 143)."""
@@ -903,7 +925,7 @@ def main(argv: list[str] | None = None) -> None:
     # top of the run's other phases (a whole HPC2N run's writing: 22 MB more RSS at its peak
     # on the C heap, 57 MB on mimalloc). Read when pyarrow is first imported: here, before.
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    fix_mmap_threshold()
+    _fix_mmap_threshold()
     previous = None
     if threading.current_thread() is threading.main_thread():
         # SIGTERM (kill, a batch system's time limit, a container stopped) takes Ctrl-C's path
