@@ -254,7 +254,11 @@ def main() -> int:
             crss = max(r["rss"] for r in c_runs) / 1e6
             for label, runs in (("", whole_cold), (", trace cached", whole_cached)):
                 hrss = max(r["rss"] for r in runs) / 1e6
-                print(f"{'peak RSS (MB, max)' + label:<34}{crss:>10.1f}{hrss:>13.1f}")
+                hmed = med(runs, "rss") / 1e6
+                print(
+                    f"{'peak RSS (MB, max; median)' + label:<34}{crss:>10.1f}{hrss:>13.1f}"
+                    f"  ({hmed:.1f})"
+                )
             numba = sorted({str(r["numba_imported"]) for r in h_runs + h_cached})
             print(f"numba imported by hpcdispatch's runs: {', '.join(numba)}")
             print(
