@@ -1,14 +1,16 @@
 """setuptools' build, plus one step: the simulation engine is compiled into the package when
-hpcdispatch is built (``pip install .``, a wheel), so that its first run does not compile it
-(``src/hpcdispatch/compiled/install_time.py``; an editable install compiles on its first run,
-into ``src/hpcdispatch/compiled/engine/``). Everything else is in ``pyproject.toml``."""
+hpcdispatch is built (``pip install .``, a wheel), so that its first run does not compile it:
+into numba's disk cache and, ahead of time, into an extension module that runs without numba
+(``src/hpcdispatch/compiled/install_time.py``, ``compiled/aot.py``; an editable install
+compiles on its first run, into ``src/hpcdispatch/compiled/engine/``). Everything else is in
+``pyproject.toml``."""
 
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 
@@ -24,4 +26,12 @@ class BuildPyWithEngine(build_py):
         subprocess.run([sys.executable, str(script), self.build_lib], check=True, env=env)
 
 
-setup(cmdclass={"build_py": BuildPyWithEngine})
+class BinaryDistribution(Distribution):
+    """The package holds a compiled extension module (the engine compiled ahead of time): its
+    wheel is tagged for this interpreter and platform, not as pure Python."""
+
+    def has_ext_modules(self):
+        return True
+
+
+setup(cmdclass={"build_py": BuildPyWithEngine}, distclass=BinaryDistribution)

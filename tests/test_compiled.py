@@ -289,28 +289,25 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     env.update(HOME=str(home), PYTHONPATH=str(lib), XDG_CACHE_HOME=str(home / ".cache"))
+
+    def python(code: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+            cwd=tmp_path,
+        )
+
     # the ahead-of-time engine: FIFO and EASY run without importing numba, and take numba's
     # engine's decisions (the same schedule, start for start, allocation row for row)
-    both = subprocess.run(
-        [sys.executable, "-c", AHEAD_RUNS],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        cwd=tmp_path,
-    )
+    both = python(AHEAD_RUNS)
     assert both.returncode == 0, both.stderr[-2000:]
     assert "compiling" not in both.stderr and "ahead-of-time" not in both.stderr
     assert both.stdout.count("SAME True") == 4 and "NUMBA False" in both.stdout, both.stdout
     env["HPCDISPATCH_ENGINE"] = "jit"  # numba's engine, loaded from the installation's cache
-    first = subprocess.run(
-        [sys.executable, "-c", ENTRY_RUNS],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        cwd=tmp_path,
-    )
+    first = python(ENTRY_RUNS)
     assert first.returncode == 0, first.stderr[-2000:]
     assert f"FROM {lib / 'hpcdispatch' / '__init__.py'}" in first.stdout
     assert "compiling" not in first.stderr
@@ -334,14 +331,7 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
         "real = D.writable\n"
         f"D.writable = lambda path: not str(path).startswith({str(lib)!r}) and real(path)\n"
     )
-    second = subprocess.run(
-        [sys.executable, "-c", readonly + ENTRY_RUNS],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-        cwd=tmp_path,
-    )
+    second = python(readonly + ENTRY_RUNS)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "compiling" not in second.stderr
     assert entry_report(second.stdout) == {
@@ -556,7 +546,6 @@ def test_an_engine_built_from_other_sources_is_not_used(monkeypatch, caplog):
     kernels = Path(aot.__file__).with_name("kernels.py")
     stamp = aot.stamp_number(aot.source_stamp(kernels))
     assert 0 < stamp < 2**63
-    assert aot.source_stamp(kernels) != aot.source_stamp(kernels.with_name("layout.py"))
     name = f"hpcdispatch.compiled.{aot.MODULE}"
     fake = types.ModuleType(name)
     fake.__spec__ = importlib.machinery.ModuleSpec(name, None)
@@ -576,3 +565,56 @@ def test_an_engine_built_from_other_sources_is_not_used(monkeypatch, caplog):
     with caplog.at_level("WARNING", logger="hpcdispatch"):
         assert aot.load_engine() is None
     assert "built from other sources" in caplog.text
+
+
+def test_the_stamp_covers_the_layout_and_only_entry_points_keep_a_cache(tmp_path):
+    """The kernels read the state layout's constants, frozen into their code: a change to
+    ``layout.py`` alone changes the stamp the engine's disk cache and the ahead-of-time module
+    are checked against; and no other function of ``kernels.py`` keeps a cache of its own
+    (numba's would be stamped by ``kernels.py`` alone, and hand a recompiled entry point the
+    old constants)."""
+    import shutil
+    from pathlib import Path
+
+    from numba.core.dispatcher import Dispatcher
+
+    from hpcdispatch.compiled import aot, kernels
+    from hpcdispatch.compiled.disk_cache import EngineCache
+
+    for name in ("kernels.py", "layout.py"):
+        shutil.copy(Path(aot.__file__).with_name(name), tmp_path / name)
+    before = aot.source_stamp(tmp_path / "kernels.py")
+    layout = tmp_path / "layout.py"
+    layout.write_text(layout.read_text().replace("N_REGS = 96", "N_REGS = 97"))
+    assert aot.source_stamp(tmp_path / "kernels.py") != before
+    (tmp_path / "layout.py").unlink()
+    assert aot.source_stamp(tmp_path / "kernels.py") != before  # (the kernels' text alone)
+    own = {
+        name: type(f._cache).__name__
+        for name, f in vars(kernels).items()
+        if isinstance(f, Dispatcher) and name not in kernels.ON_DISK
+    }
+    assert len(own) > 30 and set(own.values()) == {"NullCache"}, own
+    if kernels.ON_DISK["run_steps"]:
+        assert isinstance(kernels.run_steps._cache, EngineCache)
+
+
+def test_the_ahead_of_time_engine_is_given_only_the_types_it_was_compiled_for():
+    """The ahead-of-time module does not check its arguments as numba's dispatcher does: the
+    runner checks each array's dtype, dimensions, order and writability first."""
+    import numpy as np
+
+    from hpcdispatch.compiled.aot import check_state_types
+    from hpcdispatch.compiled.layout import example_state
+
+    good = example_state(2)
+    check_state_types(good, example_state(2))  # (nothing raised)
+    bad = [
+        good._replace(regs=good.regs.astype(np.float64)),
+        good._replace(ji=np.zeros((3, 4, 1), dtype=np.int64)),
+        good._replace(jf=np.zeros((8, 6))[:, ::2]),
+        good._replace(req=np.zeros((0, 2), dtype=np.int64)),  # writable, compiled read-only
+    ]
+    for state in bad:
+        with pytest.raises(TypeError, match="engine state"):
+            check_state_types(state, example_state(2))

@@ -339,7 +339,7 @@ def return_free_memory() -> None:
         try:
             trim = ctypes.CDLL(None).malloc_trim
             trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-        except (OSError, AttributeError):  # not glibc (macOS, musl): its allocator's own way
+        except (OSError, AttributeError, TypeError):  # not glibc (macOS, musl; Windows: TypeError)
             trim = None
         _MALLOC_TRIM.append(trim)
     if _MALLOC_TRIM[0] is not None:

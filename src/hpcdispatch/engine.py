@@ -73,7 +73,9 @@ def simulate(
     )
     if choose_engine(sim) == "python":
         return sim.run(progress)
-    from hpcdispatch.compiled.runner import run_compiled  # imports numba: only when it runs
+    from hpcdispatch.compiled.runner import (
+        run_compiled,  # (numba only when no ahead-of-time engine)
+    )
 
     return run_compiled(sim, progress)
 

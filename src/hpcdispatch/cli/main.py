@@ -902,12 +902,14 @@ def _fix_mmap_threshold(nbytes: int = 32 << 20) -> None:
     import ctypes
     import os
 
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
-        return
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or "mmap_threshold" in os.environ.get(
+        "GLIBC_TUNABLES", ""
+    ):
+        return  # (the user's choice)
 
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc
+    except (OSError, AttributeError, TypeError):  # not glibc (Windows: TypeError)
         return
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     mallopt(-3, nbytes)  # M_MMAP_THRESHOLD

@@ -84,28 +84,46 @@ def load_engine() -> ModuleType | None:
     """The ahead-of-time engine, when this installation has one built from its sources and
     the run may use it; ``None`` otherwise (an editable installation has none; a module built
     from other sources, or one that does not load, is said in a warning)."""
-    if os.environ.get("HPCDISPATCH_ENGINE", "").lower() == "jit" or _jit_disabled():
+    log = logging.getLogger("hpcdispatch")
+    choice = os.environ.get("HPCDISPATCH_ENGINE", "").strip().lower()
+    if choice not in ("", "jit"):
+        log.warning("HPCDISPATCH_ENGINE=%s is not 'jit' (the only choice): ignored", choice)
+    if choice == "jit" or jit_disabled():
         return None
     name = f"hpcdispatch.compiled.{MODULE}"
     if importlib.util.find_spec(name) is None:
         return None
-    log = logging.getLogger("hpcdispatch")
     try:
         module = importlib.import_module(name)
-    except ImportError as err:
+        expected = stamp_number(source_stamp(_HERE / "kernels.py"))
+    except (ImportError, OSError) as err:  # (numpy's ABI; sources not installed)
         log.warning("the ahead-of-time engine does not load (%s): using numba's", err)
         return None
-    expected = stamp_number(source_stamp(_HERE / "kernels.py"))
     if module.source_stamp() != expected:
         log.warning("the ahead-of-time engine was built from other sources: using numba's")
         return None
     return module
 
 
-def _jit_disabled() -> bool:
-    """numba's ``NUMBA_DISABLE_JIT`` read as numba reads it (an integer, 0 = off)."""
-    value = os.environ.get("NUMBA_DISABLE_JIT", "0").strip() or "0"
-    try:
-        return int(value) != 0
-    except ValueError:
-        return False
+def jit_disabled() -> bool:
+    """Whether ``NUMBA_DISABLE_JIT`` is set (anything but empty or ``0``): the compiled engine
+    is then refused (``eligibility.py``), and nothing compiled is used."""
+    return os.environ.get("NUMBA_DISABLE_JIT", "0").strip() not in ("", "0")
+
+
+def check_state_types(state: tuple[Any, ...], example: tuple[Any, ...]) -> None:
+    """Raises ``TypeError`` unless each array of ``state`` has the dtype, dimensions, C order
+    and writability of ``example``'s (``layout.example_state``): the ahead-of-time engine was
+    compiled for exactly those and, unlike numba's, does not check what it is given."""
+    for name, got, want in zip(type(state)._fields, state, example):  # type: ignore[attr-defined]
+        if (
+            got.dtype != want.dtype
+            or got.ndim != want.ndim
+            or not got.flags.c_contiguous
+            or got.flags.writeable != want.flags.writeable
+        ):
+            raise TypeError(
+                f"engine state '{name}': {got.dtype} {got.ndim}-d "
+                f"(C order {got.flags.c_contiguous}, writable {got.flags.writeable}); the engine "
+                f"was compiled for {want.dtype} {want.ndim}-d, C order, writable {want.flags.writeable}"
+            )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from typing import TYPE_CHECKING
 
 from hpcdispatch.allocators import BestFit, FirstFit, make_allocator
+from hpcdispatch.compiled.aot import jit_disabled
 from hpcdispatch.protocol import Dispatcher
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def refusal(sim: Simulator) -> str | None:
     charged and predictions are not corrected."""
     if importlib.util.find_spec("numba") is None:
         return "numba is not installed"
-    if os.environ.get("NUMBA_DISABLE_JIT", "0").strip() not in ("", "0"):
+    if jit_disabled():
         return "NUMBA_DISABLE_JIT is set (the engine would run as slow Python)"
     if sys.platform == "win32":
         return "no clock_gettime on Windows"

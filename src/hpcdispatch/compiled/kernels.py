@@ -1,9 +1,11 @@
 """The compiled engine's code, in one module: the state layout, a clock, the allocators,
 the policies (FIFO, EASY backfilling) and the event loop, compiled with numba.
 
-Why one module: numba caches compiled functions on disk and invalidates a cached function
-only when *its own* source file changes; the code of the functions it calls and the
-constants it reads are frozen into it. With everything here, any change recompiles all.
+Why one module: the functions an entry point calls and the constants it reads are frozen
+into its compiled code. Only the entry points (``ON_DISK``) are cached on disk, by
+:class:`~hpcdispatch.compiled.disk_cache.EngineCache`, stamped with this file's text and the
+state layout's (``layout.py``): any change to either recompiles all. The functions they call
+keep no cache of their own (numba's would notice changes to this file only).
 
 Sections: **state** (the rows and registers of :class:`EngineState`), **clock**,
 **allocators** (first fit, best fit), **policies** (``policy(<arrays>, now)`` writes its decision
@@ -142,7 +144,7 @@ def monotonic_ns(typingctx):
 UNBOUNDED = np.iinfo(np.int64).max // 4
 
 
-@njit(cache=True)
+@njit
 def node_fit(free, n, req, mpn):
     """How many units of ``req`` fit on node ``n`` of ``free``."""
     k = UNBOUNDED
@@ -160,7 +162,7 @@ def node_fit(free, n, req, mpn):
     return k
 
 
-@njit(cache=True)
+@njit
 def fit_count(free, req, mpn, cap):
     """Units of ``req`` that fit on ``free`` in all, each node's count capped at ``cap``
     (so the sum cannot overflow; ``fit_count(...) >= cap`` is the exact fit test)."""
@@ -171,7 +173,7 @@ def fit_count(free, req, mpn, cap):
     return total
 
 
-@njit(cache=True)
+@njit
 def stable_argsort(values, n):
     """Indices that sort ``values[:n]`` ascending, equal values in index order: what
     ``np.argsort(values[:n], kind="mergesort")`` returns for values without NaN. A bottom-up
@@ -206,7 +208,7 @@ def stable_argsort(values, n):
     return order
 
 
-@njit(cache=True)
+@njit
 def allocate(kind, free, req, mpn, units, weights, rows, offset):
     """First fit (``kind`` FIRST_FIT): nodes in index order, each taking as many units as fit.
     Best fit: nodes in ascending order of ``sum_r free[n, r] * weights[r]`` (ties: node
@@ -287,7 +289,7 @@ def allocate(kind, free, req, mpn, units, weights, rows, offset):
 # call begins: ends free both, a call takes its starts from the scratch and :func:`_apply`
 # then takes the same rows from ``FREE`` (a refused decision copies ``FREE`` back). No copy
 # per call (19 % of FIFO's loop before).
-@njit(cache=True)
+@njit
 def pooled_ok(ji, req, tot, j):
     u = ji[UNITS, j]
     for r in range(req.shape[1]):
@@ -297,7 +299,7 @@ def pooled_ok(ji, req, tot, j):
     return True
 
 
-@njit(cache=True)
+@njit
 def nothing_free(tot):
     for r in range(tot.shape[1]):
         if tot[SCRATCH, r] != 0:
@@ -305,7 +307,7 @@ def nothing_free(tot):
     return True
 
 
-@njit(cache=True)
+@njit
 def _scratch_fit(mat, req, j, n, mpn):
     """:func:`node_fit` of job ``j`` on node ``n`` of ``mat[SCRATCH]``, read in place."""
     k = UNBOUNDED
@@ -323,7 +325,7 @@ def _scratch_fit(mat, req, j, n, mpn):
     return k
 
 
-@njit(cache=True)
+@njit
 def _first_fit_scratch(ji, req, mat, rows, offset, j):
     """:func:`allocate`'s first fit on ``mat[SCRATCH]`` without making views of ``mat`` and
     ``req`` (each view is a counted reference: two atomic operations per call)."""
@@ -343,7 +345,7 @@ def _first_fit_scratch(ji, req, mat, rows, offset, j):
     return -1
 
 
-@njit(cache=True)
+@njit
 def place(ji, req, mat, weights, rows, regs, j):
     """Allocate job ``j`` on the scratch (rows after the decision's rows); rows or -1."""
     if regs[ALLOCATOR] == FIRST_FIT:
@@ -360,7 +362,7 @@ def place(ji, req, mat, weights, rows, regs, j):
     )
 
 
-@njit(cache=True)
+@njit
 def take(ji, req, mat, tot, rows, regs, j, k):
     """Start job ``j`` on the ``k`` rows :func:`place` just wrote."""
     off = regs[NROWS] + regs[USED]
@@ -380,7 +382,7 @@ def take(ji, req, mat, tot, rows, regs, j, k):
     regs[USED] += k
 
 
-@njit(cache=True)
+@njit
 def place_and_take(ji, req, mat, tot, weights, rows, regs, j):
     """Start job ``j`` if it fits the scratch (callers test :func:`pooled_ok` first)."""
     k = place(ji, req, mat, weights, rows, regs, j)
@@ -392,7 +394,7 @@ def place_and_take(ji, req, mat, tot, weights, rows, regs, j):
 
 # ---- FIFO -----------------------------------------------------------------------------
 # registers: POL = the head blocked at the last call (1/0), POL + 1 = that head
-@njit(cache=True)
+@njit
 def fifo(ji, req, mat, tot, weights, rows, regs, fregs, now):
     blocking = fregs[PARAMS] != 0.0
     if blocking and regs[POL] == 1 and regs[ENDED] == 0 and regs[POL + 1] == regs[QHEAD]:
@@ -425,7 +427,7 @@ F_SHADOW, F_SPARE = F_POL, F_POL + 8
 TOOK, REFUSED_HERE = 0, 1
 
 
-@njit(cache=True)
+@njit
 def _memo_known(ji, memo, regs, table, j):
     """Whether job ``j``'s shape is in ``table`` with at most its unit count (both allocators
     fill nodes in an order that does not depend on the unit count, so more units fail too)."""
@@ -436,7 +438,7 @@ def _memo_known(ji, memo, regs, table, j):
     )
 
 
-@njit(cache=True)
+@njit
 def _memo_add(ji, memo, regs, table, j):
     stamp = regs[E_STAMP + table]
     s = ji[SHAPE, j]
@@ -448,12 +450,12 @@ def _memo_add(ji, memo, regs, table, j):
         memo[table, MEMO_UNITS, s] = u
 
 
-@njit(cache=True)
+@njit
 def _memo_clear(regs, table):
     regs[E_STAMP + table] += 1
 
 
-@njit(cache=True)
+@njit
 def _shift_held(ji, req, mat, rows, j, off, k, sign, head):
     """Add (``sign`` 1: released by then) or take (-1: backfilled past the shadow time) job
     ``j``'s rows ``off : off + k`` to or from ``mat[SHADOW]``; returns the change in the head's
@@ -475,13 +477,13 @@ def _shift_held(ji, req, mat, rows, j, off, k, sign, head):
     return change
 
 
-@njit(cache=True)
+@njit
 def _rel_end(jf, j, floor):
     e = jf[JF_PLANNED_END, j]
     return e if e > floor else floor
 
 
-@njit(cache=True)
+@njit
 def _reserve(ji, jf, req, mat, rows, regs, fregs, head, now):
     """The head's shadow time (the first expected end after which it fits, node by node) and
     the free capacity then (``mat[SHADOW]``), from running jobs (expected end
@@ -537,12 +539,12 @@ def _reserve(ji, jf, req, mat, rows, regs, fregs, head, now):
     regs[E_HAS_RES] = 1
 
 
-@njit(cache=True)
+@njit
 def _is_short(jf, fregs, j, now):
     return now + jf[JF_PLANNED, j] <= fregs[F_SHADOW]
 
 
-@njit(cache=True)
+@njit
 def _long_blocked(ji, req, fregs, j):
     for r in range(req.shape[1]):
         a = req[j, r]
@@ -551,7 +553,7 @@ def _long_blocked(ji, req, fregs, j):
     return False
 
 
-@njit(cache=True)
+@njit
 def _evaluate(ji, jf, req, mat, tot, weights, rows, regs, fregs, memo, j, head, now):
     """One backfill candidate that the scan's cheap checks let through: TOOK if it starts."""
     k = place(ji, req, mat, weights, rows, regs, j)
@@ -579,7 +581,7 @@ def _evaluate(ji, jf, req, mat, tot, weights, rows, regs, fregs, memo, j, head, 
     return TOOK
 
 
-@njit(cache=True)
+@njit
 def _easy_info(dl, regs, fregs, head, backfilled):
     """Info of a call that has a reservation: shadow time, head (job index), backfilled."""
     c = regs[NCALL]
@@ -589,13 +591,13 @@ def _easy_info(dl, regs, fregs, head, backfilled):
         dl[D_INFO + 2, c] = backfilled
 
 
-@njit(cache=True)
+@njit
 def _overdue(ji, jf, regs, now):
     """A running job expected to end by ``now + 1`` (the first in planned-end order)."""
     return regs[NRUN] > 0 and jf[JF_PLANNED_END, ji[RUN_LIST, 0]] <= now + 1.0
 
 
-@njit(cache=True)
+@njit
 def _scan(ji, jf, req, mat, tot, weights, rows, regs, fregs, memo, j, head, now):
     """Backfill candidates from job ``j`` to the end of the queue, in queue order, until
     nothing is free. Most fail a cheap check made here: pooled totals short, a shape known
@@ -616,7 +618,7 @@ def _scan(ji, jf, req, mat, tot, weights, rows, regs, fregs, memo, j, head, now)
         j = ji[QNEXT, j]
 
 
-@njit(cache=True)
+@njit
 def easy(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, now):
     idle = regs[E_IDLE]
     regs[E_IDLE] = 0
@@ -658,7 +660,7 @@ def easy(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, now):
         regs[E_HEAD] = head
 
 
-@njit(cache=True)
+@njit
 def call_policy(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, now):
     if regs[POLICY] == EASY:
         easy(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, now)
@@ -675,14 +677,14 @@ def call_policy(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, now
 PENDING, QUEUED, RUNNING, COMPLETED = 0, 1, 2, 3
 
 
-@njit(cache=True)
+@njit
 def _heap_set(ji, jf, i, t, seq, j):
     jf[JF_HEAP_T, i] = t
     ji[HEAP_SEQ, i] = seq
     ji[HEAP_JOB, i] = j
 
 
-@njit(cache=True)
+@njit
 def _heap_push(ji, jf, regs, t, j):
     i = regs[HSIZE]
     seq = regs[SEQ]
@@ -698,7 +700,7 @@ def _heap_push(ji, jf, regs, t, j):
     _heap_set(ji, jf, i, t, seq, j)
 
 
-@njit(cache=True)
+@njit
 def _heap_pop(ji, jf, regs):
     top = ji[HEAP_JOB, 0]
     size = regs[HSIZE] - 1
@@ -724,7 +726,7 @@ def _heap_pop(ji, jf, regs):
     return top
 
 
-@njit(cache=True)
+@njit
 def _run_insert(ji, jf, regs, j, ordered):
     """Add job ``j`` to the running jobs: at the end, or (``ordered``: EASY, whose reservation
     reads them by expected end) after those planned to end no later than it."""
@@ -749,7 +751,7 @@ def _run_insert(ji, jf, regs, j, ordered):
     regs[NRUN] = n + 1
 
 
-@njit(cache=True)
+@njit
 def _run_remove(ji, regs, j, ordered):
     n = regs[NRUN] - 1
     pos = ji[RUN_POS, j]
@@ -765,7 +767,7 @@ def _run_remove(ji, regs, j, ordered):
     regs[NRUN] = n
 
 
-@njit(cache=True)
+@njit
 def _refuse(regs, code, j, node):
     regs[ERROR] = code
     regs[ERROR_JOB] = j
@@ -773,7 +775,7 @@ def _refuse(regs, code, j, node):
     return REFUSED
 
 
-@njit(cache=True)
+@njit
 def _hold(ji, req, mat, tot, rows, j, off, k, sign, layer):
     """Add (``sign`` -1: take) job ``j``'s rows to ``mat[layer]`` and ``tot[layer]``."""
     R = req.shape[1]
@@ -786,7 +788,7 @@ def _hold(ji, req, mat, tot, rows, j, off, k, sign, layer):
         tot[layer, r] += sign * ji[UNITS, j] * req[j, r]
 
 
-@njit(cache=True)
+@njit
 def _check(ji, req, mat, rows, regs, j, off, k):
     """Why job ``j`` cannot start on rows ``off : off + k`` now (an error code), or 0. The
     decision's earlier starts are already taken from the free capacity."""
@@ -814,7 +816,7 @@ def _check(ji, req, mat, rows, regs, j, off, k):
     return 0
 
 
-@njit(cache=True)
+@njit
 def _apply(ji, jf, req, mat, tot, rows, regs, t):
     """Verify and apply the decision; REFUSED (the reason in the error registers) at the
     first invalid start, with the free capacity as it was before the decision. The starts
@@ -875,7 +877,7 @@ def run_steps(st, max_steps):
     )
 
 
-@njit(cache=True)
+@njit
 def _run_steps(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, max_steps):
     n = ji.shape[1]
     inf = math.inf
@@ -959,7 +961,7 @@ def _run_steps(ji, jf, req, mat, tot, weights, rows, dl, regs, fregs, memo, max_
 # (``tests/test_profile_compiled.py`` compares them).
 
 
-@njit(cache=True)
+@njit
 def profile_split(times, free, totals, lo, hi, t, blocks):
     """Make ``t`` a segment boundary; return (absolute index of the segment starting at
     ``t``, new ``hi``). The caller guarantees room for one more segment. ``blocks``
@@ -999,7 +1001,7 @@ def profile_split(times, free, totals, lo, hi, t, blocks):
     return pos, hi + 1
 
 
-@njit(cache=True)
+@njit
 def profile_apply(times, free, totals, lo, hi, start, end, nodes, amounts, sign, blocks, lazy):
     """Take (``sign`` +1) or give back (-1) ``amounts[i]`` on ``nodes[i]`` during
     ``[start, end)``; return the new ``hi``. Room for two more segments is the caller's.
@@ -1056,7 +1058,7 @@ def profile_apply(times, free, totals, lo, hi, start, end, nodes, amounts, sign,
 BLOCK = 32
 
 
-@njit(cache=True)
+@njit
 def _block_minima_one(totals, lo, hi, blocks, b):
     """``blocks[b, 0]``: the minimum over the live segments of block ``b`` (``[lo + b *
     BLOCK, lo + (b + 1) * BLOCK)`` before ``hi``) of ``totals`` plus the block's pending add
@@ -1072,14 +1074,14 @@ def _block_minima_one(totals, lo, hi, blocks, b):
         blocks[b, 0, r] = m + blocks[b, 1, r]
 
 
-@njit(cache=True)
+@njit
 def _block_minima(totals, lo, hi, blocks, first):
     """Recompute the block minima of the blocks from ``first`` to the last live one."""
     for b in range(first, (hi - lo + BLOCK - 1) // BLOCK):
         _block_minima_one(totals, lo, hi, blocks, b)
 
 
-@njit(cache=True)
+@njit
 def _block_concrete(free, totals, lo, hi, blocks, b):
     """Add block ``b``'s pending add (a pooled profile's: node 0) to its segments."""
     end = lo + (b + 1) * BLOCK
@@ -1094,7 +1096,7 @@ def _block_concrete(free, totals, lo, hi, blocks, b):
             blocks[b, 1, r] = 0
 
 
-@njit(cache=True)
+@njit
 def _window_end(times, lo, n, j, e):
     """First relative index ``>= j`` whose segment starts at or after ``e`` (``n`` if none):
     galloping from ``j``, then a binary search (windows' ends only move forward)."""
@@ -1119,7 +1121,7 @@ def _window_end(times, lo, n, j, e):
     return a
 
 
-@njit(cache=True)
+@njit
 def _next_pooled_window(
     times, totals, lo, n, k, j, passed, before, duration, need, credit, c_start, c_end, blocks
 ):
@@ -1311,7 +1313,7 @@ def profile_earliest(
 FAILS = 32
 
 
-@njit(cache=True)
+@njit
 def _known_failing_until(f_need, f_dur, f_lo, f_hi, count, req, units, duration, not_before, s0):
     """The first start the pooled test of a reservation (``req`` x ``units`` for ``duration``,
     currently at ``s0``) still has to try, given the failures remembered in this pass: a

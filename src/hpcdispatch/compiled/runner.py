@@ -14,7 +14,7 @@ import numpy as np
 
 from hpcdispatch.allocators import BestFit, make_allocator
 from hpcdispatch.compiled import layout as S
-from hpcdispatch.compiled.aot import load_engine
+from hpcdispatch.compiled.aot import check_state_types, load_engine
 from hpcdispatch.compiled.layout import POLICIES
 from hpcdispatch.errors import ConfigError, InvalidDecisionError, SimulationStalledError
 from hpcdispatch.sim.info_log import InfoLog, NumericColumn
@@ -149,6 +149,7 @@ def engine_loop(st: S.EngineState) -> Callable[[S.EngineState, int], int]:
     disk cache or compiled now (which is said: about 20 s)."""
     ahead = load_engine()
     if ahead is not None:
+        check_state_types(st, S.example_state(st.req.shape[1]))
         return ahead.run_steps  # type: ignore[no-any-return]
     from numba import typeof, types
 
