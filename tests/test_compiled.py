@@ -249,6 +249,7 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
     import shutil
     import subprocess
     import sys
+    import sysconfig
     from pathlib import Path
 
     import hpcdispatch
@@ -285,7 +286,10 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
         (lib / "hpcdispatch/compiled/__pycache__").glob("*.nb[ic]")
     )  # (numba's own: not shipped)
     ahead = sorted(p.name for p in (lib / "hpcdispatch/compiled").glob("_engine_aot*.so"))
-    assert len(ahead) == 1, ahead  # the engine compiled ahead of time (compiled/aot.py)
+    if Path(sysconfig.get_paths()["include"], "Python.h").exists():
+        assert len(ahead) == 1, (ahead, build.stderr[-2000:])  # compiled ahead of time (aot.py)
+    else:  # (numba.pycc needs Python's C headers: the install says so and goes on without)
+        assert ahead == [] and "not compiled ahead of time" in build.stderr, build.stderr
     home = tmp_path / "home"
     home.mkdir()
     env.update(HOME=str(home), PYTHONPATH=str(lib), XDG_CACHE_HOME=str(home / ".cache"))
@@ -300,12 +304,13 @@ def test_an_installation_does_not_compile_on_its_first_run(tmp_path):
             cwd=tmp_path,
         )
 
-    # the ahead-of-time engine: FIFO and EASY run without importing numba, and take numba's
-    # engine's decisions (the same schedule, start for start, allocation row for row)
-    both = python(AHEAD_RUNS)
-    assert both.returncode == 0, both.stderr[-2000:]
-    assert "compiling" not in both.stderr and "ahead-of-time" not in both.stderr
-    assert both.stdout.count("SAME True") == 4 and "NUMBA False" in both.stdout, both.stdout
+    if ahead:
+        # the ahead-of-time engine: FIFO and EASY run without importing numba, and take numba's
+        # engine's decisions (the same schedule, start for start, allocation row for row)
+        both = python(AHEAD_RUNS)
+        assert both.returncode == 0, both.stderr[-2000:]
+        assert "compiling" not in both.stderr and "ahead-of-time" not in both.stderr
+        assert both.stdout.count("SAME True") == 4 and "NUMBA False" in both.stdout, both.stdout
     env["HPCDISPATCH_ENGINE"] = "jit"  # numba's engine, loaded from the installation's cache
     first = python(ENTRY_RUNS)
     assert first.returncode == 0, first.stderr[-2000:]
