@@ -278,18 +278,13 @@ def write_runset_report(rs: RunSet, out: str | Path) -> Path:
         png, caption = FAMILY_FIGURES[family]
         drawn = [m for m in metrics if _has_nonzero(stats, m)]
         zero = [m.title for m in metrics if m not in drawn]
-        if drawn and family in PER_WORKLOAD_FAMILIES:  # many workloads: a panel each, wrapped
-            info = plots.plot_bars_per_group(
-                _with_group(stats),
-                drawn,
-                out / png,
-                FAMILY_TITLES[family],
-                group="group",
-                styles=styles,
+        if drawn:  # many workloads: a panel each, wrapped; else one panel of grouped bars
+            plot = (
+                plots.plot_bars_per_group
+                if family in PER_WORKLOAD_FAMILIES
+                else plots.plot_grouped_bars
             )
-            sec.elements.append(Figure(out / png, caption, legend=info.legend))
-        elif drawn:
-            info = plots.plot_grouped_bars(
+            info = plot(
                 _with_group(stats),
                 drawn,
                 out / png,
